@@ -1,0 +1,81 @@
+// Narrow interfaces the API layer needs for byte streams. `api` declares them; `cmd` fills them
+// with driver implementations. `api` imports no driver and no reconciler.
+import type { Readable } from 'node:stream';
+
+// ---- logs -------------------------------------------------------------------------------------
+
+export interface LogReadOptions {
+  stdout: boolean;
+  stderr: boolean;
+  /** Keep streaming new entries until `stopFollowing` fires (then drain what is left and end). */
+  follow: boolean;
+  /** Unix time in seconds (fractional allowed); entries strictly before are skipped. 0 = none. */
+  since: number;
+  /** Unix time in seconds (fractional allowed); entries after are skipped. 0 = none. */
+  until: number;
+  /** Number of entries from the end, -1 = all. */
+  tail: number;
+}
+
+export interface LogEntry {
+  stream: 'stdout' | 'stderr';
+  /** The payload, including its trailing "\n" unless the entry is partial. */
+  line: Buffer;
+  /** RFC 3339 with 9 fractional digits. */
+  time: string;
+  attrs?: Record<string, string>;
+}
+
+export interface ContainerLogReader {
+  /**
+   * Entries of one container's log in order. `signal` aborts at once (client gone);
+   * `stopFollowing` ends follow mode gracefully (container stopped).
+   */
+  read(containerId: string, opts: LogReadOptions, signal: AbortSignal, stopFollowing?: AbortSignal): AsyncIterable<LogEntry>;
+}
+
+// ---- image archives ---------------------------------------------------------------------------
+
+export interface LoadedImage {
+  id: string;
+  rawConfig: string;
+  diffIds: string[];
+  chainId: string | null;
+  size: number;
+  /** Fully normalised references found in the archive ("docker.io/library/busybox:latest"). */
+  repoTags: string[];
+}
+
+export interface ImportOptions {
+  /** Dockerfile-style instructions: "CMD [\"sh\"]", "ENV A=b", "WORKDIR /x", ... */
+  changes: string[];
+  message: string;
+  /** Platform "os/arch" (defaults to the host's). */
+  platform?: string;
+}
+
+export interface SaveImage {
+  id: string;
+  rawConfig: string;
+  diffIds: string[];
+  chainId: string | null;
+  repoTags: string[];
+}
+
+export interface ImageArchivePort {
+  /** Unpack a `docker save` tarball or an OCI image-layout tarball into the layer store. */
+  load(body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void): Promise<LoadedImage[]>;
+  /** Make a one-layer image from a rootfs tarball (optionally compressed). */
+  importRootfs(body: Readable, opts: ImportOptions, signal: AbortSignal): Promise<LoadedImage>;
+  /** A `docker save` tarball (docker-archive layout plus OCI index.json/oci-layout). */
+  save(images: SaveImage[], signal: AbortSignal): Readable;
+}
+
+// ---- system facts -----------------------------------------------------------------------------
+
+export interface SystemInfoPort {
+  /** Figures for GET /info that come from the machine and drivers (cached, never slow). */
+  info(): Promise<Record<string, unknown>>;
+  /** Component versions for GET /version (supervisor, stdrt). */
+  components(): Promise<Array<{ Name: string; Version: string; Details?: Record<string, unknown> }>>;
+}

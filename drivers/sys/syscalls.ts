@@ -1,0 +1,96 @@
+// Thin koffi bindings to libc for the few syscalls Node lacks: mount, umount2, mkfifo.
+// Read errno only after a -1 return (koffi keeps a stale value after success).
+import koffi from 'koffi';
+import { spawn } from 'node:child_process';
+import { EngineError } from '../../lib/errors.ts';
+
+const libc = koffi.load('libc.so.6');
+const mountFn = libc.func('int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)');
+const umount2Fn = libc.func('int umount2(const char *target, int flags)');
+const mkfifoFn = libc.func('int mkfifo(const char *path, uint32_t mode)');
+const strerrorFn = libc.func('const char *strerror(int errnum)');
+
+export const MS_RDONLY = 0x1;
+export const MS_NOSUID = 0x2;
+export const MS_NODEV = 0x4;
+export const MS_NOEXEC = 0x8;
+export const MS_REMOUNT = 0x20;
+export const MS_BIND = 0x1000;
+export const MS_REC = 0x4000;
+export const MS_PRIVATE = 0x40000;
+export const MNT_DETACH = 0x2;
+
+export const ERRNO = { EPERM: 1, ENOENT: 2, EBUSY: 16, EEXIST: 17, EINVAL: 22, ELOOP: 40 } as const;
+
+export class SyscallError extends EngineError {
+  readonly errno: number;
+  constructor(call: string, errno: number, detail: string) {
+    super(errno === ERRNO.ENOENT ? 'NotFound' : 'Internal', `${call} ${detail}: ${strerror(errno)}`);
+    this.errno = errno;
+  }
+}
+
+function strerror(errno: number): string {
+  return String(strerrorFn(errno));
+}
+
+function callAsync(fn: koffi.KoffiFunction, args: unknown[]): Promise<{ ret: number; errno: number }> {
+  return new Promise((resolve, reject) => {
+    fn.async(...args, (err: unknown, ret: number) => {
+      if (err) return reject(err);
+      // errno is thread-local: koffi captures it for async calls into koffi.errno() of the worker; read now.
+      resolve({ ret, errno: ret === -1 ? koffi.errno() : 0 });
+    });
+  });
+}
+
+/** mount(2). `data` longer than a page fails with a misleading ELOOP: use mountWithCwd for long overlay options. */
+export function mount(source: string, target: string, fstype: string | null, flags: number, data: string | null): void {
+  const ret = mountFn(source, target, fstype, flags, data) as number;
+  if (ret !== 0) throw new SyscallError('mount', koffi.errno(), `${source} on ${target} (${fstype ?? 'none'})`);
+}
+
+/** mount(8) run in `cwd`, so overlay lowerdirs can be relative paths (keeps the option string under a page). */
+export function mountWithCwd(source: string, target: string, fstype: string, data: string, cwd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn('mount', ['-t', fstype, '-o', data, source, target], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve() : reject(new EngineError('Internal', `mount ${target}: ${err.trim() || `exit ${code}`}`))));
+  });
+}
+
+/** umount2(2) off the main thread (a busy or hung mount must not block the daemon). EINVAL (not mounted) is ignored. */
+export async function umount(target: string, flags = 0): Promise<void> {
+  const { ret, errno } = await callAsync(umount2Fn, [target, flags]);
+  if (ret !== 0 && errno !== ERRNO.EINVAL && errno !== ERRNO.ENOENT) throw new SyscallError('umount', errno, target);
+}
+
+export function umountSync(target: string, flags = 0): void {
+  const ret = umount2Fn(target, flags) as number;
+  if (ret !== 0) {
+    const errno = koffi.errno();
+    if (errno !== ERRNO.EINVAL && errno !== ERRNO.ENOENT) throw new SyscallError('umount', errno, target);
+  }
+}
+
+/** mkfifo(3); an existing FIFO at `path` is accepted. */
+export function mkfifo(path: string, mode = 0o600): void {
+  const ret = mkfifoFn(path, mode) as number;
+  if (ret !== 0) {
+    const errno = koffi.errno();
+    if (errno !== ERRNO.EEXIST) throw new SyscallError('mkfifo', errno, path);
+  }
+}
+
+/** True when `target` is a mount point (per /proc/self/mountinfo). */
+export async function isMountPoint(target: string): Promise<boolean> {
+  const { readFile } = await import('node:fs/promises');
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  for (const line of info.split('\n')) {
+    const f = line.split(' ');
+    if (f[4] === target) return true;
+  }
+  return false;
+}

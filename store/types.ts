@@ -1,0 +1,230 @@
+// Resource shapes kept in the durable store. The store itself (store/store.ts) is generic over
+// kind/name; these are the kinds the daemon keeps and the contract between the API layer (which
+// writes `spec`) and the reconcilers (which write `status`).
+
+export interface Resource<Spec = unknown, Status = unknown> {
+  kind: string;
+  name: string;
+  spec: Spec;
+  status: Status;
+  /** Bumped by every spec change. */
+  generation: number;
+  /** Store revision of the last write to this resource (spec or status). */
+  resourceVersion: number;
+  /** RFC 3339 time the resource was first written. */
+  createdAt: string;
+}
+
+export type WatchEventType = 'put' | 'delete';
+export interface WatchEvent {
+  type: WatchEventType;
+  revision: number;
+  kind: string;
+  name: string;
+  /** The resource after the change (put) or the last version before deletion (delete). */
+  resource: Resource;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Containers: kind 'container', name = 64-hex id.
+
+/** The Docker `Config` object as clients send it and as inspect returns it (merged with image defaults). */
+export interface ContainerConfig {
+  Hostname: string;
+  Domainname: string;
+  User: string;
+  AttachStdin: boolean;
+  AttachStdout: boolean;
+  AttachStderr: boolean;
+  ExposedPorts?: Record<string, object> | null;
+  Tty: boolean;
+  OpenStdin: boolean;
+  StdinOnce: boolean;
+  Env: string[] | null;
+  Cmd: string[] | null;
+  Healthcheck?: unknown;
+  ArgsEscaped?: boolean;
+  Image: string;
+  Volumes?: Record<string, object> | null;
+  WorkingDir: string;
+  Entrypoint: string[] | null;
+  NetworkDisabled?: boolean;
+  MacAddress?: string;
+  OnBuild?: string[] | null;
+  Labels: Record<string, string>;
+  StopSignal?: string;
+  StopTimeout?: number | null;
+  Shell?: string[] | null;
+  [key: string]: unknown;
+}
+
+export interface RestartPolicy {
+  Name: '' | 'no' | 'always' | 'unless-stopped' | 'on-failure';
+  MaximumRetryCount: number;
+}
+
+export interface LogConfig {
+  Type: string;
+  Config: Record<string, string>;
+}
+
+/** The Docker `HostConfig` object, normalised (defaults filled) at create time. */
+export interface HostConfig {
+  Binds: string[] | null;
+  NetworkMode: string;
+  RestartPolicy: RestartPolicy;
+  AutoRemove: boolean;
+  LogConfig: LogConfig;
+  Privileged: boolean;
+  ReadonlyRootfs: boolean;
+  ShmSize: number;
+  Runtime: string;
+  CapAdd: string[] | null;
+  CapDrop: string[] | null;
+  Dns: string[] | null;
+  DnsOptions: string[] | null;
+  DnsSearch: string[] | null;
+  ExtraHosts: string[] | null;
+  Init?: boolean | null;
+  ConsoleSize?: [number, number];
+  [key: string]: unknown;
+}
+
+export type ContainerDesired = 'created' | 'running' | 'paused' | 'stopped' | 'removed';
+
+export interface ContainerSpec {
+  id: string;
+  /** With the leading slash, e.g. "/web". Unique among containers. */
+  name: string;
+  /** RFC 3339 nano creation time. */
+  created: string;
+  /** The image the container runs: content id `sha256:...`. */
+  imageId: string;
+  config: ContainerConfig;
+  hostConfig: HostConfig;
+  networkingConfig?: unknown;
+  /** Executable and arguments actually run (Entrypoint + Cmd resolved at create). */
+  path: string;
+  args: string[];
+  /** Where the container should be. `removed` means: tear down, then the reconciler deletes the record. */
+  desired: ContainerDesired;
+  /** Each start/restart request bumps this; the reconciler starts a new run when it exceeds status.startSeq. */
+  startSeq: number;
+  /** Each stop/restart request bumps seq; the reconciler stops the current run when seq exceeds status.stopSeq. */
+  stop: { seq: number; signal?: string; timeout?: number | null };
+  /** Each kill request bumps seq; the reconciler sends the signal when seq exceeds status.killSeq. */
+  kill: { seq: number; signal: string };
+  /** Set with desired = 'removed'. */
+  remove?: { force: boolean; volumes: boolean };
+  /** Set when the user stopped the container explicitly (restart policies must not restart it). */
+  manuallyStopped: boolean;
+}
+
+export type ContainerPhase = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
+
+export interface ContainerStatus {
+  observedGeneration: number;
+  phase: ContainerPhase;
+  pid: number;
+  exitCode: number;
+  /** Last error (start failure), "" when none. */
+  error: string;
+  /** Error class of `error` (lib/errors ErrorCode), "" when none. Lets the API map a start failure to HTTP. */
+  errorCode: string;
+  startedAt: string;
+  finishedAt: string;
+  oomKilled: boolean;
+  restartCount: number;
+  startSeq: number;
+  stopSeq: number;
+  killSeq: number;
+  /** Increments on every exit; `wait?condition=next-exit` waits for it to move. */
+  exitSeq: number;
+  /** Paths (host side) kept for inspect. */
+  logPath: string;
+  hostnamePath: string;
+  hostsPath: string;
+  resolvConfPath: string;
+  /** Storage driver name and the mounted rootfs (when mounted). */
+  driver: string;
+  rootfs: string;
+  /** Set once the reconciler has finished teardown for desired=removed (the record is deleted right after). */
+  removed?: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images: kind 'image', name = 'sha256:<64 hex>' (the config digest).
+
+/** The OCI/Docker image configuration blob, parsed. */
+export interface ImageConfigBlob {
+  architecture?: string;
+  os?: string;
+  variant?: string;
+  created?: string;
+  author?: string;
+  comment?: string;
+  docker_version?: string;
+  container?: string;
+  container_config?: Record<string, unknown>;
+  config?: {
+    User?: string;
+    ExposedPorts?: Record<string, object>;
+    Env?: string[];
+    Entrypoint?: string[] | null;
+    Cmd?: string[] | null;
+    Volumes?: Record<string, object>;
+    WorkingDir?: string;
+    Labels?: Record<string, string> | null;
+    StopSignal?: string;
+    Healthcheck?: unknown;
+    OnBuild?: string[] | null;
+    Shell?: string[];
+    ArgsEscaped?: boolean;
+    [key: string]: unknown;
+  };
+  rootfs: { type: 'layers'; diff_ids: string[] };
+  history?: Array<{ created?: string; created_by?: string; author?: string; comment?: string; empty_layer?: boolean }>;
+  [key: string]: unknown;
+}
+
+export interface ImageSpec {
+  /** sha256:<hex> of rawConfig. */
+  id: string;
+  /** The exact config JSON text (its digest is the id). */
+  rawConfig: string;
+  /** Uncompressed layer digests, bottom first (== config.rootfs.diff_ids). */
+  diffIds: string[];
+  /** Chain id of the top layer, or null for an image with no layers. */
+  chainId: string | null;
+  /** Sum of the layers' unpacked sizes in bytes. */
+  size: number;
+  /** `name@sha256:...` references of manifests this image was pulled by or pushed to. */
+  repoDigests: string[];
+  /** Parent image id (locally built/committed images), "" otherwise. */
+  parent: string;
+  /** RFC 3339 time the image arrived in this daemon (load, import, pull). */
+  loadedAt: string;
+  desired: 'present' | 'removed';
+}
+
+export interface ImageStatus {
+  observedGeneration: number;
+  phase: 'pending' | 'ready' | 'failed' | 'removing';
+  error: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// References (tags): kind 'reference', name = fully normalised reference
+// ("docker.io/library/busybox:latest"); points at an image id. Digest references
+// ("repo@sha256:...") are kept in ImageSpec.repoDigests, not here.
+
+export interface ReferenceSpec {
+  imageId: string;
+}
+export type ReferenceStatus = Record<string, never>;
+
+export const KIND = {
+  container: 'container',
+  image: 'image',
+  reference: 'reference',
+} as const;
