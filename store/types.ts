@@ -148,6 +148,8 @@ export interface ContainerStatus {
   /** Storage driver name and the mounted rootfs (when mounted). */
   driver: string;
   rootfs: string;
+  /** True once the create step (directory, /etc files, read-write layer) is done. */
+  prepared: boolean;
   /** Set once the reconciler has finished teardown for desired=removed (the record is deleted right after). */
   removed?: boolean;
 }

@@ -1,0 +1,105 @@
+// GET /containers/json: newest first, from the store's memory (never waits on the supervisor).
+import { invalidArgument } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ApiStore } from './store.ts';
+import { stateName, summaryView } from './views.ts';
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+const KEYS = new Set(['ancestor', 'before', 'exited', 'id', 'isolation', 'label', 'name', 'status', 'health', 'since', 'volume', 'network', 'is-task', 'publish', 'expose']);
+const STATUSES = new Set(['created', 'restarting', 'running', 'removing', 'paused', 'exited', 'dead']);
+
+/** Both filter encodings: {"k":{"v":true}} and {"k":["v"]}. */
+export function parseFilters(raw: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  if (!raw) return out;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw invalidArgument('invalid filter');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidArgument('invalid filter');
+  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    if (Array.isArray(v)) out.set(k, v.map(String));
+    else if (v && typeof v === 'object') out.set(k, Object.keys(v));
+    else throw invalidArgument('invalid filter');
+  }
+  return out;
+}
+
+function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean {
+  return wanted.every((w) => {
+    const i = w.indexOf('=');
+    if (i < 0) return w in labels;
+    return labels[w.slice(0, i)] === w.slice(i + 1);
+  });
+}
+
+function regexMatch(pattern: string, value: string): boolean {
+  try {
+    return new RegExp(pattern).test(value);
+  } catch {
+    return false;
+  }
+}
+
+export interface ListOptions {
+  all: boolean;
+  limit: number;
+  size: boolean;
+  filters: string;
+  sizeRw: (id: string) => Promise<number>;
+  findContainer: (ref: string) => CR;
+  resolveImageId: (ref: string) => string;
+}
+
+export async function listContainers(store: ApiStore, o: ListOptions): Promise<unknown[]> {
+  const f = parseFilters(o.filters);
+  for (const k of f.keys()) if (!KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  for (const s of f.get('status') ?? []) if (!STATUSES.has(s)) throw invalidArgument(`invalid filter 'status=${s}'`);
+  for (const e of f.get('exited') ?? []) if (!/^-?\d+$/.test(e)) throw invalidArgument(`invalid filter 'exited=${e}'`);
+  const all = o.all || o.limit > 0 || f.has('status') || f.has('exited');
+
+  let items = store.list<ContainerSpec, ContainerStatus>(KIND.container).slice();
+  items.sort((a, b) => (a.spec.created < b.spec.created ? 1 : a.spec.created > b.spec.created ? -1 : 0));
+
+  const before = f.get('before')?.map((r) => o.findContainer(r).spec.created);
+  const since = f.get('since')?.map((r) => o.findContainer(r).spec.created);
+  const ancestors = f.get('ancestor')?.map((r) => {
+    try {
+      return o.resolveImageId(r);
+    } catch {
+      return `missing:${r}`;
+    }
+  });
+
+  items = items.filter((c) => {
+    const st = stateName(c.status);
+    if (!all && !(c.status.phase === 'running' || c.status.phase === 'paused' || c.status.phase === 'restarting')) return false;
+    const ids = f.get('id');
+    if (ids && !ids.some((p) => c.name.startsWith(p) || regexMatch(p, c.name))) return false;
+    const names = f.get('name');
+    if (names && !names.some((p) => c.spec.name === p || c.spec.name === `/${p}` || regexMatch(p, c.spec.name) || regexMatch(p, c.spec.name.slice(1)))) return false;
+    const labels = f.get('label');
+    if (labels && !labelsMatch(c.spec.config.Labels ?? {}, labels)) return false;
+    const statuses = f.get('status');
+    if (statuses && !statuses.includes(st)) return false;
+    const exited = f.get('exited');
+    if (exited && !(c.status.phase === 'exited' && exited.map(Number).includes(c.status.exitCode))) return false;
+    if (before && !before.every((t) => c.spec.created < t)) return false;
+    if (since && !since.every((t) => c.spec.created > t)) return false;
+    if (ancestors && !ancestors.includes(c.spec.imageId)) return false;
+    return true;
+  });
+  if (o.limit > 0) items = items.slice(0, o.limit);
+  const now = Date.now();
+  if (!o.size) return items.map((c) => summaryView(c, { now }));
+  return Promise.all(
+    items.map(async (c) => {
+      const rw = await o.sizeRw(c.name).catch(() => 0);
+      return summaryView(c, { now, size: { rw, rootFs: rw } });
+    }),
+  );
+}

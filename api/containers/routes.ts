@@ -1,0 +1,280 @@
+// Container routes: each handler validates, writes desired state into the store, and waits for
+// the container reconciler to report the observed result in status.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { conflict, EngineError, invalidArgument, notFound, notImplemented, notModified } from '../../lib/errors.ts';
+import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ContainerLogReader } from '../ports.ts';
+import { normalizeCreate, type CreateDefaults } from './create-request.ts';
+import { generateName, normalizeName } from './names.ts';
+import { inspectView, summaryView } from './views.ts';
+import { listContainers } from './list.ts';
+import { streamLogs } from './logs.ts';
+import type { ApiStore } from './store.ts';
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+export interface ContainerRouteDeps {
+  store: ApiStore;
+  logs: ContainerLogReader;
+  defaults: CreateDefaults;
+  /** Resolves an image reference or id to its record; NotFound `No such image: ...` otherwise. */
+  resolveImage: (ref: string) => Resource<ImageSpec, ImageStatus>;
+  /** Validates a signal name/number (InvalidArgument). */
+  parseSignal: (sig: string) => number;
+  graphDriverData: (id: string) => Record<string, string>;
+  sizeRw: (id: string) => Promise<number>;
+  /** How long a handler waits for the reconciler before answering 503/500. */
+  waitTimeoutMs?: number;
+}
+
+type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | string[] | undefined> }>;
+
+export function apiVersionOf(req: FastifyRequest): number {
+  const v = (req as unknown as { apiVersion?: string }).apiVersion;
+  if (!v) return 1.47;
+  const [maj, min] = v.split('.').map(Number);
+  return maj + (min ?? 0) / 100;
+}
+
+function q(req: Req, key: string): string | undefined {
+  const v = req.query[key];
+  return Array.isArray(v) ? v[v.length - 1] : v;
+}
+
+export function qBool(req: Req, key: string, dflt = false): boolean {
+  const v = q(req, key);
+  if (v === undefined) return dflt;
+  return !['', '0', 'no', 'false', 'none'].includes(v.trim().toLowerCase());
+}
+
+function qInt(req: Req, key: string): number | undefined {
+  const v = q(req, key);
+  if (v === undefined || v === '') return undefined;
+  if (!/^-?\d+$/.test(v)) throw invalidArgument(`invalid value for ${key}: ${v}`);
+  return Number(v);
+}
+
+/** Container lookup: full id, then name, then unique id prefix. */
+export function findContainer(store: ApiStore, ref: string): CR {
+  if (!ref) throw invalidArgument('invalid name or ID supplied: ""');
+  const exact = store.get<ContainerSpec, ContainerStatus>(KIND.container, ref);
+  if (exact) return exact;
+  const all = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+  const name = ref.startsWith('/') ? ref : `/${ref}`;
+  const byName = all.find((c) => c.spec.name === name);
+  if (byName) return byName;
+  if (/^[0-9a-f]+$/.test(ref)) {
+    const matches = all.filter((c) => c.name.startsWith(ref));
+    if (matches.length === 1) return matches[0];
+    if (matches.length > 1) throw invalidArgument(`multiple IDs found with provided prefix: ${ref}`);
+  }
+  throw notFound(`No such container: ${ref}`);
+}
+
+const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
+
+export function containerRoutes(deps: ContainerRouteDeps) {
+  const { store } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 120_000;
+
+  /** Wait until the reconciler observed `gen` (or the record is gone). */
+  async function observed(id: string, gen: number, signal?: AbortSignal): Promise<CR | undefined> {
+    return store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs, signal });
+  }
+
+  function bump(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
+    return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).generation;
+  }
+
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.post('/containers/create', async (req: Req, reply) => {
+      const body = req.body;
+      const imageRef = body && typeof body === 'object' ? (body as Record<string, unknown>).Image ?? (body as Record<string, unknown>).image : undefined;
+      if (typeof imageRef !== 'string' || !imageRef) throw invalidArgument('No image was specified');
+      const platform = q(req, 'platform');
+      if (platform && !/^linux(\/amd64)?(\/.*)?$/.test(platform)) throw notFound(`No such image: ${imageRef}`);
+      const image = deps.resolveImage(imageRef);
+      const n = normalizeCreate(body, JSON.parse(image.spec.rawConfig), deps.defaults);
+      const id = newId();
+      const taken = (nm: string) => store.list<ContainerSpec, ContainerStatus>(KIND.container).some((c) => c.spec.name === nm);
+      const rawName = q(req, 'name');
+      const name = rawName ? normalizeName(rawName) : generateName(taken, shortId(id));
+      if (!n.config.Hostname) n.config.Hostname = shortId(id);
+      const existing = store.list<ContainerSpec, ContainerStatus>(KIND.container).find((c) => c.spec.name === name);
+      if (existing) {
+        throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
+      }
+      const spec: ContainerSpec = {
+        id, name, created: rfc3339Nano(), imageId: image.name, config: n.config, hostConfig: n.hostConfig,
+        networkingConfig: (body as Record<string, unknown>).NetworkingConfig ?? null,
+        path: n.path, args: n.args, desired: 'created', startSeq: 0, stop: { seq: 0 }, kill: { seq: 0, signal: 'SIGKILL' },
+        manuallyStopped: false,
+      };
+      const status: ContainerStatus = {
+        observedGeneration: 0, phase: 'created', pid: 0, exitCode: 0, error: '', errorCode: '', startedAt: ZERO_TIME,
+        finishedAt: ZERO_TIME, oomKilled: false, restartCount: 0, startSeq: 0, stopSeq: 0, killSeq: 0, exitSeq: 0,
+        logPath: '', hostnamePath: '', hostsPath: '', resolvConfPath: '', driver: '', rootfs: '', prepared: false,
+      };
+      const created = store.create(KIND.container, id, spec, status);
+      const r = await observed(id, created.generation);
+      if (!r || !r.status.prepared) {
+        if (r) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed' }));
+        throw new EngineError('Internal', r?.status.error || 'container could not be created');
+      }
+      reply.code(201).send({ Id: id, Warnings: n.warnings.length ? n.warnings : null });
+    });
+
+    app.get('/containers/json', async (req: Req) => {
+      return listContainers(store, {
+        all: qBool(req, 'all'),
+        limit: qInt(req, 'limit') ?? -1,
+        size: qBool(req, 'size'),
+        filters: q(req, 'filters') ?? '',
+        sizeRw: deps.sizeRw,
+        findContainer: (ref) => findContainer(store, ref),
+        resolveImageId: (ref) => deps.resolveImage(ref).name,
+      });
+    });
+
+    app.get('/containers/:id/json', async (req: Req) => {
+      const c = findContainer(store, req.params.id);
+      const size = qBool(req, 'size') ? { rw: await deps.sizeRw(c.name), rootFs: 0 } : undefined;
+      if (size) size.rootFs = size.rw + (store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId)?.spec.size ?? 0);
+      return inspectView(c, { apiVersion: apiVersionOf(req), graphDriverData: deps.graphDriverData(c.name), size });
+    });
+
+    app.post('/containers/:id/start', async (req: Req, reply) => {
+      const len = req.headers['content-length'];
+      if ((len !== undefined && Number(len) > 7) || req.headers['transfer-encoding']) {
+        if (req.body && typeof req.body === 'object' && Object.keys(req.body).length) {
+          throw invalidArgument('starting container with non-empty request body was deprecated since API v1.22 and removed in v1.24');
+        }
+      }
+      const c = findContainer(store, req.params.id);
+      const s = c.status;
+      if (s.phase === 'paused') throw conflict('cannot start a paused container, try unpause instead');
+      if (s.phase === 'running') throw notModified();
+      if (c.spec.desired === 'removed' || s.phase === 'removing') throw conflict(`container is marked for removal and cannot be started`);
+      const gen = bump(c.name, (sp) => ({ ...sp, desired: 'running', startSeq: sp.startSeq + 1, manuallyStopped: false }));
+      const r = await observed(c.name, gen);
+      if (!r) throw notFound(`No such container: ${req.params.id}`);
+      if (r.status.error && r.status.phase !== 'running') {
+        const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
+        throw new EngineError(code, `failed to create task for container: ${r.status.error}`);
+      }
+      reply.code(204).send();
+    });
+
+    async function stopLike(req: Req, reply: FastifyReply, restart: boolean): Promise<void> {
+      const c = findContainer(store, req.params.id);
+      const t = qInt(req, 't');
+      const signal = apiVersionOf(req) >= 1.42 ? q(req, 'signal') : undefined;
+      if (signal) deps.parseSignal(signal);
+      if (!restart && !isRunning(c.status)) throw notModified();
+      const gen = bump(c.name, (sp) => ({
+        ...sp,
+        desired: restart ? 'running' : 'stopped',
+        manuallyStopped: !restart,
+        stop: { seq: sp.stop.seq + 1, signal: signal || undefined, timeout: t ?? null },
+        startSeq: restart ? sp.startSeq + 1 : sp.startSeq,
+      }));
+      const r = await observed(c.name, gen);
+      if (restart && r?.status.error && r.status.phase !== 'running') throw new EngineError('Internal', `Cannot restart container ${req.params.id}: ${r.status.error}`);
+      reply.code(204).send();
+    }
+    app.post('/containers/:id/stop', (req: Req, reply) => stopLike(req, reply, false));
+    app.post('/containers/:id/restart', (req: Req, reply) => stopLike(req, reply, true));
+
+    app.post('/containers/:id/kill', async (req: Req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const signal = q(req, 'signal') || 'SIGKILL';
+      deps.parseSignal(signal);
+      if (!isRunning(c.status)) throw conflict(`cannot kill container: ${req.params.id}: container ${c.name} is not running`);
+      const gen = bump(c.name, (sp) => ({ ...sp, kill: { seq: sp.kill.seq + 1, signal } }));
+      await observed(c.name, gen);
+      reply.code(204).send();
+    });
+
+    app.post('/containers/:id/wait', async (req: Req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const condition = q(req, 'condition') || 'not-running';
+      if (!['not-running', 'next-exit', 'removed'].includes(condition)) throw invalidArgument(`invalid condition: "${condition}"`);
+      const startExitSeq = c.status.exitSeq;
+      const abort = new AbortController();
+      reply.raw.on('close', () => abort.abort());
+      const early = apiVersionOf(req) >= 1.3;
+      reply.hijack();
+      const res = reply.raw;
+      if (early) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.flushHeaders();
+      }
+      let last: CR = c;
+      const done = (r: CR | undefined): boolean => {
+        if (!r) return true;
+        last = r;
+        if (condition === 'removed') return false;
+        if (condition === 'next-exit') return r.status.exitSeq > startExitSeq && r.status.phase !== 'running';
+        return !isRunning(r.status) || (r.status.phase === 'restarting' && false);
+      };
+      try {
+        await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, done, { signal: abort.signal });
+      } catch {
+        res.destroy();
+        return;
+      }
+      const body: Record<string, unknown> = { StatusCode: last.status.exitCode };
+      if (last.status.error) body.Error = { Message: last.status.error };
+      if (!early) res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(`${JSON.stringify(body)}\n`);
+    });
+
+    app.get('/containers/:id/logs', async (req: Req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const stdout = qBool(req, 'stdout');
+      const stderr = qBool(req, 'stderr');
+      if (!stdout && !stderr) throw invalidArgument(`must specify at least one of 'stdout' or 'stderr'`);
+      if (c.spec.hostConfig.LogConfig.Type === 'none') throw notImplemented('configured logging driver does not support reading');
+      await streamLogs(req, reply, c, store, deps.logs, {
+        stdout, stderr,
+        follow: qBool(req, 'follow'),
+        timestamps: qBool(req, 'timestamps'),
+        details: qBool(req, 'details'),
+        since: parseTime(q(req, 'since'), 'since'),
+        until: parseTime(q(req, 'until'), 'until'),
+        tail: parseTail(q(req, 'tail')),
+        apiVersion: apiVersionOf(req),
+      });
+    });
+
+    app.delete('/containers/:id', async (req: Req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const force = qBool(req, 'force');
+      const volumes = qBool(req, 'v');
+      if (qBool(req, 'link')) throw invalidArgument('Conflict, cannot remove the default link name of the container');
+      if (c.spec.desired === 'removed') throw conflict(`removal of container ${req.params.id} is already in progress`);
+      if (!force && c.status.phase === 'paused') {
+        throw conflict(`cannot remove container "${c.spec.name}": container is paused and must be unpaused first`);
+      }
+      if (!force && (c.status.phase === 'running' || c.status.phase === 'restarting')) {
+        throw conflict(`cannot remove container "${c.spec.name}": container is running: stop the container before removing or force remove`);
+      }
+      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }));
+      await store.waitFor(KIND.container, c.name, (r) => !r, { timeoutMs });
+      reply.code(204).send();
+    });
+  };
+}
+
+function parseTime(v: string | undefined, name: string): number {
+  if (v === undefined || v === '') return 0;
+  if (!/^-?\d+(\.\d+)?$/.test(v)) throw invalidArgument(`invalid value for ${name}: ${v}`);
+  return Number(v);
+}
+
+function parseTail(v: string | undefined): number {
+  if (v === undefined || v === '' || v === 'all') return -1;
+  return /^\d+$/.test(v) ? Number(v) : -1;
+}

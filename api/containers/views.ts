@@ -1,0 +1,143 @@
+// The JSON shapes clients read: ContainerInspect and ContainerSummary, built from spec + status.
+import { ZERO_TIME } from '../../lib/ids.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+export function stateName(s: ContainerStatus): string {
+  if (s.phase === 'removing') return 'removing';
+  return s.phase;
+}
+
+function networks(spec: ContainerSpec): Record<string, unknown> {
+  const mode = spec.hostConfig.NetworkMode;
+  const name = mode.startsWith('container:') ? '' : mode;
+  if (!name) return {};
+  return {
+    [name]: {
+      IPAMConfig: null, Links: null, Aliases: null, MacAddress: '', NetworkID: '', EndpointID: '',
+      Gateway: '', IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', GlobalIPv6Address: '',
+      GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: null,
+    },
+  };
+}
+
+export function inspectView(r: CR, opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number } }): Record<string, unknown> {
+  const { spec, status } = r;
+  const running = status.phase === 'running' || status.phase === 'paused';
+  const out: Record<string, unknown> = {
+    Id: spec.id,
+    Created: spec.created,
+    Path: spec.path,
+    Args: spec.args,
+    State: {
+      Status: stateName(status),
+      Running: running,
+      Paused: status.phase === 'paused',
+      Restarting: status.phase === 'restarting',
+      OOMKilled: status.oomKilled,
+      Dead: status.phase === 'dead',
+      Pid: status.pid,
+      ExitCode: status.exitCode,
+      Error: status.error,
+      StartedAt: status.startedAt || ZERO_TIME,
+      FinishedAt: status.finishedAt || ZERO_TIME,
+    },
+    Image: spec.imageId,
+    ResolvConfPath: status.resolvConfPath,
+    HostnamePath: status.hostnamePath,
+    HostsPath: status.hostsPath,
+    LogPath: status.logPath,
+    Name: spec.name,
+    RestartCount: status.restartCount,
+    Driver: status.driver,
+    Platform: 'linux',
+    MountLabel: '',
+    ProcessLabel: '',
+    AppArmorProfile: '',
+    ExecIDs: null,
+    HostConfig: spec.hostConfig,
+    GraphDriver: { Name: status.driver, Data: opts.graphDriverData },
+    Mounts: [],
+    Config: spec.config,
+    NetworkSettings: {
+      Bridge: '', SandboxID: '', SandboxKey: '', HairpinMode: false, LinkLocalIPv6Address: '',
+      LinkLocalIPv6PrefixLen: 0, Ports: {}, SecondaryIPAddresses: null, SecondaryIPv6Addresses: null,
+      EndpointID: '', Gateway: '', GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0, IPAddress: '',
+      IPPrefixLen: 0, IPv6Gateway: '', MacAddress: '',
+      Networks: networks(spec),
+    },
+  };
+  if (opts.size) {
+    out.SizeRw = opts.size.rw;
+    out.SizeRootFs = opts.size.rootFs;
+  }
+  return out;
+}
+
+export function summaryView(r: CR, opts: { now: number; size?: { rw: number; rootFs: number } }): Record<string, unknown> {
+  const { spec, status } = r;
+  const out: Record<string, unknown> = {
+    Id: spec.id,
+    Names: [spec.name],
+    Image: spec.config.Image,
+    ImageID: spec.imageId,
+    Command: [spec.path, ...spec.args].map(quoteArg).join(' '),
+    Created: Math.floor(Date.parse(spec.created) / 1000),
+    Ports: [],
+    Labels: spec.config.Labels ?? {},
+    State: stateName(status),
+    Status: statusText(status, opts.now),
+    HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
+    NetworkSettings: { Networks: networks(spec) },
+    Mounts: [],
+  };
+  if (opts.size) {
+    out.SizeRw = opts.size.rw;
+    out.SizeRootFs = opts.size.rootFs;
+  }
+  return out;
+}
+
+function quoteArg(a: string): string {
+  return /\s/.test(a) ? `"${a}"` : a;
+}
+
+/** "Up 5 seconds", "Exited (0) 3 seconds ago", "Created", ... as `docker ps` prints them. */
+export function statusText(s: ContainerStatus, now: number): string {
+  const since = (t: string) => humanDuration(now - Date.parse(t));
+  switch (s.phase) {
+    case 'running':
+      return `Up ${since(s.startedAt)}`;
+    case 'paused':
+      return `Up ${since(s.startedAt)} (Paused)`;
+    case 'restarting':
+      return `Restarting (${s.exitCode}) ${since(s.finishedAt)} ago`;
+    case 'removing':
+      return 'Removal In Progress';
+    case 'dead':
+      return 'Dead';
+    case 'exited':
+      return `Exited (${s.exitCode}) ${since(s.finishedAt)} ago`;
+    default:
+      return 'Created';
+  }
+}
+
+/** The reference daemon's human duration wording. */
+export function humanDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 1) return 'Less than a second';
+  if (seconds === 1) return '1 second';
+  if (seconds < 60) return `${seconds} seconds`;
+  const minutes = Math.round(ms / 60_000);
+  if (minutes === 1) return 'About a minute';
+  if (minutes < 60) return `${minutes} minutes`;
+  const hours = Math.round(ms / 3_600_000);
+  if (hours === 1) return 'About an hour';
+  if (hours < 48) return `${hours} hours`;
+  if (hours < 24 * 7 * 2) return `${Math.floor(hours / 24)} days`;
+  if (hours < 24 * 30 * 2) return `${Math.floor(hours / 24 / 7)} weeks`;
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24 / 30)} months`;
+  return `${Math.floor(hours / 24 / 365)} years`;
+}

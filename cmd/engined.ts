@@ -1,0 +1,35 @@
+// engined: parse options, then run the daemon until SIGTERM/SIGINT.
+import { loadDaemonConfig } from '../config/load.ts';
+import { runDaemon } from './daemon.ts';
+import { ENGINE_VERSION, GIT_COMMIT } from './version.ts';
+
+async function main(): Promise<number> {
+  let res;
+  try {
+    res = loadDaemonConfig(process.argv.slice(2), process.env);
+  } catch (err) {
+    process.stderr.write(`engined: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  switch (res.kind) {
+    case 'help':
+      process.stdout.write(res.text);
+      return 0;
+    case 'version':
+      process.stdout.write(`Engine version ${ENGINE_VERSION}, build ${GIT_COMMIT}\n`);
+      return 0;
+    case 'validate':
+      (res.ok ? process.stdout : process.stderr).write(`${res.message}\n`);
+      return res.ok ? 0 : 1;
+    default:
+      return runDaemon(res.config, res.sources);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`engined: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,46 @@
+// OCI platforms: the host's, parsing "os/arch[/variant]", and matching index entries.
+import { invalidArgument } from '../../lib/errors.ts';
+
+export interface Platform {
+  os: string;
+  architecture: string;
+  variant?: string;
+}
+
+// Node's process.arch names -> GOARCH names used in image configs and indexes.
+const GOARCH: Record<string, string> = {
+  x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x',
+  riscv64: 'riscv64', loong64: 'loong64', mips: 'mips', mipsel: 'mipsle',
+};
+
+export function hostPlatform(): Platform {
+  return { os: process.platform === 'win32' ? 'windows' : process.platform, architecture: GOARCH[process.arch] ?? process.arch };
+}
+
+/** "linux/amd64", "linux/arm64/v8", "linux" (architecture from `fallback`). */
+export function parsePlatform(s: string, fallback: Platform = hostPlatform()): Platform {
+  const parts = s.trim().toLowerCase().split('/');
+  if (parts.length > 3 || parts.some((p) => !/^[a-z0-9_.-]+$/.test(p))) {
+    throw invalidArgument(`"${s}": unknown operating system or architecture: invalid argument`);
+  }
+  const [os, arch, variant] = parts as [string, string | undefined, string | undefined];
+  const p: Platform = { os, architecture: normalizeArch(arch ?? fallback.architecture) };
+  if (variant) p.variant = variant;
+  return p;
+}
+
+function normalizeArch(a: string): string {
+  if (a === 'x86_64' || a === 'x86-64') return 'amd64';
+  if (a === 'aarch64') return 'arm64';
+  return a;
+}
+
+/** Whether an index entry's platform can serve `want` (variant only checked when both name one). */
+export function platformMatches(p: { os?: string; architecture?: string; variant?: string } | undefined, want: Platform): boolean {
+  if (!p || p.os !== want.os || normalizeArch(p.architecture ?? '') !== want.architecture) return false;
+  return !p.variant || !want.variant || p.variant === want.variant;
+}
+
+export function formatPlatform(p: Platform): string {
+  return [p.os, p.architecture, p.variant].filter(Boolean).join('/');
+}

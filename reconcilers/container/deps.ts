@@ -1,0 +1,100 @@
+// What the container reconciler needs from the world. `cmd` fills these with the real drivers;
+// tests may substitute fakes. Kept narrow so the reconciler reads as the lifecycle, not plumbing.
+import type { Logger } from 'pino';
+import type { Readable, Writable } from 'node:stream';
+import type { ContainerConfig, HostConfig } from '../../store/types.ts';
+
+export interface TaskState {
+  pid: number;
+  status: 'UNKNOWN' | 'CREATED' | 'RUNNING' | 'STOPPED' | 'PAUSED' | 'PAUSING';
+  exitStatus: number;
+  exitedAt: Date | null;
+}
+
+export interface SupervisorPort {
+  createContainer(req: { id: string; spec: object; runtime: { name: string; options?: object }; labels?: Record<string, string> }): Promise<void>;
+  deleteContainer(id: string): Promise<void>;
+  createTask(req: { containerId: string; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<{ pid: number }>;
+  startTask(containerId: string): Promise<{ pid: number }>;
+  getTask(containerId: string): Promise<TaskState>;
+  killTask(containerId: string, signal: number, opts?: { all?: boolean }): Promise<void>;
+  waitTask(containerId: string, execId?: string, opts?: { signal?: AbortSignal }): Promise<{ exitStatus: number; exitedAt: Date | null }>;
+  deleteTask(containerId: string): Promise<{ pid: number; exitStatus: number; exitedAt: Date | null }>;
+  pause(id: string): Promise<void>;
+  resume(id: string): Promise<void>;
+}
+
+export interface ProcessIOLike {
+  paths: { stdin?: string; stdout: string; stderr?: string };
+  stdout: Readable;
+  stderr: Readable | null;
+  stdin: Writable | null;
+  close(): void;
+}
+
+export interface HubLike {
+  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void, onEnd?: () => void): () => void;
+  ended: Promise<void>;
+  writeStdin(buf: Buffer): void;
+  closeStdin(): void;
+}
+
+export interface StdioPort {
+  open(opts: { dir: string; procId: string; stdin: boolean; tty: boolean }): Promise<ProcessIOLike>;
+  hub(io: ProcessIOLike): HubLike;
+  remove(dir: string, procId: string): Promise<void>;
+}
+
+export interface LoggerLike {
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void;
+  close(): Promise<void>;
+}
+
+export interface LoggingPort {
+  /** null for the `none` driver. */
+  open(containerId: string, path: string, config: { Type: string; Config: Record<string, string> }): LoggerLike | null;
+}
+
+export interface LayersPort {
+  readonly driverName: string;
+  createRW(id: string, parentChainId: string | null): Promise<void>;
+  mountRW(id: string): Promise<string>;
+  unmountRW(id: string): Promise<void>;
+  removeRW(id: string): Promise<void>;
+  hasRW(id: string): boolean;
+}
+
+export interface SpecPort {
+  /** Build the OCI spec for one run. */
+  build(input: {
+    id: string;
+    config: ContainerConfig;
+    hostConfig: HostConfig;
+    path: string;
+    args: string[];
+    rootfs: string;
+    imageEnv: string[];
+    files: { hostname: string; hosts: string; resolvConf: string };
+    cgroupsPath: string;
+  }): Promise<object>;
+  writeEtcFiles(dir: string, config: ContainerConfig, hostConfig: HostConfig): Promise<{ hostname: string; hosts: string; resolvConf: string }>;
+}
+
+export interface RuntimePort {
+  /** Supervisor runtime for a runtime name ('stdrt', drop-ins, shims); InvalidArgument when unknown. */
+  resolve(name: string): { name: string; options?: object };
+}
+
+export interface ContainerReconcilerDeps {
+  supervisor: SupervisorPort;
+  stdio: StdioPort;
+  logging: LoggingPort;
+  layers: LayersPort;
+  spec: SpecPort;
+  runtimes: RuntimePort;
+  /** Image facts the reconciler needs (read from the store's image records by cmd). */
+  dataRoot: string;
+  execRoot: string;
+  cgroupParent: string;
+  log: Logger;
+}

@@ -1,0 +1,469 @@
+// Container reconciler: makes the supervisor, storage and logs match each container's spec.
+// Level-triggered: it receives an id, re-reads the record and acts on the differences
+// (start/stop/kill sequence numbers above what status has observed, desired phase, a run
+// that exited). Every step is safe to repeat after a crash at any line.
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { errorCode, isCode } from '../../lib/errors.ts';
+import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ReconcilerStore } from '../store-like.ts';
+import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
+import { nextPhase } from './machine.ts';
+import { decideRestart } from './restart-policy.ts';
+import { parseSignal } from './signals.ts';
+
+type C = { spec: ContainerSpec; status: ContainerStatus };
+
+interface ExitInfo {
+  exitStatus: number;
+  exitedAt: Date | null;
+}
+
+/** One start of a container: the in-memory handles of its init process. */
+interface Run {
+  io: ProcessIOLike;
+  hub: HubLike;
+  logger: LoggerLike | null;
+  pid: number;
+  startedAt: number;
+  exit: ExitInfo | null;
+  exited: Promise<ExitInfo>;
+  oom: boolean;
+  waitAbort: AbortController;
+}
+
+export interface ReconcileContext {
+  signal: AbortSignal;
+  log: Logger;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+export class ContainerReconciler {
+  readonly name = 'container';
+  readonly kind = KIND.container;
+  private readonly store: ReconcilerStore;
+  private readonly deps: ContainerReconcilerDeps;
+  private readonly runs = new Map<string, Run>();
+  /** Set by cmd once the controller exists: outside triggers (exits, timers) enter the queue here. */
+  enqueue: (key: string, afterMs?: number) => void = () => {};
+
+  constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps) {
+    this.store = store;
+    this.deps = deps;
+  }
+
+  /** Called for supervisor exit/oom events: an exit can arrive both here and from Wait; both are idempotent. */
+  notifyExit(containerId: string, info: ExitInfo): void {
+    const run = this.runs.get(containerId);
+    if (run && !run.exit) run.exit = info;
+    this.enqueue(containerId);
+  }
+
+  notifyOom(containerId: string): void {
+    const run = this.runs.get(containerId);
+    if (run) run.oom = true;
+  }
+
+  /** Stdio hub of a running container (attach). */
+  hubOf(containerId: string): HubLike | undefined {
+    const run = this.runs.get(containerId);
+    return run && !run.exit ? run.hub : undefined;
+  }
+
+  async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+    if (!r) return;
+    const gen = r.generation;
+    const { spec } = r;
+
+    if (spec.desired === 'removed') {
+      await this.remove(id, ctx.log);
+      return;
+    }
+    if (!r.status.prepared) await this.prepare(id, spec);
+
+    let run = this.runs.get(id);
+    if (run?.exit) {
+      await this.finishRun(id, run);
+      run = undefined;
+    }
+    if (!run) {
+      const phase = this.status(id).phase;
+      if (phase === 'running' || phase === 'paused') await this.recoverOrphan(id, ctx.log);
+    }
+
+    let requeue: number | undefined;
+    const s = this.status(id);
+    if (spec.kill.seq > s.killSeq) {
+      if (run && !run.exit) await this.signal(id, parseSignal(spec.kill.signal, 'SIGKILL'));
+      this.setStatus(id, (st) => ({ ...st, killSeq: spec.kill.seq }));
+    }
+    if (spec.stop.seq > this.status(id).stopSeq) {
+      const cur = this.runs.get(id);
+      if (cur) await this.stopRun(id, cur, spec);
+      this.setStatus(id, (st) => ({ ...st, stopSeq: spec.stop.seq, phase: st.phase === 'restarting' ? 'exited' : st.phase }));
+    }
+    if (spec.startSeq > this.status(id).startSeq) {
+      if (!this.runs.get(id)) await this.startRun(id, ctx.log);
+      this.setStatus(id, (st) => ({ ...st, startSeq: spec.startSeq }));
+    } else if (this.status(id).phase === 'restarting' && !this.runs.get(id)) {
+      requeue = await this.restartIfDue(id, ctx.log);
+    }
+
+    const cur = this.runs.get(id);
+    const st = this.status(id);
+    if (cur && !cur.exit) {
+      if (spec.desired === 'paused' && st.phase === 'running') {
+        await this.deps.supervisor.pause(id);
+        this.setStatus(id, (x) => ({ ...x, phase: 'paused' }));
+      } else if (spec.desired !== 'paused' && st.phase === 'paused') {
+        await this.deps.supervisor.resume(id);
+        this.setStatus(id, (x) => ({ ...x, phase: 'running' }));
+      }
+    }
+
+    this.setStatus(id, (x) => ({ ...x, observedGeneration: Math.max(x.observedGeneration, gen) }));
+    const after = this.afterExit(id);
+    if (after !== undefined) requeue = requeue === undefined ? after : Math.min(requeue, after);
+    return requeue === undefined ? undefined : { requeueAfter: requeue };
+  }
+
+  /** Stop every running container (daemon shutdown), each within its stop timeout capped at `timeoutS`. */
+  async shutdown(timeoutS: number): Promise<void> {
+    await Promise.all(
+      [...this.runs.keys()].map(async (id) => {
+        const run = this.runs.get(id);
+        const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+        if (!run || !r) return;
+        try {
+          if (!run.exit) await this.stopProcess(id, run, r.spec.config.StopSignal, Math.min(timeoutS, r.spec.config.StopTimeout ?? 10));
+          await this.finishRun(id, run);
+        } catch (err) {
+          this.deps.log.warn({ err, id }, 'stopping container at shutdown failed');
+        }
+      }),
+    );
+  }
+
+  // ---- steps ------------------------------------------------------------------------------
+
+  private status(id: string): ContainerStatus {
+    return this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.status;
+  }
+
+  private setStatus(id: string, fn: (s: ContainerStatus) => ContainerStatus): void {
+    if (this.store.get(KIND.container, id)) this.store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, id, fn);
+  }
+
+  private containerDir(id: string): string {
+    return join(this.deps.dataRoot, 'containers', id);
+  }
+
+  private fifoDir(id: string): string {
+    return join(this.deps.execRoot, 'supervisor', id);
+  }
+
+  /** Create step: the container's directory, /etc files and read-write layer. */
+  private async prepare(id: string, spec: ContainerSpec): Promise<void> {
+    const dir = this.containerDir(id);
+    await mkdir(dir, { recursive: true, mode: 0o710 });
+    const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig);
+    const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
+    await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
+    this.setStatus(id, (s) => ({
+      ...s,
+      prepared: true,
+      logPath: spec.hostConfig.LogConfig.Type === 'none' ? '' : join(dir, `${id}-json.log`),
+      hostnamePath: files.hostname,
+      hostsPath: files.hosts,
+      resolvConfPath: files.resolvConf,
+      driver: this.deps.layers.driverName,
+    }));
+  }
+
+  private async startRun(id: string, log: Logger): Promise<void> {
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
+    const { spec, status } = r;
+    if (!nextPhase(status.phase, 'START')) return;
+    const sup = this.deps.supervisor;
+    let io: ProcessIOLike | undefined;
+    let logger: LoggerLike | null = null;
+    let created = false;
+    try {
+      const rootfs = await this.deps.layers.mountRW(id);
+      const oci = await this.deps.spec.build({
+        id,
+        config: spec.config,
+        hostConfig: spec.hostConfig,
+        path: spec.path,
+        args: spec.args,
+        rootfs,
+        imageEnv: [],
+        files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
+        cgroupsPath: `${this.deps.cgroupParent}/${id}`,
+      });
+      const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
+      await this.clearSupervisor(id);
+      await sup.createContainer({ id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
+      created = true;
+      io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
+      const hub = this.deps.stdio.hub(io);
+      if (status.logPath) {
+        logger = this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig);
+        if (logger) {
+          const l = logger;
+          hub.subscribe((stream, chunk) => l.log(stream, chunk));
+        }
+      }
+      await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty });
+      const waitAbort = new AbortController();
+      const run: Run = { io, hub, logger, pid: 0, startedAt: Date.now(), exit: null, exited: undefined as unknown as Promise<ExitInfo>, oom: false, waitAbort };
+      run.exited = this.watchExit(id, run);
+      this.runs.set(id, run);
+      const { pid } = await sup.startTask(id);
+      run.pid = pid;
+      this.setStatus(id, (s) => ({
+        ...s,
+        phase: 'running',
+        pid,
+        startedAt: rfc3339Nano(),
+        finishedAt: s.finishedAt || ZERO_TIME,
+        exitCode: 0,
+        error: '',
+        errorCode: '',
+        oomKilled: false,
+      }));
+    } catch (err) {
+      const run = this.runs.get(id);
+      if (run) {
+        run.waitAbort.abort();
+        this.runs.delete(id);
+      }
+      io?.close();
+      await logger?.close().catch(() => {});
+      if (created) await this.clearSupervisor(id);
+      await this.deps.layers.unmountRW(id).catch(() => {});
+      const message = err instanceof Error ? err.message : String(err);
+      const exitCode = runtimeExitCode(message);
+      log.info({ err: message }, 'container start failed');
+      this.setStatus(id, (s) => ({
+        ...s,
+        error: message,
+        errorCode: exitCode !== null ? 'InvalidArgument' : errorCode(err),
+        exitCode: exitCode ?? 128,
+        pid: 0,
+      }));
+    }
+  }
+
+  /** Resolve a run's exit from Wait (re-issued if the supervisor restarts) or from an exit event. */
+  private async watchExit(id: string, run: Run): Promise<ExitInfo> {
+    for (;;) {
+      if (run.exit) return run.exit;
+      try {
+        const res = await this.deps.supervisor.waitTask(id, undefined, { signal: run.waitAbort.signal });
+        if (!run.exit) run.exit = res;
+        this.enqueue(id);
+        return run.exit;
+      } catch (err) {
+        if (run.waitAbort.signal.aborted) return run.exit ?? { exitStatus: 255, exitedAt: null };
+        if (isCode(err, 'NotFound')) {
+          if (!run.exit) run.exit = { exitStatus: 255, exitedAt: null };
+          this.enqueue(id);
+          return run.exit;
+        }
+        await sleep(200);
+      }
+    }
+  }
+
+  private async signal(id: string, sig: number): Promise<void> {
+    try {
+      await this.deps.supervisor.killTask(id, sig);
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) throw err;
+    }
+  }
+
+  private async stopRun(id: string, run: Run, spec: ContainerSpec): Promise<void> {
+    if (!run.exit) {
+      const timeout = spec.stop.timeout ?? spec.config.StopTimeout ?? 10;
+      await this.stopProcess(id, run, spec.stop.signal || spec.config.StopSignal, timeout);
+    }
+    await this.finishRun(id, run);
+  }
+
+  /** Stop signal, up to `timeoutS` seconds (negative: forever), then SIGKILL. */
+  private async stopProcess(id: string, run: Run, stopSignal: string | undefined, timeoutS: number): Promise<void> {
+    if (this.status(id).phase === 'paused') {
+      await this.deps.supervisor.resume(id).catch(() => {});
+    }
+    await this.signal(id, parseSignal(stopSignal, 'SIGTERM'));
+    if (timeoutS >= 0) {
+      const done = await Promise.race([run.exited.then(() => true), sleep(timeoutS * 1000).then(() => false)]);
+      if (done) return;
+      await this.deps.supervisor.killTask(id, 9, { all: true }).catch((err) => {
+        if (!isCode(err, 'NotFound')) throw err;
+      });
+    }
+    await Promise.race([run.exited, sleep(30_000)]);
+  }
+
+  /** Collect an exited run: exit code, drain output, unmount, record exited. */
+  private async finishRun(id: string, run: Run): Promise<void> {
+    const exit = run.exit ?? (await run.exited);
+    let exitStatus = exit.exitStatus;
+    let exitedAt = exit.exitedAt;
+    try {
+      const d = await this.deps.supervisor.deleteTask(id);
+      if (d.exitedAt) {
+        exitStatus = d.exitStatus;
+        exitedAt = d.exitedAt;
+      }
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) this.deps.log.warn({ err, id }, 'delete task failed');
+    }
+    await this.deps.supervisor.deleteContainer(id).catch(() => {});
+    await Promise.race([run.hub.ended, sleep(2000)]);
+    run.waitAbort.abort();
+    run.io.close();
+    await run.logger?.close().catch(() => {});
+    await this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {});
+    await this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed'));
+    this.runs.delete(id);
+    const ranMs = Date.now() - run.startedAt;
+    this.setStatus(id, (s) => ({
+      ...s,
+      phase: 'exited',
+      pid: 0,
+      exitCode: exitStatus,
+      oomKilled: run.oom,
+      finishedAt: rfc3339Nano(exitedAt ?? new Date()),
+      exitSeq: s.exitSeq + 1,
+    }));
+    this.lastRunMs.set(id, ranMs);
+  }
+
+  private readonly lastRunMs = new Map<string, number>();
+  private readonly restartDelay = new Map<string, { delay: number; at: number }>();
+
+  /** After an exit: auto-remove, or schedule a restart per policy. Returns a requeue delay. */
+  private afterExit(id: string): number | undefined {
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+    if (!r || r.status.phase !== 'exited' || this.runs.get(id)) return undefined;
+    const ranMs = this.lastRunMs.get(id);
+    if (ranMs === undefined) return undefined;
+    this.lastRunMs.delete(id);
+    const decision = decideRestart(r.spec.hostConfig.RestartPolicy, r.status.exitCode, r.status.restartCount, r.spec.manuallyStopped);
+    if (decision) {
+      const prev = this.restartDelay.get(id);
+      const delay = ranMs >= 10_000 || !prev ? 100 : Math.min(prev.delay * 2, 60_000);
+      this.restartDelay.set(id, { delay, at: Date.now() + delay });
+      this.setStatus(id, (s) => ({ ...s, phase: 'restarting' }));
+      return delay;
+    }
+    this.restartDelay.delete(id);
+    if (r.spec.hostConfig.AutoRemove) {
+      this.store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
+    }
+    return undefined;
+  }
+
+  private async restartIfDue(id: string, log: Logger): Promise<number | undefined> {
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
+    if (r.spec.manuallyStopped || r.spec.desired === 'stopped') {
+      this.setStatus(id, (s) => ({ ...s, phase: 'exited' }));
+      return undefined;
+    }
+    const due = this.restartDelay.get(id);
+    if (due && due.at > Date.now()) return due.at - Date.now();
+    this.setStatus(id, (s) => ({ ...s, phase: 'exited', restartCount: s.restartCount + 1 }));
+    await this.startRun(id, log);
+    return undefined;
+  }
+
+  /** The record says running but this process has no handle (daemon restarted): settle it. */
+  private async recoverOrphan(id: string, log: Logger): Promise<void> {
+    const sup = this.deps.supervisor;
+    let exitStatus = 255;
+    let exitedAt: Date | null = null;
+    try {
+      const task = await sup.getTask(id);
+      if (task.status !== 'STOPPED') {
+        log.info('stopping container left running by a previous daemon');
+        const waiting = sup.waitTask(id).catch(() => null);
+        await sup.killTask(id, 15).catch(() => {});
+        const res = await Promise.race([waiting, sleep(10_000).then(() => null)]);
+        if (!res) {
+          await sup.killTask(id, 9, { all: true }).catch(() => {});
+          await Promise.race([waiting, sleep(10_000)]);
+        }
+      }
+      const d = await sup.deleteTask(id);
+      exitStatus = d.exitStatus;
+      exitedAt = d.exitedAt;
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) log.warn({ err }, 'recovering task failed');
+    }
+    await sup.deleteContainer(id).catch(() => {});
+    await this.deps.layers.unmountRW(id).catch(() => {});
+    this.setStatus(id, (s) => ({
+      ...s,
+      phase: 'exited',
+      pid: 0,
+      exitCode: exitStatus,
+      finishedAt: rfc3339Nano(exitedAt ?? new Date()),
+      exitSeq: s.exitSeq + 1,
+    }));
+  }
+
+  /** Remove whatever the supervisor still holds under this id (a crash between steps). */
+  private async clearSupervisor(id: string): Promise<void> {
+    const sup = this.deps.supervisor;
+    try {
+      const t = await sup.getTask(id);
+      if (t.status !== 'STOPPED' && t.status !== 'CREATED') {
+        await sup.killTask(id, 9, { all: true }).catch(() => {});
+        await Promise.race([sup.waitTask(id).catch(() => null), sleep(5000)]);
+      }
+      await sup.deleteTask(id).catch(() => {});
+    } catch {
+      // no task
+    }
+    await sup.deleteContainer(id).catch(() => {});
+  }
+
+  private async remove(id: string, log: Logger): Promise<void> {
+    const run = this.runs.get(id);
+    if (run) {
+      if (!run.exit) {
+        await this.signal(id, 9);
+        await Promise.race([run.exited, sleep(15_000)]);
+      }
+      await this.finishRun(id, run);
+    } else {
+      await this.clearSupervisor(id);
+    }
+    this.setStatus(id, (s) => ({ ...s, phase: 'removing' }));
+    await this.deps.layers.removeRW(id);
+    await rm(this.containerDir(id), { recursive: true, force: true });
+    await rm(this.fifoDir(id), { recursive: true, force: true });
+    this.restartDelay.delete(id);
+    this.lastRunMs.delete(id);
+    this.store.delete(KIND.container, id);
+    log.debug('container removed');
+  }
+}
+
+/** 127 when the command was not found, 126 when it could not be executed, else null. */
+function runtimeExitCode(message: string): 126 | 127 | null {
+  if (/executable file not found|no such file or directory/i.test(message)) return 127;
+  if (/permission denied|not a directory|is a directory/i.test(message)) return 126;
+  return null;
+}
+
+export type { C as ContainerResource };

@@ -1,0 +1,21 @@
+import { constants } from 'node:os';
+import { invalidArgument } from '../../lib/errors.ts';
+
+const BY_NAME = constants.signals as Record<string, number>;
+
+/** Signal number from "SIGTERM", "TERM", "term" or "15"; InvalidArgument otherwise. */
+export function parseSignal(input: string | number | undefined, fallback = 'SIGTERM'): number {
+  const raw = input === undefined || input === '' ? fallback : input;
+  if (typeof raw === 'number' || /^\d+$/.test(raw)) {
+    const n = Number(raw);
+    if (n > 0 && n <= 64) return n;
+    throw invalidArgument(`Invalid signal: ${raw}`);
+  }
+  const up = raw.toUpperCase();
+  const name = up.startsWith('SIG') ? up : `SIG${up}`;
+  const rt = /^SIGRTMIN(?:\+(\d+))?$/.exec(name) ?? /^SIGRTMAX(?:-(\d+))?$/.exec(name);
+  if (rt) return name.startsWith('SIGRTMIN') ? 34 + Number(rt[1] ?? 0) : 64 - Number(rt[1] ?? 0);
+  const n = BY_NAME[name];
+  if (n === undefined) throw invalidArgument(`Invalid signal: ${raw}`);
+  return n;
+}

@@ -1,0 +1,73 @@
+// An in-memory LayerStore for the image archive tests: keeps each applied layer's uncompressed
+// tar, computes diff ids and chain ids the way the real store does.
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
+import { invalidArgument, notFound, notImplemented } from '../../../lib/errors.ts';
+import type { ApplyOptions, LayerInfo, LayerStore } from '../../../drivers/storage/types.ts';
+
+const sha256 = (b: Buffer | string) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+export class FakeLayerStore implements LayerStore {
+  readonly driverName = 'fake';
+  readonly layers = new Map<string, { info: LayerInfo; tar: Buffer }>();
+  /** Diff ids in the order applyLayer unpacked them (not counting idempotent repeats). */
+  readonly applied: string[] = [];
+
+  driverStatus(): Array<[string, string]> {
+    return [];
+  }
+  chainIdOf(parent: string | null, diffId: string): string {
+    return parent === null ? diffId : sha256(`${parent} ${diffId}`);
+  }
+  has(chainId: string): boolean {
+    return this.layers.has(chainId);
+  }
+  get(chainId: string): LayerInfo | undefined {
+    return this.layers.get(chainId)?.info;
+  }
+  list(): LayerInfo[] {
+    return [...this.layers.values()].map((l) => l.info);
+  }
+  async applyLayer(parent: string | null, blob: Readable, opts: ApplyOptions = {}): Promise<LayerInfo> {
+    const chunks: Buffer[] = [];
+    for await (const c of blob) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks);
+    const gz = raw[0] === 0x1f && raw[1] === 0x8b;
+    const tar = gz ? gunzipSync(raw) : raw;
+    const diffId = sha256(tar);
+    if (opts.expectedDiffId && opts.expectedDiffId !== diffId) {
+      throw invalidArgument(`layer diff id mismatch: expected ${opts.expectedDiffId}, got ${diffId}`);
+    }
+    if (parent !== null && !this.layers.has(parent)) throw notFound(`parent layer ${parent}`);
+    const chainId = this.chainIdOf(parent, diffId);
+    const existing = this.layers.get(chainId);
+    if (existing) return existing.info;
+    const info: LayerInfo = {
+      chainId, diffId, parent, size: tar.length, blobMedia: gz ? 'gzip' : 'none', blobDigest: sha256(raw), blobSize: raw.length,
+    };
+    this.layers.set(chainId, { info, tar });
+    this.applied.push(diffId);
+    return info;
+  }
+  async removeLayer(chainId: string): Promise<void> {
+    this.layers.delete(chainId);
+  }
+  layerTar(chainId: string): Readable {
+    const l = this.layers.get(chainId);
+    if (!l) throw notFound(`layer ${chainId}`);
+    return Readable.from([l.tar]);
+  }
+  layerBlob(chainId: string): Readable {
+    return this.layerTar(chainId);
+  }
+  createRW(): Promise<void> { throw notImplemented('fake'); }
+  mountRW(): Promise<string> { throw notImplemented('fake'); }
+  unmountRW(): Promise<void> { throw notImplemented('fake'); }
+  removeRW(): Promise<void> { throw notImplemented('fake'); }
+  hasRW(): boolean { return false; }
+  sizeRW(): Promise<number> { throw notImplemented('fake'); }
+  changesRW(): Promise<never> { throw notImplemented('fake'); }
+  metadataRW(): Record<string, string> { return {}; }
+  async cleanup(): Promise<void> {}
+}
