@@ -1,0 +1,223 @@
+// The one place that wires everything: store, drivers, reconcilers, controllers, API, listeners,
+// and the orderly shutdown on SIGTERM/SIGINT.
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import { createApp } from '../api/app.ts';
+import { listenAll } from '../api/listen.ts';
+import { containerRoutes } from '../api/containers/routes.ts';
+import { imageRoutes } from '../api/images/routes.ts';
+import { resolveImage } from '../api/images/resolve.ts';
+import { systemRoutes } from '../api/system/routes.ts';
+import type { DaemonConfig } from '../config/load.ts';
+import { Controller } from '../controllers/controller.ts';
+import { Manager } from '../controllers/manager.ts';
+import { createImageArchive } from '../drivers/image/archive.ts';
+import { createLogging, createLogReader, validateLogConfig } from '../drivers/logging/index.ts';
+import { createSpecBuilder, validateBind } from '../drivers/oci/index.ts';
+import { createLayerStore } from '../drivers/storage/layer-store.ts';
+import { createStdio } from '../drivers/stdio/stdio.ts';
+import { createSupervisorClient } from '../drivers/supervisor/client.ts';
+import { subscribeEvents } from '../drivers/supervisor/events.ts';
+import { startSupervisor, type SupervisorProcess } from '../drivers/supervisor/process.ts';
+import { createRuntimes } from '../drivers/supervisor/runtimes.ts';
+import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
+import { parseSignal } from '../reconcilers/container/signals.ts';
+import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
+import { openStore } from '../store/store.ts';
+import type { ContainerSpec, ContainerStatus } from '../store/types.ts';
+import { KIND } from '../store/types.ts';
+import { acquirePidfile } from './pidfile.ts';
+import { createSystemInfo } from './system-info.ts';
+import { API_VERSION, BUILD_TIME, ENGINE_VERSION, GIT_COMMIT, MIN_API_VERSION } from './version.ts';
+
+function makeLogger(config: DaemonConfig): Logger {
+  const level = config.debug ? 'debug' : config.logLevel === 'fatal' ? 'fatal' : config.logLevel;
+  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 2, sync: false }));
+}
+
+export async function runDaemon(config: DaemonConfig, _sources: unknown): Promise<number> {
+  const log = makeLogger(config);
+  const releasePidfile = acquirePidfile(config.pidfile);
+  const cleanups: Array<[string, () => Promise<void> | void]> = [];
+  const step = (name: string, fn: () => Promise<void> | void) => cleanups.unshift([name, fn]);
+  step('pidfile', releasePidfile);
+
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
+
+  let code: number;
+  try {
+    code = await serve(config, log, step);
+  } catch (err) {
+    log.error({ err }, 'engined failed to start');
+    await runCleanups(cleanups, log);
+    throw err;
+  }
+  await runCleanups(cleanups, log);
+  log.info('engined stopped');
+  log.flush();
+  return code;
+
+  async function serve(cfg: DaemonConfig, logger: Logger, onStop: typeof step): Promise<number> {
+    const dataRoot = cfg.dataRoot;
+    const execRoot = cfg.execRoot;
+    const tmpDir = process.env.ENGINE_TMPDIR || join(dataRoot, 'tmp');
+    for (const d of [dataRoot, execRoot, tmpDir]) mkdirSync(d, { recursive: true, mode: 0o711 });
+
+    const store = openStore(join(dataRoot, 'engine.db'), { log: logger.child({ component: 'store' }) });
+    onStop('store', () => store.close());
+
+    const driver = cfg.storageDriver === 'vfs' ? 'vfs' : 'overlay2';
+    if (cfg.storageDriver && cfg.storageDriver !== 'overlay2' && cfg.storageDriver !== 'vfs') {
+      throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
+    }
+    const layers = await createLayerStore({
+      dataRoot,
+      driver,
+      tmpDir,
+      usePigz: !process.env.ENGINE_DISABLE_PIGZ,
+      log: logger.child({ component: 'layers' }),
+    });
+    onStop('layers', () => layers.cleanup());
+
+    let supervisorProcess: SupervisorProcess | null = null;
+    let address = cfg.supervisor;
+    if (!address) {
+      supervisorProcess = await startSupervisor({
+        root: join(dataRoot, 'containerd'),
+        state: join(execRoot, 'containerd', 'state'),
+        configDir: join(execRoot, 'containerd'),
+        log: logger.child({ component: 'supervisor' }),
+        debug: cfg.debug,
+      });
+      address = supervisorProcess.address;
+      const p = supervisorProcess;
+      onStop('supervisor', () => p.stop());
+    }
+    const namespace = cfg.supervisorNamespace || 'engine';
+    const supervisor = createSupervisorClient({ address, namespace, log: logger.child({ component: 'supervisor-client' }) });
+    onStop('supervisor-client', () => supervisor.close());
+    const runtimes = createRuntimes({ defaultRuntime: cfg.defaultRuntime || 'stdrt', runtimes: cfg.runtimes ?? {}, execRoot });
+
+    const stdio = createStdio(logger.child({ component: 'stdio' }));
+    const logging = createLogging({ log: logger.child({ component: 'logging' }) });
+    const spec = createSpecBuilder({ log: logger.child({ component: 'oci' }), defaultShmSize: cfg.defaultShmSize });
+
+    const containers = new ContainerReconciler(store, {
+      supervisor,
+      stdio,
+      logging,
+      layers,
+      spec,
+      runtimes,
+      dataRoot,
+      execRoot,
+      cgroupParent: cfg.cgroupParent || '/engine',
+      log: logger.child({ component: 'container-reconciler' }),
+    });
+    const images = new ImageReconciler(store, layers);
+
+    const manager = new Manager();
+    const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16 });
+    const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log: logger, workers: 2 });
+    containers.enqueue = (key, afterMs) => containerCtl.enqueue(key, afterMs);
+    manager.add(imageCtl);
+    manager.add(containerCtl);
+
+    const events = subscribeEvents({
+      address,
+      namespace,
+      log: logger.child({ component: 'supervisor-events' }),
+      onExit: (e) => {
+        if (e.id === e.containerId || !e.id) containers.notifyExit(e.containerId, { exitStatus: e.exitStatus, exitedAt: e.exitedAt });
+      },
+      onOom: (id) => containers.notifyOom(id),
+    });
+    onStop('supervisor-events', () => events.close());
+
+    await manager.start();
+
+    const archive = createImageArchive({ layers, tmpDir, log: logger });
+    const logReader = createLogReader({
+      pathOf: (id) => store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.logPath || undefined,
+      log: logger.child({ component: 'log-reader' }),
+    });
+    const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
+
+    const app = createApp({
+      log: logger.child({ component: 'api' }),
+      experimental: !!cfg.experimental,
+      version: { api: API_VERSION, min: MIN_API_VERSION },
+      plugins: [
+        systemRoutes({
+          store,
+          info,
+          versionInfo: { version: ENGINE_VERSION, apiVersion: API_VERSION, minApiVersion: MIN_API_VERSION, gitCommit: GIT_COMMIT, buildTime: BUILD_TIME },
+          experimental: !!cfg.experimental,
+        }),
+        imageRoutes({ store, archive, graphDriverData: () => ({}) , layers }),
+        containerRoutes({
+          store,
+          logs: logReader,
+          defaults: {
+            runtime: runtimes.default,
+            hasRuntime: (n) => runtimes.names().includes(n),
+            shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
+            logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
+            validateLogConfig,
+            validateBind,
+          },
+          resolveImage: (ref) => resolveImage(store, ref),
+          parseSignal: (s) => parseSignal(s),
+          graphDriverData: (id) => layers.metadataRW(id),
+          sizeRw: (id) => layers.sizeRW(id),
+        }),
+      ],
+    });
+    await app.ready();
+    const listeners = await listenAll(app, cfg.hosts, { socketGroup: cfg.group, log: logger });
+    logger.info({ hosts: listeners.addresses, version: ENGINE_VERSION, storage: layers.driverName }, 'API listen');
+
+    await waitForSignal(logger);
+
+    logger.info('shutting down');
+    const deadline = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, (Math.max(cfg.shutdownTimeout, 0) + 60) * 1000);
+    deadline.unref();
+    await listeners.close().catch((err) => logger.warn({ err }, 'closing listeners'));
+    await app.close().catch(() => {});
+    for (const h of cfg.hosts) {
+      if (h.startsWith('unix://')) rmSync(h.slice('unix://'.length), { force: true });
+    }
+    await manager.stop();
+    await containers.shutdown(cfg.shutdownTimeout);
+    return 0;
+  }
+}
+
+async function runCleanups(cleanups: Array<[string, () => Promise<void> | void]>, log: Logger): Promise<void> {
+  for (const [name, fn] of cleanups) {
+    try {
+      await fn();
+    } catch (err) {
+      log.warn({ err, step: name }, 'cleanup step failed');
+    }
+  }
+}
+
+function waitForSignal(log: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      log.info({ signal: sig }, 'received signal');
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      resolve();
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    process.on('SIGPIPE', () => {});
+  });
+}

@@ -1,0 +1,154 @@
+// Fills the API's SystemInfoPort from the config, the machine and the drivers. Machine facts are
+// read once; component versions are asked of the supervisor once and cached.
+import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SystemInfoPort } from '../api/ports.ts';
+import type { DaemonConfig } from '../config/load.ts';
+import { machineFacts } from '../drivers/sys/info.ts';
+import { ENGINE_VERSION } from './version.ts';
+
+interface Deps {
+  config: DaemonConfig;
+  layers: { driverName: string; driverStatus(): Array<[string, string]> };
+  supervisor: { version(): Promise<{ version: string; revision: string }> };
+  runtimes: { names(): string[]; readonly default: string };
+}
+
+function engineId(dataRoot: string): string {
+  const p = join(dataRoot, 'engine-id');
+  try {
+    const v = readFileSync(p, 'utf8').trim();
+    if (v) return v;
+  } catch {
+    // first start
+  }
+  const id = randomUUID();
+  writeFileSync(p, id);
+  return id;
+}
+
+function runcVersion(): { version: string; commit: string } {
+  try {
+    const out = execFileSync('runc', ['--version'], { stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).toString();
+    return { version: /runc version (\S+)/.exec(out)?.[1] ?? '', commit: /commit: (\S+)/.exec(out)?.[1] ?? '' };
+  } catch {
+    return { version: '', commit: '' };
+  }
+}
+
+export function createSystemInfo(deps: Deps): SystemInfoPort {
+  const facts = machineFacts();
+  const id = engineId(deps.config.dataRoot);
+  const runc = runcVersion();
+  let sup: Promise<{ version: string; revision: string }> | null = null;
+  const supVersion = () => {
+    sup ??= deps.supervisor.version().catch(() => {
+      sup = null;
+      return { version: '', revision: '' };
+    });
+    return sup;
+  };
+  const cfg = deps.config;
+  return {
+    async info() {
+      const s = await supVersion();
+      const runtimes: Record<string, unknown> = {};
+      for (const n of deps.runtimes.names()) {
+        runtimes[n] = n === 'stdrt' ? { path: 'runc', status: { 'org.opencontainers.runtime-spec.features': '' } } : { path: cfg.runtimes?.[n]?.path ?? n };
+      }
+      return {
+        ID: id,
+        Driver: deps.layers.driverName,
+        DriverStatus: deps.layers.driverStatus(),
+        Plugins: {
+          Volume: ['local'],
+          Network: ['bridge', 'host', 'null'],
+          Authorization: null,
+          Log: ['json-file', 'local', 'none'],
+        },
+        MemoryLimit: true,
+        SwapLimit: facts.swapLimit,
+        KernelMemory: false,
+        KernelMemoryTCP: false,
+        CpuCfsPeriod: true,
+        CpuCfsQuota: true,
+        CPUShares: true,
+        CPUSet: true,
+        PidsLimit: true,
+        IPv4Forwarding: readProc('/proc/sys/net/ipv4/ip_forward') === '1',
+        BridgeNfIptables: readProc('/proc/sys/net/bridge/bridge-nf-call-iptables') === '1',
+        BridgeNfIp6tables: readProc('/proc/sys/net/bridge/bridge-nf-call-ip6tables') === '1',
+        Debug: !!cfg.debug,
+        NFd: fdCount(),
+        OomKillDisable: true,
+        NGoroutines: 0,
+        SystemTime: new Date().toISOString(),
+        LoggingDriver: cfg.logDriver || 'json-file',
+        CgroupDriver: facts.cgroupDriver,
+        CgroupVersion: facts.cgroupVersion,
+        NEventsListener: 0,
+        KernelVersion: facts.kernelVersion,
+        OperatingSystem: facts.operatingSystem,
+        OSVersion: facts.osVersion,
+        OSType: 'linux',
+        Architecture: facts.architecture,
+        IndexServerAddress: 'https://index.docker.io/v1/',
+        RegistryConfig: {
+          AllowNondistributableArtifactsCIDRs: [],
+          AllowNondistributableArtifactsHostnames: [],
+          InsecureRegistryCIDRs: ['127.0.0.0/8'],
+          IndexConfigs: { 'docker.io': { Name: 'docker.io', Mirrors: cfg.registryMirrors ?? [], Secure: true, Official: true } },
+          Mirrors: cfg.registryMirrors ?? [],
+        },
+        NCPU: facts.ncpu,
+        MemTotal: facts.memTotal,
+        GenericResources: null,
+        DockerRootDir: cfg.dataRoot,
+        HttpProxy: process.env.HTTP_PROXY ?? process.env.http_proxy ?? '',
+        HttpsProxy: process.env.HTTPS_PROXY ?? process.env.https_proxy ?? '',
+        NoProxy: process.env.NO_PROXY ?? process.env.no_proxy ?? '',
+        Name: facts.name,
+        Labels: cfg.labels ?? [],
+        ExperimentalBuild: !!cfg.experimental,
+        ServerVersion: ENGINE_VERSION,
+        Runtimes: runtimes,
+        DefaultRuntime: deps.runtimes.default,
+        Swarm: { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
+        LiveRestoreEnabled: !!cfg.liveRestore,
+        Isolation: '',
+        InitBinary: 'engine-init',
+        ContainerdCommit: { ID: s.revision, Expected: s.revision },
+        RuncCommit: { ID: runc.commit, Expected: runc.commit },
+        InitCommit: { ID: '', Expected: '' },
+        SecurityOptions: ['name=seccomp,profile=builtin'],
+        CDISpecDirs: [],
+        Warnings: [],
+      };
+    },
+    async components() {
+      const s = await supVersion();
+      return [
+        { Name: 'supervisor', Version: s.version, Details: { GitCommit: s.revision } },
+        { Name: 'stdrt', Version: runc.version, Details: { GitCommit: runc.commit } },
+      ];
+    },
+  };
+}
+
+function readProc(p: string): string {
+  try {
+    return readFileSync(p, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+function fdCount(): number {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return 0;
+  }
+}
