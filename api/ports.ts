@@ -79,3 +79,61 @@ export interface SystemInfoPort {
   /** Component versions for GET /version (supervisor, stdrt). */
   components(): Promise<Array<{ Name: string; Version: string; Details?: Record<string, unknown> }>>;
 }
+
+// ---- attach and exec --------------------------------------------------------------------------
+
+/** The in-memory stdio of one running process: output fan-out and stdin. */
+export interface StreamHub {
+  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void, onEnd?: () => void): () => void;
+  ended: Promise<void>;
+  writeStdin(buf: Buffer): void;
+  closeStdin(): void;
+}
+
+export interface ContainerStreamsPort {
+  /**
+   * Calls `fn` with the hub of the container's current run (when running) and then with the hub
+   * of every later run, synchronously before that run's process starts, until unsubscribed.
+   */
+  watchRuns(containerId: string, fn: (hub: StreamHub) => void): () => void;
+  resize(containerId: string, width: number, height: number): Promise<void>;
+}
+
+export interface ExecCreateConfig {
+  User: string;
+  Privileged: boolean;
+  Tty: boolean;
+  AttachStdin: boolean;
+  AttachStdout: boolean;
+  AttachStderr: boolean;
+  DetachKeys: string;
+  Env: string[];
+  WorkingDir: string;
+  Cmd: string[];
+  ConsoleSize?: [number, number] | null;
+}
+
+export interface ExecInspect {
+  ID: string;
+  Running: boolean;
+  ExitCode: number | null;
+  ProcessConfig: { tty: boolean; entrypoint: string; arguments: string[]; privileged: boolean; user: string };
+  OpenStdin: boolean;
+  OpenStderr: boolean;
+  OpenStdout: boolean;
+  CanRemove: boolean;
+  ContainerID: string;
+  DetachKeys: string;
+  Pid: number;
+}
+
+export interface ExecPort {
+  create(containerId: string, config: ExecCreateConfig): string;
+  inspect(execId: string): ExecInspect;
+  /**
+   * Start the exec'd process. `onHub` runs before the process starts so no output is lost.
+   * Resolves once the process runs; `exited` resolves with the exit code once it is recorded.
+   */
+  start(execId: string, opts: { tty: boolean; consoleSize?: [number, number] | null }, onHub?: (hub: StreamHub) => void): Promise<{ exited: Promise<number> }>;
+  resize(execId: string, width: number, height: number): Promise<void>;
+}

@@ -22,6 +22,12 @@ export interface SupervisorPort {
   deleteTask(containerId: string): Promise<{ pid: number; exitStatus: number; exitedAt: Date | null }>;
   pause(id: string): Promise<void>;
   resume(id: string): Promise<void>;
+  execProcess(req: { containerId: string; execId: string; spec: object; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<void>;
+  startProcess(containerId: string, execId: string): Promise<{ pid: number }>;
+  killProcess(containerId: string, execId: string, signal: number): Promise<void>;
+  deleteProcess(containerId: string, execId: string): Promise<{ exitStatus: number; exitedAt: Date | null }>;
+  resizePty(containerId: string, execId: string | undefined, width: number, height: number): Promise<void>;
+  closeIO(containerId: string, execId: string | undefined): Promise<void>;
 }
 
 export interface ProcessIOLike {

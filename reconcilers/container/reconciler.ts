@@ -33,6 +33,9 @@ interface Run {
   exited: Promise<ExitInfo>;
   oom: boolean;
   waitAbort: AbortController;
+  /** The OCI spec this run was started with (exec derives its process from it). */
+  oci: { process?: Record<string, unknown> } & Record<string, unknown>;
+  rootfs: string;
 }
 
 export interface ReconcileContext {
@@ -66,6 +69,33 @@ export class ContainerReconciler {
   notifyOom(containerId: string): void {
     const run = this.runs.get(containerId);
     if (run) run.oom = true;
+  }
+
+  private readonly runWatchers = new Map<string, Set<(hub: HubLike) => void>>();
+
+  /** Attach: the hub of the current run now, and of every later run before its process starts. */
+  watchRuns(containerId: string, fn: (hub: HubLike) => void): () => void {
+    let set = this.runWatchers.get(containerId);
+    if (!set) this.runWatchers.set(containerId, (set = new Set()));
+    set.add(fn);
+    const run = this.runs.get(containerId);
+    if (run && !run.exit) fn(run.hub);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.runWatchers.get(containerId) === set) this.runWatchers.delete(containerId);
+    };
+  }
+
+  /** What exec needs of a running container. */
+  runInfo(containerId: string): { pid: number; oci: Run['oci']; rootfs: string } | undefined {
+    const run = this.runs.get(containerId);
+    return run && !run.exit ? { pid: run.pid, oci: run.oci, rootfs: run.rootfs } : undefined;
+  }
+
+  async resize(containerId: string, width: number, height: number): Promise<void> {
+    const run = this.runs.get(containerId);
+    if (!run || run.exit) return;
+    await this.deps.supervisor.resizePty(containerId, undefined, width, height);
   }
 
   /** Stdio hub of a running container (attach). */
@@ -212,6 +242,13 @@ export class ContainerReconciler {
       created = true;
       io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
       const hub = this.deps.stdio.hub(io);
+      for (const fn of this.runWatchers.get(id) ?? []) {
+        try {
+          fn(hub);
+        } catch (err) {
+          log.warn({ err }, 'attach watcher failed');
+        }
+      }
       if (status.logPath) {
         logger = this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig);
         if (logger) {
@@ -221,7 +258,19 @@ export class ContainerReconciler {
       }
       await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty });
       const waitAbort = new AbortController();
-      const run: Run = { io, hub, logger, pid: 0, startedAt: Date.now(), exit: null, exited: undefined as unknown as Promise<ExitInfo>, oom: false, waitAbort };
+      const run: Run = {
+        io,
+        hub,
+        logger,
+        pid: 0,
+        startedAt: Date.now(),
+        exit: null,
+        exited: undefined as unknown as Promise<ExitInfo>,
+        oom: false,
+        waitAbort,
+        oci: oci as Run['oci'],
+        rootfs,
+      };
       run.exited = this.watchExit(id, run);
       this.runs.set(id, run);
       const { pid } = await sup.startTask(id);

@@ -1,0 +1,135 @@
+// The fastify application: version prefix and range check, the headers every response carries,
+// body parsing the way Engine API clients send bodies, and the error table. Areas plug their
+// routes in through `plugins`.
+import type { IncomingMessage } from 'node:http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { invalidArgument } from '../lib/errors.ts';
+import { installErrorHandling } from './errors.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API version of this request: the `/vX.Y` prefix, or the daemon's maximum for bare paths. */
+    apiVersion: string;
+  }
+}
+
+export interface AppOptions {
+  log: Logger;
+  plugins: Array<(app: FastifyInstance) => Promise<void>>;
+  experimental?: boolean;
+  version: { api: string; min: string };
+  /** Daemon version for the `Server` header. */
+  engineVersion?: string;
+}
+
+/** Where rewriteUrl leaves the prefix version for the onRequest hook. */
+const REQUESTED_VERSION = Symbol('requestedApiVersion');
+type RawWithVersion = IncomingMessage & { [REQUESTED_VERSION]?: string };
+
+const VERSION_PREFIX = /^\/v([0-9.]+)(?=[/?]|$)/;
+const JSON_BODY_LIMIT = 64 << 20;
+
+/** Numeric, part-by-part comparison (1.9 < 1.10); missing parts count as 0. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = Number.parseInt(pa[i] ?? '0', 10) || 0;
+    const y = Number.parseInt(pb[i] ?? '0', 10) || 0;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+export function createApp(opts: AppOptions): FastifyInstance {
+  const max = opts.version.api;
+  const min = opts.version.min;
+  const experimental = String(opts.experimental ?? false);
+  const server = `Engine/${opts.engineVersion ?? max} (linux)`;
+
+  const app = Fastify({
+    loggerInstance: opts.log,
+    disableRequestLogging: true,
+    // Streams (wait, logs, events, attach) live as long as they need to.
+    requestTimeout: 0,
+    connectionTimeout: 0,
+    bodyLimit: JSON_BODY_LIMIT,
+    routerOptions: { maxParamLength: 4096 },
+    rewriteUrl(req) {
+      const url = req.url ?? '/';
+      const m = VERSION_PREFIX.exec(url);
+      if (!m) return url;
+      (req as RawWithVersion)[REQUESTED_VERSION] = m[1];
+      const rest = url.slice(m[0].length);
+      return rest.startsWith('/') ? rest : `/${rest}`;
+    },
+  }) as unknown as FastifyInstance;
+
+  app.decorateRequest('apiVersion', '');
+
+  app.addHook('onRequest', async (req, reply) => {
+    // Set on the raw response so hijacked and streamed answers carry them too.
+    const res = reply.raw;
+    res.setHeader('Api-Version', max);
+    res.setHeader('Server', server);
+    res.setHeader('Ostype', 'linux');
+    const requested = (req.raw as RawWithVersion)[REQUESTED_VERSION];
+    req.apiVersion = requested ?? max;
+    if (requested !== undefined && !req.is404) {
+      if (compareVersions(requested, min) < 0) {
+        const msg = `client version ${requested} is too old. Minimum supported API version is ${min}, please upgrade your client to a newer version`;
+        // Clients older than 1.24 cannot parse the JSON error form.
+        if (compareVersions(requested, '1.24') < 0) {
+          reply.code(400).type('text/plain; charset=utf-8').send(`${msg}\n`);
+          return reply;
+        }
+        throw invalidArgument(msg);
+      }
+      if (compareVersions(requested, max) > 0) {
+        throw invalidArgument(`client version ${requested} is too new. Maximum supported API version is ${max}`);
+      }
+    }
+    res.setHeader('Docker-Experimental', experimental);
+  });
+
+  // The Go client parses error bodies only when Content-Type is exactly `application/json`.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    const ct = reply.getHeader('content-type');
+    if (typeof ct === 'string' && ct.startsWith('application/json')) reply.header('content-type', 'application/json');
+    return payload;
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.debug({ method: req.method, url: req.raw.originalUrl ?? req.url, status: reply.statusCode }, 'request');
+  });
+
+  installBodyParsers(app);
+  installErrorHandling(app);
+
+  for (const plugin of opts.plugins) app.register(plugin);
+  return app;
+}
+
+/**
+ * JSON bodies may be empty (= no options); every other content type is left unread so handlers
+ * can stream `req.raw` (tar uploads for load, import, build, archive).
+ */
+function installBodyParsers(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : String(err);
+      const message = /after JSON/i.test(detail) ? 'unexpected content after JSON' : `invalid JSON: ${detail}`;
+      done(invalidArgument(message), undefined);
+    }
+  });
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+}

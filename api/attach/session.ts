@@ -1,0 +1,191 @@
+// One attach or exec session over a taken-over connection: copies the process's output to the
+// client (multiplexed frames without a TTY, raw bytes with one) and the client's bytes to the
+// process's stdin, with the half-close and detach-key rules clients depend on (PROTOCOL.md 6.4).
+import type { Duplex } from 'node:stream';
+import { invalidArgument } from '../../lib/errors.ts';
+import type { StreamHub } from '../ports.ts';
+
+export function frame(stream: number, payload: Buffer): Buffer {
+  const h = Buffer.alloc(8);
+  h[0] = stream;
+  h.writeUInt32BE(payload.length, 4);
+  return Buffer.concat([h, payload]);
+}
+
+/** Parse `detachKeys` ("ctrl-p,ctrl-q", "a,ctrl-@", ...) into bytes; InvalidArgument when malformed. */
+export function parseDetachKeys(spec: string | undefined): Buffer {
+  if (spec === undefined || spec === '') return Buffer.from([0x10, 0x11]);
+  const out: number[] = [];
+  for (const part of spec.split(',')) {
+    const k = part.trim();
+    if (k.length === 1) {
+      out.push(k.charCodeAt(0));
+      continue;
+    }
+    const m = /^ctrl-(.)$/i.exec(k);
+    if (!m) throw invalidArgument(`Invalid detach keys (${spec}) provided`);
+    const c = m[1].toLowerCase();
+    if (c >= 'a' && c <= 'z') out.push(c.charCodeAt(0) - 96);
+    else if (c === '@') out.push(0);
+    else if (c === '[') out.push(27);
+    else if (c === '\\') out.push(28);
+    else if (c === ']') out.push(29);
+    else if (c === '^') out.push(30);
+    else if (c === '_') out.push(31);
+    else throw invalidArgument(`Invalid detach keys (${spec}) provided`);
+  }
+  return Buffer.from(out);
+}
+
+export interface SessionOptions {
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  /** Close the process's stdin when the client's stdin ends (exec, or containers with StdinOnce). */
+  closeStdinOnEof: boolean;
+  detachKeys: Buffer;
+  /** End the session when the process's output ends (attach); exec sessions are closed by their owner. */
+  closeOnEnd?: boolean;
+  /** Called when the detach keys were seen. */
+  onDetach?: () => void;
+}
+
+/**
+ * Scans client bytes for the detach sequence; returns the bytes to forward and whether the
+ * sequence completed. Bytes of a partial match are held back until the match fails.
+ */
+export class DetachScanner {
+  private readonly keys: Buffer;
+  private matched = 0;
+  constructor(keys: Buffer) {
+    this.keys = keys;
+  }
+  feed(chunk: Buffer): { data: Buffer; detach: boolean } {
+    const out: number[] = [];
+    for (const b of chunk) {
+      if (b === this.keys[this.matched]) {
+        this.matched++;
+        if (this.matched === this.keys.length) return { data: Buffer.from(out), detach: true };
+        continue;
+      }
+      if (this.matched > 0) {
+        for (let i = 0; i < this.matched; i++) out.push(this.keys[i]);
+        this.matched = 0;
+        if (b === this.keys[0]) {
+          this.matched = 1;
+          continue;
+        }
+      }
+      out.push(b);
+    }
+    return { data: Buffer.from(out), detach: false };
+  }
+}
+
+/** A live session between one client connection and the runs of one process (or container). */
+export class AttachSession {
+  private readonly sock: Duplex;
+  private readonly o: SessionOptions;
+  private hub: StreamHub | null = null;
+  private unsub: (() => void) | null = null;
+  private closed = false;
+  private readonly scanner: DetachScanner;
+  private readonly pendingStdin: Buffer[] = [];
+  private stdinEnded = false;
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+
+  constructor(sock: Duplex, o: SessionOptions) {
+    this.sock = sock;
+    this.o = o;
+    this.scanner = new DetachScanner(o.detachKeys);
+    this.done = new Promise((r) => (this.resolveDone = r));
+    sock.on('error', () => this.close());
+    sock.on('close', () => this.close());
+    if (o.stdin) {
+      sock.on('data', (chunk: Buffer) => this.onClientData(chunk));
+      sock.on('end', () => this.onClientEnd());
+    } else {
+      sock.on('data', () => {});
+      sock.on('end', () => {});
+    }
+  }
+
+  /** Begin copying from one run's hub. Output ends when the hub ends. */
+  bind(hub: StreamHub): void {
+    if (this.closed) return;
+    this.unsub?.();
+    this.hub = hub;
+    for (const b of this.pendingStdin.splice(0)) hub.writeStdin(b);
+    if (this.stdinEnded && this.o.closeStdinOnEof) hub.closeStdin();
+    this.unsub = hub.subscribe(
+      (stream, chunk) => {
+        if (stream === 'stdout' && !this.o.stdout) return;
+        if (stream === 'stderr' && !this.o.stderr) return;
+        this.write(this.o.tty ? chunk : frame(stream === 'stdout' ? 1 : 2, chunk));
+      },
+      () => {
+        if (this.o.closeOnEnd !== false) this.close();
+      },
+    );
+  }
+
+  /** Write stored output (logs=1 replay) or a daemon error frame. */
+  write(buf: Buffer): void {
+    if (this.closed || buf.length === 0) return;
+    try {
+      this.sock.write(buf);
+    } catch {
+      this.close();
+    }
+  }
+
+  systemError(message: string): void {
+    this.write(this.o.tty ? Buffer.from(message) : frame(3, Buffer.from(message)));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsub?.();
+    this.unsub = null;
+    this.sock.end();
+    this.sock.destroySoon?.();
+    this.resolveDone();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private onClientData(chunk: Buffer): void {
+    let data = chunk;
+    if (this.o.tty) {
+      const r = this.scanner.feed(chunk);
+      data = r.data;
+      if (r.detach) {
+        if (data.length) this.forward(data);
+        this.o.onDetach?.();
+        this.close();
+        return;
+      }
+    }
+    if (data.length) this.forward(data);
+  }
+
+  private forward(data: Buffer): void {
+    if (this.hub) this.hub.writeStdin(data);
+    else this.pendingStdin.push(data);
+  }
+
+  private onClientEnd(): void {
+    this.stdinEnded = true;
+    if (this.o.closeStdinOnEof && !this.o.tty) {
+      this.hub?.closeStdin();
+      return;
+    }
+    // TTY, or a container without StdinOnce: the session ends, the process keeps its stdin.
+    this.close();
+  }
+}

@@ -1,0 +1,92 @@
+// Image lookup as the reference daemon does it: full id, tag reference, digest reference, then a
+// unique id prefix. Only images that are present and ready count.
+import { notFound } from '../../lib/errors.ts';
+import { familiarName, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
+import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ApiStore } from '../containers/store.ts';
+
+export type ImageResource = Resource<ImageSpec, ImageStatus>;
+type ImageReader = Pick<ApiStore, 'get' | 'list'>;
+
+const HEX64 = /^[a-f0-9]{64}$/;
+const HEX = /^[a-f0-9]+$/;
+
+export function isUsable(r: ImageResource | undefined): r is ImageResource {
+  return !!r && r.spec.desired === 'present' && r.status.phase === 'ready';
+}
+
+/** `No such image: busybox:latest` style error for what the client asked. */
+export function noSuchImage(ref: string): Error {
+  return notFound(`No such image: ${ref}`);
+}
+
+export function resolveImage(store: ImageReader, ref: string): ImageResource {
+  const found = findImage(store, ref);
+  if (found) return found;
+  throw noSuchImage(describe(ref));
+}
+
+/** Like resolveImage but undefined instead of NotFound (InvalidArgument still throws). */
+export function findImage(store: ImageReader, ref: string): ImageResource | undefined {
+  const hex = ref.startsWith('sha256:') ? ref.slice(7) : ref;
+  if (HEX64.test(hex)) {
+    const r = store.get<ImageSpec, ImageStatus>(KIND.image, `sha256:${hex}`);
+    return isUsable(r) ? r : undefined;
+  }
+  if (ref.startsWith('sha256:')) return HEX.test(hex) ? byPrefix(store, hex) : undefined;
+
+  const parsed = parseReference(ref);
+  if (parsed.digest) return byDigest(store, parsed);
+  const name = formatReference({ ...parsed, tag: parsed.tag ?? 'latest' });
+  const tagged = store.get<ReferenceSpec, ReferenceStatus>(KIND.reference, name);
+  if (tagged) {
+    const r = store.get<ImageSpec, ImageStatus>(KIND.image, tagged.spec.imageId);
+    if (isUsable(r)) return r;
+  }
+  if (parsed.tag === undefined && HEX.test(ref)) return byPrefix(store, ref);
+  return undefined;
+}
+
+function byDigest(store: ImageReader, ref: Reference): ImageResource | undefined {
+  const wanted = `${repositoryName(ref)}@${ref.digest}`;
+  return store.list<ImageSpec, ImageStatus>(KIND.image).find((r) => isUsable(r) && r.spec.repoDigests.some((d) => normalizeDigestRef(d) === wanted));
+}
+
+function normalizeDigestRef(d: string): string {
+  try {
+    const p = parseReference(d);
+    return `${repositoryName(p)}@${p.digest ?? ''}`;
+  } catch {
+    return d;
+  }
+}
+
+/** A unique prefix of the hex id; ambiguous prefixes find nothing, as in the reference daemon. */
+function byPrefix(store: ImageReader, hexPrefix: string): ImageResource | undefined {
+  const matches = store.list<ImageSpec, ImageStatus>(KIND.image).filter((r) => isUsable(r) && r.name.slice(7).startsWith(hexPrefix));
+  return matches.length === 1 ? matches[0] : undefined;
+}
+
+/** The reference as the daemon names it in "No such image": familiar, with the default tag added. */
+function describe(ref: string): string {
+  const hex = ref.startsWith('sha256:') ? ref.slice(7) : ref;
+  if (HEX64.test(hex)) return `sha256:${hex}`;
+  if (ref.startsWith('sha256:')) return ref;
+  try {
+    const p = parseReference(ref);
+    if (p.tag === undefined && p.digest === undefined) p.tag = 'latest';
+    return familiarName(formatReference(p));
+  } catch {
+    return ref;
+  }
+}
+
+/** Fully normalised tag references ("docker.io/library/busybox:latest") that point at `imageId`. */
+export function referencesOf(store: Pick<ApiStore, 'list'>, imageId: string): string[] {
+  return store
+    .list<ReferenceSpec, ReferenceStatus>(KIND.reference)
+    .filter((r) => r.spec.imageId === imageId)
+    .map((r) => r.name)
+    .sort();
+}

@@ -1,0 +1,194 @@
+// Serve one fastify app on every -H address. Each listener is a plain node http server that hands
+// requests to `app.routing` (so rewriteUrl, hooks and routes are shared) and forwards `upgrade`
+// events to `app.server` when a route area listens for them there (attach, exec).
+import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { invalidArgument, notImplemented } from '../lib/errors.ts';
+
+export type HostAddress =
+  | { kind: 'unix'; path: string }
+  | { kind: 'tcp'; host: string; port: number; path: string }
+  | { kind: 'fd'; fd?: number };
+
+export const DEFAULT_UNIX_SOCKET = '/var/run/engine.sock';
+
+/** Parse one -H value per the spec's socket address forms. */
+export function parseHost(raw: string, opts: { tls?: boolean } = {}): HostAddress {
+  const s = raw.trim();
+  const defaultPort = opts.tls ? 2376 : 2375;
+  if (s === '') return { kind: 'unix', path: DEFAULT_UNIX_SOCKET };
+  const scheme = /^([a-z]+):\/\//.exec(s);
+  if (scheme) {
+    const rest = s.slice(scheme[0].length);
+    switch (scheme[1]) {
+      case 'unix':
+        return { kind: 'unix', path: rest || DEFAULT_UNIX_SOCKET };
+      case 'tcp':
+        return parseTcp(rest, defaultPort, raw);
+      case 'fd': {
+        if (rest === '') return { kind: 'fd' };
+        if (!/^\d+$/.test(rest)) throw invalidArgument(`invalid fd address: ${raw}`);
+        return { kind: 'fd', fd: Number(rest) };
+      }
+      default:
+        throw invalidArgument(`Invalid bind address format: ${raw}`);
+    }
+  }
+  // `host:`, `host:port`, `:port` are tcp shorthands.
+  if (s.includes(':')) return parseTcp(s, defaultPort, raw);
+  throw invalidArgument(`Invalid bind address format: ${raw}`);
+}
+
+function parseTcp(rest: string, defaultPort: number, raw: string): HostAddress {
+  const slash = rest.indexOf('/', rest.startsWith('[') ? rest.indexOf(']') : 0);
+  const hostPort = slash >= 0 ? rest.slice(0, slash) : rest;
+  const path = slash >= 0 ? rest.slice(slash) : '';
+  let host: string;
+  let portText: string;
+  const v6 = /^\[([^\]]+)\](?::(\d*))?$/.exec(hostPort);
+  if (v6) {
+    host = v6[1];
+    portText = v6[2] ?? '';
+  } else {
+    const colon = hostPort.lastIndexOf(':');
+    host = colon >= 0 ? hostPort.slice(0, colon) : hostPort;
+    portText = colon >= 0 ? hostPort.slice(colon + 1) : '';
+  }
+  if (portText !== '' && !/^\d+$/.test(portText)) throw invalidArgument(`Invalid bind address format: ${raw}`);
+  const port = portText === '' ? defaultPort : Number(portText);
+  if (port > 65535) throw invalidArgument(`Invalid bind address format: ${raw}`);
+  return { kind: 'tcp', host: host || '127.0.0.1', port, path };
+}
+
+export interface Listeners {
+  close(): Promise<void>;
+  addresses: string[];
+  /** The node servers, for callers that need their events. */
+  servers: Server[];
+}
+
+export async function listenAll(
+  app: FastifyInstance,
+  hosts: string[],
+  opts: { socketGroup?: string; log: Logger; tls?: boolean },
+): Promise<Listeners> {
+  await app.ready();
+  const servers: Server[] = [];
+  const sockets = new Set<Socket>();
+  const unixPaths: string[] = [];
+  const addresses: string[] = [];
+
+  const closeAll = async (): Promise<void> => {
+    await Promise.all(
+      servers.map(
+        (srv) =>
+          new Promise<void>((resolve) => {
+            srv.close(() => resolve());
+            srv.closeIdleConnections();
+          }),
+      ).concat([
+        (async () => {
+          // Long-lived streams (events, logs -f, attach) would hold close() forever.
+          for (const s of sockets) s.destroy();
+        })(),
+      ]),
+    );
+    for (const p of unixPaths) removeStale(p);
+  };
+
+  try {
+    for (const raw of hosts.length ? hosts : ['']) {
+      const addr = parseHost(raw, { tls: opts.tls });
+      if (addr.kind === 'fd') throw notImplemented(`socket activation (${raw}) is not supported yet`);
+      const srv = makeServer(app, opts.log, sockets);
+      servers.push(srv);
+      if (addr.kind === 'unix') {
+        removeStale(addr.path);
+        await listen(srv, { path: addr.path });
+        unixPaths.push(addr.path);
+        chmodSync(addr.path, 0o660);
+        applyGroup(addr.path, opts.socketGroup, opts.log);
+        addresses.push(`unix://${addr.path}`);
+      } else {
+        await listen(srv, { host: addr.host, port: addr.port });
+        const a = srv.address();
+        const port = a && typeof a === 'object' ? a.port : addr.port;
+        const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
+        addresses.push(`tcp://${host}:${port}`);
+      }
+      opts.log.info({ address: addresses[addresses.length - 1] }, 'API listening');
+    }
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+  return { close: closeAll, addresses, servers };
+}
+
+function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>): Server {
+  const srv = createServer((req, res) => app.routing(req, res));
+  srv.requestTimeout = 0;
+  srv.keepAliveTimeout = 72_000;
+  srv.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  // Node routes upgrade requests through the normal path unless someone listens for them.
+  if (app.server.listenerCount('upgrade') > 0) {
+    srv.on('upgrade', (req, socket, head) => app.server.emit('upgrade', req, socket, head));
+  }
+  srv.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code !== 'ECONNRESET') log.debug({ err }, 'client error');
+    if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  return srv;
+}
+
+function listen(srv: Server, where: { path: string } | { host: string; port: number }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(where, () => {
+      srv.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function removeStale(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch {
+    // absent
+  }
+}
+
+function applyGroup(path: string, group: string | undefined, log: Logger): void {
+  if (!group) return;
+  const gid = lookupGroup(group);
+  if (gid === undefined) {
+    log.warn({ group, path }, 'socket group not found; socket stays owned by the daemon group');
+    return;
+  }
+  try {
+    chownSync(path, process.getuid?.() ?? 0, gid);
+  } catch (err) {
+    log.warn({ err, group, path }, 'cannot set socket group');
+  }
+}
+
+function lookupGroup(group: string): number | undefined {
+  if (/^\d+$/.test(group)) return Number(group);
+  try {
+    for (const line of readFileSync('/etc/group', 'utf8').split('\n')) {
+      const [name, , gid] = line.split(':');
+      if (name === group && gid !== undefined) return Number(gid);
+    }
+  } catch {
+    // no group database
+  }
+  return undefined;
+}

@@ -1,0 +1,202 @@
+// Exec instances: processes started inside a running container. They are not desired state
+// (the reference daemon forgets them at restart too), so they live in memory, owned by their
+// container, and are collected a while after they finish.
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { conflict, notFound } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
+
+export interface ExecConfig {
+  User: string;
+  Privileged: boolean;
+  Tty: boolean;
+  AttachStdin: boolean;
+  AttachStdout: boolean;
+  AttachStderr: boolean;
+  DetachKeys: string;
+  Env: string[];
+  WorkingDir: string;
+  Cmd: string[];
+  ConsoleSize?: [number, number] | null;
+}
+
+interface ExecRecord {
+  id: string;
+  containerId: string;
+  config: ExecConfig;
+  running: boolean;
+  started: boolean;
+  exitCode: number | null;
+  pid: number;
+  finishedAt: number;
+}
+
+export interface ExecHost {
+  runInfo(containerId: string): { pid: number; oci: { process?: Record<string, unknown> }; rootfs: string } | undefined;
+}
+
+export interface ExecDeps {
+  supervisor: SupervisorPort;
+  stdio: StdioPort;
+  host: ExecHost;
+  execRoot: string;
+  log: Logger;
+  /** uid/gid for a user spec inside the container's rootfs (InvalidArgument when unknown). */
+  resolveUser: (rootfs: string, user: string) => Promise<{ uid: number; gid: number; additionalGids?: number[] }>;
+}
+
+const ALL_CAPS = [
+  'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL', 'CAP_SETGID', 'CAP_SETUID',
+  'CAP_SETPCAP', 'CAP_LINUX_IMMUTABLE', 'CAP_NET_BIND_SERVICE', 'CAP_NET_BROADCAST', 'CAP_NET_ADMIN', 'CAP_NET_RAW',
+  'CAP_IPC_LOCK', 'CAP_IPC_OWNER', 'CAP_SYS_MODULE', 'CAP_SYS_RAWIO', 'CAP_SYS_CHROOT', 'CAP_SYS_PTRACE', 'CAP_SYS_PACCT',
+  'CAP_SYS_ADMIN', 'CAP_SYS_BOOT', 'CAP_SYS_NICE', 'CAP_SYS_RESOURCE', 'CAP_SYS_TIME', 'CAP_SYS_TTY_CONFIG', 'CAP_MKNOD',
+  'CAP_LEASE', 'CAP_AUDIT_WRITE', 'CAP_AUDIT_CONTROL', 'CAP_SETFCAP', 'CAP_MAC_OVERRIDE', 'CAP_MAC_ADMIN', 'CAP_SYSLOG',
+  'CAP_WAKE_ALARM', 'CAP_BLOCK_SUSPEND', 'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF', 'CAP_CHECKPOINT_RESTORE',
+];
+
+/** 127 when the command was not found, 126 when it could not be executed. */
+function startFailureCode(message: string): number {
+  if (/executable file not found|no such file or directory/i.test(message)) return 127;
+  if (/permission denied|not a directory|is a directory/i.test(message)) return 126;
+  return 126;
+}
+
+function mergeEnv(base: string[], extra: string[]): string[] {
+  const out = new Map<string, string>();
+  for (const e of [...base, ...extra]) {
+    const i = e.indexOf('=');
+    out.set(i < 0 ? e : e.slice(0, i), e);
+  }
+  return [...out.values()];
+}
+
+const GC_AFTER_MS = 5 * 60_000;
+
+export class ExecManager {
+  private readonly execs = new Map<string, ExecRecord>();
+  private readonly deps: ExecDeps;
+
+  constructor(deps: ExecDeps) {
+    this.deps = deps;
+    setInterval(() => this.collect(), 60_000).unref();
+  }
+
+  create(containerId: string, config: ExecConfig): string {
+    if (!this.deps.host.runInfo(containerId)) throw conflict(`container ${containerId} is not running`);
+    const id = newId();
+    this.execs.set(id, { id, containerId, config, running: false, started: false, exitCode: null, pid: 0, finishedAt: 0 });
+    return id;
+  }
+
+  private get(id: string): ExecRecord {
+    const ex = this.execs.get(id);
+    if (!ex) throw notFound(`No such exec instance: ${id}`);
+    return ex;
+  }
+
+  inspect(id: string) {
+    const ex = this.get(id);
+    const [entrypoint, ...args] = ex.config.Cmd;
+    return {
+      ID: ex.id,
+      Running: ex.running,
+      ExitCode: ex.exitCode,
+      ProcessConfig: { tty: ex.config.Tty, entrypoint, arguments: args, privileged: ex.config.Privileged, user: ex.config.User },
+      OpenStdin: ex.config.AttachStdin,
+      OpenStderr: ex.config.AttachStderr,
+      OpenStdout: ex.config.AttachStdout,
+      CanRemove: false,
+      ContainerID: ex.containerId,
+      DetachKeys: ex.config.DetachKeys,
+      Pid: ex.pid,
+    };
+  }
+
+  /** Execs of a container that are still running (inspect's ExecIDs). */
+  idsOf(containerId: string): string[] {
+    return [...this.execs.values()].filter((e) => e.containerId === containerId && e.running).map((e) => e.id);
+  }
+
+  async start(id: string, opts: { tty: boolean; consoleSize?: [number, number] | null }, onHub?: (hub: HubLike) => void): Promise<{ exited: Promise<number> }> {
+    const ex = this.get(id);
+    if (ex.started) throw conflict(ex.running ? `exec command ${id} is already running` : `exec command ${id} has already run`);
+    const run = this.deps.host.runInfo(ex.containerId);
+    if (!run) throw conflict(`container ${ex.containerId} is not running`);
+    ex.started = true;
+    ex.running = true;
+    const sup = this.deps.supervisor;
+    const dir = join(this.deps.execRoot, 'supervisor', ex.containerId);
+    const tty = opts.tty;
+    let io;
+    try {
+      const base = (run.oci.process ?? {}) as Record<string, unknown>;
+      const user = ex.config.User ? await this.deps.resolveUser(run.rootfs, ex.config.User) : base.user;
+      const caps = ex.config.Privileged
+        ? { bounding: ALL_CAPS, effective: ALL_CAPS, permitted: ALL_CAPS }
+        : base.capabilities;
+      const env = mergeEnv((base.env as string[]) ?? [], ex.config.Env);
+      if (tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm');
+      const size = opts.consoleSize ?? ex.config.ConsoleSize;
+      const process = {
+        ...base,
+        terminal: tty,
+        args: ex.config.Cmd,
+        env,
+        cwd: ex.config.WorkingDir || (base.cwd as string) || '/',
+        user,
+        capabilities: caps,
+        ...(size && size[0] && size[1] ? { consoleSize: { height: size[0], width: size[1] } } : { consoleSize: undefined }),
+      };
+      io = await this.deps.stdio.open({ dir, procId: id, stdin: ex.config.AttachStdin, tty });
+      const hub = this.deps.stdio.hub(io);
+      onHub?.(hub);
+      await sup.execProcess({ containerId: ex.containerId, execId: id, spec: process, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: tty });
+      const waiting = sup.waitTask(ex.containerId, id);
+      waiting.catch(() => {});
+      const { pid } = await sup.startProcess(ex.containerId, id);
+      ex.pid = pid;
+      const openIo = io;
+      const exited = (async () => {
+        let code = 137;
+        try {
+          code = (await waiting).exitStatus;
+        } catch (err) {
+          this.deps.log.debug({ err, exec: id }, 'exec wait failed');
+        }
+        await Promise.race([hub.ended, new Promise((r) => setTimeout(r, 2000).unref())]);
+        await sup.deleteProcess(ex.containerId, id).catch(() => {});
+        openIo.close();
+        await this.deps.stdio.remove(dir, id).catch(() => {});
+        ex.exitCode = code;
+        ex.running = false;
+        ex.finishedAt = Date.now();
+        return code;
+      })();
+      return { exited };
+    } catch (err) {
+      io?.close();
+      await sup.deleteProcess(ex.containerId, id).catch(() => {});
+      await this.deps.stdio.remove(dir, id).catch(() => {});
+      ex.running = false;
+      ex.exitCode = startFailureCode(err instanceof Error ? err.message : String(err));
+      ex.finishedAt = Date.now();
+      throw err;
+    }
+  }
+
+  async resize(id: string, width: number, height: number): Promise<void> {
+    const ex = this.get(id);
+    if (!ex.running) throw conflict(`Exec ${id} is not running, so it can not be resized.`);
+    await this.deps.supervisor.resizePty(ex.containerId, id, width, height);
+  }
+
+  /** Forget finished execs after a while, and those of containers that stopped. */
+  private collect(): void {
+    const now = Date.now();
+    for (const ex of this.execs.values()) {
+      if (!ex.running && ex.finishedAt && now - ex.finishedAt > GC_AFTER_MS) this.execs.delete(ex.id);
+      if (!ex.started && !this.deps.host.runInfo(ex.containerId)) this.execs.delete(ex.id);
+    }
+  }
+}
