@@ -1,0 +1,149 @@
+// Engine events, derived from committed store changes (container and image lifecycles) plus the
+// few stream-only happenings the API itself sees (attach, exec). Kept in a bounded in-memory
+// ring for `since` queries, fanned out to live `GET /events` subscribers.
+import { familiarName } from '../../lib/reference.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, Resource, WatchEvent } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+
+export interface EngineEvent {
+  status?: string;
+  id?: string;
+  from?: string;
+  Type: string;
+  Action: string;
+  Actor: { ID: string; Attributes: Record<string, string> };
+  scope: 'local';
+  time: number;
+  timeNano: number;
+}
+
+export interface EventStore {
+  watch(kind: string | null, fn: (ev: WatchEvent) => void, fromRevision?: number): () => void;
+  list<S, T>(kind: string): Resource<S, T>[];
+  get<S, T>(kind: string, name: string): Resource<S, T> | undefined;
+}
+
+const RING = 1024;
+
+function nowNano(): bigint {
+  return BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
+}
+
+export class EventRecorder {
+  private readonly ring: EngineEvent[] = [];
+  private readonly subs = new Set<(e: EngineEvent) => void>();
+  private readonly last = new Map<string, Resource>();
+  private readonly store: EventStore;
+  private unwatch: (() => void) | null = null;
+
+  constructor(store: EventStore) {
+    this.store = store;
+    for (const k of [KIND.container, KIND.image, KIND.reference]) {
+      for (const r of store.list<unknown, unknown>(k)) this.last.set(`${k}/${r.name}`, r);
+    }
+    this.unwatch = store.watch(null, (ev) => this.onChange(ev));
+  }
+
+  close(): void {
+    this.unwatch?.();
+  }
+
+  subscribe(fn: (e: EngineEvent) => void): () => void {
+    this.subs.add(fn);
+    return () => this.subs.delete(fn);
+  }
+
+  /** Events recorded at or after `sinceNano` (and up to `untilNano` when given). */
+  history(sinceNano: bigint, untilNano?: bigint): EngineEvent[] {
+    return this.ring.filter((e) => BigInt(e.timeNano) >= sinceNano && (untilNano === undefined || BigInt(e.timeNano) <= untilNano));
+  }
+
+  emit(type: string, action: string, id: string, attributes: Record<string, string>, legacyFrom?: string): void {
+    const tn = nowNano();
+    const e: EngineEvent = {
+      Type: type,
+      Action: action,
+      Actor: { ID: id, Attributes: attributes },
+      scope: 'local',
+      time: Number(tn / 1_000_000_000n),
+      timeNano: Number(tn),
+    };
+    if (type === 'container' || type === 'image') {
+      e.status = action;
+      e.id = id;
+      if (legacyFrom !== undefined) e.from = legacyFrom;
+    }
+    this.ring.push(e);
+    if (this.ring.length > RING) this.ring.splice(0, this.ring.length - RING);
+    for (const fn of this.subs) {
+      try {
+        fn(e);
+      } catch {
+        // a broken subscriber must not stop the others
+      }
+    }
+  }
+
+  /** Container event with the attributes clients read (image, name, labels, extras). */
+  container(action: string, c: Resource<ContainerSpec, ContainerStatus>, extra: Record<string, string> = {}): void {
+    const image = c.spec.config.Image;
+    const attrs: Record<string, string> = { ...(c.spec.config.Labels ?? {}), image, name: c.spec.name.replace(/^\//, ''), ...extra };
+    this.emit('container', action, c.name, attrs, image);
+  }
+
+  private onChange(ev: WatchEvent): void {
+    const key = `${ev.kind}/${ev.name}`;
+    const prev = this.last.get(key);
+    if (ev.type === 'delete') this.last.delete(key);
+    else this.last.set(key, ev.resource);
+    try {
+      if (ev.kind === KIND.container) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
+      else if (ev.kind === KIND.image) this.imageChange(prev as Resource<ImageSpec, unknown> | undefined, ev);
+      else if (ev.kind === KIND.reference) this.referenceChange(prev as Resource<{ imageId: string }, unknown> | undefined, ev);
+    } catch {
+      // events are best effort; never break the store's watch
+    }
+  }
+
+  private containerChange(prev: Resource<ContainerSpec, ContainerStatus> | undefined, ev: WatchEvent): void {
+    const cur = ev.resource as Resource<ContainerSpec, ContainerStatus>;
+    if (ev.type === 'delete') {
+      this.container('destroy', cur);
+      return;
+    }
+    if (!prev) {
+      this.container('create', cur);
+      return;
+    }
+    const p = prev.status;
+    const s = cur.status;
+    if (prev.spec.name !== cur.spec.name) this.container('rename', cur, { oldName: prev.spec.name });
+    if (s.killSeq > p.killSeq) this.container('kill', cur, { signal: String(signalNumber(cur.spec.kill.signal)) });
+    if (s.exitSeq > p.exitSeq) this.container('die', cur, { exitCode: String(s.exitCode) });
+    if (s.stopSeq > p.stopSeq && !cur.spec.remove) this.container('stop', cur);
+    if (s.phase === 'running' && (p.phase !== 'running' && p.phase !== 'paused')) this.container('start', cur);
+    if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);
+    if (s.phase === 'running' && p.phase === 'paused') this.container('unpause', cur);
+    if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
+  }
+
+  private imageChange(prev: Resource<ImageSpec, unknown> | undefined, ev: WatchEvent): void {
+    const cur = ev.resource as Resource<ImageSpec, unknown>;
+    if (ev.type === 'delete') this.emit('image', 'delete', cur.name, { name: cur.name });
+    else if (!prev) this.emit('image', 'load', cur.name, { name: cur.name });
+  }
+
+  private referenceChange(prev: Resource<{ imageId: string }, unknown> | undefined, ev: WatchEvent): void {
+    const cur = ev.resource as Resource<{ imageId: string }, unknown>;
+    const name = familiarName(ev.name);
+    if (ev.type === 'delete') this.emit('image', 'untag', cur.spec.imageId, { name });
+    else if (!prev || prev.spec.imageId !== cur.spec.imageId) this.emit('image', 'tag', cur.spec.imageId, { name });
+  }
+}
+
+const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
+function signalNumber(sig: string): number {
+  if (/^\d+$/.test(sig)) return Number(sig);
+  const up = sig.toUpperCase();
+  return SIGNALS[up.startsWith('SIG') ? up : `SIG${up}`] ?? 9;
+}

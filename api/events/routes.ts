@@ -1,0 +1,109 @@
+// GET /events: past events from the ring (since/until), then live ones until `until` or the
+// client leaves. Headers are flushed at once; one JSON object per line.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { invalidArgument } from '../../lib/errors.ts';
+import type { EngineEvent, EventRecorder } from './recorder.ts';
+
+type Filters = Record<string, string[]>;
+
+/** Unix time "seconds[.nanos]", RFC 3339, or a Go duration relative to now ("10m"), in nanoseconds. */
+export function parseTimeNano(v: string, now = Date.now()): bigint {
+  if (/^\d+(\.\d+)?$/.test(v)) {
+    const [s, f = ''] = v.split('.');
+    return BigInt(s) * 1_000_000_000n + BigInt((f + '000000000').slice(0, 9));
+  }
+  const d = /^(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)$/.exec(v);
+  if (d) {
+    const mult = { ns: 1e-6, us: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[d[2] as 'ns'];
+    return BigInt(Math.round(now - Number(d[1]) * mult)) * 1_000_000n;
+  }
+  const t = Date.parse(v);
+  if (!Number.isNaN(t)) return BigInt(t) * 1_000_000n;
+  throw invalidArgument(`failed to parse value ${v} as a timestamp`);
+}
+
+function parseFilters(raw: string | undefined): Filters {
+  if (!raw) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw invalidArgument('invalid filter: ' + raw);
+  }
+  const out: Filters = {};
+  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    if (Array.isArray(v)) out[k] = v.map(String);
+    else if (v && typeof v === 'object') out[k] = Object.entries(v).filter(([, on]) => on).map(([x]) => x);
+    else throw invalidArgument(`invalid filter '${k}'`);
+  }
+  const known = ['container', 'event', 'image', 'label', 'type', 'daemon', 'network', 'volume', 'plugin', 'scope', 'node', 'service', 'secret', 'config'];
+  for (const k of Object.keys(out)) if (!known.includes(k)) throw invalidArgument(`invalid filter '${k}'`);
+  return out;
+}
+
+export function matches(e: EngineEvent, f: Filters): boolean {
+  const any = (key: string, pred: (v: string) => boolean) => !f[key] || f[key].length === 0 || f[key].some(pred);
+  const attrs = e.Actor.Attributes;
+  if (!any('type', (v) => v === e.Type)) return false;
+  if (!any('event', (v) => e.Action === v || e.Action.startsWith(`${v}:`) || (v.startsWith('exec_') && e.Action.startsWith(v)))) return false;
+  if (!any('scope', (v) => v === e.scope)) return false;
+  if (f.container?.length) {
+    if (e.Type !== 'container') return false;
+    if (!f.container.some((v) => e.Actor.ID === v || e.Actor.ID.startsWith(v) || attrs.name === v)) return false;
+  }
+  if (f.image?.length) {
+    const img = e.Type === 'image' ? [e.Actor.ID, attrs.name] : [attrs.image];
+    if (!f.image.some((v) => img.some((x) => x === v || (x && x.split(':')[0] === v)))) return false;
+  }
+  if (f.label?.length) {
+    for (const l of f.label) {
+      const i = l.indexOf('=');
+      if (i < 0 ? !(l in attrs) : attrs[l.slice(0, i)] !== l.slice(i + 1)) return false;
+    }
+  }
+  if (f.network?.length && e.Type !== 'network') return false;
+  if (f.volume?.length && e.Type !== 'volume') return false;
+  if (f.daemon?.length && e.Type !== 'daemon') return false;
+  return true;
+}
+
+export function eventRoutes(recorder: EventRecorder) {
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.get('/events', async (req: FastifyRequest<{ Querystring: Record<string, string> }>, reply) => {
+      const q = req.query;
+      const filters = parseFilters(q.filters);
+      const now = BigInt(Date.now()) * 1_000_000n;
+      const since = q.since ? parseTimeNano(q.since) : undefined;
+      const until = q.until ? parseTimeNano(q.until) : undefined;
+      if (since !== undefined && until !== undefined && until < since) throw invalidArgument('`since` time must be before `until` time');
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.flushHeaders();
+      const send = (e: EngineEvent) => {
+        if (matches(e, filters)) res.write(JSON.stringify(e) + '\n');
+      };
+      const live: EngineEvent[] = [];
+      let replaying = true;
+      const unsub = recorder.subscribe((e) => (replaying ? live.push(e) : until !== undefined && BigInt(e.timeNano) > until ? finish() : send(e)));
+      if (since !== undefined) for (const e of recorder.history(since, until)) send(e);
+      replaying = false;
+      for (const e of live) if (until === undefined || BigInt(e.timeNano) <= until) send(e);
+      let timer: NodeJS.Timeout | undefined;
+      function finish() {
+        unsub();
+        if (timer) clearTimeout(timer);
+        res.end();
+      }
+      if (until !== undefined) {
+        const ms = Number((until - now) / 1_000_000n);
+        if (ms <= 0) return finish();
+        timer = setTimeout(finish, ms);
+      }
+      res.on('close', () => {
+        unsub();
+        if (timer) clearTimeout(timer);
+      });
+    });
+  };
+}
