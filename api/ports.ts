@@ -137,3 +137,25 @@ export interface ExecPort {
   start(execId: string, opts: { tty: boolean; consoleSize?: [number, number] | null }, onHub?: (hub: StreamHub) => void): Promise<{ exited: Promise<number> }>;
   resize(execId: string, width: number, height: number): Promise<void>;
 }
+
+// ---- container inspection and files -----------------------------------------------------------
+
+export interface PathStat {
+  name: string;
+  size: number;
+  /** Go os.FileMode bits (type bits in the high bits, as the reference daemon encodes them). */
+  mode: number;
+  mtime: string;
+  linkTarget: string;
+}
+
+export interface ContainerOpsPort {
+  top(containerId: string, psArgs: string): Promise<{ Titles: string[]; Processes: string[][] }>;
+  /** One stats sample (without precpu_stats). */
+  stats(containerId: string): Promise<Record<string, unknown>>;
+  changes(containerId: string): Promise<Array<{ Path: string; Kind: number }>>;
+  exportRootfs(containerId: string, signal: AbortSignal): Promise<Readable>;
+  statPath(containerId: string, path: string): Promise<PathStat>;
+  getArchive(containerId: string, path: string, signal: AbortSignal): Promise<{ stat: PathStat; stream: Readable }>;
+  putArchive(containerId: string, path: string, body: Readable, opts: { noOverwriteDirNonDir: boolean; copyUIDGID: boolean }, signal: AbortSignal): Promise<void>;
+}

@@ -1,0 +1,102 @@
+// The Linux bridge a bridge network's containers plug into: look at it, create or repair it
+// (exists, is a bridge, carries exactly our IPv4 address, is up, has our MTU), delete it.
+import { failedPrecondition, isCode } from '../../lib/errors.ts';
+import { parseCidr } from './cidr.ts';
+import { run } from './run.ts';
+
+export interface BridgeConfig {
+  name: string;
+  /** The bridge's own address with the subnet's prefix, e.g. "172.17.0.1/16" (a --bip). */
+  address: string;
+  mtu: number;
+}
+
+export interface BridgeState {
+  name: string;
+  ifIndex: number;
+  isBridge: boolean;
+  up: boolean;
+  mtu: number;
+  /** IPv4 addresses as "a.b.c.d/len". */
+  ipv4: string[];
+}
+
+export interface EnsureBridgeResult {
+  created: boolean;
+  /** What had drifted and was put back ("address", "up", "mtu", ...), empty when nothing. */
+  repaired: string[];
+}
+
+interface IpAddrJson {
+  ifindex: number;
+  ifname: string;
+  flags?: string[];
+  mtu: number;
+  linkinfo?: { info_kind?: string };
+  addr_info?: Array<{ family: string; local: string; prefixlen: number }>;
+}
+
+export async function inspectBridge(name: string, signal?: AbortSignal): Promise<BridgeState | null> {
+  let out: string;
+  try {
+    out = await run('ip', ['-j', '-d', 'addr', 'show', 'dev', name], { signal });
+  } catch (err) {
+    if (isCode(err, 'NotFound')) return null;
+    throw err;
+  }
+  const link = (JSON.parse(out || '[]') as IpAddrJson[])[0];
+  if (!link) return null;
+  return {
+    name: link.ifname,
+    ifIndex: link.ifindex,
+    isBridge: link.linkinfo?.info_kind === 'bridge',
+    up: (link.flags ?? []).includes('UP'),
+    mtu: link.mtu,
+    ipv4: (link.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`),
+  };
+}
+
+/** Make the host's bridge match `cfg`, changing only what differs (one `ip -batch` at most). */
+export async function ensureBridge(cfg: BridgeConfig, signal?: AbortSignal): Promise<EnsureBridgeResult> {
+  const want = parseCidr(cfg.address);
+  const wantAddr = `${cfg.address.split('/')[0]}/${want.prefixLen}`;
+  const state = await inspectBridge(cfg.name, signal);
+  const script: string[] = [];
+  const repaired: string[] = [];
+  if (!state) {
+    script.push(`link add name ${cfg.name} mtu ${cfg.mtu} type bridge`, `addr add ${wantAddr} dev ${cfg.name}`, `link set ${cfg.name} up`);
+  } else {
+    if (!state.isBridge) throw failedPrecondition(`interface ${cfg.name} exists and is not a bridge`);
+    for (const a of state.ipv4) {
+      if (a !== wantAddr) {
+        script.push(`addr del ${a} dev ${cfg.name}`);
+        repaired.push(`stale address ${a}`);
+      }
+    }
+    if (!state.ipv4.includes(wantAddr)) {
+      script.push(`addr add ${wantAddr} dev ${cfg.name}`);
+      repaired.push('address');
+    }
+    if (state.mtu !== cfg.mtu) {
+      script.push(`link set ${cfg.name} mtu ${cfg.mtu}`);
+      repaired.push('mtu');
+    }
+    if (!state.up) {
+      script.push(`link set ${cfg.name} up`);
+      repaired.push('up');
+    }
+  }
+  if (script.length > 0) await run('ip', ['-batch', '-'], { input: script.join('\n') + '\n', signal });
+  return { created: !state, repaired };
+}
+
+/** Delete the bridge; false when it was already gone. */
+export async function deleteBridge(name: string, signal?: AbortSignal): Promise<boolean> {
+  try {
+    await run('ip', ['link', 'del', 'dev', name], { signal });
+    return true;
+  } catch (err) {
+    if (isCode(err, 'NotFound')) return false;
+    throw err;
+  }
+}

@@ -1,0 +1,220 @@
+// The engine's iptables rules, laid out like the reference daemon's: its own chains in the filter
+// table (ENGINE, ENGINE-ISOLATION-STAGE-1/2, ENGINE-USER) and the nat table (ENGINE), jumps to
+// them from the built-in chains, and per bridge the FORWARD accepts, inter-container policy
+// (icc), isolation from other bridges and outbound MASQUERADE. Every step is idempotent: a rule
+// is added only when `iptables -C` says it is missing, and removal tolerates what is gone.
+import { isCode } from '../../lib/errors.ts';
+import { run } from './run.ts';
+
+export type Table = 'filter' | 'nat';
+
+export interface IptablesRule {
+  table: Table;
+  chain: string;
+  args: string[];
+  /** Put the rule first in its chain (-I chain 1) instead of appending (-A). */
+  insert?: boolean;
+}
+
+export interface ChainNames {
+  engine: string;
+  isolation1: string;
+  isolation2: string;
+  user: string;
+}
+
+/** Chain names for a prefix: "ENGINE" gives ENGINE, ENGINE-ISOLATION-STAGE-1/2, ENGINE-USER. */
+export function chainNames(prefix = 'ENGINE'): ChainNames {
+  return {
+    engine: prefix,
+    isolation1: `${prefix}-ISOLATION-STAGE-1`,
+    isolation2: `${prefix}-ISOLATION-STAGE-2`,
+    user: `${prefix}-USER`,
+  };
+}
+
+export interface BaseRulesConfig {
+  chainPrefix: string;
+  /** With the userland proxy, loopback-destined traffic is left to the proxy (no nat for 127/8). */
+  userlandProxy: boolean;
+}
+
+export interface BridgeRulesConfig {
+  chainPrefix: string;
+  bridge: string;
+  /** The bridge network's subnet, e.g. "172.17.0.0/16". */
+  subnet: string;
+  icc: boolean;
+  ipMasq: boolean;
+}
+
+const CHAINS_BY_TABLE = (c: ChainNames): Array<[Table, string]> => [
+  ['filter', c.engine],
+  ['filter', c.isolation1],
+  ['filter', c.isolation2],
+  ['filter', c.user],
+  ['nat', c.engine],
+];
+
+/** Rules shared by every bridge: jumps into our chains and their trailing RETURNs. */
+export function baseRules(cfg: BaseRulesConfig): IptablesRule[] {
+  const c = chainNames(cfg.chainPrefix);
+  const local = ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', c.engine];
+  return [
+    // Inserted in this order so that FORWARD starts with the USER jump, then isolation.
+    { table: 'filter', chain: 'FORWARD', args: ['-j', c.isolation1], insert: true },
+    { table: 'filter', chain: 'FORWARD', args: ['-j', c.user], insert: true },
+    { table: 'filter', chain: c.user, args: ['-j', 'RETURN'] },
+    { table: 'filter', chain: c.isolation1, args: ['-j', 'RETURN'] },
+    { table: 'filter', chain: c.isolation2, args: ['-j', 'RETURN'] },
+    { table: 'nat', chain: 'PREROUTING', args: local },
+    { table: 'nat', chain: 'OUTPUT', args: cfg.userlandProxy ? ['!', '-d', '127.0.0.0/8', ...local] : local },
+  ];
+}
+
+/** The other form of the nat OUTPUT jump, removed when --userland-proxy flips. */
+export function staleBaseRules(cfg: BaseRulesConfig): IptablesRule[] {
+  return baseRules({ ...cfg, userlandProxy: !cfg.userlandProxy }).filter((r) => r.table === 'nat' && r.chain === 'OUTPUT');
+}
+
+/** Rules one bridge network needs. */
+export function bridgeRules(cfg: BridgeRulesConfig): IptablesRule[] {
+  const c = chainNames(cfg.chainPrefix);
+  const br = cfg.bridge;
+  const rules: IptablesRule[] = [
+    { table: 'filter', chain: 'FORWARD', args: ['-o', br, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'] },
+    { table: 'filter', chain: 'FORWARD', args: ['-o', br, '-j', c.engine] },
+    { table: 'filter', chain: 'FORWARD', args: ['-i', br, '!', '-o', br, '-j', 'ACCEPT'] },
+    { table: 'filter', chain: 'FORWARD', args: ['-i', br, '-o', br, '-j', cfg.icc ? 'ACCEPT' : 'DROP'] },
+    { table: 'filter', chain: c.isolation1, args: ['-i', br, '!', '-o', br, '-j', c.isolation2], insert: true },
+    { table: 'filter', chain: c.isolation2, args: ['-o', br, '-j', 'DROP'], insert: true },
+    { table: 'nat', chain: c.engine, args: ['-i', br, '-j', 'RETURN'], insert: true },
+  ];
+  if (cfg.ipMasq) rules.push(masqueradeRule(cfg));
+  return rules;
+}
+
+/** Rules that must NOT be present for this configuration (the other icc verdict; masquerade when off). */
+export function staleBridgeRules(cfg: BridgeRulesConfig): IptablesRule[] {
+  const stale: IptablesRule[] = [
+    { table: 'filter', chain: 'FORWARD', args: ['-i', cfg.bridge, '-o', cfg.bridge, '-j', cfg.icc ? 'DROP' : 'ACCEPT'] },
+  ];
+  if (!cfg.ipMasq) stale.push(masqueradeRule(cfg));
+  return stale;
+}
+
+export function masqueradeRule(cfg: { subnet: string; bridge: string }): IptablesRule {
+  return { table: 'nat', chain: 'POSTROUTING', args: ['-s', cfg.subnet, '!', '-o', cfg.bridge, '-j', 'MASQUERADE'] };
+}
+
+/** `-A CHAIN args...` as `iptables -S` prints it. */
+export function ruleLine(r: IptablesRule): string {
+  return `-A ${r.chain} ${r.args.join(' ')}`;
+}
+
+export class Iptables {
+  private readonly bin: string;
+  constructor(opts: { bin?: string } = {}) {
+    this.bin = opts.bin ?? 'iptables';
+  }
+
+  /** The table as `iptables -S` prints it, one line per chain/rule. */
+  async snapshot(table: Table, signal?: AbortSignal): Promise<Set<string>> {
+    const out = await this.ipt(['-t', table, '-S'], signal);
+    return new Set(out.split('\n').map((l) => l.trim()).filter(Boolean));
+  }
+
+  async exists(r: IptablesRule, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.ipt(['-t', r.table, '-C', r.chain, ...r.args], signal);
+      return true;
+    } catch (err) {
+      // -C exits 1 for a missing rule and also (NotFound) for a missing chain.
+      if (isCode(err, 'NotFound') || (err as { exitCode?: number }).exitCode === 1) return false;
+      throw err;
+    }
+  }
+
+  async ensureChains(prefix: string, signal?: AbortSignal): Promise<string[]> {
+    const created: string[] = [];
+    const snaps = new Map<Table, Set<string>>();
+    for (const [table, chain] of CHAINS_BY_TABLE(chainNames(prefix))) {
+      let snap = snaps.get(table);
+      if (!snap) snaps.set(table, (snap = await this.snapshot(table, signal)));
+      if (snap.has(`-N ${chain}`)) continue;
+      try {
+        await this.ipt(['-t', table, '-N', chain], signal);
+        created.push(`${table}/${chain}`);
+      } catch (err) {
+        if (!isCode(err, 'AlreadyExists')) throw err;
+      }
+    }
+    return created;
+  }
+
+  /** Add each rule that is missing. Returns the rules added. */
+  async ensureRules(rules: IptablesRule[], signal?: AbortSignal): Promise<IptablesRule[]> {
+    const snaps = await this.snapshots(rules, signal);
+    const added: IptablesRule[] = [];
+    for (const r of rules) {
+      if (snaps.get(r.table)!.has(ruleLine(r))) continue;
+      // Not in the snapshot as we spell it: ask iptables, which compares rules semantically.
+      if (await this.exists(r, signal)) continue;
+      await this.ipt(['-t', r.table, r.insert ? '-I' : '-A', r.chain, ...(r.insert ? ['1'] : []), ...r.args], signal);
+      added.push(r);
+    }
+    return added;
+  }
+
+  /** Delete every copy of each rule; missing rules and chains are fine. Returns how many were deleted. */
+  async removeRules(rules: IptablesRule[], signal?: AbortSignal): Promise<number> {
+    let n = 0;
+    for (const r of rules) {
+      while (await this.exists(r, signal)) {
+        try {
+          await this.ipt(['-t', r.table, '-D', r.chain, ...r.args], signal);
+          n++;
+        } catch (err) {
+          if (isCode(err, 'NotFound')) break;
+          throw err;
+        }
+      }
+    }
+    return n;
+  }
+
+  /** Remove the jumps into our chains, then flush and delete the chains. */
+  async removeChains(prefix: string, signal?: AbortSignal): Promise<void> {
+    await this.removeRules(baseRules({ chainPrefix: prefix, userlandProxy: true }).concat(staleBaseRules({ chainPrefix: prefix, userlandProxy: true })), signal);
+    for (const [table, chain] of CHAINS_BY_TABLE(chainNames(prefix))) {
+      for (const op of ['-F', '-X']) {
+        try {
+          await this.ipt(['-t', table, op, chain], signal);
+        } catch (err) {
+          if (!isCode(err, 'NotFound')) throw err;
+        }
+      }
+    }
+  }
+
+  /** The FORWARD chain's default policy ("ACCEPT"/"DROP"). */
+  async forwardPolicy(signal?: AbortSignal): Promise<string> {
+    const line = (await this.ipt(['-t', 'filter', '-S', 'FORWARD'], signal)).split('\n')[0] ?? '';
+    return line.startsWith('-P FORWARD ') ? line.slice('-P FORWARD '.length).trim() : 'ACCEPT';
+  }
+
+  async setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void> {
+    await this.ipt(['-t', 'filter', '-P', 'FORWARD', policy], signal);
+  }
+
+  private async snapshots(rules: IptablesRule[], signal?: AbortSignal): Promise<Map<Table, Set<string>>> {
+    const m = new Map<Table, Set<string>>();
+    for (const r of rules) if (!m.has(r.table)) m.set(r.table, await this.snapshot(r.table, signal));
+    return m;
+  }
+
+  private ipt(args: string[], signal?: AbortSignal): Promise<string> {
+    // -w: wait for the xtables lock rather than fail when another program holds it.
+    return run(this.bin, ['-w', ...args], { signal });
+  }
+}
