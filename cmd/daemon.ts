@@ -9,12 +9,18 @@ import { containerRoutes } from '../api/containers/routes.ts';
 import { imageRoutes } from '../api/images/routes.ts';
 import { resolveImage } from '../api/images/resolve.ts';
 import { systemRoutes } from '../api/system/routes.ts';
+import { attachRoutes, upgradeHandler } from '../api/attach/routes.ts';
+import { moreContainerRoutes } from '../api/containers/more-routes.ts';
+import { EventRecorder } from '../api/events/recorder.ts';
+import { eventRoutes } from '../api/events/routes.ts';
+import { ExecManager } from '../reconcilers/container/exec.ts';
+import { createContainerOps } from './container-ops.ts';
 import type { DaemonConfig } from '../config/load.ts';
 import { Controller } from '../controllers/controller.ts';
 import { Manager } from '../controllers/manager.ts';
 import { createImageArchive } from '../drivers/image/archive.ts';
 import { createLogging, createLogReader, validateLogConfig } from '../drivers/logging/index.ts';
-import { createSpecBuilder, validateBind } from '../drivers/oci/index.ts';
+import { createSpecBuilder, resolveUser, validateBind } from '../drivers/oci/index.ts';
 import { createLayerStore } from '../drivers/storage/layer-store.ts';
 import { createStdio } from '../drivers/stdio/stdio.ts';
 import { createSupervisorClient } from '../drivers/supervisor/client.ts';
@@ -125,7 +131,7 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
     manager.add(imageCtl);
     manager.add(containerCtl);
 
-    const events = subscribeEvents({
+    const supEvents = subscribeEvents({
       address,
       namespace,
       log: logger.child({ component: 'supervisor-events' }),
@@ -134,7 +140,7 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
       },
       onOom: (id) => containers.notifyOom(id),
     });
-    onStop('supervisor-events', () => events.close());
+    onStop('supervisor-events', () => supEvents.close());
 
     await manager.start();
 
@@ -144,6 +150,30 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
       log: logger.child({ component: 'log-reader' }),
     });
     const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
+    const events = new EventRecorder(store);
+    onStop('events', () => events.close());
+    const execs = new ExecManager({
+      supervisor,
+      stdio,
+      host: containers,
+      execRoot,
+      log: logger.child({ component: 'exec' }),
+      resolveUser: (rootfs, user) => resolveUser(rootfs, user),
+    });
+    const cgroupParent = cfg.cgroupParent || '/engine';
+    const ops = createContainerOps({
+      cgroupParent,
+      runInfo: (id) => containers.runInfo(id),
+      pids: (id) => supervisor.pids(id),
+      layers,
+    });
+    const attachDeps = {
+      store,
+      streams: { watchRuns: (id: string, fn: Parameters<typeof containers.watchRuns>[1]) => containers.watchRuns(id, fn), resize: (id: string, w: number, h: number) => containers.resize(id, w, h) },
+      execs,
+      logs: logReader,
+      version: { api: API_VERSION, min: MIN_API_VERSION },
+    };
 
     const app = createApp({
       log: logger.child({ component: 'api' }),
@@ -173,10 +203,17 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
           graphDriverData: (id) => layers.metadataRW(id),
           sizeRw: (id) => layers.sizeRW(id),
         }),
+        moreContainerRoutes({ store, ops }),
+        attachRoutes(attachDeps),
+        eventRoutes(events),
       ],
     });
     await app.ready();
-    const listeners = await listenAll(app, cfg.hosts, { socketGroup: cfg.group, log: logger });
+    const listeners = await listenAll(app, cfg.hosts, {
+      socketGroup: cfg.group,
+      log: logger,
+      onUpgrade: upgradeHandler(attachDeps, logger.child({ component: 'attach' })),
+    });
     logger.info({ hosts: listeners.addresses, version: ENGINE_VERSION, storage: layers.driverName }, 'API listen');
 
     await waitForSignal(logger);

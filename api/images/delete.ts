@@ -1,0 +1,159 @@
+// DELETE /images/{name}: the reference daemon's untag-then-delete rules, planned from the store and
+// applied in one transaction (references removed, image marked removed). The image reconciler
+// then releases the layers and deletes the record.
+import { conflict } from '../../lib/errors.ts';
+import { shortId } from '../../lib/ids.ts';
+import { familiarName, normalizeName, parseReference, repositoryName } from '../../lib/reference.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { isUsable, referencesOf, resolveImage, type ImageResource } from './resolve.ts';
+import type { ImageStore } from './store.ts';
+
+export type DeleteRecord = { Untagged: string } | { Deleted: string };
+
+export interface DeletePlan {
+  records: DeleteRecord[];
+  image: ImageResource;
+  /** Full tag reference names to delete. */
+  untag: string[];
+  /** Digest references (as stored in spec.repoDigests) to drop. */
+  dropDigests: string[];
+  /** Whether the image itself goes. */
+  remove: boolean;
+}
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+const isRunning = (c: CR) => ['running', 'paused', 'restarting'].includes(c.status?.phase);
+
+function repoOf(ref: string): string {
+  try {
+    return repositoryName(parseReference(ref));
+  } catch {
+    return ref;
+  }
+}
+
+/** At most one tag and every reference (tags and digests) in one repository. */
+function isSingleReference(tags: string[], digests: string[]): boolean {
+  if (tags.length > 1) return false;
+  const repos = new Set([...tags, ...digests].map(repoOf));
+  return repos.size <= 1;
+}
+
+function isIdPrefix(id: string, ref: string): boolean {
+  return id.startsWith(ref) || id.slice(7).startsWith(ref);
+}
+
+function conflictError(imageId: string, hard: boolean, message: string): Error {
+  return conflict(`conflict: unable to delete ${shortId(imageId)} (${hard ? 'cannot be forced' : 'must be forced'}) - ${message}`);
+}
+
+export function planImageDelete(store: ImageStore, ref: string, force: boolean): DeletePlan {
+  const image = resolveImage(store, ref);
+  const id = image.name;
+  const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container).filter((c) => c.spec.imageId === id);
+  const children = store.list<ImageSpec, ImageStatus>(KIND.image).filter((i) => isUsable(i) && i.spec.parent === id);
+  let tags = referencesOf(store, id);
+  let digests = [...image.spec.repoDigests];
+  const plan: DeletePlan = { records: [], image, untag: [], dropDigests: [], remove: false };
+
+  /** Conflicts in the reference's order: children and running containers are hard, the rest soft. */
+  const check = (opts: { soft: boolean; references: boolean }): { err: Error; used: boolean } | undefined => {
+    if (children.length) return { err: conflictError(id, true, 'image has dependent child images'), used: false };
+    const running = containers.find(isRunning);
+    if (running) return { err: conflictError(id, true, `image is being used by running container ${shortId(running.name)}`), used: true };
+    if (!opts.soft) return undefined;
+    if (opts.references && tags.length + digests.length > 0) {
+      return { err: conflictError(id, false, 'image is referenced in one or more repositories'), used: false };
+    }
+    const stopped = containers.find((c) => !isRunning(c));
+    if (stopped) return { err: conflictError(id, false, `image is being used by stopped container ${shortId(stopped.name)}`), used: true };
+    return undefined;
+  };
+
+  let quiet = false;
+  if (!isIdPrefix(id, ref)) {
+    // A reference was named: untag it first; the image goes only with its last reference.
+    const parsed = parseReference(ref);
+    const name = parsed.digest ? `${repositoryName(parsed)}@${parsed.digest}` : normalizeName(ref);
+    if (!force && isSingleReference(tags, digests) && containers.length > 0) {
+      throw conflict(
+        `conflict: unable to remove repository reference "${ref}" (must force) - container ${shortId(containers[0].name)} is using its referenced image ${shortId(id)}`,
+      );
+    }
+    if (parsed.digest) {
+      const stored = digests.find((d) => sameDigestRef(d, name));
+      if (stored) {
+        plan.dropDigests.push(stored);
+        digests = digests.filter((d) => d !== stored);
+      }
+    } else {
+      plan.untag.push(name);
+      tags = tags.filter((t) => t !== name);
+    }
+    plan.records.push({ Untagged: familiarName(name) });
+    // Removing the last tag of a repository also drops that repository's digest references.
+    if (!parsed.digest) {
+      const repo = repoOf(name);
+      if (!tags.some((t) => repoOf(t) === repo)) {
+        for (const d of digests.filter((x) => repoOf(x) === repo)) {
+          plan.dropDigests.push(d);
+          plan.records.push({ Untagged: familiarName(d) });
+        }
+        digests = digests.filter((x) => repoOf(x) !== repo);
+      }
+    }
+    if (tags.length + digests.length > 0) return plan;
+    quiet = true;
+  } else if (isSingleReference(tags, digests)) {
+    const c = check({ soft: !force, references: false });
+    if (c) throw c.err;
+    for (const t of tags) plan.records.push({ Untagged: familiarName(t) });
+    for (const d of digests) plan.records.push({ Untagged: familiarName(d) });
+    plan.untag.push(...tags);
+    plan.dropDigests.push(...digests);
+    tags = [];
+    digests = [];
+  } else if (!force) {
+    throw conflictError(id, false, 'image is referenced in multiple repositories');
+  }
+
+  const c = check({ soft: !force, references: true });
+  if (c) {
+    // After untagging by name, an image still in use (or with children) stays: untag only.
+    if (quiet) return plan;
+    throw c.err;
+  }
+  for (const t of tags) plan.records.push({ Untagged: familiarName(t) });
+  for (const d of digests) plan.records.push({ Untagged: familiarName(d) });
+  plan.untag.push(...tags);
+  plan.dropDigests.push(...digests);
+  plan.remove = true;
+  plan.records.push({ Deleted: id });
+  return plan;
+}
+
+function sameDigestRef(stored: string, wanted: string): boolean {
+  try {
+    const p = parseReference(stored);
+    return `${repositoryName(p)}@${p.digest ?? ''}` === wanted;
+  } catch {
+    return stored === wanted;
+  }
+}
+
+/** Apply a plan atomically. */
+export function applyImageDelete(store: ImageStore, plan: DeletePlan): void {
+  store.transaction((tx) => {
+    for (const name of plan.untag) tx.delete(KIND.reference, name);
+    const drop = new Set(plan.dropDigests);
+    if (drop.size > 0 || plan.remove) {
+      tx.updateSpec<ImageSpec, ImageStatus>(KIND.image, plan.image.name, (s) => ({
+        ...s,
+        repoDigests: s.repoDigests.filter((d) => !drop.has(d)),
+        desired: plan.remove ? 'removed' : s.desired,
+      }));
+    }
+  });
+}

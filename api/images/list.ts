@@ -1,0 +1,167 @@
+// GET /images/json: newest first, from the store's memory.
+import { invalidArgument } from '../../lib/errors.ts';
+import { familiarName, familiarRepository, parseReference, repositoryName } from '../../lib/reference.ts';
+import type { ContainerSpec, ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ApiStore } from '../containers/store.ts';
+import { parseFilters } from '../containers/list.ts';
+import { isUsable, resolveImage, type ImageResource } from './resolve.ts';
+import { createdMs, imageConfig, repoDigestsOf, summaryView } from './views.ts';
+
+const KEYS = new Set(['dangling', 'label', 'label!', 'before', 'since', 'reference', 'until']);
+
+export interface ImageListOptions {
+  all: boolean;
+  filters: string;
+  digests: boolean;
+  sharedSize: boolean;
+  apiVersion: number;
+  now?: () => number;
+}
+
+export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOptions): Record<string, unknown>[] {
+  const f = parseFilters(o.filters);
+  for (const k of f.keys()) if (!KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+
+  let dangling: boolean | undefined;
+  for (const v of f.get('dangling') ?? []) {
+    const b = v.toLowerCase();
+    if (b === 'true' || b === '1') dangling = true;
+    else if (b === 'false' || b === '0') dangling = dangling ?? false;
+    else throw invalidArgument(`invalid filter 'dangling=${v}'`);
+  }
+  const beforeMs = minCreated(store, f.get('before'));
+  const sinceMs = maxCreated(store, f.get('since'));
+  const untilMs = f.get('until')?.length ? Math.min(...f.get('until')!.map((u) => parseUntil(u, o.now?.() ?? Date.now()))) : undefined;
+  const labels = f.get('label') ?? [];
+  const notLabels = f.get('label!') ?? [];
+  const patterns = (f.get('reference') ?? []).map(globToRegExp);
+
+  const images = store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable);
+  const refs = store.list<ReferenceSpec, ReferenceStatus>(KIND.reference);
+  const tagsById = new Map<string, string[]>();
+  for (const r of refs) {
+    const list = tagsById.get(r.spec.imageId) ?? [];
+    list.push(r.name);
+    tagsById.set(r.spec.imageId, list);
+  }
+  const parents = new Set(images.map((i) => i.spec.parent).filter(Boolean));
+  const containers = o.sharedSize ? store.list<ContainerSpec, unknown>(KIND.container) : [];
+
+  const out: Array<{ created: number; view: Record<string, unknown> }> = [];
+  for (const img of images) {
+    const cfg = imageConfig(img);
+    const created = createdMs(cfg);
+    const tags = (tagsById.get(img.name) ?? []).sort();
+    const hasRefs = tags.length > 0 || img.spec.repoDigests.length > 0;
+    if (dangling === true && hasRefs) continue;
+    if (dangling === false && !hasRefs) continue;
+    // Intermediate images (parents of others, untagged) only with all=1, as the reference does.
+    if (!o.all && dangling === undefined && !hasRefs && parents.has(img.name)) continue;
+    if (beforeMs !== undefined && created >= beforeMs) continue;
+    if (sinceMs !== undefined && created <= sinceMs) continue;
+    if (untilMs !== undefined && created >= untilMs) continue;
+    const imgLabels = cfg.config?.Labels ?? {};
+    if (!labelsMatch(imgLabels, labels)) continue;
+    if (notLabels.length && notLabels.some((l) => labelsMatch(imgLabels, [l]))) continue;
+
+    let shownTags = tags;
+    let shownDigests = img.spec.repoDigests;
+    if (patterns.length) {
+      shownTags = tags.filter((t) => patterns.some((p) => referenceMatches(p, t)));
+      shownDigests = shownDigests.filter((d) => patterns.some((p) => referenceMatches(p, d)));
+      if (shownTags.length === 0 && shownDigests.length === 0) continue;
+    }
+    const view = summaryView(img, {
+      apiVersion: o.apiVersion,
+      repoTags: shownTags.map(familiarName),
+      repoDigests: shownDigests === img.spec.repoDigests ? repoDigestsOf(img) : shownDigests.map(familiarName),
+      containers: o.sharedSize ? containers.filter((c) => c.spec.imageId === img.name).length : -1,
+      sharedSize: o.sharedSize ? 0 : -1,
+    });
+    out.push({ created, view });
+  }
+  out.sort((a, b) => b.created - a.created);
+  return out.map((e) => e.view);
+}
+
+function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean {
+  return wanted.every((w) => {
+    const i = w.indexOf('=');
+    if (i < 0) return Object.hasOwn(labels, w);
+    return labels[w.slice(0, i)] === w.slice(i + 1);
+  });
+}
+
+function createdOf(store: Pick<ApiStore, 'get' | 'list'>, ref: string): number {
+  return createdMs(imageConfig(resolveImage(store, ref)));
+}
+
+function minCreated(store: Pick<ApiStore, 'get' | 'list'>, refs: string[] | undefined): number | undefined {
+  if (!refs?.length) return undefined;
+  return Math.min(...refs.map((r) => createdOf(store, r)));
+}
+
+function maxCreated(store: Pick<ApiStore, 'get' | 'list'>, refs: string[] | undefined): number | undefined {
+  if (!refs?.length) return undefined;
+  return Math.max(...refs.map((r) => createdOf(store, r)));
+}
+
+/** `until`: Unix seconds[.nanos], an RFC 3339 date/time, or a Go duration before now. */
+export function parseUntil(v: string, now: number): number {
+  if (/^-?\d+(\.\d+)?$/.test(v)) return Number(v) * 1000;
+  const d = parseGoDuration(v);
+  if (d !== undefined) return now - d;
+  const t = Date.parse(v);
+  if (Number.isFinite(t)) return t;
+  throw invalidArgument(`invalid filter 'until=${v}'`);
+}
+
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+function parseGoDuration(v: string): number | undefined {
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/y;
+  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(v)) return undefined;
+  let total = 0;
+  re.lastIndex = 0;
+  for (let m = re.exec(v); m; m = re.exec(v)) total += Number(m[1]) * UNIT_MS[m[2]];
+  return total;
+}
+
+/** Go's path.Match syntax (`*`, `?`, `[...]`, `\`) as an anchored RegExp. */
+export function globToRegExp(pattern: string): RegExp {
+  let re = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '*') re += '[^/]*';
+    else if (c === '?') re += '[^/]';
+    else if (c === '\\' && i + 1 < pattern.length) re += escapeRe(pattern[++i]);
+    else if (c === '[') {
+      const end = pattern.indexOf(']', i + 1);
+      if (end < 0) throw invalidArgument(`invalid filter 'reference=${pattern}'`);
+      let cls = pattern.slice(i + 1, end);
+      if (cls.startsWith('^')) cls = `^${cls.slice(1)}`;
+      re += `[${cls.replace(/\\/g, '\\\\')}]`;
+      i = end;
+    } else re += escapeRe(c);
+  }
+  return new RegExp(`^${re}$`);
+}
+
+function escapeRe(c: string): string {
+  return c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+/** A reference filter matches the familiar or full form, with or without the tag. */
+function referenceMatches(pattern: RegExp, fullRef: string): boolean {
+  let forms: string[];
+  try {
+    const p = parseReference(fullRef);
+    forms = [familiarName(fullRef), familiarRepository(fullRef), fullRef, repositoryName(p)];
+  } catch {
+    forms = [fullRef];
+  }
+  return forms.some((s) => pattern.test(s));
+}
+
+export type { ImageResource };

@@ -1,0 +1,105 @@
+// Resource shapes for networking: kind 'network' (the default `bridge`, plus `host` and `none`)
+// and kind 'ipam-allocation' (one durable record per address handed out).
+
+// ---------------------------------------------------------------------------------------------
+// Networks: kind 'network', name = 64-hex id. The user-facing name lives in spec.name.
+
+export type NetworkDriverName = 'bridge' | 'host' | 'null';
+
+export interface IpamPoolConfig {
+  /** "172.17.0.0/16" */
+  Subnet: string;
+  /** The bridge's address, "172.17.0.1". */
+  Gateway: string;
+  /** Addresses are handed out only from here when set (--fixed-cidr). */
+  IPRange?: string;
+  /** Named addresses IPAM must never hand out; holds "DefaultGatewayIPv4" for --default-gateway. */
+  AuxiliaryAddresses?: Record<string, string>;
+}
+
+export interface BridgeNetworkOptions {
+  /** Linux bridge interface, "engine0". */
+  bridgeName: string;
+  mtu: number;
+  icc: boolean;
+  ipMasq: boolean;
+  /** Whether the engine programs iptables for this network (--iptables). */
+  iptables: boolean;
+  /** --ip-forward: turn on net.ipv4.ip_forward. */
+  ipForward: boolean;
+  userlandProxy: boolean;
+  /** Prefix of the engine's iptables chains ("ENGINE"); only tests change it. */
+  chainPrefix: string;
+  /** Containers' default route when it is not the bridge (--default-gateway), else "". */
+  defaultGateway: string;
+}
+
+export interface NetworkSpec {
+  id: string;
+  /** "bridge", "host", "none". */
+  name: string;
+  driver: NetworkDriverName;
+  scope: 'local';
+  /** RFC 3339 nano. */
+  created: string;
+  enableIPv6: boolean;
+  internal: boolean;
+  attachable: boolean;
+  ingress: boolean;
+  ipam: { Driver: 'default'; Options: Record<string, string> | null; Config: IpamPoolConfig[] };
+  /** Driver options as `network inspect` shows them (com.docker.network.* keys are wire names). */
+  options: Record<string, string>;
+  labels: Record<string, string>;
+  /** Present for driver 'bridge'. */
+  bridge?: BridgeNetworkOptions;
+  desired: 'present' | 'removed';
+}
+
+export interface NetworkStatus {
+  observedGeneration: number;
+  phase: 'pending' | 'ready' | 'failed';
+  error: string;
+  /** RFC 3339 time the host was last found to match (bridge + iptables). */
+  lastVerified: string;
+  /** What the last reconcile had to put back, for diagnosis ("created bridge", "iptables: 3 rules"). */
+  lastRepair: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// IPAM allocations: kind 'ipam-allocation', name = `<networkId>/<ipv4>`. The record's existence
+// is the claim: creating it fails when the address is taken, so an address cannot be handed out
+// twice, and it survives daemon restarts. Deleted when the container is removed.
+
+export interface IpamAllocationSpec {
+  networkId: string;
+  /** "172.17.0.2" */
+  address: string;
+  prefixLen: number;
+  containerId: string;
+  /** RFC 3339 time of the allocation. */
+  allocatedAt: string;
+}
+export type IpamAllocationStatus = Record<string, never>;
+
+/** What a container's NetworkSettings.Networks[name] holds, as inspect returns it. */
+export interface EndpointSettings {
+  IPAMConfig: { IPv4Address?: string; IPv6Address?: string } | null;
+  Links: string[] | null;
+  Aliases: string[] | null;
+  MacAddress: string;
+  DriverOpts: Record<string, string> | null;
+  NetworkID: string;
+  EndpointID: string;
+  Gateway: string;
+  IPAddress: string;
+  IPPrefixLen: number;
+  IPv6Gateway: string;
+  GlobalIPv6Address: string;
+  GlobalIPv6PrefixLen: number;
+  DNSNames: string[] | null;
+}
+
+export const NETWORK_KIND = {
+  network: 'network',
+  ipamAllocation: 'ipam-allocation',
+} as const;
