@@ -120,6 +120,17 @@ export interface ContainerSpec {
   manuallyStopped: boolean;
 }
 
+export interface ContainerEndpoint {
+  NetworkID: string;
+  EndpointID: string;
+  Gateway: string;
+  IPAddress: string;
+  IPPrefixLen: number;
+  MacAddress: string;
+  /** Host bridge the endpoint is attached to. */
+  Bridge?: string;
+}
+
 export type ContainerPhase = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
 
 export interface ContainerStatus {
@@ -150,6 +161,12 @@ export interface ContainerStatus {
   rootfs: string;
   /** True once the create step (directory, /etc files, read-write layer) is done. */
   prepared: boolean;
+  /** The container's endpoint on its network while it runs (bridge mode), for inspect. */
+  endpoint?: ContainerEndpoint | null;
+  /** The daemon stopped this running container (shutdown or crash): its restart policy applies at the next start. */
+  restartOnBoot?: boolean;
+  /** Network namespace path of the running container (SandboxKey). */
+  sandboxKey?: string;
   /** Set once the reconciler has finished teardown for desired=removed (the record is deleted right after). */
   removed?: boolean;
 }

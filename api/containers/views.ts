@@ -9,14 +9,21 @@ export function stateName(s: ContainerStatus): string {
   return s.phase;
 }
 
-function networks(spec: ContainerSpec): Record<string, unknown> {
+function liveEndpoint(status: ContainerStatus) {
+  const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
+  return running && status.endpoint ? status.endpoint : null;
+}
+
+function networks(spec: ContainerSpec, status: ContainerStatus): Record<string, unknown> {
   const mode = spec.hostConfig.NetworkMode;
-  const name = mode.startsWith('container:') ? '' : mode;
+  const name = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
   if (!name) return {};
+  const ep = liveEndpoint(status);
   return {
     [name]: {
-      IPAMConfig: null, Links: null, Aliases: null, MacAddress: '', NetworkID: '', EndpointID: '',
-      Gateway: '', IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', GlobalIPv6Address: '',
+      IPAMConfig: null, Links: null, Aliases: null, MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
+      EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
+      IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: '', GlobalIPv6Address: '',
       GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: null,
     },
   };
@@ -61,11 +68,12 @@ export function inspectView(r: CR, opts: { apiVersion: number; graphDriverData: 
     Mounts: [],
     Config: spec.config,
     NetworkSettings: {
-      Bridge: '', SandboxID: '', SandboxKey: '', HairpinMode: false, LinkLocalIPv6Address: '',
+      Bridge: '', SandboxID: running ? spec.id : '', SandboxKey: running ? (status.sandboxKey ?? '') : '', HairpinMode: false, LinkLocalIPv6Address: '',
       LinkLocalIPv6PrefixLen: 0, Ports: {}, SecondaryIPAddresses: null, SecondaryIPv6Addresses: null,
-      EndpointID: '', Gateway: '', GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0, IPAddress: '',
-      IPPrefixLen: 0, IPv6Gateway: '', MacAddress: '',
-      Networks: networks(spec),
+      EndpointID: liveEndpoint(status)?.EndpointID ?? '', Gateway: liveEndpoint(status)?.Gateway ?? '', GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0,
+      IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: '',
+      MacAddress: liveEndpoint(status)?.MacAddress ?? '',
+      Networks: networks(spec, status),
     },
   };
   if (opts.size) {
@@ -89,7 +97,7 @@ export function summaryView(r: CR, opts: { now: number; size?: { rw: number; roo
     State: stateName(status),
     Status: statusText(status, opts.now),
     HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
-    NetworkSettings: { Networks: networks(spec) },
+    NetworkSettings: { Networks: networks(spec, status) },
     Mounts: [],
   };
   if (opts.size) {

@@ -2,7 +2,7 @@
 // tests may substitute fakes. Kept narrow so the reconciler reads as the lifecycle, not plumbing.
 import type { Logger } from 'pino';
 import type { Readable, Writable } from 'node:stream';
-import type { ContainerConfig, HostConfig } from '../../store/types.ts';
+import type { ContainerConfig, ContainerEndpoint, HostConfig } from '../../store/types.ts';
 
 export interface TaskState {
   pid: number;
@@ -91,7 +91,19 @@ export interface RuntimePort {
   resolve(name: string): { name: string; options?: object };
 }
 
+/** Container networking (bridge endpoints). Absent: only none/host/container: modes work. */
+export interface NetworkPort {
+  /** The container's endpoint for `networkMode` (durable address), or null when it needs none. */
+  allocate(containerId: string, networkMode: string): Promise<ContainerEndpoint | null>;
+  /** Wire the endpoint into the network namespace of `pid` (created, not yet started). */
+  attach(containerId: string, pid: number, ep: ContainerEndpoint): Promise<void>;
+  detach(containerId: string): Promise<void>;
+  /** Free the address (container removed). */
+  release(containerId: string): Promise<void>;
+}
+
 export interface ContainerReconcilerDeps {
+  network?: NetworkPort;
   supervisor: SupervisorPort;
   stdio: StdioPort;
   logging: LoggingPort;

@@ -2,10 +2,10 @@
 // Level-triggered: it receives an id, re-reads the record and acts on the differences
 // (start/stop/kill sequence numbers above what status has observed, desired phase, a run
 // that exited). Every step is safe to repeat after a crash at any line.
-import { mkdir, rm } from 'node:fs/promises';
+import { appendFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { errorCode, isCode } from '../../lib/errors.ts';
+import { conflict, errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -127,6 +127,10 @@ export class ContainerReconciler {
     }
 
     let requeue: number | undefined;
+    if (this.status(id).restartOnBoot && !this.runs.get(id)) {
+      this.setStatus(id, (x) => ({ ...x, restartOnBoot: false }));
+      if (wantsRestartOnBoot(this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.spec)) await this.startRun(id, ctx.log);
+    }
     const s = this.status(id);
     if (spec.kill.seq > s.killSeq) {
       if (run && !run.exit) await this.signal(id, parseSignal(spec.kill.signal, 'SIGKILL'));
@@ -172,6 +176,8 @@ export class ContainerReconciler {
         try {
           if (!run.exit) await this.stopProcess(id, run, r.spec.config.StopSignal, Math.min(timeoutS, r.spec.config.StopTimeout ?? 10));
           await this.finishRun(id, run);
+          this.lastRunMs.delete(id);
+          if (wantsRestartOnBoot(r.spec)) this.setStatus(id, (s) => ({ ...s, restartOnBoot: true }));
         } catch (err) {
           this.deps.log.warn({ err, id }, 'stopping container at shutdown failed');
         }
@@ -202,11 +208,14 @@ export class ContainerReconciler {
     const dir = this.containerDir(id);
     await mkdir(dir, { recursive: true, mode: 0o710 });
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig);
+    const ep = await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode);
+    if (ep) await appendFile(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
     const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
     await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
     this.setStatus(id, (s) => ({
       ...s,
       prepared: true,
+      endpoint: ep ?? null,
       logPath: spec.hostConfig.LogConfig.Type === 'none' ? '' : join(dir, `${id}-json.log`),
       hostnamePath: files.hostname,
       hostsPath: files.hosts,
@@ -236,6 +245,8 @@ export class ContainerReconciler {
         files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
         cgroupsPath: `${this.deps.cgroupParent}/${id}`,
       });
+      const mode = spec.hostConfig.NetworkMode;
+      if (mode.startsWith('container:')) this.joinNetworkOf(oci as Record<string, unknown>, mode.slice('container:'.length));
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
       await this.clearSupervisor(id);
       await sup.createContainer({ id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
@@ -256,7 +267,9 @@ export class ContainerReconciler {
           hub.subscribe((stream, chunk) => l.log(stream, chunk));
         }
       }
-      await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty });
+      const task = await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty });
+      const ep = this.status(id).endpoint;
+      if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
       const waitAbort = new AbortController();
       const run: Run = {
         io,
@@ -279,6 +292,7 @@ export class ContainerReconciler {
         ...s,
         phase: 'running',
         pid,
+        sandboxKey: mode === 'host' ? '' : `/proc/${pid}/ns/net`,
         startedAt: rfc3339Nano(),
         finishedAt: s.finishedAt || ZERO_TIME,
         exitCode: 0,
@@ -382,6 +396,7 @@ export class ContainerReconciler {
     run.io.close();
     await run.logger?.close().catch(() => {});
     await this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {});
+    await this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed'));
     await this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed'));
     this.runs.delete(id);
     const ranMs = Date.now() - run.startedAt;
@@ -459,15 +474,31 @@ export class ContainerReconciler {
       if (!isCode(err, 'NotFound')) log.warn({ err }, 'recovering task failed');
     }
     await sup.deleteContainer(id).catch(() => {});
+    await this.deps.network?.detach(id).catch(() => {});
     await this.deps.layers.unmountRW(id).catch(() => {});
+    const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.spec;
     this.setStatus(id, (s) => ({
       ...s,
+      restartOnBoot: wantsRestartOnBoot(spec),
       phase: 'exited',
       pid: 0,
       exitCode: exitStatus,
       finishedAt: rfc3339Nano(exitedAt ?? new Date()),
       exitSeq: s.exitSeq + 1,
     }));
+  }
+
+  /** `--network container:<id>`: share the other container's network namespace. */
+  private joinNetworkOf(oci: Record<string, unknown>, ref: string): void {
+    const others = this.store.list<ContainerSpec, ContainerStatus>(KIND.container);
+    const other = others.find((c) => c.name === ref || c.spec.name === `/${ref}` || c.spec.name === ref) ?? others.filter((c) => c.name.startsWith(ref)).at(0);
+    const run = other ? this.runs.get(other.name) : undefined;
+    if (!other || !run || run.exit) throw conflict(`cannot join network of a non running container: ${ref}`);
+    const linux = (oci.linux ?? {}) as { namespaces?: Array<{ type: string; path?: string }> };
+    const ns = (linux.namespaces ?? []).filter((n) => n.type !== 'network');
+    ns.push({ type: 'network', path: `/proc/${run.pid}/ns/net` });
+    linux.namespaces = ns;
+    oci.linux = linux;
   }
 
   /** Remove whatever the supervisor still holds under this id (a crash between steps). */
@@ -498,6 +529,8 @@ export class ContainerReconciler {
       await this.clearSupervisor(id);
     }
     this.setStatus(id, (s) => ({ ...s, phase: 'removing' }));
+    await this.deps.network?.detach(id).catch(() => {});
+    await this.deps.network?.release(id);
     await this.deps.layers.removeRW(id);
     await rm(this.containerDir(id), { recursive: true, force: true });
     await rm(this.fifoDir(id), { recursive: true, force: true });
@@ -506,6 +539,12 @@ export class ContainerReconciler {
     this.store.delete(KIND.container, id);
     log.debug('container removed');
   }
+}
+
+/** Containers the daemon (not the user) stopped come back at the next start when their policy says so. */
+function wantsRestartOnBoot(spec: ContainerSpec): boolean {
+  const p = spec.hostConfig.RestartPolicy?.Name ?? '';
+  return !spec.manuallyStopped && spec.desired !== 'stopped' && spec.desired !== 'removed' && (p === 'always' || p === 'unless-stopped');
 }
 
 /** 127 when the command was not found, 126 when it could not be executed, else null. */

@@ -1,0 +1,117 @@
+// The distribution contract: pulling images from and pushing them to registries (protocol v2).
+// The API layer declares a structural twin of `Distribution` (api/distribution/port.ts); cmd wires
+// createDistribution() into it.
+import type { Logger } from 'pino';
+import type { LayerStore } from '../storage/types.ts';
+
+/** The AuthConfig clients send base64url-encoded in X-Registry-Auth, and as the POST /auth body. */
+export interface AuthConfig {
+  username?: string;
+  password?: string;
+  /** base64("user:password"), as docker config.json stores it. */
+  auth?: string;
+  email?: string;
+  serveraddress?: string;
+  /** OAuth2 refresh token returned by an earlier login. */
+  identitytoken?: string;
+  /** A bearer token sent to the registry as is. */
+  registrytoken?: string;
+}
+
+/** One line of the JSON-lines progress stream the docker CLI renders. */
+export interface JsonMessage {
+  status?: string;
+  id?: string;
+  progress?: string;
+  progressDetail?: { current?: number; total?: number };
+  aux?: unknown;
+  error?: string;
+  errorDetail?: { message: string };
+}
+
+export interface Platform {
+  os: string;
+  architecture: string;
+  variant?: string;
+}
+
+export interface DistributionOptions {
+  log: Logger;
+  /** host:port or CIDR; 127.0.0.0/8 (and ::1) is always insecure. */
+  insecureRegistries: string[];
+  /** Mirrors of docker.io, tried first for pulls from it (`https://mirror.example.com`). */
+  registryMirrors: string[];
+  /** `<certsDir>/<host:port>/ca.crt`, `*.cert` + `*.key` client pairs. */
+  certsDir: string;
+  maxConcurrentDownloads: number;
+  maxDownloadAttempts: number;
+  maxConcurrentUploads: number;
+  /** host:port or CIDR (of the resolved address) to which foreign layers are pushed. */
+  allowNondistributable: string[];
+  proxies?: { http?: string; https?: string; noProxy?: string };
+  layers: LayerStore;
+  /** The daemon's own platform: the default for manifest-list selection. */
+  platform: Platform;
+  /** Where blobs are spooled while downloading (default os.tmpdir()). */
+  tmpDir?: string;
+  /** First retry delay; the n-th retry waits n times this (default 5000 ms, as the reference daemon). */
+  retryDelayMs?: number;
+  /** Deadline of each registry request before its body starts (default 60 s). */
+  requestTimeoutMs?: number;
+}
+
+export interface PullOptions {
+  auth?: AuthConfig;
+  /** `os[/arch[/variant]]`; empty = the daemon's platform. */
+  platform?: string;
+  signal: AbortSignal;
+  onProgress(msg: JsonMessage): void;
+}
+
+export interface PullResult {
+  /** sha256 of rawConfig. */
+  id: string;
+  rawConfig: string;
+  diffIds: string[];
+  chainId: string | null;
+  /** Sum of the layers' unpacked sizes. */
+  size: number;
+  /** `domain/path@sha256:...` (normalised) of the manifest pulled. */
+  repoDigest: string;
+}
+
+export interface PushImage {
+  rawConfig: string;
+  diffIds: string[];
+  chainId: string | null;
+}
+
+export interface PushOptions {
+  auth?: AuthConfig;
+  signal: AbortSignal;
+  onProgress(msg: JsonMessage): void;
+}
+
+export interface PushResult {
+  digest: string;
+  size: number;
+}
+
+export interface AuthResult {
+  Status: 'Login Succeeded';
+  IdentityToken?: string;
+}
+
+export interface DistributionInspect {
+  Descriptor: { mediaType: string; digest: string; size: number; urls?: string[] };
+  Platforms: Array<{ architecture: string; os: string; variant?: string; 'os.version'?: string; 'os.features'?: string[] }>;
+}
+
+export interface Distribution {
+  pull(ref: string, opts: PullOptions): Promise<PullResult>;
+  push(ref: string, image: PushImage, opts: PushOptions): Promise<PushResult>;
+  checkAuth(serverAddress: string, auth: AuthConfig, signal?: AbortSignal): Promise<AuthResult>;
+  inspectDistribution(ref: string, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<DistributionInspect>;
+  /** Tags of a repository (for pulls of every tag). */
+  listTags(repo: string, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<string[]>;
+}

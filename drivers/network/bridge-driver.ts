@@ -1,0 +1,80 @@
+// The bridge network driver as one object: what the network reconciler and attacher call.
+// Wraps the bridge, iptables, sysctl and veth modules; keeps no state of its own.
+import type { Logger } from 'pino';
+import { deleteBridge, ensureBridge, inspectBridge, type BridgeConfig, type BridgeState, type EnsureBridgeResult } from './bridge.ts';
+import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, type BridgeRulesConfig } from './iptables.ts';
+import { enableIpForward, IP_FORWARD_PATH } from './sysctl.ts';
+import { attachContainer, detachContainer, type AttachRequest, type AttachResult } from './veth.ts';
+
+export interface BridgeIptablesConfig extends BridgeRulesConfig {
+  userlandProxy: boolean;
+}
+
+export interface BridgeDriverOptions {
+  log: Logger;
+  iptablesBin?: string;
+  ipForwardPath?: string;
+}
+
+export class BridgeDriver {
+  private readonly log: Logger;
+  private readonly ipt: Iptables;
+  private readonly ipForwardPath: string;
+
+  constructor(opts: BridgeDriverOptions) {
+    this.log = opts.log.child({ component: 'bridge-driver' });
+    this.ipt = new Iptables({ bin: opts.iptablesBin });
+    this.ipForwardPath = opts.ipForwardPath ?? IP_FORWARD_PATH;
+  }
+
+  inspectBridge(name: string, signal?: AbortSignal): Promise<BridgeState | null> {
+    return inspectBridge(name, signal);
+  }
+
+  async ensureBridge(cfg: BridgeConfig, signal?: AbortSignal): Promise<EnsureBridgeResult> {
+    const res = await ensureBridge(cfg, signal);
+    if (res.created || res.repaired.length > 0) this.log.info({ bridge: cfg.name, ...res }, 'bridge set up');
+    return res;
+  }
+
+  deleteBridge(name: string, signal?: AbortSignal): Promise<boolean> {
+    return deleteBridge(name, signal);
+  }
+
+  /** Chains, jumps and this bridge's rules; returns how many chains/rules were added or removed. */
+  async ensureIptables(cfg: BridgeIptablesConfig, signal?: AbortSignal): Promise<number> {
+    const chains = await this.ipt.ensureChains(cfg.chainPrefix, signal);
+    const base = { chainPrefix: cfg.chainPrefix, userlandProxy: cfg.userlandProxy };
+    const removed = await this.ipt.removeRules([...staleBaseRules(base), ...staleBridgeRules(cfg)], signal);
+    const added = await this.ipt.ensureRules([...baseRules(base), ...bridgeRules(cfg)], signal);
+    const n = chains.length + removed + added.length;
+    if (n > 0) this.log.info({ bridge: cfg.bridge, chains, added: added.length, removed }, 'iptables rules set up');
+    return n;
+  }
+
+  /** Remove this bridge's rules, and with `chains` also the engine's chains and the jumps into them. */
+  async removeIptables(cfg: BridgeRulesConfig, opts: { chains: boolean }, signal?: AbortSignal): Promise<void> {
+    const rules = [
+      ...bridgeRules({ ...cfg, icc: true, ipMasq: true }),
+      ...staleBridgeRules({ ...cfg, icc: true, ipMasq: false }),
+    ];
+    await this.ipt.removeRules(rules, signal);
+    if (opts.chains) await this.ipt.removeChains(cfg.chainPrefix, signal);
+  }
+
+  enableIpForward(): Promise<boolean> {
+    return enableIpForward(this.ipForwardPath);
+  }
+
+  setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void> {
+    return this.ipt.setForwardPolicy(policy, signal);
+  }
+
+  attachContainer(req: AttachRequest): Promise<AttachResult> {
+    return attachContainer(req);
+  }
+
+  detachContainer(hostVeth: string, signal?: AbortSignal): Promise<boolean> {
+    return detachContainer(hostVeth, signal);
+  }
+}

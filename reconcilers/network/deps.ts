@@ -1,0 +1,70 @@
+// What the network reconciler and attacher need: the store (with create + transaction, which
+// store/store.ts provides beyond ReconcilerStore), the bridge driver, and the daemon's options.
+import type { Resource } from '../../store/types.ts';
+import type { ReconcilerStore } from '../store-like.ts';
+
+export interface NetworkStore extends ReconcilerStore {
+  create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T>;
+  transaction<R>(fn: () => R): R;
+}
+
+export interface NetworkDriverPort {
+  inspectBridge(name: string, signal?: AbortSignal): Promise<{ ipv4: string[]; isBridge: boolean } | null>;
+  ensureBridge(cfg: { name: string; address: string; mtu: number }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
+  deleteBridge(name: string, signal?: AbortSignal): Promise<boolean>;
+  ensureIptables(
+    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; userlandProxy: boolean },
+    signal?: AbortSignal,
+  ): Promise<number>;
+  removeIptables(
+    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean },
+    opts: { chains: boolean },
+    signal?: AbortSignal,
+  ): Promise<void>;
+  enableIpForward(): Promise<boolean>;
+  setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void>;
+  attachContainer(req: {
+    pid?: number;
+    netnsPath?: string;
+    bridge: string;
+    hostVeth: string;
+    ifName: string;
+    address: string;
+    gateway?: string;
+    mac: string;
+    mtu: number;
+    signal?: AbortSignal;
+  }): Promise<{ hostVeth: string }>;
+  detachContainer(hostVeth: string, signal?: AbortSignal): Promise<boolean>;
+}
+
+/** The daemon options that shape the default bridge (flags --bridge, --bip, ... or daemon.json). */
+export interface DefaultBridgeConfig {
+  /** --bridge/-b: interface name; "" or undefined means engine0, "none" disables the default bridge. */
+  bridge?: string;
+  /** --bip: the bridge's address with prefix, "172.17.0.1/16" by default. */
+  bip?: string;
+  /** --fixed-cidr: containers' addresses come from this part of the subnet. */
+  fixedCidr?: string;
+  /** --mtu, default 1500. */
+  mtu?: number;
+  /** --iptables, default true. */
+  iptables?: boolean;
+  /** --ip-forward, default true. */
+  ipForward?: boolean;
+  /** --ip-masq, default true (no effect with iptables off). */
+  ipMasq?: boolean;
+  /** --icc, default true. */
+  icc?: boolean;
+  /** --default-gateway: containers' default route instead of the bridge address. */
+  defaultGateway?: string;
+  /** --userland-proxy, default true (only shapes the nat OUTPUT jump until ports are published). */
+  userlandProxy?: boolean;
+  /** Prefix of the iptables chains, "ENGINE"; tests use their own. */
+  chainPrefix?: string;
+}
+
+export const DEFAULT_BRIDGE = 'engine0';
+export const DEFAULT_BIP = '172.17.0.1/16';
+export const DEFAULT_MTU = 1500;
+export const DEFAULT_CHAIN_PREFIX = 'ENGINE';
