@@ -59,10 +59,21 @@ export interface NetworkStatus {
   observedGeneration: number;
   phase: 'pending' | 'ready' | 'failed';
   error: string;
-  /** RFC 3339 time the host was last found to match (bridge + iptables). */
-  lastVerified: string;
-  /** What the last reconcile had to put back, for diagnosis ("created bridge", "iptables: 3 rules"). */
+  /** What the last reconcile had to put back ("created bridge", "iptables: 3 changes"), for diagnosis. */
   lastRepair: string;
+  /** RFC 3339 time of lastRepair. */
+  lastRepairAt: string;
+  /** What is programmed on the host now, so a changed spec (or removal) can take the old state away. */
+  applied?: AppliedBridge;
+}
+
+export interface AppliedBridge {
+  bridgeName: string;
+  subnet: string;
+  chainPrefix: string;
+  iptables: boolean;
+  icc: boolean;
+  ipMasq: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------

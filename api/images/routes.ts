@@ -1,0 +1,334 @@
+// Image routes. Reads come from the store; load/import write image records (desired present) and
+// wait for the image reconciler to mark them ready; tags are 'reference' records; delete untags
+// and marks the image removed in one transaction, then waits for the reconciler to drop it.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { EngineError, internal, invalidArgument, isCode, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
+import { rfc3339Nano } from '../../lib/ids.ts';
+import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
+import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
+import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
+import { applyImageDelete, planImageDelete } from './delete.ts';
+import { listImages } from './list.ts';
+import { apiVersionNumber, qBool, qList, qStr, queryOf } from './query.ts';
+import { findImage, resolveImage, type ImageResource } from './resolve.ts';
+import type { ImageStore } from './store.ts';
+import { imageConfig, inspectView, repoTagsOf, type GraphDriverInfo } from './views.ts';
+
+/** A route handler another area plugs in (pull, push); `name` is the image named in the path. */
+export type ImageStreamHandler = (req: FastifyRequest, reply: FastifyReply, name?: string) => Promise<void>;
+
+export interface ImageRouteDeps {
+  store: ImageStore;
+  archive: ImageArchivePort;
+  /** How long a handler waits for the image reconciler. */
+  waitTimeoutMs?: number;
+  /** Storage driver name and data for inspect's GraphDriver. */
+  graphDriver?: (image: ImageResource) => GraphDriverInfo;
+  /** POST /images/create?fromImage=... (pull); answered with an in-band error until provided. */
+  pull?: ImageStreamHandler;
+  /** POST /images/{name}/push; 501 until provided. */
+  push?: ImageStreamHandler;
+}
+
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
+
+const DEFAULT_GRAPH_DRIVER: GraphDriverInfo = { Name: 'overlay2', Data: null };
+
+/** `/images/<name>/<action>` with a greedy name: split the known trailing action off. */
+export function splitImagePath(path: string, actions: readonly string[]): { name: string; action: string } | undefined {
+  const i = path.lastIndexOf('/');
+  if (i <= 0) return undefined;
+  const action = path.slice(i + 1);
+  if (!actions.includes(action)) return undefined;
+  return { name: path.slice(0, i), action };
+}
+
+export function imageRoutes(deps: ImageRouteDeps) {
+  const { store, archive } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 120_000;
+  const graphDriver = (img: ImageResource) => deps.graphDriver?.(img) ?? DEFAULT_GRAPH_DRIVER;
+
+  /** Create the image record if needed and wait until the reconciler has it ready. */
+  async function ensureImage(li: LoadedImage, signal: AbortSignal): Promise<ImageResource> {
+    let cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
+    if (cur && cur.spec.desired === 'removed') {
+      // The same content is being deleted right now: let that finish, then add it anew.
+      await store.waitFor(KIND.image, li.id, (r) => !r, { timeoutMs, signal });
+      cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
+      if (cur) throw unavailable(`image ${li.id} is being removed`);
+    }
+    let gen: number;
+    if (!cur) {
+      const spec: ImageSpec = {
+        id: li.id, rawConfig: li.rawConfig, diffIds: li.diffIds, chainId: li.chainId, size: li.size,
+        repoDigests: [], parent: '', loadedAt: rfc3339Nano(), desired: 'present',
+      };
+      const status: ImageStatus = { observedGeneration: 0, phase: 'pending', error: '' };
+      try {
+        gen = store.create(KIND.image, li.id, spec, status).generation;
+      } catch (err) {
+        if (!isCode(err, 'AlreadyExists')) throw err;
+        gen = store.get<ImageSpec, ImageStatus>(KIND.image, li.id)?.generation ?? 0;
+      }
+    } else if (cur.status.phase === 'failed') {
+      // Layers may be back now: ask the reconciler to look again.
+      gen = store.updateSpec<ImageSpec, ImageStatus>(KIND.image, li.id, (s) => ({ ...s })).generation;
+    } else {
+      gen = cur.generation;
+    }
+    const settled = (r: ImageResource | undefined) =>
+      !r || r.spec.desired === 'removed' || r.status.phase === 'ready' || (r.status.phase === 'failed' && r.status.observedGeneration >= gen);
+    await store.waitFor<ImageSpec, ImageStatus>(KIND.image, li.id, settled, { timeoutMs, signal });
+    const r = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
+    if (!r || r.spec.desired === 'removed') throw internal(`image ${li.id} was removed while it was being added`);
+    if (r.status.phase === 'failed') throw internal(r.status.error || `image ${li.id} could not be added`);
+    if (r.status.phase !== 'ready') throw unavailable(`timed out waiting for image ${li.id}`);
+    return r;
+  }
+
+  /** Point a tag at an image; returns the image it pointed at before when that was another one. */
+  function setTag(fullName: string, imageId: string): string | undefined {
+    return store.transaction((tx) => {
+      const prev = tx.get<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName);
+      if (prev) {
+        if (prev.spec.imageId === imageId) return undefined;
+        tx.updateSpec<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName, () => ({ imageId }));
+        return prev.spec.imageId;
+      }
+      tx.create<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName, { imageId }, {});
+      return undefined;
+    });
+  }
+
+  async function load(req: Req, reply: FastifyReply): Promise<void> {
+    const quiet = qBool(queryOf(req), 'quiet', true);
+    await runJsonLines(reply, async (out) => {
+      out.begin();
+      const progress = quiet ? undefined : (msg: string) => out.write(progressLine(msg));
+      const loaded = await archive.load(req.raw, out.signal, progress);
+      for (const li of loaded) {
+        await ensureImage(li, out.signal);
+        if (li.repoTags.length === 0) {
+          out.stream(`Loaded image ID: ${li.id}\n`);
+          continue;
+        }
+        for (const tag of li.repoTags) {
+          const previous = setTag(tag, li.id);
+          if (previous) out.stream(`The image ${familiarName(tag)} already exists, renaming the old one with ID ${previous} to empty string\n`);
+          out.stream(`Loaded image: ${familiarName(tag)}\n`);
+        }
+      }
+    });
+  }
+
+  async function importRootfs(req: Req, reply: FastifyReply): Promise<void> {
+    const q = queryOf(req);
+    const src = qStr(q, 'fromSrc');
+    if (src !== '-') throw notImplemented('importing from a URL is not supported');
+    const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
+    await runJsonLines(
+      reply,
+      async (out) => {
+        const opts = { changes: qList(q, 'changes'), message: qStr(q, 'message') ?? '', platform: qStr(q, 'platform') || undefined };
+        const li = await archive.importRootfs(req.raw, opts, out.signal);
+        await ensureImage(li, out.signal);
+        if (target) setTag(target, li.id);
+        out.status(li.id);
+      },
+      { errorsBeforeStartAsHttp: true },
+    );
+  }
+
+  async function save(reply: FastifyReply, names: string[]): Promise<void> {
+    const images = collectForSave(store, names);
+    const abort = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+    const body = archive.save(images, abort.signal);
+    reply.header('content-type', 'application/x-tar');
+    await reply.send(body);
+  }
+
+  function inspect(req: Req, name: string): Record<string, unknown> {
+    const img = resolveImage(store, name);
+    return inspectView(store, img, { apiVersion: apiVersionNumber(req), graphDriver: graphDriver(img) });
+  }
+
+  function history(name: string): unknown[] {
+    const img = resolveImage(store, name);
+    const cfg = imageConfig(img);
+    const entries = cfg.history ?? [];
+    const out = entries.map((h) => {
+      return {
+        Id: '<missing>',
+        Created: h.created ? Math.floor(Date.parse(h.created) / 1000) || 0 : 0,
+        CreatedBy: h.created_by ?? '',
+        Tags: null as string[] | null,
+        Size: 0,
+        Comment: h.comment ?? '',
+      };
+    });
+    out.reverse();
+    if (out.length === 0) out.push({ Id: '<missing>', Created: 0, CreatedBy: '', Tags: null, Size: 0, Comment: '' });
+    out[0].Id = img.name;
+    out[0].Size = img.spec.size;
+    const tags = repoTagsOf(store, img.name);
+    out[0].Tags = tags.length ? tags : null;
+    return out;
+  }
+
+  async function tag(req: Req, reply: FastifyReply, name: string): Promise<void> {
+    const q = queryOf(req);
+    const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
+    if (!target) throw invalidArgument('repository name must have at least one component');
+    if (familiarRepository(target) === 'sha256') throw invalidArgument('refusing to create an ambiguous tag using digest algorithm as name');
+    let img: ImageResource;
+    try {
+      img = resolveImage(store, name);
+    } catch (err) {
+      if (err instanceof EngineError && err.code === 'InvalidArgument') throw notFound(err.message);
+      throw err;
+    }
+    setTag(target, img.name);
+    reply.code(201).send();
+  }
+
+  async function remove(req: Req, name: string): Promise<unknown[]> {
+    const q = queryOf(req);
+    const plan = planImageDelete(store, name, qBool(q, 'force'));
+    applyImageDelete(store, plan);
+    if (plan.remove) {
+      await store.waitFor(KIND.image, plan.image.name, (r) => !r, { timeoutMs });
+      if (store.get(KIND.image, plan.image.name)) throw unavailable(`timed out waiting for image ${plan.image.name} to be removed`);
+    }
+    return plan.records;
+  }
+
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.get('/images/json', async (req: Req) => {
+      const q = queryOf(req);
+      return listImages(store, {
+        all: qBool(q, 'all'),
+        filters: qStr(q, 'filters') ?? '',
+        digests: qBool(q, 'digests'),
+        sharedSize: apiVersionNumber(req) >= 1.42 && qBool(q, 'shared-size'),
+        apiVersion: apiVersionNumber(req),
+      });
+    });
+
+    app.post('/images/load', (req: Req, reply) => load(req, reply));
+
+    app.post('/images/create', async (req: Req, reply) => {
+      const q = queryOf(req);
+      if (qStr(q, 'fromImage')) {
+        if (deps.pull) return deps.pull(req, reply);
+        return pullNotImplemented(reply);
+      }
+      if (qStr(q, 'fromSrc') === undefined) throw invalidArgument('fromImage or fromSrc is required');
+      return importRootfs(req, reply);
+    });
+
+    app.get('/images/get', async (req: Req, reply) => {
+      const names = qList(queryOf(req), 'names');
+      await save(reply, names);
+    });
+
+    app.get('/images/*', async (req: Req, reply) => {
+      const split = splitImagePath(req.params['*'] ?? '', ['json', 'history', 'get']);
+      if (!split) throw pageNotFound();
+      switch (split.action) {
+        case 'json':
+          return inspect(req, split.name);
+        case 'history':
+          return history(split.name);
+        default:
+          return save(reply, [split.name]);
+      }
+    });
+
+    app.post('/images/*', async (req: Req, reply) => {
+      const split = splitImagePath(req.params['*'] ?? '', ['tag', 'push']);
+      if (!split) throw pageNotFound();
+      if (split.action === 'tag') return tag(req, reply, split.name);
+      if (deps.push) return deps.push(req, reply, split.name);
+      throw notImplemented('pushing images is not supported yet');
+    });
+
+    app.delete('/images/*', async (req: Req) => remove(req, req.params['*'] ?? ''));
+  };
+}
+
+function pageNotFound(): Error {
+  return notFound('page not found');
+}
+
+/** Until the distribution area exists: the CLI shows the in-band error and fails the pull. */
+async function pullNotImplemented(reply: FastifyReply): Promise<void> {
+  await runJsonLines(reply, async () => {
+    throw notImplemented('pulling images is not supported by this daemon yet');
+  });
+}
+
+/** `repo`/`tag` query pair → full normalised `name:tag` (moby's RepoTagReference); undefined when repo is empty. */
+export function repoTagReference(repo: string, tag: string): string | undefined {
+  if (!repo) return undefined;
+  const ref = parseReference(repo);
+  if (ref.digest) throw invalidArgument('cannot import digest reference');
+  if (tag) return formatReference(withTag(ref, tag));
+  return formatReference({ ...ref, tag: ref.tag ?? 'latest' });
+}
+
+/** The images and tags `docker save` names select, the way the reference daemon picks them. */
+export function collectForSave(store: ImageStore, names: string[]): SaveImage[] {
+  const byId = new Map<string, SaveImage>();
+  const add = (img: ImageResource, tag?: string) => {
+    let e = byId.get(img.name);
+    if (!e) {
+      e = { id: img.name, rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId, repoTags: [] };
+      byId.set(img.name, e);
+    }
+    if (tag && !e.repoTags.includes(tag)) e.repoTags.push(tag);
+  };
+  for (const name of names) {
+    const hex = name.startsWith('sha256:') ? name.slice(7) : name;
+    if (/^[a-f0-9]+$/.test(hex) && (name.startsWith('sha256:') || hex.length === 64)) {
+      add(resolveImage(store, name));
+      continue;
+    }
+    const ref = parseReference(name);
+    if (ref.tag === undefined && ref.digest === undefined) {
+      // A bare repository name saves every tag of that repository.
+      const repo = repositoryName(ref);
+      const tags = store.list<ReferenceSpec, ReferenceStatus>(KIND.reference).filter((r) => {
+        try {
+          return repositoryName(parseReference(r.name)) === repo;
+        } catch {
+          return false;
+        }
+      });
+      let any = false;
+      for (const t of tags) {
+        const img = findImage(store, t.spec.imageId);
+        if (img) {
+          add(img, t.name);
+          any = true;
+        }
+      }
+      if (!any) add(resolveImage(store, name));
+      continue;
+    }
+    const img = resolveImage(store, name);
+    add(img, ref.digest ? undefined : formatReference(ref));
+  }
+  return [...byId.values()];
+}
+
+/** Driver progress text → a JSON-lines message ("Loading layer 0123456789ab" is drawn per layer). */
+function progressLine(msg: string): Parameters<JsonLinesWriter['write']>[0] {
+  const m = /^(.*?)\s+([0-9a-f]{12})$/.exec(msg);
+  if (m) return { status: m[1], progressDetail: {}, id: m[2] };
+  return { stream: msg.endsWith('\n') ? msg : `${msg}\n` };
+}

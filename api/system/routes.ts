@@ -1,0 +1,198 @@
+// System routes: ping, version, info, data usage, and the swarm-mode answers of a node that is not
+// in a swarm.
+import { arch, release } from 'node:os';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { unavailable } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ApiStore } from '../containers/store.ts';
+import type { SystemInfoPort } from '../ports.ts';
+import { isUsable } from '../images/resolve.ts';
+import { apiVersionNumber, qList, queryOf } from '../images/query.ts';
+import { repoDigestsOf, repoTagsOf, summaryView } from '../images/views.ts';
+import { defaultInfo } from './info-defaults.ts';
+
+export interface VersionInfo {
+  version: string;
+  apiVersion: string;
+  minApiVersion: string;
+  gitCommit: string;
+  goVersion?: string;
+  buildTime?: string;
+}
+
+export interface SystemRouteDeps {
+  store: ApiStore;
+  info: SystemInfoPort;
+  versionInfo: VersionInfo;
+  experimental: boolean;
+}
+
+const NOT_A_MANAGER =
+  'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
+
+const GO_ARCH: Record<string, string> = { x64: 'amd64', ia32: '386', arm64: 'arm64', arm: 'arm', s390x: 's390x', ppc64: 'ppc64le', riscv64: 'riscv64' };
+
+type Counts = { Containers: number; ContainersRunning: number; ContainersPaused: number; ContainersStopped: number; Images: number };
+
+export function liveCounts(store: ApiStore): Counts {
+  const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+  let running = 0;
+  let paused = 0;
+  for (const c of containers) {
+    const phase = c.status?.phase;
+    if (phase === 'paused') paused++;
+    else if (phase === 'running' || phase === 'restarting') running++;
+  }
+  return {
+    Containers: containers.length,
+    ContainersRunning: running,
+    ContainersPaused: paused,
+    ContainersStopped: containers.length - running - paused,
+    Images: store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable).length,
+  };
+}
+
+export function systemRoutes(deps: SystemRouteDeps) {
+  const { store, versionInfo } = deps;
+  const experimental = deps.experimental;
+
+  function pingHeaders(reply: FastifyReply): void {
+    reply.header('Api-Version', versionInfo.apiVersion);
+    reply.header('Builder-Version', '1');
+    reply.header('Docker-Experimental', String(experimental));
+    reply.header('Swarm', 'inactive');
+    reply.header('Cache-Control', 'no-cache, no-store, must-revalidate');
+    reply.header('Pragma', 'no-cache');
+    reply.header('Content-Type', 'text/plain; charset=utf-8');
+  }
+
+  async function version(): Promise<Record<string, unknown>> {
+    const goVersion = versionInfo.goVersion ?? `node${process.versions.node}`;
+    const osArch = GO_ARCH[arch()] ?? arch();
+    const kernel = release();
+    const buildTime = versionInfo.buildTime ?? '';
+    let components: Awaited<ReturnType<SystemInfoPort['components']>> = [];
+    try {
+      components = await deps.info.components();
+    } catch {
+      // component versions are informative only
+    }
+    return {
+      Platform: { Name: 'Engine' },
+      Components: [
+        {
+          Name: 'Engine',
+          Version: versionInfo.version,
+          Details: {
+            ApiVersion: versionInfo.apiVersion,
+            Arch: osArch,
+            BuildTime: buildTime,
+            Experimental: String(experimental),
+            GitCommit: versionInfo.gitCommit,
+            GoVersion: goVersion,
+            KernelVersion: kernel,
+            MinAPIVersion: versionInfo.minApiVersion,
+            Os: 'linux',
+          },
+        },
+        ...components,
+      ],
+      Version: versionInfo.version,
+      ApiVersion: versionInfo.apiVersion,
+      MinAPIVersion: versionInfo.minApiVersion,
+      GitCommit: versionInfo.gitCommit,
+      GoVersion: goVersion,
+      Os: 'linux',
+      Arch: osArch,
+      KernelVersion: kernel,
+      Experimental: experimental,
+      BuildTime: buildTime,
+    };
+  }
+
+  async function info(): Promise<Record<string, unknown>> {
+    const machine = await deps.info.info();
+    return {
+      ...defaultInfo(),
+      ...machine,
+      ...liveCounts(store),
+      ServerVersion: versionInfo.version,
+      ExperimentalBuild: experimental,
+      SystemTime: new Date().toISOString(),
+    };
+  }
+
+  function dataUsage(req: FastifyRequest): Record<string, unknown> {
+    const types = new Set(qList(queryOf(req), 'type'));
+    const want = (t: string) => types.size === 0 || types.has(t);
+    const apiVersion = apiVersionNumber(req);
+    const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+    const images = store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable);
+    const out: Record<string, unknown> = {};
+    if (want('image')) {
+      out.LayersSize = images.reduce((n, i) => n + i.spec.size, 0);
+      out.Images = images.map((img) =>
+        summaryView(img, {
+          apiVersion,
+          repoTags: repoTagsOf(store, img.name),
+          repoDigests: repoDigestsOf(img),
+          containers: containers.filter((c) => c.spec.imageId === img.name).length,
+          sharedSize: 0,
+        }),
+      );
+    }
+    if (want('container')) {
+      out.Containers = containers.map((c) => ({
+        Id: c.name,
+        Names: [c.spec.name],
+        Image: c.spec.config?.Image ?? '',
+        ImageID: c.spec.imageId,
+        Command: [c.spec.path, ...(c.spec.args ?? [])].join(' '),
+        Created: Math.floor(Date.parse(c.spec.created) / 1000) || 0,
+        State: c.status?.phase ?? 'created',
+        Status: '',
+        SizeRw: 0,
+        SizeRootFs: 0,
+        Labels: c.spec.config?.Labels ?? {},
+        Mounts: [],
+      }));
+    }
+    if (want('volume')) out.Volumes = [];
+    if (want('build-cache')) out.BuildCache = [];
+    return out;
+  }
+
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.route({
+      method: 'GET',
+      url: '/_ping',
+      exposeHeadRoute: false,
+      handler: async (_req, reply) => {
+        pingHeaders(reply);
+        reply.send('OK');
+      },
+    });
+    app.head('/_ping', async (_req, reply) => {
+      pingHeaders(reply);
+      reply.header('Content-Length', '0');
+      reply.send();
+    });
+
+    app.get('/version', version);
+    app.get('/info', info);
+    app.get('/system/df', async (req) => dataUsage(req));
+
+    const notManager = async () => {
+      throw unavailable(NOT_A_MANAGER);
+    };
+    app.post('/swarm/leave', async () => {
+      throw unavailable('This node is not part of a swarm');
+    });
+    for (const area of ['swarm', 'nodes', 'services', 'tasks', 'secrets', 'configs']) {
+      for (const url of [`/${area}`, `/${area}/*`]) {
+        app.route({ method: ['GET', 'POST', 'DELETE', 'PUT'], url, handler: notManager });
+      }
+    }
+  };
+}

@@ -1,0 +1,216 @@
+// The overlay2 graph driver, laid out like the reference daemon's:
+//   <home>/<id>/diff    the layer's own files (overlay upper of RW layers)
+//   <home>/<id>/link    the short name of this layer under <home>/l/
+//   <home>/<id>/lower   "l/<short>:l/<short>..." of every layer below, nearest first
+//   <home>/<id>/work, merged
+//   <home>/l/<short> -> ../<id>/diff, so lowerdir options stay short enough for one page.
+import { randomBytes } from 'node:crypto';
+import { readFileSync, readlinkSync, statfsSync } from 'node:fs';
+import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { failedPrecondition, notFound } from '../../lib/errors.ts';
+import { isMountPoint, MNT_DETACH, mount, mountWithCwd, umount } from '../sys/syscalls.ts';
+import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
+import type { GraphDriver } from './graph-driver.ts';
+import type { ChangeEntry } from './types.ts';
+
+const LINK_DIR = 'l';
+const PAGE = 4096;
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+/** 26 random base32 characters, as the reference daemon names its short links. */
+function shortId(): string {
+  const b = randomBytes(26);
+  let s = '';
+  for (const x of b) s += BASE32[x & 31];
+  return s;
+}
+
+const FS_NAMES: Record<number, string> = {
+  0xef53: 'extfs', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x01021994: 'tmpfs', 0x794c7630: 'overlayfs',
+  0x2fc12fc1: 'zfs', 0xf2f52010: 'f2fs', 0x6969: 'nfs', 0x65735546: 'fuse',
+};
+
+function readParam(name: string): string | null {
+  try {
+    return readFileSync(`/sys/module/overlay/parameters/${name}`, 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+export class Overlay2Driver implements GraphDriver {
+  readonly name = 'overlay2';
+  readonly whiteouts = 'overlay';
+  private readonly home: string;
+  private readonly log: Logger;
+  private backingFs = 'unknown';
+
+  constructor(home: string, log: Logger) {
+    this.home = resolve(home);
+    this.log = log;
+  }
+
+  async init(): Promise<void> {
+    const fsList = await readFile('/proc/filesystems', 'utf8').catch(() => '');
+    if (!/\toverlay$/m.test(fsList)) throw failedPrecondition('error initializing graphdriver: driver not supported: overlay2');
+    await mkdir(join(this.home, LINK_DIR), { recursive: true, mode: 0o700 });
+    const type = statfsSync(this.home).type;
+    this.backingFs = FS_NAMES[type] ?? `<unknown> (0x${type.toString(16)})`;
+    if (this.backingFs === 'overlayfs') throw failedPrecondition('error initializing graphdriver: overlay2 is not supported over overlayfs');
+    // Links whose layer is gone (crash between the two removals) are dropped.
+    for (const name of await readdir(join(this.home, LINK_DIR))) {
+      const target = await readlink(join(this.home, LINK_DIR, name)).catch(() => null);
+      const id = target?.split('/')[1];
+      if (!id || !(await readFile(join(this.home, id, 'link'), 'utf8').catch(() => null))) {
+        await rm(join(this.home, LINK_DIR, name), { force: true });
+      }
+    }
+  }
+
+  status(): Array<[string, string]> {
+    return [
+      ['Backing Filesystem', this.backingFs],
+      ['Supports d_type', 'true'],
+      ['Using metacopy', readParam('metacopy') === 'Y' ? 'true' : 'false'],
+      ['Native Overlay Diff', 'true'],
+      ['userxattr', 'false'],
+    ];
+  }
+
+  private dir(id: string): string {
+    return join(this.home, id);
+  }
+
+  unpackDir(id: string): string {
+    return join(this.dir(id), 'diff');
+  }
+
+  async create(id: string, parent: string | null): Promise<void> {
+    const dir = this.dir(id);
+    await mkdir(dir, { mode: 0o710 });
+    await mkdir(join(dir, 'diff'), { mode: 0o755 });
+    const link = shortId();
+    await symlink(join('..', id, 'diff'), join(this.home, LINK_DIR, link));
+    await writeFile(join(dir, 'link'), link);
+    if (parent === null) return;
+    const parentLink = (await readFile(join(this.dir(parent), 'link'), 'utf8')).trim();
+    const parentLower = await readFile(join(this.dir(parent), 'lower'), 'utf8').catch(() => '');
+    const lower = [`${LINK_DIR}/${parentLink}`, ...(parentLower ? parentLower.split(':') : [])].join(':');
+    await writeFile(join(dir, 'lower'), lower);
+    await mkdir(join(dir, 'work'), { mode: 0o700 });
+    await mkdir(join(dir, 'merged'), { mode: 0o700 });
+  }
+
+  async remove(id: string): Promise<void> {
+    const dir = this.dir(id);
+    const merged = join(dir, 'merged');
+    if (await isMountPoint(merged)) await umount(merged, MNT_DETACH);
+    const link = await readFile(join(dir, 'link'), 'utf8').catch(() => null);
+    if (link && /^[A-Z2-7]{26}$/.test(link.trim())) await rm(join(this.home, LINK_DIR, link.trim()), { force: true });
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  private async lowerLinks(id: string): Promise<string[]> {
+    const lower = await readFile(join(this.dir(id), 'lower'), 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return '';
+      throw err;
+    });
+    return lower ? lower.split(':') : [];
+  }
+
+  /** Absolute diff dirs of the layers below `id`, nearest first. */
+  private async lowerDiffs(id: string): Promise<string[]> {
+    const out: string[] = [];
+    for (const l of await this.lowerLinks(id)) {
+      const target = await readlink(join(this.home, l));
+      out.push(resolve(this.home, LINK_DIR, target));
+    }
+    return out;
+  }
+
+  async mount(id: string): Promise<string> {
+    const dir = this.dir(id);
+    const lowers = await this.lowerLinks(id);
+    if (lowers.length === 0) {
+      // Nothing below: the diff dir is the root, as the reference daemon does for a parentless layer.
+      await readFile(join(dir, 'link'), 'utf8').catch(() => {
+        throw notFound(`layer ${id} does not exist`);
+      });
+      return join(dir, 'diff');
+    }
+    const merged = join(dir, 'merged');
+    if (await isMountPoint(merged)) return merged;
+    const indexOff = readParam('index') !== null ? ',index=off' : '';
+    const abs = `lowerdir=${lowers.map((l) => join(this.home, l)).join(':')},upperdir=${join(dir, 'diff')},workdir=${join(dir, 'work')}${indexOff}`;
+    if (abs.length < PAGE - 1) {
+      mount('overlay', merged, 'overlay', 0, abs);
+    } else {
+      // Relative to <home>: "l/<26 chars>" per layer keeps even very deep images under one page.
+      const rel = `lowerdir=${lowers.join(':')},upperdir=${join(id, 'diff')},workdir=${join(id, 'work')}${indexOff}`;
+      if (rel.length >= PAGE - 1) throw failedPrecondition(`too many layers to mount ${id} (${lowers.length})`);
+      await mountWithCwd('overlay', merged, 'overlay', rel, this.home);
+    }
+    this.log.debug({ id, layers: lowers.length }, 'mounted overlay');
+    return merged;
+  }
+
+  async unmount(id: string): Promise<void> {
+    const merged = join(this.dir(id), 'merged');
+    if (!(await isMountPoint(merged))) return;
+    try {
+      await umount(merged);
+    } catch {
+      // Busy: detach so the daemon can carry on; the kernel frees it when the last user goes.
+      await umount(merged, MNT_DETACH);
+    }
+  }
+
+  isMounted(id: string): Promise<boolean> {
+    return isMountPoint(join(this.dir(id), 'merged'));
+  }
+
+  async *diff(id: string): AsyncIterable<Buffer> {
+    const root = this.unpackDir(id);
+    yield* diffTar({ root, entries: walk(root) });
+  }
+
+  async changes(id: string): Promise<ChangeEntry[]> {
+    return overlayChanges(this.unpackDir(id), await this.lowerDiffs(id));
+  }
+
+  diffSize(id: string): Promise<number> {
+    return dirSize(this.unpackDir(id));
+  }
+
+  metadata(id: string): Record<string, string> {
+    const dir = this.dir(id);
+    const out: Record<string, string> = {};
+    let lower = '';
+    try {
+      lower = readFileSync(join(dir, 'lower'), 'utf8');
+    } catch {
+      // parentless layer
+    }
+    if (lower) {
+      const diffs: string[] = [];
+      for (const l of lower.split(':')) {
+        try {
+          diffs.push(resolve(this.home, LINK_DIR, readlinkSync(join(this.home, l))));
+        } catch {
+          // a broken link is reported by mount, not by inspect
+        }
+      }
+      out.LowerDir = diffs.join(':');
+    }
+    out.MergedDir = join(dir, 'merged');
+    out.UpperDir = join(dir, 'diff');
+    out.WorkDir = join(dir, 'work');
+    return out;
+  }
+
+  async list(): Promise<string[]> {
+    return (await readdir(this.home)).filter((n) => n !== LINK_DIR);
+  }
+}

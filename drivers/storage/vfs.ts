@@ -1,0 +1,99 @@
+// The vfs graph driver: every layer is a full copy of its parent (reflinked where the file system
+// can) with its own changes applied; whiteouts are plain deletions. Slow and big, but works on any
+// file system and needs no mounts.
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { internal } from '../../lib/errors.ts';
+import { diffTar, naiveChanges, walk } from './diff-walk.ts';
+import type { WalkEntry } from './diff-walk.ts';
+import type { GraphDriver } from './graph-driver.ts';
+import type { ChangeEntry } from './types.ts';
+
+const run = promisify(execFile);
+
+export class VfsDriver implements GraphDriver {
+  readonly name = 'vfs';
+  readonly whiteouts = 'delete';
+  private readonly home: string;
+
+  constructor(home: string) {
+    this.home = resolve(home);
+  }
+
+  async init(): Promise<void> {
+    await mkdir(join(this.home, 'dir'), { recursive: true, mode: 0o700 });
+  }
+
+  status(): Array<[string, string]> {
+    return [];
+  }
+
+  private dir(id: string): string {
+    return join(this.home, 'dir', id);
+  }
+
+  unpackDir(id: string): string {
+    return this.dir(id);
+  }
+
+  async create(id: string, parent: string | null): Promise<void> {
+    const dir = this.dir(id);
+    await mkdir(dir, { mode: 0o755 });
+    if (parent === null) return;
+    try {
+      await run('cp', ['-a', '--reflink=auto', `${this.dir(parent)}/.`, `${dir}/`]);
+    } catch (err) {
+      throw internal(`vfs: copying layer ${parent}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`, err);
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    await rm(this.dir(id), { recursive: true, force: true });
+  }
+
+  async mount(id: string): Promise<string> {
+    return this.dir(id);
+  }
+
+  async unmount(): Promise<void> {}
+
+  async isMounted(): Promise<boolean> {
+    return false;
+  }
+
+  async *diff(id: string, parent: string | null): AsyncIterable<Buffer> {
+    const root = this.dir(id);
+    const changes = await naiveChanges(root, parent === null ? null : this.dir(parent));
+    const changed = new Set(changes.filter((c) => c.Kind !== 2).map((c) => c.Path.slice(1)));
+    const deleted = changes.filter((c) => c.Kind === 2).map((c) => c.Path.slice(1));
+    async function* entries(): AsyncGenerator<WalkEntry> {
+      for await (const e of walk(root)) if (changed.has(e.rel)) yield e;
+    }
+    yield* diffTar({ root, entries: entries(), deleted });
+  }
+
+  changes(id: string, parent: string | null): Promise<ChangeEntry[]> {
+    return naiveChanges(this.dir(id), parent === null ? null : this.dir(parent));
+  }
+
+  async diffSize(id: string, parent: string | null): Promise<number> {
+    const { lstat } = await import('node:fs/promises');
+    let size = 0;
+    for (const c of await this.changes(id, parent)) {
+      if (c.Kind === 2) continue;
+      const st = await lstat(join(this.dir(id), c.Path));
+      if (st.isFile()) size += st.size;
+    }
+    return size;
+  }
+
+  metadata(): Record<string, string> {
+    return {};
+  }
+
+  async list(): Promise<string[]> {
+    return readdir(join(this.home, 'dir'));
+  }
+}

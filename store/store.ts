@@ -1,0 +1,623 @@
+// The durable resource store: every resource lives in one SQLite table (node:sqlite) and, at the
+// same time, in memory. Reads are served from memory only; writes go to SQLite first and reach
+// memory and watchers only once the transaction has committed.
+//
+// Durability: WAL with synchronous=NORMAL. A commit has been written (write(2)) into the WAL
+// before the call returns, so it survives the process being killed (kill -9, OOM, crash): the
+// bytes are in the kernel's page cache and SQLite recovers the WAL on the next open. What NORMAL
+// gives up is the fsync per commit, i.e. the last commits on power loss or kernel panic. That is
+// the trade the daemon wants: an fsync per write would make every API call cost milliseconds,
+// and after a power loss the reconcilers re-observe the world anyway. `synchronous: 'FULL'`
+// is available for callers that need the stronger guarantee.
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { Logger } from 'pino';
+import { EngineError, conflict, internal, notFound, unavailable } from '../lib/errors.ts';
+import type { Resource, WatchEvent } from './types.ts';
+
+export interface StoreOptions {
+  log?: Logger;
+  /** See the file comment. Default NORMAL. */
+  synchronous?: 'NORMAL' | 'FULL';
+  /** How many recent events `watch(kind, fn, fromRevision)` can replay. Default 4096. */
+  eventHistory?: number;
+}
+
+export interface PutOptions {
+  /** 0: the resource must not exist yet; n > 0: its resourceVersion must be n. */
+  expectedResourceVersion?: number;
+}
+
+export interface WaitForOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export type WatchFn = (ev: WatchEvent) => void;
+
+/** What `transaction(fn)` hands to `fn`: the store itself, whose reads see the pending writes. */
+export type StoreTx = Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'updateStatus' | 'put' | 'delete' | 'revision'>;
+
+interface Entry {
+  res: Resource;
+  specJson: string;
+  statusJson: string;
+  /** SQLite rowid: creation order, kept across restarts. */
+  order: number;
+}
+
+interface Undo {
+  kind: string;
+  name: string;
+  prev: Entry | undefined;
+}
+
+interface Listener {
+  kind: string | null;
+  fn: WatchFn;
+  /** Events at or below this revision were already delivered (or replayed) to this listener. */
+  seen: number;
+  active: boolean;
+}
+
+interface Waiter {
+  check: () => void;
+}
+
+interface Row {
+  rowid: number;
+  kind: string;
+  name: string;
+  spec: string;
+  status: string;
+  generation: number;
+  resource_version: number;
+  created_at: string;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS resources (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  status TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  resource_version INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (kind, name)
+);
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
+`;
+
+export function openStore(path: string, opts: StoreOptions = {}): Store {
+  return new Store(path, opts);
+}
+
+export class Store {
+  private readonly db: DatabaseSync;
+  private readonly log: Logger | undefined;
+  private readonly kinds = new Map<string, Map<string, Entry>>();
+  private readonly listCache = new Map<string, Resource[]>();
+  private rev = 0;
+  private closed = false;
+
+  private readonly stmt: {
+    insert: StatementSync;
+    update: StatementSync;
+    remove: StatementSync;
+    setRev: StatementSync;
+  };
+
+  // Transaction state. Depth 0: no transaction open.
+  private depth = 0;
+  private undo: Undo[] = [];
+  private pending: WatchEvent[] = [];
+
+  // Watch state.
+  private readonly listeners = new Set<Listener>();
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly ring: WatchEvent[];
+  private ringStart = 0;
+  private ringLen = 0;
+  /** Every event with a revision above this is in the ring. */
+  private ringFloor: number;
+  private readonly dispatchQueue: WatchEvent[] = [];
+  private dispatching = false;
+
+  constructor(path: string, opts: StoreOptions = {}) {
+    this.log = opts.log;
+    this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? 4096));
+    const db = new DatabaseSync(path);
+    try {
+      // One daemon per store: its memory is the only view of the data. EXCLUSIVE locking makes a
+      // second process fail at open instead of writing behind our back (the OS drops the lock
+      // when the holder dies, so a killed daemon never blocks its successor).
+      db.exec('PRAGMA locking_mode = EXCLUSIVE');
+      db.exec('PRAGMA busy_timeout = 2000');
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec(`PRAGMA synchronous = ${opts.synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`);
+      db.exec('BEGIN IMMEDIATE');
+      db.exec(SCHEMA);
+      db.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0)`);
+      db.exec('COMMIT');
+    } catch (err) {
+      db.close();
+      if (/locked|busy/i.test(String((err as Error)?.message))) {
+        throw unavailable(`store ${path} is in use by another process`, err);
+      }
+      throw err;
+    }
+    this.db = db;
+    this.stmt = {
+      insert: db.prepare(
+        'INSERT INTO resources (kind, name, spec, status, generation, resource_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      update: db.prepare('UPDATE resources SET spec = ?, status = ?, generation = ?, resource_version = ? WHERE kind = ? AND name = ?'),
+      remove: db.prepare('DELETE FROM resources WHERE kind = ? AND name = ?'),
+      setRev: db.prepare(`UPDATE meta SET value = ? WHERE key = 'revision'`),
+    };
+    this.load();
+    this.ringFloor = this.rev;
+    this.log?.debug({ path, revision: this.rev }, 'store opened');
+  }
+
+  private load(): void {
+    const meta = this.db.prepare(`SELECT value FROM meta WHERE key = 'revision'`).get() as { value: number } | undefined;
+    this.rev = Number(meta?.value ?? 0);
+    const rows = this.db
+      .prepare('SELECT rowid, kind, name, spec, status, generation, resource_version, created_at FROM resources ORDER BY rowid')
+      .all() as unknown as Row[];
+    for (const row of rows) {
+      const res: Resource = deepFreeze({
+        kind: row.kind,
+        name: row.name,
+        spec: JSON.parse(row.spec),
+        status: JSON.parse(row.status),
+        generation: Number(row.generation),
+        resourceVersion: Number(row.resource_version),
+        createdAt: row.created_at,
+      });
+      this.kindMap(row.kind).set(row.name, { res, specJson: row.spec, statusJson: row.status, order: Number(row.rowid) });
+      // A crash can't leave a resource newer than the revision (same transaction), but be safe.
+      if (res.resourceVersion > this.rev) this.rev = res.resourceVersion;
+    }
+  }
+
+  // ---- reads (memory only) ----------------------------------------------------------------
+
+  /** The store's revision: bumped by every committed write (within a transaction, by each pending write). */
+  get revision(): number {
+    return this.rev;
+  }
+
+  get<S, T>(kind: string, name: string): Resource<S, T> | undefined {
+    return this.kinds.get(kind)?.get(name)?.res as Resource<S, T> | undefined;
+  }
+
+  /** All resources of a kind in creation order. Resources are frozen: copy, don't mutate. */
+  list<S, T>(kind: string): Resource<S, T>[] {
+    let cached = this.listCache.get(kind);
+    if (!cached) {
+      const m = this.kinds.get(kind);
+      cached = m ? Array.from(m.values(), (e) => e.res) : [];
+      this.listCache.set(kind, cached);
+    }
+    return cached.slice() as Resource<S, T>[];
+  }
+
+  // ---- writes -----------------------------------------------------------------------------
+
+  create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T> {
+    return this.write(() => {
+      if (this.entry(kind, name)) throw new EngineError('AlreadyExists', `resource ${kind}/${name} already exists`);
+      return this.insert(kind, name, json(spec), json(status)) as Resource<S, T>;
+    });
+  }
+
+  /** Replaces the spec with `mutate(spec)`; bumps generation. No write at all if the spec is unchanged. */
+  updateSpec<S, T>(kind: string, name: string, mutate: (spec: S, current: Resource<S, T>) => S): Resource<S, T> {
+    return this.write(() => {
+      const cur = this.mustEntry(kind, name);
+      const res = cur.res as Resource<S, T>;
+      const specJson = json(mutate(res.spec, res));
+      return this.replace(cur, specJson, cur.statusJson) as Resource<S, T>;
+    });
+  }
+
+  /** Replaces the status with `mutate(status)`; generation unchanged. No write if the status is unchanged. */
+  updateStatus<S, T>(kind: string, name: string, mutate: (status: T, current: Resource<S, T>) => T): Resource<S, T> {
+    return this.write(() => {
+      const cur = this.mustEntry(kind, name);
+      const res = cur.res as Resource<S, T>;
+      const statusJson = json(mutate(res.status, res));
+      return this.replace(cur, cur.specJson, statusJson) as Resource<S, T>;
+    });
+  }
+
+  /** Creates or replaces spec and status, optionally only if the resource is still at `expectedResourceVersion`. */
+  put<S, T>(r: { kind: string; name: string; spec: S; status: T }, opts: PutOptions = {}): Resource<S, T> {
+    return this.write(() => {
+      const cur = this.entry(r.kind, r.name);
+      const expected = opts.expectedResourceVersion;
+      if (expected !== undefined) {
+        if (expected === 0 && cur) throw new EngineError('AlreadyExists', `resource ${r.kind}/${r.name} already exists`);
+        if (expected !== 0 && !cur) throw notFound(`resource ${r.kind}/${r.name} not found`);
+        if (cur && expected !== 0 && cur.res.resourceVersion !== expected) {
+          throw conflict(
+            `resource ${r.kind}/${r.name} has been modified (resourceVersion ${cur.res.resourceVersion}, expected ${expected})`,
+          );
+        }
+      }
+      if (!cur) return this.insert(r.kind, r.name, json(r.spec), json(r.status)) as Resource<S, T>;
+      return this.replace(cur, json(r.spec), json(r.status)) as Resource<S, T>;
+    });
+  }
+
+  delete(kind: string, name: string): boolean {
+    return this.write(() => {
+      const cur = this.entry(kind, name);
+      if (!cur) return false;
+      const revision = this.rev + 1;
+      this.stmt.remove.run(kind, name);
+      this.stmt.setRev.run(revision);
+      this.rev = revision;
+      this.undo.push({ kind, name, prev: cur });
+      this.kinds.get(kind)!.delete(name);
+      this.listCache.delete(kind);
+      this.pending.push({ type: 'delete', revision, kind, name, resource: cur.res });
+      return true;
+    });
+  }
+
+  /**
+   * Runs `fn` in one SQLite transaction. Memory changes are visible to reads inside `fn`;
+   * watchers see the events only after the commit. If `fn` throws, the database, memory and
+   * revision are as before. Nested calls are savepoints. `fn` must be synchronous.
+   */
+  transaction<R>(fn: (tx: StoreTx) => R): R {
+    this.assertOpen();
+    const outer = this.depth === 0;
+    const sp = `sp${this.depth}`;
+    const undoMark = this.undo.length;
+    const eventMark = this.pending.length;
+    const revMark = this.rev;
+    this.db.exec(outer ? 'BEGIN IMMEDIATE' : `SAVEPOINT ${sp}`);
+    this.depth++;
+    let result: R;
+    try {
+      result = fn(this);
+      if (result && typeof (result as { then?: unknown }).then === 'function') {
+        throw internal('store transaction function must be synchronous');
+      }
+    } catch (err) {
+      this.depth--;
+      try {
+        this.db.exec(outer ? 'ROLLBACK' : `ROLLBACK TO ${sp}; RELEASE ${sp}`);
+      } catch (rbErr) {
+        // SQLite may already have rolled back (e.g. after SQLITE_FULL); the first error is the one to report.
+        this.log?.warn({ err: rbErr }, 'store rollback failed');
+      }
+      this.rollbackMemory(undoMark);
+      this.pending.length = eventMark;
+      this.rev = revMark;
+      throw err;
+    }
+    this.depth--;
+    if (!outer) {
+      this.db.exec(`RELEASE ${sp}`);
+      return result;
+    }
+    try {
+      this.db.exec('COMMIT');
+    } catch (err) {
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // COMMIT failures usually roll back by themselves.
+      }
+      this.rollbackMemory(0);
+      this.pending = [];
+      this.rev = revMark;
+      throw err;
+    }
+    const events = this.pending;
+    this.pending = [];
+    this.undo = [];
+    this.publish(events);
+    return result;
+  }
+
+  private write<R>(fn: () => R): R {
+    this.assertOpen();
+    return this.depth > 0 ? fn() : this.transaction(fn);
+  }
+
+  private insert(kind: string, name: string, specJson: string, statusJson: string): Resource {
+    const revision = this.rev + 1;
+    const createdAt = new Date().toISOString();
+    const out = this.stmt.insert.run(kind, name, specJson, statusJson, 1, revision, createdAt);
+    this.stmt.setRev.run(revision);
+    this.rev = revision;
+    const res = freezeResource(kind, name, JSON.parse(specJson), JSON.parse(statusJson), 1, revision, createdAt);
+    this.set(kind, name, { res, specJson, statusJson, order: Number(out.lastInsertRowid) }, undefined);
+    return res;
+  }
+
+  private replace(cur: Entry, specJson: string, statusJson: string): Resource {
+    const specChanged = specJson !== cur.specJson;
+    if (!specChanged && statusJson === cur.statusJson) return cur.res;
+    const { kind, name } = cur.res;
+    const revision = this.rev + 1;
+    const generation = cur.res.generation + (specChanged ? 1 : 0);
+    this.stmt.update.run(specJson, statusJson, generation, revision, kind, name);
+    this.stmt.setRev.run(revision);
+    this.rev = revision;
+    const spec = specChanged ? JSON.parse(specJson) : cur.res.spec;
+    const status = statusJson === cur.statusJson ? cur.res.status : JSON.parse(statusJson);
+    const res = freezeResource(kind, name, spec, status, generation, revision, cur.res.createdAt);
+    this.set(kind, name, { res, specJson, statusJson, order: cur.order }, cur);
+    return res;
+  }
+
+  private set(kind: string, name: string, entry: Entry, prev: Entry | undefined): void {
+    this.undo.push({ kind, name, prev });
+    this.kindMap(kind).set(name, entry);
+    this.listCache.delete(kind);
+    this.pending.push({ type: 'put', revision: entry.res.resourceVersion, kind, name, resource: entry.res });
+  }
+
+  private rollbackMemory(mark: number): void {
+    const reorder = new Set<string>();
+    for (let i = this.undo.length - 1; i >= mark; i--) {
+      const { kind, name, prev } = this.undo[i]!;
+      const m = this.kindMap(kind);
+      if (!prev) m.delete(name);
+      else {
+        if (!m.has(name)) reorder.add(kind);
+        m.set(name, prev);
+      }
+      this.listCache.delete(kind);
+    }
+    this.undo.length = mark;
+    // A resurrected (deleted, then rolled back) entry went to the end of its map: restore creation order.
+    for (const kind of reorder) {
+      const sorted = [...this.kindMap(kind).entries()].sort((a, b) => a[1].order - b[1].order);
+      this.kinds.set(kind, new Map(sorted));
+    }
+  }
+
+  // ---- watch ------------------------------------------------------------------------------
+
+  /**
+   * Calls `fn` for every committed change of `kind` (all kinds when null), in revision order.
+   * With `fromRevision`, first replays the changes after it: from recent history when it still
+   * holds them, otherwise as one synthetic 'put' per current resource (deletes in the gap are
+   * then not seen: compare with your own view, as after any relist).
+   */
+  watch(kind: string | null, fn: WatchFn, fromRevision?: number): () => void {
+    const l: Listener = { kind, fn, seen: this.committedRevision(), active: true };
+    if (fromRevision !== undefined && fromRevision < l.seen) {
+      for (const ev of this.replay(kind, fromRevision)) this.deliver(l, ev);
+      l.seen = this.committedRevision();
+    }
+    this.listeners.add(l);
+    return () => {
+      l.active = false;
+      this.listeners.delete(l);
+    };
+  }
+
+  /**
+   * Resolves with the resource once `predicate` holds for it (undefined: it does not exist): at
+   * once if it already does. On timeout resolves with the current value (re-check the
+   * predicate); on abort rejects with an AbortError. The store being closed resolves too.
+   */
+  waitFor<S, T>(
+    kind: string,
+    name: string,
+    predicate: (r: Resource<S, T> | undefined) => boolean,
+    opts: WaitForOptions = {},
+  ): Promise<Resource<S, T> | undefined> {
+    const { signal, timeoutMs } = opts;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const now = this.get<S, T>(kind, name);
+    if (predicate(now) || this.closed) return Promise.resolve(now);
+    return new Promise((resolve, reject) => {
+      const key = `${kind}\u0000${name}`;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const cleanup = () => {
+        const set = this.waiters.get(key);
+        set?.delete(waiter);
+        if (set?.size === 0) this.waiters.delete(key);
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const waiter: Waiter = {
+        check: () => {
+          const r = this.get<S, T>(kind, name);
+          let ok: boolean;
+          try {
+            ok = this.closed || predicate(r);
+          } catch (err) {
+            cleanup();
+            reject(err);
+            return;
+          }
+          if (ok) {
+            cleanup();
+            resolve(r);
+          }
+        },
+      };
+      const onAbort = () => {
+        cleanup();
+        reject(abortError(signal!));
+      };
+      let set = this.waiters.get(key);
+      if (!set) this.waiters.set(key, (set = new Set()));
+      set.add(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs !== undefined && timeoutMs >= 0 && Number.isFinite(timeoutMs)) {
+        timer = setTimeout(() => {
+          cleanup();
+          resolve(this.get<S, T>(kind, name));
+        }, timeoutMs);
+      }
+    });
+  }
+
+  /** Number of active watch listeners and waiters (for tests and metrics). */
+  get watcherCount(): number {
+    let n = this.listeners.size;
+    for (const s of this.waiters.values()) n += s.size;
+    return n;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    if (this.depth > 0) throw internal('store closed inside a transaction');
+    this.closed = true;
+    this.listeners.clear();
+    for (const set of [...this.waiters.values()]) for (const w of [...set]) w.check();
+    this.waiters.clear();
+    this.db.close();
+    this.log?.debug({ revision: this.rev }, 'store closed');
+  }
+
+  private committedRevision(): number {
+    // Inside a transaction, pending writes have bumped `rev` but nobody has seen them yet.
+    return this.pending.length > 0 ? this.pending[0]!.revision - 1 : this.rev;
+  }
+
+  private replay(kind: string | null, from: number): WatchEvent[] {
+    const match = (k: string) => kind === null || k === kind;
+    if (from >= this.ringFloor) {
+      const out: WatchEvent[] = [];
+      for (let i = 0; i < this.ringLen; i++) {
+        const ev = this.ring[(this.ringStart + i) % this.ring.length]!;
+        if (ev.revision > from && match(ev.kind)) out.push(ev);
+      }
+      return out;
+    }
+    // Pending (uncommitted) writes are not replayed: the listener gets them on commit.
+    const committed = new Map<string, Resource | undefined>();
+    for (const u of this.undo) {
+      const key = `${u.kind}\u0000${u.name}`;
+      if (!committed.has(key)) committed.set(key, u.prev?.res);
+    }
+    const current: Resource[] = [];
+    for (const [k, m] of this.kinds) {
+      if (!match(k)) continue;
+      for (const e of m.values()) {
+        const key = `${k}\u0000${e.res.name}`;
+        if (!committed.has(key)) current.push(e.res);
+      }
+    }
+    for (const r of committed.values()) if (r && match(r.kind)) current.push(r);
+    return current
+      .filter((r) => r.resourceVersion > from)
+      .sort((a, b) => a.resourceVersion - b.resourceVersion)
+      .map((r) => ({ type: 'put', revision: r.resourceVersion, kind: r.kind, name: r.name, resource: r }));
+  }
+
+  private publish(events: WatchEvent[]): void {
+    if (events.length === 0) return;
+    for (const ev of events) this.remember(ev);
+    this.dispatchQueue.push(...events);
+    // A listener that writes triggers publish() again: its events join the queue behind ours
+    // so that every listener still sees revision order.
+    if (this.dispatching) return;
+    this.dispatching = true;
+    try {
+      for (let i = 0; i < this.dispatchQueue.length; i++) {
+        const ev = this.dispatchQueue[i]!;
+        for (const l of [...this.listeners]) {
+          if (l.active && (l.kind === null || l.kind === ev.kind) && ev.revision > l.seen) this.deliver(l, ev);
+        }
+        const set = this.waiters.get(`${ev.kind}\u0000${ev.name}`);
+        if (set) for (const w of [...set]) w.check();
+      }
+    } finally {
+      this.dispatchQueue.length = 0;
+      this.dispatching = false;
+    }
+  }
+
+  private deliver(l: Listener, ev: WatchEvent): void {
+    l.seen = ev.revision;
+    try {
+      l.fn(ev);
+    } catch (err) {
+      this.log?.error({ err, kind: ev.kind, name: ev.name, revision: ev.revision }, 'store watch listener threw');
+    }
+  }
+
+  private remember(ev: WatchEvent): void {
+    const cap = this.ring.length;
+    if (this.ringLen === cap) {
+      this.ringFloor = this.ring[this.ringStart]!.revision;
+      this.ring[this.ringStart] = ev;
+      this.ringStart = (this.ringStart + 1) % cap;
+    } else {
+      this.ring[(this.ringStart + this.ringLen) % cap] = ev;
+      this.ringLen++;
+    }
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------
+
+  private kindMap(kind: string): Map<string, Entry> {
+    let m = this.kinds.get(kind);
+    if (!m) this.kinds.set(kind, (m = new Map()));
+    return m;
+  }
+
+  private entry(kind: string, name: string): Entry | undefined {
+    return this.kinds.get(kind)?.get(name);
+  }
+
+  private mustEntry(kind: string, name: string): Entry {
+    const e = this.entry(kind, name);
+    if (!e) throw notFound(`resource ${kind}/${name} not found`);
+    return e;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw unavailable('store is closed');
+  }
+}
+
+function json(v: unknown): string {
+  const s = JSON.stringify(v);
+  if (s === undefined) throw internal('store: value is not JSON-serialisable (undefined)');
+  return s;
+}
+
+/** Memory keeps its own frozen copy (parsed from the JSON written), never the caller's object. */
+function freezeResource(
+  kind: string,
+  name: string,
+  spec: unknown,
+  status: unknown,
+  generation: number,
+  resourceVersion: number,
+  createdAt: string,
+): Resource {
+  return deepFreeze({ kind, name, spec, status, generation, resourceVersion, createdAt });
+}
+
+function deepFreeze<V>(v: V): V {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
+}
+
+function abortError(signal: AbortSignal): Error {
+  const err = new DOMException('The operation was aborted', 'AbortError');
+  (err as { cause?: unknown }).cause = signal.reason;
+  return err;
+}

@@ -1,0 +1,254 @@
+// `docker run` as people type it: attach, exec, the default bridge, live views, restart
+// policies — with the docker CLI (interactive ones under a pseudo-terminal via script(1)),
+// docker-py's high-level API, dockerode and testcontainers.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { docker, dockerode, pythonDocker, testImages } from './harness/clients.ts';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Run a docker command under a pseudo-terminal, feeding `input` slowly; returns the transcript. */
+async function dockerTty(d: DaemonHandle, args: string[], input: string, timeoutMs = 20_000): Promise<{ code: number | null; out: string }> {
+  const cmd = ['docker', ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
+    env: { ...process.env, DOCKER_HOST: d.dockerHost, TERM: 'xterm' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await sleep(1500);
+  for (const line of input.split('\n').filter(Boolean)) {
+    child.stdin.write(line + '\r');
+    await sleep(400);
+  }
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  clearTimeout(timer);
+  return { code, out };
+}
+
+describe('run, attach, exec, bridge and live views', () => {
+  let d: DaemonHandle;
+  let imgs: Awaited<ReturnType<typeof testImages>>;
+  const dk = async (...args: string[]) => {
+    const r = await docker(d, args);
+    assert.equal(r.code, 0, `docker ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  before(async () => {
+    d = await startDaemon({ bridge: true });
+    imgs = await testImages();
+    await dk('load', '-i', imgs.dockerArchive);
+  });
+  after(async () => {
+    await d?.cleanup();
+  });
+
+  test('docker run --rm prints output and exits with the container code', async () => {
+    const r = await docker(d, ['run', '--rm', '--network', 'none', imgs.tag, 'sh', '-c', 'echo hi; echo oops >&2; exit 7']);
+    assert.equal(r.code, 7, r.stderr);
+    assert.equal(r.stdout, 'hi\n');
+    assert.equal(r.stderr, 'oops\n');
+    const left = await dk('ps', '-aq');
+    assert.equal(left, '');
+  });
+
+  test('docker run with stdin piped (-i)', async () => {
+    const child = spawn('docker', ['run', '--rm', '-i', '--network', 'none', imgs.tag, 'sh', '-c', 'cat; echo done'], { env: { ...process.env, DOCKER_HOST: d.dockerHost } });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stdin.end('from-stdin\n');
+    const code = await new Promise((r) => child.on('close', r));
+    assert.equal(code, 0);
+    assert.equal(out, 'from-stdin\ndone\n');
+  });
+
+  test('docker run -it is interactive', async () => {
+    const r = await dockerTty(d, ['run', '-it', '--rm', '--network', 'none', imgs.tag, 'sh'], 'echo tty-$((6*7))\nexit 3\n');
+    assert.match(r.out, /tty-42/);
+    assert.equal(r.code, 3, r.out);
+  });
+
+  test('a 127 for a missing command', async () => {
+    const r = await docker(d, ['run', '--rm', '--network', 'none', imgs.tag, 'no-such-binary']);
+    assert.equal(r.code, 127, r.stderr);
+  });
+
+  test('exec, exec -it, exec exit codes, top, pause, rename, stats', async () => {
+    await dk('run', '-d', '--name', 'longrun', '--network', 'none', imgs.tag, 'sleep', '300');
+    assert.equal(await dk('exec', 'longrun', 'sh', '-c', 'echo in-exec; id -u'), 'in-exec\n0');
+    assert.equal(await dk('exec', '-u', '1000', 'longrun', 'id', '-u'), '1000');
+    assert.equal(await dk('exec', '-e', 'X=y', '-w', '/tmp', 'longrun', 'sh', '-c', 'echo $X $(pwd)'), 'y /tmp');
+    const failed = await docker(d, ['exec', 'longrun', 'sh', '-c', 'exit 5']);
+    assert.equal(failed.code, 5);
+    const missing = await docker(d, ['exec', 'longrun', 'nope']);
+    assert.ok(missing.code === 126 || missing.code === 127, `exit ${missing.code}`);
+    const tty = await dockerTty(d, ['exec', '-it', 'longrun', 'sh'], 'echo via-$((2+3))\nexit\n');
+    assert.match(tty.out, /via-5/);
+    const top = await dk('top', 'longrun');
+    assert.match(top, /sleep 300/);
+    await dk('pause', 'longrun');
+    assert.match(await dk('ps', '--format', '{{.Status}}', '--filter', 'name=longrun'), /Paused/);
+    await dk('unpause', 'longrun');
+    await dk('rename', 'longrun', 'renamed');
+    const stats = await dk('stats', '--no-stream', '--format', '{{.Name}} {{.MemUsage}}', 'renamed');
+    assert.match(stats, /^renamed \d/);
+    await dk('rm', '-f', 'renamed');
+  });
+
+  test('docker start -a and attach', async () => {
+    await dk('create', '--name', 'att', '--network', 'none', imgs.tag, 'sh', '-c', 'sleep 1; echo attached-out');
+    const r = await docker(d, ['start', '-a', 'att']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'attached-out\n');
+    await dk('rm', 'att');
+  });
+
+  test('docker cp both ways, changes, export', async () => {
+    await dk('run', '-d', '--name', 'files', '--network', 'none', imgs.tag, 'sleep', '300');
+    const dir = mkdtempSync(join(tmpdir(), 'engine-cp-'));
+    try {
+      writeFileSync(join(dir, 'in.txt'), 'hello-cp\n');
+      await dk('cp', join(dir, 'in.txt'), 'files:/tmp/in.txt');
+      assert.equal(await dk('exec', 'files', 'cat', '/tmp/in.txt'), 'hello-cp');
+      await dk('exec', 'files', 'sh', '-c', 'echo back > /tmp/out.txt');
+      await dk('cp', 'files:/tmp/out.txt', join(dir, 'out.txt'));
+      assert.equal(readFileSync(join(dir, 'out.txt'), 'utf8'), 'back\n');
+      const changes = await dk('diff', 'files');
+      assert.match(changes, /A \/tmp\/out.txt/);
+      const bad = await docker(d, ['cp', join(dir, 'in.txt'), 'files:/../../../../tmp/escape-test-engine']);
+      assert.equal(bad.code, 0);
+      assert.throws(() => readFileSync('/tmp/escape-test-engine'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await dk('rm', '-f', 'files');
+    }
+  });
+
+  test('default bridge: address, gateway, outbound to the gateway, release on removal', async () => {
+    const id = await dk('run', '-d', '--name', 'net1', imgs.tag, 'sleep', '300');
+    const ip = await dk('inspect', '-f', '{{.NetworkSettings.IPAddress}}', id);
+    assert.match(ip, /^\d+\.\d+\.\d+\.\d+$/);
+    const gw = await dk('inspect', '-f', '{{.NetworkSettings.Networks.bridge.Gateway}}', id);
+    assert.match(gw, /^\d+\.\d+\.\d+\.1$/);
+    const route = await dk('exec', 'net1', 'ip', 'route');
+    assert.match(route, new RegExp(`default via ${gw.replace(/\./g, '\\.')}`));
+    const ping = await docker(d, ['exec', 'net1', 'ping', '-c', '1', '-W', '2', gw]);
+    assert.equal(ping.code, 0, ping.stdout + ping.stderr);
+    const id2 = await dk('run', '-d', '--name', 'net2', imgs.tag, 'sleep', '300');
+    const ip2 = await dk('inspect', '-f', '{{.NetworkSettings.IPAddress}}', id2);
+    assert.notEqual(ip, ip2);
+    const shared = await dk('run', '--rm', '--network', 'container:net1', imgs.tag, 'sh', '-c', 'ip -4 addr show eth0');
+    assert.match(shared, new RegExp(ip.replace(/\./g, '\\.')));
+    await dk('rm', '-f', 'net1', 'net2');
+  });
+
+  test('restart policies and --rm', async () => {
+    await dk('run', '-d', '--name', 'onfail', '--network', 'none', '--restart', 'on-failure:2', imgs.tag, 'sh', '-c', 'exit 1');
+    for (let i = 0; i < 40; i++) {
+      const s = await dk('inspect', '-f', '{{.RestartCount}} {{.State.Status}}', 'onfail');
+      if (s === '2 exited') break;
+      await sleep(250);
+    }
+    assert.equal(await dk('inspect', '-f', '{{.RestartCount}} {{.State.Status}}', 'onfail'), '2 exited');
+    await dk('rm', 'onfail');
+    await dk('run', '-d', '--name', 'always', '--network', 'none', '--restart', 'always', imgs.tag, 'sleep', '300');
+    await d.restart();
+    for (let i = 0; i < 40; i++) {
+      if ((await dk('inspect', '-f', '{{.State.Status}}', 'always')) === 'running') break;
+      await sleep(250);
+    }
+    assert.equal(await dk('inspect', '-f', '{{.State.Status}}', 'always'), 'running');
+    await dk('rm', '-f', 'always');
+  });
+
+  test('events stream container actions', async () => {
+    const since = Math.floor(Date.now() / 1000) - 1;
+    await dk('run', '--rm', '--network', 'none', '--name', 'ev', imgs.tag, 'true');
+    const until = Math.floor(Date.now() / 1000) + 1;
+    const ev = await dk('events', '--since', String(since), '--until', String(until), '--filter', 'container=ev', '--format', '{{.Action}}');
+    const actions = ev.split('\n');
+    for (const a of ['create', 'start', 'die', 'destroy']) assert.ok(actions.includes(a), `missing ${a} in ${actions}`);
+  });
+
+  test('docker-py high-level: containers.run, exec_run, put/get archive', async () => {
+    const out = await pythonDocker(
+      d,
+      `
+import io, tarfile
+out = client.containers.run('${imgs.tag}', ['sh', '-c', 'echo py-run'], network_mode='none', remove=True)
+c = client.containers.run('${imgs.tag}', ['sleep', '300'], network_mode='none', detach=True)
+code, eo = c.exec_run(['sh', '-c', 'echo exec-py; exit 2'])
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w') as t:
+    data = b'put-data'
+    ti = tarfile.TarInfo('p.txt'); ti.size = len(data)
+    t.addfile(ti, io.BytesIO(data))
+c.put_archive('/tmp', buf.getvalue())
+bits, stat = c.get_archive('/tmp/p.txt')
+raw = b''.join(bits)
+t = tarfile.open(fileobj=io.BytesIO(raw))
+got = t.extractfile('p.txt').read().decode()
+c.remove(force=True)
+print(json.dumps({'out': out.decode(), 'code': code, 'eo': eo.decode(), 'got': got, 'stat': stat['name']}))
+`,
+    );
+    const r = JSON.parse(out);
+    assert.equal(r.out, 'py-run\n');
+    assert.equal(r.code, 2);
+    assert.equal(r.eo, 'exec-py\n');
+    assert.equal(r.got, 'put-data');
+    assert.equal(r.stat, 'p.txt');
+  });
+
+  test('dockerode: run with hijacked attach, exec', async () => {
+    const dd = dockerode(d);
+    const c = await dd.createContainer({ Image: imgs.tag, Cmd: ['sh', '-c', 'sleep 0.5; echo node-out'], HostConfig: { NetworkMode: 'none' }, AttachStdout: true, AttachStderr: true });
+    const stream = await c.attach({ stream: true, stdout: true, stderr: true, hijack: true });
+    let buf = Buffer.alloc(0);
+    stream.on('data', (b: Buffer) => (buf = Buffer.concat([buf, b])));
+    await c.start();
+    const w = await c.wait();
+    await sleep(200);
+    assert.equal(w.StatusCode, 0);
+    assert.equal(buf.subarray(8).toString(), 'node-out\n');
+    await c.remove();
+  });
+
+  test('testcontainers GenericContainer runs a command and reads its logs', async () => {
+    process.env.DOCKER_HOST = d.dockerHost;
+    process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+    const { GenericContainer } = await import('testcontainers');
+    const started = await new GenericContainer(imgs.tag).withCommand(['sh', '-c', 'echo tc-ready; sleep 300']).withNetworkMode('none').start();
+    try {
+      const logs = await started.logs();
+      const text = await new Promise<string>((resolve) => {
+        let acc = '';
+        logs.on('data', (l: Buffer | string) => {
+          acc += l.toString();
+          if (acc.includes('tc-ready')) resolve(acc);
+        });
+        setTimeout(() => resolve(acc), 5000);
+      });
+      assert.match(text, /tc-ready/);
+      const res = await started.exec(['echo', 'tc-exec']);
+      assert.equal(res.output.trim(), 'tc-exec');
+    } finally {
+      await started.stop();
+    }
+  });
+
+  test('the daemon survives garbage on the attach path', async () => {
+    const { stdout } = await run('curl', ['-sS', '--unix-socket', d.socket, '-X', 'POST', '-o', '/dev/null', '-w', '%{http_code}', 'http://x/containers/nope/attach?stream=1']);
+    assert.equal(stdout, '404');
+    assert.equal((await run('curl', ['-sS', '--unix-socket', d.socket, 'http://x/_ping'])).stdout, 'OK');
+  });
+});
