@@ -2,7 +2,7 @@
 // body parsing the way Engine API clients send bodies, and the error table. Areas plug their
 // routes in through `plugins`.
 import type { IncomingMessage } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
 import { installErrorHandling } from './errors.ts';
@@ -50,7 +50,7 @@ export function createApp(opts: AppOptions): FastifyInstance {
 
   const app = Fastify({
     loggerInstance: opts.log,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Streams (wait, logs, events, attach) live as long as they need to.
     requestTimeout: 0,
     connectionTimeout: 0,
@@ -101,7 +101,7 @@ export function createApp(opts: AppOptions): FastifyInstance {
   });
 
   app.addHook('onResponse', async (req, reply) => {
-    req.log.debug({ method: req.method, url: req.raw.originalUrl ?? req.url, status: reply.statusCode }, 'request');
+    req.log.debug({ method: req.method, url: (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url, status: reply.statusCode }, 'request');
   });
 
   installBodyParsers(app);

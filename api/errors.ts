@@ -71,6 +71,11 @@ function zodMessage(issues: unknown[]): string {
   return `${path}${first.message ?? 'invalid value'}`;
 }
 
+/** HTTP status for anything thrown (hand-written responses: upgrade paths). */
+export function errorStatus(err: unknown): number {
+  return toHttpError(err).status;
+}
+
 /** Send an error response, or only log it when the response is already under way (streams, hijack). */
 export function sendError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const { status, message } = toHttpError(err);

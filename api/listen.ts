@@ -2,8 +2,9 @@
 // requests to `app.routing` (so rewriteUrl, hooks and routes are shared) and forwards `upgrade`
 // events to `app.server` when a route area listens for them there (attach, exec).
 import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument, notImplemented } from '../lib/errors.ts';
@@ -73,7 +74,13 @@ export interface Listeners {
 export async function listenAll(
   app: FastifyInstance,
   hosts: string[],
-  opts: { socketGroup?: string; log: Logger; tls?: boolean },
+  opts: {
+    socketGroup?: string;
+    log: Logger;
+    tls?: boolean;
+    /** Handles requests carrying `Upgrade:` (attach, exec start); fastify never sees them. */
+    onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  },
 ): Promise<Listeners> {
   await app.ready();
   const servers: Server[] = [];
@@ -103,7 +110,7 @@ export async function listenAll(
     for (const raw of hosts.length ? hosts : ['']) {
       const addr = parseHost(raw, { tls: opts.tls });
       if (addr.kind === 'fd') throw notImplemented(`socket activation (${raw}) is not supported yet`);
-      const srv = makeServer(app, opts.log, sockets);
+      const srv = makeServer(app, opts.log, sockets, opts.onUpgrade);
       servers.push(srv);
       if (addr.kind === 'unix') {
         removeStale(addr.path);
@@ -128,7 +135,9 @@ export async function listenAll(
   return { close: closeAll, addresses, servers };
 }
 
-function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>): Server {
+type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler): Server {
   const srv = createServer((req, res) => app.routing(req, res));
   srv.requestTimeout = 0;
   srv.keepAliveTimeout = 72_000;
@@ -137,7 +146,16 @@ function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>): Se
     s.on('close', () => sockets.delete(s));
   });
   // Node routes upgrade requests through the normal path unless someone listens for them.
-  if (app.server.listenerCount('upgrade') > 0) {
+  if (onUpgrade) {
+    srv.on('upgrade', (req, socket, head) => {
+      try {
+        onUpgrade(req, socket, head);
+      } catch (err) {
+        log.warn({ err }, 'upgrade handler failed');
+        socket.destroy();
+      }
+    });
+  } else if (app.server.listenerCount('upgrade') > 0) {
     srv.on('upgrade', (req, socket, head) => app.server.emit('upgrade', req, socket, head));
   }
   srv.on('clientError', (err: NodeJS.ErrnoException, socket) => {

@@ -135,7 +135,7 @@ export class Store {
       // second process fail at open instead of writing behind our back (the OS drops the lock
       // when the holder dies, so a killed daemon never blocks its successor).
       db.exec('PRAGMA locking_mode = EXCLUSIVE');
-      db.exec('PRAGMA busy_timeout = 2000');
+      db.exec('PRAGMA busy_timeout = 1000');
       db.exec('PRAGMA journal_mode = WAL');
       db.exec(`PRAGMA synchronous = ${opts.synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`);
       db.exec('BEGIN IMMEDIATE');

@@ -41,6 +41,11 @@ function isSingleReference(tags: string[], digests: string[]): boolean {
   return repos.size <= 1;
 }
 
+/** Every reference (tags and digests) in one repository: deleting by id then takes them all. */
+function isSingleRepository(tags: string[], digests: string[]): boolean {
+  return new Set([...tags, ...digests].map(repoOf)).size <= 1;
+}
+
 function isIdPrefix(id: string, ref: string): boolean {
   return id.startsWith(ref) || id.slice(7).startsWith(ref);
 }
@@ -106,7 +111,7 @@ export function planImageDelete(store: ImageStore, ref: string, force: boolean):
     }
     if (tags.length + digests.length > 0) return plan;
     quiet = true;
-  } else if (isSingleReference(tags, digests)) {
+  } else if (isSingleRepository(tags, digests)) {
     const c = check({ soft: !force, references: false });
     if (c) throw c.err;
     for (const t of tags) plan.records.push({ Untagged: familiarName(t) });

@@ -24,8 +24,12 @@ export interface ImageRouteDeps {
   archive: ImageArchivePort;
   /** How long a handler waits for the image reconciler. */
   waitTimeoutMs?: number;
-  /** Storage driver name and data for inspect's GraphDriver. */
+  /** Storage driver name and data for inspect's GraphDriver (wins over the two below). */
   graphDriver?: (image: ImageResource) => GraphDriverInfo;
+  /** Storage driver data of an image (GraphDriver.Data). */
+  graphDriverData?: (imageId: string) => Record<string, string>;
+  /** The layer store, for the driver name in GraphDriver.Name. */
+  layers?: { driverName: string };
   /** POST /images/create?fromImage=... (pull); answered with an in-band error until provided. */
   pull?: ImageStreamHandler;
   /** POST /images/{name}/push; 501 until provided. */
@@ -48,7 +52,11 @@ export function splitImagePath(path: string, actions: readonly string[]): { name
 export function imageRoutes(deps: ImageRouteDeps) {
   const { store, archive } = deps;
   const timeoutMs = deps.waitTimeoutMs ?? 120_000;
-  const graphDriver = (img: ImageResource) => deps.graphDriver?.(img) ?? DEFAULT_GRAPH_DRIVER;
+  const graphDriver = (img: ImageResource): GraphDriverInfo => {
+    if (deps.graphDriver) return deps.graphDriver(img);
+    const data = deps.graphDriverData?.(img.name);
+    return { Name: deps.layers?.driverName ?? DEFAULT_GRAPH_DRIVER.Name, Data: data && Object.keys(data).length ? data : null };
+  };
 
   /** Create the image record if needed and wait until the reconciler has it ready. */
   async function ensureImage(li: LoadedImage, signal: AbortSignal): Promise<ImageResource> {

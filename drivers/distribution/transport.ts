@@ -68,7 +68,7 @@ export class Transport {
       const secure = tlsConnect({
         socket: raw, servername: r.url.hostname, ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: !tls.skipVerify,
       });
-      options = { host: r.url.hostname, port: r.url.port || 443, path: r.url.pathname + r.url.search, agent: false, createConnection: () => secure };
+      options = { host: r.url.hostname, port: r.url.port || 443, path: r.url.pathname + r.url.search, createConnection: () => secure };
     } else if (r.proxy) {
       const auth = proxyAuth(r.proxy);
       if (auth) headers['Proxy-Authorization'] = auth;
@@ -80,12 +80,13 @@ export class Transport {
         agent: https ? this.httpsAgent(tls) : this.httpAgent,
       };
     }
-    if (https) options.servername = r.url.hostname;
+    if (https && !r.proxy) options.servername = r.url.hostname;
     const body = r.body;
     if (typeof body === 'string' || Buffer.isBuffer(body)) headers['Content-Length'] = String(Buffer.byteLength(body));
 
     return new Promise<HttpResponse>((resolve, reject) => {
-      const req = (https && !r.proxy ? httpsRequest : https ? httpsRequest : httpRequest)({ ...options, method: r.method, headers, signal: r.signal });
+      // Through a tunnel the TLS socket is ours already: plain http.request speaks over it.
+      const req = (https && !r.proxy ? httpsRequest : httpRequest)({ ...options, method: r.method, headers, signal: r.signal });
       let timer: NodeJS.Timeout | undefined;
       if (r.timeoutMs) {
         timer = setTimeout(() => req.destroy(Object.assign(new Error(`net/http: request to ${r.url.host} timed out awaiting headers`), { code: 'ETIMEDOUT' })), r.timeoutMs);

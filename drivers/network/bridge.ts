@@ -58,6 +58,16 @@ export async function inspectBridge(name: string, signal?: AbortSignal): Promise
 
 /** Make the host's bridge match `cfg`, changing only what differs (one `ip -batch` at most). */
 export async function ensureBridge(cfg: BridgeConfig, signal?: AbortSignal): Promise<EnsureBridgeResult> {
+  try {
+    return await ensureBridgeOnce(cfg, signal);
+  } catch (err) {
+    // Someone (the reconciler and a container start, say) created or addressed it at the same time.
+    if (!isCode(err, 'AlreadyExists')) throw err;
+    return ensureBridgeOnce(cfg, signal);
+  }
+}
+
+async function ensureBridgeOnce(cfg: BridgeConfig, signal?: AbortSignal): Promise<EnsureBridgeResult> {
   const want = parseCidr(cfg.address);
   const wantAddr = `${cfg.address.split('/')[0]}/${want.prefixLen}`;
   const state = await inspectBridge(cfg.name, signal);

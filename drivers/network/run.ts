@@ -1,6 +1,6 @@
 // Runs the host's network tools (ip, iptables, nsenter) and translates their failures into the
 // engine's error classes, so callers branch on codes instead of parsing stderr.
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { EngineError, type ErrorCode } from '../../lib/errors.ts';
 
 export interface RunOptions {
@@ -21,25 +21,43 @@ export class CommandError extends EngineError {
   }
 }
 
-export async function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
-  const res = await execa(file, args, {
-    input: opts.input,
-    cancelSignal: opts.signal,
-    timeout: opts.timeoutMs ?? 10_000,
-    reject: false,
-    stripFinalNewline: true,
-    env: { LC_ALL: 'C' },
-    extendEnv: true,
-  });
-  if (!res.failed) return res.stdout;
-  const stderr = String(res.stderr ?? '').trim();
+/**
+ * Run a tool and return its stdout. Plain child_process rather than execa: this sits on the
+ * container start path (veth attach) and the wrapper's per-spawn overhead showed up there.
+ */
+export function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
   const cmd = `${file} ${args.join(' ')}`;
-  if ((res.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
-    throw new CommandError('Unavailable', `${file} is not installed`, stderr, undefined, res.cause);
-  }
-  if (res.isCanceled) throw new CommandError('Canceled', `${cmd}: canceled`, stderr, res.exitCode, res.cause);
-  if (res.timedOut) throw new CommandError('Unavailable', `${cmd}: timed out`, stderr, res.exitCode, res.cause);
-  throw new CommandError(classify(stderr), `${cmd}: ${stderr || `exit code ${res.exitCode}`}`, stderr, res.exitCode);
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C' },
+      signal: opts.signal,
+      timeout: opts.timeoutMs ?? 10_000,
+      killSignal: 'SIGKILL',
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
+    if (opts.input !== undefined) {
+      child.stdin!.on('error', () => {}); // the tool may exit before reading everything
+      child.stdin!.end(opts.input);
+    }
+    let spawnError: NodeJS.ErrnoException | undefined;
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      spawnError = e;
+    });
+    child.on('close', (code, sig) => {
+      const stdout = Buffer.concat(out).toString('utf8').replace(/\n$/, '');
+      const stderr = Buffer.concat(err).toString('utf8').trim();
+      if (spawnError?.code === 'ENOENT') return reject(new CommandError('Unavailable', `${file} is not installed`, stderr, undefined, spawnError));
+      if (spawnError?.name === 'AbortError' || opts.signal?.aborted) return reject(new CommandError('Canceled', `${cmd}: canceled`, stderr, undefined, spawnError));
+      if (spawnError) return reject(new CommandError('Internal', `${cmd}: ${spawnError.message}`, stderr, undefined, spawnError));
+      if (sig) return reject(new CommandError('Unavailable', `${cmd}: killed by ${sig} (timed out?)`, stderr, undefined));
+      if (code === 0) return resolve(stdout);
+      reject(new CommandError(classify(stderr), `${cmd}: ${stderr || `exit code ${code}`}`, stderr, code ?? undefined));
+    });
+  });
 }
 
 function classify(stderr: string): ErrorCode {

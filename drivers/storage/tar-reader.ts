@@ -31,7 +31,7 @@ const BLOCK = 512;
 
 /** Reads exact byte counts from an async iterable of chunks. */
 class ByteReader {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private done = false;
   private readonly it: AsyncIterator<Buffer>;
   constructor(src: AsyncIterable<Buffer>) {

@@ -67,6 +67,11 @@ export interface LayerStore {
   sizeRW(id: string): Promise<number>;
   /** Changes of the RW layer against its parent (docker diff). */
   changesRW(id: string): Promise<ChangeEntry[]>;
+  /**
+   * The RW layer's own changes as a tar (deletions as `.wh.` entries, opaque directories as
+   * `.wh..wh..opq`), ready to applyLayer on the same parent (docker commit).
+   */
+  tarRW?(id: string): Readable;
   /** GraphDriver.Data for inspect (LowerDir, UpperDir, MergedDir, WorkDir for overlay2). */
   metadataRW(id: string): Record<string, string>;
   /** Unmount everything this store mounted (daemon shutdown). */

@@ -158,7 +158,8 @@ class Unpacker {
         const st = await lstatOrNull(src);
         if (!st || st.isDirectory()) throw invalidArgument(`invalid hardlink ${JSON.stringify(h.name)} -> ${JSON.stringify(h.linkname)}`);
         await link(src, target);
-        break;
+        // The inode already carries its metadata; the link entry's own copy must not override it.
+        return;
       }
       case 'symlink':
         await symlink(h.linkname, target);

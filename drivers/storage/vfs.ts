@@ -2,7 +2,7 @@
 // can) with its own changes applied; whiteouts are plain deletions. Slow and big, but works on any
 // file system and needs no mounts.
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { internal } from '../../lib/errors.ts';
@@ -79,7 +79,6 @@ export class VfsDriver implements GraphDriver {
   }
 
   async diffSize(id: string, parent: string | null): Promise<number> {
-    const { lstat } = await import('node:fs/promises');
     let size = 0;
     for (const c of await this.changes(id, parent)) {
       if (c.Kind === 2) continue;

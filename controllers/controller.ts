@@ -1,0 +1,157 @@
+// The controller runner: store watch -> keyed work queue -> reconcile(key).
+// Every put/delete of the controller's kind enqueues the resource name; start-up enqueues every
+// existing resource once (that resync is how restarts and crash recovery converge). Outside
+// triggers (supervisor events, timers) come in through enqueue(). The reconciler gets a key,
+// never an event: it re-reads what it needs.
+import type { Logger } from 'pino';
+import type { Resource, WatchEvent } from '../store/types.ts';
+import { WorkQueue } from './work-queue.ts';
+
+export interface ReconcileContext {
+  /** Aborted only when stop() gives up waiting for in-flight reconciles. */
+  signal: AbortSignal;
+  /** Child logger with `{ controller, key, reconcileId }`. */
+  log: Logger;
+}
+
+export type ReconcileResult = void | { requeueAfter: number };
+
+export interface Reconciler {
+  reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult>;
+}
+
+export interface ControllerStore {
+  watch(kind: string | null, fn: (ev: WatchEvent) => void, fromRevision?: number): () => void;
+  list<S, T>(kind: string): Resource<S, T>[];
+}
+
+export interface ControllerOptions {
+  name: string;
+  kind: string;
+  store: ControllerStore;
+  reconciler: Reconciler;
+  log: Logger;
+  /** Concurrent reconciles (of different keys). Default 4. */
+  workers?: number;
+  /** How long stop() lets in-flight reconciles run before aborting their signal. Default 30 s. */
+  stopTimeoutMs?: number;
+  /** Retry backoff of failed reconciles. Defaults 5 ms .. 60 s. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+/** Thrown by a reconciler when retrying cannot help: logged, not retried. */
+export class TerminalError extends Error {
+  readonly terminal = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TerminalError';
+  }
+}
+
+function isTerminal(err: unknown): boolean {
+  return err instanceof TerminalError || (!!err && typeof err === 'object' && (err as { terminal?: unknown }).terminal === true);
+}
+
+export class Controller {
+  readonly name: string;
+  readonly kind: string;
+  private readonly store: ControllerStore;
+  private readonly reconciler: Reconciler;
+  private readonly log: Logger;
+  private readonly workers: number;
+  private readonly stopTimeoutMs: number;
+  private readonly queue: WorkQueue<string>;
+  private readonly abort = new AbortController();
+  private unwatch: (() => void) | null = null;
+  private loops: Promise<void>[] = [];
+  private started = false;
+  private stopped = false;
+  private seq = 0;
+
+  constructor(opts: ControllerOptions) {
+    this.name = opts.name;
+    this.kind = opts.kind;
+    this.store = opts.store;
+    this.reconciler = opts.reconciler;
+    this.log = opts.log.child({ controller: opts.name });
+    this.workers = Math.max(1, opts.workers ?? 4);
+    this.stopTimeoutMs = opts.stopTimeoutMs ?? 30_000;
+    this.queue = new WorkQueue<string>({ baseDelayMs: opts.baseDelayMs, maxDelayMs: opts.maxDelayMs });
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    // Watch first, then list: a change between the two is seen twice at worst, never missed.
+    this.unwatch = this.store.watch(this.kind, (ev) => this.queue.add(ev.name));
+    const existing = this.store.list(this.kind);
+    for (const r of existing) this.queue.add(r.name);
+    for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
+    this.log.info({ workers: this.workers, resync: existing.length }, 'controller started');
+  }
+
+  /** Queue `key` for reconciling now, or after `afterMs`. Ignored once stopping. */
+  enqueue(key: string, afterMs?: number): void {
+    if (afterMs !== undefined && afterMs > 0) this.queue.addAfter(key, afterMs);
+    else this.queue.add(key);
+  }
+
+  /**
+   * Stops intake and drops waiting keys (the next start-up resyncs them), then lets in-flight
+   * reconciles finish. If they take longer than stopTimeoutMs, their signal is aborted and
+   * stop() returns without waiting further.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unwatch?.();
+    this.unwatch = null;
+    const drained = this.queue.shutdown(false).then(() => Promise.all(this.loops));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), this.stopTimeoutMs);
+    });
+    const late = await Promise.race([drained.then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (late) {
+      this.log.warn({ inFlight: this.queue.inFlight, timeoutMs: this.stopTimeoutMs }, 'reconciles still running at stop; aborting them');
+      this.abort.abort(new Error(`controller ${this.name} stopped`));
+    }
+    this.log.info('controller stopped');
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      try {
+        await this.process(key);
+      } finally {
+        this.queue.done(key);
+      }
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    const reconcileId = ++this.seq;
+    const log = this.log.child({ key, reconcileId });
+    const started = performance.now();
+    try {
+      const res = await this.reconciler.reconcile(key, { signal: this.abort.signal, log });
+      this.queue.forget(key);
+      const after = res && typeof res === 'object' ? res.requeueAfter : undefined;
+      if (after !== undefined && after >= 0) this.queue.addAfter(key, after);
+      log.debug({ ms: Math.round(performance.now() - started), requeueAfter: after }, 'reconciled');
+    } catch (err) {
+      if (isTerminal(err)) {
+        this.queue.forget(key);
+        log.error({ err }, 'reconcile failed permanently');
+        return;
+      }
+      const retries = this.queue.numRequeues(key);
+      this.queue.addRateLimited(key);
+      log[retries >= 5 ? 'error' : 'warn']({ err, retries: retries + 1 }, 'reconcile failed; retrying with backoff');
+    }
+  }
+}

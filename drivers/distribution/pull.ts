@@ -1,0 +1,359 @@
+// Pull: resolve the manifest (mirrors first for docker.io, platform from an index), verify the
+// config, download missing layers in parallel (daemon-wide limit, retries resuming with Range,
+// one download per blob across concurrent pulls), then apply them bottom-up into the layer store.
+import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EngineError, internal, invalidArgument, notFound } from '../../lib/errors.ts';
+import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
+import type { ImageConfigBlob } from '../../store/types.ts';
+import { isRetryable, registryError, RegistryError, type Session } from './client.ts';
+import { rememberBlob, type DistContext, type DownloadEvents, type SharedDownload } from './context.ts';
+import { formatPlatform, isForeign, MANIFEST_ACCEPT, parseManifest, parsePlatform, platformMatches, selectPlatform, type Descriptor, type ImageManifest } from './manifest.ts';
+import { progressLine, shortDigest, statusLine, throttled } from './progress.ts';
+import type { JsonMessage, Platform, PullOptions, PullResult } from './types.ts';
+
+export const sha256 = (b: Buffer | string): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+export interface Resolved {
+  session: Session;
+  /** Digest of what the reference names (the index for a multi-platform tag). */
+  digest: string;
+  manifest: ImageManifest;
+  manifestDigest: string;
+  rawConfig: string;
+  config: ImageConfigBlob;
+}
+
+/** Reference daemon wording for registry answers to a pull. */
+export function translatePullError(err: unknown, ref: Reference): unknown {
+  if (!(err instanceof RegistryError)) return err;
+  const named = formatReference(ref);
+  if (err.has('DENIED', 'UNAUTHORIZED')) {
+    return notFound(`pull access denied for ${familiarRepository(repositoryName(ref))}, repository does not exist or may require 'docker login': ${err.message}`, err);
+  }
+  if (err.has('MANIFEST_UNKNOWN')) return notFound(`manifest for ${familiarName(named)} not found: ${err.message}`, err);
+  if (err.has('NAME_UNKNOWN')) return notFound(`repository ${familiarRepository(repositoryName(ref))} not found: ${err.message}`, err);
+  return err;
+}
+
+export async function fetchManifest(s: Session, path: string, reference: string, signal: AbortSignal): Promise<{ body: Buffer; contentType?: string; digest: string }> {
+  const res = await s.ok('GET', `/v2/${path}/manifests/${reference}`, { headers: { Accept: MANIFEST_ACCEPT }, signal });
+  const body = await res.buffer(4 << 20);
+  const digest = sha256(body);
+  if (reference.includes(':') && reference !== digest) {
+    throw invalidArgument(`manifest verification failed for digest ${reference}`);
+  }
+  return { body, contentType: res.header('content-type'), digest };
+}
+
+export async function fetchBlob(s: Session, path: string, digest: string, signal: AbortSignal): Promise<Buffer> {
+  const res = await s.ok('GET', `/v2/${path}/blobs/${digest}`, { signal, redirect: true });
+  const body = await res.buffer(64 << 20);
+  if (sha256(body) !== digest) throw invalidArgument(`blob ${digest} failed verification: digest mismatch`);
+  return body;
+}
+
+function schema1Error(ref: Reference): Error {
+  return invalidArgument(
+    `[DEPRECATION NOTICE] Docker Image Format v1 and Docker Image manifest version 2, schema 1 support has been removed. ` +
+      `Suggest the author of ${familiarName(formatReference(ref))} to upgrade the image to the OCI Format or Docker Image manifest v2, schema 2. ` +
+      'More information at https://docs.docker.com/go/deprecated-image-specs/',
+  );
+}
+
+/** Resolve ref → one image manifest and its verified config, on one session. */
+export async function resolveImage(s: Session, ref: Reference, want: Platform, explicitPlatform: boolean, signal: AbortSignal): Promise<Resolved> {
+  const top = await fetchManifest(s, ref.path, ref.digest ?? ref.tag ?? 'latest', signal);
+  let parsed = parseManifest(top.contentType, top.body);
+  let manifestDigest = top.digest;
+  if (parsed.kind === 'index') {
+    const pick = selectPlatform(parsed.index, want);
+    const child = await fetchManifest(s, ref.path, pick.digest, signal);
+    parsed = parseManifest(child.contentType ?? pick.mediaType, child.body);
+    manifestDigest = child.digest;
+    if (parsed.kind === 'index') throw invalidArgument('nested manifest lists are not supported');
+  }
+  if (parsed.kind === 'schema1') throw schema1Error(ref);
+  const manifest = parsed.manifest;
+  const rawConfig = (await fetchBlob(s, ref.path, manifest.config.digest, signal)).toString('utf8');
+  let config: ImageConfigBlob;
+  try {
+    config = JSON.parse(rawConfig) as ImageConfigBlob;
+  } catch {
+    throw invalidArgument('invalid image config: not JSON');
+  }
+  const diffIds = config.rootfs?.diff_ids ?? [];
+  if (diffIds.length !== manifest.layers.length) throw invalidArgument('layers from manifest don\'t match image configuration');
+  if (explicitPlatform && config.os && config.architecture) {
+    const actual = { os: config.os, architecture: config.architecture, variant: config.variant };
+    if (!platformMatches(want, actual)) {
+      throw notFound(`image with reference ${familiarName(formatReference(ref))} was found but does not match the specified platform: wanted ${formatPlatform(want)}, actual: ${formatPlatform(actual)}`);
+    }
+  }
+  return { session: s, digest: top.digest, manifest, manifestDigest, rawConfig, config };
+}
+
+/** Open sessions (mirrors first) until one resolves the reference. */
+export async function resolveAnywhere(ctx: DistContext, ref: Reference, auth: PullOptions['auth'], want: Platform, explicitPlatform: boolean, signal: AbortSignal): Promise<Resolved> {
+  let lastErr: unknown;
+  for await (const s of ctx.client.sessions(ref.domain, ref.path, auth, ['pull'], signal, { pull: true })) {
+    if (s instanceof Error) throw translatePullError(lastErr instanceof RegistryError ? lastErr : s, ref);
+    try {
+      return await resolveImage(s, ref, want, explicitPlatform, signal);
+    } catch (err) {
+      if (signal.aborted || !s.endpoint.mirror) throw translatePullError(err, ref);
+      ctx.log.info({ err, mirror: s.endpoint.base.href }, 'mirror failed, trying the next endpoint');
+      lastErr = err;
+    }
+  }
+  throw translatePullError(lastErr ?? internal('no registry endpoint'), ref);
+}
+
+export async function pullImage(ctx: DistContext, refStr: string, opts: PullOptions): Promise<PullResult> {
+  const ref = parseReference(refStr);
+  if (!ref.digest && !ref.tag) ref.tag = 'latest';
+  const explicit = !!opts.platform;
+  const want = opts.platform ? parsePlatform(opts.platform, ctx.platform) : ctx.platform;
+  const emit = (m: JsonMessage) => {
+    try {
+      opts.onProgress(m);
+    } catch {
+      /* a broken progress consumer must not break the pull */
+    }
+  };
+  const signal = opts.signal;
+
+  const r = await resolveAnywhere(ctx, ref, opts.auth, want, explicit, signal);
+  const registry = r.session.endpoint.registry;
+  emit({ status: `Pulling from ${ref.path}`, id: ref.digest ?? ref.tag });
+
+  const diffIds = r.config.rootfs.diff_ids;
+  const chainIds: string[] = [];
+  let parent: string | null = null;
+  for (const d of diffIds) {
+    parent = ctx.layers.chainIdOf(parent, d);
+    chainIds.push(parent);
+  }
+  let have = -1;
+  for (let i = chainIds.length - 1; i >= 0; i--) {
+    if (ctx.layers.has(chainIds[i]!)) {
+      have = i;
+      break;
+    }
+  }
+  const descs = r.manifest.layers;
+  for (let i = 0; i <= have; i++) emit(statusLine(shortDigest(descs[i]!.digest), 'Already exists'));
+  for (let i = have + 1; i < descs.length; i++) emit(statusLine(shortDigest(descs[i]!.digest), 'Pulling fs layer'));
+
+  const local = new AbortController();
+  const onAbort = () => local.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  const handles: Array<{ file: Promise<string>; release(): void } | undefined> = [];
+  try {
+    for (let i = have + 1; i < descs.length; i++) {
+      const d = descs[i]!;
+      const id = shortDigest(d.digest);
+      const events: DownloadEvents = {
+        waiting: () => emit(statusLine(id, 'Waiting')),
+        progress: (cur, total) => emit(progressLine(id, 'Downloading', cur, total)),
+        retrying: (sec) => emit(statusLine(id, `Retrying in ${sec} second${sec === 1 ? '' : 's'}`)),
+        verifying: () => emit(statusLine(id, 'Verifying Checksum')),
+      };
+      const h = attachDownload(ctx, r.session, ref.path, d, events, local.signal);
+      h.file.then(() => emit(statusLine(id, 'Download complete')), () => {});
+      handles[i] = h;
+    }
+    let size = 0;
+    for (let i = 0; i <= have; i++) size += ctx.layers.get(chainIds[i]!)?.size ?? 0;
+    parent = have >= 0 ? chainIds[have]! : null;
+    for (let i = have + 1; i < descs.length; i++) {
+      const d = descs[i]!;
+      const id = shortDigest(d.digest);
+      const file = await handles[i]!.file;
+      const total = (await stat(file)).size;
+      const bar = throttled((cur) => emit(progressLine(id, 'Extracting', cur, total)));
+      let seen = 0;
+      const counter = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          seen += chunk.length;
+          bar.update(seen);
+          cb(null, chunk);
+        },
+      });
+      const src = createReadStream(file);
+      src.on('error', (err) => counter.destroy(err));
+      const info = await ctx.layers.applyLayer(parent, src.pipe(counter), { expectedDiffId: diffIds[i], blobDigest: d.digest, signal: local.signal });
+      if (seen > 0) bar.flush(seen);
+      handles[i]!.release();
+      handles[i] = undefined;
+      if (isForeign(d.mediaType)) ctx.foreign.set(diffIds[i]!, d);
+      size += info.size;
+      parent = info.chainId;
+      emit(statusLine(id, 'Pull complete'));
+    }
+    for (const d of descs) rememberBlob(ctx, d.digest, registry, ref.path);
+    rememberBlob(ctx, r.manifest.config.digest, registry, ref.path);
+    emit({ status: `Digest: ${r.digest}` });
+    return {
+      id: sha256(r.rawConfig),
+      rawConfig: r.rawConfig,
+      diffIds: [...diffIds],
+      chainId: parent,
+      size,
+      repoDigest: `${repositoryName(ref)}@${r.digest}`,
+    };
+  } catch (err) {
+    local.abort(err);
+    throw translatePullError(err, ref);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    for (const h of handles) h?.release();
+  }
+}
+
+/** Join the download of a blob in flight, or start it. Release when the file is no longer needed. */
+function attachDownload(ctx: DistContext, s: Session, path: string, d: Descriptor, events: DownloadEvents, signal: AbortSignal): { file: Promise<string>; release(): void } {
+  let dl = ctx.shared.get(d.digest);
+  if (!dl) {
+    const abort = new AbortController();
+    const file = join(ctx.tmpDir, `engine-pull-${randomBytes(8).toString('hex')}`);
+    const created: SharedDownload = { done: Promise.resolve(''), listeners: new Set(), refs: 0, finished: false, abort };
+    const fan: DownloadEvents = {
+      waiting: () => created.listeners.forEach((l) => l.waiting()),
+      progress: (c, t) => created.listeners.forEach((l) => l.progress(c, t)),
+      retrying: (sec) => created.listeners.forEach((l) => l.retrying(sec)),
+      verifying: () => created.listeners.forEach((l) => l.verifying()),
+    };
+    created.done = downloadBlob(ctx, s, path, d, file, fan, abort.signal).then(
+      () => {
+        created.finished = true;
+        return file;
+      },
+      async (err) => {
+        created.finished = true;
+        if (ctx.shared.get(d.digest) === created) ctx.shared.delete(d.digest);
+        await rm(file, { force: true });
+        throw err;
+      },
+    );
+    created.done.catch(() => {});
+    ctx.shared.set(d.digest, created);
+    dl = created;
+  }
+  const shared = dl;
+  shared.refs++;
+  shared.listeners.add(events);
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    shared.listeners.delete(events);
+    signal.removeEventListener('abort', release);
+    if (--shared.refs > 0) return;
+    if (ctx.shared.get(d.digest) === shared) ctx.shared.delete(d.digest);
+    if (!shared.finished) shared.abort.abort(new EngineError('Canceled', 'download canceled'));
+    shared.done.then((f) => rm(f, { force: true }), () => {});
+  };
+  signal.addEventListener('abort', release, { once: true });
+  const file = new Promise<string>((resolve, reject) => {
+    shared.done.then(resolve, reject);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  file.catch(() => {});
+  return { file, release };
+}
+
+/** Spool one blob to `file`, verifying its digest; retried up to maxDownloadAttempts, resuming with Range. */
+async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descriptor, file: string, ev: DownloadEvents, signal: AbortSignal): Promise<void> {
+  const release = await ctx.downloads.acquire(signal, () => ev.waiting());
+  const fh = await open(file, 'w+');
+  try {
+    let hash: Hash = createHash('sha256');
+    let written = 0;
+    const sources = isForeign(d.mediaType) && d.urls?.length ? [...d.urls, ''] : [''];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await fetchInto(ctx, s, path, d, sources, fh, written, (n, h, resumed) => {
+          if (!resumed) {
+            hash = createHash('sha256');
+            written = 0;
+          }
+          written += n;
+          hash.update(h);
+          return written;
+        }, ev, signal);
+        ev.verifying();
+        const got = `sha256:${hash.digest('hex')}`;
+        if (got !== d.digest) {
+          await fh.truncate(0);
+          written = 0;
+          hash = createHash('sha256');
+          throw Object.assign(new Error(`filesystem layer verification failed for digest ${d.digest}`), { code: 'EDIGEST' });
+        }
+        return;
+      } catch (err) {
+        if (signal.aborted) throw signal.reason ?? err;
+        if (attempt >= ctx.maxDownloadAttempts || !isRetryable(err)) throw err;
+        const delay = ctx.retryDelayMs * attempt;
+        const sec = Math.max(1, Math.ceil(delay / 1000));
+        ctx.log.warn({ err: (err as Error).message, digest: d.digest, attempt }, 'layer download failed, retrying');
+        ev.retrying(sec);
+        await sleep(delay, undefined, { signal });
+      }
+    }
+  } finally {
+    await fh.close();
+    release();
+  }
+}
+
+type Append = (n: number, chunk: Buffer, resumed: boolean) => number;
+
+async function fetchInto(
+  ctx: DistContext, s: Session, path: string, d: Descriptor, sources: string[], fh: import('node:fs/promises').FileHandle,
+  offset: number, append: Append, ev: DownloadEvents, signal: AbortSignal,
+): Promise<void> {
+  let lastErr: unknown;
+  for (const src of sources) {
+    const headers: Record<string, string> = offset > 0 ? { Range: `bytes=${offset}-` } : {};
+    let res;
+    try {
+      res = src
+        ? await ctx.client.send('GET', new URL(src), undefined, headers, undefined, signal)
+        : await s.request('GET', `/v2/${path}/blobs/${d.digest}`, { headers, signal, redirect: true });
+    } catch (err) {
+      lastErr = err;
+      continue;
+    }
+    let resumed = false;
+    if (res.status === 206 && offset > 0) {
+      resumed = true;
+    } else if (res.status === 200) {
+      await fh.truncate(0);
+    } else {
+      lastErr = await registryError(res);
+      continue;
+    }
+    const total = d.size || Number(res.header('content-length') ?? 0) + (resumed ? offset : 0);
+    let pos = resumed ? offset : 0;
+    const bar = throttled((cur) => ev.progress(cur, total));
+    let first = true;
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      await fh.write(chunk, 0, chunk.length, pos);
+      pos = append(chunk.length, chunk, resumed || !first);
+      first = false;
+      bar.update(pos);
+    }
+    if (first && !resumed) append(0, Buffer.alloc(0), false);
+    if (d.size && pos !== d.size) {
+      throw Object.assign(new Error(`unexpected EOF: got ${pos} of ${d.size} bytes of ${d.digest}`), { code: 'ECONNRESET' });
+    }
+    bar.flush(pos);
+    return;
+  }
+  throw lastErr;
+}

@@ -1,0 +1,185 @@
+// How the container reconciler puts a container on its network: allocate (a durable address record,
+// reused across restarts), attach (veth into the running container's namespace), detach (on stop;
+// the address stays), release (on removal; the address becomes free).
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { isCode, notFound, unavailable } from '../../lib/errors.ts';
+import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
+import type { Resource } from '../../store/types.ts';
+import {
+  NETWORK_KIND,
+  type EndpointSettings,
+  type IpamAllocationSpec,
+  type IpamAllocationStatus,
+  type NetworkSpec,
+  type NetworkStatus,
+} from '../../store/network-types.ts';
+import { findNetworkByName } from './default-network.ts';
+import type { NetworkDriverPort, NetworkStore } from './deps.ts';
+
+type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
+type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
+
+export interface ResolvedNetworkMode {
+  kind: 'bridge' | 'host' | 'none' | 'container';
+  /** Key of NetworkSettings.Networks ("bridge", "host", "none"); null for container:<id>. */
+  networkName: string | null;
+  /** For container:<id|name>. */
+  target?: string;
+}
+
+/** "", "default" and "bridge" mean the default bridge (or `none` when the daemon runs with --bridge none). */
+export function resolveNetworkMode(mode: string, opts: { bridgeDisabled?: boolean } = {}): ResolvedNetworkMode {
+  const m = mode || 'default';
+  if (m === 'default' || m === 'bridge') {
+    return opts.bridgeDisabled ? { kind: 'none', networkName: 'none' } : { kind: 'bridge', networkName: 'bridge' };
+  }
+  if (m === 'host') return { kind: 'host', networkName: 'host' };
+  if (m === 'none') return { kind: 'none', networkName: 'none' };
+  if (m.startsWith('container:')) return { kind: 'container', networkName: null, target: m.slice('container:'.length) };
+  throw notFound(`network ${m} not found`);
+}
+
+/** Host end of a container's veth: deterministic, so a repeated attach finds and replaces it. */
+export function hostVethName(containerId: string): string {
+  return `veth${containerId.slice(0, 11)}`;
+}
+
+export class NetworkAttacher {
+  private readonly store: NetworkStore;
+  private readonly driver: Pick<NetworkDriverPort, 'attachContainer' | 'detachContainer' | 'ensureBridge'>;
+  private readonly log: Logger;
+
+  constructor(store: NetworkStore, driver: Pick<NetworkDriverPort, 'attachContainer' | 'detachContainer' | 'ensureBridge'>, log: Logger) {
+    this.store = store;
+    this.driver = driver;
+    this.log = log.child({ component: 'network-attacher' });
+  }
+
+  /** The Networks key for a NetworkMode on this daemon ("bridge", "host", "none"), or null. */
+  networkNameFor(networkMode: string): string | null {
+    return resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') }).networkName;
+  }
+
+  /**
+   * The endpoint a container gets on its network; for the bridge, claims an address durably
+   * (the container's existing claim is reused). null for container:<id> (it shares another's).
+   */
+  async allocate(containerId: string, networkMode: string): Promise<EndpointSettings | null> {
+    const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
+    if (mode.kind === 'container') return null;
+    const net = findNetworkByName(this.store, mode.networkName!);
+    if (!net) throw notFound(`network ${mode.networkName} not found`);
+    if (mode.kind !== 'bridge') return endpoint(net, containerId, null);
+    const alloc = this.store.transaction(() => this.claim(net, containerId));
+    return endpoint(net, containerId, alloc);
+  }
+
+  /** Plug the running container (its pid, or its netns path) into the endpoint's network. */
+  async attach(containerId: string, pid: number | string, ep: EndpointSettings, signal?: AbortSignal): Promise<void> {
+    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
+    if (!net) throw notFound(`network ${ep.NetworkID} not found`);
+    const b = net.spec.bridge;
+    if (net.spec.driver !== 'bridge' || !b) return;
+    const req = {
+      ...(typeof pid === 'number' ? { pid } : { netnsPath: pid }),
+      bridge: b.bridgeName,
+      hostVeth: hostVethName(containerId),
+      ifName: 'eth0',
+      address: `${ep.IPAddress}/${ep.IPPrefixLen}`,
+      gateway: ep.Gateway || undefined,
+      mac: ep.MacAddress,
+      mtu: b.mtu,
+      signal,
+    };
+    const t0 = performance.now();
+    try {
+      await this.driver.attachContainer(req);
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) throw err;
+      // The bridge vanished since the last check: put it back now rather than fail the start.
+      const pool = net.spec.ipam.Config[0]!;
+      await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${pool.Subnet.split('/')[1]}`, mtu: b.mtu }, signal);
+      await this.driver.attachContainer(req);
+    }
+    this.log.debug({ containerId, ip: ep.IPAddress, ms: +(performance.now() - t0).toFixed(1) }, 'container attached');
+  }
+
+  /** Unplug (on stop). The address stays claimed for the next start. */
+  async detach(containerId: string, signal?: AbortSignal): Promise<void> {
+    await this.driver.detachContainer(hostVethName(containerId), signal);
+  }
+
+  /** Free the container's addresses (on removal). */
+  async release(containerId: string): Promise<void> {
+    const mine = this.allocations().filter((a) => a.spec.containerId === containerId);
+    if (mine.length === 0) return;
+    this.store.transaction(() => {
+      for (const a of mine) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+    });
+    this.log.debug({ containerId, addresses: mine.map((a) => a.spec.address) }, 'addresses released');
+  }
+
+  /** Inside a store transaction: the container's valid claim, or a new one on the lowest free address. */
+  private claim(net: NetworkResource, containerId: string): Allocation {
+    const pool = net.spec.ipam.Config[0];
+    if (!pool) throw unavailable(`network ${net.spec.name} has no address pool`);
+    const subnet = parseCidr(pool.Subnet);
+    const range = pool.IPRange ? parseCidr(pool.IPRange) : subnet;
+    const reserved = new Set<number>([subnet.network, subnet.broadcast, parseIpv4(pool.Gateway)]);
+    for (const a of Object.values(pool.AuxiliaryAddresses ?? {})) reserved.add(parseIpv4(a));
+    const usable = (ip: number) => contains(range, ip) && contains(subnet, ip) && !reserved.has(ip);
+
+    const onNet = this.allocations().filter((a) => a.spec.networkId === net.spec.id);
+    const used = new Set<number>();
+    for (const a of onNet) {
+      if (a.spec.containerId !== containerId) {
+        used.add(parseIpv4(a.spec.address));
+        continue;
+      }
+      if (usable(parseIpv4(a.spec.address)) && a.spec.prefixLen === subnet.prefixLen) return a;
+      // Claimed under an older --bip or --fixed-cidr: let it go.
+      this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+    }
+    const first = Math.max(range.network, subnet.network + 1);
+    const last = Math.min(range.broadcast, subnet.broadcast - 1);
+    for (let ip = first; ip <= last; ip++) {
+      if (used.has(ip) || !usable(ip)) continue;
+      const address = formatIpv4(ip);
+      const spec: IpamAllocationSpec = {
+        networkId: net.spec.id,
+        address,
+        prefixLen: subnet.prefixLen,
+        containerId,
+        allocatedAt: new Date().toISOString(),
+      };
+      return this.store.create<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${address}`, spec, {});
+    }
+    throw unavailable(`no available IPv4 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
+  }
+
+  private allocations(): Allocation[] {
+    return this.store.list<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation);
+  }
+}
+
+function endpoint(net: NetworkResource, containerId: string, alloc: Allocation | null): EndpointSettings {
+  const pool = net.spec.ipam.Config[0];
+  const gateway = alloc ? net.spec.bridge?.defaultGateway || pool?.Gateway || '' : '';
+  return {
+    IPAMConfig: null,
+    Links: null,
+    Aliases: null,
+    MacAddress: alloc ? macFromIpv4(alloc.spec.address) : '',
+    DriverOpts: null,
+    NetworkID: net.spec.id,
+    EndpointID: createHash('sha256').update(`${net.spec.id}/${containerId}`).digest('hex'),
+    Gateway: gateway,
+    IPAddress: alloc?.spec.address ?? '',
+    IPPrefixLen: alloc?.spec.prefixLen ?? 0,
+    IPv6Gateway: '',
+    GlobalIPv6Address: '',
+    GlobalIPv6PrefixLen: 0,
+    DNSNames: null,
+  };
+}

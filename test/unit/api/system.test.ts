@@ -1,0 +1,117 @@
+// System routes: ping, version, info (live counts), swarm answers, data usage.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { createApp } from '../../../api/app.ts';
+import { systemRoutes } from '../../../api/system/routes.ts';
+import { KIND } from '../../../store/types.ts';
+import { FakeStore } from './fake-store.ts';
+
+function setup() {
+  const store = new FakeStore();
+  const app = createApp({
+    log: pino({ level: 'silent' }),
+    version: { api: '1.47', min: '1.24' },
+    plugins: [
+      systemRoutes({
+        store,
+        info: {
+          info: async () => ({ Driver: 'overlay2', NCPU: 4, MemTotal: 1024, KernelVersion: '6.1.0', Containers: 99 }),
+          components: async () => [{ Name: 'supervisor', Version: '2.0.0' }],
+        },
+        versionInfo: { version: '0.1.0', apiVersion: '1.47', minApiVersion: '1.24', gitCommit: 'abc123' },
+        experimental: false,
+      }),
+    ],
+  });
+  return { store, app };
+}
+
+describe('system routes', () => {
+  test('GET and HEAD /_ping', async () => {
+    const { app } = setup();
+    for (const url of ['/_ping', '/v1.24/_ping']) {
+      const r = await app.inject(url);
+      assert.equal(r.statusCode, 200);
+      assert.equal(r.body, 'OK');
+      assert.equal(r.headers['content-type'], 'text/plain; charset=utf-8');
+      assert.equal(r.headers['api-version'], '1.47');
+      assert.equal(r.headers['builder-version'], '1');
+      assert.equal(r.headers['docker-experimental'], 'false');
+      assert.equal(r.headers.swarm, 'inactive');
+      assert.equal(r.headers['cache-control'], 'no-cache, no-store, must-revalidate');
+      assert.equal(r.headers.pragma, 'no-cache');
+      assert.equal(r.headers.ostype, 'linux');
+    }
+    const h = await app.inject({ method: 'HEAD', url: '/_ping' });
+    assert.equal(h.statusCode, 200);
+    assert.equal(h.body, '');
+    assert.equal(h.headers['content-length'], '0');
+    assert.equal(h.headers['api-version'], '1.47');
+    assert.equal(h.headers.swarm, 'inactive');
+  });
+
+  test('GET /version', async () => {
+    const { app } = setup();
+    const v = (await app.inject('/version')).json();
+    assert.equal(v.ApiVersion, '1.47');
+    assert.equal(v.MinAPIVersion, '1.24');
+    assert.equal(v.Version, '0.1.0');
+    assert.equal(v.Os, 'linux');
+    assert.equal(v.GitCommit, 'abc123');
+    assert.equal(typeof v.Arch, 'string');
+    assert.equal(typeof v.KernelVersion, 'string');
+    assert.equal(v.Platform.Name, 'Engine');
+    assert.equal(v.Components[0].Name, 'Engine');
+    assert.equal(v.Components[0].Details.ApiVersion, '1.47');
+    assert.equal(v.Components[1].Name, 'supervisor');
+  });
+
+  test('GET /info merges machine facts with live counts', async () => {
+    const { app, store } = setup();
+    const phases = ['running', 'running', 'paused', 'exited', 'created'];
+    phases.forEach((phase, i) => store.create(KIND.container, `c${i}`, { imageId: 'sha256:x' }, { phase }));
+    store.create(KIND.image, 'sha256:a', { desired: 'present' }, { phase: 'ready' });
+    store.create(KIND.image, 'sha256:b', { desired: 'present' }, { phase: 'pending' });
+    const info = (await app.inject('/info')).json();
+    assert.equal(info.Containers, 5);
+    assert.equal(info.ContainersRunning, 2);
+    assert.equal(info.ContainersPaused, 1);
+    assert.equal(info.ContainersStopped, 2);
+    assert.equal(info.Images, 1);
+    assert.equal(info.Driver, 'overlay2');
+    assert.equal(info.NCPU, 4);
+    assert.equal(info.ServerVersion, '0.1.0');
+    assert.equal(info.Swarm.LocalNodeState, 'inactive');
+    assert.equal(info.OSType, 'linux');
+    assert.ok(Array.isArray(info.DriverStatus));
+    assert.equal(typeof info.RegistryConfig.IndexConfigs, 'object');
+    assert.equal(typeof info.Runtimes, 'object');
+    assert.equal(typeof info.SystemTime, 'string');
+  });
+
+  test('swarm routes are 503 not a manager', async () => {
+    const { app } = setup();
+    for (const [method, url] of [['GET', '/swarm'], ['GET', '/v1.47/nodes'], ['POST', '/services/create'], ['GET', '/tasks/x'], ['POST', '/swarm/init']] as const) {
+      const r = await app.inject({ method, url });
+      assert.equal(r.statusCode, 503, url);
+      assert.match(r.json().message, /^This node is not a swarm manager\./);
+    }
+    const leave = await app.inject({ method: 'POST', url: '/swarm/leave' });
+    assert.equal(leave.statusCode, 503);
+    assert.equal(leave.json().message, 'This node is not part of a swarm');
+  });
+
+  test('GET /system/df', async () => {
+    const { app, store } = setup();
+    store.create(KIND.image, 'sha256:a', { desired: 'present', rawConfig: '{}', diffIds: [], size: 10, repoDigests: [], parent: '' }, { phase: 'ready' });
+    const df = (await app.inject('/system/df')).json();
+    assert.equal(df.LayersSize, 10);
+    assert.equal(df.Images.length, 1);
+    assert.deepEqual(df.Containers, []);
+    assert.deepEqual(df.Volumes, []);
+    assert.deepEqual(df.BuildCache, []);
+    const only = (await app.inject('/system/df?type=volume')).json();
+    assert.deepEqual(Object.keys(only), ['Volumes']);
+  });
+});

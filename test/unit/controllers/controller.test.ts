@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { Controller, TerminalError, type ReconcileContext, type ReconcileResult } from '../../../controllers/controller.ts';
+import { Manager } from '../../../controllers/manager.ts';
+import { openStore, type Store } from '../../../store/store.ts';
+import { fakeLog } from './fake-log.ts';
+
+let dir: string;
+let store: Store;
+const controllers: Controller[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'engine-ctl-'));
+  store = openStore(join(dir, 'engine.db'));
+});
+afterEach(async () => {
+  for (const c of controllers.splice(0)) await c.stop();
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Fn = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult>;
+
+function makeController(fn: Fn, opts: { workers?: number; stopTimeoutMs?: number } = {}) {
+  const log = fakeLog();
+  const c = new Controller({ name: 'test', kind: 'thing', store, reconciler: { reconcile: fn }, log, baseDelayMs: 2, maxDelayMs: 20, ...opts });
+  controllers.push(c);
+  return { c, log };
+}
+
+async function until(cond: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(2);
+  }
+}
+
+/** A reconciler that copies spec.want into status.have: assert the end state, not call order. */
+function converge(): Fn {
+  return async (key) => {
+    const r = store.get<{ want: number }, { have: number; observedGeneration: number }>('thing', key);
+    if (!r) return;
+    await sleep(1);
+    store.updateStatus<{ want: number }, { have: number; observedGeneration: number }>('thing', key, (s) => ({
+      ...s,
+      have: r.spec.want,
+      observedGeneration: r.generation,
+    }));
+  };
+}
+
+describe('Controller', () => {
+  test('resyncs existing resources on start and follows store changes', async () => {
+    for (let i = 0; i < 10; i++) store.create('thing', `t${i}`, { want: i }, { have: -1, observedGeneration: 0 });
+    store.create('other-kind', 'x', {}, {});
+    const seen = new Set<string>();
+    const inner = converge();
+    const { c } = makeController(async (key, ctx) => {
+      seen.add(key);
+      return inner(key, ctx);
+    });
+    await c.start();
+    const done = () => store.list<{ want: number }, { have: number }>('thing').every((r) => r.status.have === r.spec.want);
+    await until(done);
+    assert.ok(!seen.has('x'));
+    store.updateSpec<{ want: number }, unknown>('thing', 't3', () => ({ want: 33 }));
+    store.create('thing', 'new', { want: 7 }, { have: -1, observedGeneration: 0 });
+    await until(() => done() && store.list('thing').length === 11);
+    const t3 = await store.waitFor<{ want: number }, { observedGeneration: number }>(
+      'thing',
+      't3',
+      (r) => (r?.status.observedGeneration ?? 0) >= 2,
+      { timeoutMs: 2000 },
+    );
+    assert.equal(t3?.status.observedGeneration, 2);
+  });
+
+  test('the same key is never reconciled concurrently; different keys are', async () => {
+    const active = new Set<string>();
+    let overlaps = 0;
+    let maxParallel = 0;
+    const { c } = makeController(
+      async (key) => {
+        if (active.has(key)) overlaps++;
+        active.add(key);
+        maxParallel = Math.max(maxParallel, active.size);
+        await sleep(5);
+        active.delete(key);
+      },
+      { workers: 4 },
+    );
+    await c.start();
+    for (let round = 0; round < 5; round++) {
+      for (const k of ['a', 'b', 'c']) c.enqueue(k);
+      await sleep(2);
+    }
+    await sleep(50);
+    assert.equal(overlaps, 0);
+    assert.ok(maxParallel > 1);
+  });
+
+  test('requeueAfter runs the key again later', async () => {
+    store.create('thing', 'poll', {}, {});
+    let runs = 0;
+    const { c } = makeController(async () => {
+      runs++;
+      return runs < 3 ? { requeueAfter: 5 } : undefined;
+    });
+    await c.start();
+    await until(() => runs >= 3);
+    await sleep(30);
+    assert.equal(runs, 3);
+  });
+
+  test('errors are logged and retried with backoff until success; terminal errors are not retried', async () => {
+    store.create('thing', 'flaky', {}, {});
+    store.create('thing', 'hopeless', {}, {});
+    let flaky = 0;
+    let hopeless = 0;
+    const { c, log } = makeController(async (key) => {
+      if (key === 'hopeless') {
+        hopeless++;
+        throw new TerminalError('cannot ever work');
+      }
+      if (++flaky < 4) throw new Error(`transient ${flaky}`);
+    });
+    await c.start();
+    await until(() => flaky >= 4);
+    await sleep(40);
+    assert.equal(flaky, 4, 'no retry after success');
+    assert.equal(hopeless, 1);
+    const failures = log.lines.filter((l) => /retrying/.test(l.msg ?? ''));
+    assert.equal(failures.length, 3);
+    assert.equal(failures[0]!.bindings.controller, 'test');
+    assert.equal(failures[0]!.bindings.key, 'flaky');
+    assert.ok(log.lines.some((l) => l.level === 'error' && l.bindings.key === 'hopeless'));
+  });
+
+  test('enqueue with a delay (outside triggers)', async () => {
+    const runs: string[] = [];
+    const { c } = makeController(async (key) => {
+      runs.push(key);
+    });
+    await c.start();
+    c.enqueue('timer', 15);
+    await sleep(5);
+    assert.deepEqual(runs, []);
+    await until(() => runs.length === 1);
+    assert.deepEqual(runs, ['timer']);
+  });
+
+  test('stop lets in-flight reconciles finish and takes no more work', async () => {
+    let finished = 0;
+    let started = 0;
+    const { c } = makeController(async () => {
+      started++;
+      await sleep(20);
+      finished++;
+    });
+    await c.start();
+    c.enqueue('a');
+    await until(() => started === 1);
+    await c.stop();
+    assert.equal(finished, 1);
+    c.enqueue('b');
+    store.create('thing', 'c', {}, {});
+    await sleep(10);
+    assert.equal(started, 1);
+  });
+
+  test('stop aborts the signal of reconciles that outlive the stop timeout', async () => {
+    let aborted = false;
+    const { c } = makeController(
+      (_key, ctx) =>
+        new Promise<void>((resolve) => {
+          ctx.signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve();
+          });
+        }),
+      { stopTimeoutMs: 20 },
+    );
+    await c.start();
+    c.enqueue('stuck');
+    await sleep(5);
+    await c.stop();
+    assert.equal(aborted, true);
+  });
+});
+
+describe('Manager', () => {
+  test('starts in order and stops in reverse', async () => {
+    const calls: string[] = [];
+    const m = new Manager();
+    for (const name of ['image', 'container']) {
+      m.add({ name, start: async () => void calls.push(`start ${name}`), stop: async () => void calls.push(`stop ${name}`) });
+    }
+    await m.start();
+    await m.stop();
+    assert.deepEqual(calls, ['start image', 'start container', 'stop container', 'stop image']);
+  });
+
+  test('a failed start stops the ones already started', async () => {
+    const calls: string[] = [];
+    const m = new Manager();
+    m.add({ name: 'a', start: () => void calls.push('start a'), stop: () => void calls.push('stop a') });
+    m.add({
+      name: 'b',
+      start: () => {
+        throw new Error('b broke');
+      },
+      stop: () => void calls.push('stop b'),
+    });
+    await assert.rejects(m.start(), /b broke/);
+    assert.deepEqual(calls, ['start a', 'stop a']);
+  });
+
+  test('runs real controllers against the store', async () => {
+    const m = new Manager();
+    const { c } = makeController(converge());
+    m.add(c);
+    store.create('thing', 'x', { want: 5 }, { have: 0, observedGeneration: 0 });
+    await m.start();
+    const r = await store.waitFor<{ want: number }, { have: number }>('thing', 'x', (r) => r?.status.have === 5, { timeoutMs: 2000 });
+    assert.equal(r?.status.have, 5);
+    await m.stop();
+  });
+});

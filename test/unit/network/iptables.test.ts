@@ -1,0 +1,105 @@
+// The engine's chains and a bridge's rules, in chains with a test prefix and a test bridge name,
+// so nothing here touches the host's own rules (the jumps into our chains are removed after).
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { BridgeDriver } from '../../../drivers/network/bridge-driver.ts';
+import { chainNames, Iptables } from '../../../drivers/network/iptables.ts';
+import { purgeIptables, sh, silentLog, suffix } from './helpers.ts';
+
+const S = suffix();
+const PREFIX = `ENT${S.toUpperCase()}`;
+const BR = `entest${S}`;
+const SUBNET = '10.213.2.0/24';
+const C = chainNames(PREFIX);
+const ALL_CHAINS = [C.engine, C.isolation1, C.isolation2, C.user];
+
+after(async () => {
+  await purgeIptables([BR, PREFIX], ALL_CHAINS);
+});
+
+async function lines(table: string, needles = [BR, PREFIX]): Promise<string[]> {
+  const out = await sh('iptables', ['-w', '-t', table, '-S']);
+  return out.split('\n').filter((l) => needles.some((n) => l.includes(n)));
+}
+
+test('ensureIptables lays out chains and rules like the reference daemon, idempotently, and removes them', async () => {
+  const driver = new BridgeDriver({ log: silentLog });
+  const cfg = { chainPrefix: PREFIX, bridge: BR, subnet: SUBNET, icc: true, ipMasq: true, userlandProxy: true };
+  assert.ok((await driver.ensureIptables(cfg)) > 0);
+
+  const filter = await lines('filter');
+  for (const want of [
+    `-N ${C.engine}`,
+    `-N ${C.isolation1}`,
+    `-N ${C.isolation2}`,
+    `-N ${C.user}`,
+    `-A FORWARD -j ${C.user}`,
+    `-A FORWARD -j ${C.isolation1}`,
+    `-A FORWARD -o ${BR} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+    `-A FORWARD -o ${BR} -j ${C.engine}`,
+    `-A FORWARD -i ${BR} ! -o ${BR} -j ACCEPT`,
+    `-A FORWARD -i ${BR} -o ${BR} -j ACCEPT`,
+    `-A ${C.isolation1} -i ${BR} ! -o ${BR} -j ${C.isolation2}`,
+    `-A ${C.isolation1} -j RETURN`,
+    `-A ${C.isolation2} -o ${BR} -j DROP`,
+    `-A ${C.isolation2} -j RETURN`,
+    `-A ${C.user} -j RETURN`,
+  ]) {
+    assert.ok(filter.includes(want), `filter has: ${want}\n${filter.join('\n')}`);
+  }
+  // USER first, then isolation, before our per-bridge rules.
+  const fwd = filter.filter((l) => l.startsWith('-A FORWARD'));
+  assert.equal(fwd[0], `-A FORWARD -j ${C.user}`);
+  assert.equal(fwd[1], `-A FORWARD -j ${C.isolation1}`);
+  // Bridge rule before RETURN in the isolation chains.
+  const iso1 = filter.filter((l) => l.startsWith(`-A ${C.isolation1} `));
+  assert.deepEqual(iso1, [`-A ${C.isolation1} -i ${BR} ! -o ${BR} -j ${C.isolation2}`, `-A ${C.isolation1} -j RETURN`]);
+
+  const nat = await lines('nat');
+  for (const want of [
+    `-N ${C.engine}`,
+    `-A PREROUTING -m addrtype --dst-type LOCAL -j ${C.engine}`,
+    `-A OUTPUT ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j ${C.engine}`,
+    `-A POSTROUTING -s ${SUBNET} ! -o ${BR} -j MASQUERADE`,
+    `-A ${C.engine} -i ${BR} -j RETURN`,
+  ]) {
+    assert.ok(nat.includes(want), `nat has: ${want}\n${nat.join('\n')}`);
+  }
+
+  // Everything is spelled as iptables -S prints it: a second pass changes nothing.
+  assert.equal(await driver.ensureIptables(cfg), 0);
+  assert.deepEqual(await lines('filter'), filter);
+  assert.deepEqual(await lines('nat'), nat);
+
+  // A deleted rule comes back.
+  await sh('iptables', ['-w', '-t', 'nat', '-D', 'POSTROUTING', '-s', SUBNET, '!', '-o', BR, '-j', 'MASQUERADE']);
+  assert.equal(await driver.ensureIptables(cfg), 1);
+  assert.ok((await lines('nat')).includes(`-A POSTROUTING -s ${SUBNET} ! -o ${BR} -j MASQUERADE`));
+
+  // icc off flips the verdict; ip-masq off drops the masquerade; userland-proxy off widens OUTPUT.
+  await driver.ensureIptables({ ...cfg, icc: false, ipMasq: false, userlandProxy: false });
+  const f2 = await lines('filter');
+  assert.ok(f2.includes(`-A FORWARD -i ${BR} -o ${BR} -j DROP`));
+  assert.ok(!f2.includes(`-A FORWARD -i ${BR} -o ${BR} -j ACCEPT`));
+  const n2 = await lines('nat');
+  assert.ok(!n2.some((l) => l.includes('MASQUERADE')));
+  assert.ok(n2.includes(`-A OUTPUT -m addrtype --dst-type LOCAL -j ${C.engine}`));
+  assert.ok(!n2.includes(`-A OUTPUT ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j ${C.engine}`));
+
+  // Removing the bridge's rules leaves the chains; removing the chains leaves nothing of ours.
+  await driver.removeIptables(cfg, { chains: false });
+  assert.deepEqual(await lines('filter', [BR]), []);
+  assert.deepEqual(await lines('nat', [BR]), []);
+  assert.ok((await lines('filter')).includes(`-N ${C.user}`));
+  await driver.removeIptables(cfg, { chains: true });
+  assert.deepEqual(await lines('filter'), []);
+  assert.deepEqual(await lines('nat'), []);
+  // And again: nothing to remove is fine.
+  await driver.removeIptables(cfg, { chains: true });
+});
+
+test('Iptables.exists distinguishes missing rules and missing chains from errors', async () => {
+  const ipt = new Iptables();
+  assert.equal(await ipt.exists({ table: 'filter', chain: `${PREFIX}-NOPE`, args: ['-j', 'RETURN'] }), false);
+  assert.equal(await ipt.exists({ table: 'filter', chain: 'FORWARD', args: ['-j', `${PREFIX}-NOPE`] }), false);
+});
