@@ -151,7 +151,8 @@ export class AttachSession {
     this.unsub?.();
     this.unsub = null;
     this.sock.end();
-    this.sock.destroySoon?.();
+    const sock = this.sock;
+    setTimeout(() => sock.destroy(), 5000).unref();
     this.resolveDone();
   }
 

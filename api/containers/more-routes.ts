@@ -128,8 +128,9 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       res.on('close', () => (closed = true));
       let prev: Record<string, unknown> | null = null;
       while (!closed) {
-        const { s, raw } = await sample(prev).catch(() => ({ s: empty, raw: null }));
-        prev = raw;
+        const got: { s: unknown; raw: Record<string, unknown> | null } = await sample(prev).catch(() => ({ s: empty, raw: null }));
+        prev = got.raw;
+        const s = got.s;
         res.write(JSON.stringify(s) + '\n');
         await new Promise((r) => setTimeout(r, 1000));
       }

@@ -177,7 +177,7 @@ export class RegistryClient {
 
   async send(method: string, url: URL, ep: Endpoint | undefined, headers: Record<string, string>, body: Buffer | string | Readable | undefined, signal: AbortSignal): Promise<HttpResponse> {
     const sameHost = ep && url.host === ep.base.host;
-    const tls = sameHost ? ep.tls : await loadTlsFiles(this.ctx.certsDir, url.host);
+    const tls: TlsSettings = sameHost ? ep.tls : await loadTlsFiles(this.ctx.certsDir, url.host);
     if (!sameHost && url.protocol === 'https:' && (await this.ctx.insecure.matches(url.host))) tls.skipVerify = true;
     try {
       return await this.ctx.transport.send({ method, url, headers, body, signal, tls, proxy: proxyFor(url, this.ctx.proxies), timeoutMs: this.ctx.timeoutMs });

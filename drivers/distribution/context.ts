@@ -42,6 +42,8 @@ export interface DistContext {
   blobRepos: Map<string, Set<string>>;
   /** diff id → the foreign descriptor it was pulled from. */
   foreign: Map<string, Descriptor>;
+  /** diff id → the gzip blob a push produced for a layer stored uncompressed. */
+  compressed: Map<string, { digest: string; size: number }>;
 }
 
 export function rememberBlob(ctx: DistContext, digest: string, registry: string, path: string): void {

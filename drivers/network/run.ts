@@ -32,9 +32,14 @@ export function run(file: string, args: readonly string[], opts: RunOptions = {}
       stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, LC_ALL: 'C' },
       signal: opts.signal,
-      timeout: opts.timeoutMs ?? 10_000,
       killSignal: 'SIGKILL',
     });
+    // Our own timer: spawn's `timeout` outlives a failed spawn (ENOENT) and holds the loop open.
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, opts.timeoutMs ?? 10_000);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout!.on('data', (b: Buffer) => out.push(b));
@@ -48,12 +53,14 @@ export function run(file: string, args: readonly string[], opts: RunOptions = {}
       spawnError = e;
     });
     child.on('close', (code, sig) => {
+      clearTimeout(timer);
       const stdout = Buffer.concat(out).toString('utf8').replace(/\n$/, '');
       const stderr = Buffer.concat(err).toString('utf8').trim();
       if (spawnError?.code === 'ENOENT') return reject(new CommandError('Unavailable', `${file} is not installed`, stderr, undefined, spawnError));
       if (spawnError?.name === 'AbortError' || opts.signal?.aborted) return reject(new CommandError('Canceled', `${cmd}: canceled`, stderr, undefined, spawnError));
       if (spawnError) return reject(new CommandError('Internal', `${cmd}: ${spawnError.message}`, stderr, undefined, spawnError));
-      if (sig) return reject(new CommandError('Unavailable', `${cmd}: killed by ${sig} (timed out?)`, stderr, undefined));
+      if (timedOut) return reject(new CommandError('Unavailable', `${cmd}: timed out after ${opts.timeoutMs ?? 10_000} ms`, stderr, undefined));
+      if (sig) return reject(new CommandError('Internal', `${cmd}: killed by ${sig}`, stderr, undefined));
       if (code === 0) return resolve(stdout);
       reject(new CommandError(classify(stderr), `${cmd}: ${stderr || `exit code ${code}`}`, stderr, code ?? undefined));
     });

@@ -20,6 +20,9 @@ import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
 type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 
+/** What attach needs of an endpoint (the container record keeps at least this much). */
+export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'>;
+
 export interface ResolvedNetworkMode {
   kind: 'bridge' | 'host' | 'none' | 'container';
   /** Key of NetworkSettings.Networks ("bridge", "host", "none"); null for container:<id>. */
@@ -62,21 +65,29 @@ export class NetworkAttacher {
   }
 
   /**
-   * The endpoint a container gets on its network; for the bridge, claims an address durably
-   * (the container's existing claim is reused). null for container:<id> (it shares another's).
+   * The container's bridge endpoint, its address claimed durably (an existing claim is reused).
+   * null for host, none and container:<id>, which need no address and no attach; their
+   * NetworkSettings entry is `endpointFor`.
    */
   async allocate(containerId: string, networkMode: string): Promise<EndpointSettings | null> {
     const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
-    if (mode.kind === 'container') return null;
-    const net = findNetworkByName(this.store, mode.networkName!);
-    if (!net) throw notFound(`network ${mode.networkName} not found`);
-    if (mode.kind !== 'bridge') return endpoint(net, containerId, null);
+    if (mode.kind !== 'bridge') return null;
+    const net = findNetworkByName(this.store, 'bridge');
+    if (!net) throw notFound('network bridge not found');
     const alloc = this.store.transaction(() => this.claim(net, containerId));
     return endpoint(net, containerId, alloc);
   }
 
+  /** The NetworkSettings.Networks entry for host and none (NetworkID, EndpointID, no address); null otherwise. */
+  endpointFor(containerId: string, networkMode: string): EndpointSettings | null {
+    const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
+    if (mode.kind !== 'host' && mode.kind !== 'none') return null;
+    const net = findNetworkByName(this.store, mode.networkName!);
+    return net ? endpoint(net, containerId, null) : null;
+  }
+
   /** Plug the running container (its pid, or its netns path) into the endpoint's network. */
-  async attach(containerId: string, pid: number | string, ep: EndpointSettings, signal?: AbortSignal): Promise<void> {
+  async attach(containerId: string, pid: number | string, ep: AttachEndpoint, signal?: AbortSignal): Promise<void> {
     const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
     if (!net) throw notFound(`network ${ep.NetworkID} not found`);
     const b = net.spec.bridge;

@@ -154,12 +154,15 @@ test('host, none, container: and unknown network modes', async () => {
   const store = new FakeStore();
   const nets = await ensureDefaultNetwork(store, { bridge: `entest${suffix()}`, bip: '10.213.5.1/24' });
   const att = new NetworkAttacher(store, noDriver, silentLog);
-  const h = (await att.allocate(cid(1), 'host'))!;
+  assert.equal(await att.allocate(cid(1), 'host'), null);
+  assert.equal(await att.allocate(cid(1), 'none'), null);
+  const h = att.endpointFor(cid(1), 'host')!;
   assert.equal(h.NetworkID, nets.host.spec.id);
   assert.equal(h.IPAddress, '');
   assert.equal(h.Gateway, '');
   assert.equal(h.MacAddress, '');
-  assert.equal((await att.allocate(cid(1), 'none'))!.NetworkID, nets.none.spec.id);
+  assert.equal(att.endpointFor(cid(1), 'none')!.NetworkID, nets.none.spec.id);
+  assert.equal(att.endpointFor(cid(1), 'default'), null);
   assert.equal(await att.allocate(cid(1), 'container:abc'), null);
   assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 0);
   await assert.rejects(att.allocate(cid(1), 'mynet'), (e) => isCode(e, 'NotFound'));
@@ -172,7 +175,8 @@ test('host, none, container: and unknown network modes', async () => {
   const b = findNetworkByName(store, 'bridge');
   assert.equal(b, undefined);
   assert.equal(att.networkNameFor('default'), 'none');
-  assert.equal((await att.allocate(cid(1), 'default'))!.NetworkID, nets.none.spec.id);
+  assert.equal(await att.allocate(cid(1), 'default'), null);
+  assert.equal(att.endpointFor(cid(1), 'default')!.NetworkID, nets.none.spec.id);
 });
 
 test('claims survive a daemon restart with the real store', async () => {

@@ -1,0 +1,134 @@
+// The per-container /etc/hostname, /etc/hosts and /etc/resolv.conf, written into the
+// container's directory and bind-mounted by the spec.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EtcFiles, SpecContainerConfig, SpecHostConfig } from './types.ts';
+
+export interface HostEtcPaths {
+  hosts: string;
+  resolvConf: string;
+  /** Used when the host's resolv.conf points at systemd-resolved's stub (127.0.0.53). */
+  systemdResolvConf: string;
+}
+
+export const DEFAULT_HOST_ETC: HostEtcPaths = {
+  hosts: '/etc/hosts',
+  resolvConf: '/etc/resolv.conf',
+  systemdResolvConf: '/run/systemd/resolve/resolv.conf',
+};
+
+export const DEFAULT_HOSTS = [
+  '127.0.0.1\tlocalhost',
+  '::1\tlocalhost ip6-localhost ip6-loopback',
+  'fe00::0\tip6-localnet',
+  'ff00::0\tip6-mcastprefix',
+  'ff02::1\tip6-allnodes',
+  'ff02::2\tip6-allrouters',
+].join('\n') + '\n';
+
+const DEFAULT_NAMESERVERS = ['8.8.8.8', '8.8.4.4'];
+
+const readOr = async (p: string, fallback: string) => {
+  try {
+    return await readFile(p, 'utf8');
+  } catch {
+    return fallback;
+  }
+};
+
+/** "name:ip" (or "name=ip"); the IP may itself contain colons (IPv6). */
+function extraHostLines(extra: readonly string[] | null): string {
+  let out = '';
+  for (const e of extra ?? []) {
+    const m = /^([^:=]+)[:=](.+)$/.exec(e);
+    if (!m) continue;
+    const ip = m[2]!.replace(/^\[(.*)\]$/, '$1');
+    out += `${ip}\t${m[1]}\n`;
+  }
+  return out;
+}
+
+interface Resolv {
+  nameservers: string[];
+  search: string[];
+  options: string[];
+}
+
+function parseResolv(text: string): Resolv {
+  const r: Resolv = { nameservers: [], search: [], options: [] };
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[0] === 'nameserver' && f[1]) r.nameservers.push(f[1]);
+    else if ((f[0] === 'search' || f[0] === 'domain') && f.length > 1) r.search = f.slice(1);
+    else if (f[0] === 'options' && f.length > 1) r.options.push(...f.slice(1));
+  }
+  return r;
+}
+
+const isLocalhostNs = (ns: string) => /^127\./.test(ns) || ns === '::1' || ns === '0:0:0:0:0:0:0:1';
+const isIPv6 = (ns: string) => ns.includes(':');
+
+/** The host's resolv.conf with localhost (and, without IPv6 networking, IPv6) nameservers removed. */
+export function filterResolvConf(text: string): string {
+  const kept: string[] = [];
+  let nameservers = 0;
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[0] === 'nameserver' && f[1]) {
+      if (isLocalhostNs(f[1]) || isIPv6(f[1])) continue;
+      nameservers++;
+    }
+    kept.push(line);
+  }
+  let out = kept.join('\n');
+  if (nameservers === 0) {
+    if (out !== '' && !out.endsWith('\n')) out += '\n';
+    out += DEFAULT_NAMESERVERS.map((n) => `nameserver ${n}\n`).join('');
+  }
+  return out;
+}
+
+export function buildResolvConf(dns: readonly string[], search: readonly string[], options: readonly string[]): string {
+  let out = '';
+  if (search.length > 0 && search.join(' ').trim() !== '.') out += `search ${search.join(' ')}\n`;
+  for (const ns of dns) out += `nameserver ${ns}\n`;
+  if (options.length > 0 && options.join(' ').trim() !== '') out += `options ${options.join(' ')}\n`;
+  return out;
+}
+
+async function hostResolvConf(paths: HostEtcPaths): Promise<string> {
+  const text = await readOr(paths.resolvConf, '');
+  const ns = parseResolv(text).nameservers;
+  if (ns.length > 0 && ns.every((n) => n === '127.0.0.53')) {
+    const systemd = await readOr(paths.systemdResolvConf, '');
+    if (systemd) return systemd;
+  }
+  return text;
+}
+
+export async function writeEtcFiles(dir: string, config: SpecContainerConfig, hostConfig: SpecHostConfig, paths: HostEtcPaths = DEFAULT_HOST_ETC): Promise<EtcFiles> {
+  const files: EtcFiles = { hostname: join(dir, 'hostname'), hosts: join(dir, 'hosts'), resolvConf: join(dir, 'resolv.conf') };
+  const hostNet = hostConfig.NetworkMode === 'host';
+
+  const hosts = hostNet ? await readOr(paths.hosts, DEFAULT_HOSTS) : DEFAULT_HOSTS;
+  const hostsText = hosts + (hosts === '' || hosts.endsWith('\n') ? '' : '\n') + extraHostLines(hostConfig.ExtraHosts);
+
+  const raw = await hostResolvConf(paths);
+  let resolv: string;
+  const dns = hostConfig.Dns ?? [];
+  const search = hostConfig.DnsSearch ?? [];
+  const options = hostConfig.DnsOptions ?? [];
+  if (dns.length || search.length || options.length) {
+    const base = parseResolv(hostNet ? raw : filterResolvConf(raw));
+    resolv = buildResolvConf(dns.length ? dns : base.nameservers, search.length ? search : base.search, options.length ? options : base.options);
+  } else {
+    resolv = hostNet ? raw : filterResolvConf(raw);
+  }
+
+  await Promise.all([
+    writeFile(files.hostname, `${config.Hostname}\n`, { mode: 0o644 }),
+    writeFile(files.hosts, hostsText, { mode: 0o644 }),
+    writeFile(files.resolvConf, resolv, { mode: 0o644 }),
+  ]);
+  return files;
+}

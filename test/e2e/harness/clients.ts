@@ -1,0 +1,116 @@
+// Real clients pointed at a test daemon: the docker CLI, dockerode, docker-py, and the test images.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import Docker from 'dockerode';
+import { buildBusyboxImages, type TestImages } from '../../../hack/images/build-busybox.ts';
+import type { DaemonHandle } from './daemon.ts';
+
+export const DOCKER_CLI = '/usr/local/bin/docker';
+/** Debian's python3, where python3-docker is installed (not a pyenv or venv python on PATH). */
+export const PYTHON = '/usr/bin/python3';
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let dockerConfigDir: string | null = null;
+/** An empty DOCKER_CONFIG per test process: no user contexts, credentials or plugins leak in. */
+function dockerConfig(): string {
+  if (!dockerConfigDir) {
+    const dir = mkdtempSync('/tmp/engine-e2e-dockercfg-');
+    dockerConfigDir = dir;
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return dockerConfigDir;
+}
+
+function clientEnv(d: DaemonHandle, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DOCKER_HOST: d.dockerHost, DOCKER_CONFIG: dockerConfig(), DOCKER_CLI_HINTS: 'false', ...extra };
+  for (const k of ['DOCKER_CONTEXT', 'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH', 'DOCKER_API_VERSION']) if (!(k in extra)) delete env[k];
+  return env;
+}
+
+interface SpawnOptions {
+  env: NodeJS.ProcessEnv;
+  input?: string | Buffer;
+  timeoutMs: number;
+}
+
+function runProcess(cmd: string, args: readonly string[], opts: SpawnOptions): Promise<RunResult> {
+  return new Promise((resolveRun, rejectRun) => {
+    const child = spawn(cmd, args, { env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    const timer = setTimeout(() => {
+      err.push(Buffer.from(`\n[harness] ${cmd} timed out after ${opts.timeoutMs} ms, killed\n`));
+      child.kill('SIGKILL');
+    }, opts.timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      rejectRun(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolveRun({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() });
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+export interface DockerOptions {
+  input?: string | Buffer;
+  timeoutMs?: number;
+  env?: Record<string, string>;
+}
+
+/** Runs the stock docker CLI against the daemon. Never rejects on a non-zero exit. */
+export function docker(d: DaemonHandle, args: readonly string[], opts: DockerOptions = {}): Promise<RunResult> {
+  return runProcess(DOCKER_CLI, args, { env: clientEnv(d, opts.env), input: opts.input, timeoutMs: opts.timeoutMs ?? 120_000 });
+}
+
+/** A dockerode client on the daemon's socket. */
+export function dockerode(d: DaemonHandle): Docker {
+  return new Docker({ socketPath: d.socket });
+}
+
+function dedent(s: string): string {
+  const lines = s.replace(/^\n/, '').split('\n');
+  const indents = lines.filter((l) => l.trim()).map((l) => /^ */.exec(l)![0].length);
+  const cut = indents.length ? Math.min(...indents) : 0;
+  return lines.map((l) => l.slice(cut)).join('\n');
+}
+
+/**
+ * Runs a Python snippet with docker-py. In scope: `docker`, `json`, `api` (docker.APIClient) and
+ * `client` (docker.DockerClient), both on the daemon's socket. Resolves to stdout; rejects with
+ * the exit code and stderr when the script fails.
+ */
+export async function pythonDocker(d: DaemonHandle, script: string, opts: { timeoutMs?: number } = {}): Promise<string> {
+  const prelude = [
+    'import json, sys',
+    'import docker',
+    `api = docker.APIClient(base_url=${JSON.stringify(d.dockerHost)}, version='auto', timeout=120)`,
+    `client = docker.DockerClient(base_url=${JSON.stringify(d.dockerHost)}, version='auto', timeout=120)`,
+    '',
+  ].join('\n');
+  const r = await runProcess(PYTHON, ['-'], { env: clientEnv(d), input: prelude + dedent(script) + '\n', timeoutMs: opts.timeoutMs ?? 120_000 });
+  if (r.code !== 0) throw new Error(`python docker script exited ${r.code}:\n${r.stderr}\nstdout:\n${r.stdout}`);
+  return r.stdout;
+}
+
+let images: Promise<TestImages> | null = null;
+/** The busybox test images (built once, cached on disk across runs). */
+export function testImages(): Promise<TestImages> {
+  images ??= buildBusyboxImages().catch((err: unknown) => {
+    images = null;
+    throw err;
+  });
+  return images;
+}
+
+export type { TestImages };

@@ -1,0 +1,338 @@
+// Starts a real engined on private temp roots and socket for one test file, and leaves nothing
+// behind: the daemon, its supervisor and shims, mounts, the default bridge it made, the roots.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = resolve(fileURLToPath(new URL('../../../', import.meta.url)));
+const ENGINED = join(REPO, 'bin', 'engined');
+const DEFAULT_BRIDGE = 'engine0';
+
+export interface StartOptions {
+  /** Extra engined arguments. */
+  args?: string[];
+  /** Give the daemon its default bridge (engine0); without it the daemon runs with --bridge none. */
+  bridge?: boolean;
+  /** Written as the daemon's config file (always a private file, never /etc/engine/daemon.json). */
+  daemonJson?: Record<string, unknown>;
+  /** Extra environment for the daemon. */
+  env?: Record<string, string>;
+  /** How long to wait for /_ping. Default 30 s. */
+  startTimeoutMs?: number;
+}
+
+export interface StopOptions {
+  signal?: NodeJS.Signals;
+  /** After this, SIGKILL. Default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface DaemonHandle {
+  readonly root: string;
+  readonly socket: string;
+  readonly dockerHost: string;
+  readonly dataRoot: string;
+  readonly execRoot: string;
+  readonly pidfile: string;
+  readonly configFile: string;
+  readonly logFile: string;
+  /** PID of the running daemon (changes on restart); 0 when stopped. */
+  readonly pid: number;
+  /** The whole daemon log (all runs). */
+  logs(): string;
+  /** Signals the daemon and waits for it to exit; resolves to its exit code (null if killed by a signal). */
+  stop(opts?: StopOptions): Promise<number | null>;
+  /** Stops the daemon if running (SIGTERM), then starts it again on the same roots. */
+  restart(): Promise<void>;
+  /** Stops everything it started and removes the roots. Safe to call twice. */
+  cleanup(): Promise<void>;
+}
+
+const live = new Set<Handle>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const h of live) h.cleanupSync();
+  });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      for (const h of live) h.cleanupSync();
+      process.kill(process.pid, sig);
+    });
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function tail(text: string, lines = 60): string {
+  return text.split('\n').slice(-lines).join('\n');
+}
+
+function alive(pid: number): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function kill(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+function cmdline(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+function linkExists(name: string): boolean {
+  return existsSync(`/sys/class/net/${name}`);
+}
+
+/** GET /_ping over the unix socket; true on 200 OK. */
+function ping(socket: string, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolvePing) => {
+    const req = request({ socketPath: socket, path: '/_ping', method: 'GET', timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolvePing(res.statusCode === 200 && body === 'OK'));
+      res.on('error', () => resolvePing(false));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolvePing(false));
+    req.end();
+  });
+}
+
+class Handle implements DaemonHandle {
+  readonly root: string;
+  readonly socket: string;
+  readonly dockerHost: string;
+  readonly dataRoot: string;
+  readonly execRoot: string;
+  readonly pidfile: string;
+  readonly configFile: string;
+  readonly logFile: string;
+  private readonly opts: StartOptions;
+  private child: ChildProcess | null = null;
+  private exited: Promise<number | null> = Promise.resolve(null);
+  private cleaned = false;
+  private readonly bridgeExisted: boolean;
+
+  constructor(opts: StartOptions) {
+    this.opts = opts;
+    // Short paths: a unix socket path must fit in 108 bytes, the supervisor's included.
+    mkdirSync('/tmp', { recursive: true });
+    this.root = mkdtempSync('/tmp/engine-e2e-');
+    this.socket = join(this.root, 'engine.sock');
+    this.dockerHost = `unix://${this.socket}`;
+    this.dataRoot = join(this.root, 'data');
+    this.execRoot = join(this.root, 'exec');
+    this.pidfile = join(this.root, 'engine.pid');
+    this.configFile = join(this.root, 'daemon.json');
+    this.logFile = join(this.root, 'daemon.log');
+    this.bridgeExisted = linkExists(DEFAULT_BRIDGE);
+    writeFileSync(this.configFile, JSON.stringify(opts.daemonJson ?? {}, null, 2));
+  }
+
+  get pid(): number {
+    return this.child && this.child.exitCode === null && this.child.signalCode === null ? (this.child.pid ?? 0) : 0;
+  }
+
+  logs(): string {
+    try {
+      return readFileSync(this.logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  async start(): Promise<void> {
+    const args = [
+      '-H', this.dockerHost,
+      '--data-root', this.dataRoot,
+      '--exec-root', this.execRoot,
+      '-p', this.pidfile,
+      '--config-file', this.configFile,
+      '--log-level', 'debug',
+      ...(this.opts.bridge ? [] : ['--bridge', 'none']),
+      ...(this.opts.args ?? []),
+    ];
+    const fd = openSync(this.logFile, 'a');
+    writeFileSync(fd, `\n===== ${new Date().toISOString()} engined ${args.join(' ')}\n`);
+    const child = spawn(ENGINED, args, {
+      cwd: REPO,
+      env: { ...process.env, ...this.opts.env },
+      stdio: ['ignore', fd, fd],
+    });
+    closeSync(fd);
+    this.child = child;
+    this.exited = new Promise((resolveExit) => {
+      child.once('exit', (code) => resolveExit(code));
+      child.once('error', () => resolveExit(null));
+    });
+    let gone = false;
+    void this.exited.then(() => (gone = true));
+
+    const deadline = Date.now() + (this.opts.startTimeoutMs ?? 30_000);
+    while (Date.now() < deadline) {
+      if (gone) throw new Error(`engined exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${tail(this.logs())}`);
+      if (existsSync(this.socket) && (await ping(this.socket))) return;
+      await sleep(100);
+    }
+    throw new Error(`engined did not answer /_ping on ${this.socket} within ${this.opts.startTimeoutMs ?? 30_000} ms; log tail:\n${tail(this.logs())}`);
+  }
+
+  async stop(opts: StopOptions = {}): Promise<number | null> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
+    kill(child.pid!, opts.signal ?? 'SIGTERM');
+    const timeout = opts.timeoutMs ?? 30_000;
+    const res = await Promise.race([this.exited, sleep(timeout).then(() => 'timeout' as const)]);
+    if (res !== 'timeout') return res;
+    kill(child.pid!, 'SIGKILL');
+    return this.exited;
+  }
+
+  async restart(): Promise<void> {
+    if (this.pid) await this.stop({ signal: 'SIGTERM', timeoutMs: 60_000 });
+    await this.start();
+  }
+
+  async cleanup(): Promise<void> {
+    if (this.cleaned) return;
+    if (this.pid) await this.stop({ signal: 'SIGTERM', timeoutMs: 30_000 });
+    this.cleanupSync();
+  }
+
+  /** Synchronous so it can run from process 'exit'. */
+  cleanupSync(): void {
+    if (this.cleaned) return;
+    this.cleaned = true;
+    live.delete(this);
+    if (this.pid) {
+      kill(this.pid, 'SIGKILL');
+    }
+    this.killLeftovers();
+    this.unmountAll();
+    if (this.opts.bridge && !this.bridgeExisted && linkExists(DEFAULT_BRIDGE)) {
+      try {
+        execFileSync('ip', ['link', 'del', DEFAULT_BRIDGE], { stdio: 'ignore' });
+      } catch {
+        // best effort
+      }
+    }
+    try {
+      rmSync(this.root, { recursive: true, force: true, maxRetries: 3 });
+    } catch (err) {
+      process.stderr.write(`engine e2e: could not remove ${this.root}: ${(err as Error).message}\n`);
+    }
+  }
+
+  /** The supervisor by its pid file, and shims (and their children) that name our roots. */
+  private killLeftovers(): void {
+    const victims = new Set<number>();
+    try {
+      const pid = Number(readFileSync(join(this.execRoot, 'containerd', 'containerd.pid'), 'utf8').trim());
+      if (pid && cmdline(String(pid)).includes('containerd')) victims.add(pid);
+    } catch {
+      // no supervisor pid file
+    }
+    let procs: string[] = [];
+    try {
+      procs = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+    } catch {
+      // no /proc
+    }
+    for (const p of procs) {
+      const cl = cmdline(p);
+      if (!cl) continue;
+      const ours = cl.includes(this.root);
+      if (ours && (/containerd/.test(cl) || /engined|cmd\/engined\.ts/.test(cl))) victims.add(Number(p));
+    }
+    // Container processes are children of our shims: kill the shims' whole trees.
+    const children = new Map<number, number[]>();
+    for (const p of procs) {
+      try {
+        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        const list = children.get(ppid) ?? [];
+        list.push(Number(p));
+        children.set(ppid, list);
+      } catch {
+        // gone
+      }
+    }
+    const all = new Set<number>();
+    const visit = (pid: number) => {
+      if (all.has(pid) || pid === process.pid || pid <= 1) return;
+      all.add(pid);
+      for (const c of children.get(pid) ?? []) visit(c);
+    };
+    for (const v of victims) visit(v);
+    for (const pid of all) kill(pid, 'SIGKILL');
+    const until = Date.now() + 5000;
+    for (const pid of all) {
+      while (alive(pid) && Date.now() < until) execFileSync('sleep', ['0.05']);
+    }
+  }
+
+  /** Everything mounted under our root, deepest first, lazily. */
+  private unmountAll(): void {
+    for (let pass = 0; pass < 3; pass++) {
+      let mounts: string[] = [];
+      try {
+        mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+          .split('\n')
+          .map((l) => l.split(' ')[4])
+          .filter((m): m is string => !!m)
+          .map((m) => m.replace(/\\(\d{3})/g, (_s, o: string) => String.fromCharCode(parseInt(o, 8))))
+          .filter((m) => m === this.root || m.startsWith(`${this.root}/`));
+      } catch {
+        return;
+      }
+      if (mounts.length === 0) return;
+      mounts.sort((a, b) => b.split('/').length - a.split('/').length || b.length - a.length);
+      for (const m of mounts) {
+        try {
+          execFileSync('umount', ['-l', m], { stdio: 'ignore' });
+        } catch {
+          // already gone, or a parent's lazy unmount took it
+        }
+      }
+    }
+  }
+}
+
+/** Starts engined on fresh temp roots and waits until it answers /_ping. */
+export async function startDaemon(opts: StartOptions = {}): Promise<DaemonHandle> {
+  installExitHook();
+  const h = new Handle(opts);
+  live.add(h);
+  try {
+    await h.start();
+  } catch (err) {
+    await h.cleanup();
+    throw err;
+  }
+  return h;
+}
