@@ -15,6 +15,11 @@ import { EventRecorder } from '../api/events/recorder.ts';
 import { eventRoutes } from '../api/events/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
 import { createContainerOps } from './container-ops.ts';
+import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
+import { ensureDefaultNetwork } from '../reconcilers/network/default-network.ts';
+import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
+import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
+import { NETWORK_KIND } from '../store/network-types.ts';
 import type { DaemonConfig } from '../config/load.ts';
 import { Controller } from '../controllers/controller.ts';
 import { Manager } from '../controllers/manager.ts';
@@ -110,7 +115,27 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
     const logging = createLogging({ log: logger.child({ component: 'logging' }) });
     const spec = createSpecBuilder({ log: logger.child({ component: 'oci' }), defaultShmSize: cfg.defaultShmSize });
 
+    const bridgeDriver = new BridgeDriver({ log: logger.child({ component: 'network' }) });
+    await ensureDefaultNetwork(
+      store,
+      {
+        bridge: cfg.bridge,
+        bip: cfg.bip,
+        fixedCidr: cfg.fixedCidr,
+        mtu: cfg.mtu,
+        iptables: cfg.iptables,
+        ipForward: cfg.ipForward,
+        ipMasq: cfg.ipMasq,
+        icc: cfg.icc,
+        defaultGateway: cfg.defaultGateway,
+        userlandProxy: cfg.userlandProxy,
+      },
+      { driver: bridgeDriver },
+    );
+    const network = new NetworkAttacher(store, bridgeDriver, logger);
+
     const containers = new ContainerReconciler(store, {
+      network,
       supervisor,
       stdio,
       logging,
@@ -128,6 +153,8 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
     const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16 });
     const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log: logger, workers: 2 });
     containers.enqueue = (key, afterMs) => containerCtl.enqueue(key, afterMs);
+    const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver), log: logger, workers: 1 });
+    manager.add(networkCtl);
     manager.add(imageCtl);
     manager.add(containerCtl);
 
