@@ -2,7 +2,7 @@
 // requests for http, a CONNECT tunnel for https), abort and a deadline for the response head.
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import type { TlsFiles } from './registry-config.ts';
@@ -66,7 +66,7 @@ export class Transport {
     if (r.proxy && https) {
       const raw = await connectTunnel(r.proxy, r.url, r.signal, r.timeoutMs);
       const secure = tlsConnect({
-        socket: raw, servername: r.url.hostname, ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: !tls.skipVerify,
+        socket: raw, servername: isIP(r.url.hostname) ? undefined : r.url.hostname, ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: !tls.skipVerify,
       });
       options = { host: r.url.hostname, port: r.url.port || 443, path: r.url.pathname + r.url.search, createConnection: () => secure };
     } else if (r.proxy) {
@@ -80,7 +80,7 @@ export class Transport {
         agent: https ? this.httpsAgent(tls) : this.httpAgent,
       };
     }
-    if (https && !r.proxy) options.servername = r.url.hostname;
+    if (https && !r.proxy) options.servername = isIP(r.url.hostname) ? '' : r.url.hostname;
     const body = r.body;
     if (typeof body === 'string' || Buffer.isBuffer(body)) headers['Content-Length'] = String(Buffer.byteLength(body));
 

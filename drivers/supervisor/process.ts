@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { unavailable } from '../../lib/errors.ts';
 import { createSupervisorClient } from './client.ts';
@@ -142,7 +142,7 @@ export async function startSupervisor(opts: StartSupervisorOptions): Promise<Sup
     const old = await readPidFile();
     if (!old || !(await isAlive(old))) return false;
     const argv = await cmdline(old);
-    if (!argv.some((a) => a.endsWith('containerd') || a.includes('/containerd'))) return false;
+    if (basename(argv[0] ?? '') !== basename(binary) && !argv.includes(configFile)) return false;
     if (await versionAnswers(address, log, 2_000)) {
       pid = old;
       startedAt = Date.now();

@@ -78,6 +78,9 @@ export function toDate(ts: { seconds?: string | number; nanos?: number } | null 
 export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.max_receive_message_length': 16 * 1024 * 1024,
   'grpc.max_send_message_length': 16 * 1024 * 1024,
+  // After a supervisor restart the channel must find the new socket quickly, not after minutes.
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 2_000,
 };
 
 export function grpcTarget(address: string): string {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pack as tarPack, type Headers } from 'tar-stream';
+import { pack as tarPack, type Header } from 'tar-stream';
 
 export interface TestImages {
   dockerArchive: string;
@@ -42,15 +42,21 @@ function goArch(): string {
 async function tarOf(entries: readonly Entry[]): Promise<Buffer> {
   const p = tarPack();
   const chunks: Buffer[] = [];
-  p.on('data', (c: Buffer) => chunks.push(c));
+  p.on('data', (c: unknown) => {
+    chunks.push(c as Buffer);
+  });
   const done = new Promise<void>((resolve, reject) => {
     p.on('end', () => resolve());
     p.on('error', reject);
   });
   for (const e of entries) {
-    const header: Headers = { name: e.name, type: e.type, mode: e.mode, mtime: MTIME, uid: 0, gid: 0, uname: '', gname: '' };
+    const header: Partial<Header> & { name: string } = { name: e.name, type: e.type, mode: e.mode, mtime: MTIME, uid: 0, gid: 0, uname: '', gname: '' };
     if (e.type === 'symlink') header.linkname = e.linkname;
-    await new Promise<void>((resolve, reject) => p.entry(header, e.type === 'file' ? e.data : undefined, (err) => (err ? reject(err) : resolve())));
+    const settle = (resolve: () => void, reject: (err: Error) => void) => (err?: Error | null) => (err ? reject(err) : resolve());
+    await new Promise<void>((resolve, reject) => {
+      if (e.type === 'file') p.entry(header, e.data ?? Buffer.alloc(0), settle(resolve, reject));
+      else p.entry(header, settle(resolve, reject));
+    });
   }
   p.finalize();
   await done;

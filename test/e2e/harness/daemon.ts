@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO = resolve(fileURLToPath(new URL('../../../', import.meta.url)));
-const ENGINED = join(REPO, 'bin', 'engined');
+/** ENGINE_E2E_ENGINED runs the suite against another engined build. */
+const ENGINED = process.env.ENGINE_E2E_ENGINED || join(REPO, 'bin', 'engined');
 const DEFAULT_BRIDGE = 'engine0';
 
 export interface StartOptions {

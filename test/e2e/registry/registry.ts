@@ -112,17 +112,25 @@ ${tls}${auth}${opts.extraConfig ?? ''}`;
   const hostPort = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const url = `${opts.tls ? 'https' : 'http'}://${hostPort}`;
   const stop = async () => {
-    if (child.exitCode === null && child.pid) {
+    const running = () => child.exitCode === null && child.signalCode === null;
+    const kill = (sig: NodeJS.Signals) => {
+      try {
+        if (child.pid) process.kill(child.pid, sig);
+      } catch {
+        /* already gone */
+      }
+    };
+    if (running()) {
       const exited = new Promise((r) => child.once('exit', r));
-      process.kill(child.pid, 'SIGTERM');
+      kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-      if (child.exitCode === null && child.pid) process.kill(child.pid, 'SIGKILL');
+      if (running()) kill('SIGKILL');
     }
     await rm(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + 15000;
   for (;;) {
-    if (child.exitCode !== null) {
+    if (child.exitCode !== null || child.signalCode !== null) {
       await stop();
       throw new Error(`docker-registry exited: ${output}`);
     }

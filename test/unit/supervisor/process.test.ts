@@ -83,6 +83,9 @@ describe('supervisor process', { skip: skip ?? false, timeout: 60_000 }, () => {
     assert.equal(sup.pid, prev.pid, 'adopted instead of starting a second one');
     assert.equal(sup.address, prev.address);
 
+    // A client made before the crashes must keep working after them.
+    const client = createSupervisorClient({ address: sup.address, namespace: 'enginetest', log });
+    await client.version();
     let readyCount = 0;
     const events = subscribeEvents({ address: sup.address, namespace: 'enginetest', log, onExit: () => {}, onOom: () => {}, onReady: () => readyCount++ });
     await events.ready;
@@ -92,7 +95,6 @@ describe('supervisor process', { skip: skip ?? false, timeout: 60_000 }, () => {
     process.kill(prev.pid, 'SIGKILL');
     const second = await until(() => (sup!.pid !== prev.pid && sup!.pid) || 0, 15_000, 50);
     started.add(second);
-    const client = createSupervisorClient({ address: sup.address, namespace: 'enginetest', log });
     try {
       await until(() => client.version().then(() => true, () => false), 15_000, 50);
 

@@ -2,7 +2,7 @@
 // supervisor driver and the stdio driver: run, exit codes, errors, kill, exec, tty, events.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -255,6 +255,31 @@ describe('supervisor driver against a real containerd', { skip: skip ?? false, t
       assert.equal(c.out.text(), '43 132\r\nerr\r\n');
     } finally {
       await cleanup(c.id, c.fifoDir, c.io);
+    }
+  });
+
+  test('a drop-in runtime (path) is what the shim runs', async () => {
+    const wrapper = join(dir, 'logged-runc');
+    const argLog = join(dir, 'logged-runc.log');
+    await writeFile(wrapper, `#!/bin/sh\necho "$@" >> ${argLog}\nexec runc "$@"\n`, { mode: 0o755 });
+    const rt = createRuntimes({ defaultRuntime: 'stdrt', runtimes: { logged: { path: wrapper } }, execRoot });
+    const id = newId();
+    const fifoDir = join(execRoot, 'supervisor', id);
+    await client.createContainer({ id, spec: ociSpec(rootfs, ['echo', 'via-wrapper']), runtime: rt.resolve('logged') });
+    const io = await stdio.open({ dir: fifoDir, procId: 'init', stdin: false, tty: false });
+    const hub = stdio.hub(io);
+    const out = collect();
+    hub.subscribe(out.fn);
+    try {
+      await client.createTask({ containerId: id, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: false });
+      await client.startTask(id);
+      assert.equal((await client.waitTask(id)).exitStatus, 0);
+      await client.deleteTask(id);
+      await hub.ended;
+      assert.equal(out.text(), 'via-wrapper\n');
+      assert.match(await readFile(argLog, 'utf8'), /create --bundle/);
+    } finally {
+      await cleanup(id, fifoDir, io);
     }
   });
 

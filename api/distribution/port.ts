@@ -1,0 +1,59 @@
+// What the image routes need from the registry client. `cmd` fills it with the distribution
+// driver (drivers/distribution), which satisfies it structurally; api imports no driver.
+import type { JsonMessage } from '../streams.ts';
+import type { ApiStore } from '../containers/store.ts';
+
+export interface RegistryAuth {
+  username?: string;
+  password?: string;
+  auth?: string;
+  email?: string;
+  serveraddress?: string;
+  identitytoken?: string;
+  registrytoken?: string;
+}
+
+export interface PulledImage {
+  id: string;
+  rawConfig: string;
+  diffIds: string[];
+  chainId: string | null;
+  size: number;
+  repoDigest: string;
+}
+
+export interface DistributionPort {
+  pull(ref: string, opts: { auth?: RegistryAuth; platform?: string; signal: AbortSignal; onProgress(msg: JsonMessage): void }): Promise<PulledImage>;
+  push(
+    ref: string,
+    image: { rawConfig: string; diffIds: string[]; chainId: string | null },
+    opts: { auth?: RegistryAuth; signal: AbortSignal; onProgress(msg: JsonMessage): void },
+  ): Promise<{ digest: string; size: number }>;
+  checkAuth(serverAddress: string, auth: RegistryAuth, signal?: AbortSignal): Promise<{ Status: 'Login Succeeded'; IdentityToken?: string }>;
+  inspectDistribution(ref: string, auth: RegistryAuth | undefined, signal?: AbortSignal): Promise<{
+    Descriptor: { mediaType: string; digest: string; size: number; urls?: string[] };
+    Platforms: Array<{ architecture: string; os: string; variant?: string }>;
+  }>;
+  listTags(repo: string, auth: RegistryAuth | undefined, signal?: AbortSignal): Promise<string[]>;
+}
+
+/** The store operations the pull and push routes use (store/store.ts implements them). */
+export type DistributionStore = Pick<ApiStore, 'get' | 'list' | 'create' | 'updateSpec' | 'waitFor'>;
+
+/** X-Registry-Auth: base64url (or base64) JSON AuthConfig; empty, `{}` or garbage mean anonymous. */
+export function decodeRegistryAuth(header: string | string[] | undefined): RegistryAuth | undefined {
+  const h = Array.isArray(header) ? header[0] : header;
+  if (!h) return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(h, 'base64').toString('utf8')) as unknown;
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+    const out: RegistryAuth = {};
+    for (const k of ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const) {
+      const x = (v as Record<string, unknown>)[k];
+      if (typeof x === 'string' && x) out[k] = x;
+    }
+    return Object.keys(out).length ? out : undefined;
+  } catch {
+    return undefined;
+  }
+}

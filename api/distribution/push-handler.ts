@@ -1,0 +1,59 @@
+// POST /images/{name}/push?tag=: push one tag, or every tag of the repository when none is given,
+// streaming the CLI's progress lines; the pushed digest is recorded in the image's repoDigests.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { notFound } from '../../lib/errors.ts';
+import { familiarRepository, formatReference, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
+import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { runJsonLines } from '../streams.ts';
+import { decodeRegistryAuth, type DistributionPort, type DistributionStore } from './port.ts';
+
+export interface PushDeps {
+  distribution: DistributionPort;
+  store: DistributionStore;
+}
+
+type Req = FastifyRequest<{ Params: Record<string, string | undefined>; Querystring: Record<string, string | string[] | undefined> }>;
+
+/** The image name from the route: `:name` when the router captured it, else the wildcard minus `/push`. */
+function nameParam(req: Req): string {
+  const p = req.params ?? {};
+  if (p.name) return decodeURIComponent(p.name);
+  return decodeURIComponent((p['*'] ?? '').replace(/\/push$/, ''));
+}
+
+export function pushHandler(deps: PushDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  const { distribution, store } = deps;
+  return async (request, reply) => {
+    const req = request as Req;
+    const rawTag = req.query?.tag;
+    const tag = Array.isArray(rawTag) ? rawTag.at(-1) : rawTag;
+    let ref: Reference = parseReference(nameParam(req));
+    if (tag) ref = withTag(ref, tag);
+    const repo = repositoryName(ref);
+    const targets = ref.tag !== undefined
+      ? [formatReference({ domain: ref.domain, path: ref.path, tag: ref.tag })]
+      : store.list<ReferenceSpec, ReferenceStatus>(KIND.reference).map((r) => r.name).filter((n) => n.startsWith(`${repo}:`)).sort();
+    const images = targets.map((name) => {
+      const r = store.get<ReferenceSpec, ReferenceStatus>(KIND.reference, name);
+      const img = r && store.get<ImageSpec, ImageStatus>(KIND.image, r.spec.imageId);
+      return img && img.spec.desired === 'present' && img.status.phase === 'ready' ? { name, img } : undefined;
+    });
+    if (!images.length || images.some((i) => !i)) {
+      throw notFound(`An image does not exist locally with the tag: ${familiarRepository(repo)}`);
+    }
+    const auth = decodeRegistryAuth(req.headers['x-registry-auth']);
+    await runJsonLines(reply, async (out) => {
+      for (const t of images) {
+        const { name, img } = t!;
+        const res = await distribution.push(name, { rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId }, {
+          auth, signal: out.signal, onProgress: (m) => out.write(m),
+        });
+        const repoDigest = `${repo}@${res.digest}`;
+        if (!store.get<ImageSpec, ImageStatus>(KIND.image, img.name)?.spec.repoDigests.includes(repoDigest)) {
+          store.updateSpec<ImageSpec, ImageStatus>(KIND.image, img.name, (s) => ({ ...s, repoDigests: s.repoDigests.includes(repoDigest) ? s.repoDigests : [...s.repoDigests, repoDigest] }));
+        }
+      }
+    }, { errorsBeforeStartAsHttp: true });
+  };
+}

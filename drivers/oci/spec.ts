@@ -1,0 +1,246 @@
+// The OCI runtime spec of one container run, with the reference daemon's defaults.
+// build() is on the hot path of every start: the fixed parts are literals, the seccomp profile
+// is cached per capability set, and the only I/O is reading the rootfs's passwd/group (sync,
+// small) and creating missing bind sources.
+import { posix } from 'node:path';
+import type { Logger } from 'pino';
+import { invalidArgument } from '../../lib/errors.ts';
+import { tweakCapabilities } from './caps.ts';
+import { baseMounts, DEFAULT_PATH_ENV, DEFAULT_SHM_SIZE, MASKED_PATHS, OCI_VERSION, READONLY_PATHS } from './defaults.ts';
+import { DEFAULT_HOST_ETC, writeEtcFiles } from './etc-files.ts';
+import type { HostEtcPaths } from './etc-files.ts';
+import { sortByDepth, userMounts } from './mounts.ts';
+import { deviceSetup, resources } from './resources.ts';
+import { convertProfile, defaultSeccomp } from './seccomp.ts';
+import { listField, numField, objList, strField, strMap } from './types.ts';
+import type { EtcFiles, OciMount, OciSeccomp, OciUser, SpecContainerConfig, SpecHostConfig, SpecInput } from './types.ts';
+import { resolveUserSync } from './user.ts';
+
+export interface Ulimit {
+  Name: string;
+  Soft: number;
+  Hard: number;
+}
+
+export interface SpecBuilderOptions {
+  log: Logger;
+  defaultShmSize?: number;
+  /** Daemon-wide seccomp: 'unconfined' turns the default profile off. */
+  seccomp?: 'default' | 'unconfined';
+  cgroupDriver?: 'cgroupfs';
+  /** --no-new-privileges for every container. */
+  noNewPrivileges?: boolean;
+  /** --default-ulimit values; a container's own Ulimits override them by name. */
+  defaultUlimits?: Ulimit[];
+  /** Host directory of a named volume (e.g. `<data-root>/volumes/<name>/_data`); without it named volumes are refused. */
+  volumeDir?: (name: string) => string;
+  /** Host files copied or filtered into each container (tests point these elsewhere). */
+  hostEtc?: HostEtcPaths;
+}
+
+export interface SpecBuilder {
+  build(input: SpecInput): Promise<object>;
+  writeEtcFiles(dir: string, config: SpecContainerConfig, hostConfig: SpecHostConfig): Promise<EtcFiles>;
+}
+
+const RLIMITS = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack']);
+
+interface SecurityOpts {
+  noNewPrivileges?: boolean;
+  /** '' = default profile, 'unconfined', or a profile's JSON text. */
+  seccomp: string;
+}
+
+export function parseSecurityOpts(list: readonly string[]): SecurityOpts {
+  const res: SecurityOpts = { seccomp: '' };
+  for (const opt of list) {
+    if (opt === 'no-new-privileges') {
+      res.noNewPrivileges = true;
+      continue;
+    }
+    if (opt === 'disable') continue;
+    const eq = opt.indexOf('=');
+    const colon = opt.indexOf(':');
+    const at = eq >= 0 ? eq : colon;
+    if (at < 0) throw invalidArgument(`invalid --security-opt 1: "${opt}"`);
+    const key = opt.slice(0, at);
+    const value = opt.slice(at + 1);
+    switch (key) {
+      case 'label':
+      case 'apparmor':
+        break; // no SELinux labels / AppArmor profiles on this engine
+      case 'seccomp':
+        res.seccomp = value === 'builtin' ? '' : value;
+        break;
+      case 'no-new-privileges':
+        if (!['1', 't', 'T', 'true', 'TRUE', 'True', '0', 'f', 'F', 'false', 'FALSE', 'False'].includes(value)) {
+          throw invalidArgument(`invalid --security-opt 2: "${opt}"`);
+        }
+        res.noNewPrivileges = ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
+        break;
+      case 'systempaths':
+        break; // the client turns this into HostConfig.MaskedPaths/ReadonlyPaths
+      default:
+        throw invalidArgument(`invalid --security-opt 2: "${opt}"`);
+    }
+  }
+  return res;
+}
+
+/** defaults, then each override list in turn: KEY=v replaces in place or appends; bare KEY removes. */
+export function mergeEnv(base: string[], ...overrides: (readonly string[] | null | undefined)[]): string[] {
+  const env = base.slice();
+  const index = new Map<string, number>();
+  const keyOf = (e: string) => {
+    const i = e.indexOf('=');
+    return i < 0 ? e : e.slice(0, i);
+  };
+  env.forEach((e, i) => index.set(keyOf(e), i));
+  for (const list of overrides) {
+    for (const e of list ?? []) {
+      const k = keyOf(e);
+      const at = index.get(k);
+      if (!e.includes('=')) {
+        if (at !== undefined) {
+          env.splice(at, 1);
+          index.clear();
+          env.forEach((x, i) => index.set(keyOf(x), i));
+        }
+        continue;
+      }
+      if (at !== undefined) env[at] = e;
+      else {
+        index.set(k, env.length);
+        env.push(e);
+      }
+    }
+  }
+  return env;
+}
+
+function rlimits(h: Record<string, unknown>, defaults: Ulimit[] | undefined) {
+  const byName = new Map<string, { Soft: number; Hard: number }>();
+  for (const u of defaults ?? []) byName.set(u.Name, u);
+  for (const u of objList(h, 'Ulimits')) byName.set(strField(u, 'Name'), { Soft: numField(u, 'Soft'), Hard: numField(u, 'Hard') });
+  const out: { type: string; hard: number; soft: number }[] = [];
+  for (const [name, u] of byName) {
+    if (!RLIMITS.has(name)) throw invalidArgument(`invalid ulimit type: ${name}`);
+    if (u.Soft > u.Hard && u.Hard !== -1) throw invalidArgument(`ulimit soft limit must be less than or equal to hard limit: ${u.Soft} > ${u.Hard}`);
+    out.push({ type: `RLIMIT_${name.toUpperCase()}`, hard: u.Hard, soft: u.Soft });
+  }
+  return out;
+}
+
+export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
+  const defaultShm = opts.defaultShmSize && opts.defaultShmSize > 0 ? opts.defaultShmSize : DEFAULT_SHM_SIZE;
+  const hostEtc = opts.hostEtc ?? DEFAULT_HOST_ETC;
+
+  function build(input: SpecInput): object {
+    const { config: c, hostConfig: h } = input;
+    const privileged = h.Privileged === true;
+    const networkMode = h.NetworkMode || 'bridge';
+    const hostNet = networkMode === 'host';
+    const ipcMode = strField(h, 'IpcMode');
+    const utsHost = strField(h, 'UTSMode') === 'host';
+    const sec = parseSecurityOpts(listField(h, 'SecurityOpt'));
+
+    // process
+    const env = mergeEnv([DEFAULT_PATH_ENV, `HOSTNAME=${c.Hostname}`, ...(c.Tty ? ['TERM=xterm'] : [])], input.imageEnv, c.Env);
+    const u = resolveUserSync(input.rootfs, c.User ?? '', listField(h, 'GroupAdd'));
+    const user: OciUser = { uid: u.uid, gid: u.gid };
+    if (u.additionalGids.length) user.additionalGids = u.additionalGids;
+    const caps = tweakCapabilities(h.CapAdd, h.CapDrop, privileged);
+    // Like execve, a non-root user starts with no effective/permitted capabilities.
+    const capabilities = u.uid === 0 ? { bounding: caps, effective: caps, permitted: caps } : { bounding: caps };
+    const proc: Record<string, unknown> = {
+      terminal: !!c.Tty,
+      user,
+      args: [input.path, ...input.args],
+      env,
+      cwd: c.WorkingDir || '/',
+      capabilities,
+      oomScoreAdj: numField(h, 'OomScoreAdj'),
+    };
+    if (c.Tty && Array.isArray(h.ConsoleSize) && h.ConsoleSize[0] > 0 && h.ConsoleSize[1] > 0) {
+      proc.consoleSize = { height: h.ConsoleSize[0], width: h.ConsoleSize[1] };
+    }
+    if (sec.noNewPrivileges ?? opts.noNewPrivileges) proc.noNewPrivileges = true;
+    const rl = rlimits(h, opts.defaultUlimits);
+    if (rl.length) proc.rlimits = rl;
+
+    // mounts
+    const user_ = userMounts(h, { volumeDir: opts.volumeDir });
+    const userDest = new Set(user_.mounts.map((m) => m.destination));
+    const defaults = baseMounts(privileged);
+    if (ipcMode === 'host') defaults.push({ destination: '/dev/shm', type: 'bind', source: '/dev/shm', options: ['rbind', 'rprivate'] });
+    else if (ipcMode !== 'none') {
+      const shm = numField(h, 'ShmSize') > 0 ? numField(h, 'ShmSize') : defaultShm;
+      defaults.push({ destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${shm}`] });
+    }
+    const mountsDev = userDest.has('/dev');
+    const kept = defaults.filter((m) => !userDest.has(m.destination) && !(mountsDev && m.destination.startsWith('/dev/')));
+    const etcOpts = h.ReadonlyRootfs ? ['rbind', 'ro', 'rprivate'] : ['rbind', 'rprivate'];
+    const etc: OciMount[] = [];
+    for (const [dest, src] of [['/etc/resolv.conf', input.files.resolvConf], ['/etc/hostname', input.files.hostname], ['/etc/hosts', input.files.hosts]] as const) {
+      if (src && !userDest.has(dest)) etc.push({ destination: dest, type: 'bind', source: src, options: etcOpts.slice() });
+    }
+    const mounts = [...kept, ...sortByDepth([...etc, ...user_.mounts])];
+    if (h.ReadonlyRootfs) {
+      for (const m of kept) {
+        if (['/proc', '/dev/pts', '/dev/shm', '/dev/mqueue', '/dev'].includes(m.destination)) continue;
+        if (!m.options.includes('ro')) m.options.push('ro');
+      }
+    }
+
+    // linux
+    const namespaces: { type: string; path?: string }[] = [{ type: 'mount' }];
+    if (!hostNet) namespaces.push(input.netnsPath ? { type: 'network', path: input.netnsPath } : { type: 'network' });
+    if (!utsHost) namespaces.push({ type: 'uts' });
+    if (strField(h, 'PidMode') !== 'host') namespaces.push({ type: 'pid' });
+    if (ipcMode !== 'host') namespaces.push({ type: 'ipc' });
+    if (strField(h, 'CgroupnsMode') === 'private') namespaces.push({ type: 'cgroup' });
+
+    const sysctl = strMap(h, 'Sysctls');
+    if (hostNet) {
+      for (const k of Object.keys(sysctl)) {
+        if (k.startsWith('net.')) throw invalidArgument(`sysctl "${k}" not allowed in host network namespace`);
+      }
+    }
+
+    const dev = deviceSetup(h, privileged);
+    const cgroupParent = strField(h, 'CgroupParent');
+    const linux: Record<string, unknown> = {
+      resources: resources(h, dev.rules),
+      cgroupsPath: cgroupParent ? posix.join(cgroupParent, input.id) : input.cgroupsPath,
+      namespaces,
+      devices: dev.devices,
+    };
+    if (Object.keys(sysctl).length) linux.sysctl = sysctl;
+    if (user_.rootfsPropagation) linux.rootfsPropagation = user_.rootfsPropagation;
+    if (!privileged) {
+      linux.maskedPaths = Array.isArray(h.MaskedPaths) ? listField(h, 'MaskedPaths') : MASKED_PATHS.slice();
+      linux.readonlyPaths = Array.isArray(h.ReadonlyPaths) ? listField(h, 'ReadonlyPaths') : READONLY_PATHS.slice();
+      let seccomp: OciSeccomp | undefined;
+      if (sec.seccomp === 'unconfined') seccomp = undefined;
+      else if (sec.seccomp !== '') seccomp = convertProfile(sec.seccomp, caps);
+      else if (opts.seccomp !== 'unconfined') seccomp = defaultSeccomp(caps);
+      if (seccomp) linux.seccomp = seccomp;
+    }
+
+    const spec: Record<string, unknown> = {
+      ociVersion: OCI_VERSION,
+      process: proc,
+      root: { path: input.rootfs, readonly: !!h.ReadonlyRootfs },
+    };
+    if (!hostNet && !utsHost && c.Hostname) spec.hostname = c.Hostname;
+    if (!hostNet && !utsHost && c.Domainname) spec.domainname = c.Domainname;
+    spec.mounts = mounts;
+    spec.linux = linux;
+    return spec;
+  }
+
+  return {
+    build: async (input) => build(input),
+    writeEtcFiles: (dir, config, hostConfig) => writeEtcFiles(dir, config, hostConfig, hostEtc),
+  };
+}

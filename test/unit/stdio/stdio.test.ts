@@ -1,0 +1,144 @@
+// The stdio driver without a supervisor: FIFO opens never block, the hub fans out and bounds
+// slow subscribers, EOF is reported, FIFOs are removed.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { constants, existsSync, openSync, closeSync, statSync, writeSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createStdio } from '../../../drivers/stdio/stdio.ts';
+
+const log = pino({ level: 'silent' });
+const dirs: string[] = [];
+after(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+async function tmp(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'engstdio-'));
+  dirs.push(d);
+  return d;
+}
+
+/** Plays the shim: opens the write end of a FIFO the way containerd's shim does. */
+function writer(path: string): number {
+  return openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+}
+
+test('open creates FIFOs and returns at once with nobody on the other side', async () => {
+  const dir = join(await tmp(), 'c1');
+  const stdio = createStdio(log);
+  const t0 = Date.now();
+  const io = await stdio.open({ dir, procId: 'init', stdin: true, tty: false });
+  assert.ok(Date.now() - t0 < 500);
+  assert.deepEqual(io.paths, { stdout: join(dir, 'init-stdout'), stderr: join(dir, 'init-stderr'), stdin: join(dir, 'init-stdin') });
+  for (const p of Object.values(io.paths)) assert.ok(statSync(p!).isFIFO());
+  // The event loop and the fs threadpool stay free while no writer ever shows up.
+  await Promise.all([1, 2, 3, 4, 5].map(() => readFile('/proc/self/stat')));
+  const hub = stdio.hub(io);
+  let ended = false;
+  void hub.ended.then(() => (ended = true));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(ended, false, 'no EOF before the writer has come and gone');
+  io.close();
+  await hub.ended;
+  await stdio.remove(dir, 'init');
+  assert.equal(existsSync(dir), false);
+});
+
+test('tty has no stderr FIFO; no stdin unless asked', async () => {
+  const dir = join(await tmp(), 'c2');
+  const stdio = createStdio(log);
+  const io = await stdio.open({ dir, procId: 'exec1', stdin: false, tty: true });
+  assert.equal(io.stderr, null);
+  assert.equal(io.stdin, null);
+  assert.deepEqual(Object.keys(io.paths), ['stdout']);
+  assert.equal(existsSync(join(dir, 'exec1-stderr')), false);
+  io.close();
+  await stdio.remove(dir, 'exec1');
+});
+
+test('hub fans out to every subscriber, reports EOF, and serves late subscribers onEnd', async () => {
+  const dir = join(await tmp(), 'c3');
+  const stdio = createStdio(log);
+  const io = await stdio.open({ dir, procId: 'init', stdin: false, tty: false });
+  const hub = stdio.hub(io);
+  const a: string[] = [];
+  const b: string[] = [];
+  let aEnd = 0;
+  hub.subscribe((s, c) => void a.push(`${s}:${c}`), () => aEnd++);
+  const unsubB = hub.subscribe((s, c) => void b.push(`${s}:${c}`));
+  const out = writer(io.paths.stdout);
+  const err = writer(io.paths.stderr!);
+  writeSync(out, 'one');
+  await new Promise((r) => setTimeout(r, 30));
+  unsubB();
+  writeSync(err, 'two');
+  closeSync(out);
+  closeSync(err);
+  await hub.ended;
+  assert.deepEqual(a, ['stdout:one', 'stderr:two']);
+  assert.deepEqual(b, ['stdout:one']);
+  assert.equal(aEnd, 1);
+  const late = await new Promise<boolean>((r) => hub.subscribe(() => {}, () => r(true)));
+  assert.equal(late, true);
+  io.close();
+  await stdio.remove(dir, 'init');
+});
+
+test('a slow subscriber is bounded and drops; a synchronous one gets everything', async () => {
+  const dir = join(await tmp(), 'c4');
+  const stdio = createStdio(log, { maxQueuedBytes: 64 * 1024 });
+  const io = await stdio.open({ dir, procId: 'init', stdin: false, tty: false });
+  const hub = stdio.hub(io);
+  let all = 0;
+  let slow = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  hub.subscribe((_s, c) => void (all += c.length));
+  hub.subscribe((_s, c) => {
+    slow += c.length;
+    return gate;
+  });
+  const out = writer(io.paths.stdout);
+  const err = writer(io.paths.stderr!);
+  closeSync(err);
+  const chunk = Buffer.alloc(16 * 1024, 0x61);
+  const total = 4 * 1024 * 1024;
+  let written = 0;
+  while (written < total) {
+    try {
+      written += writeSync(out, chunk);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+  closeSync(out);
+  await hub.ended;
+  assert.equal(all, total);
+  release();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.ok(slow < total, 'the slow subscriber dropped output');
+  assert.ok(slow <= 64 * 1024 + 2 * 65536, `slow subscriber got ${slow} bytes`);
+  io.close();
+  await stdio.remove(dir, 'init');
+});
+
+test('writeStdin reaches the reader of the stdin FIFO', async () => {
+  const dir = join(await tmp(), 'c5');
+  const stdio = createStdio(log);
+  const io = await stdio.open({ dir, procId: 'init', stdin: true, tty: true });
+  const hub = stdio.hub(io);
+  const rd = openSync(io.paths.stdin!, constants.O_RDONLY | constants.O_NONBLOCK);
+  hub.writeStdin(Buffer.from('hello'));
+  await new Promise((r) => setTimeout(r, 30));
+  const buf = Buffer.alloc(16);
+  const { readSync } = await import('node:fs');
+  const n = readSync(rd, buf, 0, 16, null);
+  assert.equal(buf.subarray(0, n).toString(), 'hello');
+  hub.closeStdin();
+  closeSync(rd);
+  io.close();
+  await stdio.remove(dir, 'init');
+});
