@@ -41,16 +41,20 @@ export function progressLine(id: string, status: string, current: number, total:
 /** Rate-limited progress updates (the reference daemon sends at most one per 100 ms per layer). */
 export function throttled(emit: (current: number) => void, intervalMs = 100): { update(current: number): void; flush(current: number): void } {
   let last = 0;
+  let sent = -1;
   return {
     update(current) {
       const now = Date.now();
       if (now - last >= intervalMs) {
         last = now;
+        sent = current;
         emit(current);
       }
     },
     flush(current) {
+      if (current === sent) return;
       last = Date.now();
+      sent = current;
       emit(current);
     },
   };

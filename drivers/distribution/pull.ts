@@ -228,7 +228,8 @@ function attachDownload(ctx: DistContext, s: Session, path: string, d: Descripto
       retrying: (sec) => created.listeners.forEach((l) => l.retrying(sec)),
       verifying: () => created.listeners.forEach((l) => l.verifying()),
     };
-    created.done = downloadBlob(ctx, s, path, d, file, fan, abort.signal).then(
+    // Started on the next tick so the first caller's listener is attached before `Waiting` can fire.
+    created.done = Promise.resolve().then(() => downloadBlob(ctx, s, path, d, file, fan, abort.signal)).then(
       () => {
         created.finished = true;
         return file;

@@ -86,17 +86,40 @@ export class Transport {
 
     return new Promise<HttpResponse>((resolve, reject) => {
       // Through a tunnel the TLS socket is ours already: plain http.request speaks over it.
-      const req = (https && !r.proxy ? httpsRequest : httpRequest)({ ...options, method: r.method, headers, signal: r.signal });
+      const req = (https && !r.proxy ? httpsRequest : httpRequest)({ ...options, method: r.method, headers });
+      // Linked by hand (not `signal:`) so the listener goes away with the request, and a late
+      // abort cannot raise an unhandled error on a response that was already consumed.
+      let complete = false;
+      let settled = false;
       let timer: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        // No error object: destroying with one can surface on a socket that is on its way back
+        // to the agent and has no error listener any more. The caller sees the abort itself.
+        if (!settled) {
+          settled = true;
+          clearTimeout(timer);
+          reject(Object.assign(new Error('The operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' }));
+        }
+        if (!complete) req.destroy();
+      };
+      r.signal.addEventListener('abort', onAbort, { once: true });
+      req.on('close', () => r.signal.removeEventListener('abort', onAbort));
       if (r.timeoutMs) {
         timer = setTimeout(() => req.destroy(Object.assign(new Error(`net/http: request to ${r.url.host} timed out awaiting headers`), { code: 'ETIMEDOUT' })), r.timeoutMs);
       }
       req.on('error', (err) => {
         clearTimeout(timer);
+        settled = true;
         reject(err);
       });
       req.on('response', (res) => {
         clearTimeout(timer);
+        settled = true;
+        res.on('error', () => {});
+        res.on('end', () => {
+          complete = true;
+          r.signal.removeEventListener('abort', onAbort);
+        });
         resolve(wrap(res, r.url));
       });
       if (body instanceof Readable) {

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { conflict, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
+import { withCloseIO } from './reconciler.ts';
 
 export interface ExecConfig {
   User: string;
@@ -149,7 +150,7 @@ export class ExecManager {
         ...(size && size[0] && size[1] ? { consoleSize: { height: size[0], width: size[1] } } : { consoleSize: undefined }),
       };
       io = await this.deps.stdio.open({ dir, procId: id, stdin: ex.config.AttachStdin, tty });
-      const hub = this.deps.stdio.hub(io);
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(ex.containerId, id));
       onHub?.(hub);
       await sup.execProcess({ containerId: ex.containerId, execId: id, spec: process, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: tty });
       const waiting = sup.waitTask(ex.containerId, id);

@@ -252,7 +252,7 @@ export class ContainerReconciler {
       await sup.createContainer({ id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
       created = true;
       io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
-      const hub = this.deps.stdio.hub(io);
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined));
       for (const fn of this.runWatchers.get(id) ?? []) {
         try {
           fn(hub);
@@ -539,6 +539,22 @@ export class ContainerReconciler {
     this.store.delete(KIND.container, id);
     log.debug('container removed');
   }
+}
+
+/** A hub whose closeStdin also tells the supervisor, so the process sees EOF. */
+export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>): HubLike {
+  let closed = false;
+  return {
+    subscribe: (fn, onEnd) => hub.subscribe(fn, onEnd),
+    ended: hub.ended,
+    writeStdin: (buf) => hub.writeStdin(buf),
+    closeStdin: () => {
+      if (closed) return;
+      closed = true;
+      hub.closeStdin();
+      closeIO().catch(() => {});
+    },
+  };
 }
 
 /** Containers the daemon (not the user) stopped come back at the next start when their policy says so. */

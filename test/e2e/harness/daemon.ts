@@ -186,6 +186,8 @@ class Handle implements DaemonHandle {
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
+    // A test that forgets cleanup() must not hang its file: the exit hook kills the daemon then.
+    child.unref();
     this.child = child;
     this.exited = new Promise((resolveExit) => {
       child.once('exit', (code) => resolveExit(code));
@@ -208,7 +210,9 @@ class Handle implements DaemonHandle {
     if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
     kill(child.pid!, opts.signal ?? 'SIGTERM');
     const timeout = opts.timeoutMs ?? 30_000;
-    const res = await Promise.race([this.exited, sleep(timeout).then(() => 'timeout' as const)]);
+    let timer: NodeJS.Timeout | undefined;
+    const res = await Promise.race([this.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeout)))]);
+    clearTimeout(timer);
     if (res !== 'timeout') return res;
     kill(child.pid!, 'SIGKILL');
     return this.exited;

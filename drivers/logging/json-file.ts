@@ -1,0 +1,243 @@
+// The json-file log driver: one JSON object per line,
+//   {"log":"hi\n","stream":"stdout","time":"2026-01-02T03:04:05.123456789Z"}
+// Chunks are split at newlines; a trailing piece without newline waits for the rest (or for
+// close). Lines longer than 16 KiB are written as several partial entries (no "\n" in their
+// "log") followed by the final piece, as the reference does.
+//
+// Entries are batched: log() only encodes and queues; one writer drains the queue with a
+// single write per batch. close() flushes everything and resolves when the data has been
+// written to the file (no fsync). The `compress` option is accepted but rotated files are kept
+// uncompressed. Labels/env/tag attributes are not recorded.
+import { closeSync, fstatSync, openSync } from 'node:fs';
+import { close as closeCb, open as openCb, rename, unlink, write as writeCb } from 'node:fs';
+import { promisify } from 'node:util';
+import type { Logger } from 'pino';
+import { fileLogOptions } from './options.ts';
+import type { FileLogOptions } from './options.ts';
+
+const writeAsync = promisify(writeCb) as unknown as (fd: number, s: string) => Promise<unknown>;
+const openAsync = promisify(openCb);
+const closeAsync = promisify(closeCb);
+const renameAsync = promisify(rename);
+const unlinkAsync = promisify(unlink);
+
+export interface LogSink {
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void;
+  close(): Promise<void>;
+}
+
+/** Longest "log" payload of one entry, in bytes; longer lines become partial entries. */
+export const MAX_LINE = 16 * 1024;
+/** Start a write as soon as this much is queued instead of waiting for the next tick. */
+const HIGH_WATER = 1 << 20;
+
+// ---- timestamps -----------------------------------------------------------------------------
+
+let lastMs = -1;
+let lastPrefix = '';
+let lastSub = -1;
+
+/** Now as RFC 3339 with 9 fractional digits, UTC, never going backwards within a millisecond. */
+export function nowRfc3339Nano(): string {
+  const ms = Date.now();
+  let sub = Number(process.hrtime.bigint() % 1000000n);
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastPrefix = new Date(ms).toISOString().slice(0, 23);
+  } else if (sub <= lastSub) {
+    sub = Math.min(lastSub + 1, 999999);
+  }
+  lastSub = sub;
+  return `${lastPrefix}${String(sub).padStart(6, '0')}Z`;
+}
+
+// ---- the file -------------------------------------------------------------------------------
+
+interface Segment {
+  parts: string[];
+  /** Rotate the file after writing this segment. */
+  rotate: boolean;
+}
+
+class JsonFileWriter implements LogSink {
+  private readonly path: string;
+  private readonly opts: FileLogOptions;
+  private readonly log_: Logger;
+  private fd: number;
+  private size: number;
+  private segments: Segment[] = [{ parts: [], rotate: false }];
+  private queued = 0;
+  private writing: Promise<void> | null = null;
+  private scheduled = false;
+  private closed = false;
+  private readonly pending: { stdout: Buffer | null; stderr: Buffer | null } = { stdout: null, stderr: null };
+
+  constructor(path: string, opts: FileLogOptions, log: Logger) {
+    this.path = path;
+    this.opts = opts;
+    this.log_ = log;
+    this.fd = openSync(path, 'a', 0o640);
+    this.size = fstatSync(this.fd).size;
+  }
+
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    if (this.closed || chunk.length === 0) return;
+    const time = nowRfc3339Nano();
+    const suffix = `","stream":"${stream}","time":"${time}"}\n`;
+    let buf = chunk;
+    const held = this.pending[stream];
+    if (held) {
+      buf = Buffer.concat([held, chunk]);
+      this.pending[stream] = null;
+    }
+    const lastNl = buf.lastIndexOf(10);
+    if (lastNl >= 0) {
+      // Decode all complete lines at once; split in string space (JSON-escaping per line).
+      const text = buf.toString('utf8', 0, lastNl);
+      let start = 0;
+      for (;;) {
+        const nl = text.indexOf('\n', start);
+        const line = nl < 0 ? text.slice(start) : text.slice(start, nl);
+        this.line(line, suffix, time, stream);
+        if (nl < 0) break;
+        start = nl + 1;
+      }
+    }
+    let rest = buf.subarray(lastNl + 1);
+    while (rest.length > MAX_LINE) {
+      this.push(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`);
+      rest = rest.subarray(MAX_LINE);
+    }
+    // The caller may reuse its buffer: keep our own copy of the held piece.
+    if (rest.length > 0) this.pending[stream] = Buffer.from(rest);
+    this.kick();
+  }
+
+  /** One complete line (without its "\n"). */
+  private line(line: string, suffix: string, time: string, stream: string): void {
+    // UTF-16 length * 3 bounds the UTF-8 length: only long lines need the exact byte count.
+    if (line.length * 3 > MAX_LINE && Buffer.byteLength(line) > MAX_LINE) {
+      let bytes = Buffer.from(line);
+      while (bytes.length > MAX_LINE) {
+        this.push(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`);
+        bytes = bytes.subarray(MAX_LINE);
+      }
+      line = bytes.toString('utf8');
+    }
+    const q = JSON.stringify(line);
+    this.push(`{"log":${q.slice(0, -1)}\\n${suffix}`);
+  }
+
+  private push(entry: string): void {
+    let seg = this.segments[this.segments.length - 1]!;
+    if (this.opts.maxSize > 0) {
+      // Like the reference: rotate before an entry once the file has reached max-size.
+      if (this.size >= this.opts.maxSize) {
+        seg.rotate = true;
+        seg = { parts: [], rotate: false };
+        this.segments.push(seg);
+        this.size = 0;
+      }
+      this.size += Buffer.byteLength(entry);
+    }
+    seg.parts.push(entry);
+    this.queued += entry.length;
+  }
+
+  private kick(): void {
+    if (this.writing) return;
+    if (this.queued >= HIGH_WATER) {
+      this.writing = this.drain();
+      return;
+    }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (!this.writing && this.hasQueued()) this.writing = this.drain();
+    });
+  }
+
+  private hasQueued(): boolean {
+    return this.segments.length > 1 || this.segments[0]!.parts.length > 0;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.hasQueued()) {
+        const seg = this.segments.shift()!;
+        if (this.segments.length === 0) this.segments.push({ parts: [], rotate: false });
+        this.queued -= seg.parts.reduce((n, p) => n + p.length, 0);
+        if (seg.parts.length > 0) {
+          try {
+            await writeAsync(this.fd, seg.parts.join(''));
+          } catch (err) {
+            this.log_.warn({ err, path: this.path }, 'writing container log failed');
+          }
+        }
+        if (seg.rotate) await this.rotate();
+      }
+    } finally {
+      this.writing = null;
+    }
+    if (this.hasQueued()) this.kick();
+  }
+
+  private async rotate(): Promise<void> {
+    try {
+      await closeAsync(this.fd);
+      if (this.opts.maxFiles < 2) {
+        this.fd = await openAsync(this.path, 'w', 0o640);
+        return;
+      }
+      await unlinkAsync(`${this.path}.${this.opts.maxFiles - 1}`).catch(() => {});
+      for (let i = this.opts.maxFiles - 1; i > 1; i--) {
+        await renameAsync(`${this.path}.${i - 1}`, `${this.path}.${i}`).catch(() => {});
+      }
+      await renameAsync(this.path, `${this.path}.1`).catch(() => {});
+      this.fd = await openAsync(this.path, 'a', 0o640);
+    } catch (err) {
+      this.log_.warn({ err, path: this.path }, 'rotating container log failed');
+      this.fd = await openAsync(this.path, 'a', 0o640);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) {
+      while (this.writing) await this.writing;
+      return;
+    }
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const held = this.pending[stream];
+      if (held) {
+        this.pending[stream] = null;
+        // A last piece without newline: written as is (no "\n" added).
+        this.push(`{"log":${JSON.stringify(held.toString('utf8'))},"stream":"${stream}","time":"${nowRfc3339Nano()}"}\n`);
+      }
+    }
+    this.closed = true;
+    while (this.writing) await this.writing;
+    if (this.hasQueued()) {
+      this.writing = this.drain();
+      await this.writing;
+    }
+    try {
+      await closeAsync(this.fd);
+    } catch {
+      closeSafe(this.fd);
+    }
+  }
+}
+
+function closeSafe(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
+}
+
+/** A json-file logger for `path`; options are the container's LogConfig.Config. */
+export function openJsonFile(path: string, config: Record<string, string>, log: Logger): LogSink {
+  return new JsonFileWriter(path, fileLogOptions(config), log);
+}

@@ -1,0 +1,93 @@
+// Log driver names and options, validated with the reference daemon's messages.
+import { invalidArgument } from '../../lib/errors.ts';
+
+export interface LogConfigInput {
+  Type: string;
+  Config: Record<string, string> | null | undefined;
+}
+
+export interface FileLogOptions {
+  /** Bytes; -1 = never rotate. */
+  maxSize: number;
+  /** Files kept including the live one (1 = truncate in place when full). */
+  maxFiles: number;
+  /** Accepted for compatibility; rotated files are kept uncompressed. */
+  compress: boolean;
+}
+
+const JSON_FILE_OPTS = new Set(['max-file', 'max-size', 'compress', 'labels', 'labels-regex', 'env', 'env-regex', 'tag']);
+const LOCAL_OPTS = new Set(['max-file', 'max-size', 'compress']);
+export const FILE_DRIVERS = new Set(['json-file', 'local']);
+
+const DECIMAL: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, p: 1e15 };
+const BINARY: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4, p: 1024 ** 5 };
+
+function parseSize(s: string, units: Record<string, number>): number {
+  const m = /^(\d+(?:\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$/.exec(s);
+  if (!m) throw invalidArgument(`invalid size: '${s}'`);
+  return Math.trunc(Number.parseFloat(m[1]!) * units[(m[2] ?? '').toLowerCase()]!);
+}
+
+/** "10m" = 10,000,000 bytes: log sizes use decimal units, as in the reference. */
+export const fromHumanSize = (s: string) => parseSize(s, DECIMAL);
+export const ramInBytes = (s: string) => parseSize(s, BINARY);
+
+const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
+
+function parseBool(s: string): boolean {
+  if (TRUE.has(s)) return true;
+  if (FALSE.has(s)) return false;
+  throw invalidArgument(`strconv.ParseBool: parsing "${s}": invalid syntax`);
+}
+
+/** Rotation options of the file drivers; throws InvalidArgument for bad values. */
+export function fileLogOptions(cfg: Record<string, string>): FileLogOptions {
+  let maxSize = -1;
+  if (cfg['max-size'] !== undefined) {
+    maxSize = fromHumanSize(cfg['max-size']);
+    if (maxSize <= 0) throw invalidArgument('max-size must be a positive number');
+  }
+  let maxFiles = 1;
+  if (cfg['max-file'] !== undefined) {
+    const s = cfg['max-file'];
+    if (!/^[+-]?\d+$/.test(s)) throw invalidArgument(`strconv.Atoi: parsing "${s}": invalid syntax`);
+    maxFiles = Number.parseInt(s, 10);
+    if (maxFiles < 1) throw invalidArgument('max-file cannot be less than 1');
+  }
+  let compress = false;
+  if (cfg.compress !== undefined) {
+    compress = parseBool(cfg.compress);
+    if (compress && (maxFiles === 1 || maxSize === -1)) {
+      throw invalidArgument('compress cannot be true when max-file is less than 2 or max-size is not set');
+    }
+  }
+  return { maxSize, maxFiles, compress };
+}
+
+/** Create-time check of a container's (or the daemon's default) LogConfig. */
+export function validateLogConfig(lc: LogConfigInput): void {
+  const name = lc.Type || 'json-file';
+  if (name === 'none') return;
+  const cfg = { ...(lc.Config ?? {}) };
+  const mode = cfg.mode ?? '';
+  if (mode !== '' && mode !== 'blocking' && mode !== 'non-blocking') throw invalidArgument(`logger: logging mode not supported: ${mode}`);
+  if (cfg['max-buffer-size'] !== undefined) {
+    if (mode !== 'non-blocking') throw invalidArgument(`logger: max-buffer-size option is only supported with 'mode=non-blocking'`);
+    try {
+      ramInBytes(cfg['max-buffer-size']);
+    } catch (err) {
+      throw invalidArgument(`error parsing option max-buffer-size: ${(err as Error).message}`);
+    }
+  }
+  delete cfg.mode;
+  delete cfg['max-buffer-size'];
+  if (name === 'json-file') {
+    for (const k of Object.keys(cfg)) if (!JSON_FILE_OPTS.has(k)) throw invalidArgument(`unknown log opt '${k}' for json-file log driver`);
+  } else if (name === 'local') {
+    for (const k of Object.keys(cfg)) if (!LOCAL_OPTS.has(k)) throw invalidArgument(`unknown log opt '${k}' for log driver local`);
+  } else {
+    throw invalidArgument(`logger: no log driver named '${name}' is registered`);
+  }
+  fileLogOptions(cfg);
+}
