@@ -16,6 +16,11 @@ import { eventRoutes } from '../api/events/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
 import { createContainerOps } from './container-ops.ts';
 import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
+import { createDistribution } from '../drivers/distribution/distribution.ts';
+import { hostPlatform } from '../drivers/image/platform.ts';
+import { pullHandler } from '../api/distribution/pull-handler.ts';
+import { pushHandler } from '../api/distribution/push-handler.ts';
+import { authRoutes } from '../api/distribution/auth-routes.ts';
 import { ensureDefaultNetwork } from '../reconcilers/network/default-network.ts';
 import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
 import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
@@ -172,6 +177,21 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
     await manager.start();
 
     const archive = createImageArchive({ layers, tmpDir, log: logger });
+    const distribution = createDistribution({
+      log: logger.child({ component: 'distribution' }),
+      insecureRegistries: cfg.insecureRegistries ?? [],
+      registryMirrors: cfg.registryMirrors ?? [],
+      certsDir: process.env.ENGINE_CERTS_DIR || '/etc/engine/certs.d',
+      maxConcurrentDownloads: cfg.maxConcurrentDownloads || 3,
+      maxDownloadAttempts: cfg.maxDownloadAttempts || 5,
+      maxConcurrentUploads: cfg.maxConcurrentUploads || 5,
+      allowNondistributable: cfg.allowNondistributableArtifacts ?? [],
+      proxies: { http: cfg.httpProxy || undefined, https: cfg.httpsProxy || undefined, noProxy: cfg.noProxy || undefined },
+      layers,
+      platform: hostPlatform(),
+      tmpDir,
+    });
+    onStop('distribution', () => distribution.close());
     const logReader = createLogReader({
       pathOf: (id) => store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.logPath || undefined,
       log: logger.child({ component: 'log-reader' }),
@@ -213,7 +233,14 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
           versionInfo: { version: ENGINE_VERSION, apiVersion: API_VERSION, minApiVersion: MIN_API_VERSION, gitCommit: GIT_COMMIT, buildTime: BUILD_TIME },
           experimental: !!cfg.experimental,
         }),
-        imageRoutes({ store, archive, graphDriverData: () => ({}) , layers }),
+        imageRoutes({
+          store,
+          archive,
+          layers,
+          pull: pullHandler({ distribution, store }),
+          push: pushHandler({ distribution, store }),
+        }),
+        authRoutes({ distribution }),
         containerRoutes({
           store,
           logs: logReader,
