@@ -253,6 +253,8 @@ export function upgradeHandler(deps: AttachDeps, log: { warn(o: object, m: strin
   const max = apiNum(deps.version.api);
   const min = apiNum(deps.version.min);
   return (req: IncomingMessage, sock: Duplex, head: Buffer): void => {
+    // Hold client bytes (stdin, a half-close) until the session listens: a flowing socket drops them.
+    sock.pause();
     sock.on('error', () => {});
     handle(req, sock, head).catch((err) => {
       if (!(err instanceof EngineError)) log.warn({ err }, 'upgrade request failed');

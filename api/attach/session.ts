@@ -110,6 +110,8 @@ export class AttachSession {
       sock.on('data', () => {});
       sock.on('end', () => {});
     }
+    // Node pauses upgraded sockets; a 'data' listener alone does not restart an explicit pause.
+    sock.resume();
   }
 
   /** Begin copying from one run's hub. Output ends when the hub ends. */

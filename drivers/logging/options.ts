@@ -16,7 +16,7 @@ export interface FileLogOptions {
 }
 
 const JSON_FILE_OPTS = new Set(['max-file', 'max-size', 'compress', 'labels', 'labels-regex', 'env', 'env-regex', 'tag']);
-const LOCAL_OPTS = new Set(['max-file', 'max-size', 'compress']);
+const LOCAL_OPTS = JSON_FILE_OPTS;
 export const FILE_DRIVERS = new Set(['json-file', 'local']);
 
 const DECIMAL: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, p: 1e15 };

@@ -38,7 +38,7 @@ export interface LogReaderOptions {
   pollMs?: number;
 }
 
-const READ_SIZE = 1 << 20;
+const READ_SIZE = 256 * 1024;
 const TAIL_BLOCK = 64 * 1024;
 
 // ---- decoding -------------------------------------------------------------------------------
@@ -78,7 +78,13 @@ function putUtf8(out: Buffer, o: number, cp: number): number {
   return o;
 }
 
-const matchAt = (buf: Buffer, at: number, lit: Buffer) => at + lit.length <= buf.length && buf.compare(lit, 0, lit.length, at, at + lit.length) === 0;
+/** Short literal comparison; a JS loop beats a native call at these lengths. */
+function matchAt(buf: Buffer, at: number, lit: Buffer): boolean {
+  const n = lit.length;
+  if (at + n > buf.length) return false;
+  for (let k = 0; k < n; k++) if (buf[at + k] !== lit[k]) return false;
+  return true;
+}
 
 /** The reference writes times with trailing zeros trimmed; entries always carry 9 digits. */
 function normalizeTime(t: string): string {
@@ -102,27 +108,45 @@ function slowDecode(text: string): LogEntry | null {
   }
 }
 
-/** One line buf[s, e) (without its newline) → entry; null for garbage. */
-export function decodeLine(buf: Buffer, s: number, e: number): LogEntry | null {
-  if (!matchAt(buf, s, PREFIX)) return slowDecode(buf.toString('utf8', s, e));
-  if (scratch.length < e - s) scratch = Buffer.allocUnsafe(2 * (e - s));
+/**
+ * Position of the next backslash at or after `from` in the buffer being decoded. Lines are
+ * decoded in order, so the answer of one search serves until it is passed (keeps lines without
+ * any backslash from searching ahead again and again). Reset whenever the buffer is refilled.
+ */
+export class BackslashIndex {
+  private buf: Buffer | null = null;
+  private at = -1;
+  reset(): void {
+    this.buf = null;
+    this.at = -1;
+  }
+  next(buf: Buffer, from: number): number {
+    if (buf !== this.buf || this.at === -1 || (this.at >= 0 && this.at < from)) {
+      this.buf = buf;
+      const x = buf.indexOf(0x5c, from);
+      this.at = x < 0 ? -2 : x; // -2: none until the end of the buffer
+    }
+    return this.at < 0 ? -1 : this.at;
+  }
+}
+
+const sharedIndex = new BackslashIndex();
+
+function decodeEscapes(buf: Buffer, i: number, e: number, bsIndex: BackslashIndex): { out: Buffer; len: number; end: number } | null {
+  if (scratch.length < e - i) scratch = Buffer.allocUnsafe(2 * (e - i));
   const out = scratch;
   let o = 0;
-  let i = s + PREFIX.length;
-  let closed = false;
-  while (i < e) {
-    const b = buf[i]!;
-    if (b === 0x22) {
-      closed = true;
-      break;
+  for (;;) {
+    const q = buf.indexOf(0x22, i);
+    if (q < 0 || q >= e) return null;
+    const bs = bsIndex.next(buf, i);
+    if (bs < 0 || bs > q) {
+      o += buf.copy(out, o, i, q);
+      return { out, len: o, end: q };
     }
-    if (b !== 0x5c) {
-      out[o++] = b;
-      i++;
-      continue;
-    }
-    const c = buf[i + 1];
-    i += 2;
+    o += buf.copy(out, o, i, bs);
+    const c = buf[bs + 1];
+    i = bs + 2;
     switch (c) {
       case 0x6e: out[o++] = 0x0a; break; // \n
       case 0x74: out[o++] = 0x09; break; // \t
@@ -134,7 +158,7 @@ export function decodeLine(buf: Buffer, s: number, e: number): LogEntry | null {
       case 0x66: out[o++] = 0x0c; break;
       case 0x75: {
         let cp = hex4(buf, i);
-        if (cp < 0) return slowDecode(buf.toString('utf8', s, e));
+        if (cp < 0) return null;
         i += 4;
         if (cp >= 0xd800 && cp < 0xdc00 && buf[i] === 0x5c && buf[i + 1] === 0x75) {
           const lo = hex4(buf, i + 2);
@@ -148,12 +172,38 @@ export function decodeLine(buf: Buffer, s: number, e: number): LogEntry | null {
         break;
       }
       default:
-        return slowDecode(buf.toString('utf8', s, e));
+        return null;
     }
   }
-  if (!closed) return null;
-  // i is at the closing quote of "log"
-  let p = i + 1;
+}
+
+/** One line buf[s, e) (without its newline) → entry; null for garbage. */
+export function decodeLine(buf: Buffer, s: number, e: number, bsIndex: BackslashIndex = sharedIndex): LogEntry | null {
+  if (bsIndex === sharedIndex) sharedIndex.reset();
+  if (!matchAt(buf, s, PREFIX)) return slowDecode(buf.toString('utf8', s, e));
+  const i = s + PREFIX.length;
+  let line: Buffer;
+  let q: number;
+  // Common case: the payload's only escape is its final "\n".
+  const q0 = buf.indexOf(0x22, i);
+  const bs0 = q0 < 0 ? -1 : bsIndex.next(buf, i);
+  if (q0 >= 0 && q0 < e && bs0 === q0 - 2 && buf[q0 - 1] === 0x6e && bs0 >= i) {
+    line = Buffer.allocUnsafe(bs0 - i + 1);
+    buf.copy(line, 0, i, bs0);
+    line[bs0 - i] = 0x0a;
+    q = q0;
+  } else if (q0 >= 0 && q0 < e && (bs0 < 0 || bs0 > q0)) {
+    line = Buffer.allocUnsafe(q0 - i);
+    buf.copy(line, 0, i, q0);
+    q = q0;
+  } else {
+    const d = decodeEscapes(buf, i, e, bsIndex);
+    if (!d) return slowDecode(buf.toString('utf8', s, e));
+    line = Buffer.allocUnsafe(d.len);
+    d.out.copy(line, 0, 0, d.len);
+    q = d.end;
+  }
+  let p = q + 1;
   if (!matchAt(buf, p, STREAM_KEY)) return slowDecode(buf.toString('utf8', s, e));
   p += STREAM_KEY.length;
   let stream: 'stdout' | 'stderr';
@@ -165,8 +215,6 @@ export function decodeLine(buf: Buffer, s: number, e: number): LogEntry | null {
   p += TIME_KEY.length;
   const tEnd = buf.indexOf(0x22, p);
   if (tEnd < 0 || tEnd >= e || buf[tEnd + 1] !== 0x7d) return slowDecode(buf.toString('utf8', s, e));
-  const line = Buffer.allocUnsafe(o);
-  out.copy(line, 0, 0, o);
   return { stream, line, time: normalizeTime(buf.toString('latin1', p, tEnd)) };
 }
 
@@ -275,6 +323,7 @@ class LineSource {
   pos: number;
   private buf = Buffer.allocUnsafe(READ_SIZE);
   private carry = 0;
+  private readonly bs = new BackslashIndex();
 
   constructor(fh: FileHandle, pos: number) {
     this.fh = fh;
@@ -290,6 +339,7 @@ class LineSource {
     }
     const { bytesRead } = await this.fh.read(this.buf, this.carry, this.buf.length - this.carry, this.pos + this.carry);
     if (bytesRead === 0) return null;
+    this.bs.reset();
     const total = this.carry + bytesRead;
     const lastNl = this.buf.lastIndexOf(0x0a, total - 1);
     const out: LogEntry[] = [];
@@ -301,7 +351,7 @@ class LineSource {
     while (s <= lastNl) {
       const nl = this.buf.indexOf(0x0a, s);
       if (nl > s) {
-        const e = decodeLine(this.buf, s, nl);
+        const e = decodeLine(this.buf, s, nl, this.bs);
         if (e) out.push(e);
       }
       s = nl + 1;
@@ -316,10 +366,32 @@ class LineSource {
   reset(pos: number): void {
     this.pos = pos;
     this.carry = 0;
+    this.bs.reset();
   }
 }
 
-async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, stop: AbortSignal | undefined, pollMs: number, log: Logger): AsyncGenerator<LogEntry> {
+/** Filtered batches of everything `src` holds now; returns true when reading must end (past `until`, aborted). */
+async function* drainSource(src: LineSource, verdict: (e: LogEntry) => number, signal: AbortSignal): AsyncGenerator<LogEntry[], boolean> {
+  for (;;) {
+    if (signal.aborted) return true;
+    const batch = await src.next();
+    if (!batch) return false;
+    const out: LogEntry[] = [];
+    let past = false;
+    for (const e of batch) {
+      const v = verdict(e);
+      if (v === 2) {
+        past = true;
+        break;
+      }
+      if (v === 0) out.push(e);
+    }
+    if (out.length) yield out;
+    if (past) return true;
+  }
+}
+
+async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, stop: AbortSignal | undefined, pollMs: number, log: Logger): AsyncGenerator<LogEntry[]> {
   const filter: Filter = {
     stdout: o.stdout,
     stderr: o.stderr,
@@ -358,16 +430,7 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
     let src: LineSource | null = null;
     for (let f = 0; f < files.length; f++) {
       src = new LineSource(files[f]!, offsets[f]!);
-      for (;;) {
-        if (signal.aborted) return;
-        const batch = await src.next();
-        if (!batch) break;
-        for (const e of batch) {
-          const v = verdict(e);
-          if (v === 2) return;
-          if (v === 0) yield e;
-        }
-      }
+      if (yield* drainSource(src, verdict, signal)) return;
       if (files[f] !== current) {
         handles.delete(files[f]!);
         await files[f]!.close().catch(() => {});
@@ -402,18 +465,7 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
       if (signal.aborted) return;
       if (stop?.aborted || untilReached) finalPass = true;
       // Drain what the current file has now.
-      if (src) {
-        for (;;) {
-          if (signal.aborted) return;
-          const batch = await src.next();
-          if (!batch) break;
-          for (const e of batch) {
-            const v = verdict(e);
-            if (v === 2) return;
-            if (v === 0) yield e;
-          }
-        }
-      }
+      if (src && (yield* drainSource(src, verdict, signal))) return;
       // Rotation (a new file at `path`) or truncation (max-file=1).
       let st;
       try {
@@ -424,28 +476,13 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
       if (st && st.ino !== ino) {
         const fh = await openIfExists(path);
         if (fh) {
+          handles.add(fh);
           if (src) {
             // The writer is done with the old file once a new one exists: read its last lines.
-            for (;;) {
-              if (signal.aborted) {
-                await fh.close().catch(() => {});
-                return;
-              }
-              const batch = await src.next();
-              if (!batch) break;
-              for (const e of batch) {
-                const v = verdict(e);
-                if (v === 2) {
-                  await fh.close().catch(() => {});
-                  return;
-                }
-                if (v === 0) yield e;
-              }
-            }
+            if (yield* drainSource(src, verdict, signal)) return;
             handles.delete(src.fh);
             await src.fh.close().catch(() => {});
           }
-          handles.add(fh);
           src = new LineSource(fh, 0);
           ino = (await fh.stat()).ino;
           continue;
@@ -472,6 +509,44 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
   }
 }
 
+/**
+ * Entries one by one from a generator of batches: the per-entry cost is a resolved promise,
+ * not a generator resumption. Stops at once when `signal` aborts.
+ */
+function flatten(gen: AsyncGenerator<LogEntry[]>, signal: AbortSignal): AsyncIterableIterator<LogEntry> {
+  let batch: LogEntry[] = [];
+  let idx = 0;
+  const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
+  const finish = async (): Promise<IteratorResult<LogEntry>> => {
+    batch = [];
+    await gen.return(undefined);
+    return done;
+  };
+  const refill = async (): Promise<IteratorResult<LogEntry>> => {
+    for (;;) {
+      if (signal.aborted) return finish();
+      const r = await gen.next();
+      if (r.done) return done;
+      batch = r.value;
+      idx = 0;
+      if (batch.length > 0) return { done: false, value: batch[idx++]! };
+    }
+  };
+  const it: AsyncIterableIterator<LogEntry> = {
+    [Symbol.asyncIterator]: () => it,
+    next(): Promise<IteratorResult<LogEntry>> {
+      if (idx < batch.length && !signal.aborted) return Promise.resolve({ done: false, value: batch[idx++]! });
+      return refill();
+    },
+    return: finish,
+    throw: async (err: unknown) => {
+      await gen.return(undefined);
+      throw err;
+    },
+  };
+  return it;
+}
+
 export function createLogReader(opts: LogReaderOptions): { read(containerId: string, o: LogReadOptions, signal: AbortSignal, stopFollowing?: AbortSignal): AsyncIterable<LogEntry> } {
   const pollMs = opts.pollMs ?? 250;
   return {
@@ -482,7 +557,7 @@ export function createLogReader(opts: LogReaderOptions): { read(containerId: str
           throw notImplemented('configured logging driver does not support reading');
         })();
       }
-      return readLog(path, o, signal, stopFollowing, pollMs, opts.log);
+      return flatten(readLog(path, o, signal, stopFollowing, pollMs, opts.log), signal);
     },
   };
 }

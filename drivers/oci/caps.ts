@@ -22,7 +22,7 @@ export const DEFAULT_CAPABILITIES: readonly string[] = Object.freeze([
 
 let allCaps: string[] | undefined;
 
-/** All capabilities this kernel knows (bounded by /proc/sys/kernel/cap_last_cap). */
+/** All capabilities this kernel knows (up to /proc/sys/kernel/cap_last_cap) that the daemon holds in its bounding set. */
 export function allCapabilities(): string[] {
   if (!allCaps) {
     let last = CAP_BY_NUMBER.length - 1;
@@ -33,6 +33,17 @@ export function allCapabilities(): string[] {
       // not Linux or /proc unavailable: assume everything we know
     }
     allCaps = CAP_BY_NUMBER.slice(0, last + 1);
+    // Only what the daemon itself may hand out: a runtime cannot raise a cap outside its own
+    // bounding set (the daemon may run somewhere that lacks a few).
+    try {
+      const m = /^CapBnd:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+      if (m) {
+        const bnd = BigInt(`0x${m[1]}`);
+        allCaps = allCaps.filter((_, i) => (bnd >> BigInt(i)) & 1n);
+      }
+    } catch {
+      // keep the kernel's list
+    }
   }
   return allCaps;
 }

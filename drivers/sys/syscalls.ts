@@ -34,7 +34,7 @@ function strerror(errno: number): string {
   return String(strerrorFn(errno));
 }
 
-function callAsync(fn: koffi.KoffiFunction, args: unknown[]): Promise<{ ret: number; errno: number }> {
+function callAsync(fn: ReturnType<typeof libc.func>, args: unknown[]): Promise<{ ret: number; errno: number }> {
   return new Promise((resolve, reject) => {
     fn.async(...args, (err: unknown, ret: number) => {
       if (err) return reject(err);

@@ -1,6 +1,6 @@
 // Real clients pointed at a test daemon: the docker CLI, dockerode, docker-py, and the test images.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import Docker from 'dockerode';
 import { buildBusyboxImages, type TestImages } from '../../../hack/images/build-busybox.ts';
 import type { DaemonHandle } from './daemon.ts';
@@ -16,14 +16,29 @@ export interface RunResult {
 }
 
 let dockerConfigDir: string | null = null;
-/** An empty DOCKER_CONFIG per test process: no user contexts, credentials or plugins leak in. */
+const CONFIG_PREFIX = '/tmp/engine-e2e-dockercfg-';
+/**
+ * An empty DOCKER_CONFIG per test process: no user contexts, credentials or plugins leak in.
+ * Named by pid so that one left by a killed process is removed by the next.
+ */
 function dockerConfig(): string {
-  if (!dockerConfigDir) {
-    const dir = mkdtempSync('/tmp/engine-e2e-dockercfg-');
-    dockerConfigDir = dir;
-    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  if (dockerConfigDir) return dockerConfigDir;
+  for (const name of readdirSync('/tmp')) {
+    const pid = Number(/^engine-e2e-dockercfg-(\d+)$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid) continue;
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      alive = false;
+    }
+    if (!alive) rmSync(`/tmp/${name}`, { recursive: true, force: true });
   }
-  return dockerConfigDir;
+  const dir = `${CONFIG_PREFIX}${process.pid}`;
+  mkdirSync(dir, { recursive: true });
+  dockerConfigDir = dir;
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 function clientEnv(d: DaemonHandle, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -1,15 +1,16 @@
 // Starts a real engined on private temp roots and socket for one test file, and leaves nothing
 // behind: the daemon, its supervisor and shims, mounts, the default bridge it made, the roots.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_BRIDGE, linkExists, reapRoot, startReaper, type RootState } from './reap.ts';
 
 export const REPO = resolve(fileURLToPath(new URL('../../../', import.meta.url)));
 /** ENGINE_E2E_ENGINED runs the suite against another engined build. */
 const ENGINED = process.env.ENGINE_E2E_ENGINED || join(REPO, 'bin', 'engined');
-const DEFAULT_BRIDGE = 'engine0';
+const NODE = join(REPO, 'node_modules', '.bin', 'node');
 
 export interface StartOptions {
   /** Extra engined arguments. */
@@ -74,20 +75,6 @@ function tail(text: string, lines = 60): string {
   return text.split('\n').slice(-lines).join('\n');
 }
 
-function alive(pid: number): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
 function kill(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(pid, sig);
@@ -96,17 +83,7 @@ function kill(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-function cmdline(pid: string): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-  } catch {
-    return '';
-  }
-}
 
-function linkExists(name: string): boolean {
-  return existsSync(`/sys/class/net/${name}`);
-}
 
 /** GET /_ping over the unix socket; true on 200 OK. */
 function ping(socket: string, timeoutMs = 2000): Promise<boolean> {
@@ -137,7 +114,8 @@ class Handle implements DaemonHandle {
   private child: ChildProcess | null = null;
   private exited: Promise<number | null> = Promise.resolve(null);
   private cleaned = false;
-  private readonly bridgeExisted: boolean;
+  private readonly state: RootState;
+  private reaperPid = 0;
 
   constructor(opts: StartOptions) {
     this.opts = opts;
@@ -151,8 +129,12 @@ class Handle implements DaemonHandle {
     this.pidfile = join(this.root, 'engine.pid');
     this.configFile = join(this.root, 'daemon.json');
     this.logFile = join(this.root, 'daemon.log');
-    this.bridgeExisted = linkExists(DEFAULT_BRIDGE);
+    // Remove the bridge and iptables chains at the end only if this daemon is the one making them.
+    // (Stale ENGINE* iptables chains without the bridge are leftovers of an earlier run: ours too.)
+    this.state = { ownsNetwork: !!opts.bridge && !linkExists(DEFAULT_BRIDGE) };
     writeFileSync(this.configFile, JSON.stringify(opts.daemonJson ?? {}, null, 2));
+    // If this process dies without cleanup() (a runner's timeout kill), the reaper does it.
+    this.reaperPid = startReaper(this.root, this.state, NODE);
   }
 
   get pid(): number {
@@ -234,97 +216,9 @@ class Handle implements DaemonHandle {
     if (this.cleaned) return;
     this.cleaned = true;
     live.delete(this);
-    if (this.pid) {
-      kill(this.pid, 'SIGKILL');
-    }
-    this.killLeftovers();
-    this.unmountAll();
-    if (this.opts.bridge && !this.bridgeExisted && linkExists(DEFAULT_BRIDGE)) {
-      try {
-        execFileSync('ip', ['link', 'del', DEFAULT_BRIDGE], { stdio: 'ignore' });
-      } catch {
-        // best effort
-      }
-    }
-    try {
-      rmSync(this.root, { recursive: true, force: true, maxRetries: 3 });
-    } catch (err) {
-      process.stderr.write(`engine e2e: could not remove ${this.root}: ${(err as Error).message}\n`);
-    }
-  }
-
-  /** The supervisor by its pid file, and shims (and their children) that name our roots. */
-  private killLeftovers(): void {
-    const victims = new Set<number>();
-    try {
-      const pid = Number(readFileSync(join(this.execRoot, 'containerd', 'containerd.pid'), 'utf8').trim());
-      if (pid && cmdline(String(pid)).includes('containerd')) victims.add(pid);
-    } catch {
-      // no supervisor pid file
-    }
-    let procs: string[] = [];
-    try {
-      procs = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
-    } catch {
-      // no /proc
-    }
-    for (const p of procs) {
-      const cl = cmdline(p);
-      if (!cl) continue;
-      const ours = cl.includes(this.root);
-      if (ours && (/containerd/.test(cl) || /engined|cmd\/engined\.ts/.test(cl))) victims.add(Number(p));
-    }
-    // Container processes are children of our shims: kill the shims' whole trees.
-    const children = new Map<number, number[]>();
-    for (const p of procs) {
-      try {
-        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        const list = children.get(ppid) ?? [];
-        list.push(Number(p));
-        children.set(ppid, list);
-      } catch {
-        // gone
-      }
-    }
-    const all = new Set<number>();
-    const visit = (pid: number) => {
-      if (all.has(pid) || pid === process.pid || pid <= 1) return;
-      all.add(pid);
-      for (const c of children.get(pid) ?? []) visit(c);
-    };
-    for (const v of victims) visit(v);
-    for (const pid of all) kill(pid, 'SIGKILL');
-    const until = Date.now() + 5000;
-    for (const pid of all) {
-      while (alive(pid) && Date.now() < until) execFileSync('sleep', ['0.05']);
-    }
-  }
-
-  /** Everything mounted under our root, deepest first, lazily. */
-  private unmountAll(): void {
-    for (let pass = 0; pass < 3; pass++) {
-      let mounts: string[] = [];
-      try {
-        mounts = readFileSync('/proc/self/mountinfo', 'utf8')
-          .split('\n')
-          .map((l) => l.split(' ')[4])
-          .filter((m): m is string => !!m)
-          .map((m) => m.replace(/\\(\d{3})/g, (_s, o: string) => String.fromCharCode(parseInt(o, 8))))
-          .filter((m) => m === this.root || m.startsWith(`${this.root}/`));
-      } catch {
-        return;
-      }
-      if (mounts.length === 0) return;
-      mounts.sort((a, b) => b.split('/').length - a.split('/').length || b.length - a.length);
-      for (const m of mounts) {
-        try {
-          execFileSync('umount', ['-l', m], { stdio: 'ignore' });
-        } catch {
-          // already gone, or a parent's lazy unmount took it
-        }
-      }
-    }
+    if (this.pid) kill(this.pid, 'SIGKILL');
+    reapRoot(this.root, this.state);
+    if (this.reaperPid) kill(this.reaperPid, 'SIGKILL');
   }
 }
 

@@ -218,7 +218,7 @@ test('none driver, unknown driver and option validation', () => {
   const bad = (lc: { Type: string; Config: Record<string, string> }, msg: string) =>
     assert.throws(() => validateLogConfig(lc), (e: unknown) => e instanceof EngineError && e.code === 'InvalidArgument' && e.message === msg, msg);
   bad({ Type: 'json-file', Config: { x: '1' } }, "unknown log opt 'x' for json-file log driver");
-  bad({ Type: 'local', Config: { labels: 'a' } }, "unknown log opt 'labels' for log driver local");
+  bad({ Type: 'local', Config: { x: 'a' } }, "unknown log opt 'x' for log driver local");
   bad({ Type: 'bogus', Config: {} }, "logger: no log driver named 'bogus' is registered");
   bad({ Type: 'json-file', Config: { 'max-size': 'ten' } }, "invalid size: 'ten'");
   bad({ Type: 'json-file', Config: { 'max-size': '0' } }, 'max-size must be a positive number');

@@ -308,3 +308,32 @@ test('build timing (printed, not asserted)', async () => {
     f.cleanup();
   }
 });
+
+test('a reference-format seccomp profile passed in SecurityOpt is converted', async () => {
+  const f = fixture();
+  try {
+    const profile = JSON.stringify({
+      defaultAction: 'SCMP_ACT_ERRNO',
+      defaultErrnoRet: 1,
+      archMap: [{ architecture: 'SCMP_ARCH_X86_64', subArchitectures: ['SCMP_ARCH_X86', 'SCMP_ARCH_X32'] }, { architecture: 'SCMP_ARCH_AARCH64', subArchitectures: ['SCMP_ARCH_ARM'] }],
+      syscalls: [
+        { names: ['read', 'write'], action: 'SCMP_ACT_ALLOW' },
+        { names: ['mount'], action: 'SCMP_ACT_ALLOW', includes: { caps: ['CAP_SYS_ADMIN'] } },
+        { names: ['ptrace'], action: 'SCMP_ACT_ALLOW', excludes: { caps: ['CAP_CHOWN'] } },
+        { names: ['personality'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 8, op: 'SCMP_CMP_EQ' }] },
+      ],
+    });
+    const s = await build(f.rootfs, config(), hostConfig({ SecurityOpt: [`seccomp=${profile}`] }));
+    const sc = s.linux.seccomp as unknown as { defaultAction: string; defaultErrnoRet: number; architectures: string[]; syscalls: { names: string[]; args?: unknown[] }[] };
+    assert.equal(sc.defaultAction, 'SCMP_ACT_ERRNO');
+    assert.equal(sc.defaultErrnoRet, 1);
+    assert.ok(sc.architectures.length >= 1);
+    const names = sc.syscalls.flatMap((x) => x.names);
+    assert.ok(names.includes('read'));
+    assert.ok(!names.includes('mount'), 'needs CAP_SYS_ADMIN');
+    assert.ok(!names.includes('ptrace'), 'excluded when CAP_CHOWN is held');
+    assert.deepEqual(sc.syscalls.find((x) => x.names.includes('personality'))!.args, [{ index: 0, value: 8, valueTwo: 0, op: 'SCMP_CMP_EQ' }]);
+  } finally {
+    f.cleanup();
+  }
+});

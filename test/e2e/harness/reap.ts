@@ -1,0 +1,183 @@
+// Synchronous removal of everything one test daemon made: its processes (daemon, supervisor,
+// shims and the containers under them), mounts under its root, the default bridge and iptables
+// chains when it created them, and the root itself. Used by DaemonHandle.cleanup() and by the
+// reaper: a detached watcher, started with each daemon, that runs the same cleanup if the test
+// process dies without doing it (killed by a runner timeout, SIGKILL).
+//   node reap.ts <test-pid> <root> <json RootState>
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const DEFAULT_BRIDGE = 'engine0';
+
+/** What existed before the daemon started, so cleanup removes only what the test made. */
+export interface RootState {
+  /** Remove the default bridge and the daemon's iptables chains at the end. */
+  ownsNetwork: boolean;
+}
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function alive(pid: number): boolean {
+  if (!pid || pid <= 1) return false;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = readText(`/proc/${pid}/stat`);
+  return stat !== '' && !/^\d+ \(.*\) Z /.test(stat);
+}
+
+function kill(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+function run(cmd: string, args: readonly string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
+  } catch {
+    return '';
+  }
+}
+
+export function linkExists(name: string): boolean {
+  return existsSync(`/sys/class/net/${name}`);
+}
+
+export function iptablesChainExists(table: string, chain: string): boolean {
+  try {
+    execFileSync('iptables', ['-t', table, '-S', chain], { stdio: 'ignore', timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The daemon (by its pidfile), the supervisor (by its pid file), and every process naming our root, with their descendants. */
+export function killTree(root: string): void {
+  const procs = (() => {
+    try {
+      return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number);
+    } catch {
+      return [];
+    }
+  })();
+  const victims = new Set<number>();
+  const daemonPid = Number(readText(join(root, 'engine.pid')).trim());
+  if (daemonPid && readText(`/proc/${daemonPid}/cmdline`).includes(root)) victims.add(daemonPid);
+  const supPid = Number(readText(join(root, 'exec', 'containerd', 'containerd.pid')).trim());
+  if (supPid && readText(`/proc/${supPid}/cmdline`).includes('containerd')) victims.add(supPid);
+  const children = new Map<number, number[]>();
+  for (const p of procs) {
+    if (p === process.pid) continue;
+    const cl = readText(`/proc/${p}/cmdline`).replace(/\0/g, ' ');
+    // The reaper names our root too, but it is this process or must outlive the kill.
+    if (cl.includes(root) && !cl.includes('reap.ts')) victims.add(p);
+    const stat = readText(`/proc/${p}/stat`);
+    if (!stat) continue;
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const list = children.get(ppid) ?? [];
+    list.push(p);
+    children.set(ppid, list);
+  }
+  const all = new Set<number>();
+  const visit = (pid: number) => {
+    if (all.has(pid) || pid === process.pid || pid <= 1) return;
+    all.add(pid);
+    for (const c of children.get(pid) ?? []) visit(c);
+  };
+  for (const v of victims) visit(v);
+  for (const pid of all) kill(pid, 'SIGKILL');
+  const until = Date.now() + 5000;
+  for (const pid of all) {
+    while (alive(pid) && Date.now() < until) run('sleep', ['0.05']);
+  }
+}
+
+/** Everything mounted at or under root, deepest first, lazily. */
+export function unmountUnder(root: string): void {
+  for (let pass = 0; pass < 3; pass++) {
+    const mounts = readText('/proc/self/mountinfo')
+      .split('\n')
+      .map((l) => l.split(' ')[4])
+      .filter((m): m is string => !!m)
+      .map((m) => m.replace(/\\(\d{3})/g, (_s, o: string) => String.fromCharCode(parseInt(o, 8))))
+      .filter((m) => m === root || m.startsWith(`${root}/`));
+    if (mounts.length === 0) return;
+    mounts.sort((a, b) => b.split('/').length - a.split('/').length || b.length - a.length);
+    for (const m of mounts) run('umount', ['-l', m]);
+  }
+}
+
+/** The default bridge and every iptables rule and chain of the daemon's (ENGINE*, engine0). */
+export function removeNetwork(): void {
+  if (linkExists(DEFAULT_BRIDGE)) run('ip', ['link', 'del', DEFAULT_BRIDGE]);
+  for (const table of ['filter', 'nat']) {
+    const rules = run('iptables', ['-t', table, '-S']).split('\n');
+    for (const r of rules) {
+      const m = /^-A (\S+) (.*)$/.exec(r);
+      if (!m || m[1].startsWith('ENGINE')) continue;
+      if (/\bENGINE[-A-Z0-9]*\b|\bengine0\b/.test(m[2])) run('bash', ['-c', `iptables -t ${table} -D ${m[1]} ${m[2]}`]);
+    }
+    for (const r of rules) {
+      const m = /^-N (ENGINE\S*)$/.exec(r);
+      if (m) run('iptables', ['-t', table, '-F', m[1]]);
+    }
+    for (const r of rules) {
+      const m = /^-N (ENGINE\S*)$/.exec(r);
+      if (m) run('iptables', ['-t', table, '-X', m[1]]);
+    }
+  }
+}
+
+/** Full cleanup of one test root; safe to repeat. */
+export function reapRoot(root: string, state: RootState): void {
+  if (!root.startsWith('/tmp/engine-e2e-')) throw new Error(`refusing to reap ${root}`);
+  killTree(root);
+  unmountUnder(root);
+  if (state.ownsNetwork) removeNetwork();
+  try {
+    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+  } catch (err) {
+    process.stderr.write(`engine e2e: could not remove ${root}: ${(err as Error).message}\n`);
+  }
+}
+
+/** Starts the detached watcher for one root; returns its pid. */
+export function startReaper(root: string, state: RootState, nodeBin: string): number {
+  const child = spawn(nodeBin, [fileURLToPath(import.meta.url), String(process.pid), root, JSON.stringify(state)], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  child.unref();
+  return child.pid ?? 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const [watchPid, root, stateJson] = process.argv.slice(2);
+  const state = JSON.parse(stateJson ?? '{}') as RootState;
+  // Ignore the signals a runner sends to the group we were started from.
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => {});
+  const timer = setInterval(() => {
+    if (!existsSync(root)) {
+      clearInterval(timer);
+      return;
+    }
+    if (!alive(Number(watchPid))) {
+      clearInterval(timer);
+      reapRoot(root, state);
+    }
+  }, 500);
+}
