@@ -65,10 +65,15 @@ function unpigz(bin: string): Duplex {
   const child = spawn(bin, ['-d', '-c'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const duplex = Duplex.from({ writable: child.stdin, readable: child.stdout });
-  child.on('close', (code, sig) => {
-    if (code !== 0 && !duplex.destroyed) duplex.destroy(invalidArgument(`unpigz: ${stderr.trim() || `exit ${code ?? sig}`}`));
-  });
+  const exited = new Promise<number | string>((resolve) => child.on('close', (code, sig) => resolve(code ?? sig ?? -1)));
+  child.stdin.on('error', () => {});
+  // Output ends only once unpigz has exited 0: a truncated or corrupt stream is an error, not EOF.
+  async function* out(): AsyncGenerator<Buffer> {
+    for await (const c of child.stdout) yield c as Buffer;
+    const code = await exited;
+    if (code !== 0) throw invalidArgument(`unpigz: ${stderr.trim() || `exit ${code}`}`);
+  }
+  const duplex = Duplex.from({ writable: child.stdin, readable: Readable.from(out(), { objectMode: false }) });
   duplex.on('close', () => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });

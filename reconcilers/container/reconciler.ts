@@ -252,7 +252,10 @@ export class ContainerReconciler {
       await sup.createContainer({ id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
       created = true;
       io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
-      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined));
+      let taskCreated!: (ok: boolean) => void;
+      const created$ = new Promise<void>((res, rej) => (taskCreated = (ok) => (ok ? res() : rej(new Error('no task')))));
+      created$.catch(() => {});
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), created$);
       for (const fn of this.runWatchers.get(id) ?? []) {
         try {
           fn(hub);
@@ -267,7 +270,11 @@ export class ContainerReconciler {
           hub.subscribe((stream, chunk) => l.log(stream, chunk));
         }
       }
-      const task = await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty });
+      const task = await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty }).catch((err) => {
+        taskCreated(false);
+        throw err;
+      });
+      taskCreated(true);
       const ep = this.status(id).endpoint;
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
       const waitAbort = new AbortController();
@@ -542,7 +549,7 @@ export class ContainerReconciler {
 }
 
 /** A hub whose closeStdin also tells the supervisor, so the process sees EOF. */
-export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>): HubLike {
+export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>, ready: Promise<unknown> = Promise.resolve()): HubLike {
   let closed = false;
   return {
     subscribe: (fn, onEnd) => hub.subscribe(fn, onEnd),
@@ -551,8 +558,15 @@ export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>): HubLike
     closeStdin: () => {
       if (closed) return;
       closed = true;
-      hub.closeStdin();
-      closeIO().catch(() => {});
+      // Until the shim holds the FIFO, ours is its only open end: closing it would drop bytes
+      // already written (stdin piped to `run -i` ends before the task exists).
+      ready.then(
+        () => {
+          hub.closeStdin();
+          closeIO().catch(() => {});
+        },
+        () => hub.closeStdin(),
+      );
     },
   };
 }
