@@ -134,6 +134,8 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
         icc: cfg.icc,
         defaultGateway: cfg.defaultGateway,
         userlandProxy: cfg.userlandProxy,
+        // Tests running several daemons side by side give each its own chains.
+        chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || undefined,
       },
       { driver: bridgeDriver },
     );

@@ -162,6 +162,10 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (!r) throw notFound(`No such container: ${req.params.id}`);
       if (r.status.error && r.status.phase !== 'running') {
         const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
+        // As the reference daemon: an auto-remove container that cannot start is removed (`run --rm` waits for it).
+        if (r.spec.hostConfig.AutoRemove) {
+          store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
+        }
         throw new EngineError(code, `failed to create task for container: ${r.status.error}`);
       }
       reply.code(204).send();

@@ -24,13 +24,16 @@ async function dockerTty(d: DaemonHandle, args: string[], input: string, timeout
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   child.stderr.on('data', (c) => (out += c));
+  // Listen before feeding input: the command may be done before the last line is written.
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  child.stdin.on('error', () => {});
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   await sleep(1500);
   for (const line of input.split('\n').filter(Boolean)) {
     child.stdin.write(line + '\r');
     await sleep(400);
   }
-  const code = await new Promise<number | null>((r) => child.on('close', r));
+  const code = await closed;
   clearTimeout(timer);
   return { code, out };
 }

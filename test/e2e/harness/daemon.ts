@@ -5,7 +5,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_BRIDGE, linkExists, reapRoot, startReaper, type RootState } from './reap.ts';
+import { linkExists, reapRoot, startReaper, type RootState } from './reap.ts';
 
 export const REPO = resolve(fileURLToPath(new URL('../../../', import.meta.url)));
 /** ENGINE_E2E_ENGINED runs the suite against another engined build. */
@@ -33,6 +33,9 @@ export interface StopOptions {
 
 export interface DaemonHandle {
   readonly root: string;
+  /** The daemon's own bridge (a unique name) and its address, used when started with bridge: true. */
+  readonly bridge: string;
+  readonly bip: string;
   readonly socket: string;
   readonly dockerHost: string;
   readonly dataRoot: string;
@@ -103,6 +106,8 @@ function ping(socket: string, timeoutMs = 2000): Promise<boolean> {
 
 class Handle implements DaemonHandle {
   readonly root: string;
+  readonly bridge: string;
+  readonly bip: string;
   readonly socket: string;
   readonly dockerHost: string;
   readonly dataRoot: string;
@@ -131,7 +136,13 @@ class Handle implements DaemonHandle {
     this.logFile = join(this.root, 'daemon.log');
     // Remove the bridge and iptables chains at the end only if this daemon is the one making them.
     // (Stale ENGINE* iptables chains without the bridge are leftovers of an earlier run: ours too.)
-    this.state = { ownsNetwork: !!opts.bridge && !linkExists(DEFAULT_BRIDGE) };
+    // Each bridged daemon gets its own bridge, subnet and iptables chains, so test files (and
+    // people's own daemons) can run side by side.
+    const tag = this.root.slice(-6).replace(/[^A-Za-z0-9]/g, 'x');
+    const n = parseInt(tag.replace(/[^0-9a-f]/gi, '0').slice(0, 4), 16);
+    this.bridge = `et${tag}`;
+    this.bip = `10.${200 + (n % 50)}.${(n >> 6) % 250}.1/24`;
+    this.state = { ownsNetwork: !!opts.bridge && !linkExists(this.bridge), bridge: this.bridge, chainPrefix: `E${tag}` };
     writeFileSync(this.configFile, JSON.stringify(opts.daemonJson ?? {}, null, 2));
     // If this process dies without cleanup() (a runner's timeout kill), the reaper does it.
     this.reaperPid = startReaper(this.root, this.state, NODE);
@@ -157,14 +168,14 @@ class Handle implements DaemonHandle {
       '-p', this.pidfile,
       '--config-file', this.configFile,
       '--log-level', 'debug',
-      ...(this.opts.bridge ? [] : ['--bridge', 'none']),
+      ...(this.opts.bridge ? ['--bridge', this.bridge, '--bip', this.bip] : ['--bridge', 'none']),
       ...(this.opts.args ?? []),
     ];
     const fd = openSync(this.logFile, 'a');
     writeFileSync(fd, `\n===== ${new Date().toISOString()} engined ${args.join(' ')}\n`);
     const child = spawn(ENGINED, args, {
       cwd: REPO,
-      env: { ...process.env, ...this.opts.env },
+      env: { ...process.env, ENGINE_IPTABLES_CHAIN_PREFIX: this.state.chainPrefix ?? '', ...this.opts.env },
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);

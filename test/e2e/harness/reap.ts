@@ -13,8 +13,11 @@ export const DEFAULT_BRIDGE = 'engine0';
 
 /** What existed before the daemon started, so cleanup removes only what the test made. */
 export interface RootState {
-  /** Remove the default bridge and the daemon's iptables chains at the end. */
+  /** Remove the daemon's bridge and iptables chains at the end. */
   ownsNetwork: boolean;
+  /** This daemon's own bridge name and iptables chain prefix (unique per test daemon). */
+  bridge?: string;
+  chainPrefix?: string;
 }
 
 function readText(path: string): string {
@@ -121,24 +124,22 @@ export function unmountUnder(root: string): void {
   }
 }
 
-/** The default bridge and every iptables rule and chain of the daemon's (ENGINE*, engine0). */
-export function removeNetwork(): void {
-  if (linkExists(DEFAULT_BRIDGE)) run('ip', ['link', 'del', DEFAULT_BRIDGE]);
+/** The daemon's bridge and every iptables rule and chain with its chain prefix or bridge name. */
+export function removeNetwork(bridge: string = DEFAULT_BRIDGE, prefix = 'ENGINE'): void {
+  if (linkExists(bridge)) run('ip', ['link', 'del', bridge]);
+  const esc = (x: string) => x.replace(/[^A-Za-z0-9]/g, (c) => `\\${c}`);
+  const ours = new RegExp(`\\b${esc(prefix)}(-[A-Z0-9-]+)?\\b|\\b${esc(bridge)}\\b`);
+  const ownChain = (c: string) => c === prefix || c.startsWith(`${prefix}-`);
   for (const table of ['filter', 'nat']) {
     const rules = run('iptables', ['-t', table, '-S']).split('\n');
     for (const r of rules) {
       const m = /^-A (\S+) (.*)$/.exec(r);
-      if (!m || m[1].startsWith('ENGINE')) continue;
-      if (/\bENGINE[-A-Z0-9]*\b|\bengine0\b/.test(m[2])) run('bash', ['-c', `iptables -t ${table} -D ${m[1]} ${m[2]}`]);
+      if (!m || ownChain(m[1])) continue;
+      if (ours.test(m[2])) run('bash', ['-c', `iptables -t ${table} -D ${m[1]} ${m[2]}`]);
     }
-    for (const r of rules) {
-      const m = /^-N (ENGINE\S*)$/.exec(r);
-      if (m) run('iptables', ['-t', table, '-F', m[1]]);
-    }
-    for (const r of rules) {
-      const m = /^-N (ENGINE\S*)$/.exec(r);
-      if (m) run('iptables', ['-t', table, '-X', m[1]]);
-    }
+    const chains = rules.map((r) => /^-N (\S+)$/.exec(r)?.[1]).filter((c): c is string => !!c && ownChain(c));
+    for (const c of chains) run('iptables', ['-t', table, '-F', c]);
+    for (const c of chains) run('iptables', ['-t', table, '-X', c]);
   }
 }
 
@@ -147,7 +148,7 @@ export function reapRoot(root: string, state: RootState): void {
   if (!root.startsWith('/tmp/engine-e2e-')) throw new Error(`refusing to reap ${root}`);
   killTree(root);
   unmountUnder(root);
-  if (state.ownsNetwork) removeNetwork();
+  if (state.ownsNetwork) removeNetwork(state.bridge, state.chainPrefix);
   try {
     rmSync(root, { recursive: true, force: true, maxRetries: 3 });
   } catch (err) {
