@@ -56,8 +56,14 @@ describe('durability', () => {
     await d.restart();
     const ps = await docker(d, ['ps', '-a', '--no-trunc', '--format', '{{.ID}} {{.State}}']);
     for (const id of ids) assert.match(ps.stdout, new RegExp(id));
-    const k0 = await docker(d, ['inspect', '--format', '{{.State.Status}}', 'k0']);
-    assert.equal(k0.stdout.trim(), 'exited');
+    // Without live-restore the left-running container is stopped as dockerd does at boot: stop
+    // signal, then SIGKILL after the stop timeout (sleep as PID 1 ignores SIGTERM: ~10 s).
+    let state = '';
+    for (let i = 0; i < 60 && state !== 'exited'; i++) {
+      state = (await docker(d, ['inspect', '--format', '{{.State.Status}}', 'k0'])).stdout.trim();
+      if (state !== 'exited') await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.equal(state, 'exited');
     const rm = await docker(d, ['rm', '-f', ...ids]);
     assert.equal(rm.code, 0, rm.stderr);
   });
