@@ -386,26 +386,25 @@ export class ContainerReconciler {
   /** Collect an exited run: exit code, drain output, unmount, record exited. */
   private async finishRun(id: string, run: Run): Promise<void> {
     const exit = run.exit ?? (await run.exited);
-    let exitStatus = exit.exitStatus;
-    let exitedAt = exit.exitedAt;
-    try {
-      const d = await this.deps.supervisor.deleteTask(id);
-      if (d.exitedAt) {
-        exitStatus = d.exitStatus;
-        exitedAt = d.exitedAt;
+    const exitStatus = exit.exitStatus;
+    const exitedAt = exit.exitedAt;
+    // The task's deletion (the shim's teardown, the slow part) runs beside the output drain and
+    // the network cleanup. The exit is published once the output is in the log (a `logs` right
+    // after `wait` sees all of it), before the teardown ends: this reconcile still holds the key,
+    // so a start or remove that follows waits for the rest.
+    const task = (async () => {
+      try {
+        await this.deps.supervisor.deleteTask(id);
+      } catch (err) {
+        if (!isCode(err, 'NotFound')) this.deps.log.warn({ err, id }, 'delete task failed');
       }
-    } catch (err) {
-      if (!isCode(err, 'NotFound')) this.deps.log.warn({ err, id }, 'delete task failed');
-    }
-    await this.deps.supervisor.deleteContainer(id).catch(() => {});
+      await this.deps.supervisor.deleteContainer(id).catch(() => {});
+    })();
+    const net = this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed'));
     await Promise.race([run.hub.ended, sleep(2000)]);
     run.waitAbort.abort();
     run.io.close();
     await run.logger?.close().catch(() => {});
-    await this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {});
-    await this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed'));
-    await this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed'));
-    this.runs.delete(id);
     const ranMs = Date.now() - run.startedAt;
     this.setStatus(id, (s) => ({
       ...s,
@@ -416,6 +415,9 @@ export class ContainerReconciler {
       finishedAt: rfc3339Nano(exitedAt ?? new Date()),
       exitSeq: s.exitSeq + 1,
     }));
+    await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
+    await this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed'));
+    this.runs.delete(id);
     this.lastRunMs.set(id, ranMs);
   }
 
@@ -538,9 +540,11 @@ export class ContainerReconciler {
     this.setStatus(id, (s) => ({ ...s, phase: 'removing' }));
     await this.deps.network?.detach(id).catch(() => {});
     await this.deps.network?.release(id);
-    await this.deps.layers.removeRW(id);
-    await rm(this.containerDir(id), { recursive: true, force: true });
-    await rm(this.fifoDir(id), { recursive: true, force: true });
+    await Promise.all([
+      this.deps.layers.removeRW(id),
+      rm(this.containerDir(id), { recursive: true, force: true }),
+      rm(this.fifoDir(id), { recursive: true, force: true }),
+    ]);
     this.restartDelay.delete(id);
     this.lastRunMs.delete(id);
     this.store.delete(KIND.container, id);
