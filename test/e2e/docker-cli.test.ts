@@ -56,7 +56,8 @@ describe('docker CLI', () => {
     assert.match(ps, /cli-one Exited \(3\)/);
     const psRunning = await dk('ps', '--format', '{{.Names}}');
     assert.doesNotMatch(psRunning, /cli-one/);
-    const ts = await dk('logs', '-t', '--tail', '1', 'cli-one');
+    // Two lines on two streams: their order in the log is the order the daemon read its pipes.
+    const ts = await dk('logs', '-t', '--tail', '2', 'cli-one');
     assert.match(ts, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z out$/);
     await dk('rm', 'cli-one');
     const after = await dk('ps', '-a', '--format', '{{.Names}}');
