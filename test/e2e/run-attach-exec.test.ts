@@ -107,6 +107,37 @@ describe('run, attach, exec, bridge and live views', () => {
     await dk('rm', '-f', 'renamed');
   });
 
+  test('detach keys, attach again, two attached clients, resize', async () => {
+    await dk('run', '-dit', '--name', 'det', '--network', 'none', imgs.tag, 'sh');
+    // ctrl-p ctrl-q leaves the container running.
+    const a = await dockerTty(d, ['attach', 'det'], 'echo att-$((1+1))\n\x10\x11\n');
+    assert.match(a.out, /att-2/);
+    assert.equal(await dk('inspect', '--format', '{{.State.Running}}', 'det'), 'true');
+    // A custom sequence from --detach-keys.
+    const b = await dockerTty(d, ['attach', '--detach-keys', 'ctrl-x,x', 'det'], 'echo again-$((2+2))\n\x18x\n');
+    assert.match(b.out, /again-4/);
+    assert.equal(await dk('inspect', '--format', '{{.State.Running}}', 'det'), 'true');
+    // Two clients attached at once both see the output.
+    const watchers = [0, 1].map(() => {
+      const child = spawn('docker', ['attach', '--no-stdin', 'det'], { env: { ...process.env, DOCKER_HOST: d.dockerHost } });
+      let out = '';
+      child.stdout.on('data', (c) => (out += c));
+      const closed = new Promise((r) => child.on('close', r));
+      return { child, closed, out: () => out };
+    });
+    await sleep(1000);
+    await dk('exec', 'det', 'sh', '-c', 'echo to-both > /proc/1/fd/1');
+    for (let i = 0; i < 50 && !watchers.every((w) => w.out().includes('to-both')); i++) await sleep(100);
+    for (const w of watchers) assert.match(w.out(), /to-both/);
+    // Resize reaches the container's terminal.
+    const id = await dk('inspect', '--format', '{{.Id}}', 'det');
+    const rs = await run('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', '--unix-socket', d.socket, `http://x/containers/${id}/resize?h=33&w=111`]);
+    assert.equal(rs.stdout, '200');
+    assert.equal(await dk('exec', 'det', 'sh', '-c', 'stty size < /proc/1/fd/0'), '33 111');
+    await dk('rm', '-f', 'det');
+    await Promise.all(watchers.map((w) => Promise.race([w.closed, sleep(10_000).then(() => w.child.kill('SIGKILL'))])));
+  });
+
   test('docker start -a and attach', async () => {
     await dk('create', '--name', 'att', '--network', 'none', imgs.tag, 'sh', '-c', 'sleep 1; echo attached-out');
     const r = await docker(d, ['start', '-a', 'att']);
