@@ -13,6 +13,7 @@ import { attachRoutes, upgradeHandler } from '../api/attach/routes.ts';
 import { moreContainerRoutes } from '../api/containers/more-routes.ts';
 import { EventRecorder } from '../api/events/recorder.ts';
 import { eventRoutes } from '../api/events/routes.ts';
+import { networkRoutes } from '../api/networks/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
 import { createContainerOps } from './container-ops.ts';
 import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
@@ -262,6 +263,7 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
         moreContainerRoutes({ store, ops }),
         attachRoutes(attachDeps),
         eventRoutes(events),
+        networkRoutes({ store }),
       ],
     });
     await app.ready();

@@ -1,0 +1,187 @@
+// Network routes. The daemon has only its builtin networks (`bridge` unless --bridge none, `host`,
+// `none`), kept in the store by the network reconciler; these routes read them. User-defined
+// networks are not supported yet: create, connect and disconnect answer the reference daemon's
+// errors where the builtin networks decide the answer, and a plain 400 where it would need them.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { compareVersions } from '../app.ts';
+import { conflict, invalidArgument, permissionDenied } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { parseFilters } from '../containers/list.ts';
+import { parsePruneFilters } from '../containers/prune-filters.ts';
+import { findContainer } from '../containers/routes.ts';
+import type { ApiStore } from '../containers/store.ts';
+import { apiVersionNumber, qStr, queryOf } from '../images/query.ts';
+import { attachedContainers, findNetwork, isPredefinedName, listNetworks, liveNetworks, networkNameOf, networkView, type NetworkResource } from './views.ts';
+
+export interface NetworkRouteDeps {
+  store: ApiStore;
+}
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
+
+export const USER_DEFINED_UNSUPPORTED = 'user-defined networks are not supported by this daemon yet';
+const SHARED_NAMESPACE = 'container sharing network namespace with another container or host cannot be connected to any other network';
+const HOST_ONLY = 'cannot connect container to host network - container must be created in host network mode';
+const PRIVATE_NONE = 'container cannot be connected to multiple networks with one of the networks in private (none) mode';
+const HOST_DISCONNECT = 'container cannot be disconnected from host network or connected to host network';
+
+const CreateBody = z
+  .object({
+    Name: z.string().nullish(),
+    Driver: z.string().nullish(),
+    Scope: z.string().nullish(),
+    Internal: z.boolean().nullish(),
+    Attachable: z.boolean().nullish(),
+    Ingress: z.boolean().nullish(),
+    ConfigOnly: z.boolean().nullish(),
+    ConfigFrom: z.object({ Network: z.string().nullish() }).passthrough().nullish(),
+    IPAM: z.object({}).passthrough().nullish(),
+    EnableIPv4: z.boolean().nullish(),
+    EnableIPv6: z.boolean().nullish(),
+    CheckDuplicate: z.boolean().nullish(),
+    Options: z.record(z.string(), z.string()).nullish(),
+    Labels: z.record(z.string(), z.string()).nullish(),
+  })
+  .passthrough();
+
+const ConnectBody = z
+  .object({
+    Container: z.string().nullish(),
+    EndpointConfig: z.object({}).passthrough().nullish(),
+  })
+  .passthrough();
+
+const DisconnectBody = z
+  .object({
+    Container: z.string().nullish(),
+    Force: z.boolean().nullish(),
+  })
+  .passthrough();
+
+/** Top-level keys matched case-insensitively, as Go's JSON decoder does (`name` fills `Name`). */
+function canonicalKeys(body: unknown, names: readonly string[]): unknown {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) return body;
+  const byLower = new Map(names.map((n) => [n.toLowerCase(), n]));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
+    const canon = byLower.get(k.toLowerCase()) ?? k;
+    if (!(canon in out) || k === canon) out[canon] = v;
+  }
+  return out;
+}
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const keys = Object.keys((schema as unknown as { shape?: Record<string, unknown> }).shape ?? {});
+  const r = schema.safeParse(canonicalKeys(body, keys));
+  if (!r.success) {
+    const msg = r.error.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
+    throw invalidArgument(`invalid JSON: ${msg}`);
+  }
+  return r.data;
+}
+
+/** strconv.ParseBool, which the reference daemon uses for `verbose`. */
+function parseGoBool(v: string): boolean | undefined {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  return undefined;
+}
+
+const isRunning = (c: CR) => c.status.phase === 'running' || c.status.phase === 'paused' || c.status.phase === 'restarting';
+
+export function networkRoutes(deps: NetworkRouteDeps) {
+  const { store } = deps;
+  const bridgeEnabled = () => liveNetworks(store).some((n) => n.spec.name === 'bridge');
+
+  function containerFor(ref: string | null | undefined): CR {
+    const c = findContainer(store, ref ?? '');
+    if (c.spec.desired === 'removed' || c.status.phase === 'removing' || c.status.phase === 'dead') {
+      throw conflict(`container ${c.name} is marked for removal and cannot be connected or disconnected to the network`);
+    }
+    return c;
+  }
+
+  /** Why a container cannot join `net`, in the reference daemon's order of checks; null when it is already on it. */
+  function connectRefusal(c: CR, net: NetworkResource): Error | null {
+    const mode = c.spec.hostConfig?.NetworkMode ?? '';
+    if (mode.startsWith('container:')) return invalidArgument(SHARED_NAMESPACE);
+    const current = networkNameOf(mode, bridgeEnabled());
+    if (current === net.spec.name) {
+      // A running container already has its endpoint there; a stopped one is left as it is.
+      return isRunning(c) ? permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`) : null;
+    }
+    if (net.spec.driver === 'host') return invalidArgument(HOST_ONLY);
+    if (current === 'host') return invalidArgument(SHARED_NAMESPACE);
+    if (current === 'none' || net.spec.name === 'none') return invalidArgument(PRIVATE_NONE);
+    return invalidArgument(USER_DEFINED_UNSUPPORTED);
+  }
+
+  return async function register(app: FastifyInstance): Promise<void> {
+    const list = async (req: FastifyRequest) => {
+      const filters = parseFilters(qStr(queryOf(req), 'filters') ?? '');
+      return listNetworks(store, filters, { detailed: apiVersionNumber(req) < 1.28 });
+    };
+    app.get('/networks', list);
+    app.get('/networks/', list);
+
+    app.get('/networks/:id', async (req: Req) => {
+      const q = queryOf(req);
+      const verbose = qStr(q, 'verbose');
+      if (verbose && parseGoBool(verbose) === undefined) {
+        throw invalidArgument(`invalid value for verbose: ${verbose}: strconv.ParseBool: parsing "${verbose}": invalid syntax`);
+      }
+      const net = findNetwork(store, req.params.id, { scope: qStr(q, 'scope') || undefined });
+      return networkView(net, attachedContainers(store, net));
+    });
+
+    app.delete('/networks/:id', async (req: Req) => {
+      const net = findNetwork(store, req.params.id);
+      if (isPredefinedName(net.spec.name)) throw permissionDenied(`${net.spec.name} is a pre-defined network and cannot be removed`);
+      throw invalidArgument(USER_DEFINED_UNSUPPORTED);
+    });
+
+    app.post('/networks/create', async (req: FastifyRequest) => {
+      const body = parseBody(CreateBody, req.body);
+      const name = body.Name ?? '';
+      // The reference daemon's text, trailing space included.
+      if (isPredefinedName(name)) throw permissionDenied(`operation is not permitted on predefined ${name} network `);
+      if (!name) throw invalidArgument('network name must not be empty');
+      if (liveNetworks(store).some((n) => n.spec.name === name)) throw conflict(`network with name ${name} already exists`);
+      throw invalidArgument(USER_DEFINED_UNSUPPORTED);
+    });
+
+    app.post('/networks/:id/connect', async (req: Req, reply: FastifyReply) => {
+      const body = parseBody(ConnectBody, req.body);
+      const c = containerFor(body.Container);
+      const net = findNetwork(store, req.params.id);
+      const refusal = connectRefusal(c, net);
+      if (refusal) throw refusal;
+      reply.code(200).send();
+    });
+
+    app.post('/networks/:id/disconnect', async (req: Req) => {
+      const body = parseBody(DisconnectBody, req.body);
+      const c = containerFor(body.Container);
+      const net = findNetwork(store, req.params.id);
+      const mode = c.spec.hostConfig?.NetworkMode ?? '';
+      const current = networkNameOf(mode, bridgeEnabled());
+      if (current !== net.spec.name) throw invalidArgument(`container ${c.name} is not connected to network ${net.spec.name}`);
+      if (current === 'host') throw invalidArgument(HOST_DISCONNECT);
+      // A container's only network is its builtin one; taking it away needs what user-defined networks need.
+      throw invalidArgument(`disconnecting a container from the ${net.spec.name} network is not supported by this daemon yet`);
+    });
+
+    app.post('/networks/prune', async (req: FastifyRequest) => {
+      if (compareVersions(req.apiVersion || '1.47', '1.25') < 0) {
+        const path = (req.originalUrl ?? req.url).split('?')[0];
+        throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
+      }
+      parsePruneFilters(qStr(queryOf(req), 'filters'));
+      // Builtin networks are never pruned, and there are no others.
+      return { NetworksDeleted: null };
+    });
+  };
+}

@@ -1,0 +1,196 @@
+// Networks as clients read them (`network ls`, `network inspect`), built from the store's network
+// records and the containers' endpoints. Lookup follows the reference daemon: full id, then
+// exact name, then unique id prefix.
+import { createHash } from 'node:crypto';
+import { invalidArgument, notFound } from '../../lib/errors.ts';
+import { NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ApiStore } from '../containers/store.ts';
+
+export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+export interface NetworkContainer {
+  Name: string;
+  EndpointID: string;
+  MacAddress: string;
+  IPv4Address: string;
+  IPv6Address: string;
+}
+
+/**
+ * Names the reference daemon treats as pre-defined (not user-defined): they cannot be created or
+ * removed through the API, whether or not the daemon has such a network.
+ */
+export function isPredefinedName(name: string): boolean {
+  return name === 'bridge' || name === 'host' || name === 'none' || name === 'default' || name.startsWith('container:');
+}
+
+/** The networks the daemon has now (a `bridge` turned off with --bridge none is not one of them). */
+export function liveNetworks(store: Pick<ApiStore, 'list'>): NetworkResource[] {
+  return store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).filter((n) => n.spec.desired !== 'removed');
+}
+
+/** Full id, then exact name (must be unique), then unique id prefix; 404 `network x not found`. */
+export function findNetwork(store: Pick<ApiStore, 'list'>, ref: string, opts: { scope?: string } = {}): NetworkResource {
+  let nets = liveNetworks(store);
+  if (opts.scope) nets = nets.filter((n) => n.spec.scope === opts.scope);
+  if (ref) {
+    const exact = nets.find((n) => n.spec.id === ref);
+    if (exact) return exact;
+    const byName = nets.filter((n) => n.spec.name === ref);
+    if (byName.length === 1) return byName[0];
+    if (byName.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byName.length} matches found based on name)`);
+    const byPrefix = nets.filter((n) => n.spec.id.startsWith(ref));
+    if (byPrefix.length === 1) return byPrefix[0];
+    if (byPrefix.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byPrefix.length} matches found based on ID prefix)`);
+  }
+  throw notFound(`network ${ref} not found`);
+}
+
+/** As container inspect counts it: a container has its endpoint while its task exists. */
+function isLive(s: ContainerStatus): boolean {
+  return s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
+}
+
+/** The builtin network a container's NetworkMode puts it on ("bridge", "host", "none"), or null. */
+export function networkNameOf(mode: string, bridgeEnabled: boolean): string | null {
+  const m = mode || 'default';
+  if (m === 'default' || m === 'bridge') return bridgeEnabled ? 'bridge' : 'none';
+  if (m === 'host' || m === 'none') return m;
+  return null;
+}
+
+/**
+ * Endpoint id of a container on host or none, which keep no endpoint record: the same derivation
+ * the network attacher uses for the endpoints it hands out (sha256 of "<network id>/<container id>").
+ */
+function derivedEndpointId(networkId: string, containerId: string): string {
+  return createHash('sha256').update(`${networkId}/${containerId}`).digest('hex');
+}
+
+/** `Containers` of a network: its running containers, keyed by container id. */
+export function attachedContainers(store: Pick<ApiStore, 'list'>, net: NetworkResource): Record<string, NetworkContainer> {
+  const out: Record<string, NetworkContainer> = {};
+  const bridgeEnabled = liveNetworks(store).some((n) => n.spec.name === 'bridge');
+  for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
+    if (!c.status || !isLive(c.status)) continue;
+    const entry = containerEntry(c, net, bridgeEnabled);
+    if (entry) out[c.name] = entry;
+  }
+  return out;
+}
+
+function containerEntry(c: CR, net: NetworkResource, bridgeEnabled: boolean): NetworkContainer | null {
+  const name = c.spec.name.replace(/^\//, '');
+  const ep = c.status.endpoint;
+  if (ep) {
+    if (ep.NetworkID !== net.spec.id) return null;
+    return {
+      Name: name,
+      EndpointID: ep.EndpointID,
+      MacAddress: ep.MacAddress,
+      IPv4Address: ep.IPAddress ? `${ep.IPAddress}/${ep.IPPrefixLen}` : '',
+      IPv6Address: '',
+    };
+  }
+  if (net.spec.driver === 'bridge') return null;
+  if (networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled) !== net.spec.name) return null;
+  return { Name: name, EndpointID: derivedEndpointId(net.spec.id, c.name), MacAddress: '', IPv4Address: '', IPv6Address: '' };
+}
+
+/** IPAM pool as the API shows it: only the fields that are set, in the reference daemon's order. */
+function poolView(p: IpamPoolConfig): Record<string, unknown> {
+  const out: Record<string, unknown> = { Subnet: p.Subnet };
+  if (p.IPRange) out.IPRange = p.IPRange;
+  if (p.Gateway) out.Gateway = p.Gateway;
+  if (p.AuxiliaryAddresses && Object.keys(p.AuxiliaryAddresses).length) out.AuxiliaryAddresses = p.AuxiliaryAddresses;
+  return out;
+}
+
+/** The Network object of list and inspect; `containers` is `{}` in lists (API >= 1.28). */
+export function networkView(net: NetworkResource, containers: Record<string, NetworkContainer>): Record<string, unknown> {
+  const s = net.spec;
+  return {
+    Name: s.name,
+    Id: s.id,
+    Created: s.created,
+    Scope: s.scope,
+    Driver: s.driver,
+    EnableIPv4: s.driver === 'bridge',
+    EnableIPv6: s.enableIPv6,
+    IPAM: { Driver: s.ipam.Driver, Options: s.ipam.Options, Config: s.ipam.Config.map(poolView) },
+    Internal: s.internal,
+    Attachable: s.attachable,
+    Ingress: s.ingress,
+    ConfigFrom: { Network: '' },
+    ConfigOnly: false,
+    Containers: containers,
+    Options: s.options ?? {},
+    Labels: s.labels ?? {},
+  };
+}
+
+const LIST_FILTERS = new Set(['dangling', 'driver', 'id', 'label', 'name', 'scope', 'type']);
+
+/** Go's filters.Args.Match: an exact value, or a regular expression found anywhere in the value. */
+function matches(patterns: string[], value: string): boolean {
+  return patterns.some((p) => {
+    if (p === value) return true;
+    try {
+      return new RegExp(p).test(value);
+    } catch {
+      return false;
+    }
+  });
+}
+
+function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean {
+  return wanted.every((w) => {
+    const i = w.indexOf('=');
+    if (i < 0) return Object.hasOwn(labels, w);
+    return Object.hasOwn(labels, w.slice(0, i)) && labels[w.slice(0, i)] === w.slice(i + 1);
+  });
+}
+
+/** GET /networks with the reference daemon's filters, sorted by name (its own order is unspecified). */
+export function listNetworks(
+  store: Pick<ApiStore, 'list'>,
+  filters: Map<string, string[]>,
+  opts: { detailed: boolean },
+): Record<string, unknown>[] {
+  for (const k of filters.keys()) if (!LIST_FILTERS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  const dangling = filters.get('dangling');
+  let danglingOnly: boolean | undefined;
+  if (dangling && dangling.length) {
+    if (dangling.length > 1) throw invalidArgument('got more than one value for filter key "dangling"');
+    if (dangling[0] === '1' || dangling[0] === 'true') danglingOnly = true;
+    else if (dangling[0] === '0' || dangling[0] === 'false') danglingOnly = false;
+    else throw invalidArgument(`invalid value for filter 'dangling', must be "true" (or "1"), or "false" (or "0")`);
+  }
+  const types = filters.get('type');
+  for (const t of types ?? []) if (t !== 'builtin' && t !== 'custom') throw invalidArgument(`invalid filter: 'type'='${t}'`);
+
+  const out: Record<string, unknown>[] = [];
+  const nets = liveNetworks(store).sort((a, b) => (a.spec.name < b.spec.name ? -1 : a.spec.name > b.spec.name ? 1 : 0));
+  for (const n of nets) {
+    const s = n.spec;
+    const want = (key: string, test: (values: string[]) => boolean) => {
+      const v = filters.get(key);
+      return !v || v.length === 0 || test(v);
+    };
+    if (!want('driver', (v) => v.includes(s.driver))) continue;
+    if (!want('name', (v) => matches(v, s.name))) continue;
+    if (!want('id', (v) => matches(v, s.id))) continue;
+    if (!want('label', (v) => labelsMatch(s.labels ?? {}, v))) continue;
+    if (!want('scope', (v) => v.includes(s.scope))) continue;
+    const builtin = isPredefinedName(s.name);
+    if (!want('type', (v) => v.includes(builtin ? 'builtin' : 'custom'))) continue;
+    const containers = attachedContainers(store, n);
+    if (danglingOnly === true && (builtin || Object.keys(containers).length > 0)) continue;
+    if (danglingOnly === false && !builtin && Object.keys(containers).length === 0) continue;
+    out.push(networkView(n, opts.detailed ? containers : {}));
+  }
+  return out;
+}

@@ -1,0 +1,170 @@
+// The network API as clients use it: `docker network ls/inspect/rm/create/prune`, dockerode,
+// docker-py and testcontainers (which inspects the `bridge` network to find the docker host when
+// it runs inside a container) — against a daemon with its own default bridge, and one without.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { docker, dockerode, pythonDocker, testImages } from './harness/clients.ts';
+
+function subnetOf(bip: string): { subnet: string; gateway: string } {
+  const [addr, len] = bip.split('/');
+  const o = addr.split('.').map(Number);
+  const bits = Number(len);
+  const n = ((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0;
+  const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+  const net = (n & mask) >>> 0;
+  return { subnet: `${[net >>> 24, (net >>> 16) & 255, (net >>> 8) & 255, net & 255].join('.')}/${bits}`, gateway: addr };
+}
+
+describe('networks on a daemon with its default bridge', () => {
+  let d: DaemonHandle;
+  let imgs: Awaited<ReturnType<typeof testImages>>;
+  const dk = async (...args: string[]) => {
+    const r = await docker(d, args);
+    assert.equal(r.code, 0, `docker ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  before(async () => {
+    d = await startDaemon({ bridge: true });
+    imgs = await testImages();
+    await dk('load', '-i', imgs.dockerArchive);
+  });
+  after(async () => {
+    await d?.cleanup();
+  });
+
+  test('docker network ls shows bridge, host and none', async () => {
+    const out = await dk('network', 'ls', '--format', '{{.Name}} {{.Driver}} {{.Scope}}');
+    assert.deepEqual(out.split('\n').sort(), ['bridge bridge local', 'host host local', 'none null local']);
+    assert.equal(await dk('network', 'ls', '--filter', 'name=bridge', '--format', '{{.Name}}'), 'bridge');
+    assert.equal(await dk('network', 'ls', '--filter', 'type=custom', '-q'), '');
+    assert.equal((await dk('network', 'ls', '--filter', 'type=builtin', '-q')).split('\n').length, 3);
+    assert.equal(await dk('network', 'ls', '--filter', 'driver=null', '--format', '{{.Name}}'), 'none');
+  });
+
+  test('docker network inspect bridge: the daemon --bip and a running container', async () => {
+    const id = await dk('run', '-d', '--name', 'netweb', imgs.tag, 'sleep', '300');
+    try {
+      const ip = await dk('inspect', '-f', '{{.NetworkSettings.IPAddress}}', id);
+      assert.match(ip, /^\d+\.\d+\.\d+\.\d+$/);
+      const [n] = JSON.parse(await dk('network', 'inspect', 'bridge'));
+      const { subnet, gateway } = subnetOf(d.bip);
+      assert.equal(n.Name, 'bridge');
+      assert.equal(n.Driver, 'bridge');
+      assert.equal(n.Scope, 'local');
+      assert.deepEqual(n.IPAM.Config, [{ Subnet: subnet, Gateway: gateway }]);
+      assert.equal(n.Options['com.docker.network.bridge.name'], d.bridge);
+      assert.equal(n.Options['com.docker.network.bridge.default_bridge'], 'true');
+      const c = n.Containers[id];
+      assert.ok(c, `container ${id} in ${JSON.stringify(n.Containers)}`);
+      assert.equal(c.Name, 'netweb');
+      assert.equal(c.IPv4Address, `${ip}/${subnet.split('/')[1]}`);
+      assert.equal(c.EndpointID, await dk('inspect', '-f', '{{.NetworkSettings.EndpointID}}', id));
+      assert.equal(c.MacAddress, await dk('inspect', '-f', '{{.NetworkSettings.MacAddress}}', id));
+      assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.Networks.bridge.NetworkID}}', id), n.Id);
+
+      // By id and id prefix too; the same document.
+      const [byId] = JSON.parse(await dk('network', 'inspect', n.Id));
+      assert.equal(byId.Id, n.Id);
+      assert.equal(await dk('network', 'inspect', '-f', '{{.Name}}', n.Id.slice(0, 12)), 'bridge');
+
+      const host = JSON.parse(await dk('network', 'inspect', 'host', 'none'));
+      assert.deepEqual(host.map((x: { Driver: string }) => x.Driver), ['host', 'null']);
+      assert.deepEqual(host[1].Containers, {});
+    } finally {
+      await dk('rm', '-f', 'netweb');
+    }
+    const [after] = JSON.parse(await dk('network', 'inspect', 'bridge'));
+    assert.deepEqual(after.Containers, {});
+  });
+
+  test('unknown networks, rm of builtin networks, create, prune', async () => {
+    const missing = await docker(d, ['network', 'inspect', 'nosuchnet']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /network nosuchnet not found/);
+
+    for (const name of ['bridge', 'host', 'none']) {
+      const rm = await docker(d, ['network', 'rm', name]);
+      assert.notEqual(rm.code, 0);
+      assert.match(rm.stderr, new RegExp(`${name} is a pre-defined network and cannot be removed`));
+    }
+    const create = await docker(d, ['network', 'create', 'bridge']);
+    assert.notEqual(create.code, 0);
+    assert.match(create.stderr, /operation is not permitted on predefined bridge network/);
+    const custom = await docker(d, ['network', 'create', 'mynet']);
+    assert.notEqual(custom.code, 0);
+    assert.match(custom.stderr, /user-defined networks are not supported by this daemon yet/);
+
+    const prune = await docker(d, ['network', 'prune', '-f']);
+    assert.equal(prune.code, 0, prune.stderr);
+    assert.equal((await dk('network', 'ls', '-q')).split('\n').length, 3);
+  });
+
+  test('dockerode and docker-py read the networks', async () => {
+    const dd = dockerode(d);
+    const list = await dd.listNetworks();
+    assert.deepEqual(list.map((n) => n.Name).sort(), ['bridge', 'host', 'none']);
+    const bridge = await dd.getNetwork('bridge').inspect();
+    assert.equal(bridge.IPAM?.Config?.[0]?.Gateway, subnetOf(d.bip).gateway);
+    await assert.rejects(dd.getNetwork('nope').inspect(), (err: { statusCode?: number }) => err.statusCode === 404);
+
+    const out = await pythonDocker(d, `
+      names = sorted(n.name for n in client.networks.list())
+      br = client.networks.get('bridge')
+      print(json.dumps({'names': names, 'subnet': br.attrs['IPAM']['Config'][0]['Subnet'], 'builtin': len(api.networks(filters={'type': 'builtin'}))}))
+      try:
+          client.networks.get('nope')
+          print('found?')
+      except docker.errors.NotFound as e:
+          print('notfound', e.explanation)
+    `);
+    const [first, second] = out.trim().split('\n');
+    assert.deepEqual(JSON.parse(first), { names: ['bridge', 'host', 'none'], subnet: subnetOf(d.bip).subnet, builtin: 3 });
+    assert.equal(second, 'notfound network nope not found');
+  });
+
+  test('testcontainers GenericContainer runs a command and reads its logs', async () => {
+    process.env.DOCKER_HOST = d.dockerHost;
+    process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+    const { GenericContainer } = await import('testcontainers');
+    const started = await new GenericContainer(imgs.tag).withCommand(['sh', '-c', 'echo tc-ready; sleep 300']).withNetworkMode('none').start();
+    try {
+      const logs = await started.logs();
+      const text = await new Promise<string>((resolve) => {
+        let acc = '';
+        logs.on('data', (l: Buffer | string) => {
+          acc += l.toString();
+          if (acc.includes('tc-ready')) resolve(acc);
+        });
+        setTimeout(() => resolve(acc), 5000);
+      });
+      assert.match(text, /tc-ready/);
+      const res = await started.exec(['echo', 'tc-exec']);
+      assert.equal(res.output.trim(), 'tc-exec');
+    } finally {
+      await started.stop();
+    }
+  });
+});
+
+describe('networks on a daemon without a default bridge (--bridge none)', () => {
+  let d: DaemonHandle;
+  before(async () => {
+    d = await startDaemon();
+  });
+  after(async () => {
+    await d?.cleanup();
+  });
+
+  test('only host and none exist; bridge is not found', async () => {
+    const ls = await docker(d, ['network', 'ls', '--format', '{{.Name}}']);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.deepEqual(ls.stdout.trim().split('\n').sort(), ['host', 'none']);
+    const inspect = await docker(d, ['network', 'inspect', 'bridge']);
+    assert.notEqual(inspect.code, 0);
+    assert.match(inspect.stderr, /network bridge not found/);
+    const rm = await docker(d, ['network', 'rm', 'host']);
+    assert.notEqual(rm.code, 0);
+    assert.match(rm.stderr, /host is a pre-defined network and cannot be removed/);
+  });
+});
