@@ -31,3 +31,6 @@ if [ ! -d node_modules ] || [ ! -x node_modules/.bin/node ] || [ package-lock.js
   npm ci --no-audit --no-fund --loglevel=error
   touch node_modules
 fi
+
+# Compile the daemon into build/ now rather than at its first start (bin/engined rebuilds when stale).
+bash "$REPO/hack/build.sh" || echo "install.sh: build failed; bin/engined will run the TypeScript directly" >&2
