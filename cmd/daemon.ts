@@ -30,6 +30,7 @@ import type { DaemonConfig } from '../config/load.ts';
 import { Controller } from '../controllers/controller.ts';
 import { Manager } from '../controllers/manager.ts';
 import { createImageArchive } from '../drivers/image/archive.ts';
+import { createImageCommitter } from '../drivers/image/commit.ts';
 import { createLogging, createLogReader, validateLogConfig } from '../drivers/logging/index.ts';
 import { createSpecBuilder, resolveUser, validateBind } from '../drivers/oci/index.ts';
 import { createLayerStore } from '../drivers/storage/layer-store.ts';
@@ -235,11 +236,15 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
           info,
           versionInfo: { version: ENGINE_VERSION, apiVersion: API_VERSION, minApiVersion: MIN_API_VERSION, gitCommit: GIT_COMMIT, buildTime: BUILD_TIME },
           experimental: !!cfg.experimental,
+          layers,
+          sizeRw: (id) => layers.sizeRW(id),
         }),
         imageRoutes({
           store,
           archive,
           layers,
+          commit: createImageCommitter({ layers, log: logger.child({ component: 'commit' }), platform: hostPlatform() }),
+          events,
           pull: pullHandler({ distribution, store }),
           push: pushHandler({ distribution, store }),
         }),

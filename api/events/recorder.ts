@@ -1,9 +1,12 @@
-// Engine events, derived from committed store changes (container and image lifecycles) plus the
-// few stream-only happenings the API itself sees (attach, exec). Kept in a bounded in-memory
-// ring for `since` queries, fanned out to live `GET /events` subscribers.
-import { familiarName } from '../../lib/reference.ts';
+// Engine events, derived from committed store changes (container lifecycles, image deletion) plus
+// what only the API sees: attach and exec, and the image actions the reference daemon names by
+// their cause (pull, push, tag, untag, import, load, save), which routes record through `image()`
+// after their change is committed. Kept in a bounded in-memory ring for `since` queries, fanned
+// out to live `GET /events` subscribers.
 import type { ContainerSpec, ContainerStatus, ImageSpec, Resource, WatchEvent } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { findImage } from '../images/resolve.ts';
+import { imageConfig } from '../images/views.ts';
 
 export interface EngineEvent {
   status?: string;
@@ -38,7 +41,7 @@ export class EventRecorder {
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [KIND.container, KIND.image, KIND.reference]) {
+    for (const k of [KIND.container, KIND.image]) {
       for (const r of store.list<unknown, unknown>(k)) this.last.set(`${k}/${r.name}`, r);
     }
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
@@ -91,6 +94,21 @@ export class EventRecorder {
     this.emit('container', action, c.name, attrs, image);
   }
 
+  /**
+   * Image event as the reference daemon logs it: Actor.ID is the image id (or, for pull and push,
+   * the familiar reference), attributes are the image's labels plus `name` (and `extra`).
+   */
+  image(action: string, id: string, name: string, extra: Record<string, string> = {}): void {
+    let labels: Record<string, string> = {};
+    try {
+      const img = findImage(this.store, id);
+      if (img) labels = imageConfig(img).config?.Labels ?? {};
+    } catch {
+      // not an image reference: no labels
+    }
+    this.emit('image', action, id, { ...labels, ...(name ? { name } : {}), ...extra });
+  }
+
   private onChange(ev: WatchEvent): void {
     const key = `${ev.kind}/${ev.name}`;
     const prev = this.last.get(key);
@@ -98,8 +116,7 @@ export class EventRecorder {
     else this.last.set(key, ev.resource);
     try {
       if (ev.kind === KIND.container) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
-      else if (ev.kind === KIND.image) this.imageChange(prev as Resource<ImageSpec, unknown> | undefined, ev);
-      else if (ev.kind === KIND.reference) this.referenceChange(prev as Resource<{ imageId: string }, unknown> | undefined, ev);
+      else if (ev.kind === KIND.image) this.imageChange(ev);
     } catch {
       // events are best effort; never break the store's watch
     }
@@ -127,17 +144,10 @@ export class EventRecorder {
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
   }
 
-  private imageChange(prev: Resource<ImageSpec, unknown> | undefined, ev: WatchEvent): void {
+  /** The image record goes once its delete is done (whatever asked for it): that is the `delete` event. */
+  private imageChange(ev: WatchEvent): void {
     const cur = ev.resource as Resource<ImageSpec, unknown>;
     if (ev.type === 'delete') this.emit('image', 'delete', cur.name, { name: cur.name });
-    else if (!prev) this.emit('image', 'load', cur.name, { name: cur.name });
-  }
-
-  private referenceChange(prev: Resource<{ imageId: string }, unknown> | undefined, ev: WatchEvent): void {
-    const cur = ev.resource as Resource<{ imageId: string }, unknown>;
-    const name = familiarName(ev.name);
-    if (ev.type === 'delete') this.emit('image', 'untag', cur.spec.imageId, { name });
-    else if (!prev || prev.spec.imageId !== cur.spec.imageId) this.emit('image', 'tag', cur.spec.imageId, { name });
   }
 }
 

@@ -6,6 +6,7 @@ import { shortId } from '../../lib/ids.ts';
 import { familiarName, normalizeName, parseReference, repositoryName } from '../../lib/reference.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { childrenOf, releasedLayers, type LayerSizes } from './layers.ts';
 import { isUsable, referencesOf, resolveImage, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 
@@ -146,6 +147,53 @@ function sameDigestRef(stored: string, wanted: string): boolean {
   } catch {
     return stored === wanted;
   }
+}
+
+export interface DeleteOptions {
+  force: boolean;
+  /** Also delete the image's untagged, unused parents (the API's `noprune=0`, the default). */
+  prune: boolean;
+  /** When given, removed layers are reported as `Deleted` records too. */
+  layers?: LayerSizes;
+}
+
+export interface DeleteResult {
+  records: DeleteRecord[];
+  /** The image named (every `Untagged` record is one of its references). */
+  imageId: string;
+  /** Images marked removed (the caller waits for the reconciler to drop them). */
+  removed: string[];
+}
+
+/**
+ * `DELETE /images/{name}` as a whole: plan and apply the delete, report the layers that go with
+ * the image, then quietly delete parents nothing else holds, as the reference daemon does.
+ */
+export function deleteImage(store: ImageStore, ref: string, o: DeleteOptions): DeleteResult {
+  const plan = planImageDelete(store, ref, o.force);
+  applyImageDelete(store, plan);
+  const out: DeleteResult = { records: [...plan.records], imageId: plan.image.name, removed: [] };
+  if (!plan.remove) return out;
+  let removed: ImageResource | undefined = plan.image;
+  while (removed) {
+    out.removed.push(removed.name);
+    if (removed !== plan.image) out.records.push({ Deleted: removed.name });
+    for (const chainId of releasedLayers(store, removed, o.layers)) out.records.push({ Deleted: chainId });
+    removed = o.prune ? pruneParent(store, removed.spec.parent) : undefined;
+  }
+  return out;
+}
+
+/** Delete `parentId` when it is dangling and unused; undefined when it stays. */
+function pruneParent(store: ImageStore, parentId: string): ImageResource | undefined {
+  if (!parentId) return undefined;
+  const parent = store.get<ImageSpec, ImageStatus>(KIND.image, parentId);
+  if (!isUsable(parent)) return undefined;
+  if (referencesOf(store, parentId).length > 0 || parent.spec.repoDigests.length > 0) return undefined;
+  if (childrenOf(store, parentId).length > 0) return undefined;
+  if (store.list<ContainerSpec, ContainerStatus>(KIND.container).some((c) => c.spec.imageId === parentId)) return undefined;
+  applyImageDelete(store, { records: [], image: parent, untag: [], dropDigests: [], remove: true });
+  return parent;
 }
 
 /** Apply a plan atomically. */

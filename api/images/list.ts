@@ -5,6 +5,7 @@ import type { ContainerSpec, ImageSpec, ImageStatus, ReferenceSpec, ReferenceSta
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { parseFilters } from '../containers/list.ts';
+import { layerRefCounts, sharedSize, type LayerSizes } from './layers.ts';
 import { isUsable, resolveImage, type ImageResource } from './resolve.ts';
 import { createdMs, imageConfig, repoDigestsOf, summaryView } from './views.ts';
 
@@ -17,6 +18,8 @@ export interface ImageListOptions {
   sharedSize: boolean;
   apiVersion: number;
   now?: () => number;
+  /** Layer sizes for SharedSize. */
+  layers?: LayerSizes;
 }
 
 export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOptions): Record<string, unknown>[] {
@@ -47,6 +50,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
   }
   const parents = new Set(images.map((i) => i.spec.parent).filter(Boolean));
   const containers = o.sharedSize ? store.list<ContainerSpec, unknown>(KIND.container) : [];
+  const layerRefs = o.sharedSize ? layerRefCounts(images) : new Map<string, number>();
 
   const out: Array<{ created: number; view: Record<string, unknown> }> = [];
   for (const img of images) {
@@ -77,7 +81,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
       repoTags: shownTags.map(familiarName),
       repoDigests: shownDigests === img.spec.repoDigests ? repoDigestsOf(img) : shownDigests.map(familiarName),
       containers: o.sharedSize ? containers.filter((c) => c.spec.imageId === img.name).length : -1,
-      sharedSize: o.sharedSize ? 0 : -1,
+      sharedSize: o.sharedSize ? sharedSize(img, layerRefs, o.layers) : -1,
     });
     out.push({ created, view });
   }

@@ -1,20 +1,31 @@
-// Image routes. Reads come from the store; load/import write image records (desired present) and
-// wait for the image reconciler to mark them ready; tags are 'reference' records; delete untags
-// and marks the image removed in one transaction, then waits for the reconciler to drop it.
+// Image routes. Reads come from the store; load/import/commit write image records (desired
+// present) and wait for the image reconciler to mark them ready; tags are 'reference' records;
+// delete and prune untag and mark images removed in one transaction each, then wait for the
+// reconciler to drop them. Image events are recorded once each change is committed.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EngineError, internal, invalidArgument, isCode, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
 import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
-import { applyImageDelete, planImageDelete } from './delete.ts';
+import { parseCommit, withPaused, type ImageCommitPort } from './commit.ts';
+import { deleteImage, type DeleteResult } from './delete.ts';
+import { imageHistory } from './history.ts';
+import type { LayerSizes } from './layers.ts';
 import { listImages } from './list.ts';
+import { parseImagePruneFilters, pruneGuard, pruneImages } from './prune.ts';
 import { apiVersionNumber, qBool, qList, qStr, queryOf } from './query.ts';
 import { findImage, resolveImage, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
-import { imageConfig, inspectView, repoTagsOf, type GraphDriverInfo } from './views.ts';
+import { inspectView, type GraphDriverInfo } from './views.ts';
+
+/** Where image events go (the events recorder): ids and names as the reference daemon logs them. */
+export interface ImageEventsPort {
+  image(action: string, id: string, name: string, extra?: Record<string, string>): void;
+  container(action: string, c: Resource<ContainerSpec, ContainerStatus>, extra?: Record<string, string>): void;
+}
 
 /** A route handler another area plugs in (pull, push); `name` is the image named in the path. */
 export type ImageStreamHandler = (req: FastifyRequest, reply: FastifyReply, name?: string) => Promise<void>;
@@ -28,8 +39,12 @@ export interface ImageRouteDeps {
   graphDriver?: (image: ImageResource) => GraphDriverInfo;
   /** Storage driver data of an image (GraphDriver.Data). */
   graphDriverData?: (imageId: string) => Record<string, string>;
-  /** The layer store, for the driver name in GraphDriver.Name. */
-  layers?: { driverName: string };
+  /** The layer store: the driver name for GraphDriver.Name, layer sizes for history, shared size and prune. */
+  layers?: { driverName: string } & LayerSizes;
+  /** POST /commit; 501 until provided. */
+  commit?: ImageCommitPort;
+  /** Image events; none are recorded until provided. */
+  events?: ImageEventsPort;
   /** POST /images/create?fromImage=... (pull); answered with an in-band error until provided. */
   pull?: ImageStreamHandler;
   /** POST /images/{name}/push; 501 until provided. */
@@ -52,6 +67,8 @@ export function splitImagePath(path: string, actions: readonly string[]): { name
 export function imageRoutes(deps: ImageRouteDeps) {
   const { store, archive } = deps;
   const timeoutMs = deps.waitTimeoutMs ?? 120_000;
+  const onePrune = pruneGuard();
+  const imageEvent = (action: string, id: string, name: string) => deps.events?.image(action, id, name);
   const graphDriver = (img: ImageResource): GraphDriverInfo => {
     if (deps.graphDriver) return deps.graphDriver(img);
     const data = deps.graphDriverData?.(img.name);
@@ -59,7 +76,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
   };
 
   /** Create the image record if needed and wait until the reconciler has it ready. */
-  async function ensureImage(li: LoadedImage, signal: AbortSignal): Promise<ImageResource> {
+  async function ensureImage(li: LoadedImage, signal: AbortSignal, parent = ''): Promise<ImageResource> {
     let cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
     if (cur && cur.spec.desired === 'removed') {
       // The same content is being deleted right now: let that finish, then add it anew.
@@ -71,7 +88,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     if (!cur) {
       const spec: ImageSpec = {
         id: li.id, rawConfig: li.rawConfig, diffIds: li.diffIds, chainId: li.chainId, size: li.size,
-        repoDigests: [], parent: '', loadedAt: rfc3339Nano(), desired: 'present',
+        repoDigests: [], parent, loadedAt: rfc3339Nano(), desired: 'present',
       };
       const status: ImageStatus = { observedGeneration: 0, phase: 'pending', error: '' };
       try {
@@ -120,6 +137,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
         await ensureImage(li, out.signal);
         if (li.repoTags.length === 0) {
           out.stream(`Loaded image ID: ${li.id}\n`);
+          imageEvent('load', li.id, li.id);
           continue;
         }
         for (const tag of li.repoTags) {
@@ -127,6 +145,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
           if (previous) out.stream(`The image ${familiarName(tag)} already exists, renaming the old one with ID ${previous} to empty string\n`);
           out.stream(`Loaded image: ${familiarName(tag)}\n`);
         }
+        imageEvent('load', li.id, li.id);
       }
     });
   }
@@ -142,7 +161,8 @@ export function imageRoutes(deps: ImageRouteDeps) {
         const opts = { changes: qList(q, 'changes'), message: qStr(q, 'message') ?? '', platform: qStr(q, 'platform') || undefined };
         const li = await archive.importRootfs(req.raw, opts, out.signal);
         await ensureImage(li, out.signal);
-        if (target) setTag(target, li.id);
+        if (target) tagImage(target, li.id);
+        imageEvent('import', li.id, li.id);
         out.status(li.id);
       },
       { errorsBeforeStartAsHttp: true },
@@ -156,6 +176,9 @@ export function imageRoutes(deps: ImageRouteDeps) {
       if (!reply.raw.writableFinished) abort.abort();
     });
     const body = archive.save(images, abort.signal);
+    body.once('end', () => {
+      for (const img of images) imageEvent('save', img.id, img.id);
+    });
     reply.header('content-type', 'application/x-tar');
     await reply.send(body);
   }
@@ -166,26 +189,13 @@ export function imageRoutes(deps: ImageRouteDeps) {
   }
 
   function history(name: string): unknown[] {
-    const img = resolveImage(store, name);
-    const cfg = imageConfig(img);
-    const entries = cfg.history ?? [];
-    const out = entries.map((h) => {
-      return {
-        Id: '<missing>',
-        Created: h.created ? Math.floor(Date.parse(h.created) / 1000) || 0 : 0,
-        CreatedBy: h.created_by ?? '',
-        Tags: null as string[] | null,
-        Size: 0,
-        Comment: h.comment ?? '',
-      };
-    });
-    out.reverse();
-    if (out.length === 0) out.push({ Id: '<missing>', Created: 0, CreatedBy: '', Tags: null, Size: 0, Comment: '' });
-    out[0].Id = img.name;
-    out[0].Size = img.spec.size;
-    const tags = repoTagsOf(store, img.name);
-    out[0].Tags = tags.length ? tags : null;
-    return out;
+    return imageHistory(store, resolveImage(store, name), deps.layers);
+  }
+
+  /** Point a tag at an image and record it, as the reference daemon's TagImage does. */
+  function tagImage(fullName: string, imageId: string): void {
+    setTag(fullName, imageId);
+    imageEvent('tag', imageId, familiarName(fullName));
   }
 
   async function tag(req: Req, reply: FastifyReply, name: string): Promise<void> {
@@ -200,19 +210,63 @@ export function imageRoutes(deps: ImageRouteDeps) {
       if (err instanceof EngineError && err.code === 'InvalidArgument') throw notFound(err.message);
       throw err;
     }
-    setTag(target, img.name);
+    tagImage(target, img.name);
     reply.code(201).send();
+  }
+
+  /** Untag events for what a delete did; the `delete` events follow from the records going away. */
+  function deleteEvents(r: DeleteResult): void {
+    for (const rec of r.records) if ('Untagged' in rec) imageEvent('untag', r.imageId, r.imageId);
+  }
+
+  async function removed(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      await store.waitFor(KIND.image, id, (r) => !r, { timeoutMs });
+      if (store.get(KIND.image, id)) throw unavailable(`timed out waiting for image ${id} to be removed`);
+    }
   }
 
   async function remove(req: Req, name: string): Promise<unknown[]> {
     const q = queryOf(req);
-    const plan = planImageDelete(store, name, qBool(q, 'force'));
-    applyImageDelete(store, plan);
-    if (plan.remove) {
-      await store.waitFor(KIND.image, plan.image.name, (r) => !r, { timeoutMs });
-      if (store.get(KIND.image, plan.image.name)) throw unavailable(`timed out waiting for image ${plan.image.name} to be removed`);
+    const r = deleteImage(store, name, { force: qBool(q, 'force'), prune: !qBool(q, 'noprune'), layers: deps.layers });
+    deleteEvents(r);
+    await removed(r.removed);
+    return r.records;
+  }
+
+  async function prune(req: Req): Promise<unknown> {
+    if (apiVersionNumber(req) < 1.25) {
+      const path = ((req.raw as { originalUrl?: string }).originalUrl ?? req.url).split('?')[0];
+      throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
     }
-    return plan.records;
+    const sel = parseImagePruneFilters(qStr(queryOf(req), 'filters') ?? '');
+    return onePrune(async () => {
+      const r = pruneImages(store, sel, deps.layers);
+      for (const d of r.deletes) deleteEvents(d);
+      await removed(r.removed);
+      deps.events?.image('prune', '', '', { reclaimed: String(r.reclaimed) });
+      return { ImagesDeleted: r.records.length ? r.records : null, SpaceReclaimed: r.reclaimed };
+    });
+  }
+
+  async function commit(req: Req, reply: FastifyReply): Promise<void> {
+    if (!deps.commit) throw notImplemented('committing containers is not supported');
+    const committer = deps.commit;
+    const q = queryOf(req);
+    // The reference is checked before anything happens to the container.
+    const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
+    const { container, pause, request } = parseCommit(store, req);
+    const abort = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+    const run = () => committer.commit(request, abort.signal);
+    const li = pause ? await withPaused(store, container, timeoutMs, run) : await run();
+    const img = await ensureImage(li, abort.signal, container.spec.imageId);
+    if (target) tagImage(target, img.name);
+    const current = store.get<ContainerSpec, ContainerStatus>(KIND.container, container.name) ?? container;
+    deps.events?.container('commit', current, { comment: request.comment, imageID: img.name, imageRef: target ? familiarName(target) : '' });
+    reply.code(201).send({ Id: img.name });
   }
 
   return async function register(app: FastifyInstance): Promise<void> {
@@ -224,10 +278,13 @@ export function imageRoutes(deps: ImageRouteDeps) {
         digests: qBool(q, 'digests'),
         sharedSize: apiVersionNumber(req) >= 1.42 && qBool(q, 'shared-size'),
         apiVersion: apiVersionNumber(req),
+        layers: deps.layers,
       });
     });
 
     app.post('/images/load', (req: Req, reply) => load(req, reply));
+    app.post('/images/prune', (req: Req) => prune(req));
+    app.post('/commit', (req: Req, reply) => commit(req, reply));
 
     app.post('/images/create', async (req: Req, reply) => {
       const q = queryOf(req);

@@ -9,7 +9,9 @@ import type { ApiStore } from '../containers/store.ts';
 import type { SystemInfoPort } from '../ports.ts';
 import { isUsable } from '../images/resolve.ts';
 import { apiVersionNumber, qList, queryOf } from '../images/query.ts';
-import { repoDigestsOf, repoTagsOf, summaryView } from '../images/views.ts';
+import type { LayerSizes } from '../images/layers.ts';
+import { imageDiskUsage } from '../images/usage.ts';
+import { summaryView as containerSummary } from '../containers/views.ts';
 import { defaultInfo } from './info-defaults.ts';
 
 export interface VersionInfo {
@@ -26,6 +28,10 @@ export interface SystemRouteDeps {
   info: SystemInfoPort;
   versionInfo: VersionInfo;
   experimental: boolean;
+  /** Layer sizes for the image figures of /system/df. */
+  layers?: LayerSizes;
+  /** Bytes of a container's own changes (SizeRw in /system/df). */
+  sizeRw?: (id: string) => Promise<number>;
 }
 
 const NOT_A_MANAGER =
@@ -123,40 +129,22 @@ export function systemRoutes(deps: SystemRouteDeps) {
     };
   }
 
-  function dataUsage(req: FastifyRequest): Record<string, unknown> {
+  async function dataUsage(req: FastifyRequest): Promise<Record<string, unknown>> {
     const types = new Set(qList(queryOf(req), 'type'));
     const want = (t: string) => types.size === 0 || types.has(t);
     const apiVersion = apiVersionNumber(req);
-    const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container);
-    const images = store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable);
     const out: Record<string, unknown> = {};
-    if (want('image')) {
-      out.LayersSize = images.reduce((n, i) => n + i.spec.size, 0);
-      out.Images = images.map((img) =>
-        summaryView(img, {
-          apiVersion,
-          repoTags: repoTagsOf(store, img.name),
-          repoDigests: repoDigestsOf(img),
-          containers: containers.filter((c) => c.spec.imageId === img.name).length,
-          sharedSize: 0,
+    if (want('image')) Object.assign(out, imageDiskUsage(store, { apiVersion, layers: deps.layers }));
+    if (want('container')) {
+      const now = Date.now();
+      const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+      out.Containers = await Promise.all(
+        containers.map(async (c) => {
+          const rw = (await deps.sizeRw?.(c.name).catch(() => 0)) ?? 0;
+          const image = store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId)?.spec.size ?? 0;
+          return containerSummary(c, { now, size: { rw, rootFs: rw + image } });
         }),
       );
-    }
-    if (want('container')) {
-      out.Containers = containers.map((c) => ({
-        Id: c.name,
-        Names: [c.spec.name],
-        Image: c.spec.config?.Image ?? '',
-        ImageID: c.spec.imageId,
-        Command: [c.spec.path, ...(c.spec.args ?? [])].join(' '),
-        Created: Math.floor(Date.parse(c.spec.created) / 1000) || 0,
-        State: c.status?.phase ?? 'created',
-        Status: '',
-        SizeRw: 0,
-        SizeRootFs: 0,
-        Labels: c.spec.config?.Labels ?? {},
-        Mounts: [],
-      }));
     }
     if (want('volume')) out.Volumes = [];
     if (want('build-cache')) out.BuildCache = [];

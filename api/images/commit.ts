@@ -1,0 +1,107 @@
+// POST /commit: a new image from a container's read-write layer on top of the container's image.
+// The layer work and the image config are the driver's (ImageCommitPort, filled by cmd); this
+// module validates the request, pauses a running container around the commit, and records the
+// image, its tag and the container's `commit` event.
+import type { FastifyRequest } from 'fastify';
+import { conflict, invalidArgument } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { LoadedImage } from '../ports.ts';
+import { findContainer } from '../containers/routes.ts';
+import { qBool, qList, qStr, queryOf } from './query.ts';
+import { noSuchImage } from './resolve.ts';
+import type { ImageStore } from './store.ts';
+
+export interface CommitRequest {
+  containerId: string;
+  /** The container's image (null for a container of an empty image). */
+  parent: { rawConfig: string; diffIds: string[]; chainId: string | null; size: number } | null;
+  /** The Config of the request body; null means: start from the container's own config. */
+  config: Record<string, unknown> | null;
+  /** The container's config as it was created (becomes container_config, and fills gaps in `config`). */
+  containerConfig: Record<string, unknown>;
+  /** Dockerfile instructions (`docker commit --change`). */
+  changes: string[];
+  author: string;
+  comment: string;
+}
+
+export interface ImageCommitPort {
+  /** Turn the container's RW layer into a layer on top of `parent` and build the image config. */
+  commit(req: CommitRequest, signal: AbortSignal): Promise<LoadedImage>;
+}
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+export interface ParsedCommit {
+  container: CR;
+  pause: boolean;
+  request: CommitRequest;
+}
+
+/** Keys of the create-request wrapper that are not part of Config. */
+const NOT_CONFIG = new Set(['hostconfig', 'networkingconfig']);
+
+/** The body is a container Config (the create wrapper's embedded part); `{}` and null mean none. */
+function bodyConfig(req: FastifyRequest): Record<string, unknown> | null {
+  const body = req.body;
+  if (body === undefined || body === null) {
+    const ct = req.headers['content-type'];
+    const len = Number(req.headers['content-length'] ?? 0);
+    if (ct && len > 0 && !/^application\/json\b/i.test(ct)) {
+      throw invalidArgument(`unsupported Content-Type header (${ct}): must be 'application/json'`);
+    }
+    return null;
+  }
+  if (typeof body !== 'object' || Array.isArray(body)) throw invalidArgument('invalid JSON: the commit body must be an object');
+  const entries = Object.entries(body as Record<string, unknown>).filter(([k]) => !NOT_CONFIG.has(k.toLowerCase()));
+  return entries.length ? Object.fromEntries(entries) : null;
+}
+
+/** Read and check the request the way the reference daemon does before touching anything. */
+export function parseCommit(store: ImageStore, req: FastifyRequest): ParsedCommit {
+  const q = queryOf(req);
+  const config = bodyConfig(req);
+  const c = findContainer(store, qStr(q, 'container') ?? '');
+  if (c.status.phase === 'dead') throw conflict(`You cannot commit container ${c.name} which is Dead`);
+  if (c.spec.desired === 'removed' || c.status.phase === 'removing') throw conflict(`You cannot commit container ${c.name} which is being removed`);
+  const img = c.spec.imageId ? store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId) : undefined;
+  if (c.spec.imageId && !img) throw noSuchImage(c.spec.imageId);
+  return {
+    container: c,
+    pause: qBool(q, 'pause', true),
+    request: {
+      containerId: c.name,
+      parent: img ? { rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId, size: img.spec.size } : null,
+      config,
+      containerConfig: c.spec.config as Record<string, unknown>,
+      changes: qList(q, 'changes'),
+      author: qStr(q, 'author') ?? '',
+      comment: qStr(q, 'comment') ?? '',
+    },
+  };
+}
+
+/**
+ * Run `fn` with the container paused when it is running; afterwards it goes back to where it was
+ * asked to be (unless someone changed that meanwhile).
+ */
+export async function withPaused<T>(store: ImageStore, c: CR, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+  if (c.status.phase !== 'running') return fn();
+  const before = c.spec.desired;
+  const setDesired = async (from: ContainerSpec['desired'], to: ContainerSpec['desired']) => {
+    let gen = 0;
+    try {
+      gen = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => (s.desired === from ? { ...s, desired: to } : s)).generation;
+    } catch {
+      return; // gone meanwhile
+    }
+    await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs });
+  };
+  await setDesired(before, 'paused');
+  try {
+    return await fn();
+  } finally {
+    await setDesired('paused', before);
+  }
+}
