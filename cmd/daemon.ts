@@ -1,6 +1,6 @@
 // The one place that wires everything: store, drivers, reconcilers, controllers, API, listeners,
 // and the orderly shutdown on SIGTERM/SIGINT.
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createApp } from '../api/app.ts';
@@ -26,7 +26,8 @@ import { ensureDefaultNetwork } from '../reconcilers/network/default-network.ts'
 import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
 import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
 import { NETWORK_KIND } from '../store/network-types.ts';
-import type { DaemonConfig } from '../config/load.ts';
+import type { ConfigSources, DaemonConfig } from '../config/load.ts';
+import { diffReload } from '../config/reload.ts';
 import { Controller } from '../controllers/controller.ts';
 import { Manager } from '../controllers/manager.ts';
 import { createImageArchive } from '../drivers/image/archive.ts';
@@ -38,7 +39,7 @@ import { createStdio } from '../drivers/stdio/stdio.ts';
 import { createSupervisorClient } from '../drivers/supervisor/client.ts';
 import { subscribeEvents } from '../drivers/supervisor/events.ts';
 import { startSupervisor, type SupervisorProcess } from '../drivers/supervisor/process.ts';
-import { createRuntimes } from '../drivers/supervisor/runtimes.ts';
+import { createRuntimes, type Runtimes } from '../drivers/supervisor/runtimes.ts';
 import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
 import { parseSignal } from '../reconcilers/container/signals.ts';
 import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
@@ -54,8 +55,12 @@ function makeLogger(config: DaemonConfig): Logger {
   return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 2, sync: false }));
 }
 
-export async function runDaemon(config: DaemonConfig, _sources: unknown): Promise<number> {
+export async function runDaemon(config: DaemonConfig, sources: unknown): Promise<number> {
   const log = makeLogger(config);
+  // SIGHUP reloads the configuration file (set up once the daemon runs); until then, and after
+  // a refused reload, it changes nothing — it must never end the daemon, Node's default.
+  let onReload: () => void = () => log.warn('SIGHUP before the daemon was ready: ignored');
+  process.on('SIGHUP', () => onReload());
   const releasePidfile = acquirePidfile(config.pidfile);
   const cleanups: Array<[string, () => Promise<void> | void]> = [];
   const step = (name: string, fn: () => Promise<void> | void) => cleanups.unshift([name, fn]);
@@ -116,7 +121,16 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
     const namespace = cfg.supervisorNamespace || 'engine';
     const supervisor = createSupervisorClient({ address, namespace, log: logger.child({ component: 'supervisor-client' }) });
     onStop('supervisor-client', () => supervisor.close());
-    const runtimes = createRuntimes({ defaultRuntime: cfg.defaultRuntime || 'stdrt', runtimes: cfg.runtimes ?? {}, execRoot });
+    // Behind a stable object: a reload may replace the runtime table.
+    const makeRuntimes = (c: DaemonConfig) => createRuntimes({ defaultRuntime: c.defaultRuntime || 'stdrt', runtimes: c.runtimes ?? {}, execRoot });
+    let runtimeTable = makeRuntimes(cfg);
+    const runtimes: Runtimes = {
+      resolve: (name) => runtimeTable.resolve(name),
+      names: () => runtimeTable.names(),
+      get default() {
+        return runtimeTable.default;
+      },
+    };
 
     const stdio = createStdio(logger.child({ component: 'stdio' }));
     const logging = createLogging({ log: logger.child({ component: 'logging' }) });
@@ -253,7 +267,9 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
           store,
           logs: logReader,
           defaults: {
-            runtime: runtimes.default,
+            get runtime() {
+              return runtimes.default;
+            },
             hasRuntime: (n) => runtimes.names().includes(n),
             shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
             logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
@@ -278,6 +294,46 @@ export async function runDaemon(config: DaemonConfig, _sources: unknown): Promis
       onUpgrade: upgradeHandler(attachDeps, logger.child({ component: 'attach' })),
     });
     logger.info({ hosts: listeners.addresses, version: ENGINE_VERSION, storage: layers.driverName }, 'API listen');
+
+    onReload = () => {
+      let text = '{}';
+      try {
+        text = readFileSync(cfg.configFile, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+          logger.error({ err, file: cfg.configFile }, 'reload: cannot read the configuration file; nothing changed');
+          return;
+        }
+      }
+      const r = diffReload(cfg, text, sources as Partial<ConfigSources>);
+      if (!r.ok) {
+        logger.error({ error: r.error }, 'reload refused: the daemon keeps its configuration');
+        return;
+      }
+      let nextRuntimes = runtimeTable;
+      try {
+        if (r.changed.some((c) => c.field === 'runtimes' || c.field === 'defaultRuntime')) nextRuntimes = makeRuntimes(r.config);
+      } catch (err) {
+        logger.error({ err }, 'reload refused: invalid runtimes; the daemon keeps its configuration');
+        return;
+      }
+      runtimeTable = nextRuntimes;
+      Object.assign(cfg, r.config);
+      logger.level = cfg.debug ? 'debug' : cfg.logLevel === 'fatal' ? 'fatal' : cfg.logLevel;
+      reconfigureDistribution(cfg);
+      logger.info({ changed: r.changed.map((c) => c.key) }, 'configuration reloaded');
+    };
+    function reconfigureDistribution(c: DaemonConfig): void {
+      const d = distribution as { reconfigure?: (o: Record<string, unknown>) => void };
+      d.reconfigure?.({
+        insecureRegistries: c.insecureRegistries ?? [],
+        registryMirrors: c.registryMirrors ?? [],
+        maxConcurrentDownloads: c.maxConcurrentDownloads || 3,
+        maxDownloadAttempts: c.maxDownloadAttempts || 5,
+        maxConcurrentUploads: c.maxConcurrentUploads || 5,
+        allowNondistributable: c.allowNondistributableArtifacts ?? [],
+      });
+    }
 
     await waitForSignal(logger);
 

@@ -1,0 +1,94 @@
+// The daemon as a process: one daemon per set of roots, --validate, flag/file conflicts, --version,
+// and SIGHUP reloads (applied, or refused with the daemon running on unchanged).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { docker } from './harness/clients.ts';
+
+const ENGINED = join(REPO, 'bin', 'engined');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function engined(args: string[], timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(ENGINED, args, { timeout: timeoutMs });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe('daemon process', () => {
+  let d: DaemonHandle;
+  let tmp: string;
+  before(async () => {
+    tmp = mkdtempSync('/tmp/engine-e2e-proc-');
+    d = await startDaemon({ daemonJson: { labels: ['stage=one'] } });
+  });
+  after(async () => {
+    await d?.cleanup();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('--version and --help', async () => {
+    const v = await engined(['--version']);
+    assert.equal(v.code, 0);
+    assert.match(v.stdout, /^Engine version \S+, build \S+/);
+    const h = await engined(['--help']);
+    assert.equal(h.code, 0);
+    assert.match(h.stdout, /--data-root/);
+  });
+
+  test('a second daemon on the same pidfile is refused and the first keeps serving', async () => {
+    const r = await engined(['-H', `unix://${join(tmp, 'second.sock')}`, '--data-root', d.dataRoot, '--exec-root', d.execRoot, '-p', d.pidfile, '--bridge', 'none'], 60_000);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /pid|running/i);
+    assert.equal((await docker(d, ['version', '--format', '{{.Server.Version}}'])).code, 0);
+  });
+
+  test('--validate: a valid file, an unknown key, a flag also in the file', async () => {
+    const good = join(tmp, 'good.json');
+    writeFileSync(good, JSON.stringify({ debug: true, 'max-concurrent-downloads': 4 }));
+    const ok = await engined(['--validate', '--config-file', good]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /configuration OK/i);
+    const bad = join(tmp, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ 'no-such-option': 1 }));
+    const no = await engined(['--validate', '--config-file', bad]);
+    assert.equal(no.code, 1);
+    assert.match(no.stderr, /directives don't match any configuration option: no-such-option/);
+    const both = await engined(['--debug', '--validate', '--config-file', good]);
+    assert.notEqual(both.code, 0);
+    assert.match(both.stderr, /specified both as a flag and in the configuration file: debug/);
+  });
+
+  test('SIGHUP applies reloadable options (debug, labels) without a restart', async () => {
+    const info = async () => (await docker(d, ['info', '--format', '{{.Debug}} {{json .Labels}}'])).stdout.trim();
+    assert.equal(await info(), 'false ["stage=one"]');
+    writeFileSync(d.configFile, JSON.stringify({ debug: true, labels: ['stage=two'], 'max-concurrent-downloads': 2 }));
+    process.kill(d.pid, 'SIGHUP');
+    let now = '';
+    for (let i = 0; i < 50 && now !== 'true ["stage=two"]'; i++) {
+      await sleep(100);
+      now = await info();
+    }
+    assert.equal(now, 'true ["stage=two"]');
+  });
+
+  test('SIGHUP with a change only a restart can apply, or bad JSON: refused, daemon unchanged and serving', async () => {
+    const pid = d.pid;
+    writeFileSync(d.configFile, JSON.stringify({ debug: false, 'data-root': '/tmp/elsewhere' }));
+    process.kill(pid, 'SIGHUP');
+    await sleep(500);
+    writeFileSync(d.configFile, '{ not json');
+    process.kill(pid, 'SIGHUP');
+    await sleep(500);
+    assert.equal(d.pid, pid, 'still running');
+    assert.equal((await docker(d, ['info', '--format', '{{.Debug}}'])).stdout.trim(), 'true');
+    assert.match(d.logs(), /reload refused/);
+  });
+});
