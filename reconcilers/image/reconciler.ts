@@ -27,9 +27,11 @@ export class ImageReconciler {
     const r = this.store.get<ImageSpec, ImageStatus>(KIND.image, id);
     if (!r) return;
     if (r.spec.desired === 'removed') {
+      // Layers first, the record last: DELETE answers when the record is gone, so a pull that
+      // follows never finds a layer "already there" that is about to be removed.
       const chain = this.chainOf(r.spec.diffIds);
-      this.store.delete(KIND.image, id);
       await this.releaseLayers(chain, ctx.log);
+      this.store.delete(KIND.image, id);
       return;
     }
     if (r.status.phase === 'pending' || r.status.observedGeneration < r.generation) {
