@@ -63,6 +63,14 @@ export async function registryError(res: HttpResponse): Promise<RegistryError> {
   } catch {
     /* not JSON */
   }
+  // An OAuth2 error in the bearer challenge (RFC 6750 3.1) comes first, as the reference client has it.
+  if (res.status >= 400 && res.status < 500) {
+    const bearer = parseChallenges(res.headers['www-authenticate']).find((c) => c.scheme === 'bearer');
+    const oauth = bearer?.params.error === 'invalid_token' ? { code: 'UNAUTHORIZED', message: 'authentication required' }
+      : bearer?.params.error === 'insufficient_scope' ? { code: 'DENIED', message: 'requested access to the resource is denied' }
+      : undefined;
+    if (oauth) codes = [{ code: oauth.code, message: bearer?.params.error_description || oauth.message }, ...codes];
+  }
   if (!codes.length) {
     if (res.status === 401) codes = [{ code: 'UNAUTHORIZED', message: 'authentication required' }];
     else if (res.status === 403) codes = [{ code: 'DENIED', message: 'requested access to the resource is denied' }];
@@ -77,10 +85,26 @@ export async function registryError(res: HttpResponse): Promise<RegistryError> {
   return new RegistryError(codeForStatus(res.status), message, res.status, codes);
 }
 
+/** The method as Go's url.Error names it: `Get`, `Head`, `Put`. */
+export function goMethod(method: string): string {
+  return `${method[0]}${method.slice(1).toLowerCase()}`;
+}
+
+/**
+ * A registry that asks for Basic credentials when the client has none: the request is not sent
+ * (the reference client's auth transport refuses it with this error).
+ */
+export class NoBasicAuthError extends EngineError {
+  static readonly REASON = 'no basic auth credentials';
+  constructor(method: string, url: URL) {
+    super('Unauthorized', `${goMethod(method)} "${url.href}": ${NoBasicAuthError.REASON}`);
+  }
+}
+
 /** Go's wording for a failed request, as the reference daemon prints it. */
 export function describeNetworkError(method: string, url: URL, err: unknown): string {
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number; reason?: string };
-  const verb = `${method[0]}${method.slice(1).toLowerCase()} "${url.href}"`;
+  const verb = `${goMethod(method)} "${url.href}"`;
   const code = e?.code ?? '';
   const dial = `dial tcp ${e?.address ?? url.hostname}:${e?.port ?? (url.port || (url.protocol === 'https:' ? 443 : 80))}`;
   if (code === 'ECONNREFUSED') return `${verb}: ${dial}: connect: connection refused`;
@@ -270,7 +294,8 @@ export class Session {
     this.token = undefined;
   }
 
-  private async authorization(signal: AbortSignal): Promise<string | undefined> {
+  /** The Authorization header; null when the registry wants Basic credentials and there are none. */
+  private async authorization(signal: AbortSignal): Promise<string | null | undefined> {
     const bearer = this.challenges.find((c) => c.scheme === 'bearer');
     if (bearer) {
       if (this.auth?.registrytoken) return `Bearer ${this.auth.registrytoken}`;
@@ -288,7 +313,8 @@ export class Session {
     }
     const basic = this.challenges.find((c) => c.scheme === 'basic');
     const creds = credentialsOf(this.auth);
-    if (basic && creds) return basicHeader(creds);
+    if (basic && creds?.username && creds.password) return basicHeader(creds);
+    if (basic) return null;
     return undefined;
   }
 
@@ -302,6 +328,7 @@ export class Session {
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { ...init.headers };
       const authz = url.host === this.endpoint.base.host ? await this.authorization(init.signal) : undefined;
+      if (authz === null) throw new NoBasicAuthError(method, url);
       if (authz) headers.Authorization = authz;
       const body = typeof init.body === 'function' ? init.body() : init.body;
       const res = await this.client.send(method, url, this.endpoint, headers, body, init.signal);

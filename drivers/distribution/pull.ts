@@ -28,19 +28,44 @@ export interface Resolved {
   config: ImageConfigBlob;
 }
 
-/** Reference daemon wording for registry answers to a pull. */
+/**
+ * Reference daemon wording for registry answers to a pull: the first registry error decides;
+ * DENIED, MANIFEST_UNKNOWN and NAME_UNKNOWN are "not found", any other answer (UNAUTHORIZED
+ * included) is an unclassified error, never a 401 — the CLI would take that as a cue to prompt
+ * for a login.
+ */
 export function translatePullError(err: unknown, ref: Reference): unknown {
-  if (!(err instanceof RegistryError)) return err;
+  if (!(err instanceof RegistryError)) return err instanceof EngineError && err.code === 'Unauthorized' ? internal(err.message, err) : err;
   const named = formatReference(ref);
-  if (err.has('DENIED', 'UNAUTHORIZED')) {
-    return notFound(`pull access denied for ${familiarRepository(repositoryName(ref))}, repository does not exist or may require 'docker login': ${err.message}`, err);
+  const first = err.codes[0]?.code;
+  const cause = err.codes[0] ? `${err.codes[0].code.toLowerCase().replace(/_/g, ' ')}: ${err.codes[0].message}` : err.message;
+  if (first === 'DENIED') {
+    return notFound(`pull access denied for ${familiarRepository(repositoryName(ref))}, repository does not exist or may require 'docker login': ${cause}`, err);
   }
-  if (err.has('MANIFEST_UNKNOWN')) return notFound(`manifest for ${familiarName(named)} not found: ${err.message}`, err);
-  if (err.has('NAME_UNKNOWN')) return notFound(`repository ${familiarRepository(repositoryName(ref))} not found: ${err.message}`, err);
+  if (first === 'MANIFEST_UNKNOWN') return notFound(`manifest for ${familiarName(named)} not found: ${cause}`, err);
+  if (first === 'NAME_UNKNOWN') return notFound(`repository ${familiarRepository(repositoryName(ref))} not found: ${cause}`, err);
+  if (err.code === 'Unauthorized' || err.code === 'PermissionDenied') return internal(cause, err);
   return err;
 }
 
+/**
+ * A manifest by digest, or by tag as the reference daemon resolves one: HEAD for the digest (a
+ * HEAD does not count against registry pull-rate limits), then GET by digest. A failed HEAD is
+ * repeated as a GET by tag, whose body carries the registry's error details.
+ */
 export async function fetchManifest(s: Session, path: string, reference: string, signal: AbortSignal): Promise<{ body: Buffer; contentType?: string; digest: string }> {
+  if (!reference.includes(':')) {
+    const head = await s.request('HEAD', `/v2/${path}/manifests/${reference}`, { headers: { Accept: MANIFEST_ACCEPT }, signal });
+    head.discard();
+    const digest = head.header('docker-content-digest');
+    if (head.status >= 200 && head.status < 300 && digest && /^sha256:[0-9a-f]{64}$/.test(digest)) {
+      return fetchManifestBody(s, path, digest, signal);
+    }
+  }
+  return fetchManifestBody(s, path, reference, signal);
+}
+
+async function fetchManifestBody(s: Session, path: string, reference: string, signal: AbortSignal): Promise<{ body: Buffer; contentType?: string; digest: string }> {
   const res = await s.ok('GET', `/v2/${path}/manifests/${reference}`, { headers: { Accept: MANIFEST_ACCEPT }, signal });
   const body = await res.buffer(4 << 20);
   const digest = sha256(body);
@@ -299,11 +324,12 @@ async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descr
       } catch (err) {
         if (signal.aborted) throw signal.reason ?? err;
         if (attempt >= ctx.maxDownloadAttempts || !isRetryable(err)) throw err;
-        const delay = ctx.retryDelayMs * attempt;
-        const sec = Math.max(1, Math.ceil(delay / 1000));
         ctx.log.warn({ err: (err as Error).message, digest: d.digest, attempt }, 'layer download failed, retrying');
-        ev.retrying(sec);
-        await sleep(delay, undefined, { signal });
+        // A countdown, one line a second, as the reference daemon shows it.
+        for (let left = ctx.retryDelayMs * attempt; left > 0; left -= 1000) {
+          ev.retrying(Math.ceil(left / 1000));
+          await sleep(Math.min(left, 1000), undefined, { signal });
+        }
       }
     }
   } finally {

@@ -4,10 +4,10 @@
 import { createHash } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { internal, invalidArgument } from '../../lib/errors.ts';
+import { EngineError, internal, invalidArgument } from '../../lib/errors.ts';
 import { parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
 import type { LayerInfo } from '../storage/types.ts';
-import { registryError, type Session } from './client.ts';
+import { NoBasicAuthError, registryError, type Session } from './client.ts';
 import { rememberBlob, type DistContext } from './context.ts';
 import { isForeign, MEDIA, type Descriptor } from './manifest.ts';
 import { progressLine, shortDigest, statusLine, throttled } from './progress.ts';
@@ -15,6 +15,17 @@ import { sha256 } from './pull.ts';
 import type { JsonMessage, PushImage, PushOptions, PushResult } from './types.ts';
 
 export async function pushImage(ctx: DistContext, refStr: string, image: PushImage, opts: PushOptions): Promise<PushResult> {
+  try {
+    return await pushTag(ctx, refStr, image, opts);
+  } catch (err) {
+    // The reference daemon does not retry a push refused for want of credentials, and reports
+    // the bare reason rather than the request that met it.
+    if (err instanceof NoBasicAuthError) throw new EngineError('Unauthorized', NoBasicAuthError.REASON, { cause: err });
+    throw err;
+  }
+}
+
+async function pushTag(ctx: DistContext, refStr: string, image: PushImage, opts: PushOptions): Promise<PushResult> {
   const ref = parseReference(refStr);
   if (ref.digest) throw invalidArgument('cannot push a digest reference');
   const tag = ref.tag ?? 'latest';

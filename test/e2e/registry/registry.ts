@@ -1,6 +1,5 @@
 // Run Debian's docker-registry for tests: storage in a temp dir, plain HTTP or TLS (a test CA made
-// with openssl), optional basic auth (bcrypt htpasswd made with Python's crypt module, since
-// apache2-utils is not installed). Each registry is stopped by its PID.
+// with openssl), optional basic auth (a bcrypt htpasswd file). Each registry is stopped by its PID.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { shellQuote, watchdog } from './watchdog.ts';
 
 export const REGISTRY_BIN = '/usr/bin/docker-registry';
 
@@ -36,15 +36,25 @@ export async function makeTestCa(names: string[]): Promise<TestCa> {
   return { dir, caCert: join(dir, 'ca.crt'), cert: join(dir, 'server.crt'), key: join(dir, 'server.key') };
 }
 
-/** One bcrypt htpasswd line, or undefined when no bcrypt implementation is available. */
+/**
+ * One bcrypt htpasswd line, or undefined when no bcrypt implementation is available: apache2-utils'
+ * htpasswd if installed, else Python's crypt module (libxcrypt does bcrypt; Debian's python3 first,
+ * since crypt left the standard library in Python 3.13).
+ */
 export function bcryptHtpasswd(user: string, password: string): string | undefined {
-  try {
-    const hash = execFileSync('python3', ['-W', 'ignore', '-c', 'import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1<<5)))', password], { stdio: 'pipe' })
-      .toString().trim();
-    return hash.startsWith('$2') ? `${user}:${hash}` : undefined;
-  } catch {
-    return undefined;
+  const attempts: Array<[string, string[]]> = [
+    ['htpasswd', ['-nbBC', '5', user, password]],
+    ...['/usr/bin/python3', 'python3'].map((py): [string, string[]] => [py, ['-W', 'ignore', '-c', 'import crypt,sys; print(sys.argv[1] + ":" + crypt.crypt(sys.argv[2], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1<<5)))', user, password]]),
+  ];
+  for (const [cmd, args] of attempts) {
+    try {
+      const line = execFileSync(cmd, args, { stdio: 'pipe' }).toString().trim();
+      if (line.startsWith(`${user}:$2`)) return line;
+    } catch {
+      // not installed, or no bcrypt there
+    }
   }
+  return undefined;
 }
 
 export async function freePort(host = '127.0.0.1'): Promise<number> {
@@ -106,12 +116,14 @@ http:
 ${tls}${auth}${opts.extraConfig ?? ''}`;
   await writeFile(join(dir, 'config.yml'), config);
   const child = spawn(REGISTRY_BIN, ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const dog = watchdog(`kill ${child.pid} 2>/dev/null; rm -rf ${shellQuote(dir)}`);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20000)));
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20000)));
   const hostPort = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const url = `${opts.tls ? 'https' : 'http'}://${hostPort}`;
   const stop = async () => {
+    dog.cancel();
     const running = () => child.exitCode === null && child.signalCode === null;
     const kill = (sig: NodeJS.Signals) => {
       try {
