@@ -84,7 +84,8 @@ export interface SystemInfoPort {
 
 /** The in-memory stdio of one running process: output fan-out and stdin. */
 export interface StreamHub {
-  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void, onEnd?: () => void): () => void;
+  /** `fn` may return a Promise to pause the output until it settles (backpressure). */
+  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<unknown>, onEnd?: () => void): () => void;
   ended: Promise<void>;
   writeStdin(buf: Buffer): void;
   closeStdin(): void;

@@ -110,7 +110,7 @@ export function attachController(deps: AttachDeps) {
       try {
         const opts = { stdout: truthy(q.get('stdout')), stderr: truthy(q.get('stderr')), follow: false, since: 0, until: 0, tail: -1 };
         for await (const e of deps.logs.read(c.name, opts, abort.signal)) {
-          session.write(tty ? e.line : frame(e.stream === 'stdout' ? 1 : 2, e.line));
+          if (!session.write(tty ? e.line : frame(e.stream === 'stdout' ? 1 : 2, e.line))) await session.drained();
         }
       } catch {
         // no stored log (driver none): live output only

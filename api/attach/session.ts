@@ -125,7 +125,8 @@ export class AttachSession {
       (stream, chunk) => {
         if (stream === 'stdout' && !this.o.stdout) return;
         if (stream === 'stderr' && !this.o.stderr) return;
-        this.write(this.o.tty ? chunk : frame(stream === 'stdout' ? 1 : 2, chunk));
+        // A client reading slower than the process writes pauses the output (nothing is dropped).
+        if (!this.write(this.o.tty ? chunk : frame(stream === 'stdout' ? 1 : 2, chunk))) return this.drained();
       },
       () => {
         if (this.o.closeOnEnd !== false) this.close();
@@ -133,14 +134,30 @@ export class AttachSession {
     );
   }
 
-  /** Write stored output (logs=1 replay) or a daemon error frame. */
-  write(buf: Buffer): void {
-    if (this.closed || buf.length === 0) return;
+  /** Write stored output (logs=1 replay) or a daemon error frame; false when the client is behind. */
+  write(buf: Buffer): boolean {
+    if (this.closed || buf.length === 0) return true;
     try {
-      this.sock.write(buf);
+      return this.sock.write(buf);
     } catch {
       this.close();
+      return true;
     }
+  }
+
+  /** Settles when the client has taken what was written, or the session ended. */
+  drained(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.sock.off('drain', done);
+        this.sock.off('close', done);
+        resolve();
+      };
+      this.sock.on('drain', done);
+      this.sock.on('close', done);
+      void this.done.then(done);
+    });
   }
 
   systemError(message: string): void {

@@ -22,7 +22,8 @@ const renameAsync = promisify(rename);
 const unlinkAsync = promisify(unlink);
 
 export interface LogSink {
-  log(stream: 'stdout' | 'stderr', chunk: Buffer): void;
+  /** Resolves-later when the writer is behind: the caller should wait before the next chunk. */
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void>;
   close(): Promise<void>;
 }
 
@@ -30,6 +31,8 @@ export interface LogSink {
 export const MAX_LINE = 16 * 1024;
 /** Start a write as soon as this much is queued instead of waiting for the next tick. */
 const HIGH_WATER = 1 << 20;
+/** Past this much queued, log() asks its caller to wait (the container's output pauses). */
+const BACKPRESSURE = 4 << 20;
 
 // ---- timestamps -----------------------------------------------------------------------------
 
@@ -80,8 +83,22 @@ class JsonFileWriter implements LogSink {
     this.size = fstatSync(this.fd).size;
   }
 
-  log(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+  /** Waiters for the queue to shrink below BACKPRESSURE / 2. */
+  private readonly waiters: Array<() => void> = [];
+
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void> {
     if (this.closed || chunk.length === 0) return;
+    this.accept(stream, chunk);
+    if (this.queued < BACKPRESSURE) return;
+    return new Promise<void>((r) => this.waiters.push(r));
+  }
+
+  private wake(): void {
+    if (this.queued >= BACKPRESSURE / 2 && !this.closed) return;
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     const time = nowRfc3339Nano();
     const suffix = `","stream":"${stream}","time":"${time}"}\n`;
     let buf = chunk;
@@ -176,9 +193,11 @@ class JsonFileWriter implements LogSink {
           }
         }
         if (seg.rotate) await this.rotate();
+        this.wake();
       }
     } finally {
       this.writing = null;
+      this.wake();
     }
     if (this.hasQueued()) this.kick();
   }

@@ -25,10 +25,10 @@ export interface ProcessIO {
 }
 
 /**
- * A subscriber gets every chunk synchronously. One that cannot keep up returns a Promise (e.g.
- * the 'drain' of its socket): later chunks are then queued for it alone, up to a byte bound, and
- * dropped beyond it, so one slow attach client never grows memory or slows the others. Subscribers
- * that return nothing (the log writer) receive everything, in order.
+ * A subscriber gets every chunk, in order. One that cannot keep up (a log file on a slow disk, an
+ * attach client that reads slowly) returns a Promise (e.g. the 'drain' of its socket): reading
+ * the process's output pauses until it settles, so the pipe fills and the process waits on its
+ * writes, as with the reference daemon. Nothing is dropped and nothing piles up in memory.
  */
 export type Subscriber = (stream: StdStream, chunk: Buffer) => void | Promise<unknown>;
 
@@ -46,10 +46,7 @@ export interface Stdio {
   remove(dir: string, procId: string): Promise<void>;
 }
 
-export interface StdioOptions {
-  /** Bytes queued for one slow subscriber before its chunks are dropped. */
-  maxQueuedBytes?: number;
-}
+export interface StdioOptions {}
 
 export function fifoPaths(dir: string, procId: string): { stdin: string; stdout: string; stderr: string } {
   return { stdin: join(dir, `${procId}-stdin`), stdout: join(dir, `${procId}-stdout`), stderr: join(dir, `${procId}-stderr`) };
@@ -75,8 +72,7 @@ function openWriter(path: string): Socket {
   }
 }
 
-export function createStdio(log: Logger, options: StdioOptions = {}): Stdio {
-  const maxQueued = options.maxQueuedBytes ?? 1024 * 1024;
+export function createStdio(log: Logger, _options: StdioOptions = {}): Stdio {
 
   return {
     async open({ dir, procId, stdin, tty }) {
@@ -116,7 +112,7 @@ export function createStdio(log: Logger, options: StdioOptions = {}): Stdio {
     },
 
     hub(io) {
-      return createHub(io, log, maxQueued);
+      return createHub(io, log);
     },
 
     async remove(dir, procId) {
@@ -131,22 +127,20 @@ export function createStdio(log: Logger, options: StdioOptions = {}): Stdio {
 interface Sub {
   fn: Subscriber;
   onEnd?: () => void;
-  queue: Array<[StdStream, Buffer]>;
-  queuedBytes: number;
-  busy: boolean;
-  dropped: number;
   active: boolean;
 }
 
-function createHub(io: ProcessIO, log: Logger, maxQueued: number): Hub {
+function createHub(io: ProcessIO, log: Logger): Hub {
   const subs = new Set<Sub>();
   let isEnded = false;
+  /** Subscribers still busy with a chunk: while any is, the sources are paused. */
+  let waiting = 0;
+  const sources = [io.stdout, io.stderr].filter((r): r is Readable => r !== null);
 
   const finish = (s: Sub) => {
     if (!s.active) return;
     s.active = false;
     subs.delete(s);
-    if (s.dropped) log.warn({ dropped: s.dropped }, 'slow stdio subscriber: output dropped');
     try {
       s.onEnd?.();
     } catch (err) {
@@ -154,52 +148,24 @@ function createHub(io: ProcessIO, log: Logger, maxQueued: number): Hub {
     }
   };
 
-  /** Deliver queued chunks one at a time while the subscriber keeps returning promises. */
-  const pump = (s: Sub) => {
-    while (s.active && !s.busy && s.queue.length) {
-      const [stream, chunk] = s.queue.shift()!;
-      s.queuedBytes -= chunk.length;
-      deliver(s, stream, chunk);
-    }
-    if (s.active && !s.busy && !s.queue.length && isEnded) finish(s);
-  };
-
-  const deliver = (s: Sub, stream: StdStream, chunk: Buffer) => {
-    let r: void | Promise<unknown>;
-    try {
-      r = s.fn(stream, chunk);
-    } catch (err) {
-      log.warn({ err }, 'stdio subscriber failed; unsubscribing');
-      s.active = false;
-      subs.delete(s);
-      return;
-    }
-    if (r && typeof (r as Promise<unknown>).then === 'function') {
-      s.busy = true;
-      (r as Promise<unknown>).then(
-        () => {
-          s.busy = false;
-          pump(s);
-        },
-        () => {
-          s.busy = false;
-          s.queue = [];
-          s.queuedBytes = 0;
-          pump(s);
-        },
-      );
-    }
+  const settled = () => {
+    if (--waiting === 0) for (const r of sources) r.resume();
   };
 
   const dispatch = (stream: StdStream, chunk: Buffer) => {
     for (const s of subs) {
-      if (!s.busy && !s.queue.length) {
-        deliver(s, stream, chunk);
-      } else if (s.queuedBytes + chunk.length <= maxQueued) {
-        s.queue.push([stream, chunk]);
-        s.queuedBytes += chunk.length;
-      } else {
-        s.dropped += chunk.length;
+      let r: void | Promise<unknown>;
+      try {
+        r = s.fn(stream, chunk);
+      } catch (err) {
+        log.warn({ err }, 'stdio subscriber failed; unsubscribing');
+        s.active = false;
+        subs.delete(s);
+        continue;
+      }
+      if (r && typeof (r as Promise<unknown>).then === 'function') {
+        if (waiting++ === 0) for (const src of sources) src.pause();
+        (r as Promise<unknown>).then(settled, settled);
       }
     }
   };
@@ -216,12 +182,12 @@ function createHub(io: ProcessIO, log: Logger, maxQueued: number): Hub {
   io.stderr?.on('data', (c: Buffer) => dispatch('stderr', c));
   const ended = Promise.all([streamEnded(io.stdout), io.stderr ? streamEnded(io.stderr) : Promise.resolve()]).then(() => {
     isEnded = true;
-    for (const s of [...subs]) if (!s.busy && !s.queue.length) finish(s);
+    for (const s of [...subs]) finish(s);
   });
 
   return {
     subscribe(fn, onEnd) {
-      const s: Sub = { fn, onEnd, queue: [], queuedBytes: 0, busy: false, dropped: 0, active: true };
+      const s: Sub = { fn, onEnd, active: true };
       if (isEnded) {
         s.active = false;
         queueMicrotask(() => onEnd?.());
@@ -230,7 +196,6 @@ function createHub(io: ProcessIO, log: Logger, maxQueued: number): Hub {
       subs.add(s);
       return () => {
         s.active = false;
-        s.queue = [];
         subs.delete(s);
       };
     },

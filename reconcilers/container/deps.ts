@@ -39,7 +39,8 @@ export interface ProcessIOLike {
 }
 
 export interface HubLike {
-  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void, onEnd?: () => void): () => void;
+  /** `fn` may return a Promise to pause the output until it settles (backpressure). */
+  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<unknown>, onEnd?: () => void): () => void;
   ended: Promise<void>;
   writeStdin(buf: Buffer): void;
   closeStdin(): void;
@@ -52,7 +53,8 @@ export interface StdioPort {
 }
 
 export interface LoggerLike {
-  log(stream: 'stdout' | 'stderr', chunk: Buffer): void;
+  /** A Promise asks the caller to wait before the next chunk (the writer is behind). */
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void>;
   close(): Promise<void>;
 }
 

@@ -230,3 +230,25 @@ test('none driver, unknown driver and option validation', () => {
   validateLogConfig({ Type: 'none', Config: { anything: 'goes' } });
   validateLogConfig({ Type: 'local', Config: { 'max-size': '1g' } });
 });
+
+test('a writer that falls behind asks its caller to wait; everything is written', async () => {
+  const t = tmp();
+  try {
+    const l = createLogging({ log }).open('c', t.path, { Type: 'json-file', Config: {} })!;
+    const line = Buffer.from('x'.repeat(1023) + '\n');
+    const chunk = Buffer.concat(Array.from({ length: 64 }, () => line));
+    let waits = 0;
+    for (let i = 0; i < 160; i++) {
+      const r = l.log('stdout', chunk);
+      if (r) {
+        waits++;
+        await r;
+      }
+    }
+    await l.close();
+    assert.ok(waits > 0, 'log() returned a promise while 10 MiB were queued');
+    assert.equal(fileLines(t.path).length, 160 * 64);
+  } finally {
+    t.cleanup();
+  }
+});
