@@ -259,8 +259,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           layers,
           commit: createImageCommitter({ layers, log: logger.child({ component: 'commit' }), platform: hostPlatform() }),
           events,
-          pull: pullHandler({ distribution, store }),
-          push: pushHandler({ distribution, store }),
+          pull: pullHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
+          push: pushHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
         }),
         authRoutes({ distribution }),
         containerRoutes({
@@ -324,8 +324,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       logger.info({ changed: r.changed.map((c) => c.key) }, 'configuration reloaded');
     };
     function reconfigureDistribution(c: DaemonConfig): void {
-      const d = distribution as { reconfigure?: (o: Record<string, unknown>) => void };
-      d.reconfigure?.({
+      distribution.reconfigure({
         insecureRegistries: c.insecureRegistries ?? [],
         registryMirrors: c.registryMirrors ?? [],
         maxConcurrentDownloads: c.maxConcurrentDownloads || 3,

@@ -95,19 +95,13 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         OSType: 'linux',
         Architecture: facts.architecture,
         IndexServerAddress: 'https://index.docker.io/v1/',
-        RegistryConfig: {
-          AllowNondistributableArtifactsCIDRs: [],
-          AllowNondistributableArtifactsHostnames: [],
-          InsecureRegistryCIDRs: ['127.0.0.0/8'],
-          IndexConfigs: { 'docker.io': { Name: 'docker.io', Mirrors: cfg.registryMirrors ?? [], Secure: true, Official: true } },
-          Mirrors: cfg.registryMirrors ?? [],
-        },
+        RegistryConfig: registryConfig(cfg),
         NCPU: facts.ncpu,
         MemTotal: facts.memTotal,
         GenericResources: null,
         DockerRootDir: cfg.dataRoot,
-        HttpProxy: process.env.HTTP_PROXY ?? process.env.http_proxy ?? '',
-        HttpsProxy: process.env.HTTPS_PROXY ?? process.env.https_proxy ?? '',
+        HttpProxy: cfg.httpProxy || (process.env.HTTP_PROXY ?? process.env.http_proxy ?? ''),
+        HttpsProxy: cfg.httpsProxy || (process.env.HTTPS_PROXY ?? process.env.https_proxy ?? ''),
         NoProxy: process.env.NO_PROXY ?? process.env.no_proxy ?? '',
         Name: facts.name,
         Labels: cfg.labels ?? [],
@@ -151,4 +145,24 @@ function fdCount(): number {
   } catch {
     return 0;
   }
+}
+
+const CIDR = /^[0-9a-f.:]+\/\d{1,3}$/i;
+
+/** `docker info`'s registry section as the reference builds it: CIDR entries apart from host names. */
+function registryConfig(cfg: DaemonConfig): Record<string, unknown> {
+  const insecure = cfg.insecureRegistries ?? [];
+  const nondist = cfg.allowNondistributableArtifacts ?? [];
+  const mirrors = cfg.registryMirrors ?? [];
+  const indexConfigs: Record<string, unknown> = {
+    'docker.io': { Name: 'docker.io', Mirrors: mirrors, Secure: true, Official: true },
+  };
+  for (const h of insecure.filter((e) => !CIDR.test(e))) indexConfigs[h] = { Name: h, Mirrors: [], Secure: false, Official: false };
+  return {
+    AllowNondistributableArtifactsCIDRs: nondist.filter((e) => CIDR.test(e)),
+    AllowNondistributableArtifactsHostnames: nondist.filter((e) => !CIDR.test(e)),
+    InsecureRegistryCIDRs: [...new Set(['127.0.0.0/8', ...insecure.filter((e) => CIDR.test(e))])],
+    IndexConfigs: indexConfigs,
+    Mirrors: mirrors,
+  };
 }

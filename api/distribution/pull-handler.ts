@@ -15,6 +15,8 @@ export interface PullDeps {
   store: DistributionStore;
   /** How long to wait for the image reconciler (default 120 s). */
   waitTimeoutMs?: number;
+  /** An image event (pull: actor the familiar reference, name its repository). */
+  onEvent?: (action: string, id: string, name: string) => void;
 }
 
 type Req = FastifyRequest<{ Querystring: Record<string, string | string[] | undefined> }>;
@@ -103,6 +105,7 @@ export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: Fastif
         const pulled = await distribution.pull(formatReference(r), { auth, platform, signal: out.signal, onProgress: (m) => out.write(m) });
         const changed = await record(pulled, r, out.signal);
         anyChanged ||= changed;
+        deps.onEvent?.('pull', familiarName(formatReference(r)), familiarName(repositoryName(r)));
         if (!all) out.status(`Status: ${changed ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarName(formatReference(r))}`);
       }
       if (all) {

@@ -2,7 +2,7 @@
 // streaming the CLI's progress lines; the pushed digest is recorded in the image's repoDigests.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { notFound } from '../../lib/errors.ts';
-import { familiarRepository, formatReference, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
+import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
 import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import { runJsonLines } from '../streams.ts';
@@ -11,6 +11,8 @@ import { decodeRegistryAuth, type DistributionPort, type DistributionStore } fro
 export interface PushDeps {
   distribution: DistributionPort;
   store: DistributionStore;
+  /** An image event (push: actor the familiar reference, name its repository). */
+  onEvent?: (action: string, id: string, name: string) => void;
 }
 
 type Req = FastifyRequest<{ Params: Record<string, string | undefined>; Querystring: Record<string, string | string[] | undefined> }>;
@@ -49,6 +51,7 @@ export function pushHandler(deps: PushDeps): (req: FastifyRequest, reply: Fastif
         const res = await distribution.push(name, { rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId }, {
           auth, signal: out.signal, onProgress: (m) => out.write(m),
         });
+        deps.onEvent?.('push', familiarName(name), familiarRepository(repo));
         const repoDigest = `${repo}@${res.digest}`;
         if (!store.get<ImageSpec, ImageStatus>(KIND.image, img.name)?.spec.repoDigests.includes(repoDigest)) {
           store.updateSpec<ImageSpec, ImageStatus>(KIND.image, img.name, (s) => ({ ...s, repoDigests: s.repoDigests.includes(repoDigest) ? s.repoDigests : [...s.repoDigests, repoDigest] }));

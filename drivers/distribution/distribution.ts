@@ -17,8 +17,19 @@ import type { AuthConfig, AuthResult, Distribution, DistributionInspect, Distrib
 export interface DistributionDriver extends Distribution {
   /** Apply new limits (config reload). */
   setLimits(limits: { maxConcurrentDownloads?: number; maxConcurrentUploads?: number; maxDownloadAttempts?: number }): void;
+  /** Apply the reloadable registry options (SIGHUP); pulls and pushes under way keep what they had. */
+  reconfigure(o: ReloadableRegistryOptions): void;
   /** Close idle registry connections (shutdown, tests). */
   close(): void;
+}
+
+export interface ReloadableRegistryOptions {
+  insecureRegistries: string[];
+  registryMirrors: string[];
+  allowNondistributable: string[];
+  maxConcurrentDownloads: number;
+  maxConcurrentUploads: number;
+  maxDownloadAttempts: number;
 }
 
 const HUB_NAMES = new Set(['', 'docker.io', 'index.docker.io', 'registry-1.docker.io', 'registry.hub.docker.com']);
@@ -150,16 +161,24 @@ export function createDistribution(opts: DistributionOptions): DistributionDrive
     return tags;
   }
 
+  const setLimits: DistributionDriver['setLimits'] = (l) => {
+    if (l.maxConcurrentDownloads) ctx.downloads.setMax(l.maxConcurrentDownloads);
+    if (l.maxConcurrentUploads) ctx.uploads.setMax(l.maxConcurrentUploads);
+    if (l.maxDownloadAttempts) ctx.maxDownloadAttempts = l.maxDownloadAttempts;
+  };
+
   return {
     pull: (ref, o) => pullImage(ctx, ref, o),
     push: (ref, image, o) => pushImage(ctx, ref, image, o),
     checkAuth,
     inspectDistribution,
     listTags,
-    setLimits(l) {
-      if (l.maxConcurrentDownloads) ctx.downloads.setMax(l.maxConcurrentDownloads);
-      if (l.maxConcurrentUploads) ctx.uploads.setMax(l.maxConcurrentUploads);
-      if (l.maxDownloadAttempts) ctx.maxDownloadAttempts = l.maxDownloadAttempts;
+    setLimits,
+    reconfigure(o) {
+      client.ctx.insecure = createInsecureMatcher(o.insecureRegistries);
+      client.ctx.mirrors = [...o.registryMirrors];
+      ctx.nondistributable = createHostMatcher(o.allowNondistributable);
+      setLimits(o);
     },
     close: () => transport.close(),
   };

@@ -69,7 +69,7 @@ describe('daemon process', () => {
   test('SIGHUP applies reloadable options (debug, labels) without a restart', async () => {
     const info = async () => (await docker(d, ['info', '--format', '{{.Debug}} {{json .Labels}}'])).stdout.trim();
     assert.equal(await info(), 'false ["stage=one"]');
-    writeFileSync(d.configFile, JSON.stringify({ debug: true, labels: ['stage=two'], 'max-concurrent-downloads': 2 }));
+    writeFileSync(d.configFile, JSON.stringify({ debug: true, labels: ['stage=two'], 'max-concurrent-downloads': 2, 'insecure-registries': ['10.9.8.0/24', 'myreg.test:5000'] }));
     process.kill(d.pid, 'SIGHUP');
     let now = '';
     for (let i = 0; i < 50 && now !== 'true ["stage=two"]'; i++) {
@@ -77,6 +77,9 @@ describe('daemon process', () => {
       now = await info();
     }
     assert.equal(now, 'true ["stage=two"]');
+    const reg = JSON.parse((await docker(d, ['info', '--format', '{{json .RegistryConfig}}'])).stdout);
+    assert.deepEqual(reg.InsecureRegistryCIDRs, ['127.0.0.0/8', '10.9.8.0/24']);
+    assert.equal(reg.IndexConfigs['myreg.test:5000'].Secure, false);
   });
 
   test('SIGHUP with a change only a restart can apply, or bad JSON: refused, daemon unchanged and serving', async () => {

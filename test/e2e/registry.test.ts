@@ -113,6 +113,11 @@ describe('registry: push, pull and login with real clients', { skip }, () => {
     const id = (await ok(d, ['image', 'inspect', '--format', '{{.Id}}', name])).trim();
     assert.equal(id, imgs.id);
 
+    // The push and the pull are on the event stream as dockerd reports them.
+    const evs = (await ok(d, ['events', '--since', '0', '--until', String(Math.ceil(Date.now() / 1000) + 1), '--filter', 'type=image', '--format', '{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.name}}']))
+      .trim().split('\n');
+    assert.ok(evs.includes(`push ${name} ${repo}`), evs.join('\n'));
+    assert.ok(evs.includes(`pull ${name} ${repo}`), evs.join('\n'));
     const hello = await ok(d, ['run', '--rm', '--network', 'none', name, 'echo', 'hello from the registry']);
     assert.equal(hello, 'hello from the registry\n');
 
