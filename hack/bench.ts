@@ -10,7 +10,7 @@ import { closeSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openS
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { pack as tarPack } from 'tar-stream';
+import { tarOf } from './images/build-busybox.ts';
 import { REPO, startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
 import { DOCKER_CLI, testImages } from '../test/e2e/harness/clients.ts';
 import { linkExists, reapRoot, startReaper, type RootState } from '../test/e2e/harness/reap.ts';
@@ -286,32 +286,10 @@ async function logRates(t: Target, image: string): Promise<{ write: number; read
 
 /** A docker-archive of LAYERS layers, each one file of random bytes (gzip cannot shrink them). */
 async function writeBigImage(path: string, ref: string): Promise<void> {
-  const tarOf = async (entries: { name: string; data?: Buffer; type?: 'directory' | 'file' }[]): Promise<Buffer> => {
-    const p = tarPack();
-    const chunks: Buffer[] = [];
-    p.on('data', (c: unknown) => {
-      chunks.push(c as Buffer);
-    });
-    const done = new Promise<void>((resolve, reject) => {
-      p.on('end', () => resolve());
-      p.on('error', reject);
-    });
-    const mtime = new Date('2024-01-01T00:00:00Z');
-    for (const e of entries) {
-      await new Promise<void>((resolve, reject) => {
-        const cb = (err?: Error | null) => (err ? reject(err) : resolve());
-        if (e.type === 'directory') p.entry({ name: e.name, type: 'directory', mode: 0o755, mtime, uid: 0, gid: 0 }, cb);
-        else p.entry({ name: e.name, type: 'file', mode: 0o644, mtime, uid: 0, gid: 0 }, e.data ?? Buffer.alloc(0), cb);
-      });
-    }
-    p.finalize();
-    await done;
-    return Buffer.concat(chunks);
-  };
   const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
   const layers: { hex: string; tar: Buffer }[] = [];
   for (let i = 0; i < LAYERS; i++) {
-    const tar = await tarOf([{ name: 'data/', type: 'directory' }, { name: `data/blob-${i}`, data: randomBytes(LAYER_BYTES) }]);
+    const tar = await tarOf([{ name: 'data/', type: 'directory', mode: 0o755 }, { name: `data/blob-${i}`, type: 'file', mode: 0o644, data: randomBytes(LAYER_BYTES) }]);
     layers.push({ hex: sha(tar), tar });
   }
   const created = new Date().toISOString();
@@ -325,9 +303,9 @@ async function writeBigImage(path: string, ref: string): Promise<void> {
   }));
   const configHex = sha(config);
   const archive = await tarOf([
-    { name: `${configHex}.json`, data: config },
-    ...layers.flatMap((l) => [{ name: `${l.hex}/`, type: 'directory' as const }, { name: `${l.hex}/layer.tar`, data: l.tar }]),
-    { name: 'manifest.json', data: Buffer.from(JSON.stringify([{ Config: `${configHex}.json`, RepoTags: [ref], Layers: layers.map((l) => `${l.hex}/layer.tar`) }])) },
+    { name: `${configHex}.json`, type: 'file', mode: 0o644, data: config },
+    ...layers.flatMap((l) => [{ name: `${l.hex}/`, type: 'directory' as const, mode: 0o755 }, { name: `${l.hex}/layer.tar`, type: 'file' as const, mode: 0o644, data: l.tar }]),
+    { name: 'manifest.json', type: 'file', mode: 0o644, data: Buffer.from(JSON.stringify([{ Config: `${configHex}.json`, RepoTags: [ref], Layers: layers.map((l) => `${l.hex}/layer.tar`) }])) },
   ]);
   await new Promise<void>((resolve, reject) => {
     const out = createWriteStream(path);

@@ -24,7 +24,7 @@ const MTIME = new Date('2024-01-01T00:00:00Z');
 const CREATED = MTIME.toISOString().replace('.000Z', 'Z');
 const PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-interface Entry {
+export interface Entry {
   name: string;
   type: 'directory' | 'file' | 'symlink';
   mode: number;
@@ -39,7 +39,8 @@ function goArch(): string {
   return map[process.arch] ?? process.arch;
 }
 
-async function tarOf(entries: readonly Entry[]): Promise<Buffer> {
+/** A tar of `entries` in order, owned by root, every mtime `mtime` (reproducible bytes). */
+export async function tarOf(entries: readonly Entry[], mtime: Date = MTIME): Promise<Buffer> {
   const p = tarPack();
   const chunks: Buffer[] = [];
   p.on('data', (c: unknown) => {
@@ -50,7 +51,7 @@ async function tarOf(entries: readonly Entry[]): Promise<Buffer> {
     p.on('error', reject);
   });
   for (const e of entries) {
-    const header: Partial<Header> & { name: string } = { name: e.name, type: e.type, mode: e.mode, mtime: MTIME, uid: 0, gid: 0, uname: '', gname: '' };
+    const header: Partial<Header> & { name: string } = { name: e.name, type: e.type, mode: e.mode, mtime, uid: 0, gid: 0, uname: '', gname: '' };
     if (e.type === 'symlink') header.linkname = e.linkname;
     const settle = (resolve: () => void, reject: (err: Error) => void) => (err?: Error | null) => (err ? reject(err) : resolve());
     await new Promise<void>((resolve, reject) => {

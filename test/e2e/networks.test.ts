@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
-import { docker, dockerode, pythonDocker, testImages } from './harness/clients.ts';
+import { docker, dockerOk, dockerode, pythonDocker, testImages } from './harness/clients.ts';
 
 function subnetOf(bip: string): { subnet: string; gateway: string } {
   const [addr, len] = bip.split('/');
@@ -19,11 +19,7 @@ function subnetOf(bip: string): { subnet: string; gateway: string } {
 describe('networks on a daemon with its default bridge', () => {
   let d: DaemonHandle;
   let imgs: Awaited<ReturnType<typeof testImages>>;
-  const dk = async (...args: string[]) => {
-    const r = await docker(d, args);
-    assert.equal(r.code, 0, `docker ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout.trim();
-  };
+  const dk = dockerOk(() => d);
   before(async () => {
     d = await startDaemon({ bridge: true });
     imgs = await testImages();
@@ -121,29 +117,6 @@ describe('networks on a daemon with its default bridge', () => {
     const [first, second] = out.trim().split('\n');
     assert.deepEqual(JSON.parse(first), { names: ['bridge', 'host', 'none'], subnet: subnetOf(d.bip).subnet, builtin: 3 });
     assert.equal(second, 'notfound network nope not found');
-  });
-
-  test('testcontainers GenericContainer runs a command and reads its logs', async () => {
-    process.env.DOCKER_HOST = d.dockerHost;
-    process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
-    const { GenericContainer } = await import('testcontainers');
-    const started = await new GenericContainer(imgs.tag).withCommand(['sh', '-c', 'echo tc-ready; sleep 300']).withNetworkMode('none').start();
-    try {
-      const logs = await started.logs();
-      const text = await new Promise<string>((resolve) => {
-        let acc = '';
-        logs.on('data', (l: Buffer | string) => {
-          acc += l.toString();
-          if (acc.includes('tc-ready')) resolve(acc);
-        });
-        setTimeout(() => resolve(acc), 5000);
-      });
-      assert.match(text, /tc-ready/);
-      const res = await started.exec(['echo', 'tc-exec']);
-      assert.equal(res.output.trim(), 'tc-exec');
-    } finally {
-      await started.stop();
-    }
   });
 });
 

@@ -89,6 +89,15 @@ export function docker(d: DaemonHandle, args: readonly string[], opts: DockerOpt
 }
 
 /** A dockerode client on the daemon's socket. */
+/** `dk(...args)` for one daemon: runs the docker CLI, asserts exit 0, returns trimmed stdout. */
+export function dockerOk(getDaemon: () => DaemonHandle): (...args: string[]) => Promise<string> {
+  return async (...args) => {
+    const r = await docker(getDaemon(), args);
+    if (r.code !== 0) throw new Error(`docker ${args.join(' ')}: exit ${r.code}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+}
+
 export function dockerode(d: DaemonHandle): Docker {
   return new Docker({ socketPath: d.socket });
 }

@@ -2,7 +2,7 @@
 // manifest PUTs): multi-layer images, and multi-platform indexes (Docker manifest list or OCI index).
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import tarStream from 'tar-stream';
+import { tarOf, type Entry } from '../../../hack/images/build-busybox.ts';
 
 export const sha256 = (b: Buffer | string): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
@@ -44,15 +44,7 @@ export function layerFromTar(tar: Buffer): Layer {
 
 /** A gzip layer holding the given regular files (fixed mtimes and owners, so it is reproducible). */
 export async function layerOf(files: Record<string, Buffer | string>): Promise<Layer> {
-  const pack = tarStream.pack();
-  const chunks: Buffer[] = [];
-  pack.on('data', (c: unknown) => {
-    chunks.push(c as Buffer);
-  });
-  const done = new Promise<void>((resolve, reject) => {
-    pack.on('end', () => resolve());
-    pack.on('error', reject);
-  });
+  const entries: Entry[] = [];
   const dirs = new Set<string>();
   for (const name of Object.keys(files).sort()) {
     const parts = name.split('/').slice(0, -1);
@@ -60,14 +52,11 @@ export async function layerOf(files: Record<string, Buffer | string>): Promise<L
       const dir = parts.slice(0, i).join('/');
       if (dirs.has(dir)) continue;
       dirs.add(dir);
-      await new Promise<void>((resolve, reject) => pack.entry({ name: `${dir}/`, type: 'directory', mode: 0o755, mtime: new Date(0), uid: 0, gid: 0 }, (err) => (err ? reject(err) : resolve())));
+      entries.push({ name: `${dir}/`, type: 'directory', mode: 0o755 });
     }
-    const data = Buffer.from(files[name]!);
-    await new Promise<void>((resolve, reject) => pack.entry({ name, type: 'file', mode: 0o644, mtime: new Date(0), uid: 0, gid: 0 }, data, (err) => (err ? reject(err) : resolve())));
+    entries.push({ name, type: 'file', mode: 0o644, data: Buffer.from(files[name]!) });
   }
-  pack.finalize();
-  await done;
-  return layerFromTar(Buffer.concat(chunks));
+  return layerFromTar(await tarOf(entries, new Date(0)));
 }
 
 async function check(res: Response, what: string): Promise<Response> {
