@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { invalidArgument, notImplemented } from '../lib/errors.ts';
+import { invalidArgument } from '../lib/errors.ts';
 
 export type HostAddress =
   | { kind: 'unix'; path: string }
@@ -109,7 +109,16 @@ export async function listenAll(
   try {
     for (const raw of hosts.length ? hosts : ['']) {
       const addr = parseHost(raw, { tls: opts.tls });
-      if (addr.kind === 'fd') throw notImplemented(`socket activation (${raw}) is not supported yet`);
+      if (addr.kind === 'fd') {
+        for (const fd of activatedFds(addr.fd)) {
+          const srv = makeServer(app, opts.log, sockets, opts.onUpgrade);
+          servers.push(srv);
+          await listen(srv, { fd });
+          addresses.push(`fd://${fd}`);
+          opts.log.info({ address: `fd://${fd}` }, 'API listening (socket activation)');
+        }
+        continue;
+      }
       const srv = makeServer(app, opts.log, sockets, opts.onUpgrade);
       servers.push(srv);
       if (addr.kind === 'unix') {
@@ -133,6 +142,28 @@ export async function listenAll(
     throw err;
   }
   return { close: closeAll, addresses, servers };
+}
+
+let activation: number[] | null = null;
+
+/**
+ * Listening sockets passed by systemd socket activation (LISTEN_PID/LISTEN_FDS, from fd 3): all of
+ * them for `fd://`, the one numbered n for `fd://n`. Read once; the variables are then removed so
+ * containers and helpers do not inherit them.
+ */
+export function activatedFds(n: number | undefined, env: NodeJS.ProcessEnv = process.env): number[] {
+  if (activation === null) {
+    const count = Number(env.LISTEN_FDS ?? 0);
+    const forUs = env.LISTEN_PID === undefined || Number(env.LISTEN_PID) === process.pid;
+    activation = forUs && Number.isInteger(count) && count > 0 ? Array.from({ length: count }, (_, i) => 3 + i) : [];
+    delete env.LISTEN_PID;
+    delete env.LISTEN_FDS;
+    delete env.LISTEN_FDNAMES;
+  }
+  if (activation.length === 0) throw invalidArgument('no sockets found via socket activation: make sure the service was started by systemd');
+  if (n === undefined) return activation;
+  if (n < 3 || n - 3 >= activation.length) throw invalidArgument('too few socket activated files passed in by systemd');
+  return [n];
 }
 
 type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -166,7 +197,7 @@ function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onU
   return srv;
 }
 
-function listen(srv: Server, where: { path: string } | { host: string; port: number }): Promise<void> {
+function listen(srv: Server, where: { path: string } | { host: string; port: number } | { fd: number }): Promise<void> {
   return new Promise((resolve, reject) => {
     srv.once('error', reject);
     srv.listen(where, () => {

@@ -1,5 +1,6 @@
 // engined: parse options, then run the daemon until SIGTERM/SIGINT.
 import { loadDaemonConfig } from '../config/load.ts';
+import { EngineError } from '../lib/errors.ts';
 import { runDaemon } from './daemon.ts';
 import { ENGINE_VERSION, GIT_COMMIT } from './version.ts';
 
@@ -29,7 +30,9 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err) => {
-    process.stderr.write(`engined: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    // A refusal the daemon words itself (bad address, busy pidfile, ...) needs no stack trace.
+    const plain = err instanceof EngineError || (err instanceof Error && (err as NodeJS.ErrnoException).code !== undefined);
+    process.stderr.write(`engined: ${err instanceof Error ? (plain ? err.message : (err.stack ?? err.message)) : String(err)}\n`);
     process.exit(1);
   },
 );

@@ -2,7 +2,7 @@
 // and SIGHUP reloads (applied, or refused with the daemon running on unchanged).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -93,5 +93,51 @@ describe('daemon process', () => {
     assert.equal(d.pid, pid, 'still running');
     assert.equal((await docker(d, ['info', '--format', '{{.Debug}}'])).stdout.trim(), 'true');
     assert.match(d.logs(), /reload refused/);
+  });
+});
+
+describe('socket activation (-H fd://)', () => {
+  test('without activated sockets the daemon exits with the reference message', async () => {
+    const tmp = mkdtempSync('/tmp/engine-e2e-fd-');
+    try {
+      const r = await engined(['-H', 'fd://', '--data-root', join(tmp, 'data'), '--exec-root', join(tmp, 'exec'), '-p', join(tmp, 'pid'), '--bridge', 'none'], 60_000);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /no sockets found via socket activation: make sure the service was started by systemd/);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  test('a listening socket passed as fd 3 (LISTEN_PID/LISTEN_FDS) serves the API', async () => {
+    const tmp = mkdtempSync('/tmp/engine-e2e-fd-');
+    const sock = join(tmp, 'activated.sock');
+    // Like systemd: a listening socket at fd 3, LISTEN_PID naming the daemon's own pid (exec keeps it).
+    const activate = [
+      'import os, socket, sys',
+      's = socket.socket(socket.AF_UNIX)',
+      's.bind(sys.argv[1])',
+      's.listen(16)',
+      'if s.fileno() != 3: os.dup2(s.fileno(), 3)',
+      'os.set_inheritable(3, True)',
+      "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')",
+      'os.execv(sys.argv[2], sys.argv[2:])',
+    ].join('\n');
+    const child = spawn('/usr/bin/python3', ['-c', activate, sock, ENGINED, '-H', 'fd://', '--data-root', join(tmp, 'data'), '--exec-root', join(tmp, 'exec'), '-p', join(tmp, 'pid'), '--bridge', 'none'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (c) => (stderr += c));
+    try {
+      let ping = '';
+      for (let i = 0; i < 100 && ping !== 'OK'; i++) {
+        await sleep(200);
+        ping = await promisify(execFile)('curl', ['-s', '--unix-socket', sock, 'http://x/_ping']).then((r) => r.stdout, () => '');
+      }
+      assert.equal(ping, 'OK', stderr);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.on('close', r));
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });
