@@ -2,7 +2,8 @@
 // requests to `app.routing` (so rewriteUrl, hooks and routes are shared) and forwards `upgrade`
 // events to `app.server` when a route area listens for them there (attach, exec).
 import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -64,6 +65,13 @@ function parseTcp(rest: string, defaultPort: number, raw: string): HostAddress {
   return { kind: 'tcp', host: host || '127.0.0.1', port, path };
 }
 
+export interface ListenTls {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
+  verify: boolean;
+}
+
 export interface Listeners {
   close(): Promise<void>;
   addresses: string[];
@@ -77,7 +85,8 @@ export async function listenAll(
   opts: {
     socketGroup?: string;
     log: Logger;
-    tls?: boolean;
+    /** TLS for tcp listeners (unix sockets and activated fds stay plain); `verify` requires client certificates signed by `ca`. */
+    tls?: ListenTls;
     /** Handles requests carrying `Upgrade:` (attach, exec start); fastify never sees them. */
     onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   },
@@ -108,7 +117,7 @@ export async function listenAll(
 
   try {
     for (const raw of hosts.length ? hosts : ['']) {
-      const addr = parseHost(raw, { tls: opts.tls });
+      const addr = parseHost(raw, { tls: !!opts.tls });
       if (addr.kind === 'fd') {
         for (const fd of activatedFds(addr.fd)) {
           const srv = makeServer(app, opts.log, sockets, opts.onUpgrade);
@@ -119,7 +128,7 @@ export async function listenAll(
         }
         continue;
       }
-      const srv = makeServer(app, opts.log, sockets, opts.onUpgrade);
+      const srv = makeServer(app, opts.log, sockets, opts.onUpgrade, addr.kind === 'tcp' ? opts.tls : undefined);
       servers.push(srv);
       if (addr.kind === 'unix') {
         removeStale(addr.path);
@@ -168,8 +177,11 @@ export function activatedFds(n: number | undefined, env: NodeJS.ProcessEnv = pro
 
 type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
-function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler): Server {
-  const srv = createServer((req, res) => app.routing(req, res));
+function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler, tls?: ListenTls): Server {
+  const handler = (req: IncomingMessage, res: ServerResponse) => app.routing(req, res);
+  const srv: Server = tls
+    ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.verify, rejectUnauthorized: tls.verify, minVersion: 'TLSv1' }, handler)
+    : createServer(handler);
   srv.requestTimeout = 0;
   srv.keepAliveTimeout = 72_000;
   srv.on('connection', (s: Socket) => {

@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createApp } from '../api/app.ts';
-import { listenAll } from '../api/listen.ts';
+import { listenAll, type ListenTls } from '../api/listen.ts';
 import { containerRoutes } from '../api/containers/routes.ts';
 import { imageRoutes } from '../api/images/routes.ts';
 import { resolveImage } from '../api/images/resolve.ts';
@@ -291,6 +291,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const listeners = await listenAll(app, cfg.hosts, {
       socketGroup: cfg.group,
       log: logger,
+      tls: listenTls(cfg),
       onUpgrade: upgradeHandler(attachDeps, logger.child({ component: 'attach' })),
     });
     logger.info({ hosts: listeners.addresses, version: ENGINE_VERSION, storage: layers.driverName }, 'API listen');
@@ -361,6 +362,26 @@ async function runCleanups(cleanups: Array<[string, () => Promise<void> | void]>
       log.warn({ err, step: name }, 'cleanup step failed');
     }
   }
+}
+
+/** --tls / --tlsverify: the server's key pair (and the CA that client certificates must chain to). */
+function listenTls(cfg: DaemonConfig): ListenTls | undefined {
+  if (!cfg.tls && !cfg.tlsverify) return undefined;
+  const home = process.env.HOME || '/root';
+  const path = (p: string) => (p.startsWith('~/') ? join(home, p.slice(2)) : p);
+  const read = (what: string, p: string) => {
+    try {
+      return readFileSync(path(p));
+    } catch (err) {
+      throw new Error(`could not load ${what} ${path(p)}: ${(err as Error).message}`);
+    }
+  };
+  return {
+    cert: read('TLS certificate', cfg.tlscert),
+    key: read('TLS key', cfg.tlskey),
+    ca: cfg.tlsverify ? read('TLS CA certificate', cfg.tlscacert) : undefined,
+    verify: !!cfg.tlsverify,
+  };
 }
 
 function waitForSignal(log: Logger): Promise<void> {

@@ -141,3 +141,43 @@ describe('socket activation (-H fd://)', () => {
     }
   });
 });
+
+describe('TCP with TLS (--tlsverify)', () => {
+  let d: DaemonHandle | undefined;
+  let certs: string;
+  let port: number;
+  before(async () => {
+    certs = mkdtempSync('/tmp/engine-e2e-tls-');
+    const ssl = (args: string[]) => promisify(execFile)('openssl', args, { cwd: certs });
+    await ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=engine-test-ca', '-keyout', 'ca-key.pem', '-out', 'ca.pem']);
+    writeFileSync(join(certs, 'server.ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+    writeFileSync(join(certs, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
+    for (const who of ['server', 'client']) {
+      await ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${who}`, '-keyout', `${who}-key.pem`, '-out', `${who}.csr`]);
+      await ssl(['x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-days', '2', '-extfile', `${who}.ext`, '-out', `${who}.pem`]);
+    }
+    port = 23000 + (process.pid % 2000);
+    d = await startDaemon({
+      args: ['-H', `tcp://127.0.0.1:${port}`, '--tlsverify', '--tlscacert', join(certs, 'ca.pem'), '--tlscert', join(certs, 'server.pem'), '--tlskey', join(certs, 'server-key.pem')],
+    });
+  });
+  after(async () => {
+    await d?.cleanup();
+    rmSync(certs, { recursive: true, force: true });
+  });
+
+  test('a client certificate signed by the CA gets in; no certificate, no access', async () => {
+    const cli = (extra: string[]) =>
+      promisify(execFile)('/usr/local/bin/docker', ['-H', `tcp://127.0.0.1:${port}`, ...extra, 'version', '--format', '{{.Server.Version}}'], { timeout: 20_000, env: { ...process.env, DOCKER_HOST: '', DOCKER_TLS_VERIFY: '' } })
+        .then((r) => ({ code: 0, out: r.stdout.trim(), err: '' }), (e: { code?: number; stderr?: string }) => ({ code: e.code ?? -1, out: '', err: e.stderr ?? '' }));
+    const ok = await cli(['--tlsverify', '--tlscacert', join(certs, 'ca.pem'), '--tlscert', join(certs, 'client.pem'), '--tlskey', join(certs, 'client-key.pem')]);
+    assert.equal(ok.code, 0, ok.err);
+    assert.match(ok.out, /^\d+\.\d+/);
+    const plain = await promisify(execFile)('curl', ['-s', '-m', '5', `http://127.0.0.1:${port}/_ping`]).then((r) => r.stdout, () => 'refused');
+    assert.notEqual(plain, 'OK');
+    const noCert = await promisify(execFile)('curl', ['-s', '-m', '5', '--cacert', join(certs, 'ca.pem'), `https://127.0.0.1:${port}/_ping`]).then((r) => r.stdout, () => 'refused');
+    assert.notEqual(noCert, 'OK');
+    // The unix socket stays plain.
+    assert.equal((await docker(d!, ['version', '--format', '{{.Server.Version}}'])).code, 0);
+  });
+});
