@@ -2,7 +2,8 @@
 // and the orderly shutdown on SIGTERM/SIGINT.
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { makeLogger } from './log-format.ts';
 import { createApp } from '../api/app.ts';
 import { listenAll, type ListenTls } from '../api/listen.ts';
 import { containerRoutes } from '../api/containers/routes.ts';
@@ -50,13 +51,12 @@ import { acquirePidfile } from './pidfile.ts';
 import { createSystemInfo } from './system-info.ts';
 import { API_VERSION, BUILD_TIME, ENGINE_VERSION, GIT_COMMIT, MIN_API_VERSION } from './version.ts';
 
-function makeLogger(config: DaemonConfig): Logger {
-  const level = config.debug ? 'debug' : config.logLevel === 'fatal' ? 'fatal' : config.logLevel;
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 2, sync: false }));
+function levelOf(config: DaemonConfig): string {
+  return config.debug ? 'debug' : config.logLevel === 'fatal' ? 'fatal' : config.logLevel;
 }
 
 export async function runDaemon(config: DaemonConfig, sources: unknown): Promise<number> {
-  const log = makeLogger(config);
+  const log = makeLogger({ level: levelOf(config), format: config.logFormat || 'text' });
   // SIGHUP reloads the configuration file (set up once the daemon runs); until then, and after
   // a refused reload, it changes nothing — it must never end the daemon, Node's default.
   let onReload: () => void = () => log.warn('SIGHUP before the daemon was ready: ignored');
@@ -320,7 +320,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       }
       runtimeTable = nextRuntimes;
       Object.assign(cfg, r.config);
-      logger.level = cfg.debug ? 'debug' : cfg.logLevel === 'fatal' ? 'fatal' : cfg.logLevel;
+      logger.level = levelOf(cfg);
       reconfigureDistribution(cfg);
       logger.info({ changed: r.changed.map((c) => c.key) }, 'configuration reloaded');
     };

@@ -34,6 +34,19 @@ describe('daemon process', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
+  test('logs are text by default; --log-format json gives level, msg and time', async () => {
+    assert.match(d.logs(), /^time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z" level=info msg="API listen" /m);
+    const j = await startDaemon({ args: ['--log-format', 'json'] });
+    try {
+      const rec = j.logs().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.msg === 'API listen');
+      assert.ok(rec, j.logs().slice(-2000));
+      assert.equal(rec.level, 'info');
+      assert.match(String(rec.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
+    } finally {
+      await j.cleanup();
+    }
+  });
+
   test('--version and --help', async () => {
     const v = await engined(['--version']);
     assert.equal(v.code, 0);

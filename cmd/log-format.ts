@@ -1,0 +1,61 @@
+// The daemon's log formats (spec rule 14): `text` (the default), logrus-style lines
+//   time="2026-01-02T03:04:05.123456789Z" level=info msg="API listen" hosts="[unix:///x.sock]"
+// and `json`, one object per line with level (a name), msg and time (RFC 3339, nanoseconds).
+import { hrtime } from 'node:process';
+import pino, { type Logger } from 'pino';
+
+const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warning', 50: 'error', 60: 'fatal' };
+
+let lastMs = -1;
+let lastNs = 0;
+/** Wall-clock time as RFC 3339 with nine fractional digits (monotonic within a millisecond). */
+function rfc3339Nano(): string {
+  const ms = Date.now();
+  let ns = Number(hrtime.bigint() % 1_000_000n);
+  if (ms === lastMs && ns <= lastNs) ns = Math.min(lastNs + 1, 999_999);
+  lastMs = ms;
+  lastNs = ns;
+  return `${new Date(ms).toISOString().slice(0, 23)}${String(ns).padStart(6, '0')}Z`;
+}
+
+/** A logfmt value: bare when it is one plain word, else quoted as Go's %q would. */
+function value(v: unknown): string {
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  return /^[A-Za-z0-9_.:/@+-]+$/.test(s) ? s : JSON.stringify(s);
+}
+
+/** One pino JSON record as a text line. */
+export function textLine(json: string): string {
+  let rec: Record<string, unknown>;
+  try {
+    rec = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json;
+  }
+  const { time, level, msg, err, ...rest } = rec;
+  let line = `time=${JSON.stringify(String(time ?? ''))} level=${typeof level === 'number' ? (LEVELS[level] ?? level) : String(level)} msg=${JSON.stringify(String(msg ?? ''))}`;
+  if (err && typeof err === 'object') line += ` error=${value((err as { message?: unknown }).message ?? err)}`;
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) line += ` ${k}=${value(v)}`;
+  return `${line}\n`;
+}
+
+export function makeLogger(opts: { level: string; format: string }): Logger {
+  const dest = pino.destination({ fd: 2, sync: false });
+  const base = {
+    level: opts.level,
+    base: undefined,
+    timestamp: () => `,"time":"${rfc3339Nano()}"`,
+  };
+  if (opts.format === 'json') {
+    return pino({ ...base, formatters: { level: (_label: string, n: number) => ({ level: LEVELS[n] ?? String(n) }) } }, dest);
+  }
+  const text = {
+    write(chunk: string): void {
+      dest.write(textLine(chunk));
+    },
+    flush(): void {
+      dest.flush();
+    },
+  };
+  return pino(base, text);
+}
