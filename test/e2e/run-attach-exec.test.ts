@@ -182,7 +182,17 @@ describe('run, attach, exec, bridge and live views', () => {
     assert.notEqual(ip, ip2);
     const shared = await dk('run', '--rm', '--network', 'container:net1', imgs.tag, 'sh', '-c', 'ip -4 addr show eth0');
     assert.match(shared, new RegExp(ip.replace(/\./g, '\\.')));
+    // Containers on the bridge reach each other (icc).
+    const icc = await docker(d, ['exec', 'net2', 'ping', '-c', '1', '-W', '2', ip]);
+    assert.equal(icc.code, 0, icc.stdout + icc.stderr);
+    // --network host sees the host's interfaces, the daemon's bridge among them.
+    const hostNet = await docker(d, ['run', '--rm', '--network', 'host', imgs.tag, 'cat', `/sys/class/net/${d.bridge}/operstate`]);
+    assert.equal(hostNet.code, 0, hostNet.stderr);
     await dk('rm', '-f', 'net1', 'net2');
+    // Released addresses are handed out again: the lowest free one is the first container's.
+    const id3 = await dk('run', '-d', '--name', 'net3', imgs.tag, 'sleep', '300');
+    assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.IPAddress}}', id3), ip);
+    await dk('rm', '-f', 'net3');
   });
 
   test('restart policies and --rm', async () => {
