@@ -68,7 +68,10 @@ export function createApp(opts: AppOptions): FastifyInstance {
 
   app.decorateRequest('apiVersion', '');
 
-  app.addHook('onRequest', async (req, reply) => {
+  const debugEnabled = () => opts.log.isLevelEnabled?.('debug') ?? true;
+
+  // Hooks in callback form: an async hook costs a promise and a microtask hop on every request.
+  app.addHook('onRequest', (req, reply, done) => {
     // Set on the raw response so hijacked and streamed answers carry them too.
     const res = reply.raw;
     res.setHeader('Api-Version', max);
@@ -82,26 +85,32 @@ export function createApp(opts: AppOptions): FastifyInstance {
         // Clients older than 1.24 cannot parse the JSON error form.
         if (compareVersions(requested, '1.24') < 0) {
           reply.code(400).type('text/plain; charset=utf-8').send(`${msg}\n`);
-          return reply;
+          return;
         }
-        throw invalidArgument(msg);
+        done(invalidArgument(msg));
+        return;
       }
       if (compareVersions(requested, max) > 0) {
-        throw invalidArgument(`client version ${requested} is too new. Maximum supported API version is ${max}`);
+        done(invalidArgument(`client version ${requested} is too new. Maximum supported API version is ${max}`));
+        return;
       }
     }
     res.setHeader('Docker-Experimental', experimental);
+    done();
   });
 
   // The Go client parses error bodies only when Content-Type is exactly `application/json`.
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     const ct = reply.getHeader('content-type');
     if (typeof ct === 'string' && ct.startsWith('application/json')) reply.header('content-type', 'application/json');
-    return payload;
+    done(null, payload);
   });
 
-  app.addHook('onResponse', async (req, reply) => {
-    req.log.debug({ method: req.method, url: (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url, status: reply.statusCode }, 'request');
+  app.addHook('onResponse', (req, reply, done) => {
+    if (debugEnabled()) {
+      req.log.debug({ method: req.method, url: (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url, status: reply.statusCode }, 'request');
+    }
+    done();
   });
 
   installBodyParsers(app);

@@ -158,7 +158,9 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     );
     const network = new NetworkAttacher(store, bridgeDriver, logger);
 
+    let exitEvents: { readonly live: boolean } | null = null;
     const containers = new ContainerReconciler(store, {
+      exitEventsLive: () => exitEvents?.live ?? false,
       network,
       supervisor,
       stdio,
@@ -174,7 +176,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const images = new ImageReconciler(store, layers);
 
     const manager = new Manager();
-    const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16 });
+    const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16, specChangesOnly: true });
     const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log: logger, workers: 2 });
     containers.enqueue = (key, afterMs) => containerCtl.enqueue(key, afterMs);
     const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver), log: logger, workers: 1 });
@@ -187,10 +189,12 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       namespace,
       log: logger.child({ component: 'supervisor-events' }),
       onExit: (e) => {
-        if (e.id === e.containerId || !e.id) containers.notifyExit(e.containerId, { exitStatus: e.exitStatus, exitedAt: e.exitedAt });
+        if (e.id === e.containerId || !e.id) containers.notifyExit(e.containerId, { pid: e.pid, exitStatus: e.exitStatus, exitedAt: e.exitedAt });
       },
       onOom: (id) => containers.notifyOom(id),
+      onReady: () => containers.exitEventsResumed(),
     });
+    exitEvents = supEvents;
     onStop('supervisor-events', () => supEvents.close());
 
     await manager.start();

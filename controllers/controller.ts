@@ -38,6 +38,12 @@ export interface ControllerOptions {
   /** Retry backoff of failed reconciles. Defaults 5 ms .. 60 s. */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /**
+   * Queue a resource when it is created, deleted or its spec changes (a new generation), not
+   * for status-only writes. For kinds whose status only their own reconciler writes: its writes
+   * would otherwise queue every key again after each reconcile that changed something.
+   */
+  specChangesOnly?: boolean;
 }
 
 /** Thrown by a reconciler when retrying cannot help: logged, not retried. */
@@ -68,6 +74,8 @@ export class Controller {
   private started = false;
   private stopped = false;
   private seq = 0;
+  /** With specChangesOnly: the generation last queued per key. */
+  private readonly generations: Map<string, number> | null;
 
   constructor(opts: ControllerOptions) {
     this.name = opts.name;
@@ -78,17 +86,31 @@ export class Controller {
     this.workers = Math.max(1, opts.workers ?? 4);
     this.stopTimeoutMs = opts.stopTimeoutMs ?? 30_000;
     this.queue = new WorkQueue<string>({ baseDelayMs: opts.baseDelayMs, maxDelayMs: opts.maxDelayMs });
+    this.generations = opts.specChangesOnly ? new Map() : null;
   }
 
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     // Watch first, then list: a change between the two is seen twice at worst, never missed.
-    this.unwatch = this.store.watch(this.kind, (ev) => this.queue.add(ev.name));
+    this.unwatch = this.store.watch(this.kind, (ev) => this.onEvent(ev));
     const existing = this.store.list(this.kind);
-    for (const r of existing) this.queue.add(r.name);
+    for (const r of existing) {
+      this.generations?.set(r.name, r.generation);
+      this.queue.add(r.name);
+    }
     for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
     this.log.info({ workers: this.workers, resync: existing.length }, 'controller started');
+  }
+
+  private onEvent(ev: WatchEvent): void {
+    const gens = this.generations;
+    if (gens) {
+      if (ev.type === 'delete') gens.delete(ev.name);
+      else if (gens.get(ev.name) === ev.resource.generation) return;
+      else gens.set(ev.name, ev.resource.generation);
+    }
+    this.queue.add(ev.name);
   }
 
   /** Queue `key` for reconciling now, or after `afterMs`. Ignored once stopping. */
@@ -135,15 +157,24 @@ export class Controller {
 
   private async process(key: string): Promise<void> {
     const reconcileId = ++this.seq;
-    const log = this.log.child({ key, reconcileId });
+    // Most reconciles log nothing: the child logger is made on first use.
+    let child: Logger | undefined;
+    const parent = this.log;
+    const ctx: ReconcileContext = {
+      signal: this.abort.signal,
+      get log() {
+        return (child ??= parent.child({ key, reconcileId }));
+      },
+    };
     const started = performance.now();
     try {
-      const res = await this.reconciler.reconcile(key, { signal: this.abort.signal, log });
+      const res = await this.reconciler.reconcile(key, ctx);
       this.queue.forget(key);
       const after = res && typeof res === 'object' ? res.requeueAfter : undefined;
       if (after !== undefined && after >= 0) this.queue.addAfter(key, after);
-      log.debug({ ms: Math.round(performance.now() - started), requeueAfter: after }, 'reconciled');
+      if (parent.isLevelEnabled?.('debug') ?? true) ctx.log.debug({ ms: Math.round(performance.now() - started), requeueAfter: after }, 'reconciled');
     } catch (err) {
+      const log = ctx.log;
       if (isTerminal(err)) {
         this.queue.forget(key);
         log.error({ err }, 'reconcile failed permanently');

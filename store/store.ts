@@ -18,7 +18,7 @@ export interface StoreOptions {
   log?: Logger;
   /** See the file comment. Default NORMAL. */
   synchronous?: 'NORMAL' | 'FULL';
-  /** How many recent events `watch(kind, fn, fromRevision)` can replay. Default 4096. */
+  /** How many recent events `watch(kind, fn, fromRevision)` can replay (each holds its resource). Default 1024. */
   eventHistory?: number;
 }
 
@@ -108,6 +108,8 @@ export class Store {
     update: StatementSync;
     remove: StatementSync;
     setRev: StatementSync;
+    begin: StatementSync;
+    commit: StatementSync;
   };
 
   // Transaction state. Depth 0: no transaction open.
@@ -128,7 +130,7 @@ export class Store {
 
   constructor(path: string, opts: StoreOptions = {}) {
     this.log = opts.log;
-    this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? 4096));
+    this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? 1024));
     const db = new DatabaseSync(path);
     try {
       // One daemon per store: its memory is the only view of the data. EXCLUSIVE locking makes a
@@ -157,6 +159,9 @@ export class Store {
       update: db.prepare('UPDATE resources SET spec = ?, status = ?, generation = ?, resource_version = ? WHERE kind = ? AND name = ?'),
       remove: db.prepare('DELETE FROM resources WHERE kind = ? AND name = ?'),
       setRev: db.prepare(`UPDATE meta SET value = ? WHERE key = 'revision'`),
+      // Prepared once: exec() would parse them again for every write.
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
     };
     this.load();
     this.ringFloor = this.rev;
@@ -283,7 +288,8 @@ export class Store {
     const undoMark = this.undo.length;
     const eventMark = this.pending.length;
     const revMark = this.rev;
-    this.db.exec(outer ? 'BEGIN IMMEDIATE' : `SAVEPOINT ${sp}`);
+    if (outer) this.stmt.begin.run();
+    else this.db.exec(`SAVEPOINT ${sp}`);
     this.depth++;
     let result: R;
     try {
@@ -310,7 +316,7 @@ export class Store {
       return result;
     }
     try {
-      this.db.exec('COMMIT');
+      this.stmt.commit.run();
     } catch (err) {
       try {
         this.db.exec('ROLLBACK');

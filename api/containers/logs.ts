@@ -25,6 +25,9 @@ export function frame(stream: number, payload: Buffer): Buffer {
   return Buffer.concat([h, payload]);
 }
 
+/** The abort reason when the answer ends (made once: a default AbortError costs a stack trace per request). */
+const DONE = new Error('logs request ended');
+
 const running = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 export async function streamLogs(
@@ -41,12 +44,13 @@ export async function streamLogs(
   const stopFollowing = new AbortController();
   reply.hijack();
   const res = reply.raw;
-  res.on('close', () => abort.abort());
+  res.on('close', () => abort.abort(DONE));
   res.writeHead(200, { 'Content-Type': contentType });
-  res.flushHeaders();
-
   const follow = o.follow && running(c.status);
+  // A follower learns at once that the stream is open; history alone goes out with its first
+  // bytes (a short log: headers and body in one write).
   if (follow) {
+    res.flushHeaders();
     store
       .waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || !running(r.status), { signal: abort.signal })
       .then(() => stopFollowing.abort(), () => {});
@@ -73,15 +77,15 @@ export async function streamLogs(
         size = 0;
       }
     }
-    if (batch.length) res.write(Buffer.concat(batch));
+    res.end(batch.length ? Buffer.concat(batch) : undefined);
   } catch (err) {
     if (!abort.signal.aborted) {
       const msg = Buffer.from(`Error grabbing logs: ${err instanceof Error ? err.message : String(err)}`);
       res.write(tty ? msg : frame(3, msg));
     }
   } finally {
-    abort.abort();
-    res.end();
+    abort.abort(DONE);
+    if (!res.writableEnded) res.end();
   }
   void req;
 }

@@ -207,7 +207,11 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (!['not-running', 'next-exit', 'removed'].includes(condition)) throw invalidArgument(`invalid condition: "${condition}"`);
       const startExitSeq = c.status.exitSeq;
       const abort = new AbortController();
-      reply.raw.on('close', () => abort.abort());
+      let waiting = true;
+      // Only a client gone while waiting needs the abort (an answered one would pay an AbortError).
+      reply.raw.on('close', () => {
+        if (waiting) abort.abort();
+      });
       const early = apiVersionOf(req) >= 1.3;
       reply.hijack();
       const res = reply.raw;
@@ -228,6 +232,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       } catch {
         res.destroy();
         return;
+      } finally {
+        waiting = false;
       }
       const body: Record<string, unknown> = { StatusCode: last.status.exitCode };
       if (last.status.error) body.Error = { Message: last.status.error };

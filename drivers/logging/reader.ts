@@ -4,7 +4,7 @@
 //
 // Lines are decoded with a byte-level fast path for the layout our writer produces
 // ({"log":"...","stream":"...","time":"..."}); anything else goes through JSON.parse.
-import { watch } from 'node:fs';
+import { existsSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
@@ -39,6 +39,8 @@ export interface LogReaderOptions {
 }
 
 const READ_SIZE = 256 * 1024;
+/** A source starts with this much and grows to READ_SIZE once a read fills it (most logs are short). */
+const FIRST_READ_SIZE = 16 * 1024;
 const TAIL_BLOCK = 64 * 1024;
 
 // ---- decoding -------------------------------------------------------------------------------
@@ -258,7 +260,9 @@ async function openIfExists(p: string): Promise<FileHandle | null> {
 async function openAll(path: string): Promise<{ rotated: FileHandle[]; current: FileHandle | null }> {
   const rotated: FileHandle[] = [];
   for (let i = 1; ; i++) {
-    const fh = await openIfExists(`${path}.${i}`);
+    // Most logs were never rotated: a failed open costs a threadpool round trip, access(2) microseconds.
+    const p = `${path}.${i}`;
+    const fh = existsSync(p) ? await openIfExists(p) : null;
     if (!fh) break;
     rotated.unshift(fh);
   }
@@ -321,7 +325,8 @@ interface Filter {
 class LineSource {
   fh: FileHandle;
   pos: number;
-  private buf = Buffer.allocUnsafe(READ_SIZE);
+  private buf = Buffer.allocUnsafe(FIRST_READ_SIZE);
+  private filled = false;
   private carry = 0;
   private readonly bs = new BackslashIndex();
 
@@ -332,13 +337,15 @@ class LineSource {
 
   /** The entries of the complete lines available now, one read's worth (empty at EOF). */
   async next(): Promise<LogEntry[] | null> {
-    if (this.carry === this.buf.length) {
-      const bigger = Buffer.allocUnsafe(this.buf.length * 2);
+    if (this.carry === this.buf.length || (this.filled && this.buf.length < READ_SIZE)) {
+      const bigger = Buffer.allocUnsafe(Math.max(READ_SIZE, this.buf.length * 2));
       this.buf.copy(bigger, 0, 0, this.carry);
       this.buf = bigger;
     }
-    const { bytesRead } = await this.fh.read(this.buf, this.carry, this.buf.length - this.carry, this.pos + this.carry);
+    const want = this.buf.length - this.carry;
+    const { bytesRead } = await this.fh.read(this.buf, this.carry, want, this.pos + this.carry);
     if (bytesRead === 0) return null;
+    this.filled = bytesRead === want;
     this.bs.reset();
     const total = this.carry + bytesRead;
     const lastNl = this.buf.lastIndexOf(0x0a, total - 1);

@@ -1,6 +1,8 @@
 // The per-container /etc/hostname, /etc/hosts and /etc/resolv.conf, written into the
-// container's directory and bind-mounted by the spec.
-import { readFile, writeFile } from 'node:fs/promises';
+// container's directory and bind-mounted by the spec. Small files read and written with direct
+// syscalls: each fs.promises call would cost a threadpool round trip (several for a writeFile),
+// more CPU than the write itself, on every container create.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EtcFiles, SpecContainerConfig, SpecHostConfig } from './types.ts';
 
@@ -28,9 +30,9 @@ export const DEFAULT_HOSTS = [
 
 const DEFAULT_NAMESERVERS = ['8.8.8.8', '8.8.4.4'];
 
-const readOr = async (p: string, fallback: string) => {
+const readOr = (p: string, fallback: string) => {
   try {
-    return await readFile(p, 'utf8');
+    return readFileSync(p, 'utf8');
   } catch {
     return fallback;
   }
@@ -96,11 +98,11 @@ export function buildResolvConf(dns: readonly string[], search: readonly string[
   return out;
 }
 
-async function hostResolvConf(paths: HostEtcPaths): Promise<string> {
-  const text = await readOr(paths.resolvConf, '');
+function hostResolvConf(paths: HostEtcPaths): string {
+  const text = readOr(paths.resolvConf, '');
   const ns = parseResolv(text).nameservers;
   if (ns.length > 0 && ns.every((n) => n === '127.0.0.53')) {
-    const systemd = await readOr(paths.systemdResolvConf, '');
+    const systemd = readOr(paths.systemdResolvConf, '');
     if (systemd) return systemd;
   }
   return text;
@@ -110,10 +112,10 @@ export async function writeEtcFiles(dir: string, config: SpecContainerConfig, ho
   const files: EtcFiles = { hostname: join(dir, 'hostname'), hosts: join(dir, 'hosts'), resolvConf: join(dir, 'resolv.conf') };
   const hostNet = hostConfig.NetworkMode === 'host';
 
-  const hosts = hostNet ? await readOr(paths.hosts, DEFAULT_HOSTS) : DEFAULT_HOSTS;
+  const hosts = hostNet ? readOr(paths.hosts, DEFAULT_HOSTS) : DEFAULT_HOSTS;
   const hostsText = hosts + (hosts === '' || hosts.endsWith('\n') ? '' : '\n') + extraHostLines(hostConfig.ExtraHosts);
 
-  const raw = await hostResolvConf(paths);
+  const raw = hostResolvConf(paths);
   let resolv: string;
   const dns = hostConfig.Dns ?? [];
   const search = hostConfig.DnsSearch ?? [];
@@ -125,10 +127,8 @@ export async function writeEtcFiles(dir: string, config: SpecContainerConfig, ho
     resolv = hostNet ? raw : filterResolvConf(raw);
   }
 
-  await Promise.all([
-    writeFile(files.hostname, `${config.Hostname}\n`, { mode: 0o644 }),
-    writeFile(files.hosts, hostsText, { mode: 0o644 }),
-    writeFile(files.resolvConf, resolv, { mode: 0o644 }),
-  ]);
+  writeFileSync(files.hostname, `${config.Hostname}\n`, { mode: 0o644 });
+  writeFileSync(files.hosts, hostsText, { mode: 0o644 });
+  writeFileSync(files.resolvConf, resolv, { mode: 0o644 });
   return files;
 }

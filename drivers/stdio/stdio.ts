@@ -5,8 +5,8 @@
 // Tasks.Create) and parks a libuv threadpool thread meanwhile, freezing every fs/dns/crypto call
 // once four are pending. So our ends are opened O_NONBLOCK (stdin O_RDWR, which never fails with
 // ENXIO) and wrapped in net.Socket, a libuv pipe handle driven by epoll.
-import { constants, mkdirSync, openSync, closeSync } from 'node:fs';
-import { rm, rmdir } from 'node:fs/promises';
+import { constants, mkdirSync, openSync, closeSync, unlinkSync } from 'node:fs';
+import { rmdir } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -116,10 +116,21 @@ export function createStdio(log: Logger, _options: StdioOptions = {}): Stdio {
     },
 
     async remove(dir, procId) {
+      // FIFOs hold no data: direct syscalls cost microseconds of CPU, where each fs.promises call
+      // costs tens (a threadpool round trip) and rm even lstats each path twice first.
       const p = fifoPaths(dir, procId);
-      await Promise.all([p.stdin, p.stdout, p.stderr].map((f) => rm(f, { force: true })));
-      // The directory goes once its last process is gone.
-      await rmdir(dir).catch(() => {});
+      for (const f of [p.stdin, p.stdout, p.stderr]) {
+        try {
+          unlinkSync(f);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        }
+      }
+      // The directory goes once its last process is gone. Asynchronously: freeing a directory's
+      // block can wait on the disk (a discard), which must not stall the event loop.
+      await rmdir(dir).catch(() => {
+        // not empty (another process's FIFOs) or gone
+      });
     },
   };
 }

@@ -29,9 +29,12 @@ export interface EventSubscription {
   close(): void;
   /** Resolves when the first subscription is confirmed live (or after a bounded wait). */
   ready: Promise<void>;
+  /** The current subscription is confirmed live: events emitted now will be delivered. */
+  readonly live: boolean;
 }
 
 const SYNC_TOPIC = '/engine/sync';
+const HANDLED_TOPICS = ['/tasks/exit', '/tasks/oom'];
 const SVC = 'containerd.services.events.v1.Events';
 
 export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription {
@@ -39,9 +42,12 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
   const client: grpc.Client = newGrpcClient(opts.address);
   const ns = opts.namespace;
   const quoted = JSON.stringify(ns);
-  const filters = [`namespace==${quoted},topic~=|^/tasks/|`, `namespace==${quoted},topic==${JSON.stringify(SYNC_TOPIC)}`];
+  // Only the topics handled below: every other task event (create, start, delete, exec...) would
+  // be sent, decoded and dropped, several per container run.
+  const filters = [...HANDLED_TOPICS, SYNC_TOPIC].map((t) => `namespace==${quoted},topic==${JSON.stringify(t)}`);
   let closed = false;
   let stream: grpc.ClientReadableStream<Buffer> | null = null;
+  let liveGen: { synced: boolean } | null = null;
   let retryTimer: NodeJS.Timeout | null = null;
   let backoff = 100;
   let resolveReady!: () => void;
@@ -53,6 +59,7 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
       const d = decodeAny(env.event);
       if (!gen.synced && d?.value.container_id === gen.token) {
         gen.synced = true;
+        liveGen = gen;
         backoff = 100;
         resolveReady();
         try {
@@ -116,6 +123,7 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
     const onBroken = (err?: Error) => {
       if (ended) return;
       ended = true;
+      if (liveGen === gen) liveGen = null;
       if (stream === s) stream = null;
       if (closed) return;
       const delay = backoff;
@@ -135,6 +143,9 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
 
   return {
     ready,
+    get live() {
+      return !closed && liveGen !== null;
+    },
     close() {
       if (closed) return;
       closed = true;

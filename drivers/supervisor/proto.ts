@@ -29,8 +29,13 @@ export function protoRoot(): protobuf.Root {
   return rootCache;
 }
 
+const types = new Map<string, protobuf.Type>();
+
+/** Looked up once per name: a Root lookup walks the namespace tree on every call. */
 export function messageType(name: string): protobuf.Type {
-  return protoRoot().lookupType(name);
+  let t = types.get(name);
+  if (!t) types.set(name, (t = protoRoot().lookupType(name)));
+  return t;
 }
 
 /** Decoded message: int64 as decimal strings, enums as names, proto3 defaults filled in. */
@@ -57,12 +62,18 @@ export function jsonAny(typeUrl: string, obj: unknown): { type_url: string; valu
   return { type_url: typeUrl, value: Buffer.from(JSON.stringify(obj)) };
 }
 
+const anyTypes = new Map<string, protobuf.Type | null>();
+
 /** Decode an Any by the message named in its type URL; null when the type is not in our protos. */
 export function decodeAny(any: { type_url?: string; value?: Uint8Array } | null | undefined): { type: string; value: Decoded } | null {
   if (!any?.type_url) return null;
   const name = any.type_url.slice(any.type_url.lastIndexOf('/') + 1);
-  const t = protoRoot().lookup(name);
-  if (!(t instanceof protobuf.Type)) return null;
+  let t = anyTypes.get(name);
+  if (t === undefined) {
+    const found = protoRoot().lookup(name);
+    anyTypes.set(name, (t = found instanceof protobuf.Type ? found : null));
+  }
+  if (!t) return null;
   return { type: name, value: t.toObject(t.decode(any.value ?? new Uint8Array()), TO_OBJECT) };
 }
 
@@ -81,6 +92,8 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // After a supervisor restart the channel must find the new socket quickly, not after minutes.
   'grpc.initial_reconnect_backoff_ms': 100,
   'grpc.max_reconnect_backoff_ms': 2_000,
+  // Nobody reads channelz; tracking it costs every call.
+  'grpc.enable_channelz': 0,
 };
 
 export function grpcTarget(address: string): string {
@@ -92,9 +105,16 @@ export function newGrpcClient(address: string): grpc.Client {
   return new grpc.Client(grpcTarget(address), grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
 }
 
+const metadataByNamespace = new Map<string, grpc.Metadata>();
+
+/** The namespace header; one shared instance per namespace (grpc-js clones metadata per call). */
 export function nsMetadata(namespace: string): grpc.Metadata {
-  const md = new grpc.Metadata();
-  md.set('containerd-namespace', namespace);
+  let md = metadataByNamespace.get(namespace);
+  if (!md) {
+    md = new grpc.Metadata();
+    md.set('containerd-namespace', namespace);
+    metadataByNamespace.set(namespace, md);
+  }
   return md;
 }
 
