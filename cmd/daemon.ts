@@ -173,7 +173,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       cgroupParent: cfg.cgroupParent || '/engine',
       log: logger.child({ component: 'container-reconciler' }),
     });
-    const images = new ImageReconciler(store, layers);
+    const images = new ImageReconciler(store, layers, { log: logger.child({ component: 'images' }) });
 
     const manager = new Manager();
     const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16, specChangesOnly: true });

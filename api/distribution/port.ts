@@ -20,10 +20,13 @@ export interface PulledImage {
   chainId: string | null;
   size: number;
   repoDigest: string;
+  /** Ends the hold on the image's layers asked for with holdLayers. */
+  release?(): void;
 }
 
 export interface DistributionPort {
-  pull(ref: string, opts: { auth?: RegistryAuth; platform?: string; signal: AbortSignal; onProgress(msg: JsonMessage): void }): Promise<PulledImage>;
+  /** holdLayers: keep the layers from removal until the result's release(), once the image is recorded. */
+  pull(ref: string, opts: { auth?: RegistryAuth; platform?: string; holdLayers?: boolean; signal: AbortSignal; onProgress(msg: JsonMessage): void }): Promise<PulledImage>;
   push(
     ref: string,
     image: { rawConfig: string; diffIds: string[]; chainId: string | null },

@@ -1,6 +1,6 @@
 // POST /images/create?fromImage=&tag=&platform=: pull from a registry, streaming the CLI's
-// progress lines; the image record is written only once the pull is verified, and the tag moves
-// only after the image reconciler reports the image ready.
+// progress lines; the image record is written only once the pull is verified (its layers held
+// until then), and the tag moves only after the image reconciler reports the image ready.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineError, internal, invalidArgument, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
@@ -102,8 +102,15 @@ export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: Fastif
         : [ref];
       let anyChanged = false;
       for (const r of refs) {
-        const pulled = await distribution.pull(formatReference(r), { auth, platform, signal: out.signal, onProgress: (m) => out.write(m) });
-        const changed = await record(pulled, r, out.signal);
+        // The layers stay held until the image record names them: an image removal running
+        // meanwhile must not take a layer this pull found already there.
+        const pulled = await distribution.pull(formatReference(r), { auth, platform, holdLayers: true, signal: out.signal, onProgress: (m) => out.write(m) });
+        let changed: boolean;
+        try {
+          changed = await record(pulled, r, out.signal);
+        } finally {
+          pulled.release?.();
+        }
         anyChanged ||= changed;
         deps.onEvent?.('pull', familiarName(formatReference(r)), familiarName(repositoryName(r)));
         if (!all) out.status(`Status: ${changed ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarName(formatReference(r))}`);

@@ -19,6 +19,8 @@ export interface DownloadEvents {
 export interface SharedDownload {
   /** Resolves to the spooled, verified blob file. */
   done: Promise<string>;
+  /** Where the blob is spooled. */
+  file: string;
   listeners: Set<DownloadEvents>;
   refs: number;
   finished: boolean;

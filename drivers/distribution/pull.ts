@@ -1,17 +1,24 @@
 // Pull: resolve the manifest (mirrors first for docker.io, platform from an index), verify the
 // config, download missing layers in parallel (daemon-wide limit, retries resuming with Range,
-// one download per blob across concurrent pulls), then apply them bottom-up into the layer store.
+// one download per blob across concurrent pulls) and apply them into the layer store as they
+// arrive: unpacking runs alongside the downloads where the store allows it, commits go bottom-up.
+// The image's layers are leased from before the first look at the store until the pull ends (or
+// until the caller has recorded the image), so no image removal takes them meanwhile, and a failed
+// pull's layers are collected once the lease ends.
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EngineError, internal, invalidArgument, notFound } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
 import type { ImageConfigBlob } from '../../store/types.ts';
+import { ChunkWriter } from '../storage/chunk-writer.ts';
+import { chunksOf } from '../storage/chunks.ts';
+import type { LayerInfo, LayerLease } from '../storage/types.ts';
 import { isRetryable, registryError, RegistryError, type Session } from './client.ts';
 import { rememberBlob, type DistContext, type DownloadEvents, type SharedDownload } from './context.ts';
+import { LiveBlob } from './live-blob.ts';
 import { formatPlatform, isForeign, MANIFEST_ACCEPT, parseManifest, parsePlatform, platformMatches, selectPlatform, type Descriptor, type ImageManifest } from './manifest.ts';
 import { progressLine, shortDigest, statusLine, throttled } from './progress.ts';
 import type { JsonMessage, Platform, PullOptions, PullResult } from './types.ts';
@@ -163,6 +170,51 @@ export async function pullImage(ctx: DistContext, refStr: string, opts: PullOpti
     parent = ctx.layers.chainIdOf(parent, d);
     chainIds.push(parent);
   }
+  // Leased before looking: a layer found here cannot be removed under the pull.
+  const lease = ctx.layers.lease();
+  for (const c of chainIds) lease.add(c);
+  let handedOver = false;
+  try {
+    const result = await pullLayers(ctx, ref, r, chainIds, lease, emit, signal);
+    for (const d of r.manifest.layers) rememberBlob(ctx, d.digest, registry, ref.path);
+    rememberBlob(ctx, r.manifest.config.digest, registry, ref.path);
+    emit({ status: `Digest: ${r.digest}` });
+    handedOver = !!opts.holdLayers;
+    return {
+      id: sha256(r.rawConfig),
+      rawConfig: r.rawConfig,
+      diffIds: [...diffIds],
+      chainId: result.chainId,
+      size: result.size,
+      repoDigest: `${repositoryName(ref)}@${r.digest}`,
+      release: handedOver ? () => lease.release() : () => {},
+    };
+  } catch (err) {
+    throw translatePullError(err, ref);
+  } finally {
+    if (!handedOver) lease.release();
+  }
+}
+
+interface Download {
+  file: Promise<string>;
+  /** Where the blob is spooled (complete once `file` resolves). */
+  path: string;
+  /** The blob as it downloads, when this pull started the download and the store unpacks early. */
+  live?: LiveBlob;
+  release(): void;
+}
+
+/**
+ * Download the layers the store lacks and apply them, each as soon as its bytes arrive; commits
+ * happen bottom-up (each apply waits for the one below). On failure every apply is stopped and
+ * settled before returning, so nothing is committed after the caller lets go of the lease.
+ */
+async function pullLayers(
+  ctx: DistContext, ref: Reference, r: Resolved, chainIds: string[], lease: LayerLease, emit: (m: JsonMessage) => void, signal: AbortSignal,
+): Promise<{ chainId: string | null; size: number }> {
+  const diffIds = r.config.rootfs.diff_ids;
+  const descs = r.manifest.layers;
   let have = -1;
   for (let i = chainIds.length - 1; i >= 0; i--) {
     if (ctx.layers.has(chainIds[i]!)) {
@@ -170,15 +222,17 @@ export async function pullImage(ctx: DistContext, refStr: string, opts: PullOpti
       break;
     }
   }
-  const descs = r.manifest.layers;
   for (let i = 0; i <= have; i++) emit(statusLine(shortDigest(descs[i]!.digest), 'Already exists'));
   for (let i = have + 1; i < descs.length; i++) emit(statusLine(shortDigest(descs[i]!.digest), 'Pulling fs layer'));
+  let size = 0;
+  for (let i = 0; i <= have; i++) size += ctx.layers.get(chainIds[i]!)?.size ?? 0;
 
   const local = new AbortController();
   const onAbort = () => local.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
-  const handles: Array<{ file: Promise<string>; release(): void } | undefined> = [];
+  const handles: Array<Download | undefined> = [];
   try {
+    const live = ctx.layers.concurrentApply;
     for (let i = have + 1; i < descs.length; i++) {
       const d = descs[i]!;
       const id = shortDigest(d.digest);
@@ -188,65 +242,108 @@ export async function pullImage(ctx: DistContext, refStr: string, opts: PullOpti
         retrying: (sec) => emit(statusLine(id, `Retrying in ${sec} second${sec === 1 ? '' : 's'}`)),
         verifying: () => emit(statusLine(id, 'Verifying Checksum')),
       };
-      const h = attachDownload(ctx, r.session, ref.path, d, events, local.signal);
+      const h = attachDownload(ctx, r.session, ref.path, d, events, local.signal, live);
       h.file.then(() => emit(statusLine(id, 'Download complete')), () => {});
       handles[i] = h;
     }
-    let size = 0;
-    for (let i = 0; i <= have; i++) size += ctx.layers.get(chainIds[i]!)?.size ?? 0;
-    parent = have >= 0 ? chainIds[have]! : null;
+    let failure: { err: unknown } | undefined;
+    const applies: Array<Promise<LayerInfo>> = [];
     for (let i = have + 1; i < descs.length; i++) {
-      const d = descs[i]!;
-      const id = shortDigest(d.digest);
-      const file = await handles[i]!.file;
-      const total = (await stat(file)).size;
-      const bar = throttled((cur) => emit(progressLine(id, 'Extracting', cur, total)));
-      let seen = 0;
-      const counter = new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          seen += chunk.length;
-          bar.update(seen);
-          cb(null, chunk);
-        },
+      const apply = applyOne(ctx, {
+        desc: descs[i]!, diffId: diffIds[i]!, parent: i === 0 ? null : chainIds[i - 1]!,
+        parentReady: applies.at(-1), download: handles[i]!, lease, signal: local.signal, emit,
+      }).then((info) => {
+        handles[i]!.release();
+        handles[i] = undefined;
+        return info;
+      }, (err: unknown) => {
+        failure ??= { err };
+        local.abort(err);
+        throw err;
       });
-      const src = createReadStream(file);
-      src.on('error', (err) => counter.destroy(err));
-      const info = await ctx.layers.applyLayer(parent, src.pipe(counter), { expectedDiffId: diffIds[i], blobDigest: d.digest, signal: local.signal });
-      if (seen > 0) bar.flush(seen);
-      handles[i]!.release();
-      handles[i] = undefined;
-      if (isForeign(d.mediaType)) ctx.foreign.set(diffIds[i]!, d);
-      size += info.size;
-      parent = info.chainId;
-      emit(statusLine(id, 'Pull complete'));
+      applies.push(apply);
     }
-    for (const d of descs) rememberBlob(ctx, d.digest, registry, ref.path);
-    rememberBlob(ctx, r.manifest.config.digest, registry, ref.path);
-    emit({ status: `Digest: ${r.digest}` });
-    return {
-      id: sha256(r.rawConfig),
-      rawConfig: r.rawConfig,
-      diffIds: [...diffIds],
-      chainId: parent,
-      size,
-      repoDigest: `${repositoryName(ref)}@${r.digest}`,
-    };
+    const settled = await Promise.allSettled(applies);
+    if (failure) throw failure.err;
+    for (const s of settled) if (s.status === 'fulfilled') size += s.value.size;
+    return { chainId: chainIds.at(-1) ?? null, size };
   } catch (err) {
     local.abort(err);
-    throw translatePullError(err, ref);
+    throw err;
   } finally {
     signal.removeEventListener('abort', onAbort);
     for (const h of handles) h?.release();
   }
 }
 
+interface LayerJob {
+  desc: Descriptor;
+  diffId: string;
+  parent: string | null;
+  /** The apply of the layer below, when this pull applies that one too. */
+  parentReady?: Promise<unknown>;
+  download: Download;
+  lease: LayerLease;
+  signal: AbortSignal;
+  emit: (m: JsonMessage) => void;
+}
+
+/** Apply one layer: from its live download when there is one, else from the spooled file. */
+async function applyOne(ctx: DistContext, job: LayerJob): Promise<LayerInfo> {
+  const { desc: d, download: h, emit } = job;
+  const id = shortDigest(d.digest);
+  let downloaded = false;
+  h.file.then(() => (downloaded = true), () => {});
+  let total = d.size;
+  let seen = 0;
+  // Extracting is shown once the download is complete: before, the Downloading bar says more.
+  const bar = throttled((cur) => emit(progressLine(id, 'Extracting', cur, total)));
+  const onProgress = (n: number) => {
+    seen = n;
+    if (downloaded) bar.update(n);
+  };
+  const opts = { expectedDiffId: job.diffId, blobDigest: d.digest, blobFile: h.path, parentReady: job.parentReady, lease: job.lease, onProgress, signal: job.signal };
+  const fromFile = async (): Promise<LayerInfo> => {
+    const file = await h.file;
+    if (!total) total = (await stat(file)).size;
+    seen = 0;
+    return ctx.layers.applyLayer(job.parent, createReadStream(file, { highWaterMark: 1 << 20 }), opts);
+  };
+  let info: LayerInfo;
+  if (h.live) {
+    try {
+      info = await ctx.layers.applyLayer(job.parent, h.live.stream, opts);
+    } catch (err) {
+      if (job.signal.aborted) throw err;
+      // Bad bytes fail the unpacking before the download's own check: its verdict decides. A
+      // failed download is the error; a restarted one voids what was unpacked, and the verified
+      // file is applied instead. Only verified bytes that fail to unpack are this layer's fault.
+      await h.file;
+      if (!h.live.restarted) throw err;
+      ctx.log.debug({ digest: d.digest }, 'download restarted; applying the layer from its file');
+      info = await fromFile();
+    }
+  } else {
+    info = await fromFile();
+  }
+  // The live stream ends only after verification, so this is settled, and 'Download complete' is out.
+  await h.file;
+  if (seen > 0) bar.flush(seen);
+  if (isForeign(d.mediaType)) ctx.foreign.set(job.diffId, d);
+  emit(statusLine(id, 'Pull complete'));
+  return info;
+}
+
 /** Join the download of a blob in flight, or start it. Release when the file is no longer needed. */
-function attachDownload(ctx: DistContext, s: Session, path: string, d: Descriptor, events: DownloadEvents, signal: AbortSignal): { file: Promise<string>; release(): void } {
+function attachDownload(ctx: DistContext, s: Session, path: string, d: Descriptor, events: DownloadEvents, signal: AbortSignal, wantLive: boolean): Download {
   let dl = ctx.shared.get(d.digest);
+  let live: LiveBlob | undefined;
   if (!dl) {
     const abort = new AbortController();
     const file = join(ctx.tmpDir, `engine-pull-${randomBytes(8).toString('hex')}`);
-    const created: SharedDownload = { done: Promise.resolve(''), listeners: new Set(), refs: 0, finished: false, abort };
+    const created: SharedDownload = { done: Promise.resolve(''), file, listeners: new Set(), refs: 0, finished: false, abort };
+    // Only the pull that starts a download gets it live; others joining later read the file.
+    if (wantLive) live = new LiveBlob();
     const fan: DownloadEvents = {
       waiting: () => created.listeners.forEach((l) => l.waiting()),
       progress: (c, t) => created.listeners.forEach((l) => l.progress(c, t)),
@@ -254,7 +351,7 @@ function attachDownload(ctx: DistContext, s: Session, path: string, d: Descripto
       verifying: () => created.listeners.forEach((l) => l.verifying()),
     };
     // Started on the next tick so the first caller's listener is attached before `Waiting` can fire.
-    created.done = Promise.resolve().then(() => downloadBlob(ctx, s, path, d, file, fan, abort.signal)).then(
+    created.done = Promise.resolve().then(() => downloadBlob(ctx, s, path, d, file, fan, abort.signal, live)).then(
       () => {
         created.finished = true;
         return file;
@@ -290,20 +387,35 @@ function attachDownload(ctx: DistContext, s: Session, path: string, d: Descripto
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
   file.catch(() => {});
-  return { file, release };
+  return { file, path: shared.file, live, release };
 }
 
-/** Spool one blob to `file`, verifying its digest; retried up to maxDownloadAttempts, resuming with Range. */
-async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descriptor, file: string, ev: DownloadEvents, signal: AbortSignal): Promise<void> {
-  const release = await ctx.downloads.acquire(signal, () => ev.waiting());
-  const fh = await open(file, 'w+');
+/**
+ * Spool one blob to `file`, verifying its digest; retried up to maxDownloadAttempts, resuming with
+ * Range. `live` gets the bytes as they come and ends after the verification; once bytes went out,
+ * any failure restarts it (its consumer falls back to the file).
+ */
+async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descriptor, file: string, ev: DownloadEvents, signal: AbortSignal, live?: LiveBlob): Promise<void> {
+  let release: () => void;
+  try {
+    release = await ctx.downloads.acquire(signal, () => ev.waiting());
+  } catch (err) {
+    live?.restart();
+    throw err;
+  }
+  let sink = live;
+  const fh = await open(file, 'w+').catch((err: unknown) => {
+    release();
+    live?.restart();
+    throw err;
+  });
   try {
     let hash: Hash = createHash('sha256');
     let written = 0;
     const sources = isForeign(d.mediaType) && d.urls?.length ? [...d.urls, ''] : [''];
     for (let attempt = 1; ; attempt++) {
       try {
-        await fetchInto(ctx, s, path, d, sources, fh, written, (n, h, resumed) => {
+        await fetchInto(ctx, s, path, d, sources, fh, written, sink, (n, h, resumed) => {
           if (!resumed) {
             hash = createHash('sha256');
             written = 0;
@@ -320,8 +432,13 @@ async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descr
           hash = createHash('sha256');
           throw Object.assign(new Error(`filesystem layer verification failed for digest ${d.digest}`), { code: 'EDIGEST' });
         }
+        sink?.end();
         return;
       } catch (err) {
+        if (sink && sink.sent > 0) {
+          sink.restart();
+          sink = undefined;
+        }
         if (signal.aborted) throw signal.reason ?? err;
         if (attempt >= ctx.maxDownloadAttempts || !isRetryable(err)) throw err;
         ctx.log.warn({ err: (err as Error).message, digest: d.digest, attempt }, 'layer download failed, retrying');
@@ -332,6 +449,9 @@ async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descr
         }
       }
     }
+  } catch (err) {
+    live?.restart();
+    throw err;
   } finally {
     await fh.close();
     release();
@@ -342,7 +462,7 @@ type Append = (n: number, chunk: Buffer, resumed: boolean) => number;
 
 async function fetchInto(
   ctx: DistContext, s: Session, path: string, d: Descriptor, sources: string[], fh: import('node:fs/promises').FileHandle,
-  offset: number, append: Append, ev: DownloadEvents, signal: AbortSignal,
+  offset: number, sink: LiveBlob | undefined, append: Append, ev: DownloadEvents, signal: AbortSignal,
 ): Promise<void> {
   let lastErr: unknown;
   for (const src of sources) {
@@ -369,11 +489,21 @@ async function fetchInto(
     let pos = resumed ? offset : 0;
     const bar = throttled((cur) => ev.progress(cur, total));
     let first = true;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      await fh.write(chunk, 0, chunk.length, pos);
-      pos = append(chunk.length, chunk, resumed || !first);
-      first = false;
-      bar.update(pos);
+    const out = new ChunkWriter(fh, pos);
+    try {
+      for await (const chunk of chunksOf(res.body)) {
+        const wait = out.write(chunk);
+        pos = append(chunk.length, chunk, resumed || !first);
+        first = false;
+        // The spool file and the live consumer take the chunk side by side.
+        if (sink) await Promise.all([wait, sink.write(chunk)]);
+        else if (wait) await wait;
+        bar.update(pos);
+      }
+      await out.flush();
+    } finally {
+      // Nothing may land in the file after a failed attempt returns (the next one may truncate it).
+      await out.settle();
     }
     if (first && !resumed) append(0, Buffer.alloc(0), false);
     if (d.size && pos !== d.size) {

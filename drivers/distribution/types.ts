@@ -66,6 +66,12 @@ export interface PullOptions {
   platform?: string;
   signal: AbortSignal;
   onProgress(msg: JsonMessage): void;
+  /**
+   * Keep the image's layers leased after the pull, so that no image removal takes them before the
+   * caller has recorded the image; the caller then calls result.release(). Without it the lease
+   * ends with the pull.
+   */
+  holdLayers?: boolean;
 }
 
 export interface PullResult {
@@ -78,6 +84,8 @@ export interface PullResult {
   size: number;
   /** `domain/path@sha256:...` (normalised) of the manifest pulled. */
   repoDigest: string;
+  /** Ends the layer lease kept by holdLayers (idempotent; a no-op without it). */
+  release(): void;
 }
 
 export interface PushImage {

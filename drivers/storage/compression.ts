@@ -1,7 +1,7 @@
-// Layer blob compression: sniff the magic bytes, then decompress with zlib (gzip, zstd) or with
-// unpigz when allowed and installed (faster for large gzip layers).
+// Layer blob compression: sniff the magic bytes, then decompress with zlib (gzip, zstd), or with
+// unpigz for gzip blob files when allowed and installed.
 import { spawn } from 'node:child_process';
-import { accessSync, constants as fsc } from 'node:fs';
+import { accessSync, createReadStream, constants as fsc } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { Duplex, Readable, pipeline } from 'node:stream';
 import { createGunzip, createZstdDecompress } from 'node:zlib';
@@ -61,31 +61,45 @@ function findUnpigz(): string | null {
   return pigzPath;
 }
 
-function unpigz(bin: string): Duplex {
-  const child = spawn(bin, ['-d', '-c'], { stdio: ['pipe', 'pipe', 'pipe'] });
+/**
+ * gunzip of a file by unpigz, which reads it itself. The output ends only once unpigz has exited
+ * 0, so a truncated or corrupt blob is an error, not EOF; ending the iteration early kills it.
+ */
+async function* unpigz(bin: string, file: string): AsyncGenerator<Buffer> {
+  const child = spawn(bin, ['-d', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4096)));
   const exited = new Promise<number | string>((resolve) => child.on('close', (code, sig) => resolve(code ?? sig ?? -1)));
-  child.stdin.on('error', () => {});
-  // Output ends only once unpigz has exited 0: a truncated or corrupt stream is an error, not EOF.
-  async function* out(): AsyncGenerator<Buffer> {
+  const spawned = new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  });
+  try {
+    await spawned;
     for await (const c of child.stdout) yield c as Buffer;
     const code = await exited;
     if (code !== 0) throw invalidArgument(`unpigz: ${stderr.trim() || `exit ${code}`}`);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
-  const duplex = Duplex.from({ writable: child.stdin, readable: Readable.from(out(), { objectMode: false }) });
-  duplex.on('close', () => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  return duplex;
 }
 
-/** The uncompressed bytes of `src` given its detected media. */
-export function decompress(src: AsyncIterable<Buffer>, media: BlobMedia, usePigz: boolean): AsyncIterable<Buffer> {
+/**
+ * The uncompressed bytes of `src` given its detected media, decompressed in-process (zlib's and
+ * zstd's work runs on the thread pool). A blob arriving as a stream gains nothing from unpigz:
+ * starting it forks the whole daemon, and every byte crosses two more sockets.
+ */
+export function decompress(src: AsyncIterable<Buffer>, media: BlobMedia): AsyncIterable<Buffer> {
   if (media === 'none') return src;
-  const bin = media === 'gzip' && usePigz ? findUnpigz() : null;
-  const decoder: Duplex = bin ? unpigz(bin) : media === 'gzip' ? createGunzip() : createZstdDecompress();
+  const decoder: Duplex = media === 'gzip' ? createGunzip({ chunkSize: 64 << 10 }) : createZstdDecompress({ chunkSize: 64 << 10 });
   // pipeline destroys the decoder with the source's error, so the reader sees every failure.
   pipeline(Readable.from(src, { objectMode: false }), decoder, () => {});
   return decoder;
+}
+
+/** The uncompressed bytes of a blob file: by unpigz reading the file when allowed and installed. */
+export function decompressFile(file: string, media: BlobMedia, usePigz: boolean): AsyncIterable<Buffer> {
+  const bin = media === 'gzip' && usePigz ? findUnpigz() : null;
+  if (bin) return unpigz(bin, file);
+  return decompress(createReadStream(file, { highWaterMark: 1 << 20 }), media);
 }

@@ -7,10 +7,18 @@ export interface GraphDriver {
   readonly name: 'overlay2' | 'vfs';
   /** How whiteouts are unpacked into this driver's layer directories. */
   readonly whiteouts: WhiteoutMode;
+  /** The directory holding every layer directory of this driver. */
+  readonly home: string;
   init(): Promise<void>;
   status(): Array<[string, string]>;
   /** Create the directory of a layer (read-only image layer or container RW layer) on `parent`. */
   create(id: string, parent: string | null): Promise<void>;
+  /**
+   * Drivers whose layer directories hold only the layer's own changes (overlay2): give a layer
+   * created without a parent its parent afterwards, so it can be unpacked before the parent is
+   * complete. Absent when unpacking needs the parent's content (vfs copies it).
+   */
+  attach?(id: string, parent: string): Promise<void>;
   /** Where applyLayer unpacks a layer's tar. */
   unpackDir(id: string): string;
   remove(id: string): Promise<void>;

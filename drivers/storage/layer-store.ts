@@ -3,23 +3,27 @@
 //   sha256/<chain hex>/layer.json   LayerInfo + the driver's cache id
 //   sha256/<chain hex>/blob         the blob exactly as given to applyLayer (for push and save)
 //   mounts/<container id>/mount.json  a container's RW layer (cache id, parent chain id)
-//   tmp/                            staging; a directory is renamed into place only once complete,
-//                                   so whatever is left here after a crash is removed on start.
+//   tmp/                            staging; a directory is renamed into place only once complete
+//                                   and flushed, so whatever is left here after a crash is removed
+//                                   on start.
+// Layers of one image are unpacked side by side when the driver allows it (overlay2: each layer is
+// its own directory) and committed bottom-up; the flushes of concurrent commits are shared.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { conflict, EngineError, invalidArgument, notFound } from '../../lib/errors.ts';
-import { syncfs } from '../sys/fs-syscalls.ts';
-import { decompress, peek, sniff } from './compression.ts';
+import { conflict, EngineError, failedPrecondition, invalidArgument, notFound } from '../../lib/errors.ts';
+import { decompressFile, peek, sniff } from './compression.ts';
+import { ChunkWriter } from './chunk-writer.ts';
+import { chunksOf } from './chunks.ts';
+import { extract, type ExtractResult } from './extract.ts';
 import type { GraphDriver } from './graph-driver.ts';
+import { GroupSync, syncfsAsync } from './group-sync.ts';
+import { LayerHolds } from './leases.ts';
 import { Overlay2Driver } from './overlay2.ts';
-import { readTar } from './tar-reader.ts';
-import type { ApplyOptions, BlobMedia, ChangeEntry, LayerInfo, LayerStore, LayerStoreOptions } from './types.ts';
-import { unpack } from './unpack.ts';
+import type { ApplyOptions, BlobMedia, ChangeEntry, LayerInfo, LayerLease, LayerStore, LayerStoreOptions } from './types.ts';
 import { VfsDriver } from './vfs.ts';
 
 interface LayerRecord {
@@ -63,6 +67,16 @@ async function writeDurable(path: string, data: string): Promise<void> {
   }
 }
 
+/** The caller's verified blob file becomes the layer's blob: a second name, or a copy across file systems. */
+async function keepBlob(src: string, dest: string): Promise<void> {
+  try {
+    await link(src, dest);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw err;
+    await copyFile(src, dest);
+  }
+}
+
 /** Decompression errors are the client's bad data, not our failure. */
 function asBlobError(err: unknown): unknown {
   if (err instanceof EngineError) return err;
@@ -84,6 +98,9 @@ class Store implements LayerStore {
   /** Applies in progress, by the chain id they will produce (when known up front). */
   private readonly applying = new Map<string, Promise<LayerInfo>>();
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** Leases, and applies on top of a parent: a held layer is not removed. */
+  private readonly holds: LayerHolds;
+  private flusher: GroupSync | null = null;
 
   constructor(opts: LayerStoreOptions, driver: GraphDriver) {
     this.opts = opts;
@@ -91,6 +108,11 @@ class Store implements LayerStore {
     this.driverName = driver.name;
     this.log = opts.log;
     this.db = join(opts.dataRoot, 'image', driver.name, 'layerdb');
+    this.holds = new LayerHolds((chainId) => this.layers.has(chainId), opts.log);
+  }
+
+  get concurrentApply(): boolean {
+    return this.driver.attach !== undefined;
   }
 
   private layerDir(chainId: string): string {
@@ -121,6 +143,9 @@ class Store implements LayerStore {
     for (const name of leftovers) await rm(join(this.db, 'tmp', name), { recursive: true, force: true });
     if (leftovers.length) this.log.info({ count: leftovers.length }, 'removed incomplete layer store entries');
     await this.driver.init();
+    // Metadata and layer directories usually share a file system, and then one syncfs covers both.
+    const paths = (await stat(this.db)).dev === (await stat(this.driver.home)).dev ? [this.db] : [this.db, this.driver.home];
+    this.flusher = new GroupSync(paths, syncfsAsync);
     const onDisk = new Set(await this.driver.list());
 
     for (const hex of await readdir(join(this.db, 'sha256'))) {
@@ -181,25 +206,67 @@ class Store implements LayerStore {
     return l.cacheId;
   }
 
+  lease(): LayerLease {
+    return this.holds.lease();
+  }
+
+  isLeased(chainId: string): boolean {
+    return this.holds.isHeld(chainId);
+  }
+
+  onRelease(fn: (chainIds: string[]) => void): () => void {
+    return this.holds.onRelease(fn);
+  }
+
   async applyLayer(parentChainId: string | null, blob: Readable, opts: ApplyOptions = {}): Promise<LayerInfo> {
-    if (parentChainId !== null && !this.layers.has(parentChainId)) {
-      blob.destroy();
-      throw notFound(`parent layer ${parentChainId} does not exist`);
-    }
     if (opts.expectedDiffId !== undefined && !DIGEST.test(opts.expectedDiffId)) {
       blob.destroy();
       throw invalidArgument(`invalid diff id ${JSON.stringify(opts.expectedDiffId)}`);
     }
+    if (opts.blobFile !== undefined && (opts.blobDigest === undefined || !DIGEST.test(opts.blobDigest))) {
+      blob.destroy();
+      throw invalidArgument('a verified blob file needs its blob digest');
+    }
+    // The parent may not be removed while a layer is being put on top of it.
+    if (parentChainId !== null) this.holds.hold(parentChainId);
+    try {
+      return await this.applyOn(parentChainId, blob, opts);
+    } finally {
+      if (parentChainId !== null) this.holds.unhold(parentChainId);
+    }
+  }
+
+  private async applyOn(parentChainId: string | null, blob: Readable, opts: ApplyOptions): Promise<LayerInfo> {
+    const detached = parentChainId !== null && opts.parentReady !== undefined && this.concurrentApply;
+    if (parentChainId !== null && opts.parentReady !== undefined && !detached) {
+      try {
+        await opts.parentReady;
+      } catch (err) {
+        blob.destroy();
+        throw err;
+      }
+    }
+    if (parentChainId !== null && !detached && !this.layers.has(parentChainId)) {
+      blob.destroy();
+      throw notFound(`parent layer ${parentChainId} does not exist`);
+    }
     const known = opts.expectedDiffId ? this.chainIdOf(parentChainId, opts.expectedDiffId) : null;
-    if (known === null) return this.unpackNew(parentChainId, blob, opts);
+    if (known === null) return this.unpackNew(parentChainId, blob, opts, detached);
     // Concurrent applies of one layer: the first unpacks, the others verify their bytes and share it.
     const running = this.applying.get(known);
     if (running) await running.catch(() => {});
     if (this.layers.has(known)) {
-      await this.consume(blob, null, null, opts);
+      opts.lease?.add(known);
+      // Held while the bytes are checked, so what is returned is still there.
+      this.holds.hold(known);
+      try {
+        await this.consume(blob, null, null, opts);
+      } finally {
+        this.holds.unhold(known);
+      }
       return this.get(known)!;
     }
-    const p = this.unpackNew(parentChainId, blob, opts);
+    const p = this.unpackNew(parentChainId, blob, opts, detached);
     this.applying.set(known, p);
     try {
       return await p;
@@ -208,39 +275,63 @@ class Store implements LayerStore {
     }
   }
 
-  private async unpackNew(parentChainId: string | null, blob: Readable, opts: ApplyOptions): Promise<LayerInfo> {
+  /** Everything written before the call is on disk. */
+  private flush(): Promise<void> {
+    if (!this.flusher) throw failedPrecondition('layer store is not open');
+    return this.flusher.sync();
+  }
+
+  /**
+   * Unpack into a new driver directory and commit it as a layer. `detached`: the parent is not
+   * committed yet, so the directory is created on no parent, unpacked, flushed, and only then, once
+   * the parent is committed, given its parent and committed in turn.
+   */
+  private async unpackNew(parentChainId: string | null, blob: Readable, opts: ApplyOptions, detached: boolean): Promise<LayerInfo> {
     const cacheId = newCacheId();
     const stage = this.stage('layer');
     let committed = false;
     try {
       await mkdir(stage, { mode: 0o700 });
-      await this.driver.create(cacheId, this.cacheIdOf(parentChainId));
-      const r = await this.consume(blob, join(stage, 'blob'), this.driver.unpackDir(cacheId), opts);
+      await this.driver.create(cacheId, detached ? null : this.cacheIdOf(parentChainId));
+      // A parent that fails stops this unpacking at once, with its error.
+      if (detached) opts.parentReady!.then(undefined, (err: unknown) => blob.destroy(err instanceof Error ? err : new Error(String(err))));
+      const r = await this.consume(blob, opts.blobFile ? null : join(stage, 'blob'), this.driver.unpackDir(cacheId), opts);
+      if (opts.blobFile) await keepBlob(opts.blobFile, join(stage, 'blob'));
+      if (detached) {
+        // The bulk of the data goes to disk while the layers below are still being unpacked;
+        // the flush after the parent's commit then has little left to write.
+        await this.flush();
+        await opts.parentReady;
+        opts.signal?.throwIfAborted();
+        await this.driver.attach!(cacheId, this.cacheIdOf(parentChainId)!);
+      }
       const chainId = this.chainIdOf(parentChainId, r.diffId);
-      const existing = this.layers.get(chainId);
-      if (existing) return { ...existing.info };
       const info: LayerInfo = {
         chainId, diffId: r.diffId, parent: parentChainId, size: r.size,
         blobMedia: r.media, blobDigest: r.blobDigest, blobSize: r.blobSize,
       };
       const rec: LayerRecord = { info, cacheId };
-      await writeDurable(join(stage, 'layer.json'), `${JSON.stringify(rec)}\n`);
-      // One syncfs covers the unpacked files, the driver's link files and the blob.
-      const fh = await open(this.driver.unpackDir(cacheId), 'r');
-      try {
-        syncfs(fh.fd);
-      } finally {
-        await fh.close();
-      }
-      await fsyncPath(stage);
-      // A concurrent apply of the same content may have committed while we were syncing.
-      if (this.layers.has(chainId)) return this.get(chainId)!;
-      await rename(stage, this.layerDir(chainId));
-      await fsyncPath(join(this.db, 'sha256'));
-      this.layers.set(chainId, rec);
-      committed = true;
-      this.log.debug({ chainId, diffId: r.diffId, size: r.size, media: r.media }, 'layer applied');
-      return { ...info };
+      await writeFile(join(stage, 'layer.json'), `${JSON.stringify(rec)}\n`, { flag: 'wx', mode: 0o600 });
+      // One flush covers the unpacked files, the driver's link files, the blob and layer.json.
+      await this.flush();
+      opts.signal?.throwIfAborted();
+      // Under the layer's lock: a removal of the same chain id still moving its directory away finishes first.
+      return await this.withLock(`layer:${chainId}`, async () => {
+        // A concurrent apply of the same content may have committed while we were flushing.
+        const existing = this.layers.get(chainId);
+        if (existing) {
+          opts.lease?.add(chainId);
+          return { ...existing.info };
+        }
+        if (parentChainId !== null && !this.layers.has(parentChainId)) throw notFound(`parent layer ${parentChainId} does not exist`);
+        await rename(stage, this.layerDir(chainId));
+        await fsyncPath(join(this.db, 'sha256'));
+        this.layers.set(chainId, rec);
+        opts.lease?.add(chainId);
+        committed = true;
+        this.log.debug({ chainId, diffId: r.diffId, size: r.size, media: r.media }, 'layer applied');
+        return { ...info };
+      });
     } finally {
       if (!committed) {
         await this.driver.remove(cacheId).catch((err) => this.log.warn({ err, cacheId }, 'removing failed layer'));
@@ -250,58 +341,57 @@ class Store implements LayerStore {
   }
 
   /**
-   * Read the whole blob once: hash it and keep it (blobFile), decompress, hash the tar and unpack
-   * it (dest). Verifies expectedDiffId and blobDigest.
+   * Read the whole blob once: hash it and keep it (blobFile) unless the caller verified and kept it
+   * (opts.blobFile), decompress, hash the tar and unpack it (dest). Verifies expectedDiffId and
+   * blobDigest.
    */
   private async consume(
     blob: Readable, blobFile: string | null, dest: string | null, opts: ApplyOptions,
   ): Promise<{ diffId: string; media: BlobMedia; blobDigest: string; blobSize: number; size: number }> {
-    const blobHash = createHash('sha256');
-    const diffHash = createHash('sha256');
+    const verified = opts.blobFile !== undefined;
+    const blobHash = verified ? null : createHash('sha256');
     let blobSize = 0;
-    let size = 0;
     let media: BlobMedia = 'none';
-    let tarBytes: AsyncIterable<Buffer> | null = null;
-    const fh = blobFile ? await open(blobFile, 'wx', 0o600) : null;
+    let result: ExtractResult;
     const signal = opts.signal;
+    // A stalled source must not hold an aborted apply: the read fails at once.
+    const onAbort = () => blob.destroy(signal?.reason instanceof Error ? signal.reason : new EngineError('Canceled', 'layer apply canceled'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let fh: Awaited<ReturnType<typeof open>> | null = null;
+    let out: ChunkWriter | null = null;
+    const progress = opts.onProgress;
     async function* tap(): AsyncGenerator<Buffer> {
-      for await (const c of blob) {
+      for await (const c of chunksOf(blob)) {
         signal?.throwIfAborted();
         const chunk = c as Buffer;
-        blobHash.update(chunk);
+        blobHash?.update(chunk);
         blobSize += chunk.length;
-        if (fh) await fh.write(chunk);
+        const wait = out?.write(chunk);
+        if (wait) await wait;
+        progress?.(blobSize);
         yield chunk;
       }
-    }
-    async function* hashed(src: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-      for await (const c of src) {
-        diffHash.update(c);
-        yield c;
-      }
+      await out?.flush();
     }
     try {
       signal?.throwIfAborted();
+      if (blobFile) {
+        fh = await open(blobFile, 'wx', 0o600);
+        out = new ChunkWriter(fh, null);
+      }
       const { head, all } = await peek(tap(), 4);
       media = sniff(head);
-      tarBytes = decompress(all, media, this.opts.usePigz);
-      if (dest) {
-        size = (await unpack(readTar(hashed(tarBytes)), { root: dest, whiteouts: this.driver.whiteouts, signal })).size;
-      } else {
-        for await (const _ of hashed(tarBytes)) {
-          // hashing only
-        }
-      }
-      if (fh) await fh.sync();
+      result = await extract(all, { media, root: dest, whiteouts: this.driver.whiteouts, signal });
     } catch (err) {
-      if (tarBytes && 'destroy' in tarBytes) (tarBytes as Duplex).destroy();
       blob.destroy();
       throw asBlobError(err);
     } finally {
+      signal?.removeEventListener('abort', onAbort);
+      await out?.settle();
       await fh?.close();
     }
-    const diffId = `sha256:${diffHash.digest('hex')}`;
-    const blobDigest = `sha256:${blobHash.digest('hex')}`;
+    const { diffId, size } = result;
+    const blobDigest = blobHash ? `sha256:${blobHash.digest('hex')}` : opts.blobDigest!;
     if (opts.expectedDiffId && opts.expectedDiffId !== diffId) {
       throw invalidArgument(`layer diff id mismatch: expected ${opts.expectedDiffId}, got ${diffId}`);
     }
@@ -311,7 +401,7 @@ class Store implements LayerStore {
     return { diffId, media, blobDigest, blobSize, size };
   }
 
-  async removeLayer(chainId: string): Promise<void> {
+  async removeLayer(chainId: string, opts: { keep?: (chainId: string) => boolean } = {}): Promise<void> {
     await this.withLock(`layer:${chainId}`, async () => {
       const rec = this.layers.get(chainId);
       if (!rec) return;
@@ -321,6 +411,9 @@ class Store implements LayerStore {
       for (const rw of this.rws.values()) {
         if (rw.parent === chainId) throw conflict(`layer ${chainId} is in use by container ${rw.id}`);
       }
+      if (this.holds.isHeld(chainId)) throw conflict(`layer ${chainId} is in use by an image pull or load in progress`);
+      // Nothing awaits between the caller's last word and the removal from the map.
+      if (opts.keep?.(chainId)) return;
       this.layers.delete(chainId);
       // Moved out of sha256/ first: after a crash the rest is a leftover in tmp/ and an orphan dir.
       const trash = this.stage('removed');
@@ -336,7 +429,7 @@ class Store implements LayerStore {
     const blobFile = join(this.layerDir(chainId), 'blob');
     // The kept blob reproduces the original tar byte for byte, so its digest is the diff id.
     if (existsSync(blobFile)) {
-      return Readable.from(decompress(createReadStream(blobFile), rec.info.blobMedia, this.opts.usePigz), { objectMode: false });
+      return Readable.from(decompressFile(blobFile, rec.info.blobMedia, this.opts.usePigz), { objectMode: false });
     }
     return Readable.from(this.driver.diff(rec.cacheId, this.cacheIdOf(rec.info.parent)), { objectMode: false });
   }

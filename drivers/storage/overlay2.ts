@@ -43,7 +43,7 @@ function readParam(name: string): string | null {
 export class Overlay2Driver implements GraphDriver {
   readonly name = 'overlay2';
   readonly whiteouts = 'overlay';
-  private readonly home: string;
+  readonly home: string;
   private readonly log: Logger;
   private backingFs = 'unknown';
 
@@ -94,7 +94,11 @@ export class Overlay2Driver implements GraphDriver {
     const link = shortId();
     await symlink(join('..', id, 'diff'), join(this.home, LINK_DIR, link));
     await writeFile(join(dir, 'link'), link);
-    if (parent === null) return;
+    if (parent !== null) await this.attach(id, parent);
+  }
+
+  async attach(id: string, parent: string): Promise<void> {
+    const dir = this.dir(id);
     const parentLink = (await readFile(join(this.dir(parent), 'link'), 'utf8')).trim();
     const parentLower = await readFile(join(this.dir(parent), 'lower'), 'utf8').catch(() => '');
     const lower = [`${LINK_DIR}/${parentLink}`, ...(parentLower ? parentLower.split(':') : [])].join(':');

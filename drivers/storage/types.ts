@@ -22,7 +22,36 @@ export interface ApplyOptions {
   expectedDiffId?: string;
   /** Digest of the blob as given (compressed bytes), when the caller already knows it (pull). */
   blobDigest?: string;
+  /**
+   * The caller has verified the blob against `blobDigest` itself (a pull hashes it as it downloads,
+   * and ends the stream only after that check) and this file holds exactly its bytes once the
+   * stream has ended: the store keeps a hard link to it (a copy across file systems) instead of
+   * hashing the blob again and writing a second copy.
+   */
+  blobFile?: string;
+  /**
+   * The parent is still being applied by the caller: settles once it is committed (rejects if it
+   * failed). Stores whose driver unpacks a layer without its parent's content start at once and
+   * commit only after this; the others wait for it first.
+   */
+  parentReady?: Promise<unknown>;
+  /** Protect the resulting layer from removal until the lease is released. */
+  lease?: LayerLease;
+  /** Told how many blob bytes have been read so far, as they are read (progress bars). */
+  onProgress?(blobBytes: number): void;
   signal?: AbortSignal;
+}
+
+/**
+ * Held by an operation that is about to reference layers from a new image (a pull, until its image
+ * record is written): leased layers, present or still to come, are never removed. Releasing tells
+ * the store's release listeners which layers nothing holds any more, so the ones no image took up
+ * (a failed pull's) can be collected.
+ */
+export interface LayerLease {
+  add(chainId: string): void;
+  /** Idempotent. */
+  release(): void;
 }
 
 export interface ChangeEntry {
@@ -45,11 +74,29 @@ export interface LayerStore {
    * Unpack one layer blob (plain tar, gzip or zstd: detected from magic bytes) on top of
    * `parentChainId`. Whiteouts and opaque directories are honoured. Idempotent: when the
    * resulting chain id already exists the stream is drained and the existing layer returned.
-   * Concurrent applies of the same layer unpack it once.
+   * Concurrent applies of the same layer unpack it once. A committed layer is durable, and a crash
+   * before the commit leaves nothing visible.
    */
   applyLayer(parentChainId: string | null, blob: Readable, opts?: ApplyOptions): Promise<LayerInfo>;
-  /** Remove a layer no image references any more. Refuses (Conflict) while a child layer or RW layer uses it. */
-  removeLayer(chainId: string): Promise<void>;
+  /**
+   * Remove a layer no image references any more. Refuses (Conflict) while a child layer or RW layer
+   * uses it or a lease holds it. `keep` is asked last, under the layer's lock and with no await
+   * between it and the removal: true leaves the layer (no error).
+   */
+  removeLayer(chainId: string, opts?: { keep?: (chainId: string) => boolean }): Promise<void>;
+  /** A new lease holding nothing yet. */
+  lease(): LayerLease;
+  isLeased(chainId: string): boolean;
+  /**
+   * Called with the layers (present ones) a lease release left unheld, for garbage collection.
+   * Returns the unsubscribe function.
+   */
+  onRelease(fn: (chainIds: string[]) => void): () => void;
+  /**
+   * True when layers can be unpacked before their parent is committed (see ApplyOptions.parentReady),
+   * so a caller gains by handing over blobs as they arrive.
+   */
+  readonly concurrentApply: boolean;
   /** The layer's diff as an uncompressed tar whose sha256 is exactly its diff id. */
   layerTar(chainId: string): Readable;
   /** The original blob bytes as given to applyLayer (for push). */
@@ -84,7 +131,10 @@ export interface LayerStoreOptions {
   driver: 'overlay2' | 'vfs';
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */
   tmpDir: string;
-  /** Use unpigz for gzip when present (false when ENGINE_DISABLE_PIGZ is set). */
+  /**
+   * Allow unpigz for gzip blobs the store reads back from its files (false when ENGINE_DISABLE_PIGZ
+   * is set). Blobs handed to applyLayer are always decompressed in-process.
+   */
   usePigz: boolean;
   log: import('pino').Logger;
 }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { invalidArgument } from '../../lib/errors.ts';
 import { lsetxattr, mknod, S_IFBLK, S_IFCHR, S_IFIFO } from '../sys/fs-syscalls.ts';
 import { SyscallError } from '../sys/syscalls.ts';
+import { ChunkWriter } from './chunk-writer.ts';
 import type { TarEntry } from './tar-reader.ts';
 
 export const WHITEOUT_PREFIX = '.wh.';
@@ -140,12 +141,16 @@ class Unpacker {
         break;
       case 'file': {
         const fh = await open(target, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
+        const out = new ChunkWriter(fh, null);
         try {
           for await (const c of e.body) {
-            await fh.write(c);
+            const wait = out.write(c);
             this.size += c.length;
+            if (wait) await wait;
           }
+          await out.flush();
         } finally {
+          await out.settle();
           await fh.close();
         }
         break;

@@ -16,7 +16,7 @@ const run = promisify(execFile);
 export class VfsDriver implements GraphDriver {
   readonly name = 'vfs';
   readonly whiteouts = 'delete';
-  private readonly home: string;
+  readonly home: string;
 
   constructor(home: string) {
     this.home = resolve(home);

@@ -1,5 +1,9 @@
 // Image reconciler: confirms a new image's layers are present (pending → ready) and, for an
-// image marked removed, deletes the record and then the layers no other image shares.
+// image marked removed, deletes the record and then the layers no other image shares. It also
+// collects the layers a lease let go of that no image took up (a failed or cancelled pull's).
+// Whether a layer is in use is decided at the moment of its removal (under the layer's lock), and
+// layers leased by a pull in flight are never removed: the pull holds its image's layers until its
+// image record exists.
 import type { Logger } from 'pino';
 import { isCode } from '../../lib/errors.ts';
 import type { ContainerSpec, ImageSpec, ImageStatus } from '../../store/types.ts';
@@ -8,8 +12,16 @@ import type { ReconcilerStore } from '../store-like.ts';
 
 export interface ImageLayersPort {
   has(chainId: string): boolean;
+  get(chainId: string): { parent: string | null } | undefined;
   chainIdOf(parentChainId: string | null, diffId: string): string;
-  removeLayer(chainId: string): Promise<void>;
+  /** Conflict while a child, an RW layer or a lease uses it; `keep` is asked last, under the layer's lock. */
+  removeLayer(chainId: string, opts?: { keep?: (chainId: string) => boolean }): Promise<void>;
+  /** Layers a lease release left unheld. */
+  onRelease?(fn: (chainIds: string[]) => void): () => void;
+}
+
+export interface ImageReconcilerOptions {
+  log?: Logger;
 }
 
 export class ImageReconciler {
@@ -17,10 +29,18 @@ export class ImageReconciler {
   readonly kind = KIND.image;
   private readonly store: ReconcilerStore;
   private readonly layers: ImageLayersPort;
+  private readonly log: Logger | undefined;
+  /** Released layers waiting for collection, and the collection running. */
+  private readonly released = new Set<string>();
+  private collecting: Promise<void> | null = null;
+  /** Chain ids by image id (ids are config digests, so an image's diff ids never change). */
+  private chains = new Map<string, string[]>();
 
-  constructor(store: ReconcilerStore, layers: ImageLayersPort) {
+  constructor(store: ReconcilerStore, layers: ImageLayersPort, opts: ImageReconcilerOptions = {}) {
     this.store = store;
     this.layers = layers;
+    this.log = opts.log;
+    layers.onRelease?.((chainIds) => this.collect(chainIds));
   }
 
   async reconcile(id: string, ctx: { log: Logger }): Promise<void> {
@@ -28,7 +48,7 @@ export class ImageReconciler {
     if (!r) return;
     if (r.spec.desired === 'removed') {
       // Layers first, the record last: DELETE answers when the record is gone, so a pull that
-      // follows never finds a layer "already there" that is about to be removed.
+      // follows finds no layer "already there" that is about to be removed.
       const chain = this.chainOf(r.spec.diffIds);
       await this.releaseLayers(chain, ctx.log);
       this.store.delete(KIND.image, id);
@@ -45,6 +65,11 @@ export class ImageReconciler {
     }
   }
 
+  /** Settles once the released layers queued so far have been looked at (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.collecting) await this.collecting;
+  }
+
   private chainOf(diffIds: string[]): string[] {
     const out: string[] = [];
     let parent: string | null = null;
@@ -55,26 +80,73 @@ export class ImageReconciler {
     return out;
   }
 
-  /** Remove this image's layers, top first, unless another image (or a container's RW layer) still uses them. */
-  private async releaseLayers(chain: string[], log: Logger): Promise<void> {
+  /** Chain ids of every image not being removed, and of every image a container was created from. */
+  private usedLayers(): Set<string> {
     const used = new Set<string>();
-    for (const img of this.store.list<ImageSpec, ImageStatus>(KIND.image)) {
-      if (img.spec.desired === 'removed') continue;
-      for (const c of this.chainOf(img.spec.diffIds)) used.add(c);
-    }
+    const chains = new Map<string, string[]>();
+    const chainOfImage = (img: { name: string; spec: ImageSpec }): string[] => {
+      const chain = chains.get(img.name) ?? this.chains.get(img.name) ?? this.chainOf(img.spec.diffIds);
+      chains.set(img.name, chain);
+      return chain;
+    };
     const containerImages = new Set(this.store.list<ContainerSpec, unknown>(KIND.container).map((c) => c.spec.imageId));
-    for (const imgId of containerImages) {
-      const img = this.store.get<ImageSpec, ImageStatus>(KIND.image, imgId);
-      if (img) for (const c of this.chainOf(img.spec.diffIds)) used.add(c);
+    for (const img of this.store.list<ImageSpec, ImageStatus>(KIND.image)) {
+      if (img.spec.desired === 'removed' && !containerImages.has(img.name)) continue;
+      for (const c of chainOfImage(img)) used.add(c);
     }
+    this.chains = chains;
+    return used;
+  }
+
+  /** Asked under the layer's lock right before its removal, so an image recorded meanwhile counts. */
+  private readonly inUse = (chainId: string): boolean => this.usedLayers().has(chainId);
+
+  /** Remove this image's layers, top first, unless another image (or a container's RW layer, or a pull) still uses them. */
+  private async releaseLayers(chain: string[], log: Logger): Promise<void> {
     for (const chainId of [...chain].reverse()) {
-      if (used.has(chainId) || !this.layers.has(chainId)) continue;
+      if (!this.layers.has(chainId)) continue;
+      if (this.inUse(chainId)) break; // an image's layer: everything below belongs to it too
       try {
-        await this.layers.removeLayer(chainId);
+        await this.layers.removeLayer(chainId, { keep: this.inUse });
       } catch (err) {
-        if (isCode(err, 'Conflict')) break; // a child or RW layer still needs it and everything below
+        if (isCode(err, 'Conflict')) break; // a child, RW layer or pull still needs it and everything below
         log.warn({ err, chainId }, 'removing layer failed');
         throw err;
+      }
+      if (this.layers.has(chainId)) break; // kept: an image took it up meanwhile
+    }
+  }
+
+  private collect(chainIds: string[]): void {
+    for (const c of chainIds) this.released.add(c);
+    this.collecting ??= this.collectReleased()
+      .catch((err: unknown) => this.log?.warn({ err }, 'collecting released layers failed'))
+      .finally(() => {
+        this.collecting = null;
+        // Released after the last look but before this line.
+        if (this.released.size > 0) this.collect([]);
+      });
+  }
+
+  /** Remove released layers no image uses, children before parents; leased or busy ones are skipped. */
+  private async collectReleased(): Promise<void> {
+    while (this.released.size > 0) {
+      const batch = [...this.released];
+      this.released.clear();
+      const depth = (c: string): number => {
+        let n = 0;
+        for (let p = this.layers.get(c)?.parent; p; p = this.layers.get(p)?.parent) n++;
+        return n;
+      };
+      const ordered = batch.filter((c) => this.layers.has(c)).map((c) => ({ c, d: depth(c) })).sort((a, b) => b.d - a.d);
+      for (const { c } of ordered) {
+        try {
+          await this.layers.removeLayer(c, { keep: this.inUse });
+        } catch (err) {
+          // Held again by another pull, or a child or RW layer on it: whoever holds it now decides.
+          if (isCode(err, 'Conflict')) continue;
+          this.log?.warn({ err, chainId: c }, 'collecting a released layer failed');
+        }
       }
     }
   }

@@ -5,14 +5,17 @@ import { Readable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
 import tarStream from 'tar-stream';
-import { invalidArgument, notFound, notImplemented } from '../../../lib/errors.ts';
-import type { ApplyOptions, LayerInfo, LayerStore } from '../../../drivers/storage/types.ts';
+import { conflict, invalidArgument, notFound, notImplemented } from '../../../lib/errors.ts';
+import { LayerHolds } from '../../../drivers/storage/leases.ts';
+import type { ApplyOptions, LayerInfo, LayerLease, LayerStore } from '../../../drivers/storage/types.ts';
 
 export const sha256 = (b: Buffer | string) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 export const quietLog = pino({ level: 'silent' });
 
 export class MemLayerStore implements LayerStore {
   readonly driverName = 'mem';
+  readonly concurrentApply = true;
+  readonly holds = new LayerHolds((c) => this.layers.has(c));
   readonly layers = new Map<string, { info: LayerInfo; tar: Buffer; raw: Buffer }>();
   readonly applied: string[] = [];
 
@@ -35,22 +38,41 @@ export class MemLayerStore implements LayerStore {
     const chunks: Buffer[] = [];
     for await (const c of blob) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks);
+    opts.onProgress?.(raw.length);
     const gz = raw[0] === 0x1f && raw[1] === 0x8b;
     const tar = gz ? gunzipSync(raw) : raw;
     const diffId = sha256(tar);
     if (opts.expectedDiffId && opts.expectedDiffId !== diffId) throw invalidArgument(`layer diff id mismatch: expected ${opts.expectedDiffId}, got ${diffId}`);
     if (opts.blobDigest && opts.blobDigest !== sha256(raw)) throw invalidArgument('blob digest mismatch');
+    if (parent !== null) await opts.parentReady;
     if (parent !== null && !this.layers.has(parent)) throw notFound(`parent layer ${parent}`);
     const chainId = this.chainIdOf(parent, diffId);
     const existing = this.layers.get(chainId);
-    if (existing) return existing.info;
+    if (existing) {
+      opts.lease?.add(chainId);
+      return existing.info;
+    }
     const info: LayerInfo = { chainId, diffId, parent, size: tar.length, blobMedia: gz ? 'gzip' : 'none', blobDigest: sha256(raw), blobSize: raw.length };
     this.layers.set(chainId, { info, tar, raw });
+    opts.lease?.add(chainId);
     this.applied.push(diffId);
     return info;
   }
-  async removeLayer(chainId: string): Promise<void> {
+  async removeLayer(chainId: string, opts: { keep?: (chainId: string) => boolean } = {}): Promise<void> {
+    if (!this.layers.has(chainId)) return;
+    for (const l of this.layers.values()) if (l.info.parent === chainId) throw conflict(`layer ${chainId} is in use by layer ${l.info.chainId}`);
+    if (this.holds.isHeld(chainId)) throw conflict(`layer ${chainId} is in use by an image pull or load in progress`);
+    if (opts.keep?.(chainId)) return;
     this.layers.delete(chainId);
+  }
+  lease(): LayerLease {
+    return this.holds.lease();
+  }
+  isLeased(chainId: string): boolean {
+    return this.holds.isHeld(chainId);
+  }
+  onRelease(fn: (chainIds: string[]) => void): () => void {
+    return this.holds.onRelease(fn);
   }
   layerTar(chainId: string): Readable {
     const l = this.layers.get(chainId);
