@@ -5,8 +5,49 @@ import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
 import { decodeRegistryAuth, type DistributionPort, type RegistryAuth } from './port.ts';
 
+export interface SearchResult {
+  star_count: number;
+  is_official: boolean;
+  name: string;
+  is_automated: boolean;
+  description: string;
+}
+
 export interface AuthRouteDeps {
-  distribution: Pick<DistributionPort, 'checkAuth' | 'inspectDistribution'>;
+  distribution: Pick<DistributionPort, 'checkAuth' | 'inspectDistribution'> & {
+    search?(term: string, limit: number, auth: RegistryAuth | undefined): Promise<SearchResult[]>;
+  };
+}
+
+/** `filters` of GET /images/search: stars=N, is-official=bool, is-automated=bool. */
+function searchFilters(raw: string | undefined): (r: SearchResult) => boolean {
+  if (!raw) return () => true;
+  let f: Record<string, unknown>;
+  try {
+    f = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    throw invalidArgument('invalid filter: filters must be JSON');
+  }
+  const vals = (k: string): string[] => {
+    const v = f[k];
+    if (v === undefined) return [];
+    if (Array.isArray(v)) return v.map(String);
+    if (v && typeof v === 'object') return Object.keys(v);
+    throw invalidArgument(`invalid filter '${k}'`);
+  };
+  for (const k of Object.keys(f)) if (!['stars', 'is-official', 'is-automated'].includes(k)) throw invalidArgument(`invalid filter '${k}'`);
+  const bool = (k: string): boolean | undefined => {
+    const v = vals(k).at(-1);
+    if (v === undefined) return undefined;
+    if (!['true', 'false', '1', '0'].includes(v)) throw invalidArgument(`invalid filter '${k}=${v}'`);
+    return v === 'true' || v === '1';
+  };
+  const starsText = vals('stars').at(-1);
+  const stars = starsText === undefined ? 0 : Number(starsText);
+  if (!Number.isInteger(stars)) throw invalidArgument(`invalid filter 'stars=${starsText}'`);
+  const official = bool('is-official');
+  const automated = bool('is-automated');
+  return (r) => r.star_count >= stars && (official === undefined || r.is_official === official) && (automated === undefined || r.is_automated === automated);
 }
 
 function authBody(body: unknown): RegistryAuth {
@@ -27,6 +68,18 @@ export function authRoutes(deps: AuthRouteDeps) {
       const auth = authBody(req.body);
       const res = await deps.distribution.checkAuth(auth.serveraddress ?? '', auth);
       return { IdentityToken: res.IdentityToken ?? '', Status: res.Status };
+    });
+
+    app.get('/images/search', async (req: FastifyRequest<{ Querystring: Record<string, string | undefined> }>) => {
+      const term = req.query.term ?? '';
+      if (!term) throw invalidArgument('term is required');
+      const limitText = req.query.limit;
+      const limit = limitText === undefined || limitText === '' ? 25 : Number(limitText);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidArgument('limit must be between 1 and 100');
+      const keep = searchFilters(req.query.filters);
+      if (!deps.distribution.search) throw invalidArgument('search is not available');
+      const results = await deps.distribution.search(term, limit, decodeRegistryAuth(req.headers['x-registry-auth']));
+      return results.filter(keep);
     });
 
     app.get('/distribution/*', async (req: FastifyRequest<{ Params: Record<string, string> }>) => {

@@ -19,8 +19,17 @@ export interface DistributionDriver extends Distribution {
   setLimits(limits: { maxConcurrentDownloads?: number; maxConcurrentUploads?: number; maxDownloadAttempts?: number }): void;
   /** Apply the reloadable registry options (SIGHUP); pulls and pushes under way keep what they had. */
   reconfigure(o: ReloadableRegistryOptions): void;
+  search(term: string, limit: number, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<SearchResult[]>;
   /** Close idle registry connections (shutdown, tests). */
   close(): void;
+}
+
+export interface SearchResult {
+  star_count: number;
+  is_official: boolean;
+  name: string;
+  is_automated: boolean;
+  description: string;
 }
 
 export interface ReloadableRegistryOptions {
@@ -167,7 +176,51 @@ export function createDistribution(opts: DistributionOptions): DistributionDrive
     if (l.maxDownloadAttempts) ctx.maxDownloadAttempts = l.maxDownloadAttempts;
   };
 
+  /**
+   * GET /v1/search on the index a term names (`host[:port]/query`, else Docker Hub's index): the
+   * one v1 call a daemon still makes (spec rule 3). HTTPS first, then HTTP for insecure registries.
+   */
+  async function search(term: string, limit: number, auth: AuthConfig | undefined, signal = AbortSignal.timeout(60_000)): Promise<SearchResult[]> {
+    const slash = term.indexOf('/');
+    const first = slash > 0 ? term.slice(0, slash) : '';
+    const hasHost = first !== '' && (first.includes('.') || first.includes(':') || first === 'localhost');
+    const index = hasHost ? first : 'index.docker.io';
+    const query = hasHost ? term.slice(slash + 1) : term;
+    const eps = index === 'index.docker.io'
+      ? [{ base: new URL('https://index.docker.io'), tls: {}, mirror: false, registry: DEFAULT_DOMAIN }]
+      : await client.endpoints(index, { pull: false });
+    let lastErr: unknown;
+    for (const ep of eps) {
+      const url = new URL('/v1/search', ep.base);
+      url.searchParams.set('q', query);
+      url.searchParams.set('n', String(limit));
+      try {
+        const headers: Record<string, string> = {};
+        const creds = auth ? credentialsOf(auth) : null;
+        if (creds) headers.authorization = basicHeader(creds);
+        const res = await client.send('GET', url, ep, headers, undefined, signal);
+        const body = await res.buffer(16 << 20);
+        if (res.status === 404) throw invalidArgument(`Unexpected status code 404`);
+        if (res.status !== 200) throw new EngineError('Internal', `Unexpected status code ${res.status}`);
+        const parsed = JSON.parse(body.toString('utf8')) as { results?: SearchResult[] | null };
+        return (parsed.results ?? []).map((r) => ({
+          star_count: Number(r.star_count ?? 0),
+          is_official: !!r.is_official,
+          name: String(r.name ?? ''),
+          is_automated: !!r.is_automated,
+          description: String(r.description ?? ''),
+        }));
+      } catch (err) {
+        if (signal.aborted) throw err;
+        lastErr = err;
+      }
+    }
+    if (lastErr instanceof EngineError) throw lastErr;
+    throw new EngineError('Internal', lastErr instanceof Error ? lastErr.message : String(lastErr));
+  }
+
   return {
+    search,
     pull: (ref, o) => pullImage(ctx, ref, o),
     push: (ref, image, o) => pushImage(ctx, ref, image, o),
     checkAuth,

@@ -306,3 +306,50 @@ describe('registry: push, pull and login with real clients', { skip }, () => {
     }
   });
 });
+
+describe('docker search against a registry search endpoint', () => {
+  let d: DaemonHandle;
+  let server: import('node:http').Server;
+  let port = 0;
+  const queries: string[] = [];
+  before(async () => {
+    const { createServer } = await import('node:http');
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/v1/search') {
+        res.writeHead(404).end();
+        return;
+      }
+      queries.push(`${url.searchParams.get('q')} ${url.searchParams.get('n')}`);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        num_results: 3,
+        query: url.searchParams.get('q'),
+        results: [
+          { name: 'tools/busy', description: 'a busy box', star_count: 12, is_official: false, is_automated: false },
+          { name: 'busybox', description: 'official', star_count: 3000, is_official: true, is_automated: false },
+          { name: 'x/busy-auto', description: '', star_count: 1, is_official: false, is_automated: true },
+        ],
+      }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as import('node:net').AddressInfo).port;
+    d = await startDaemon();
+  });
+  after(async () => {
+    await d?.cleanup();
+    server?.close();
+  });
+
+  test('results, --limit, --filter; 127.0.0.1 is reached over plain HTTP (insecure by rule)', async () => {
+    const r = await docker(d, ['search', '--format', '{{.Name}}|{{.StarCount}}|{{.IsOfficial}}', '--limit', '10', `127.0.0.1:${port}/busy`]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.stdout.trim().split('\n'), ['tools/busy|12|', 'busybox|3000|[OK]', 'x/busy-auto|1|']);
+    assert.ok(queries.includes('busy 10'), queries.join(','));
+    const f = await docker(d, ['search', '--filter', 'stars=10', '--filter', 'is-official=true', '--format', '{{.Name}}', `127.0.0.1:${port}/busy`]);
+    assert.equal(f.stdout.trim(), 'busybox');
+    const bad = await docker(d, ['search', '--filter', 'nope=1', `127.0.0.1:${port}/busy`]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /invalid filter 'nope'/);
+  });
+});
