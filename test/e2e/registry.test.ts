@@ -124,6 +124,13 @@ describe('registry: push, pull and login with real clients', { skip }, () => {
     const byDigest = await ok(d, ['pull', `${repo}@${digest}`]);
     assert.match(byDigest, new RegExp(`^${digest}: Pulling from test/busybox$`, 'm'));
     assert.match(byDigest, new RegExp(`^Status: Image is up to date for ${esc(repo)}@${digest}$`, 'm'));
+    // GET /distribution/{name}/json: what the registry holds for the name.
+    const { execFile } = await import('node:child_process');
+    const dist = await new Promise<string>((resolve, reject) =>
+      execFile('curl', ['-sS', '--unix-socket', d.socket, `http://x/distribution/${name}/json`], (err, out) => (err ? reject(err) : resolve(out))));
+    const di = JSON.parse(dist) as { Descriptor: { digest: string }; Platforms: Array<{ architecture: string; os: string }> };
+    assert.equal(di.Descriptor.digest, digest, dist);
+    assert.ok(di.Platforms.some((p) => p.os === 'linux'), dist);
 
     const missing = await fails(d, ['pull', `${repo}:nope`]);
     assert.equal(missing.stderr.trim(), `Error response from daemon: manifest for ${repo}:nope not found: manifest unknown: manifest unknown`);
