@@ -302,7 +302,7 @@ async function applyOne(ctx: DistContext, job: LayerJob): Promise<LayerInfo> {
     seen = n;
     if (downloaded) bar.update(n);
   };
-  const opts = { expectedDiffId: job.diffId, blobDigest: d.digest, blobFile: h.path, parentReady: job.parentReady, lease: job.lease, onProgress, signal: job.signal };
+  const opts = { expectedDiffId: job.diffId, blobDigest: d.digest, blobSize: d.size, blobFile: h.path, parentReady: job.parentReady, lease: job.lease, onProgress, signal: job.signal };
   const fromFile = async (): Promise<LayerInfo> => {
     const file = await h.file;
     if (!total) total = (await stat(file)).size;

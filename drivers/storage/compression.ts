@@ -97,6 +97,43 @@ export function decompress(src: AsyncIterable<Buffer>, media: BlobMedia): AsyncI
   return decoder;
 }
 
+/** Compressed layers at least this large go through unpigz (when allowed and installed). Below it, forking the daemon for unpigz and piping every byte through it costs more than it saves: on 2 cores a 5×20 MB pull took 0.65–0.78 s with zlib, 0.83–1.41 s with unpigz. */
+export const PIGZ_MIN_BYTES = 64 << 20;
+
+/**
+ * gunzip of a stream by unpigz when `usePigz` and installed, else in-process. The output ends
+ * only once unpigz exited 0 (a truncated or corrupt stream is an error, not EOF).
+ */
+export function decompressStream(src: AsyncIterable<Buffer>, media: BlobMedia, usePigz: boolean): AsyncIterable<Buffer> {
+  const bin = media === 'gzip' && usePigz ? findUnpigz() : null;
+  if (!bin) return decompress(src, media);
+  return unpigzStream(bin, src);
+}
+
+async function* unpigzStream(bin: string, src: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const child = spawn(bin, ['-d', '-c'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4096)));
+  child.stdin.on('error', () => {});
+  const exited = new Promise<number | string>((resolve) => child.on('close', (code, sig) => resolve(code ?? sig ?? -1)));
+  let feedErr: unknown;
+  const feeding = pipeline(Readable.from(src, { objectMode: false }), child.stdin, (err) => {
+    if (err) {
+      feedErr = err;
+      child.kill('SIGKILL');
+    }
+  });
+  void feeding;
+  try {
+    for await (const c of child.stdout) yield c as Buffer;
+    const code = await exited;
+    if (feedErr) throw feedErr;
+    if (code !== 0) throw invalidArgument(`unpigz: ${stderr.trim() || `exit ${code}`}`);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}
+
 /** The uncompressed bytes of a blob file: by unpigz reading the file when allowed and installed. */
 export function decompressFile(file: string, media: BlobMedia, usePigz: boolean): AsyncIterable<Buffer> {
   const bin = media === 'gzip' && usePigz ? findUnpigz() : null;

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { Readable, type Duplex } from 'node:stream';
 import { chunksOf } from './chunks.ts';
-import { decompress } from './compression.ts';
+import { decompressStream } from './compression.ts';
 import { readTar } from './tar-reader.ts';
 import type { BlobMedia } from './types.ts';
 import { unpack, type WhiteoutMode } from './unpack.ts';
@@ -14,6 +14,8 @@ export interface ExtractOptions {
   root: string | null;
   whiteouts: WhiteoutMode;
   signal?: AbortSignal;
+  /** Decompress gzip with unpigz (installed, allowed, and the blob is large enough to gain). */
+  usePigz?: boolean;
 }
 
 export interface ExtractResult {
@@ -24,7 +26,7 @@ export interface ExtractResult {
 
 export async function extract(src: AsyncIterable<Buffer>, o: ExtractOptions): Promise<ExtractResult> {
   const diffHash = createHash('sha256');
-  const tarBytes = decompress(src, o.media);
+  const tarBytes = decompressStream(src, o.media, !!o.usePigz);
   const bytes = tarBytes instanceof Readable ? chunksOf(tarBytes) : tarBytes;
   async function* hashed(): AsyncGenerator<Buffer> {
     for await (const c of bytes) {

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { conflict, EngineError, failedPrecondition, invalidArgument, notFound } from '../../lib/errors.ts';
-import { decompressFile, peek, sniff } from './compression.ts';
+import { decompressFile, peek, PIGZ_MIN_BYTES, sniff } from './compression.ts';
 import { ChunkWriter } from './chunk-writer.ts';
 import { chunksOf } from './chunks.ts';
 import { extract, type ExtractResult } from './extract.ts';
@@ -381,7 +381,7 @@ class Store implements LayerStore {
       }
       const { head, all } = await peek(tap(), 4);
       media = sniff(head);
-      result = await extract(all, { media, root: dest, whiteouts: this.driver.whiteouts, signal });
+      result = await extract(all, { media, root: dest, whiteouts: this.driver.whiteouts, signal, usePigz: this.opts.usePigz && (opts.blobSize ?? 0) >= PIGZ_MIN_BYTES });
     } catch (err) {
       blob.destroy();
       throw asBlobError(err);

@@ -22,6 +22,8 @@ export interface ApplyOptions {
   expectedDiffId?: string;
   /** Digest of the blob as given (compressed bytes), when the caller already knows it (pull). */
   blobDigest?: string;
+  /** The compressed size when known (a registry descriptor): large gzip blobs go through unpigz. */
+  blobSize?: number;
   /**
    * The caller has verified the blob against `blobDigest` itself (a pull hashes it as it downloads,
    * and ends the stream only after that check) and this file holds exactly its bytes once the

@@ -339,3 +339,20 @@ async function readTarNames(tar: Buffer): Promise<string[]> {
   for await (const e of readTar(body(tar))) names.push(e.header.name);
   return names;
 }
+
+test('large gzip blobs (by their declared size) go through unpigz: same diff id, and a truncated stream is refused', async () => {
+  const root = await tempRoot('layers-pigz-');
+  const store = await open(root);
+  try {
+    const tar = await makeTar([{ name: 'big', data: 'pigz path '.repeat(1000) }]);
+    const gz = gzipSync(tar);
+    const info = await store.applyLayer(null, body(gz), { expectedDiffId: digest(tar), blobSize: 64 << 20 });
+    assert.equal(info.diffId, digest(tar));
+    const other = await makeTar([{ name: 'other', data: 'x'.repeat(5000) }]);
+    const cut = gzipSync(other).subarray(0, 40);
+    await rejectsWith(store.applyLayer(null, body(cut), { blobSize: 64 << 20 }), 'InvalidArgument');
+  } finally {
+    await store.cleanup();
+    await removeRoot(root);
+  }
+});
