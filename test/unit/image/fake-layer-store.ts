@@ -1,5 +1,6 @@
-// An in-memory LayerStore for the image archive tests: keeps each applied layer's uncompressed
-// tar, computes diff ids and chain ids the way the real store does.
+// An in-memory LayerStore for the image and distribution tests: keeps each applied layer's
+// uncompressed tar (and the blob as it came), computes diff ids and chain ids the way the real
+// store does.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
@@ -13,9 +14,15 @@ export class FakeLayerStore implements LayerStore {
   readonly driverName = 'fake';
   readonly concurrentApply = true;
   readonly holds = new LayerHolds((c) => this.layers.has(c));
-  readonly layers = new Map<string, { info: LayerInfo; tar: Buffer }>();
+  readonly layers = new Map<string, { info: LayerInfo; tar: Buffer; raw: Buffer }>();
   /** Diff ids in the order applyLayer unpacked them (not counting idempotent repeats). */
   readonly applied: string[] = [];
+  /** What layerBlob gives: the blob as applied (push needs it), or the uncompressed tar. */
+  private readonly blobs: 'raw' | 'tar';
+
+  constructor(opts: { blobs?: 'raw' | 'tar' } = {}) {
+    this.blobs = opts.blobs ?? 'tar';
+  }
 
   driverStatus(): Array<[string, string]> {
     return [];
@@ -43,6 +50,7 @@ export class FakeLayerStore implements LayerStore {
     if (opts.expectedDiffId && opts.expectedDiffId !== diffId) {
       throw invalidArgument(`layer diff id mismatch: expected ${opts.expectedDiffId}, got ${diffId}`);
     }
+    if (opts.blobDigest && opts.blobDigest !== sha256(raw)) throw invalidArgument('blob digest mismatch');
     if (parent !== null) await opts.parentReady;
     if (parent !== null && !this.layers.has(parent)) throw notFound(`parent layer ${parent}`);
     const chainId = this.chainIdOf(parent, diffId);
@@ -54,7 +62,7 @@ export class FakeLayerStore implements LayerStore {
     const info: LayerInfo = {
       chainId, diffId, parent, size: tar.length, blobMedia: gz ? 'gzip' : 'none', blobDigest: sha256(raw), blobSize: raw.length,
     };
-    this.layers.set(chainId, { info, tar });
+    this.layers.set(chainId, { info, tar, raw });
     opts.lease?.add(chainId);
     this.applied.push(diffId);
     return info;
@@ -81,7 +89,10 @@ export class FakeLayerStore implements LayerStore {
     return Readable.from([l.tar]);
   }
   layerBlob(chainId: string): Readable {
-    return this.layerTar(chainId);
+    if (this.blobs === 'tar') return this.layerTar(chainId);
+    const l = this.layers.get(chainId);
+    if (!l) throw notFound(`layer ${chainId}`);
+    return Readable.from([l.raw]);
   }
   createRW(): Promise<void> { throw notImplemented('fake'); }
   mountRW(): Promise<string> { throw notImplemented('fake'); }
