@@ -1,22 +1,10 @@
 // The daemon's log formats (spec rule 14): `text` (the default), logrus-style lines
 //   time="2026-01-02T03:04:05.123456789Z" level=info msg="API listen" hosts="[unix:///x.sock]"
 // and `json`, one object per line with level (a name), msg and time (RFC 3339, nanoseconds).
-import { hrtime } from 'node:process';
 import pino, { type Logger } from 'pino';
+import { nowRfc3339Nano } from '../drivers/logging/json-file.ts';
 
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warning', 50: 'error', 60: 'fatal' };
-
-let lastMs = -1;
-let lastNs = 0;
-/** Wall-clock time as RFC 3339 with nine fractional digits (monotonic within a millisecond). */
-function rfc3339Nano(): string {
-  const ms = Date.now();
-  let ns = Number(hrtime.bigint() % 1_000_000n);
-  if (ms === lastMs && ns <= lastNs) ns = Math.min(lastNs + 1, 999_999);
-  lastMs = ms;
-  lastNs = ns;
-  return `${new Date(ms).toISOString().slice(0, 23)}${String(ns).padStart(6, '0')}Z`;
-}
 
 /** A logfmt value: bare when it is one plain word, else quoted as Go's %q would. */
 function value(v: unknown): string {
@@ -44,7 +32,7 @@ export function makeLogger(opts: { level: string; format: string }): Logger {
   const base = {
     level: opts.level,
     base: undefined,
-    timestamp: () => `,"time":"${rfc3339Nano()}"`,
+    timestamp: () => `,"time":"${nowRfc3339Nano()}"`,
   };
   if (opts.format === 'json') {
     return pino({ ...base, formatters: { level: (_label: string, n: number) => ({ level: LEVELS[n] ?? String(n) }) } }, dest);
