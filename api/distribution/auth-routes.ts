@@ -3,20 +3,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
-import { decodeRegistryAuth, type DistributionPort, type RegistryAuth } from './port.ts';
-
-export interface SearchResult {
-  star_count: number;
-  is_official: boolean;
-  name: string;
-  is_automated: boolean;
-  description: string;
-}
+import { decodeRegistryAuth, type DistributionPort, type RegistryAuth, type SearchResult } from './port.ts';
 
 export interface AuthRouteDeps {
-  distribution: Pick<DistributionPort, 'checkAuth' | 'inspectDistribution'> & {
-    search?(term: string, limit: number, auth: RegistryAuth | undefined): Promise<SearchResult[]>;
-  };
+  distribution: Pick<DistributionPort, 'checkAuth' | 'inspectDistribution' | 'search'>;
 }
 
 /** `filters` of GET /images/search: stars=N, is-official=bool, is-automated=bool. */
@@ -77,7 +67,6 @@ export function authRoutes(deps: AuthRouteDeps) {
       const limit = limitText === undefined || limitText === '' ? 25 : Number(limitText);
       if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidArgument('limit must be between 1 and 100');
       const keep = searchFilters(req.query.filters);
-      if (!deps.distribution.search) throw invalidArgument('search is not available');
       const results = await deps.distribution.search(term, limit, decodeRegistryAuth(req.headers['x-registry-auth']));
       return results.filter(keep);
     });

@@ -38,6 +38,17 @@ export interface DistributionPort {
     Platforms: Array<{ architecture: string; os: string; variant?: string }>;
   }>;
   listTags(repo: string, auth: RegistryAuth | undefined, signal?: AbortSignal): Promise<string[]>;
+  /** GET /v1/search on the index the term names. */
+  search(term: string, limit: number, auth: RegistryAuth | undefined, signal?: AbortSignal): Promise<SearchResult[]>;
+}
+
+/** One result of an image search, as the v1 search endpoint and the Engine API give it. */
+export interface SearchResult {
+  star_count: number;
+  is_official: boolean;
+  name: string;
+  is_automated: boolean;
+  description: string;
 }
 
 /** The store operations the pull and push routes use (store/store.ts implements them). */
