@@ -93,6 +93,8 @@ export class AttachSession {
   private readonly scanner: DetachScanner;
   private readonly pendingStdin: Buffer[] = [];
   private stdinEnded = false;
+  private drainWait: Promise<void> | null = null;
+  private stopDrainWait: (() => void) | null = null;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
 
@@ -148,16 +150,20 @@ export class AttachSession {
   /** Settles when the client has taken what was written, or the session ended. */
   drained(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise<void>((resolve) => {
+    // One wait at a time, whoever asks: no listeners pile up on a long, slow session.
+    this.drainWait ??= new Promise<void>((resolve) => {
       const done = () => {
         this.sock.off('drain', done);
         this.sock.off('close', done);
+        this.drainWait = null;
+        this.stopDrainWait = null;
         resolve();
       };
+      this.stopDrainWait = done;
       this.sock.on('drain', done);
       this.sock.on('close', done);
-      void this.done.then(done);
     });
+    return this.drainWait;
   }
 
   systemError(message: string): void {
@@ -167,6 +173,7 @@ export class AttachSession {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.stopDrainWait?.();
     this.unsub?.();
     this.unsub = null;
     this.sock.end();

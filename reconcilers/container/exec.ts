@@ -150,18 +150,17 @@ export class ExecManager {
         ...(size && size[0] && size[1] ? { consoleSize: { height: size[0], width: size[1] } } : { consoleSize: undefined }),
       };
       io = await this.deps.stdio.open({ dir, procId: id, stdin: ex.config.AttachStdin, tty });
-      let procCreated!: (ok: boolean) => void;
-      const created$ = new Promise<void>((res, rej) => (procCreated = (ok) => (ok ? res() : rej(new Error('no process')))));
-      created$.catch(() => {});
-      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(ex.containerId, id), created$);
+      const procCreated = Promise.withResolvers<void>();
+      procCreated.promise.catch(() => {});
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(ex.containerId, id), procCreated.promise);
       onHub?.(hub);
       await sup
         .execProcess({ containerId: ex.containerId, execId: id, spec: process, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: tty })
         .catch((err) => {
-          procCreated(false);
+          procCreated.reject(err);
           throw err;
         });
-      procCreated(true);
+      procCreated.resolve();
       const waiting = sup.waitTask(ex.containerId, id);
       waiting.catch(() => {});
       const { pid } = await sup.startProcess(ex.containerId, id);

@@ -319,10 +319,9 @@ export class ContainerReconciler {
       const record = this.createRecord(id, { id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
       creating = record.then(() => true, () => false);
       io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
-      let taskCreated!: (ok: boolean) => void;
-      const created$ = new Promise<void>((res, rej) => (taskCreated = (ok) => (ok ? res() : rej(new Error('no task')))));
-      created$.catch(() => {});
-      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), created$);
+      const taskCreated = Promise.withResolvers<void>();
+      taskCreated.promise.catch(() => {});
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), taskCreated.promise);
       for (const fn of this.runWatchers.get(id) ?? []) {
         try {
           fn(hub);
@@ -340,10 +339,10 @@ export class ContainerReconciler {
       await record;
       created = true;
       const task = await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty }).catch((err) => {
-        taskCreated(false);
+        taskCreated.reject(err);
         throw err;
       });
-      taskCreated(true);
+      taskCreated.resolve();
       const ep = this.status(id).endpoint;
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
       const waitAbort = new AbortController();
