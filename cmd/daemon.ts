@@ -18,7 +18,7 @@ import { networkRoutes } from '../api/networks/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
 import { createContainerOps } from './container-ops.ts';
 import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
-import { createDistribution } from '../drivers/distribution/distribution.ts';
+import { createDistribution, type ReloadableRegistryOptions } from '../drivers/distribution/distribution.ts';
 import { hostPlatform } from '../drivers/image/platform.ts';
 import { pullHandler } from '../api/distribution/pull-handler.ts';
 import { pushHandler } from '../api/distribution/push-handler.ts';
@@ -202,13 +202,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const archive = createImageArchive({ layers, tmpDir, log: logger });
     const distribution = createDistribution({
       log: logger.child({ component: 'distribution' }),
-      insecureRegistries: cfg.insecureRegistries ?? [],
-      registryMirrors: cfg.registryMirrors ?? [],
+      ...registryOptions(cfg),
       certsDir: process.env.ENGINE_CERTS_DIR || '/etc/engine/certs.d',
-      maxConcurrentDownloads: cfg.maxConcurrentDownloads || 3,
-      maxDownloadAttempts: cfg.maxDownloadAttempts || 5,
-      maxConcurrentUploads: cfg.maxConcurrentUploads || 5,
-      allowNondistributable: cfg.allowNondistributableArtifacts ?? [],
       proxies: { http: cfg.httpProxy || undefined, https: cfg.httpsProxy || undefined, noProxy: cfg.noProxy || undefined },
       layers,
       platform: hostPlatform(),
@@ -326,19 +321,9 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       runtimeTable = nextRuntimes;
       Object.assign(cfg, r.config);
       logger.level = levelOf(cfg);
-      reconfigureDistribution(cfg);
+      distribution.reconfigure(registryOptions(cfg));
       logger.info({ changed: r.changed.map((c) => c.key) }, 'configuration reloaded');
     };
-    function reconfigureDistribution(c: DaemonConfig): void {
-      distribution.reconfigure({
-        insecureRegistries: c.insecureRegistries ?? [],
-        registryMirrors: c.registryMirrors ?? [],
-        maxConcurrentDownloads: c.maxConcurrentDownloads || 3,
-        maxDownloadAttempts: c.maxDownloadAttempts || 5,
-        maxConcurrentUploads: c.maxConcurrentUploads || 5,
-        allowNondistributable: c.allowNondistributableArtifacts ?? [],
-      });
-    }
 
     await waitForSignal(logger);
 
@@ -367,6 +352,18 @@ async function runCleanups(cleanups: Array<[string, () => Promise<void> | void]>
       log.warn({ err, step: name }, 'cleanup step failed');
     }
   }
+}
+
+/** The registry options a reload may change, with the spec's defaults. */
+function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
+  return {
+    insecureRegistries: c.insecureRegistries ?? [],
+    registryMirrors: c.registryMirrors ?? [],
+    maxConcurrentDownloads: c.maxConcurrentDownloads || 3,
+    maxDownloadAttempts: c.maxDownloadAttempts || 5,
+    maxConcurrentUploads: c.maxConcurrentUploads || 5,
+    allowNondistributable: c.allowNondistributableArtifacts ?? [],
+  };
 }
 
 /**
