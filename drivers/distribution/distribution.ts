@@ -15,8 +15,6 @@ import { Transport } from './transport.ts';
 import type { AuthConfig, AuthResult, Distribution, DistributionInspect, DistributionOptions } from './types.ts';
 
 export interface DistributionDriver extends Distribution {
-  /** Apply new limits (config reload). */
-  setLimits(limits: { maxConcurrentDownloads?: number; maxConcurrentUploads?: number; maxDownloadAttempts?: number }): void;
   /** Apply the reloadable registry options (SIGHUP); pulls and pushes under way keep what they had. */
   reconfigure(o: ReloadableRegistryOptions): void;
   search(term: string, limit: number, auth: AuthConfig | undefined, signal?: AbortSignal): Promise<SearchResult[]>;
@@ -170,12 +168,6 @@ export function createDistribution(opts: DistributionOptions): DistributionDrive
     return tags;
   }
 
-  const setLimits: DistributionDriver['setLimits'] = (l) => {
-    if (l.maxConcurrentDownloads) ctx.downloads.setMax(l.maxConcurrentDownloads);
-    if (l.maxConcurrentUploads) ctx.uploads.setMax(l.maxConcurrentUploads);
-    if (l.maxDownloadAttempts) ctx.maxDownloadAttempts = l.maxDownloadAttempts;
-  };
-
   /**
    * GET /v1/search on the index a term names (`host[:port]/query`, else Docker Hub's index): the
    * one v1 call a daemon still makes (spec rule 3). HTTPS first, then HTTP for insecure registries.
@@ -226,12 +218,13 @@ export function createDistribution(opts: DistributionOptions): DistributionDrive
     checkAuth,
     inspectDistribution,
     listTags,
-    setLimits,
     reconfigure(o) {
       client.ctx.insecure = createInsecureMatcher(o.insecureRegistries);
       client.ctx.mirrors = [...o.registryMirrors];
       ctx.nondistributable = createHostMatcher(o.allowNondistributable);
-      setLimits(o);
+      if (o.maxConcurrentDownloads) ctx.downloads.setMax(o.maxConcurrentDownloads);
+      if (o.maxConcurrentUploads) ctx.uploads.setMax(o.maxConcurrentUploads);
+      if (o.maxDownloadAttempts) ctx.maxDownloadAttempts = o.maxDownloadAttempts;
     },
     close: () => transport.close(),
   };
