@@ -42,6 +42,7 @@ import { subscribeEvents } from '../drivers/supervisor/events.ts';
 import { startSupervisor, type SupervisorProcess } from '../drivers/supervisor/process.ts';
 import { createRuntimes, type Runtimes } from '../drivers/supervisor/runtimes.ts';
 import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
+import { RunRegistry } from '../reconcilers/container/runs.ts';
 import { parseSignal } from '../reconcilers/container/signals.ts';
 import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
 import { openStore } from '../store/store.ts';
@@ -159,8 +160,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const network = new NetworkAttacher(store, bridgeDriver, logger);
 
     let exitEvents: { readonly live: boolean } | null = null;
+    const runs = new RunRegistry({ supervisor, exitEventsLive: () => exitEvents?.live ?? false });
     const containers = new ContainerReconciler(store, {
-      exitEventsLive: () => exitEvents?.live ?? false,
       network,
       supervisor,
       stdio,
@@ -172,13 +173,14 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       execRoot,
       cgroupParent: cfg.cgroupParent || '/engine',
       log: logger.child({ component: 'container-reconciler' }),
-    });
+    }, runs);
     const images = new ImageReconciler(store, layers, { log: logger.child({ component: 'images' }) });
 
     const manager = new Manager();
     const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16, specChangesOnly: true });
     const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log: logger, workers: 2 });
     containers.enqueue = (key, afterMs) => containerCtl.enqueue(key, afterMs);
+    runs.enqueue = (key) => containerCtl.enqueue(key);
     const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver), log: logger, workers: 1 });
     manager.add(networkCtl);
     manager.add(imageCtl);
@@ -189,10 +191,10 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       namespace,
       log: logger.child({ component: 'supervisor-events' }),
       onExit: (e) => {
-        if (e.id === e.containerId || !e.id) containers.notifyExit(e.containerId, { pid: e.pid, exitStatus: e.exitStatus, exitedAt: e.exitedAt });
+        if (e.id === e.containerId || !e.id) runs.notifyExit(e.containerId, { pid: e.pid, exitStatus: e.exitStatus, exitedAt: e.exitedAt });
       },
-      onOom: (id) => containers.notifyOom(id),
-      onReady: () => containers.exitEventsResumed(),
+      onOom: (id) => runs.notifyOom(id),
+      onReady: () => runs.exitEventsResumed(),
     });
     exitEvents = supEvents;
     onStop('supervisor-events', () => supEvents.close());
@@ -220,7 +222,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const execs = new ExecManager({
       supervisor,
       stdio,
-      host: containers,
+      host: runs,
       execRoot,
       log: logger.child({ component: 'exec' }),
       resolveUser: (rootfs, user) => resolveUser(rootfs, user),
@@ -228,13 +230,13 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const cgroupParent = cfg.cgroupParent || '/engine';
     const ops = createContainerOps({
       cgroupParent,
-      runInfo: (id) => containers.runInfo(id),
+      runInfo: (id) => runs.runInfo(id),
       pids: (id) => supervisor.pids(id),
       layers,
     });
     const attachDeps = {
       store,
-      streams: { watchRuns: (id: string, fn: Parameters<typeof containers.watchRuns>[1]) => containers.watchRuns(id, fn), resize: (id: string, w: number, h: number) => containers.resize(id, w, h) },
+      streams: { watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn), resize: (id: string, w: number, h: number) => runs.resize(id, w, h) },
       execs,
       logs: logReader,
       version: { api: API_VERSION, min: MIN_API_VERSION },

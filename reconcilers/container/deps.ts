@@ -106,11 +106,6 @@ export interface NetworkPort {
 
 export interface ContainerReconcilerDeps {
   network?: NetworkPort;
-  /**
-   * Whether the supervisor's exit events are being received now (notifyExit). While they are,
-   * a run relies on them for a while before it also asks Wait. Absent: Wait at once.
-   */
-  exitEventsLive?: () => boolean;
   supervisor: SupervisorPort;
   stdio: StdioPort;
   logging: LoggingPort;

@@ -13,42 +13,11 @@ import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import { nextPhase } from './machine.ts';
+import type { Run, RunRegistry } from './runs.ts';
 import { decideRestart } from './restart-policy.ts';
 import { parseSignal } from './signals.ts';
 
 type C = { spec: ContainerSpec; status: ContainerStatus };
-
-interface ExitInfo {
-  exitStatus: number;
-  exitedAt: Date | null;
-}
-
-/**
- * How long a run relies on the supervisor's exit event alone. Most short runs end well before,
- * and a Wait costs round trips in the daemon, the supervisor and the shim; after this, a Wait
- * also watches the run, the backstop for an event lost while the event stream was down.
- */
-const WAIT_AFTER_MS = 2_000;
-
-/** One start of a container: the in-memory handles of its init process. */
-interface Run {
-  io: ProcessIOLike;
-  hub: HubLike;
-  logger: LoggerLike | null;
-  pid: number;
-  startedAt: number;
-  exit: ExitInfo | null;
-  exited: Promise<ExitInfo>;
-  oom: boolean;
-  waitAbort: AbortController;
-  /** watchExit has not returned yet (aborting a settled one only costs an AbortError). */
-  waiting: boolean;
-  /** Ends watchExit's reliance on exit events: one arrived, or some may have been lost. */
-  wake: () => void;
-  /** The OCI spec this run was started with (exec derives its process from it). */
-  oci: { process?: Record<string, unknown> } & Record<string, unknown>;
-  rootfs: string;
-}
 
 export interface ReconcileContext {
   signal: AbortSignal;
@@ -69,70 +38,14 @@ export class ContainerReconciler {
   readonly kind = KIND.container;
   private readonly store: ReconcilerStore;
   private readonly deps: ContainerReconcilerDeps;
-  private readonly runs = new Map<string, Run>();
+  private readonly runs: RunRegistry;
   /** Set by cmd once the controller exists: outside triggers (exits, timers) enter the queue here. */
   enqueue: (key: string, afterMs?: number) => void = () => {};
 
-  constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps) {
+  constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry) {
     this.store = store;
     this.deps = deps;
-  }
-
-  /** Called for supervisor exit/oom events: an exit can arrive both here and from Wait; both are idempotent. */
-  notifyExit(containerId: string, info: ExitInfo & { pid?: number }): void {
-    const run = this.runs.get(containerId);
-    // The pid tells this run's exit from a late event of the run before it (restarts).
-    if (run && !run.exit && !(info.pid && run.pid && info.pid !== run.pid)) {
-      run.exit = { exitStatus: info.exitStatus, exitedAt: info.exitedAt };
-      run.wake();
-    }
-    this.enqueue(containerId);
-  }
-
-  /**
-   * The exit event stream is (again) live. Exits during a gap were lost: every run still relying
-   * on events asks Wait now (one that has exited answers at once).
-   */
-  exitEventsResumed(): void {
-    for (const run of this.runs.values()) run.wake();
-  }
-
-  notifyOom(containerId: string): void {
-    const run = this.runs.get(containerId);
-    if (run) run.oom = true;
-  }
-
-  private readonly runWatchers = new Map<string, Set<(hub: HubLike) => void>>();
-
-  /** Attach: the hub of the current run now, and of every later run before its process starts. */
-  watchRuns(containerId: string, fn: (hub: HubLike) => void): () => void {
-    let set = this.runWatchers.get(containerId);
-    if (!set) this.runWatchers.set(containerId, (set = new Set()));
-    set.add(fn);
-    const run = this.runs.get(containerId);
-    if (run && !run.exit) fn(run.hub);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0 && this.runWatchers.get(containerId) === set) this.runWatchers.delete(containerId);
-    };
-  }
-
-  /** What exec needs of a running container. */
-  runInfo(containerId: string): { pid: number; oci: Run['oci']; rootfs: string } | undefined {
-    const run = this.runs.get(containerId);
-    return run && !run.exit ? { pid: run.pid, oci: run.oci, rootfs: run.rootfs } : undefined;
-  }
-
-  async resize(containerId: string, width: number, height: number): Promise<void> {
-    const run = this.runs.get(containerId);
-    if (!run || run.exit) return;
-    await this.deps.supervisor.resizePty(containerId, undefined, width, height);
-  }
-
-  /** Stdio hub of a running container (attach). */
-  hubOf(containerId: string): HubLike | undefined {
-    const run = this.runs.get(containerId);
-    return run && !run.exit ? run.hub : undefined;
+    this.runs = runs;
   }
 
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
@@ -209,7 +122,7 @@ export class ContainerReconciler {
   /** Stop every running container (daemon shutdown), each within its stop timeout capped at `timeoutS`. */
   async shutdown(timeoutS: number): Promise<void> {
     await Promise.all(
-      [...this.runs.keys()].map(async (id) => {
+      this.runs.ids().map(async (id) => {
         const run = this.runs.get(id);
         const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
         if (!run || !r) return;
@@ -322,13 +235,7 @@ export class ContainerReconciler {
       const taskCreated = Promise.withResolvers<void>();
       taskCreated.promise.catch(() => {});
       const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), taskCreated.promise);
-      for (const fn of this.runWatchers.get(id) ?? []) {
-        try {
-          fn(hub);
-        } catch (err) {
-          ctx.log.warn({ err }, 'attach watcher failed');
-        }
-      }
+      this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));
       if (status.logPath) {
         logger = this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig);
         if (logger) {
@@ -345,24 +252,7 @@ export class ContainerReconciler {
       taskCreated.resolve();
       const ep = this.status(id).endpoint;
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
-      const waitAbort = new AbortController();
-      const run: Run = {
-        io,
-        hub,
-        logger,
-        pid: task.pid,
-        startedAt: Date.now(),
-        exit: null,
-        exited: undefined as unknown as Promise<ExitInfo>,
-        oom: false,
-        waitAbort,
-        waiting: true,
-        wake: () => {},
-        oci: oci as Run['oci'],
-        rootfs,
-      };
-      run.exited = this.watchExit(id, run).finally(() => (run.waiting = false));
-      this.runs.set(id, run);
+      const run = this.runs.add(id, { io, hub, logger, pid: task.pid, startedAt: Date.now(), oci: oci as Run['oci'], rootfs });
       const { pid } = await sup.startTask(id);
       run.pid = pid;
       this.stageStatus(id, (s) => ({
@@ -378,11 +268,7 @@ export class ContainerReconciler {
         oomKilled: false,
       }));
     } catch (err) {
-      const run = this.runs.get(id);
-      if (run) {
-        if (run.waiting) run.waitAbort.abort();
-        this.runs.delete(id);
-      }
+      this.runs.delete(id);
       io?.close();
       await logger?.close().catch(() => {});
       if (!created && creating) created = await creating;
@@ -412,42 +298,6 @@ export class ContainerReconciler {
       if (!isCode(err, 'AlreadyExists')) throw err;
       await this.clearSupervisor(id);
       await this.deps.supervisor.createContainer(req);
-    }
-  }
-
-  /** Resolve a run's exit from an exit event or from Wait (re-issued if the supervisor restarts). */
-  private async watchExit(id: string, run: Run): Promise<ExitInfo> {
-    if (this.deps.exitEventsLive?.()) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, WAIT_AFTER_MS).unref();
-        const signal = run.waitAbort.signal;
-        function done(): void {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          run.wake = () => {};
-          resolve();
-        }
-        run.wake = done;
-        signal.addEventListener('abort', done);
-      });
-      if (run.waitAbort.signal.aborted) return run.exit ?? { exitStatus: 255, exitedAt: null };
-    }
-    for (;;) {
-      if (run.exit) return run.exit;
-      try {
-        const res = await this.deps.supervisor.waitTask(id, undefined, { signal: run.waitAbort.signal });
-        if (!run.exit) run.exit = res;
-        this.enqueue(id);
-        return run.exit;
-      } catch (err) {
-        if (run.waitAbort.signal.aborted) return run.exit ?? { exitStatus: 255, exitedAt: null };
-        if (isCode(err, 'NotFound')) {
-          if (!run.exit) run.exit = { exitStatus: 255, exitedAt: null };
-          this.enqueue(id);
-          return run.exit;
-        }
-        await sleep(200);
-      }
     }
   }
 
@@ -507,7 +357,7 @@ export class ContainerReconciler {
     })();
     const net = this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed'));
     await within(run.hub.ended, 2000);
-    if (run.waiting) run.waitAbort.abort();
+    this.runs.stopWatching(run);
     run.io.close();
     await run.logger?.close().catch(() => {});
     const ranMs = Date.now() - run.startedAt;
@@ -521,7 +371,7 @@ export class ContainerReconciler {
       exitSeq: s.exitSeq + 1,
     }));
     await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
-    this.runs.delete(id);
+    this.runs.delete(id, run);
     this.lastRunMs.set(id, ranMs);
   }
 
