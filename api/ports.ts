@@ -150,6 +150,12 @@ export interface PathStat {
   linkTarget: string;
 }
 
+/** One-off signals to a container's task (`docker kill`): not desired state, like stdio. */
+export interface ContainerSignalPort {
+  /** NotFound when the container has no task. */
+  kill(containerId: string, signal: number): Promise<void>;
+}
+
 export interface ContainerOpsPort {
   top(containerId: string, psArgs: string): Promise<{ Titles: string[]; Processes: string[][] }>;
   /** One stats sample (without precpu_stats). */

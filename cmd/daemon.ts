@@ -43,6 +43,7 @@ import { startSupervisor, type SupervisorProcess } from '../drivers/supervisor/p
 import { createRuntimes, type Runtimes } from '../drivers/supervisor/runtimes.ts';
 import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../reconcilers/container/runs.ts';
+import { migrateContainerRecords } from '../reconcilers/container/migrate.ts';
 import { parseSignal } from '../reconcilers/container/signals.ts';
 import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
 import { openStore } from '../store/store.ts';
@@ -179,7 +180,6 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const manager = new Manager();
     const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: containers, log: logger, workers: 16, specChangesOnly: true });
     const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log: logger, workers: 2 });
-    containers.enqueue = (key, afterMs) => containerCtl.enqueue(key, afterMs);
     runs.enqueue = (key) => containerCtl.enqueue(key);
     const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver), log: logger, workers: 1 });
     manager.add(networkCtl);
@@ -199,6 +199,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     exitEvents = supEvents;
     onStop('supervisor-events', () => supEvents.close());
 
+    const migrated = migrateContainerRecords(store);
+    if (migrated) logger.info({ containers: migrated }, 'container records migrated to desired levels');
     await manager.start();
 
     const archive = createImageArchive({ layers, tmpDir, log: logger });
@@ -268,6 +270,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
         containerRoutes({
           store,
           logs: logReader,
+          signals: { kill: (id, sig) => supervisor.killTask(id, sig) },
+          events,
           defaults: {
             get runtime() {
               return runtimes.default;

@@ -106,14 +106,19 @@ export interface ContainerSpec {
   /** Executable and arguments actually run (Entrypoint + Cmd resolved at create). */
   path: string;
   args: string[];
-  /** Where the container should be. `removed` means: tear down, then the reconciler deletes the record. */
+  /**
+   * Where the container should be: a level, never a count of requests. `removed`: tear down, then
+   * the reconciler deletes the record.
+   */
   desired: ContainerDesired;
-  /** Each start/restart request bumps this; the reconciler starts a new run when it exceeds status.startSeq. */
-  startSeq: number;
-  /** Each stop/restart request bumps seq; the reconciler stops the current run when seq exceeds status.stopSeq. */
-  stop: { seq: number; signal?: string; timeout?: number | null };
-  /** Each kill request bumps seq; the reconciler sends the signal when seq exceeds status.killSeq. */
-  kill: { seq: number; signal: string };
+  /**
+   * Which run is wanted: `docker start` and `docker restart` bump it. A live run started for a
+   * lower generation is stopped and replaced (restart); a run that ended is started again (start).
+   * Whether the container is up at all follows from `desired`.
+   */
+  runGeneration: number;
+  /** How to stop when asked to (`docker stop/restart -t -s`): signal and grace period in seconds. */
+  stopOptions?: { signal?: string; timeout?: number | null };
   /** Set with desired = 'removed'. */
   remove?: { force: boolean; volumes: boolean };
   /** Set when the user stopped the container explicitly (restart policies must not restart it). */
@@ -146,9 +151,19 @@ export interface ContainerStatus {
   finishedAt: string;
   oomKilled: boolean;
   restartCount: number;
-  startSeq: number;
-  stopSeq: number;
-  killSeq: number;
+  /** The spec's runGeneration the current (or last) run was started for. */
+  runGeneration: number;
+  /**
+   * While a stop is under way: when its grace period ends (epoch ms; -1: no end). Cleared once the
+   * run is collected. A fact, so a stop survives a daemon crash and a worker never waits on it.
+   */
+  stopDeadline?: number | null;
+  /** SIGKILL was sent for the stop (or removal) under way. */
+  stopKilled?: boolean;
+  /** While phase is `restarting`: when the restart policy's next start is due (epoch ms). */
+  restartAt?: number | null;
+  /** The back-off delay the last policy restart used (doubles while runs stay short). */
+  restartDelayMs?: number;
   /** Increments on every exit; `wait?condition=next-exit` waits for it to move. */
   exitSeq: number;
   /** Paths (host side) kept for inspect. */

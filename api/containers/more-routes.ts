@@ -2,7 +2,7 @@
 // the archive endpoints (`docker cp`).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { pipeline } from 'node:stream/promises';
-import { conflict, invalidArgument } from '../../lib/errors.ts';
+import { conflict, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ContainerOpsPort, PathStat } from '../ports.ts';
@@ -33,7 +33,9 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
 
   async function setDesired(c: CR, desired: 'paused' | 'running'): Promise<CR | undefined> {
     const gen = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, desired })).generation;
-    return store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs });
+    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.observedGeneration >= gen, { timeoutMs });
+    if (r && r.status.observedGeneration < gen) throw unavailable(`container ${c.name}: the change to ${desired} was not applied in time`);
+    return r;
   }
 
   return async function register(app: FastifyInstance): Promise<void> {

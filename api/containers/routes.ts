@@ -1,11 +1,11 @@
 // Container routes: each handler validates, writes desired state into the store, and waits for
 // the container reconciler to report the observed result in status.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { conflict, EngineError, invalidArgument, notFound, notImplemented, notModified } from '../../lib/errors.ts';
+import { conflict, EngineError, invalidArgument, isCode, notFound, notImplemented, notModified, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
-import type { ContainerLogReader } from '../ports.ts';
+import type { ContainerLogReader, ContainerSignalPort } from '../ports.ts';
 import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
 import { inspectView, summaryView } from './views.ts';
@@ -25,6 +25,10 @@ export interface ContainerRouteDeps {
   parseSignal: (sig: string) => number;
   graphDriverData: (id: string) => Record<string, string>;
   sizeRw: (id: string) => Promise<number>;
+  /** One-off signals to a container's task (`docker kill`): NotFound when it has none. */
+  signals: ContainerSignalPort;
+  /** Events only the API sees (a kill's signal). */
+  events?: { container(action: string, c: CR, extra?: Record<string, string>): void };
   /** How long a handler waits for the reconciler before answering 503/500. */
   waitTimeoutMs?: number;
 }
@@ -73,6 +77,9 @@ export function findContainer(store: ApiStore, ref: string): CR {
   throw notFound(`No such container: ${ref}`);
 }
 
+/** How long `docker kill` with SIGKILL waits for the container to go down before answering. */
+const KILL_WAIT_MS = 5_000;
+
 const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 export function containerRoutes(deps: ContainerRouteDeps) {
@@ -86,6 +93,23 @@ export function containerRoutes(deps: ContainerRouteDeps) {
 
   function bump(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
     return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).generation;
+  }
+
+  /** Writes a spec asking for a new run; answers the run generation to wait for. */
+  function bumpRun(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
+    return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).spec.runGeneration;
+  }
+
+  /**
+   * Waits until the reconciler has started (or failed to start) the run `want`. A wait that ends
+   * first answers 503: the request is not known to have worked.
+   */
+  async function runStarted(id: string, want: number, waitMs: number | undefined): Promise<CR | undefined> {
+    // The reconciler writes the run generation together with the start's outcome.
+    const done = (r: CR | undefined) => !r || r.status.runGeneration >= want;
+    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, done, { timeoutMs: waitMs });
+    if (r && !done(r)) throw unavailable(`container ${id} did not start in time: it is still ${r.status.phase}`);
+    return r;
   }
 
   return async function register(app: FastifyInstance): Promise<void> {
@@ -109,12 +133,11 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const spec: ContainerSpec = {
         id, name, created: rfc3339Nano(), imageId: image.name, config: n.config, hostConfig: n.hostConfig,
         networkingConfig: (body as Record<string, unknown>).NetworkingConfig ?? null,
-        path: n.path, args: n.args, desired: 'created', startSeq: 0, stop: { seq: 0 }, kill: { seq: 0, signal: 'SIGKILL' },
-        manuallyStopped: false,
+        path: n.path, args: n.args, desired: 'created', runGeneration: 0, manuallyStopped: false,
       };
       const status: ContainerStatus = {
         observedGeneration: 0, phase: 'created', pid: 0, exitCode: 0, error: '', errorCode: '', startedAt: ZERO_TIME,
-        finishedAt: ZERO_TIME, oomKilled: false, restartCount: 0, startSeq: 0, stopSeq: 0, killSeq: 0, exitSeq: 0,
+        finishedAt: ZERO_TIME, oomKilled: false, restartCount: 0, runGeneration: 0, exitSeq: 0,
         logPath: '', hostnamePath: '', hostsPath: '', resolvConfPath: '', driver: '', rootfs: '', prepared: false,
       };
       const created = store.create(KIND.container, id, spec, status);
@@ -157,8 +180,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (s.phase === 'paused') throw conflict('cannot start a paused container, try unpause instead');
       if (s.phase === 'running') throw notModified();
       if (c.spec.desired === 'removed' || s.phase === 'removing') throw conflict(`container is marked for removal and cannot be started`);
-      const gen = bump(c.name, (sp) => ({ ...sp, desired: 'running', startSeq: sp.startSeq + 1, manuallyStopped: false }));
-      const r = await observed(c.name, gen);
+      const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1, manuallyStopped: false }));
+      const r = await runStarted(c.name, want, timeoutMs);
       if (!r) throw notFound(`No such container: ${req.params.id}`);
       if (r.status.error && r.status.phase !== 'running') {
         const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
@@ -177,15 +200,20 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const signal = apiVersionOf(req) >= 1.42 ? q(req, 'signal') : undefined;
       if (signal) deps.parseSignal(signal);
       if (!restart && !isRunning(c.status)) throw notModified();
-      const gen = bump(c.name, (sp) => ({
-        ...sp,
-        desired: restart ? 'running' : 'stopped',
-        manuallyStopped: !restart,
-        stop: { seq: sp.stop.seq + 1, signal: signal || undefined, timeout: t ?? null },
-        startSeq: restart ? sp.startSeq + 1 : sp.startSeq,
-      }));
-      const r = await observed(c.name, gen);
-      if (restart && r?.status.error && r.status.phase !== 'running') throw new EngineError('Internal', `Cannot restart container ${req.params.id}: ${r.status.error}`);
+      const stopOptions = { signal: signal || undefined, timeout: t ?? null };
+      // Long enough for the grace period, the SIGKILL after it and the teardown; none when the
+      // grace period has no end (as the reference, the client decides how long to wait).
+      const grace = t ?? c.spec.config.StopTimeout ?? 10;
+      const wait = grace < 0 ? undefined : grace * 1000 + timeoutMs;
+      if (restart) {
+        const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', manuallyStopped: false, stopOptions, runGeneration: sp.runGeneration + 1 }));
+        const r = await runStarted(c.name, want, wait);
+        if (r?.status.error && r.status.phase !== 'running') throw new EngineError('Internal', `Cannot restart container ${req.params.id}: ${r.status.error}`);
+      } else {
+        bump(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }));
+        const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x.status), { timeoutMs: wait });
+        if (r && isRunning(r.status)) throw unavailable(`container ${c.name} did not stop in time: it is still ${r.status.phase}`);
+      }
       reply.code(204).send();
     }
     app.post('/containers/:id/stop', (req: Req, reply) => stopLike(req, reply, false));
@@ -193,11 +221,18 @@ export function containerRoutes(deps: ContainerRouteDeps) {
 
     app.post('/containers/:id/kill', async (req: Req, reply) => {
       const c = findContainer(store, req.params.id);
-      const signal = q(req, 'signal') || 'SIGKILL';
-      deps.parseSignal(signal);
+      const sig = deps.parseSignal(q(req, 'signal') || 'SIGKILL');
       if (!isRunning(c.status)) throw conflict(`cannot kill container: ${req.params.id}: container ${c.name} is not running`);
-      const gen = bump(c.name, (sp) => ({ ...sp, kill: { seq: sp.kill.seq + 1, signal } }));
-      await observed(c.name, gen);
+      const exits = c.status.exitSeq;
+      try {
+        await deps.signals.kill(c.name, sig);
+      } catch (err) {
+        if (isCode(err, 'NotFound')) throw conflict(`cannot kill container: ${req.params.id}: container ${c.name} is not running`);
+        throw err;
+      }
+      deps.events?.container('kill', c, { signal: String(sig) });
+      // As the reference: a SIGKILL answers once the container is down (or after a short wait).
+      if (sig === 9) await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.exitSeq > exits, { timeoutMs: KILL_WAIT_MS });
       reply.code(204).send();
     });
 
@@ -272,7 +307,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         throw conflict(`cannot remove container "${c.spec.name}": container is running: stop the container before removing or force remove`);
       }
       store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }));
-      await store.waitFor(KIND.container, c.name, (r) => !r, { timeoutMs });
+      const left = await store.waitFor(KIND.container, c.name, (r) => !r, { timeoutMs });
+      if (left) throw unavailable(`removal of container ${c.name} did not finish in time`);
       reply.code(204).send();
     });
   };

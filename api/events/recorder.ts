@@ -135,9 +135,12 @@ export class EventRecorder {
     const p = prev.status;
     const s = cur.status;
     if (prev.spec.name !== cur.spec.name) this.container('rename', cur, { oldName: prev.spec.name });
-    if (s.killSeq > p.killSeq) this.container('kill', cur, { signal: String(signalNumber(cur.spec.kill.signal)) });
-    if (s.exitSeq > p.exitSeq) this.container('die', cur, { exitCode: String(s.exitCode) });
-    if (s.stopSeq > p.stopSeq && !cur.spec.remove) this.container('stop', cur);
+    if (s.exitSeq > p.exitSeq) {
+      this.container('die', cur, { exitCode: String(s.exitCode) });
+      // Asked to stop (`docker stop`), or to stop for a new run (`docker restart`).
+      const stopped = cur.spec.desired === 'stopped' || cur.spec.runGeneration > s.runGeneration;
+      if (stopped && !cur.spec.remove) this.container('stop', cur);
+    }
     if (s.phase === 'running' && (p.phase !== 'running' && p.phase !== 'paused')) this.container('start', cur);
     if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);
     if (s.phase === 'running' && p.phase === 'paused') this.container('unpause', cur);
@@ -149,11 +152,4 @@ export class EventRecorder {
     const cur = ev.resource as Resource<ImageSpec, unknown>;
     if (ev.type === 'delete') this.emit('image', 'delete', cur.name, { name: cur.name });
   }
-}
-
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
-function signalNumber(sig: string): number {
-  if (/^\d+$/.test(sig)) return Number(sig);
-  const up = sig.toUpperCase();
-  return SIGNALS[up.startsWith('SIG') ? up : `SIG${up}`] ?? 9;
 }

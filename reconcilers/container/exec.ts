@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { conflict, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
-import { withCloseIO } from './reconciler.ts';
+import { withCloseIO } from './run-steps.ts';
 
 export interface ExecConfig {
   User: string;

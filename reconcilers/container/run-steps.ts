@@ -1,0 +1,347 @@
+// The steps of a container's runs, each safe to repeat after a crash at any line: prepare the
+// container (directory, /etc files, read-write layer), start a run (supervisor record, stdio,
+// log writer, task, network), signal it, collect it once it exited, and clear what the
+// supervisor still holds. The reconciler decides which step is due; these perform them and
+// stage what they observed in status.
+import { appendFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { rm, rmdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { conflict, errorCode, isCode } from '../../lib/errors.ts';
+import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ReconcilerStore } from '../store-like.ts';
+import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
+import { nextPhase } from './machine.ts';
+import type { Run, RunRegistry } from './runs.ts';
+import { parseSignal } from './signals.ts';
+import type { StagedStatus } from './staged-status.ts';
+
+export interface ReconcileContext {
+  signal: AbortSignal;
+  log: Logger;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** `p`, or nothing after `ms`; the timer goes when `p` settles first. */
+function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<void>((r) => (timer = setTimeout(r, ms).unref()));
+  return Promise.race([p.then(() => {}, () => {}), t]).finally(() => clearTimeout(timer));
+}
+
+export class RunSteps {
+  private readonly store: ReconcilerStore;
+  private readonly deps: ContainerReconcilerDeps;
+  private readonly runs: RunRegistry;
+  private readonly status: StagedStatus;
+
+  constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry, status: StagedStatus) {
+    this.store = store;
+    this.deps = deps;
+    this.runs = runs;
+    this.status = status;
+  }
+
+  containerDir(id: string): string {
+    return join(this.deps.dataRoot, 'containers', id);
+  }
+
+  fifoDir(id: string): string {
+    return join(this.deps.execRoot, 'supervisor', id);
+  }
+
+  /** Create step: the container's directory, /etc files and read-write layer. */
+  async prepare(id: string, spec: ContainerSpec): Promise<void> {
+    const dir = this.containerDir(id);
+    mkdirSync(dir, { recursive: true, mode: 0o710 });
+    const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig);
+    const ep = await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode);
+    if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
+    const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
+    await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
+    this.status.stage(id, (s) => ({
+      ...s,
+      prepared: true,
+      endpoint: ep ?? null,
+      logPath: spec.hostConfig.LogConfig.Type === 'none' ? '' : join(dir, `${id}-json.log`),
+      hostnamePath: files.hostname,
+      hostsPath: files.hosts,
+      resolvConfPath: files.resolvConf,
+      driver: this.deps.layers.driverName,
+    }));
+  }
+
+  async startRun(id: string, ctx: ReconcileContext): Promise<void> {
+    const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.spec;
+    const status = this.status.get(id);
+    if (!nextPhase(status.phase, 'START')) return;
+    const sup = this.deps.supervisor;
+    let io: ProcessIOLike | undefined;
+    let logger: LoggerLike | null = null;
+    let created = false;
+    let creating: Promise<boolean> | undefined;
+    try {
+      const rootfs = await this.deps.layers.mountRW(id);
+      const oci = await this.deps.spec.build({
+        id,
+        config: spec.config,
+        hostConfig: spec.hostConfig,
+        path: spec.path,
+        args: spec.args,
+        rootfs,
+        imageEnv: [],
+        files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
+        cgroupsPath: `${this.deps.cgroupParent}/${id}`,
+      });
+      const mode = spec.hostConfig.NetworkMode;
+      if (mode.startsWith('container:')) this.joinNetworkOf(oci as Record<string, unknown>, mode.slice('container:'.length));
+      const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
+      this.supervisorClean.delete(id);
+      // The supervisor's record is created while the FIFOs and the log file are prepared here.
+      const record = this.createRecord(id, { id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
+      creating = record.then(() => true, () => false);
+      io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
+      const taskCreated = Promise.withResolvers<void>();
+      taskCreated.promise.catch(() => {});
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), taskCreated.promise);
+      this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));
+      if (status.logPath) {
+        logger = this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig);
+        if (logger) {
+          const l = logger;
+          hub.subscribe((stream, chunk) => l.log(stream, chunk));
+        }
+      }
+      await record;
+      created = true;
+      const task = await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty }).catch((err) => {
+        taskCreated.reject(err);
+        throw err;
+      });
+      taskCreated.resolve();
+      const ep = this.status.get(id).endpoint;
+      if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
+      const run = this.runs.add(id, { io, hub, logger, pid: task.pid, startedAt: Date.now(), oci: oci as Run['oci'], rootfs });
+      const { pid } = await sup.startTask(id);
+      run.pid = pid;
+      this.status.stage(id, (s) => ({
+        ...s,
+        phase: 'running',
+        pid,
+        sandboxKey: mode === 'host' ? '' : `/proc/${pid}/ns/net`,
+        startedAt: rfc3339Nano(),
+        finishedAt: s.finishedAt || ZERO_TIME,
+        exitCode: 0,
+        error: '',
+        errorCode: '',
+        oomKilled: false,
+      }));
+    } catch (err) {
+      this.runs.delete(id);
+      io?.close();
+      await logger?.close().catch(() => {});
+      if (!created && creating) created = await creating;
+      if (created) await this.clearSupervisor(id);
+      await this.deps.layers.unmountRW(id).catch(() => {});
+      const message = err instanceof Error ? err.message : String(err);
+      const exitCode = runtimeExitCode(message);
+      ctx.log.info({ err: message }, 'container start failed');
+      this.status.stage(id, (s) => ({
+        ...s,
+        error: message,
+        errorCode: exitCode !== null ? 'InvalidArgument' : errorCode(err),
+        exitCode: exitCode ?? 128,
+        pid: 0,
+      }));
+    }
+  }
+
+  /**
+   * The supervisor's container record. One left behind by a crash between steps (the id is
+   * ours, so it is recognised) is cleared with its task and created anew.
+   */
+  async createRecord(id: string, req: Parameters<ContainerReconcilerDeps['supervisor']['createContainer']>[0]): Promise<void> {
+    try {
+      await this.deps.supervisor.createContainer(req);
+    } catch (err) {
+      if (!isCode(err, 'AlreadyExists')) throw err;
+      await this.clearSupervisor(id);
+      await this.deps.supervisor.createContainer(req);
+    }
+  }
+
+  async signal(id: string, sig: number): Promise<void> {
+    try {
+      await this.deps.supervisor.killTask(id, sig);
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) throw err;
+    }
+  }
+
+  /** Stop signal, up to `timeoutS` seconds (negative: forever), then SIGKILL. */
+  async stopProcess(id: string, run: Run, stopSignal: string | undefined, timeoutS: number): Promise<void> {
+    if (this.status.get(id).phase === 'paused') {
+      await this.deps.supervisor.resume(id).catch(() => {});
+    }
+    await this.signal(id, parseSignal(stopSignal, 'SIGTERM'));
+    if (timeoutS >= 0) {
+      const done = await Promise.race([run.exited.then(() => true), sleep(timeoutS * 1000).then(() => false)]);
+      if (done) return;
+      await this.deps.supervisor.killTask(id, 9, { all: true }).catch((err) => {
+        if (!isCode(err, 'NotFound')) throw err;
+      });
+    }
+    await Promise.race([run.exited, sleep(30_000)]);
+  }
+
+  /** Collect an exited run: exit code, drain output, unmount, record exited. Answers how long it ran (ms). */
+  async finishRun(id: string, run: Run): Promise<number> {
+    const exit = run.exit ?? (await run.exited);
+    const exitStatus = exit.exitStatus;
+    const exitedAt = exit.exitedAt;
+    // The task's deletion (the shim's teardown, the slow part) runs beside the output drain and
+    // the network cleanup. The exit is published once the output is in the log (a `logs` right
+    // after `wait` sees all of it), before the teardown ends: this reconcile still holds the key,
+    // so a start or remove that follows waits for the rest. Once the task is gone its root
+    // filesystem is unmounted while the supervisor's record goes.
+    const task = (async () => {
+      try {
+        await this.deps.supervisor.deleteTask(id);
+      } catch (err) {
+        if (!isCode(err, 'NotFound')) this.deps.log.warn({ err, id }, 'delete task failed');
+      }
+      const [gone] = await Promise.all([
+        this.deleteRecord(id),
+        this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed')),
+      ]);
+      if (gone) this.supervisorClean.add(id);
+    })();
+    const net = this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed'));
+    await within(run.hub.ended, 2000);
+    this.runs.stopWatching(run);
+    run.io.close();
+    await run.logger?.close().catch(() => {});
+    const ranMs = Date.now() - run.startedAt;
+    this.status.set(id, (s) => ({
+      ...s,
+      phase: 'exited',
+      pid: 0,
+      exitCode: exitStatus,
+      oomKilled: run.oom,
+      finishedAt: rfc3339Nano(exitedAt ?? new Date()),
+      exitSeq: s.exitSeq + 1,
+      stopDeadline: null,
+      stopKilled: false,
+    }));
+    await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
+    this.runs.delete(id, run);
+    return ranMs;
+  }
+
+  /** `--network container:<id>`: share the other container's network namespace. */
+  private joinNetworkOf(oci: Record<string, unknown>, ref: string): void {
+    const others = this.store.list<ContainerSpec, ContainerStatus>(KIND.container);
+    const other = others.find((c) => c.name === ref || c.spec.name === `/${ref}` || c.spec.name === ref) ?? others.filter((c) => c.name.startsWith(ref)).at(0);
+    const run = other ? this.runs.get(other.name) : undefined;
+    if (!other || !run || run.exit) throw conflict(`cannot join network of a non running container: ${ref}`);
+    const linux = (oci.linux ?? {}) as { namespaces?: Array<{ type: string; path?: string }> };
+    const ns = (linux.namespaces ?? []).filter((n) => n.type !== 'network');
+    ns.push({ type: 'network', path: `/proc/${run.pid}/ns/net` });
+    linux.namespaces = ns;
+    oci.linux = linux;
+  }
+
+  /**
+   * Ids the supervisor holds nothing for, as far as this process knows: their task and record
+   * were deleted here. A removal skips the probe for leftovers (two round trips) for them.
+   */
+  readonly supervisorClean = new Set<string>();
+
+  /** Remove whatever the supervisor still holds under this id (a crash between steps). */
+  async clearSupervisor(id: string): Promise<void> {
+    const sup = this.deps.supervisor;
+    try {
+      const t = await sup.getTask(id);
+      if (t.status !== 'STOPPED' && t.status !== 'CREATED') {
+        await sup.killTask(id, 9, { all: true }).catch(() => {});
+        await Promise.race([sup.waitTask(id).catch(() => null), sleep(5000)]);
+      }
+      await sup.deleteTask(id).catch(() => {});
+    } catch {
+      // no task
+    }
+    if (await this.deleteRecord(id)) this.supervisorClean.add(id);
+  }
+
+  /** Delete the supervisor's container record; true when it is gone (the supervisor refuses while a task exists). */
+  async deleteRecord(id: string): Promise<boolean> {
+    try {
+      await this.deps.supervisor.deleteContainer(id);
+      return true;
+    } catch (err) {
+      return isCode(err, 'NotFound');
+    }
+  }
+
+  /**
+   * The container's directory: a few files, unlinked side by side then the directory (what
+   * fs.promises.rm does one lstat, unlink or rmdir at a time, twice the round trips). All
+   * asynchronously: freeing their blocks can wait on the disk.
+   */
+  async removeContainerDir(id: string): Promise<void> {
+    const dir = this.containerDir(id);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    await Promise.all(
+      names.map((n) =>
+        unlink(join(dir, n)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code === 'EISDIR' || err.code === 'EPERM') return rm(join(dir, n), { recursive: true, force: true });
+          if (err.code !== 'ENOENT') throw err;
+        }),
+      ),
+    );
+    await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOTEMPTY' || err.code === 'EEXIST') return rm(dir, { recursive: true, force: true });
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+
+}
+
+/** A hub whose closeStdin also tells the supervisor, so the process sees EOF. */
+export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>, ready: Promise<unknown> = Promise.resolve()): HubLike {
+  let closed = false;
+  return {
+    subscribe: (fn, onEnd) => hub.subscribe(fn, onEnd),
+    ended: hub.ended,
+    writeStdin: (buf) => hub.writeStdin(buf),
+    closeStdin: () => {
+      if (closed) return;
+      closed = true;
+      // Until the shim holds the FIFO, ours is its only open end: closing it would drop bytes
+      // already written (stdin piped to `run -i` ends before the task exists).
+      ready.then(
+        () => {
+          hub.closeStdin();
+          closeIO().catch(() => {});
+        },
+        () => hub.closeStdin(),
+      );
+    },
+  };
+}
+
+/** 127 when the command was not found, 126 when it could not be executed, else null. */
+function runtimeExitCode(message: string): 126 | 127 | null {
+  if (/executable file not found|no such file or directory/i.test(message)) return 127;
+  if (/permission denied|not a directory|is a directory/i.test(message)) return 126;
+  return null;
+}

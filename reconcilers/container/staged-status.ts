@@ -1,0 +1,48 @@
+// Status changes a reconcile has made but not yet written. A reconcile's steps stage theirs and
+// the reconcile writes them in one store transaction when it ends (each write is a SQLite commit
+// and wakes every watcher); `set` writes at once what others must see without waiting (an exit,
+// a removal). Keys are never reconciled concurrently, so one entry per id suffices.
+import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { ReconcilerStore } from '../store-like.ts';
+
+type Mutate = (s: ContainerStatus) => ContainerStatus;
+
+export class StagedStatus {
+  private readonly staged = new Map<string, Mutate>();
+  private readonly store: ReconcilerStore;
+
+  constructor(store: ReconcilerStore) {
+    this.store = store;
+  }
+
+  /** The status as the reconciler sees it: the store's, with the staged changes applied. */
+  get(id: string): ContainerStatus {
+    const s = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.status;
+    const fn = this.staged.get(id);
+    return fn ? fn(s) : s;
+  }
+
+  stage(id: string, fn: Mutate): void {
+    const prev = this.staged.get(id);
+    this.staged.set(id, prev ? (s) => fn(prev(s)) : fn);
+  }
+
+  /** Writes what is staged for `id` (nothing when the record is gone). */
+  flush(id: string): void {
+    const fn = this.staged.get(id);
+    if (!fn) return;
+    this.staged.delete(id);
+    if (this.store.get(KIND.container, id)) this.store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, id, fn);
+  }
+
+  /** Written now, together with anything staged before it. */
+  set(id: string, fn: Mutate): void {
+    this.stage(id, fn);
+    this.flush(id);
+  }
+
+  drop(id: string): void {
+    this.staged.delete(id);
+  }
+}

@@ -1,0 +1,171 @@
+// Desired state is a level: containers written straight into the real store (no API) converge,
+// a stop holds no worker while its grace period runs, a restart is a generation, and a daemon
+// that crashed finds its leftovers and brings them to their desired state through the same steps.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import type { Controller } from '../../../controllers/controller.ts';
+import { newId } from '../../../lib/ids.ts';
+import { openStore, type Store } from '../../../store/store.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
+import { containerRecord, fakeWorld, startContainerController, type ContainerRecordOverrides, type FakeWorld } from './fake-world.ts';
+
+type C = Resource<ContainerSpec, ContainerStatus>;
+
+let world: FakeWorld;
+let store: Store;
+let controller: Controller | null;
+
+beforeEach(() => {
+  world = fakeWorld();
+  store = openStore(join(world.dir, 'engine.db'));
+  controller = null;
+});
+
+afterEach(async () => {
+  await controller?.stop();
+  store.close();
+  world.cleanup();
+});
+
+function get(id: string): C {
+  return store.get<ContainerSpec, ContainerStatus>('container', id)!;
+}
+
+function setSpec(id: string, fn: (s: ContainerSpec) => ContainerSpec): void {
+  store.updateSpec<ContainerSpec, ContainerStatus>('container', id, fn);
+}
+
+async function waitStatus(id: string, pred: (s: ContainerStatus) => boolean, timeoutMs = 3000): Promise<C> {
+  const r = await store.waitFor<ContainerSpec, ContainerStatus>('container', id, (x) => !!x && pred(x.status), { timeoutMs });
+  assert.ok(r && pred(r.status), `status of ${id} not reached in time: ${JSON.stringify(r?.status)}`);
+  return r;
+}
+
+/** A container whose spec says running from the start: no API call, no request counter. */
+function running(overrides: ContainerRecordOverrides = {}): string {
+  const id = newId();
+  const { spec, status } = containerRecord(id, { ...overrides, spec: { desired: 'running', runGeneration: 1, ...overrides.spec } });
+  store.create('container', id, spec, status);
+  return id;
+}
+
+describe('level-triggered containers', () => {
+  test('desired running starts; desired stopped stops (SIGTERM); a stopped container stays down', async () => {
+    controller = await startContainerController(world, store);
+    const id = running();
+    await waitStatus(id, (s) => s.phase === 'running');
+    setSpec(id, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true }));
+    const r = await waitStatus(id, (s) => s.phase === 'exited');
+    assert.equal(r.status.exitCode, 143);
+    assert.equal(r.status.stopDeadline, null, 'the deadline goes with the run');
+    assert.deepEqual(world.signals.map((s) => s.signal), [15]);
+    // Reconciling again (any spec write queues it) changes nothing.
+    setSpec(id, (sp) => ({ ...sp, config: { ...sp.config, Labels: { touched: '1' } } }));
+    await waitStatus(id, (s) => s.observedGeneration === get(id).generation);
+    assert.equal(get(id).status.phase, 'exited');
+    assert.equal(world.supervisor.tasks.has(id), false);
+  });
+
+  test('a task killed behind the reconciler converges: exited, and restarted when the policy says so', async () => {
+    controller = await startContainerController(world, store);
+    const plain = running();
+    const always = running({ hostConfig: { RestartPolicy: { Name: 'always', MaximumRetryCount: 0 } } });
+    await waitStatus(plain, (s) => s.phase === 'running');
+    const first = (await waitStatus(always, (s) => s.phase === 'running')).status.pid;
+    world.exitBehindBack(plain, 137);
+    world.exitBehindBack(always, 137);
+    assert.equal((await waitStatus(plain, (s) => s.phase === 'exited')).status.exitCode, 137);
+    const again = await waitStatus(always, (s) => s.phase === 'running' && s.pid !== first);
+    assert.equal(again.status.restartCount, 1);
+    assert.equal(again.status.restartAt, null);
+  });
+
+  test('a stop waiting out its grace period holds no worker: other containers start meanwhile', async () => {
+    controller = await startContainerController(world, store, { workers: 1 });
+    const slow = running();
+    await waitStatus(slow, (s) => s.phase === 'running');
+    world.ignore(slow, 15);
+    setSpec(slow, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions: { timeout: 1 } }));
+    const stopping = await waitStatus(slow, (s) => (s.stopDeadline ?? 0) > 0);
+    assert.ok(stopping.status.stopDeadline! > Date.now() - 100, 'the deadline is in status');
+    // One worker only: if the stop held it, this start would wait for the grace period.
+    const quick = running();
+    await waitStatus(quick, (s) => s.phase === 'running');
+    assert.equal(get(slow).status.phase, 'running', 'the slow stop is still in its grace period');
+    const done = await waitStatus(slow, (s) => s.phase === 'exited', 4000);
+    assert.equal(done.status.exitCode, 137);
+    assert.deepEqual(world.signals.filter((s) => s.id === slow).map((s) => s.signal), [15, 9]);
+  });
+
+  test('a restart is a generation: the run is stopped and a new one started', async () => {
+    controller = await startContainerController(world, store);
+    const id = running();
+    const first = (await waitStatus(id, (s) => s.phase === 'running')).status.pid;
+    setSpec(id, (sp) => ({ ...sp, runGeneration: sp.runGeneration + 1, stopOptions: { timeout: 0 } }));
+    const r = await waitStatus(id, (s) => s.runGeneration === 2 && s.phase === 'running');
+    assert.notEqual(r.status.pid, first);
+    assert.equal(r.status.exitSeq, 1);
+    assert.equal(r.status.restartCount, 0, 'a restart asked for is not a policy restart');
+  });
+
+  test('an exited container with desired running is started again only by a new generation', async () => {
+    controller = await startContainerController(world, store);
+    const id = running();
+    await waitStatus(id, (s) => s.phase === 'running');
+    world.exitBehindBack(id, 0);
+    await waitStatus(id, (s) => s.phase === 'exited');
+    setSpec(id, (sp) => ({ ...sp, config: { ...sp.config, Labels: { again: 'no' } } }));
+    await waitStatus(id, (s) => s.observedGeneration === get(id).generation);
+    assert.equal(get(id).status.phase, 'exited', 'policy "no": it stays down');
+    setSpec(id, (sp) => ({ ...sp, runGeneration: sp.runGeneration + 1 }));
+    await waitStatus(id, (s) => s.phase === 'running' && s.runGeneration === 2);
+  });
+
+  test('after a crash, a leftover task is stopped by the same deadline steps while new work is served', async () => {
+    // The record a crashed daemon left: running, prepared, its task still alive in the supervisor.
+    const id = newId();
+    const { spec, status } = containerRecord(id, {
+      spec: { desired: 'running', runGeneration: 1 },
+      status: { phase: 'running', prepared: true, runGeneration: 1, pid: 1 },
+      config: { StopTimeout: 1 },
+    });
+    store.create('container', id, spec, status);
+    world.crashLeftover(id);
+    world.ignore(id, 15);
+    controller = await startContainerController(world, store, { workers: 1 });
+    await waitStatus(id, (s) => (s.stopDeadline ?? 0) > 0);
+    const fresh = running();
+    await waitStatus(fresh, (s) => s.phase === 'running');
+    assert.equal(get(id).status.phase, 'running', 'the leftover is still in its grace period');
+    const r = await waitStatus(id, (s) => s.phase === 'exited', 4000);
+    assert.equal(r.status.exitCode, 137);
+    assert.equal(world.supervisor.tasks.has(id), false);
+  });
+
+  test('a daemon restart in the middle of a stop finishes it from the deadline in status', async () => {
+    controller = await startContainerController(world, store);
+    const id = running();
+    await waitStatus(id, (s) => s.phase === 'running');
+    world.ignore(id, 15);
+    setSpec(id, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions: { timeout: 1 } }));
+    await waitStatus(id, (s) => (s.stopDeadline ?? 0) > 0);
+    await controller.stop();
+    controller = await startContainerController(world, store);
+    const r = await waitStatus(id, (s) => s.phase === 'exited', 4000);
+    assert.equal(r.status.exitCode, 137);
+    assert.deepEqual(world.signals.map((s) => s.signal), [15, 9], 'the stop signal is not sent twice');
+  });
+
+  test('removal of a running container: SIGKILL, then the record goes', async () => {
+    controller = await startContainerController(world, store);
+    const id = running();
+    await waitStatus(id, (s) => s.phase === 'running');
+    setSpec(id, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: false } }));
+    const gone = await store.waitFor('container', id, (r) => !r, { timeoutMs: 3000 });
+    assert.equal(gone, undefined);
+    assert.deepEqual(world.signals.map((s) => s.signal), [9]);
+    assert.equal(world.supervisor.containers.has(id), false);
+    assert.equal(world.layers.rw.has(id), false);
+  });
+});
