@@ -11,6 +11,7 @@ import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tarOf } from './images/build-busybox.ts';
+import { crashRestart, stopStorm, CRASH_CONTAINERS, STORM_CONTAINERS, type LifecycleClient } from './bench-lifecycle.ts';
 import { REPO, startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
 import { DOCKER_CLI, testImages } from '../test/e2e/harness/clients.ts';
 import { linkExists, reapRoot, startReaper, type RootState } from '../test/e2e/harness/reap.ts';
@@ -36,7 +37,7 @@ const LIST_CLIENTS = 4;
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleBridge' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleBridge' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -57,7 +58,10 @@ const METRICS: readonly Metric[] = [
   { key: 'logWrite', title: 'logs: write 50 MB to stdout', unit: 'MB/s', reference: 74, target: null },
   { key: 'logRead', title: 'logs: read 50 MB back', unit: 'MB/s', reference: 94, target: null },
   { key: 'pull', title: `pull ${LAYERS}x${LAYER_BYTES / MB} MB layers, local registry`, unit: 's', reference: 0.8, target: { op: 'le', factor: 0.7 } },
-  { key: 'memory', title: 'RSS daemon + supervisor, after all', unit: 'MiB', reference: 150, target: { op: 'le', factor: 0.7 } },
+  { key: 'stormRun', title: `stop storm: docker run --rm true during ${STORM_CONTAINERS} stops`, unit: 's', reference: 0.3, target: null },
+  { key: 'stormStops', title: `stop storm: all ${STORM_CONTAINERS} stops (10 s grace) answered`, unit: 's', reference: 11.2, target: null },
+  { key: 'crashRun', title: `kill -9 + restart, ${CRASH_CONTAINERS} ctrs: ping -> docker run (target 1.5 s)`, unit: 's', reference: null, target: null },
+  { key: 'memory', title: 'RSS daemon + supervisor, after all but the crash', unit: 'MiB', reference: 150, target: { op: 'le', factor: 0.7 } },
 ];
 
 type Figures = Partial<Record<MetricKey, number | Error>>;
@@ -71,6 +75,8 @@ interface Target {
   dockerHost: string;
   daemonPid(): number;
   supervisorPid(): number;
+  /** kill -9 the daemon alone, start it again with the same arguments, resolve once it answers /_ping. */
+  crashRestart?(): Promise<void>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -483,7 +489,10 @@ function pingOk(socket: string): Promise<boolean> {
 // The reference dockerd, with its own roots, socket, bridge and containerd.
 
 interface Reference {
+  /** Its crashRestart() is restart(). */
   target: Target;
+  /** kill -9 dockerd alone (its containerd and containers stay), respawn it with the same argv, wait for /_ping. */
+  restart(): Promise<void>;
   /** Synchronous, so it also runs from a signal handler. Safe to call twice. */
   cleanupSync(): void;
   cleanup(): Promise<void>;
@@ -584,12 +593,16 @@ async function startReference(dockerd: string): Promise<Reference> {
       '  address = ""',
       '',
     ].join('\n'));
-    const logFd = openSync(join(root, 'daemon.log'), 'a');
     const spawnLogged = (cmd: string, args: string[]): ChildProcess => {
-      const child = spawn(cmd, args, { stdio: ['ignore', logFd, logFd] });
-      child.unref();
-      child.on('error', () => undefined);
-      return child;
+      const logFd = openSync(join(root, 'daemon.log'), 'a');
+      try {
+        const child = spawn(cmd, args, { stdio: ['ignore', logFd, logFd] });
+        child.unref();
+        child.on('error', () => undefined);
+        return child;
+      } finally {
+        closeSync(logFd);
+      }
     };
     const containerd = spawnLogged('containerd', ['--config', join(ctrd, 'config.toml')]);
     containerdPid = containerd.pid ?? 0;
@@ -604,7 +617,7 @@ async function startReference(dockerd: string): Promise<Reference> {
 
     const socket = join(root, 'docker.sock');
     writeFileSync(join(root, 'daemon.json'), '{}\n');
-    const dockerdChild = spawnLogged(dockerd, [
+    const dockerdArgs = [
       '-H', `unix://${socket}`,
       '--data-root', join(root, 'data'),
       '--exec-root', join(root, 'exec'),
@@ -618,18 +631,34 @@ async function startReference(dockerd: string): Promise<Reference> {
       '--ip-forward=false',
       '--ip-masq=false',
       '--log-level', 'info',
-    ]);
-    closeSync(logFd);
-    dockerdPid = dockerdChild.pid ?? 0;
-    const deadline = Date.now() + 60_000;
-    while (!(existsSync(socket) && (await pingOk(socket)))) {
-      if (!alive(dockerdPid) || Date.now() > deadline) {
-        throw new Error(`reference dockerd did not start:\n${readFileSync(join(root, 'daemon.log'), 'utf8').slice(-3000)}`);
+    ];
+    const startDockerd = async (pollMs: number) => {
+      dockerdPid = spawnLogged(dockerd, dockerdArgs).pid ?? 0;
+      const deadline = Date.now() + 60_000;
+      while (!(existsSync(socket) && (await pingOk(socket)))) {
+        if (!alive(dockerdPid) || Date.now() > deadline) {
+          throw new Error(`reference dockerd did not start:\n${readFileSync(join(root, 'daemon.log'), 'utf8').slice(-3000)}`);
+        }
+        await sleep(pollMs);
       }
-      await sleep(200);
-    }
+    };
+    await startDockerd(200);
+    const restart = async () => {
+      const old = dockerdPid;
+      if (!old || !alive(old)) throw new Error('reference dockerd is not running');
+      process.kill(old, 'SIGKILL');
+      const deadline = Date.now() + 10_000;
+      while (alive(old)) {
+        if (Date.now() > deadline) throw new Error(`reference dockerd pid ${old} did not die on SIGKILL`);
+        await sleep(20);
+      }
+      // Polled as often as the e2e harness polls engined's restart, so both are timed alike.
+      await startDockerd(100);
+      log(`dockerd: killed pid ${old}, restarted as pid ${dockerdPid}`);
+    };
     return {
-      target: { name: 'dockerd', socket, dockerHost: `unix://${socket}`, daemonPid: () => dockerdPid, supervisorPid: () => containerdPid },
+      target: { name: 'dockerd', socket, dockerHost: `unix://${socket}`, daemonPid: () => dockerdPid, supervisorPid: () => containerdPid, crashRestart: restart },
+      restart,
       cleanupSync,
       cleanup,
     };
@@ -677,11 +706,24 @@ async function measure(t: Target, tmp: string, repo: string | Error, breakdown: 
     if (repo instanceof Error) throw repo;
     return pullMedian(t, repo);
   });
+  // No keep-alive: connections must not outlive the daemon killed in the crash phase.
+  const lifecycleAgent = new Agent({ keepAlive: false });
+  const lifecycle: LifecycleClient = {
+    name: t.name,
+    call: (method, path, body, opts) => call(t, lifecycleAgent, method, path, body, opts),
+    cli: (args) => dockerCli(t, configDir, args),
+    crashRestart: t.crashRestart && (() => t.crashRestart!()),
+    log,
+  };
+  await step(['stormRun', 'stormStops'], 'stop storm', () => stopStorm(lifecycle, image));
+  // Memory before the crash phase: afterwards it would measure a freshly restarted daemon.
   await step('memory', 'memory', async () => {
     const m = memory(t);
     log(`${t.name}: RSS daemon ${m.daemon.toFixed(1)} MiB (pid ${t.daemonPid()}), supervisor ${m.supervisor.toFixed(1)} MiB (pid ${t.supervisorPid()})`);
     return m.total;
   });
+  await step('crashRun', 'crash restart', () => crashRestart(lifecycle, image));
+  lifecycleAgent.destroy();
   return figures;
 }
 
@@ -783,6 +825,15 @@ async function main(): Promise<number> {
       supervisorPid: () => {
         const pid = readPid(join(d.execRoot, 'containerd', 'containerd.pid'));
         return pid || (childrenOf(d.pid).find((c) => comm(c) === 'containerd') ?? 0);
+      },
+      // d.pid follows the restarted daemon, so daemonPid() stays right.
+      crashRestart: async () => {
+        const old = d.pid;
+        if (!old) throw new Error('engined is not running');
+        await d.stop({ signal: 'SIGKILL', timeoutMs: 10_000 });
+        await d.restart();
+        if (!d.pid) throw new Error('engined did not come back after kill -9');
+        log(`engined: killed pid ${old}, restarted as pid ${d.pid}`);
       },
     };
     const ours = await measure(oursTarget, tmp, repo, breakdown);
