@@ -164,6 +164,8 @@ export interface ContainerStatus {
   restartAt?: number | null;
   /** The back-off delay the last policy restart used (doubles while runs stay short). */
   restartDelayMs?: number;
+  /** Delayed events of the lifecycle machine in a settled state (the restart back-off), due at `at`. */
+  timers?: Array<{ id: string; event: { type: string }; at: number }>;
   /** Increments on every exit; `wait?condition=next-exit` waits for it to move. */
   exitSeq: number;
   /** Paths (host side) kept for inspect. */

@@ -1,36 +1,57 @@
 // Container reconciler: makes the supervisor, storage and logs match each container's spec.
-// Level-triggered: it receives an id, re-reads the record and the process registry, and acts on
-// the difference between what the spec wants (`desired`, `runGeneration`) and what status and
-// the supervisor show. It keeps no memory of API calls: running it twice, or after a crash at
-// any line, converges to the same result. Anything that waits on time (a stop's grace period, a
-// restart's back-off) is a deadline in status and a `requeueAfter`, never a sleeping worker;
-// exits reach it as keys through the registry.
-import { rmSync } from 'node:fs';
+// Level-triggered: it receives an id, re-reads the record, the process registry and (for a run
+// this process has no handle for) the supervisor, turns the difference between what the spec
+// wants and what it observed into the lifecycle machine's events, and lets the machine (in
+// machine.ts) decide which step is legal and run it through the named effects provided here.
+//
+// The machine is driven with the pure `transition` function on a snapshot, not as a live actor:
+// a container has no in-memory actor to lose in a crash, the snapshot of a settled state is
+// rebuilt from status, and a transient one (a stop in its grace period) lives in memory between
+// reconciles and is rebuilt from observation after a crash. Anything that waits on time is a
+// machine delay that becomes `requeueAfter`; a worker never sleeps. Exits reach it as keys
+// through the registry.
+import { fromPromise, type SnapshotFrom } from 'xstate';
+import { drive, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { isCode } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import type { ContainerPhase, ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
-import type { ContainerReconcilerDeps, TaskState } from './deps.ts';
-import { decideRestart } from './restart-policy.ts';
+import type { ContainerReconcilerDeps } from './deps.ts';
+import {
+  containerLifecycle,
+  restoredContext,
+  settledStateOf,
+  SETTLED,
+  type CollectOutput,
+  type ContainerFacts,
+  type ContainerEvent,
+  type EffectInput,
+  type StartOutput,
+} from './machine.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
-import type { Run, RunRegistry } from './runs.ts';
+import type { RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
 import { StagedStatus } from './staged-status.ts';
 
 export type { ReconcileContext } from './run-steps.ts';
 
 type C = { spec: ContainerSpec; status: ContainerStatus };
-type Requeue = number | undefined;
+type CR = Resource<ContainerSpec, ContainerStatus>;
+type Machine = ReturnType<typeof containerLifecycle.provide>;
+type Snapshot = SnapshotFrom<Machine>;
 
-/**
- * After SIGKILL, how long until the reconciler looks again if no exit has woken it (an exit
- * event lost while the supervisor's stream was down; the run's Wait backstop normally answers).
- */
-const KILL_RECHECK_MS = 5_000;
+/** A machine between reconciles: its snapshot and pending timers. */
+interface Held {
+  snapshot: Snapshot;
+  timers: MachineTimer[];
+}
 
-/** Phases in which a task is (or was, for a leftover) alive. */
-const live = (p: ContainerPhase) => p === 'running' || p === 'paused';
+/** States in which a task is (or may be) alive. */
+const ALIVE = new Set(['running', 'pausing', 'paused', 'resuming', 'stopping', 'killing']);
+
+/** Rounds of observe-then-drive in one reconcile (an exit collected, then a start asked for). */
+const MAX_ROUNDS = 3;
 
 export class ContainerReconciler {
   readonly name = 'container';
@@ -40,6 +61,11 @@ export class ContainerReconciler {
   private readonly runs: RunRegistry;
   private readonly status: StagedStatus;
   private readonly steps: RunSteps;
+  private readonly machine: Machine;
+  /** Machines in transient states, kept between reconciles; settled ones are rebuilt from status. */
+  private readonly held = new Map<string, Held>();
+  /** The context of the reconcile in flight per key, for the effects (keys never run concurrently). */
+  private readonly active = new Map<string, ReconcileContext>();
 
   constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry) {
     this.store = store;
@@ -47,181 +73,236 @@ export class ContainerReconciler {
     this.runs = runs;
     this.status = new StagedStatus(store);
     this.steps = new RunSteps(store, deps, runs, this.status);
+    this.machine = containerLifecycle.provide({
+      actors: {
+        startRun: fromPromise<StartOutput, EffectInput>(({ input }) => this.startEffect(input.id)),
+        signalStop: fromPromise<void, EffectInput>(({ input }) => this.signalStopEffect(input.id)),
+        killRun: fromPromise<void, EffectInput>(({ input }) => this.killEffect(input.id)),
+        pauseRun: fromPromise<void, EffectInput>(({ input }) => this.pauseEffect(input.id, true)),
+        resumeRun: fromPromise<void, EffectInput>(({ input }) => this.pauseEffect(input.id, false)),
+        collectRun: fromPromise<CollectOutput, EffectInput>(({ input }) => this.collectEffect(input.id)),
+        teardown: fromPromise<void, EffectInput>(({ input }) => this.teardownEffect(input.id)),
+      },
+    });
   }
 
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
     const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
-    if (!r) return;
-    let requeue: Requeue;
+    if (!r) {
+      this.held.delete(id);
+      return;
+    }
+    this.active.set(id, ctx);
+    let requeue: number | undefined;
     try {
-      if (r.spec.desired === 'removed') {
-        requeue = await this.remove(id, ctx);
-      } else {
-        requeue = await this.converge(id, r, ctx);
+      if (!this.status.get(id).prepared && r.spec.desired !== 'removed') await this.steps.prepare(id, r.spec);
+      let held = this.held.get(id) ?? this.restore(r);
+      // Observe, drive; again when the machine moved (what it now accepts may differ).
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const cur = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+        if (!cur) break;
+        const seen = { ...cur, status: this.status.get(id) };
+        const events = await this.observe(seen, held.snapshot);
+        const before = JSON.stringify(held.snapshot.value);
+        const res = await drive(this.machine, held.snapshot, held.timers, [{ type: 'OBSERVED', facts: this.facts(seen) }, ...events], {
+          signal: ctx.signal,
+          now: Date.now,
+        });
+        held = { snapshot: res.snapshot, timers: res.timers };
+        requeue = res.requeueAfter;
+        if (res.snapshot.status === 'done' || JSON.stringify(res.snapshot.value) === before) break;
+      }
+      this.keep(id, held);
+      if (this.store.get(KIND.container, id)) {
         // Seen and acted on, also when what it asked for now waits on a deadline.
         this.status.stage(id, (x) => ({ ...x, observedGeneration: Math.max(x.observedGeneration, r.generation) }));
       }
     } finally {
+      this.active.delete(id);
       // Whatever the steps staged, also when one of them threw: what happened is recorded.
       this.status.flush(id);
     }
-    return requeue === undefined ? undefined : { requeueAfter: Math.max(0, requeue) };
+    return requeue === undefined ? undefined : { requeueAfter: requeue };
   }
 
-  /** One pass from what is observed toward the spec; status changes are written once, at the end. */
-  private async converge(id: string, r: Resource<ContainerSpec, ContainerStatus>, ctx: ReconcileContext): Promise<Requeue> {
-    const spec = r.spec;
-    if (!this.status.get(id).prepared) await this.steps.prepare(id, spec);
-
-    let run = this.runs.get(id);
-    if (run?.exit) {
-      await this.collect(id, run, spec);
-      run = undefined;
-    }
-    if (!run && live(this.status.get(id).phase)) {
-      // Status says a task is alive but this process holds no run: a leftover of a daemon that
-      // crashed. It is stopped with the same deadline steps as any stop, then collected.
-      const wait = await this.settleLeftover(id, spec, ctx);
-      if (wait !== undefined) return wait;
-    }
-
-    const wantUp = spec.desired === 'running' || spec.desired === 'paused';
-    const newRun = spec.runGeneration > this.status.get(id).runGeneration;
-    let requeue: Requeue;
-    if (run) {
-      if (!wantUp || newRun) return this.stopStep(id, spec, newRun);
-      await this.pauseStep(id, spec);
-    } else {
-      const phase = this.status.get(id).phase;
-      if (wantUp && newRun) {
-        await this.steps.startRun(id, ctx);
-        // With the start's outcome (running, or the error): what `docker start` waits for.
-        this.status.stage(id, (s) => ({ ...s, runGeneration: spec.runGeneration, restartAt: null, restartOnBoot: false }));
-      } else if (wantUp && phase === 'restarting') {
-        requeue = await this.restartWhenDue(id, ctx);
-      } else if (wantUp && this.status.get(id).restartOnBoot) {
-        this.status.stage(id, (s) => ({ ...s, restartOnBoot: false }));
-        if (wantsRestartOnBoot(spec)) await this.steps.startRun(id, ctx);
-      } else if (!wantUp && (phase === 'restarting' || this.status.get(id).restartOnBoot)) {
-        this.status.stage(id, (s) => ({ ...s, phase: phase === 'restarting' ? 'exited' : phase, restartAt: null, restartOnBoot: false }));
-      }
-    }
-    return requeue;
+  /** The settled state the container's status records, with the machine's memory from status. */
+  private restore(r: CR): Held {
+    const s = r.status;
+    const value = settledStateOf(s.phase);
+    const snapshot = this.machine.resolveState({
+      value,
+      context: restoredContext(this.facts(r), { stopDeadline: s.stopDeadline ?? null, restartAt: s.restartAt ?? null, restartCount: s.restartCount, restartDelayMs: s.restartDelayMs ?? 0 }),
+    }) as Snapshot;
+    return { snapshot, timers: s.timers ?? [] };
   }
 
-  /** Collect an exited run; then its restart policy or auto-removal, unless a new run replaces it. */
-  private async collect(id: string, run: Run, spec: ContainerSpec): Promise<void> {
-    const ranMs = await this.steps.finishRun(id, run);
-    const s = this.status.get(id);
-    if (spec.runGeneration > s.runGeneration) return;
-    const wantUp = spec.desired === 'running' || spec.desired === 'paused';
-    if (wantUp && decideRestart(spec.hostConfig.RestartPolicy, s.exitCode, s.restartCount, spec.manuallyStopped)) {
-      // The reference daemon's back-off: 100 ms, doubling while runs last under 10 s, at most 1 min.
-      const prev = s.restartDelayMs ?? 0;
-      const delay = ranMs >= 10_000 || !prev ? 100 : Math.min(prev * 2, 60_000);
-      this.status.set(id, (x) => ({ ...x, phase: 'restarting', restartAt: Date.now() + delay, restartDelayMs: delay }));
+  /** Mirror the machine's memory into status; hold a transient machine in memory. */
+  private keep(id: string, held: Held): void {
+    const value = held.snapshot.value;
+    const state = typeof value === 'string' ? value : Object.keys(value)[0]!;
+    if (held.snapshot.status === 'done' || !this.store.get(KIND.container, id)) {
+      this.held.delete(id);
       return;
     }
-    if (s.restartDelayMs) this.status.stage(id, (x) => ({ ...x, restartDelayMs: 0 }));
-    if (spec.hostConfig.AutoRemove) {
-      this.store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
-    }
+    const c = held.snapshot.context;
+    const settled = (SETTLED as readonly string[]).includes(state);
+    this.status.stage(id, (s) => ({
+      ...s,
+      phase: state === 'restarting' || (state === 'exited' && s.phase === 'restarting') ? (state as 'restarting' | 'exited') : s.phase,
+      restartCount: c.restartCount,
+      restartDelayMs: c.restartDelayMs,
+      restartAt: c.restartAt,
+      stopDeadline: c.stopDeadline,
+      timers: settled ? held.timers : [],
+    }));
+    if (settled) this.held.delete(id);
+    else this.held.set(id, held);
   }
 
-  private async restartWhenDue(id: string, ctx: ReconcileContext): Promise<Requeue> {
-    const at = this.status.get(id).restartAt ?? 0;
-    if (at > Date.now()) return at - Date.now();
-    this.status.stage(id, (s) => ({ ...s, phase: 'exited', restartCount: s.restartCount + 1, restartAt: null }));
-    await this.steps.startRun(id, ctx);
-    return undefined;
+  /** The spec's wishes and the clock, as the machine reads them. */
+  private facts(r: CR): ContainerFacts {
+    const spec = r.spec;
+    const asked = spec.desired === 'stopped' || spec.runGeneration > r.status.runGeneration;
+    const { timeout } = stopParams(spec, asked);
+    return {
+      id: r.name,
+      now: Date.now(),
+      wantUp: spec.desired === 'running' || spec.desired === 'paused',
+      policy: spec.hostConfig.RestartPolicy,
+      autoRemove: !!spec.hostConfig.AutoRemove,
+      manuallyStopped: spec.manuallyStopped,
+      stopTimeoutS: timeout,
+    };
   }
 
   /**
-   * Stop without waiting: the stop signal and a deadline in status the first time; SIGKILL once
-   * the deadline has passed. The run's exit (an event, or Wait) queues the key to collect it.
+   * The events the difference between spec and the observed world calls for. The machine
+   * ignores those its state does not accept, so this need not know which are legal.
    */
-  private async stopStep(id: string, spec: ContainerSpec, replacing: boolean): Promise<Requeue> {
-    const s = this.status.get(id);
-    const { signal, timeout } = stopParams(spec, replacing || spec.desired === 'stopped');
-    if (s.stopDeadline == null) {
-      if (s.phase === 'paused') await this.deps.supervisor.resume(id).catch(() => {});
-      await this.steps.signal(id, parseSignal(signal, 'SIGTERM'));
-      const deadline = timeout < 0 ? -1 : Date.now() + timeout * 1000;
-      this.status.stage(id, (x) => ({ ...x, phase: x.phase === 'paused' ? 'running' : x.phase, stopDeadline: deadline, stopKilled: false }));
-      if (timeout !== 0) return timeout < 0 ? undefined : timeout * 1000;
+  private async observe(r: CR, snapshot: Snapshot): Promise<ContainerEvent[]> {
+    const id = r.name;
+    const spec = r.spec;
+    const value = snapshot.value;
+    const state = typeof value === 'string' ? value : Object.keys(value)[0]!;
+    const events: ContainerEvent[] = [];
+    const run = this.runs.get(id);
+    if (run?.exit) events.push({ type: 'EXITED' });
+    else if (!run && ALIVE.has(state) && (await this.leftoverGone(id))) events.push({ type: 'EXITED' });
+    const newRun = spec.runGeneration > r.status.runGeneration;
+    const wantUp = spec.desired === 'running' || spec.desired === 'paused';
+    if (spec.desired === 'removed') events.push({ type: 'REMOVE' });
+    // A new run: a live one is stopped and replaced (RESTART), else one starts (START).
+    else if (newRun && wantUp) events.push({ type: 'RESTART' }, { type: 'START' });
+    else if (!wantUp) events.push({ type: 'STOP' });
+    // A leftover of a crashed daemon is stopped whatever it wants (no live-restore).
+    if (!run && ALIVE.has(state)) events.push({ type: 'STOP' });
+    if (wantUp && !newRun && r.status.restartOnBoot && !run) {
+      this.status.stage(id, (s) => ({ ...s, restartOnBoot: false }));
+      if (wantsRestartOnBoot(spec)) events.push({ type: 'START' });
+    } else if (!wantUp && r.status.restartOnBoot) {
+      this.status.stage(id, (s) => ({ ...s, restartOnBoot: false }));
     }
-    return this.killWhenDue(id);
+    if (spec.desired === 'paused') events.push({ type: 'PAUSE' });
+    if (spec.desired === 'running') events.push({ type: 'RESUME' });
+    return events;
   }
 
-  /** SIGKILL once the stop deadline has passed (again on every recheck: it is idempotent). */
-  private async killWhenDue(id: string): Promise<Requeue> {
-    const deadline = this.status.get(id).stopDeadline ?? -1;
-    if (deadline < 0) return undefined;
-    if (deadline > Date.now()) return deadline - Date.now();
+  /** For a task this process has no run for: has it ended (or is it gone)? */
+  private async leftoverGone(id: string): Promise<boolean> {
+    try {
+      const t = await this.deps.supervisor.getTask(id);
+      return t.status === 'STOPPED' || t.status === 'CREATED' || t.status === 'UNKNOWN';
+    } catch (err) {
+      if (isCode(err, 'NotFound')) return true;
+      throw err;
+    }
+  }
+
+  // ---- effects (the machine's named actors) -------------------------------------------------
+
+  private ctx(id: string): ReconcileContext {
+    const ctx = this.active.get(id);
+    if (!ctx) throw new Error(`container ${id}: effect outside a reconcile`);
+    return ctx;
+  }
+
+  private async startEffect(id: string): Promise<StartOutput> {
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
+    const neverRan = this.status.get(id).phase === 'created';
+    await this.steps.startRun(id, this.ctx(id));
+    // With the start's outcome (running, or the error): what `docker start` waits for.
+    this.status.stage(id, (s) => ({ ...s, runGeneration: Math.max(s.runGeneration, r.spec.runGeneration), restartOnBoot: false }));
+    const run = this.runs.get(id);
+    return { started: !!run && !run.exit, neverRan };
+  }
+
+  private async signalStopEffect(id: string): Promise<void> {
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
+    // A stop already signalled before a daemon restart (its deadline is in status) is not signalled again.
+    if (r.status.stopDeadline != null) return;
+    const asked = r.spec.desired === 'stopped' || r.spec.runGeneration > r.status.runGeneration;
+    if (!this.runs.get(id)) this.ctx(id).log.info('stopping container left running by a previous daemon');
+    if (this.status.get(id).phase === 'paused') {
+      await this.deps.supervisor.resume(id).catch(() => {});
+      this.status.stage(id, (s) => ({ ...s, phase: 'running' }));
+    }
+    await this.steps.signal(id, parseSignal(stopParams(r.spec, asked).signal, 'SIGTERM'));
+  }
+
+  private async killEffect(id: string): Promise<void> {
     await this.deps.supervisor.killTask(id, 9, { all: true }).catch((err) => {
       if (!isCode(err, 'NotFound')) throw err;
     });
-    this.status.stage(id, (x) => ({ ...x, stopKilled: true }));
-    return KILL_RECHECK_MS;
   }
 
-  private async pauseStep(id: string, spec: ContainerSpec): Promise<void> {
-    const phase = this.status.get(id).phase;
-    if (spec.desired === 'paused' && phase === 'running') {
-      await this.deps.supervisor.pause(id);
-      this.status.stage(id, (x) => ({ ...x, phase: 'paused' }));
-    } else if (spec.desired !== 'paused' && phase === 'paused') {
-      await this.deps.supervisor.resume(id);
-      this.status.stage(id, (x) => ({ ...x, phase: 'running' }));
+  private async pauseEffect(id: string, pause: boolean): Promise<void> {
+    if (pause) await this.deps.supervisor.pause(id);
+    else await this.deps.supervisor.resume(id);
+    this.status.stage(id, (s) => ({ ...s, phase: pause ? 'paused' : 'running' }));
+  }
+
+  private async collectEffect(id: string): Promise<CollectOutput> {
+    const run = this.runs.get(id);
+    if (run) {
+      const ranMs = await this.steps.finishRun(id, run);
+      return { exitCode: this.status.get(id).exitCode, ranMs, leftover: false };
     }
+    return { exitCode: await this.collectLeftover(id), ranMs: 0, leftover: true };
   }
 
-  /**
-   * A task this process has no run for (the daemon crashed or was killed): stopped as the
-   * reference daemon does at boot without live-restore (stop signal, SIGKILL at the deadline),
-   * through the same deadline steps, then collected. Answers a requeue while it is stopping.
-   */
-  private async settleLeftover(id: string, spec: ContainerSpec, ctx: ReconcileContext): Promise<Requeue> {
+  /** What a crashed daemon left of a run: the task and record in the supervisor, network, mount. */
+  private async collectLeftover(id: string): Promise<number> {
     const sup = this.deps.supervisor;
-    let task: TaskState | null = null;
+    let exitStatus = 255;
+    let exitedAt: Date | null = null;
     try {
-      task = await sup.getTask(id);
+      const d = await sup.deleteTask(id);
+      exitStatus = d.exitStatus;
+      exitedAt = d.exitedAt;
     } catch (err) {
-      if (!isCode(err, 'NotFound')) throw err;
-    }
-    if (task && task.status !== 'STOPPED' && task.status !== 'CREATED' && task.status !== 'UNKNOWN') {
-      if (this.status.get(id).stopDeadline == null) {
-        ctx.log.info('stopping container left running by a previous daemon');
-        return this.stopStep(id, spec, spec.runGeneration > this.status.get(id).runGeneration);
-      }
-      return this.killWhenDue(id);
-    }
-    let exitStatus = task?.exitStatus ?? 255;
-    let exitedAt = task?.exitedAt ?? null;
-    if (task) {
-      try {
-        const d = await sup.deleteTask(id);
-        exitStatus = d.exitStatus;
-        exitedAt = d.exitedAt;
-      } catch (err) {
-        if (!isCode(err, 'NotFound')) ctx.log.warn({ err }, 'deleting a leftover task failed');
-      }
+      if (!isCode(err, 'NotFound')) this.ctx(id).log.warn({ err }, 'deleting a leftover task failed');
     }
     await sup.deleteContainer(id).catch(() => {});
     await this.deps.network?.detach(id).catch(() => {});
     await this.deps.layers.unmountRW(id).catch(() => {});
     this.status.set(id, (s) => ({
       ...s,
-      restartOnBoot: wantsRestartOnBoot(spec),
       phase: 'exited',
       pid: 0,
       exitCode: exitStatus,
       finishedAt: rfc3339Nano(exitedAt ?? new Date()),
       exitSeq: s.exitSeq + 1,
       stopDeadline: null,
-      stopKilled: false,
     }));
-    return undefined;
+    return exitStatus;
+  }
+
+  private async teardownEffect(id: string): Promise<void> {
+    await this.steps.teardown(id);
+    this.status.drop(id);
+    this.held.delete(id);
+    this.store.delete(KIND.container, id);
+    if (this.deps.log.isLevelEnabled?.('debug') ?? true) this.ctx(id).log.debug('container removed');
   }
 
   /** Stop every running container (daemon shutdown), each within its stop timeout capped at `timeoutS`. */
@@ -240,32 +321,6 @@ export class ContainerReconciler {
         }
       }),
     );
-  }
-
-  /** Removal: SIGKILL a live run and wait for its exit by requeue, then tear everything down. */
-  private async remove(id: string, ctx: ReconcileContext): Promise<Requeue> {
-    const run = this.runs.get(id);
-    if (run && !run.exit) {
-      await this.steps.signal(id, 9);
-      this.status.stage(id, (s) => ({ ...s, stopKilled: true }));
-      return KILL_RECHECK_MS;
-    }
-    if (run) await this.steps.finishRun(id, run);
-    else if (!this.steps.supervisorClean.has(id)) await this.steps.clearSupervisor(id);
-    this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
-    const network = this.deps.network;
-    await Promise.all([
-      network ? network.detach(id).catch(() => {}).then(() => network.release(id)) : undefined,
-      this.deps.layers.removeRW(id),
-      this.steps.removeContainerDir(id),
-    ]);
-    // Normally gone with the run's FIFOs already: one lstat.
-    rmSync(this.steps.fifoDir(id), { recursive: true, force: true });
-    this.steps.supervisorClean.delete(id);
-    this.status.drop(id);
-    this.store.delete(KIND.container, id);
-    if (this.deps.log.isLevelEnabled?.('debug') ?? true) ctx.log.debug('container removed');
-    return undefined;
   }
 }
 

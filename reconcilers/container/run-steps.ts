@@ -3,7 +3,7 @@
 // log writer, task, network), signal it, collect it once it exited, and clear what the
 // supervisor still holds. The reconciler decides which step is due; these perform them and
 // stage what they observed in status.
-import { appendFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -13,7 +13,6 @@ import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../
 import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
-import { nextPhase } from './machine.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
@@ -77,7 +76,6 @@ export class RunSteps {
   async startRun(id: string, ctx: ReconcileContext): Promise<void> {
     const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.spec;
     const status = this.status.get(id);
-    if (!nextPhase(status.phase, 'START')) return;
     const sup = this.deps.supervisor;
     let io: ProcessIOLike | undefined;
     let logger: LoggerLike | null = null;
@@ -239,6 +237,24 @@ export class RunSteps {
     await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
     this.runs.delete(id, run);
     return ranMs;
+  }
+
+  /**
+   * Removal, once no run is left: whatever the supervisor still holds, the network endpoint and
+   * address, the read-write layer, the container's directory and FIFOs. The caller deletes the record.
+   */
+  async teardown(id: string): Promise<void> {
+    if (!this.supervisorClean.has(id)) await this.clearSupervisor(id);
+    this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
+    const network = this.deps.network;
+    await Promise.all([
+      network ? network.detach(id).catch(() => {}).then(() => network.release(id)) : undefined,
+      this.deps.layers.removeRW(id),
+      this.removeContainerDir(id),
+    ]);
+    // Normally gone with the run's FIFOs already: one lstat.
+    rmSync(this.fifoDir(id), { recursive: true, force: true });
+    this.supervisorClean.delete(id);
   }
 
   /** `--network container:<id>`: share the other container's network namespace. */

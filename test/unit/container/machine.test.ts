@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { initialTransition, type SnapshotFrom } from 'xstate';
 import { step, type MachineTimer } from '../../../controllers/machine-driver.ts';
-import { containerLifecycle, INITIAL_FACTS, restoredContext, type ContainerFacts, type ContainerMemory } from '../../../reconcilers/container/lifecycle.ts';
+import { containerLifecycle, INITIAL_FACTS, restoredContext, type ContainerFacts, type ContainerMemory } from '../../../reconcilers/container/machine.ts';
 
 type Snap = SnapshotFrom<typeof containerLifecycle>;
 
@@ -115,7 +115,7 @@ describe('container lifecycle machine', () => {
     const m = new Sim('running').stopped().send('EXITED');
     assert.equal(m.state, 'collecting');
     assert.deepEqual(m.timers, []);
-    m.done('collectRun', { exitCode: 143, ranMs: 50 });
+    m.done('collectRun', { exitCode: 143, ranMs: 50, leftover: false });
     assert.equal(m.state, 'exited');
     assert.equal(m.ctx.stopDeadline, null);
   });
@@ -139,7 +139,7 @@ describe('container lifecycle machine', () => {
   });
 
   test('restart policy always: restarting after 100 ms, then starting with RestartCount 1', () => {
-    const m = new Sim('running', { wantUp: true, policy: ALWAYS }).observe().send('EXITED').done('collectRun', { exitCode: 1, ranMs: 50 });
+    const m = new Sim('running', { wantUp: true, policy: ALWAYS }).observe().send('EXITED').done('collectRun', { exitCode: 1, ranMs: 50, leftover: false });
     assert.equal(m.state, 'restarting');
     assert.equal(m.ctx.restartAt, m.now + 100);
     m.advance(99);
@@ -165,26 +165,26 @@ describe('container lifecycle machine', () => {
   test('on-failure:3 restarts a failing command three times, then it stays exited', () => {
     const m = new Sim('running', { wantUp: true, policy: { Name: 'on-failure', MaximumRetryCount: 3 } }).observe();
     for (let i = 0; i < 3; i++) {
-      m.send('EXITED').done('collectRun', { exitCode: 2, ranMs: 5 });
+      m.send('EXITED').done('collectRun', { exitCode: 2, ranMs: 5, leftover: false });
       assert.equal(m.state, 'restarting');
       m.advance(m.ctx.restartDelayMs).done('startRun', { started: true, neverRan: false });
     }
-    m.send('EXITED').done('collectRun', { exitCode: 2, ranMs: 5 });
+    m.send('EXITED').done('collectRun', { exitCode: 2, ranMs: 5, leftover: false });
     assert.equal(m.state, 'exited');
     assert.equal(m.ctx.restartCount, 3);
   });
 
   test('on-failure does not restart a clean exit; a manual stop is never restarted by policy', () => {
     const m = new Sim('running', { wantUp: true, policy: { Name: 'on-failure', MaximumRetryCount: 0 } }).observe();
-    assert.equal(m.send('EXITED').done('collectRun', { exitCode: 0, ranMs: 5 }).state, 'exited');
+    assert.equal(m.send('EXITED').done('collectRun', { exitCode: 0, ranMs: 5, leftover: false }).state, 'exited');
     const s = new Sim('running', { wantUp: false, manuallyStopped: true, policy: ALWAYS }).observe().send('STOP').done('signalStop').send('EXITED');
-    assert.equal(s.done('collectRun', { exitCode: 143, ranMs: 5 }).state, 'exited');
+    assert.equal(s.done('collectRun', { exitCode: 143, ranMs: 5, leftover: false }).state, 'exited');
   });
 
   test('RESTART stops the run and starts a new one, not counted as a policy restart', () => {
     const m = new Sim('running', { wantUp: true, policy: ALWAYS }).observe().send('RESTART');
     assert.equal(m.state, 'stopping.signalling');
-    m.done('signalStop').send('EXITED').done('collectRun', { exitCode: 137, ranMs: 5 });
+    m.done('signalStop').send('EXITED').done('collectRun', { exitCode: 137, ranMs: 5, leftover: false });
     assert.equal(m.state, 'starting');
     assert.equal(m.ctx.restartCount, 0);
     assert.equal(m.done('startRun', { started: true, neverRan: false }).state, 'running');
@@ -194,14 +194,14 @@ describe('container lifecycle machine', () => {
   test('REMOVE of a running container kills it, collects it, then tears down to the final state', () => {
     const m = new Sim('running', { policy: ALWAYS, wantUp: true }).observe().send('REMOVE');
     assert.equal(m.state, 'killing.signalling');
-    m.done('killRun').send('EXITED').done('collectRun', { exitCode: 137, ranMs: 5 });
+    m.done('killRun').send('EXITED').done('collectRun', { exitCode: 137, ranMs: 5, leftover: false });
     assert.equal(m.state, 'removing', 'removal wins over the restart policy');
     assert.equal(m.done('teardown').state, 'removed');
     assert.equal(m.snap.status, 'done');
   });
 
   test('auto-remove after an exit; a restarting container stops or is removed on request', () => {
-    assert.equal(new Sim('running', { autoRemove: true }).observe().send('EXITED').done('collectRun', { exitCode: 0, ranMs: 5 }).state, 'removing');
+    assert.equal(new Sim('running', { autoRemove: true }).observe().send('EXITED').done('collectRun', { exitCode: 0, ranMs: 5, leftover: false }).state, 'removing');
     assert.equal(new Sim('restarting').send('STOP').state, 'exited');
     assert.equal(new Sim('restarting').send('REMOVE').state, 'removing');
     assert.equal(new Sim('restarting').send('START').state, 'starting');
