@@ -75,6 +75,35 @@ describe('container lifecycle levels', () => {
     await dk('rm', 'once');
   });
 
+  test('stop -t 1 of a process ignoring SIGTERM ends in 137; on-failure:3 restarts three times; pause and unpause', async () => {
+    await dk('run', '-d', '--network', 'none', '--name', 'ign', imgs.tag, 'sleep', '300');
+    await dk('stop', '-t', '1', 'ign');
+    assert.equal(await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'ign'), 'exited 137');
+    await dk('rm', 'ign');
+
+    await dk('run', '-d', '--network', 'none', '--restart', 'on-failure:3', '--name', 'fails', imgs.tag, 'sh', '-c', 'exit 3');
+    let seen = '';
+    for (let i = 0; i < 60 && seen !== '3 exited 3'; i++) {
+      seen = await dk('inspect', '-f', '{{.RestartCount}} {{.State.Status}} {{.State.ExitCode}}', 'fails');
+      if (seen !== '3 exited 3') await sleep(100);
+    }
+    assert.equal(seen, '3 exited 3');
+    await sleep(500);
+    assert.equal(await dk('inspect', '-f', '{{.RestartCount}} {{.State.Status}}', 'fails'), '3 exited', 'no fourth restart');
+    await dk('rm', 'fails');
+
+    await dk('run', '-d', '--network', 'none', '--name', 'pz', imgs.tag, 'sleep', '300');
+    await dk('pause', 'pz');
+    assert.equal(await state('pz'), 'paused');
+    const again = await docker(d, ['pause', 'pz']);
+    assert.match(again.stderr, /already paused/);
+    await dk('unpause', 'pz');
+    assert.equal(await state('pz'), 'running');
+    await dk('stop', '-t', '0', 'pz');
+    assert.equal(await state('pz'), 'exited');
+    await dk('rm', 'pz');
+  });
+
   test('after kill -9 of the daemon, leftovers stop by their deadline while new runs are served', async () => {
     const names = ['left0', 'left1', 'left2'];
     for (const n of names) await dk('run', '-d', '--network', 'none', '--stop-timeout', '5', '--name', n, imgs.tag, 'sleep', '300');
