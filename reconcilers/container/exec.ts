@@ -1,11 +1,15 @@
 // Exec instances: processes started inside a running container. They are not desired state
 // (the reference daemon forgets them at restart too), so they live in memory, owned by their
-// container, and are collected a while after they finish.
+// container, and are collected a while after they finish. Each one's lifecycle is the machine in
+// exec-machine.ts: this keeps its snapshot, steps it, and provides its start effect.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { fromPromise, initialTransition, toPromise, type SnapshotFrom } from 'xstate';
+import { step } from '../../controllers/machine-driver.ts';
 import { conflict, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
+import { execLifecycle, type ExecEffectInput, type ExecEvent, type ExecStartOutput, type ExecState } from './exec-machine.ts';
 import { withCloseIO } from './run-steps.ts';
 
 export interface ExecConfig {
@@ -22,15 +26,38 @@ export interface ExecConfig {
   ConsoleSize?: [number, number] | null;
 }
 
+type ExecMachine = ReturnType<typeof execLifecycle.provide>;
+type ExecSnapshot = SnapshotFrom<ExecMachine>;
+
 interface ExecRecord {
   id: string;
   containerId: string;
   config: ExecConfig;
-  running: boolean;
-  started: boolean;
-  exitCode: number | null;
-  pid: number;
+  /** The lifecycle machine's snapshot: state, pid and exit code. */
+  snapshot: ExecSnapshot;
+  /** When it reached `exited` (epoch ms), for the GC; 0 before. */
   finishedAt: number;
+}
+
+type RunInfo = NonNullable<ReturnType<ExecHost['runInfo']>>;
+
+/** What `start()` hands its effect: the run it starts in, the caller's options; the effect adds the exit. */
+interface StartRequest {
+  run: RunInfo;
+  opts: { tty: boolean; consoleSize?: [number, number] | null };
+  onHub?: (hub: HubLike) => void;
+  /** Resolves with the exit code once the process ended and its stdio and record are gone. */
+  exited?: Promise<number>;
+}
+
+function stateOf(ex: ExecRecord): ExecState {
+  return ex.snapshot.value as ExecState;
+}
+
+/** Running for inspect, idsOf and resize: from START on (as the start claims it) until the exit. */
+function isRunning(ex: ExecRecord): boolean {
+  const s = stateOf(ex);
+  return s === 'starting' || s === 'running';
 }
 
 export interface ExecHost {
@@ -56,13 +83,6 @@ const ALL_CAPS = [
   'CAP_WAKE_ALARM', 'CAP_BLOCK_SUSPEND', 'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF', 'CAP_CHECKPOINT_RESTORE',
 ];
 
-/** 127 when the command was not found, 126 when it could not be executed. */
-function startFailureCode(message: string): number {
-  if (/executable file not found|no such file or directory/i.test(message)) return 127;
-  if (/permission denied|not a directory|is a directory/i.test(message)) return 126;
-  return 126;
-}
-
 function mergeEnv(base: string[], extra: string[]): string[] {
   const out = new Map<string, string>();
   for (const e of [...base, ...extra]) {
@@ -77,16 +97,25 @@ const GC_AFTER_MS = 5 * 60_000;
 export class ExecManager {
   private readonly execs = new Map<string, ExecRecord>();
   private readonly deps: ExecDeps;
+  private readonly machine: ExecMachine;
+  /** The start in flight per exec, for its effect (an exec starts at most once). */
+  private readonly starts = new Map<string, StartRequest>();
 
   constructor(deps: ExecDeps) {
     this.deps = deps;
+    this.machine = execLifecycle.provide({
+      actors: {
+        startProcess: fromPromise<ExecStartOutput, ExecEffectInput>(({ input }) => this.startEffect(input.id)),
+      },
+    });
     setInterval(() => this.collect(), 60_000).unref();
   }
 
   create(containerId: string, config: ExecConfig): string {
     if (!this.deps.host.runInfo(containerId)) throw conflict(`container ${containerId} is not running`);
     const id = newId();
-    this.execs.set(id, { id, containerId, config, running: false, started: false, exitCode: null, pid: 0, finishedAt: 0 });
+    const [snapshot] = initialTransition(this.machine, { id });
+    this.execs.set(id, { id, containerId, config, snapshot, finishedAt: 0 });
     return id;
   }
 
@@ -96,13 +125,22 @@ export class ExecManager {
     return ex;
   }
 
+  /** One transition of the exec's machine; the effects it asks for (started by the caller). */
+  private advance(ex: ExecRecord, event: ExecEvent | { type: string }) {
+    const r = step(this.machine, ex.snapshot, event as ExecEvent, [], Date.now());
+    ex.snapshot = r.snapshot;
+    if (stateOf(ex) === 'exited' && !ex.finishedAt) ex.finishedAt = Date.now();
+    return r.effects;
+  }
+
   inspect(id: string) {
     const ex = this.get(id);
     const [entrypoint, ...args] = ex.config.Cmd;
+    const { pid, exitCode } = ex.snapshot.context;
     return {
       ID: ex.id,
-      Running: ex.running,
-      ExitCode: ex.exitCode,
+      Running: isRunning(ex),
+      ExitCode: exitCode,
       ProcessConfig: { tty: ex.config.Tty, entrypoint, arguments: args, privileged: ex.config.Privileged, user: ex.config.User },
       OpenStdin: ex.config.AttachStdin,
       OpenStderr: ex.config.AttachStderr,
@@ -110,22 +148,58 @@ export class ExecManager {
       CanRemove: false,
       ContainerID: ex.containerId,
       DetachKeys: ex.config.DetachKeys,
-      Pid: ex.pid,
+      Pid: pid,
     };
   }
 
   /** Execs of a container that are still running (inspect's ExecIDs). */
   idsOf(containerId: string): string[] {
-    return [...this.execs.values()].filter((e) => e.containerId === containerId && e.running).map((e) => e.id);
+    return [...this.execs.values()].filter((e) => e.containerId === containerId && isRunning(e)).map((e) => e.id);
   }
 
   async start(id: string, opts: { tty: boolean; consoleSize?: [number, number] | null }, onHub?: (hub: HubLike) => void): Promise<{ exited: Promise<number> }> {
     const ex = this.get(id);
-    if (ex.started) throw conflict(ex.running ? `exec command ${id} is already running` : `exec command ${id} has already run`);
+    // Only a created exec accepts START; the state says why another is refused.
+    if (!ex.snapshot.can({ type: 'START' })) throw conflict(stateOf(ex) === 'exited' ? `exec command ${id} has already run` : `exec command ${id} is already running`);
     const run = this.deps.host.runInfo(ex.containerId);
     if (!run) throw conflict(`container ${ex.containerId} is not running`);
-    ex.started = true;
-    ex.running = true;
+    const req: StartRequest = { run, opts, onHub };
+    try {
+      this.starts.set(id, req);
+      // Claimed before the first await: a concurrent start now finds it starting.
+      const effects = this.advance(ex, { type: 'START' });
+      const effect = effects.find((e) => e.src === 'startProcess');
+      if (!effect) throw new Error(`exec ${id}: START did not start the process (state ${stateOf(ex)})`);
+      let output: ExecStartOutput;
+      try {
+        effect.actorRef.start();
+        output = (await toPromise(effect.actorRef)) as ExecStartOutput;
+      } catch (error) {
+        this.advance(ex, { type: `xstate.error.actor.${effect.id}`, error } as { type: string });
+        throw error;
+      }
+      this.advance(ex, { type: `xstate.done.actor.${effect.id}`, output } as { type: string });
+      const ended = req.exited!;
+      const exited = ended.then((code) => {
+        this.advance(ex, { type: 'EXITED', exitCode: code });
+        return code;
+      });
+      return { exited };
+    } finally {
+      this.starts.delete(id);
+    }
+  }
+
+  /**
+   * The machine's `startProcess` effect: opens the exec's stdio, creates and starts the process;
+   * on failure cleans up and throws (the machine exits with 126/127). Leaves in the request the
+   * promise of the exit code, which cleans up after the process once it ends.
+   */
+  private async startEffect(id: string): Promise<ExecStartOutput> {
+    const ex = this.get(id);
+    const req = this.starts.get(id);
+    if (!req) throw new Error(`exec ${id}: start effect outside a start`);
+    const { run, opts, onHub } = req;
     const sup = this.deps.supervisor;
     const dir = join(this.deps.execRoot, 'supervisor', ex.containerId);
     const tty = opts.tty;
@@ -164,9 +238,8 @@ export class ExecManager {
       const waiting = sup.waitTask(ex.containerId, id);
       waiting.catch(() => {});
       const { pid } = await sup.startProcess(ex.containerId, id);
-      ex.pid = pid;
       const openIo = io;
-      const exited = (async () => {
+      req.exited = (async () => {
         let code = 137;
         try {
           code = (await waiting).exitStatus;
@@ -177,26 +250,20 @@ export class ExecManager {
         await sup.deleteProcess(ex.containerId, id).catch(() => {});
         openIo.close();
         await this.deps.stdio.remove(dir, id).catch(() => {});
-        ex.exitCode = code;
-        ex.running = false;
-        ex.finishedAt = Date.now();
         return code;
       })();
-      return { exited };
+      return { pid };
     } catch (err) {
       io?.close();
       await sup.deleteProcess(ex.containerId, id).catch(() => {});
       await this.deps.stdio.remove(dir, id).catch(() => {});
-      ex.running = false;
-      ex.exitCode = startFailureCode(err instanceof Error ? err.message : String(err));
-      ex.finishedAt = Date.now();
       throw err;
     }
   }
 
   async resize(id: string, width: number, height: number): Promise<void> {
     const ex = this.get(id);
-    if (!ex.running) throw conflict(`Exec ${id} is not running, so it can not be resized.`);
+    if (!isRunning(ex)) throw conflict(`Exec ${id} is not running, so it can not be resized.`);
     await this.deps.supervisor.resizePty(ex.containerId, id, width, height);
   }
 
@@ -204,8 +271,9 @@ export class ExecManager {
   private collect(): void {
     const now = Date.now();
     for (const ex of this.execs.values()) {
-      if (!ex.running && ex.finishedAt && now - ex.finishedAt > GC_AFTER_MS) this.execs.delete(ex.id);
-      if (!ex.started && !this.deps.host.runInfo(ex.containerId)) this.execs.delete(ex.id);
+      const state = stateOf(ex);
+      if (state === 'exited' && ex.finishedAt && now - ex.finishedAt > GC_AFTER_MS) this.execs.delete(ex.id);
+      if (state === 'created' && !this.deps.host.runInfo(ex.containerId)) this.execs.delete(ex.id);
     }
   }
 }
