@@ -4,11 +4,29 @@
 // Whether a layer is in use is decided at the moment of its removal (under the layer's lock), and
 // layers leased by a pull in flight are never removed: the pull holds its image's layers until its
 // image record exists.
+//
+// The per-image lifecycle is the machine in machine.ts, driven with the pure `transition`
+// function through controllers/machine-driver.ts: each reconcile restores the machine from the
+// status' phase, sends OBSERVED (the facts, the clock) and the event the record calls for (VERIFY
+// for a generation the status has not seen, REMOVE for an image marked removed), lets it run the
+// effects provided here (verifyLayers, release), and writes status from where it ended. No image
+// state waits on time, so nothing is held between reconciles. The collection of released layers
+// is not an image's lifecycle (it follows lease releases, not records) and stays beside it.
 import type { Logger } from 'pino';
+import { fromPromise, type SnapshotFrom } from 'xstate';
+import { drive } from '../../controllers/machine-driver.ts';
 import { isCode } from '../../lib/errors.ts';
-import type { ContainerSpec, ImageSpec, ImageStatus } from '../../store/types.ts';
+import type { ContainerSpec, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
+import { imageLifecycle, restoredContext, settledStateOf, type EffectInput, type ImageEvent, type ImageFacts, type VerifyOutput } from './machine.ts';
+
+type ImageResource = Resource<ImageSpec, ImageStatus>;
+type Machine = ReturnType<typeof imageLifecycle.provide>;
+type Snapshot = SnapshotFrom<Machine>;
+
+/** The image reconciler is never cancelled (its effects take no signal). */
+const NEVER = new AbortController().signal;
 
 export interface ImageLayersPort {
   has(chainId: string): boolean;
@@ -36,33 +54,71 @@ export class ImageReconciler {
   /** Chain ids by image id (ids are config digests, so an image's diff ids never change). */
   private chains = new Map<string, string[]>();
 
+  private readonly machine: Machine;
+  /** The reconcile in flight per key, for the effects (keys never run concurrently). */
+  private readonly active = new Map<string, { r: ImageResource; log: Logger }>();
+
   constructor(store: ReconcilerStore, layers: ImageLayersPort, opts: ImageReconcilerOptions = {}) {
     this.store = store;
     this.layers = layers;
     this.log = opts.log;
+    this.machine = imageLifecycle.provide({
+      actors: {
+        verifyLayers: fromPromise<VerifyOutput, EffectInput>(({ input }) => this.verifyEffect(input.id)),
+        release: fromPromise<void, EffectInput>(({ input }) => this.releaseEffect(input.id)),
+      },
+    });
     layers.onRelease?.((chainIds) => this.collect(chainIds));
   }
 
   async reconcile(id: string, ctx: { log: Logger }): Promise<void> {
     const r = this.store.get<ImageSpec, ImageStatus>(KIND.image, id);
     if (!r) return;
-    if (r.spec.desired === 'removed') {
-      // Layers first, the record last: DELETE answers when the record is gone, so a pull that
-      // follows finds no layer "already there" that is about to be removed.
-      const chain = this.chainOf(r.spec.diffIds);
-      await this.releaseLayers(chain, ctx.log);
-      this.store.delete(KIND.image, id);
-      return;
+    const facts: ImageFacts = { id, now: Date.now(), chainId: r.spec.chainId };
+    const snapshot = this.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
+    const verify = r.status.phase === 'pending' || r.status.observedGeneration < r.generation;
+    const events: ImageEvent[] = [{ type: 'OBSERVED', facts }];
+    if (r.spec.desired === 'removed') events.push({ type: 'REMOVE' });
+    else if (verify) events.push({ type: 'VERIFY' });
+    this.active.set(id, { r, log: ctx.log });
+    let end: Snapshot;
+    try {
+      end = (await drive(this.machine, snapshot, [], events, { signal: NEVER, now: () => facts.now })).snapshot;
+    } finally {
+      this.active.delete(id);
     }
-    if (r.status.phase === 'pending' || r.status.observedGeneration < r.generation) {
-      const missing = r.spec.chainId && !this.layers.has(r.spec.chainId);
-      this.store.updateStatus<ImageSpec, ImageStatus>(KIND.image, id, (s) => ({
-        ...s,
-        phase: missing ? 'failed' : 'ready',
-        error: missing ? `layer ${r.spec.chainId} is missing` : '',
-        observedGeneration: r.generation,
-      }));
-    }
+    const state = typeof end.value === 'string' ? end.value : Object.keys(end.value)[0]!;
+    if (end.context.cause != null) throw end.context.cause;
+    if (state === 'removed' || !verify || (state !== 'ready' && state !== 'failed')) return;
+    const failed = state === 'failed';
+    this.store.updateStatus<ImageSpec, ImageStatus>(KIND.image, id, (s) => ({
+      ...s,
+      phase: failed ? 'failed' : 'ready',
+      error: failed ? end.context.error : '',
+      observedGeneration: r.generation,
+    }));
+  }
+
+  // ---- effects (the machine's named actors) -------------------------------------------------
+
+  private current(id: string): { r: ImageResource; log: Logger } {
+    const a = this.active.get(id);
+    if (!a) throw new Error(`image ${id}: effect outside a reconcile`);
+    return a;
+  }
+
+  private async verifyEffect(id: string): Promise<VerifyOutput> {
+    const { r } = this.current(id);
+    return { missing: !!r.spec.chainId && !this.layers.has(r.spec.chainId) };
+  }
+
+  private async releaseEffect(id: string): Promise<void> {
+    const { r, log } = this.current(id);
+    // Layers first, the record last: DELETE answers when the record is gone, so a pull that
+    // follows finds no layer "already there" that is about to be removed.
+    const chain = this.chainOf(r.spec.diffIds);
+    await this.releaseLayers(chain, log);
+    this.store.delete(KIND.image, id);
   }
 
   /** Settles once the released layers queued so far have been looked at (tests, shutdown). */

@@ -3,8 +3,18 @@
 // looks again every 30 s and puts back whatever someone removed. A network marked removed is torn
 // down, its address records dropped, and the record deleted. Address records whose container is
 // gone (a crash between removal and release) are collected here too.
+//
+// The lifecycle is the machine in machine.ts, driven with the pure `transition` function through
+// controllers/machine-driver.ts: each reconcile reads the record, sends OBSERVED (the facts, the
+// clock read once) and the event the spec calls for (APPLY or REMOVE), lets the machine run the
+// effects provided here (converge, teardown), and writes status from where the machine ended.
+// The 30 s drift re-check is the machine's `recheck` delay, which the driver turns into
+// `requeueAfter`. The snapshot and its timer are held in memory between reconciles; after a
+// restart the state is restored from status (its phase) and the next APPLY brings the timer back.
 import type { Logger } from 'pino';
-import { isCode } from '../../lib/errors.ts';
+import { fromPromise, type SnapshotFrom } from 'xstate';
+import { drive, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { EngineError, isCode } from '../../lib/errors.ts';
 import { KIND, type Resource } from '../../store/types.ts';
 import {
   NETWORK_KIND,
@@ -15,8 +25,9 @@ import {
   type NetworkStatus,
 } from '../../store/network-types.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
+import { networkLifecycle, RECHECK_MS, restoredContext, settledStateOf, type EffectInput, type NetworkEvent, type NetworkFacts } from './machine.ts';
 
-export const RECHECK_MS = 30_000;
+export { RECHECK_MS } from './machine.ts';
 
 export interface ReconcileContext {
   signal: AbortSignal;
@@ -24,6 +35,20 @@ export interface ReconcileContext {
 }
 
 type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
+type Machine = ReturnType<typeof networkLifecycle.provide>;
+type Snapshot = SnapshotFrom<Machine>;
+
+/** A machine between reconciles: its snapshot and pending timers (the recheck). */
+interface Held {
+  snapshot: Snapshot;
+  timers: MachineTimer[];
+}
+
+/** What the effects of the reconcile in flight work on: the record as read at its start. */
+interface Active {
+  r: NetworkResource;
+  ctx: ReconcileContext;
+}
 
 export class NetworkReconciler {
   readonly name = 'network';
@@ -31,57 +56,130 @@ export class NetworkReconciler {
   private readonly store: NetworkStore;
   private readonly driver: NetworkDriverPort;
   private readonly recheckMs: number;
+  private readonly machine: Machine;
+  /** Each network's machine between reconciles; rebuilt from status when missing. */
+  private readonly held = new Map<string, Held>();
+  /** The reconcile in flight per key, for the effects (keys never run concurrently). */
+  private readonly active = new Map<string, Active>();
 
   constructor(store: NetworkStore, driver: NetworkDriverPort, opts: { recheckMs?: number } = {}) {
     this.store = store;
     this.driver = driver;
     this.recheckMs = opts.recheckMs ?? RECHECK_MS;
+    this.machine = networkLifecycle.provide({
+      actors: {
+        converge: fromPromise<string[], EffectInput>(({ input }) => this.convergeEffect(input.id)),
+        teardown: fromPromise<void, EffectInput>(({ input }) => this.teardownEffect(input.id)),
+      },
+    });
   }
 
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
     const r = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id);
-    if (!r) return;
-    if (r.spec.desired === 'removed') {
-      await this.teardown(r, ctx);
+    if (!r) {
+      this.held.delete(id);
       return;
     }
-    if (r.spec.driver !== 'bridge' || !r.spec.bridge) {
-      if (r.status.phase !== 'ready' || r.status.observedGeneration < r.generation) {
-        this.writeStatus(r, { phase: 'ready', error: '', observedGeneration: r.generation });
-      }
-      return;
-    }
+    const facts = this.facts(r);
+    const held = this.held.get(id) ?? this.restore(r, facts);
+    const events: NetworkEvent[] = [{ type: 'OBSERVED', facts }, r.spec.desired === 'removed' ? { type: 'REMOVE' } : { type: 'APPLY' }];
+    this.active.set(id, { r, ctx });
+    let res;
     try {
-      const repairs = await this.converge(r, ctx);
-      this.collectOrphans(r.spec.id, ctx.log);
-      const applied = appliedOf(r);
-      const changed =
-        repairs.length > 0 ||
-        r.status.phase !== 'ready' ||
-        r.status.error !== '' ||
-        r.status.observedGeneration < r.generation ||
-        JSON.stringify(r.status.applied) !== JSON.stringify(applied);
-      // Write only on change: an unchanged status must not wake this loop through the watch.
-      if (changed) {
-        const at = new Date().toISOString();
-        this.writeStatus(r, {
-          phase: 'ready',
-          error: '',
-          observedGeneration: r.generation,
-          applied,
-          ...(repairs.length > 0 ? { lastRepair: repairs.join('; '), lastRepairAt: at } : {}),
-        });
-        if (repairs.length > 0) ctx.log.info({ network: r.spec.name, repairs }, 'network host state repaired');
-      }
-      return { requeueAfter: this.recheckMs };
-    } catch (err) {
-      if (isCode(err, 'Canceled')) throw err;
-      const message = err instanceof Error ? err.message : String(err);
-      if (r.status.phase !== 'failed' || r.status.error !== message) {
-        this.writeStatus(r, { phase: 'failed', error: message, observedGeneration: r.generation });
-      }
-      throw err;
+      // The clock is read once per reconcile (a fact): the recheck is due recheckMs after it.
+      res = await drive(this.machine, held.snapshot, held.timers, events, { signal: ctx.signal, now: () => facts.now });
+    } finally {
+      this.active.delete(id);
     }
+    const snap = res.snapshot;
+    if (ctx.signal.aborted && snap.status !== 'done') {
+      // An effect stopped half-way (the controller gave up waiting): what it did is unknown.
+      this.held.delete(id);
+      throw new EngineError('Canceled', `network ${id}: reconcile canceled`, { cause: ctx.signal.reason });
+    }
+    if (snap.status === 'done' || !this.store.get(NETWORK_KIND.network, id)) this.held.delete(id);
+    else this.held.set(id, { snapshot: snap, timers: res.timers });
+    return this.writeOutcome(r, snap, ctx, res.requeueAfter);
+  }
+
+  /** The spec's wishes and the clock, as the machine reads them. */
+  private facts(r: NetworkResource): NetworkFacts {
+    return { id: r.name, now: Date.now(), bridge: r.spec.driver === 'bridge' && !!r.spec.bridge, recheckMs: this.recheckMs };
+  }
+
+  /** The state the network's status records (after a restart, or a machine never seen). */
+  private restore(r: NetworkResource, facts: NetworkFacts): Held {
+    const snapshot = this.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
+    return { snapshot, timers: [] };
+  }
+
+  /** Status from where the machine ended (what `r`, read at the start, said is the baseline). */
+  private writeOutcome(r: NetworkResource, snap: Snapshot, ctx: ReconcileContext, requeueAfter: number | undefined): void | { requeueAfter: number } {
+    const state = typeof snap.value === 'string' ? snap.value : Object.keys(snap.value)[0]!;
+    const c = snap.context;
+    switch (state) {
+      case 'removed':
+        return;
+      case 'ready':
+        if (!c.bridge) {
+          if (r.status.phase !== 'ready' || r.status.observedGeneration < r.generation) {
+            this.writeStatus(r, { phase: 'ready', error: '', observedGeneration: r.generation });
+          }
+          return;
+        }
+        this.writeReady(r, c.repairs, ctx);
+        return requeueAfter === undefined ? undefined : { requeueAfter };
+      case 'failed':
+        if (r.status.phase !== 'failed' || r.status.error !== c.error) {
+          this.writeStatus(r, { phase: 'failed', error: c.error, observedGeneration: r.generation });
+        }
+        throw c.cause;
+      default:
+        // Cancelled while applying (pending), or a teardown that failed (removing): status stays.
+        throw c.cause ?? new Error(`network ${r.name}: reconcile ended in ${state}`);
+    }
+  }
+
+  /** A converged bridge network: ready, with what had to be put back. */
+  private writeReady(r: NetworkResource, repairs: string[], ctx: ReconcileContext): void {
+    const applied = appliedOf(r);
+    const changed =
+      repairs.length > 0 ||
+      r.status.phase !== 'ready' ||
+      r.status.error !== '' ||
+      r.status.observedGeneration < r.generation ||
+      JSON.stringify(r.status.applied) !== JSON.stringify(applied);
+    // Write only on change: an unchanged status must not wake this loop through the watch.
+    if (!changed) return;
+    const at = new Date().toISOString();
+    this.writeStatus(r, {
+      phase: 'ready',
+      error: '',
+      observedGeneration: r.generation,
+      applied,
+      ...(repairs.length > 0 ? { lastRepair: repairs.join('; '), lastRepairAt: at } : {}),
+    });
+    if (repairs.length > 0) ctx.log.info({ network: r.spec.name, repairs }, 'network host state repaired');
+  }
+
+  // ---- effects (the machine's named actors) -------------------------------------------------
+
+  private current(id: string): Active {
+    const a = this.active.get(id);
+    if (!a) throw new Error(`network ${id}: effect outside a reconcile`);
+    return a;
+  }
+
+  private async convergeEffect(id: string): Promise<string[]> {
+    const { r, ctx } = this.current(id);
+    const repairs = await this.converge(r, ctx);
+    this.collectOrphans(r.spec.id, ctx.log);
+    return repairs;
+  }
+
+  private async teardownEffect(id: string): Promise<void> {
+    const { r, ctx } = this.current(id);
+    await this.teardown(r, ctx);
   }
 
   /** Bring bridge, ip_forward and iptables to the spec; returns what had to change. */
