@@ -18,6 +18,8 @@ import { networkRoutes } from '../api/networks/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
 import { createContainerOps } from './container-ops.ts';
 import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
+import { hostRouteSubnets } from '../drivers/network/routes.ts';
+import { DEFAULT_CHAIN_PREFIX } from '../reconcilers/network/deps.ts';
 import { createDistribution, type ReloadableRegistryOptions } from '../drivers/distribution/distribution.ts';
 import { hostPlatform } from '../drivers/image/platform.ts';
 import { pullHandler } from '../api/distribution/pull-handler.ts';
@@ -290,7 +292,19 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
         moreContainerRoutes({ store, ops }),
         attachRoutes(attachDeps),
         eventRoutes(events),
-        networkRoutes({ store }),
+        networkRoutes({
+          store,
+          defaults: {
+            mtu: cfg.mtu,
+            iptables: cfg.iptables,
+            ipForward: cfg.ipForward,
+            userlandProxy: cfg.userlandProxy,
+            chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || DEFAULT_CHAIN_PREFIX,
+            pools: cfg.defaultAddressPools ?? [],
+            driverOpts: cfg.defaultNetworkOpts ?? {},
+            hostRoutes: hostRouteSubnets,
+          },
+        }),
       ],
     });
     await app.ready();
@@ -379,7 +393,7 @@ function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
  */
 const NOT_APPLIED_YET = [
   'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'defaultAddressPools', 'defaultCgroupnsMode', 'defaultGatewayV6', 'defaultIpcMode', 'defaultNetworkOpts', 'dnsOpts',
+  'defaultCgroupnsMode', 'defaultGatewayV6', 'defaultIpcMode', 'dnsOpts',
   'dnsSearch', 'execOpts', 'fixedCidrV6', 'hostGatewayIp', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'seccompProfile', 'selinuxEnabled',
   'storageOpts', 'userlandProxyPath', 'usernsRemap',

@@ -5,6 +5,7 @@
 // out to live `GET /events` subscribers.
 import type { ContainerSpec, ContainerStatus, ImageSpec, Resource, WatchEvent } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
 import { findImage } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
@@ -41,7 +42,7 @@ export class EventRecorder {
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [KIND.container, KIND.image]) {
+    for (const k of [KIND.container, KIND.image, NETWORK_KIND.network]) {
       for (const r of store.list<unknown, unknown>(k)) this.last.set(`${k}/${r.name}`, r);
     }
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
@@ -117,6 +118,7 @@ export class EventRecorder {
     try {
       if (ev.kind === KIND.container) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
       else if (ev.kind === KIND.image) this.imageChange(ev);
+      else if (ev.kind === NETWORK_KIND.network) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
     } catch {
       // events are best effort; never break the store's watch
     }
@@ -145,6 +147,14 @@ export class EventRecorder {
     if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);
     if (s.phase === 'running' && p.phase === 'paused') this.container('unpause', cur);
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
+  }
+
+  /** A network's record appearing is `create`, its record going (teardown done) is `destroy`. */
+  private networkChange(prev: Resource<NetworkSpec, unknown> | undefined, ev: WatchEvent): void {
+    const cur = ev.resource as Resource<NetworkSpec, unknown>;
+    const attrs = { name: cur.spec.name, type: cur.spec.driver };
+    if (ev.type === 'delete') this.emit('network', 'destroy', cur.spec.id, attrs);
+    else if (!prev) this.emit('network', 'create', cur.spec.id, attrs);
   }
 
   /** The image record goes once its delete is done (whatever asked for it): that is the `delete` event. */

@@ -1,21 +1,29 @@
-// Network routes. The daemon has only its builtin networks (`bridge` unless --bridge none, `host`,
-// `none`), kept in the store by the network reconciler; these routes read them. User-defined
-// networks are not supported yet: create, connect and disconnect answer the reference daemon's
-// errors where the builtin networks decide the answer, and a plain 400 where it would need them.
+// Network routes. The builtin networks (`bridge` unless --bridge none, `host`, `none`) and
+// user-defined bridge networks live in the store; create and remove write desired state and wait
+// for the network reconciler. Connecting containers to user-defined networks is not supported
+// yet: connect and disconnect answer the reference daemon's errors where the builtin networks
+// decide the answer, and a plain 400 where it would need an endpoint of its own.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { compareVersions } from '../app.ts';
-import { conflict, invalidArgument, permissionDenied } from '../../lib/errors.ts';
+import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
+import { newId, rfc3339Nano } from '../../lib/ids.ts';
+import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { parseFilters } from '../containers/list.ts';
-import { parsePruneFilters } from '../containers/prune-filters.ts';
+import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import { findContainer } from '../containers/routes.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersionNumber, qStr, queryOf } from '../images/query.ts';
+import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, findNetwork, isPredefinedName, listNetworks, liveNetworks, networkNameOf, networkView, type NetworkResource } from './views.ts';
 
 export interface NetworkRouteDeps {
   store: ApiStore;
+  /** What the daemon's options say about the networks it creates; without it create is refused. */
+  defaults?: NetworkDefaults;
+  /** How long a handler waits for the network reconciler before answering 503. */
+  waitTimeoutMs?: number;
 }
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -37,7 +45,25 @@ const CreateBody = z
     Ingress: z.boolean().nullish(),
     ConfigOnly: z.boolean().nullish(),
     ConfigFrom: z.object({ Network: z.string().nullish() }).passthrough().nullish(),
-    IPAM: z.object({}).passthrough().nullish(),
+    IPAM: z
+      .object({
+        Driver: z.string().nullish(),
+        Options: z.record(z.string(), z.string()).nullish(),
+        Config: z
+          .array(
+            z
+              .object({
+                Subnet: z.string().nullish(),
+                IPRange: z.string().nullish(),
+                Gateway: z.string().nullish(),
+                AuxiliaryAddresses: z.record(z.string(), z.string()).nullish(),
+              })
+              .passthrough(),
+          )
+          .nullish(),
+      })
+      .passthrough()
+      .nullish(),
     EnableIPv4: z.boolean().nullish(),
     EnableIPv6: z.boolean().nullish(),
     CheckDuplicate: z.boolean().nullish(),
@@ -94,6 +120,19 @@ const isRunning = (c: CR) => c.status.phase === 'running' || c.status.phase === 
 
 export function networkRoutes(deps: NetworkRouteDeps) {
   const { store } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 60_000;
+
+  /** Refused while containers are attached (as the reference, 403); else torn down, waited for. */
+  async function removeNetwork(net: NetworkResource): Promise<void> {
+    const attached = Object.entries(attachedContainers(store, net));
+    if (attached.length) {
+      const eps = attached.map(([id, c]) => `name:${JSON.stringify(c.Name)} id:${JSON.stringify(id.slice(0, 12))}`).join(', ');
+      throw permissionDenied(`error while removing network: network ${net.spec.name} has active endpoints (${eps})`);
+    }
+    store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, net.name, (sp) => ({ ...sp, desired: 'removed' }));
+    const left = await store.waitFor(NETWORK_KIND.network, net.name, (x) => !x, { timeoutMs });
+    if (left) throw unavailable(`removal of network ${net.spec.name} did not finish in time`);
+  }
   const bridgeEnabled = () => liveNetworks(store).some((n) => n.spec.name === 'bridge');
 
   function containerFor(ref: string | null | undefined): CR {
@@ -137,20 +176,32 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       return networkView(net, attachedContainers(store, net));
     });
 
-    app.delete('/networks/:id', async (req: Req) => {
+    app.delete('/networks/:id', async (req: Req, reply: FastifyReply) => {
       const net = findNetwork(store, req.params.id);
       if (isPredefinedName(net.spec.name)) throw permissionDenied(`${net.spec.name} is a pre-defined network and cannot be removed`);
-      throw invalidArgument(USER_DEFINED_UNSUPPORTED);
+      await removeNetwork(net);
+      reply.code(204).send();
     });
 
-    app.post('/networks/create', async (req: FastifyRequest) => {
+    app.post('/networks/create', async (req: FastifyRequest, reply: FastifyReply) => {
       const body = parseBody(CreateBody, req.body);
       const name = body.Name ?? '';
       // The reference daemon's text, trailing space included.
       if (isPredefinedName(name)) throw permissionDenied(`operation is not permitted on predefined ${name} network `);
       if (!name) throw invalidArgument('network name must not be empty');
       if (liveNetworks(store).some((n) => n.spec.name === name)) throw conflict(`network with name ${name} already exists`);
-      throw invalidArgument(USER_DEFINED_UNSUPPORTED);
+      if (!deps.defaults) throw invalidArgument(USER_DEFINED_UNSUPPORTED);
+      const id = newId();
+      const spec = buildNetworkSpec(id, rfc3339Nano(), { ...body, Name: name }, liveNetworks(store), deps.defaults);
+      const status: NetworkStatus = { observedGeneration: 0, phase: 'pending', error: '', lastRepair: '', lastRepairAt: '' };
+      const created = store.create<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, spec, status);
+      const r = await store.waitFor<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, (x) => !x || (x.status.observedGeneration >= created.generation && x.status.phase !== 'pending'), { timeoutMs });
+      if (!r || r.status.phase === 'failed') {
+        if (r) store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, (sp) => ({ ...sp, desired: 'removed' }));
+        throw new EngineError('Internal', `failed to create network ${name}: ${r?.status.error || 'it was removed'}`);
+      }
+      if (r.status.phase === 'pending') throw unavailable(`network ${name} was not set up in time; it will be, or removed with docker network rm`);
+      reply.code(201).send({ Id: id, Warning: '' });
     });
 
     app.post('/networks/:id/connect', async (req: Req, reply: FastifyReply) => {
@@ -179,9 +230,20 @@ export function networkRoutes(deps: NetworkRouteDeps) {
         const path = (req.originalUrl ?? req.url).split('?')[0];
         throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
       }
-      parsePruneFilters(qStr(queryOf(req), 'filters'));
-      // Builtin networks are never pruned, and there are no others.
-      return { NetworksDeleted: null };
+      const filters = parsePruneFilters(qStr(queryOf(req), 'filters'));
+      const unused = liveNetworks(store).filter(
+        (n) => !isPredefinedName(n.spec.name) && Object.keys(attachedContainers(store, n)).length === 0 && pruneMatches(filters, n.spec.labels ?? {}, Date.parse(n.spec.created)),
+      );
+      const deleted: string[] = [];
+      for (const n of unused) {
+        try {
+          await removeNetwork(n);
+          deleted.push(n.spec.name);
+        } catch (err) {
+          req.log.warn({ err, network: n.spec.name }, 'prune: network not removed');
+        }
+      }
+      return { NetworksDeleted: deleted.length ? deleted : null };
     });
   };
 }

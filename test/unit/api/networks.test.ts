@@ -165,9 +165,13 @@ describe('network routes', () => {
     const builtin = await app.inject({ method: 'POST', url: '/networks/create', payload: { Name: 'bridge', Driver: 'bridge' } });
     assert.equal(builtin.statusCode, 403);
     assert.equal(builtin.json().message, 'operation is not permitted on predefined bridge network ');
+    // Without the daemon's network defaults (this app has none), user-defined networks are refused.
     const custom = await app.inject({ method: 'POST', url: '/networks/create', payload: { Name: 'mynet', Driver: 'bridge', Labels: { a: 'b' } } });
     assert.equal(custom.statusCode, 400);
     assert.equal(custom.json().message, USER_DEFINED_UNSUPPORTED);
+    const badIpam = await app.inject({ method: 'POST', url: '/networks/create', payload: { Name: 'x', IPAM: { Config: [{ Subnet: 7 }] } } });
+    assert.equal(badIpam.statusCode, 400);
+    assert.match(badIpam.json().message, /^invalid JSON: IPAM.Config.0.Subnet/);
     const lower = await app.inject({ method: 'POST', url: '/networks/create', payload: { name: 'host' } });
     assert.equal(lower.statusCode, 403, 'keys match case-insensitively');
     for (const payload of ['{"Name": 5}', '[]', '"x"', '{"Name":"a","Labels":{"x":1}}']) {
@@ -220,7 +224,7 @@ describe('network routes', () => {
     assert.equal(idle.body, '');
   });
 
-  test('POST /networks/prune deletes nothing', async () => {
+  test('POST /networks/prune with only builtin networks deletes nothing', async () => {
     const { app, store } = await setup();
     const r = await app.inject({ method: 'POST', url: '/networks/prune' });
     assert.equal(r.statusCode, 200);

@@ -1,0 +1,121 @@
+// User-defined bridge networks through real clients: create (subnet from the address pools, or
+// as asked), inspect, ls, rm, prune, events; docker-py and dockerode. Every network a test makes
+// is removed at the end, its bridge too, also when a test fails.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { docker, dockerOk, dockerode, pythonDocker } from './harness/clients.ts';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { linkExists } from './harness/reap.ts';
+
+function addressesOf(link: string): string {
+  return execFileSync('ip', ['-o', '-4', 'addr', 'show', 'dev', link], { encoding: 'utf8' });
+}
+
+describe('user-defined networks', () => {
+  let d: DaemonHandle;
+  const dk = dockerOk(() => d);
+  const tag = Math.random().toString(36).slice(2, 7);
+  /** Bridge names of networks made here, for the cleanup of last resort. */
+  const bridges = new Set<string>();
+
+  async function create(...args: string[]): Promise<{ id: string; bridge: string }> {
+    const id = await dk('network', 'create', ...args);
+    const bridge = await dk('network', 'inspect', '-f', '{{index .Options "com.docker.network.bridge.name"}}', id).catch(() => '');
+    const name = bridge && bridge !== '<no value>' ? bridge : `br-${id.slice(0, 12)}`;
+    bridges.add(name);
+    return { id, bridge: name };
+  }
+
+  before(async () => {
+    d = await startDaemon({ bridge: true });
+  });
+  after(async () => {
+    try {
+      const ids = (await docker(d, ['network', 'ls', '--filter', 'type=custom', '-q'])).stdout.trim().split('\n').filter(Boolean);
+      if (ids.length) await docker(d, ['network', 'rm', ...ids]);
+    } finally {
+      await d?.cleanup();
+      for (const b of bridges) if (linkExists(b)) execFileSync('ip', ['link', 'del', b], { stdio: 'ignore' });
+    }
+  });
+
+  test('create from the address pools, inspect, ls, a second create of the name refused, rm', async () => {
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const { id, bridge } = await create('mynet');
+    assert.match(id, /^[0-9a-f]{64}$/);
+    const [driver, subnet, gateway] = (await dk('network', 'inspect', '-f', '{{.Driver}} {{(index .IPAM.Config 0).Subnet}} {{(index .IPAM.Config 0).Gateway}}', 'mynet')).split(' ');
+    assert.equal(driver, 'bridge');
+    assert.match(subnet!, /^\d+\.\d+\.\d+\.0\/\d+$/);
+    assert.ok(linkExists(bridge), `bridge ${bridge} exists`);
+    assert.match(addressesOf(bridge), new RegExp(`inet ${gateway!.replace(/\./g, '\\.')}/`));
+    assert.equal(await dk('network', 'ls', '--filter', 'type=custom', '--format', '{{.Name}}'), 'mynet');
+    const again = await docker(d, ['network', 'create', 'mynet']);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /network with name mynet already exists/);
+
+    await dk('network', 'rm', 'mynet');
+    assert.equal(linkExists(bridge), false, 'the bridge goes with the network');
+    const gone = await docker(d, ['network', 'inspect', 'mynet']);
+    assert.match(gone.stderr, /network mynet not found/);
+    const until = Math.floor(Date.now() / 1000) + 1;
+    const ev = await dk('events', '--since', String(since), '--until', String(until), '--filter', 'type=network', '--format', '{{.Action}} {{.Actor.Attributes.name}}');
+    assert.deepEqual(ev.split('\n'), ['create mynet', 'destroy mynet']);
+  });
+
+  test('subnet, gateway, range, labels and bridge options as asked; an overlapping subnet is refused', async () => {
+    const name = `ebr${tag}`;
+    const { bridge } = await create(
+      '--subnet', '10.77.0.0/24', '--gateway', '10.77.0.254', '--ip-range', '10.77.0.128/25', '--label', 'team=a',
+      '-o', `com.docker.network.bridge.name=${name}`, '-o', 'com.docker.network.driver.mtu=1400', 'asked',
+    );
+    assert.equal(bridge, name);
+    const view = JSON.parse(await dk('network', 'inspect', 'asked'))[0];
+    assert.deepEqual(view.IPAM.Config, [{ Subnet: '10.77.0.0/24', IPRange: '10.77.0.128/25', Gateway: '10.77.0.254' }]);
+    assert.deepEqual(view.Labels, { team: 'a' });
+    assert.equal(view.Options['com.docker.network.driver.mtu'], '1400');
+    assert.match(addressesOf(name), /inet 10\.77\.0\.254\/24/);
+    assert.match(execFileSync('ip', ['-o', 'link', 'show', 'dev', name], { encoding: 'utf8' }), /mtu 1400/);
+    const overlap = await docker(d, ['network', 'create', '--subnet', '10.77.0.0/16', 'overlap']);
+    assert.notEqual(overlap.code, 0);
+    assert.match(overlap.stderr, /Pool overlaps with other one on this address space/);
+    const badGw = await docker(d, ['network', 'create', '--subnet', '10.79.0.0/24', '--gateway', '10.80.0.1', 'badgw']);
+    assert.notEqual(badGw.code, 0);
+    assert.match(badGw.stderr, /no matching subnet for gateway|must be within subnet/);
+    await dk('network', 'rm', 'asked');
+    assert.equal(linkExists(name), false);
+  });
+
+  test('prune removes unused user networks, leaves the builtin ones', async () => {
+    await create('p1');
+    await create('--label', 'keep=yes', 'p2');
+    const out = await dk('network', 'prune', '-f', '--filter', 'label!=keep=yes');
+    assert.match(out, /p1/);
+    assert.equal(await dk('network', 'ls', '--filter', 'type=custom', '--format', '{{.Name}}'), 'p2');
+    await dk('network', 'prune', '-f');
+    assert.equal(await dk('network', 'ls', '--filter', 'type=custom', '-q'), '');
+    assert.equal((await dk('network', 'ls', '-q')).split('\n').length, 3);
+  });
+
+  test('docker-py and dockerode create, inspect and remove networks', async () => {
+    const out = await pythonDocker(d, `
+      from docker.types import IPAMConfig, IPAMPool
+      n = client.networks.create('pynet', ipam=IPAMConfig(pool_configs=[IPAMPool(subnet='10.78.0.0/24')]), labels={'by': 'py'})
+      n.reload()
+      print(json.dumps({'subnet': n.attrs['IPAM']['Config'][0]['Subnet'], 'labels': n.attrs['Labels'], 'id': n.id}))
+      n.remove()
+    `);
+    const py = JSON.parse(out.trim().split('\n').pop()!);
+    bridges.add(`br-${py.id.slice(0, 12)}`);
+    assert.equal(py.subnet, '10.78.0.0/24');
+    assert.deepEqual(py.labels, { by: 'py' });
+
+    const dd = dockerode(d);
+    const created = await dd.createNetwork({ Name: 'nodenet', Driver: 'bridge' });
+    bridges.add(`br-${created.id.slice(0, 12)}`);
+    const info = await dd.getNetwork('nodenet').inspect();
+    assert.equal(info.Name, 'nodenet');
+    await dd.getNetwork(created.id).remove();
+    await assert.rejects(dd.getNetwork('nodenet').inspect(), (err: { statusCode?: number }) => err.statusCode === 404);
+  });
+});
