@@ -120,9 +120,6 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
   const h: Obj = isObj(raw) ? { ...raw } : {};
   let networkMode = str(field(h, 'NetworkMode'), 'NetworkMode') || 'default';
   if (networkMode === 'default') networkMode = 'bridge';
-  if (!['bridge', 'none', 'host'].includes(networkMode) && !networkMode.startsWith('container:')) {
-    throw invalidArgument(`network ${networkMode} not found`);
-  }
 
   const rp = field(h, 'RestartPolicy');
   const restart: RestartPolicy = { Name: 'no', MaximumRetryCount: 0 };

@@ -10,6 +10,7 @@ import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
 import { inspectView, summaryView } from './views.ts';
 import { listContainers } from './list.ts';
+import { findNetwork } from '../networks/views.ts';
 import { streamLogs } from './logs.ts';
 import type { ApiStore } from './store.ts';
 
@@ -121,6 +122,17 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (platform && !/^linux(\/amd64)?(\/.*)?$/.test(platform)) throw notFound(`No such image: ${imageRef}`);
       const image = deps.resolveImage(imageRef);
       const n = normalizeCreate(body, JSON.parse(image.spec.rawConfig), deps.defaults);
+      const mode = n.hostConfig.NetworkMode;
+      // A user-defined network must exist (by name, id or id prefix). 400, not 404: a 404 on
+      // create makes the docker CLI take it for a missing image and try to pull.
+      if (!['bridge', 'none', 'host'].includes(mode) && !mode.startsWith('container:')) {
+        try {
+          findNetwork(store, mode);
+        } catch (err) {
+          if (isCode(err, 'NotFound')) throw invalidArgument((err as Error).message);
+          throw err;
+        }
+      }
       const id = newId();
       const taken = (nm: string) => store.list<ContainerSpec, ContainerStatus>(KIND.container).some((c) => c.spec.name === nm);
       const rawName = q(req, 'name');

@@ -24,7 +24,7 @@ type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'>;
 
 export interface ResolvedNetworkMode {
-  kind: 'bridge' | 'host' | 'none' | 'container';
+  kind: 'bridge' | 'host' | 'none' | 'container' | 'user';
   /** Key of NetworkSettings.Networks ("bridge", "host", "none"); null for container:<id>. */
   networkName: string | null;
   /** For container:<id|name>. */
@@ -40,7 +40,22 @@ export function resolveNetworkMode(mode: string, opts: { bridgeDisabled?: boolea
   if (m === 'host') return { kind: 'host', networkName: 'host' };
   if (m === 'none') return { kind: 'none', networkName: 'none' };
   if (m.startsWith('container:')) return { kind: 'container', networkName: null, target: m.slice('container:'.length) };
-  throw notFound(`network ${m} not found`);
+  // A user-defined network, by name or id: looked up in the store by the caller.
+  return { kind: 'user', networkName: m };
+}
+
+/** A user-defined network by full id, exact name, then unique id prefix (as the API resolves it). */
+export function findUserNetwork(store: Pick<NetworkStore, 'list'>, ref: string): NetworkResource {
+  const nets = store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).filter((n) => n.spec.desired !== 'removed');
+  const net =
+    nets.find((n) => n.spec.id === ref) ??
+    nets.find((n) => n.spec.name === ref) ??
+    (() => {
+      const byPrefix = nets.filter((n) => n.spec.id.startsWith(ref));
+      return byPrefix.length === 1 ? byPrefix[0] : undefined;
+    })();
+  if (!net || net.spec.driver !== 'bridge') throw notFound(`network ${ref} not found`);
+  return net;
 }
 
 /** Host end of a container's veth: deterministic, so a repeated attach finds and replaces it. */
@@ -71,8 +86,8 @@ export class NetworkAttacher {
    */
   async allocate(containerId: string, networkMode: string): Promise<EndpointSettings | null> {
     const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
-    if (mode.kind !== 'bridge') return null;
-    const net = findNetworkByName(this.store, 'bridge');
+    if (mode.kind !== 'bridge' && mode.kind !== 'user') return null;
+    const net = mode.kind === 'user' ? findUserNetwork(this.store, mode.networkName!) : findNetworkByName(this.store, 'bridge');
     if (!net) throw notFound('network bridge not found');
     const alloc = this.store.transaction(() => this.claim(net, containerId));
     return endpoint(net, containerId, alloc);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, dockerode, pythonDocker } from './harness/clients.ts';
+import { docker, dockerOk, dockerode, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { linkExists } from './harness/reap.ts';
 
@@ -27,11 +27,16 @@ describe('user-defined networks', () => {
     return { id, bridge: name };
   }
 
+  let imgs: TestImages;
   before(async () => {
     d = await startDaemon({ bridge: true });
+    imgs = await testImages();
+    await dk('load', '-i', imgs.dockerArchive);
   });
   after(async () => {
     try {
+      const ctrs = (await docker(d, ['ps', '-aq'])).stdout.trim().split('\n').filter(Boolean);
+      if (ctrs.length) await docker(d, ['rm', '-f', ...ctrs]);
       const ids = (await docker(d, ['network', 'ls', '--filter', 'type=custom', '-q'])).stdout.trim().split('\n').filter(Boolean);
       if (ids.length) await docker(d, ['network', 'rm', ...ids]);
     } finally {
@@ -95,6 +100,34 @@ describe('user-defined networks', () => {
     await dk('network', 'prune', '-f');
     assert.equal(await dk('network', 'ls', '--filter', 'type=custom', '-q'), '');
     assert.equal((await dk('network', 'ls', '-q')).split('\n').length, 3);
+  });
+
+  test('containers on a user network reach each other; another network is isolated; rm refused while attached', async () => {
+    await create('--subnet', '10.81.0.0/24', 'appnet');
+    await create('--subnet', '10.82.0.0/24', 'othernet');
+    const serve = 'mkdir -p /www && echo hello-from-web > /www/index.html && exec httpd -f -p 80 -h /www';
+    await dk('run', '-d', '--network', 'appnet', '--name', 'web', imgs.tag, 'sh', '-c', serve);
+    const ip = await dk('inspect', '-f', '{{.NetworkSettings.Networks.appnet.IPAddress}}', 'web');
+    assert.match(ip, /^10\.81\.0\.\d+$/);
+    assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.Networks.appnet.Gateway}}', 'web'), '10.81.0.1');
+    const fetch = `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${ip} 80`;
+    let body = '';
+    for (let i = 0; i < 20 && !body.includes('hello-from-web'); i++) {
+      body = (await docker(d, ['run', '--rm', '--network', 'appnet', imgs.tag, 'sh', '-c', fetch])).stdout;
+    }
+    assert.match(body, /hello-from-web/);
+    const other = await docker(d, ['run', '--rm', '--network', 'othernet', imgs.tag, 'sh', '-c', fetch]);
+    assert.doesNotMatch(other.stdout, /hello-from-web/, 'othernet cannot reach appnet');
+    const inspect = JSON.parse(await dk('network', 'inspect', 'appnet'))[0];
+    assert.deepEqual(Object.values(inspect.Containers).map((c) => (c as { Name: string }).Name), ['web']);
+    const rm = await docker(d, ['network', 'rm', 'appnet']);
+    assert.notEqual(rm.code, 0);
+    assert.match(rm.stderr, /has active endpoints/);
+    const missing = await docker(d, ['run', '--rm', '--network', 'nosuchnet', imgs.tag, 'true']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /network nosuchnet not found/);
+    await dk('rm', '-f', 'web');
+    await dk('network', 'rm', 'appnet', 'othernet');
   });
 
   test('docker-py and dockerode create, inspect and remove networks', async () => {

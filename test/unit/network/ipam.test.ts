@@ -168,6 +168,7 @@ test('host, none, container: and unknown network modes', async () => {
   await assert.rejects(att.allocate(cid(1), 'mynet'), (e) => isCode(e, 'NotFound'));
   assert.equal(att.networkNameFor('default'), 'bridge');
   assert.deepEqual(resolveNetworkMode('container:web'), { kind: 'container', networkName: null, target: 'web' });
+  assert.deepEqual(resolveNetworkMode('appnet'), { kind: 'user', networkName: 'appnet' });
   assert.equal(hostVethName(cid(171)), 'vethabababababa');
 
   // With --bridge none, the default mode means none.
