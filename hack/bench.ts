@@ -37,7 +37,7 @@ const LIST_CLIENTS = 4;
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleBridge' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -52,6 +52,7 @@ interface Metric {
 const METRICS: readonly Metric[] = [
   { key: 'cycleNone', title: 'run cycle, network none (median)', unit: 'ms', reference: 177, target: { op: 'le', factor: 0.4 } },
   { key: 'cycleBridge', title: 'run cycle, default bridge (median)', unit: 'ms', reference: 235, target: { op: 'le', factor: 0.4 } },
+  { key: 'cycleUser', title: 'run cycle, user-defined network (median)', unit: 'ms', reference: null, target: null },
   { key: 'cliRun', title: 'docker run --rm true, bridge (median)', unit: 'ms', reference: null, target: null },
   { key: 'parallel', title: `parallel cycles (none), ${WORKERS} workers`, unit: 'ctr/s', reference: 9.9, target: { op: 'ge', factor: 2 } },
   { key: 'list', title: `GET /containers/json?all=1, ${SIZES.listContainers} ctrs`, unit: 'req/s', reference: 129, target: { op: 'ge', factor: 5 } },
@@ -158,6 +159,20 @@ async function cycle(t: Target, agent: Agent, image: string, networkMode: string
   mark.push(now());
   if (steps) STEPS.forEach((s, i) => steps[s].push(mark[i + 1] - mark[i]));
   return mark[mark.length - 1] - t0;
+}
+
+/** The run cycle on a user-defined bridge network made for it (10.123.0.0/24), removed after. */
+async function userNetworkCycle(t: Target, image: string, breakdown: Map<string, StepTimes>): Promise<number> {
+  const agent = keepAlive();
+  const name = 'benchnet';
+  try {
+    await call(t, agent, 'DELETE', `/networks/${name}`);
+    await expect(t, agent, 'POST', '/networks/create', 201, { Name: name, Driver: 'bridge', IPAM: { Config: [{ Subnet: '10.123.0.0/24' }] } });
+    return await cycleMedian(t, image, name, breakdown);
+  } finally {
+    await call(t, agent, 'DELETE', `/networks/${name}`).catch(() => undefined);
+    agent.destroy();
+  }
 }
 
 async function cycleMedian(t: Target, image: string, networkMode: string, breakdown: Map<string, StepTimes>): Promise<number> {
@@ -695,6 +710,7 @@ async function measure(t: Target, tmp: string, repo: string | Error, breakdown: 
   };
   await step('cycleNone', 'run cycle, network none', () => cycleMedian(t, image, 'none', breakdown));
   await step('cycleBridge', 'run cycle, default bridge', () => cycleMedian(t, image, 'default', breakdown));
+  await step('cycleUser', 'run cycle, user-defined network', () => userNetworkCycle(t, image, breakdown));
   await step('cliRun', 'docker run --rm true', () => cliRunMedian(t, image, configDir));
   await step('parallel', `${WORKERS} parallel workers`, () => parallelRate(t, image));
   await step('list', 'list', () => listRate(t, image));

@@ -14,17 +14,30 @@ function liveEndpoint(status: ContainerStatus) {
   return running && status.endpoint ? status.endpoint : null;
 }
 
+const BUILTIN = new Set(['bridge', 'host', 'none']);
+
+/** The EndpointsConfig entry the client gave for network `name` (at create or connect). */
+function endpointConfig(spec: ContainerSpec, name: string): { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null } | null {
+  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
+  return (eps[name] as ReturnType<typeof endpointConfig>) ?? null;
+}
+
 function networks(spec: ContainerSpec, status: ContainerStatus): Record<string, unknown> {
   const mode = spec.hostConfig.NetworkMode;
   const name = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
   if (!name) return {};
   const ep = liveEndpoint(status);
+  const cfg = endpointConfig(spec, name);
+  // On a user-defined network a container answers to its name, short id and aliases (DNS).
+  const user = !BUILTIN.has(name);
+  const dnsNames = user && ep ? [...new Set([spec.name.replace(/^\//, ''), spec.id.slice(0, 12), ...(cfg?.Aliases ?? [])])] : null;
   return {
     [name]: {
-      IPAMConfig: null, Links: null, Aliases: null, MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
+      IPAMConfig: cfg?.IPAMConfig ?? null, Links: cfg?.Links ?? null, Aliases: cfg?.Aliases?.length ? cfg.Aliases : null,
+      MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
       EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
       IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: '', GlobalIPv6Address: '',
-      GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: null,
+      GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: dnsNames,
     },
   };
 }

@@ -10,6 +10,7 @@ import { conflict, EngineError, invalidArgument, permissionDenied, unavailable }
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
 import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
 import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import { findContainer } from '../containers/routes.ts';
@@ -143,6 +144,28 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     return c;
   }
 
+  /** The user-defined network a container's NetworkMode names, or undefined. */
+  function userNetworkOf(c: CR): NetworkResource | undefined {
+    const mode = c.spec.hostConfig?.NetworkMode ?? '';
+    if (!mode || networkNameOf(mode, bridgeEnabled()) !== null || mode.startsWith('container:')) return undefined;
+    try {
+      return findNetwork(store, mode);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Sets (or, with null, drops) the container's EndpointsConfig entry for `net`. */
+  function setEndpointConfig(c: CR, net: NetworkResource, ep: Record<string, unknown> | null): void {
+    store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => {
+      const nc = (sp.networkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> | null };
+      const eps = { ...(nc.EndpointsConfig ?? {}) };
+      for (const k of Object.keys(eps)) if (k === net.spec.name || k === net.spec.id) delete eps[k];
+      if (ep) eps[net.spec.name] = ep;
+      return { ...sp, networkingConfig: { ...nc, EndpointsConfig: eps } };
+    });
+  }
+
   /** Why a container cannot join `net`, in the reference daemon's order of checks; null when it is already on it. */
   function connectRefusal(c: CR, net: NetworkResource): Error | null {
     const mode = c.spec.hostConfig?.NetworkMode ?? '';
@@ -208,15 +231,31 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       const body = parseBody(ConnectBody, req.body);
       const c = containerFor(body.Container);
       const net = findNetwork(store, req.params.id);
+      if (userNetworkOf(c)?.spec.id === net.spec.id) {
+        // Its own user-defined network: a running container has its endpoint already; for a
+        // stopped one the endpoint's settings (aliases) are what the next start uses.
+        if (isRunning(c)) throw permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
+        setEndpointConfig(c, net, body.EndpointConfig ?? {});
+        reply.code(200).send();
+        return;
+      }
       const refusal = connectRefusal(c, net);
       if (refusal) throw refusal;
       reply.code(200).send();
     });
 
-    app.post('/networks/:id/disconnect', async (req: Req) => {
+    app.post('/networks/:id/disconnect', async (req: Req, reply: FastifyReply) => {
       const body = parseBody(DisconnectBody, req.body);
       const c = containerFor(body.Container);
       const net = findNetwork(store, req.params.id);
+      if (userNetworkOf(c)?.spec.id === net.spec.id) {
+        if (isRunning(c)) throw invalidArgument(`disconnecting a running container from ${net.spec.name} is not supported by this daemon yet`);
+        // A stopped container's endpoint settings go; until a container can be on several
+        // networks, its NetworkMode network is still the one it joins at start.
+        setEndpointConfig(c, net, null);
+        reply.code(200).send();
+        return;
+      }
       const mode = c.spec.hostConfig?.NetworkMode ?? '';
       const current = networkNameOf(mode, bridgeEnabled());
       if (current !== net.spec.name) throw invalidArgument(`container ${c.name} is not connected to network ${net.spec.name}`);

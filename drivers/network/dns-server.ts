@@ -2,6 +2,7 @@
 // over UDP and TCP. Names the network knows are answered here; everything else is relayed to the
 // upstream resolvers, so containers need only `nameserver <gateway>` in their resolv.conf.
 // The driver knows nothing of the store: answers come from a DnsAnswerSource.
+import { readFileSync } from 'node:fs';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import dnsPacket from 'dns-packet';
@@ -262,4 +263,31 @@ function bindError(opts: DnsServerOptions, err: unknown): Error {
   const where = `${opts.address}:${opts.port ?? 53}`;
   if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return conflict(`dns: ${where} already in use`, err);
   return unavailable(`dns: cannot listen on ${where}: ${(err as Error).message}`, err);
+}
+
+/**
+ * The upstreams of the embedded DNS: the daemon's --dns when set, else the host's nameservers
+ * (systemd-resolved's upstream list when resolv.conf only names its local stub), re-read at
+ * most every few seconds so a changed resolv.conf takes effect.
+ */
+export function dnsUpstreams(configured: () => string[], paths = { resolvConf: '/etc/resolv.conf', systemd: '/run/systemd/resolve/resolv.conf' }): () => string[] {
+  let cached: string[] = [];
+  let at = 0;
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  return () => {
+    const dns = configured();
+    if (dns.length) return dns;
+    if (Date.now() - at > 5_000) {
+      cached = resolvConfNameservers(read(paths.resolvConf));
+      if (!cached.length) cached = resolvConfNameservers(read(paths.systemd));
+      at = Date.now();
+    }
+    return cached;
+  };
 }

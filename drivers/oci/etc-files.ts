@@ -108,7 +108,13 @@ function hostResolvConf(paths: HostEtcPaths): string {
   return text;
 }
 
-export async function writeEtcFiles(dir: string, config: SpecContainerConfig, hostConfig: SpecHostConfig, paths: HostEtcPaths = DEFAULT_HOST_ETC): Promise<EtcFiles> {
+export async function writeEtcFiles(
+  dir: string,
+  config: SpecContainerConfig,
+  hostConfig: SpecHostConfig,
+  paths: HostEtcPaths = DEFAULT_HOST_ETC,
+  opts: { nameserver?: string } = {},
+): Promise<EtcFiles> {
   const files: EtcFiles = { hostname: join(dir, 'hostname'), hosts: join(dir, 'hosts'), resolvConf: join(dir, 'resolv.conf') };
   const hostNet = hostConfig.NetworkMode === 'host';
 
@@ -117,7 +123,8 @@ export async function writeEtcFiles(dir: string, config: SpecContainerConfig, ho
 
   const raw = hostResolvConf(paths);
   let resolv: string;
-  const dns = hostConfig.Dns ?? [];
+  // On a user-defined network the embedded DNS answers (and forwards what it does not know).
+  const dns = opts.nameserver ? [opts.nameserver] : (hostConfig.Dns ?? []);
   const search = hostConfig.DnsSearch ?? [];
   const options = hostConfig.DnsOptions ?? [];
   if (dns.length || search.length || options.length) {

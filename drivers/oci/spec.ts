@@ -40,7 +40,8 @@ export interface SpecBuilderOptions {
 
 export interface SpecBuilder {
   build(input: SpecInput): Promise<object>;
-  writeEtcFiles(dir: string, config: SpecContainerConfig, hostConfig: SpecHostConfig): Promise<EtcFiles>;
+  /** `nameserver`: the embedded DNS of the container's user-defined network, instead of the host's servers. */
+  writeEtcFiles(dir: string, config: SpecContainerConfig, hostConfig: SpecHostConfig, opts?: { nameserver?: string }): Promise<EtcFiles>;
 }
 
 const RLIMITS = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack']);
@@ -241,6 +242,6 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
 
   return {
     build: async (input) => build(input),
-    writeEtcFiles: (dir, config, hostConfig) => writeEtcFiles(dir, config, hostConfig, hostEtc),
+    writeEtcFiles: (dir, config, hostConfig, opts) => writeEtcFiles(dir, config, hostConfig, hostEtc, opts),
   };
 }

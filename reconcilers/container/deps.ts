@@ -85,7 +85,8 @@ export interface SpecPort {
     files: { hostname: string; hosts: string; resolvConf: string };
     cgroupsPath: string;
   }): Promise<object>;
-  writeEtcFiles(dir: string, config: ContainerConfig, hostConfig: HostConfig): Promise<{ hostname: string; hosts: string; resolvConf: string }>;
+  /** `nameserver`: the embedded DNS of the container's user-defined network, instead of the host's servers. */
+  writeEtcFiles(dir: string, config: ContainerConfig, hostConfig: HostConfig, opts?: { nameserver?: string }): Promise<{ hostname: string; hosts: string; resolvConf: string }>;
 }
 
 export interface RuntimePort {
@@ -102,6 +103,8 @@ export interface NetworkPort {
   detach(containerId: string): Promise<void>;
   /** Free the address (container removed). */
   release(containerId: string): Promise<void>;
+  /** The embedded DNS server of the endpoint's network (its gateway), or undefined (the default bridge). */
+  nameserverFor(ep: ContainerEndpoint): string | undefined;
 }
 
 export interface ContainerReconcilerDeps {

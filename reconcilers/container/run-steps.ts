@@ -56,8 +56,9 @@ export class RunSteps {
   async prepare(id: string, spec: ContainerSpec): Promise<void> {
     const dir = this.containerDir(id);
     mkdirSync(dir, { recursive: true, mode: 0o710 });
-    const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig);
     const ep = await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode);
+    const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
+    const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
     const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
     await this.deps.layers.createRW(id, image?.spec.chainId ?? null);

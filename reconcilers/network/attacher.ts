@@ -16,6 +16,7 @@ import {
 } from '../../store/network-types.ts';
 import { findNetworkByName } from './default-network.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
+import { hasEmbeddedDns } from './dns.ts';
 
 type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
 type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
@@ -129,6 +130,12 @@ export class NetworkAttacher {
       await this.driver.attachContainer(req);
     }
     this.log.debug({ containerId, ip: ep.IPAddress, ms: +(performance.now() - t0).toFixed(1) }, 'container attached');
+  }
+
+  /** User-defined networks answer names through their embedded DNS, on the gateway. */
+  nameserverFor(ep: Pick<EndpointSettings, 'NetworkID'>): string | undefined {
+    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
+    return net && hasEmbeddedDns(net.spec) ? net.spec.ipam.Config[0]?.Gateway || undefined : undefined;
   }
 
   /** Unplug (on stop). The address stays claimed for the next start. */

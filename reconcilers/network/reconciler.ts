@@ -25,6 +25,7 @@ import {
   type NetworkStatus,
 } from '../../store/network-types.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
+import type { NetworkDns } from './dns.ts';
 import { networkLifecycle, RECHECK_MS, restoredContext, settledStateOf, type EffectInput, type NetworkEvent, type NetworkFacts } from './machine.ts';
 
 export { RECHECK_MS } from './machine.ts';
@@ -62,9 +63,12 @@ export class NetworkReconciler {
   /** The reconcile in flight per key, for the effects (keys never run concurrently). */
   private readonly active = new Map<string, Active>();
 
-  constructor(store: NetworkStore, driver: NetworkDriverPort, opts: { recheckMs?: number } = {}) {
+  private readonly dns: NetworkDns | undefined;
+
+  constructor(store: NetworkStore, driver: NetworkDriverPort, opts: { recheckMs?: number; dns?: NetworkDns } = {}) {
     this.store = store;
     this.driver = driver;
+    this.dns = opts.dns;
     this.recheckMs = opts.recheckMs ?? RECHECK_MS;
     this.machine = networkLifecycle.provide({
       actors: {
@@ -211,6 +215,15 @@ export class NetworkReconciler {
       if (b.iptables) await this.driver.setForwardPolicy('DROP', ctx.signal);
     }
 
+    if (this.dns) {
+      // Name resolution is not worth failing the network for (say, port 53 of the gateway taken).
+      const started = await this.dns.ensure(r).catch((err) => {
+        ctx.log.warn({ err, network: r.spec.name }, 'embedded DNS could not start');
+        return false;
+      });
+      if (started) repairs.push('started embedded DNS');
+    }
+
     if (b.iptables) {
       const n = await this.driver.ensureIptables(
         { chainPrefix: b.chainPrefix, bridge: b.bridgeName, subnet: pool.Subnet, icc: b.icc, ipMasq: b.ipMasq, userlandProxy: b.userlandProxy },
@@ -222,6 +235,7 @@ export class NetworkReconciler {
   }
 
   private async teardown(r: NetworkResource, ctx: ReconcileContext): Promise<void> {
+    await this.dns?.close(r.spec.id);
     const applied = r.status.applied ?? (r.spec.bridge ? appliedOf(r) : undefined);
     if (applied) {
       if (applied.iptables) {

@@ -3,6 +3,9 @@
 // is removed at the end, its bridge too, also when a test fails.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, dockerode, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
@@ -128,6 +131,80 @@ describe('user-defined networks', () => {
     assert.match(missing.stderr, /network nosuchnet not found/);
     await dk('rm', '-f', 'web');
     await dk('network', 'rm', 'appnet', 'othernet');
+  });
+
+  test('names resolve on a user network (name, alias, short id) through its embedded DNS; not on the default bridge', async () => {
+    await create('--subnet', '10.83.0.0/24', 'dnsnet');
+    const serve = 'mkdir -p /www && echo hello-by-name > /www/index.html && exec httpd -f -p 80 -h /www';
+    const id = await dk('run', '-d', '--network', 'dnsnet', '--network-alias', 'webalias', '--stop-timeout', '1', '--name', 'named', imgs.tag, 'sh', '-c', serve);
+    const ip = await dk('inspect', '-f', '{{.NetworkSettings.Networks.dnsnet.IPAddress}}', 'named');
+    const client = (cmd: string) => docker(d, ['run', '--rm', '--network', 'dnsnet', imgs.tag, 'sh', '-c', cmd]);
+    assert.match((await client('cat /etc/resolv.conf')).stdout, /nameserver 10\.83\.0\.1/);
+    for (const name of ['named', 'webalias', id.slice(0, 12)]) {
+      const r = await client(`nslookup ${name}`);
+      assert.match(r.stdout, new RegExp(`Address:\\s+${ip.replace(/\./g, '\\.')}`), `${name}: ${r.stdout}${r.stderr}`);
+    }
+    const body = await client(`printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 webalias 80`);
+    assert.match(body.stdout, /hello-by-name/);
+    const missing = await client('nslookup nosuchname');
+    assert.doesNotMatch(missing.stdout, /Name:\s+nosuchname/, 'an unknown name is not answered by the network');
+    // The default bridge keeps the host's resolvers (no embedded DNS there).
+    const legacy = await docker(d, ['run', '--rm', imgs.tag, 'cat', '/etc/resolv.conf']);
+    assert.doesNotMatch(legacy.stdout, /nameserver 10\.83\.0\.1/);
+
+    // After a daemon restart the network, its DNS and the container's name work again.
+    await d.restart();
+    await dk('start', 'named');
+    const ip2 = await dk('inspect', '-f', '{{.NetworkSettings.Networks.dnsnet.IPAddress}}', 'named');
+    let again = '';
+    for (let i = 0; i < 20 && !again.includes(ip2); i++) again = (await client('nslookup named')).stdout;
+    assert.match(again, new RegExp(`Address:\\s+${ip2.replace(/\./g, '\\.')}`));
+    await dk('rm', '-f', 'named');
+    await dk('network', 'rm', 'dnsnet');
+  });
+
+  test('docker-compose: two services on a network, one reaches the other by service name', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engine-compose-'));
+    const project = `cmp${tag}`;
+    try {
+      writeFileSync(join(dir, 'docker-compose.yml'), [
+        'version: "3.7"',
+        'services:',
+        '  web:',
+        `    image: ${imgs.tag}`,
+        '    command: ["sh", "-c", "mkdir -p /www && echo hello-compose > /www/index.html && exec httpd -f -p 80 -h /www"]',
+        '    stop_grace_period: 1s',
+        '    networks: [appnet]',
+        '  client:',
+        `    image: ${imgs.tag}`,
+        `    command: ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 web 80 && exit 0; sleep 0.5; done; exit 1"]`,
+        '    depends_on: [web]',
+        '    networks: [appnet]',
+        'networks:',
+        '  appnet: {}',
+        '',
+      ].join('\n'));
+      const compose = (...args: string[]) => {
+        try {
+          const out = execFileSync('docker-compose', ['-p', project, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, DOCKER_HOST: d.dockerHost }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+          return { code: 0, out };
+        } catch (err) {
+          const e = err as { status?: number; stdout?: string; stderr?: string };
+          return { code: e.status ?? 1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+        }
+      };
+      const up = compose('up', '--no-color', '--exit-code-from', 'client');
+      assert.equal(up.code, 0, up.out);
+      assert.match(up.out, /hello-compose/);
+      const net = await dk('network', 'inspect', '-f', '{{.Name}} {{index .Labels "com.docker.compose.project"}}', `${project}_appnet`);
+      assert.equal(net, `${project}_appnet ${project}`);
+      const down = compose('down');
+      assert.equal(down.code, 0, down.out);
+      const left = await docker(d, ['network', 'inspect', `${project}_appnet`]);
+      assert.notEqual(left.code, 0, 'compose down removed the network');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('docker-py and dockerode create, inspect and remove networks', async () => {

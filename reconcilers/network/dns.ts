@@ -1,0 +1,110 @@
+// Name resolution on user-defined networks: one embedded DNS server per network, bound on the
+// network's gateway address (containers there get it as their nameserver), answering the names of
+// the containers attached to that network — container name, short id and the aliases given for
+// that network — from the store, and forwarding every other name upstream. The network
+// reconciler makes sure a ready user network has its server (and closes it with the network);
+// the default bridge has none, as with the reference daemon.
+import type { Logger } from 'pino';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import type { NetworkSpec, NetworkStatus } from '../../store/network-types.ts';
+import type { ReconcilerStore } from '../store-like.ts';
+
+type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+/** What this needs of the DNS server driver (drivers/network/dns-server.ts). */
+export interface DnsServerPort {
+  start(opts: {
+    address: string;
+    source: { lookup(name: string, type: 'A' | 'AAAA'): string[] | null; reverse?(ip: string): string | null };
+    upstreams: () => string[];
+  }): Promise<{ close(): Promise<void> }>;
+}
+
+interface Running {
+  address: string;
+  server: { close(): Promise<void> };
+}
+
+/** Whether a network gets embedded DNS: a user-defined bridge (not the default `bridge`). */
+export function hasEmbeddedDns(net: Pick<NetworkSpec, 'name' | 'driver'>): boolean {
+  return net.driver === 'bridge' && net.name !== 'bridge';
+}
+
+const live = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
+
+export class NetworkDns {
+  private readonly store: Pick<ReconcilerStore, 'get' | 'list'>;
+  private readonly servers: DnsServerPort;
+  private readonly upstreams: () => string[];
+  private readonly log: Logger;
+  private readonly running = new Map<string, Running>();
+
+  constructor(store: Pick<ReconcilerStore, 'get' | 'list'>, servers: DnsServerPort, upstreams: () => string[], log: Logger) {
+    this.store = store;
+    this.servers = servers;
+    this.upstreams = upstreams;
+    this.log = log;
+  }
+
+  /** The network's server runs on its gateway (started, or moved when the gateway changed). */
+  async ensure(net: NetworkResource): Promise<boolean> {
+    const address = net.spec.ipam.Config[0]?.Gateway;
+    if (!address || !hasEmbeddedDns(net.spec)) return false;
+    const cur = this.running.get(net.spec.id);
+    if (cur?.address === address) return false;
+    if (cur) await this.close(net.spec.id);
+    const id = net.spec.id;
+    const server = await this.servers.start({
+      address,
+      source: { lookup: (name, type) => this.lookup(id, name, type), reverse: (ip) => this.reverse(id, ip) },
+      upstreams: this.upstreams,
+    });
+    this.running.set(id, { address, server });
+    this.log.debug({ network: net.spec.name, address }, 'embedded DNS listening');
+    return true;
+  }
+
+  async close(networkId: string): Promise<void> {
+    const cur = this.running.get(networkId);
+    if (!cur) return;
+    this.running.delete(networkId);
+    await cur.server.close().catch((err) => this.log.warn({ err, networkId }, 'closing embedded DNS failed'));
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((id) => this.close(id)));
+  }
+
+  /** The names a container answers to on a network. */
+  namesOf(c: CR, net: Pick<NetworkSpec, 'id' | 'name'>): string[] {
+    const names = [c.spec.name.replace(/^\//, ''), c.name.slice(0, 12)];
+    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Aliases?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
+    for (const [key, ep] of Object.entries(eps)) {
+      if (key === net.name || key === net.id || (key.length >= 12 && net.id.startsWith(key))) names.push(...(ep?.Aliases ?? []));
+    }
+    return [...new Set(names.filter(Boolean).map((n) => n.toLowerCase()))];
+  }
+
+  private attached(networkId: string): CR[] {
+    return this.store.list<ContainerSpec, ContainerStatus>(KIND.container).filter((c) => live(c.status) && c.status.endpoint?.NetworkID === networkId && !!c.status.endpoint.IPAddress);
+  }
+
+  private lookup(networkId: string, name: string, type: 'A' | 'AAAA'): string[] | null {
+    const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
+    if (!net) return null;
+    const ips = this.attached(networkId)
+      .filter((c) => this.namesOf(c, net.spec).includes(name))
+      .map((c) => c.status.endpoint!.IPAddress);
+    if (!ips.length) return null;
+    return type === 'A' ? ips : [];
+  }
+
+  private reverse(networkId: string, ip: string): string | null {
+    const c = this.attached(networkId).find((x) => x.status.endpoint!.IPAddress === ip);
+    if (!c) return null;
+    const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
+    return net ? `${c.spec.name.replace(/^\//, '')}.${net.spec.name}` : null;
+  }
+}
