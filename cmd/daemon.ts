@@ -27,7 +27,7 @@ import { hostPlatform } from '../drivers/image/platform.ts';
 import { pullHandler } from '../api/distribution/pull-handler.ts';
 import { pushHandler } from '../api/distribution/push-handler.ts';
 import { authRoutes } from '../api/distribution/auth-routes.ts';
-import { ensureDefaultNetwork } from '../reconcilers/network/default-network.ts';
+import { ensureDefaultNetwork, findNetworkByName } from '../reconcilers/network/default-network.ts';
 import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
 import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
 import { NETWORK_KIND } from '../store/network-types.ts';
@@ -141,7 +141,12 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
 
     const stdio = createStdio(logger.child({ component: 'stdio' }));
     const logging = createLogging({ log: logger.child({ component: 'logging' }) });
-    const spec = createSpecBuilder({ log: logger.child({ component: 'oci' }), defaultShmSize: cfg.defaultShmSize });
+    const spec = createSpecBuilder({
+      log: logger.child({ component: 'oci' }),
+      defaultShmSize: cfg.defaultShmSize,
+      dns: { servers: cfg.dns ?? [], search: cfg.dnsSearch ?? [], options: cfg.dnsOpts ?? [] },
+      hostGatewayIp: () => cfg.hostGatewayIp || findNetworkByName(store, 'bridge')?.spec.ipam.Config[0]?.Gateway || '',
+    });
 
     const bridgeDriver = new BridgeDriver({ log: logger.child({ component: 'network' }) });
     await ensureDefaultNetwork(
@@ -398,8 +403,8 @@ function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
  */
 const NOT_APPLIED_YET = [
   'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'defaultCgroupnsMode', 'defaultGatewayV6', 'defaultIpcMode', 'dnsOpts',
-  'dnsSearch', 'execOpts', 'fixedCidrV6', 'hostGatewayIp', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
+  'defaultCgroupnsMode', 'defaultGatewayV6', 'defaultIpcMode',
+  'execOpts', 'fixedCidrV6', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'seccompProfile', 'selinuxEnabled',
   'storageOpts', 'userlandProxyPath', 'usernsRemap',
 ] as const;

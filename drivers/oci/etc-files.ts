@@ -2,6 +2,7 @@
 // container's directory and bind-mounted by the spec. Small files read and written with direct
 // syscalls: each fs.promises call would cost a threadpool round trip (several for a writeFile),
 // more CPU than the write itself, on every container create.
+import { invalidArgument } from '../../lib/errors.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EtcFiles, SpecContainerConfig, SpecHostConfig } from './types.ts';
@@ -39,12 +40,16 @@ const readOr = (p: string, fallback: string) => {
 };
 
 /** "name:ip" (or "name=ip"); the IP may itself contain colons (IPv6). */
-function extraHostLines(extra: readonly string[] | null): string {
+function extraHostLines(extra: readonly string[] | null, hostGatewayIp: string | undefined): string {
   let out = '';
   for (const e of extra ?? []) {
     const m = /^([^:=]+)[:=](.+)$/.exec(e);
     if (!m) continue;
-    const ip = m[2]!.replace(/^\[(.*)\]$/, '$1');
+    let ip = m[2]!.replace(/^\[(.*)\]$/, '$1');
+    if (ip === 'host-gateway') {
+      if (!hostGatewayIp) throw invalidArgument('unable to derive the IP value for host-gateway');
+      ip = hostGatewayIp;
+    }
     out += `${ip}\t${m[1]}\n`;
   }
   return out;
@@ -108,25 +113,33 @@ function hostResolvConf(paths: HostEtcPaths): string {
   return text;
 }
 
+/** What the daemon's options add to every container's /etc files. */
+export interface EtcDefaults {
+  dns?: { servers: string[]; search: string[]; options: string[] };
+  hostGatewayIp?: string;
+}
+
 export async function writeEtcFiles(
   dir: string,
   config: SpecContainerConfig,
   hostConfig: SpecHostConfig,
   paths: HostEtcPaths = DEFAULT_HOST_ETC,
-  opts: { nameserver?: string } = {},
+  opts: EtcDefaults & { nameserver?: string } = {},
 ): Promise<EtcFiles> {
   const files: EtcFiles = { hostname: join(dir, 'hostname'), hosts: join(dir, 'hosts'), resolvConf: join(dir, 'resolv.conf') };
   const hostNet = hostConfig.NetworkMode === 'host';
 
   const hosts = hostNet ? readOr(paths.hosts, DEFAULT_HOSTS) : DEFAULT_HOSTS;
-  const hostsText = hosts + (hosts === '' || hosts.endsWith('\n') ? '' : '\n') + extraHostLines(hostConfig.ExtraHosts);
+  const hostsText = hosts + (hosts === '' || hosts.endsWith('\n') ? '' : '\n') + extraHostLines(hostConfig.ExtraHosts, opts.hostGatewayIp);
 
   const raw = hostResolvConf(paths);
   let resolv: string;
   // On a user-defined network the embedded DNS answers (and forwards what it does not know).
-  const dns = opts.nameserver ? [opts.nameserver] : (hostConfig.Dns ?? []);
-  const search = hostConfig.DnsSearch ?? [];
-  const options = hostConfig.DnsOptions ?? [];
+  // The container's own settings, else the daemon's --dns, --dns-search, --dns-opt.
+  const pick = (own: string[] | null | undefined, daemon: string[] | undefined) => (own?.length ? own : (daemon ?? []));
+  const dns = opts.nameserver ? [opts.nameserver] : pick(hostConfig.Dns, opts.dns?.servers);
+  const search = pick(hostConfig.DnsSearch, opts.dns?.search);
+  const options = pick(hostConfig.DnsOptions, opts.dns?.options);
   if (dns.length || search.length || options.length) {
     const base = parseResolv(hostNet ? raw : filterResolvConf(raw));
     resolv = buildResolvConf(dns.length ? dns : base.nameservers, search.length ? search : base.search, options.length ? options : base.options);

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
 import { tweakCapabilities } from './caps.ts';
 import { baseMounts, DEFAULT_PATH_ENV, DEFAULT_SHM_SIZE, MASKED_PATHS, OCI_VERSION, READONLY_PATHS } from './defaults.ts';
-import { DEFAULT_HOST_ETC, writeEtcFiles } from './etc-files.ts';
+import { DEFAULT_HOST_ETC, writeEtcFiles, type EtcDefaults } from './etc-files.ts';
 import type { HostEtcPaths } from './etc-files.ts';
 import { sortByDepth, userMounts } from './mounts.ts';
 import { deviceSetup, resources } from './resources.ts';
@@ -36,6 +36,10 @@ export interface SpecBuilderOptions {
   volumeDir?: (name: string) => string;
   /** Host files copied or filtered into each container (tests point these elsewhere). */
   hostEtc?: HostEtcPaths;
+  /** The daemon's --dns, --dns-search, --dns-opt: used where a container sets none of its own. */
+  dns?: EtcDefaults['dns'];
+  /** What `host-gateway` in --add-host stands for (--host-gateway-ip, else the default bridge's address). */
+  hostGatewayIp?: () => string;
 }
 
 export interface SpecBuilder {
@@ -242,6 +246,6 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
 
   return {
     build: async (input) => build(input),
-    writeEtcFiles: (dir, config, hostConfig, opts) => writeEtcFiles(dir, config, hostConfig, hostEtc, opts),
+    writeEtcFiles: (dir, config, hostConfig, o) => writeEtcFiles(dir, config, hostConfig, hostEtc, { ...o, dns: opts.dns, hostGatewayIp: opts.hostGatewayIp?.() }),
   };
 }

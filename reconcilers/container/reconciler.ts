@@ -12,7 +12,7 @@
 // through the registry.
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, type MachineTimer } from '../../controllers/machine-driver.ts';
-import { isCode } from '../../lib/errors.ts';
+import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -95,7 +95,15 @@ export class ContainerReconciler {
     this.active.set(id, ctx);
     let requeue: number | undefined;
     try {
-      if (!this.status.get(id).prepared && r.spec.desired !== 'removed') await this.steps.prepare(id, r.spec);
+      if (!this.status.get(id).prepared && r.spec.desired !== 'removed') {
+        try {
+          await this.steps.prepare(id, r.spec);
+        } catch (err) {
+          // Seen and failed: the create that waits for it answers with the reason (and is retried).
+          this.status.stage(id, (x) => ({ ...x, error: err instanceof Error ? err.message : String(err), errorCode: errorCode(err), observedGeneration: Math.max(x.observedGeneration, r.generation) }));
+          throw err;
+        }
+      }
       let held = this.held.get(id) ?? this.restore(r);
       // Observe, drive; again when the machine moved (what it now accepts may differ).
       for (let round = 0; round < MAX_ROUNDS; round++) {

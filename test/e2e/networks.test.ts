@@ -93,6 +93,11 @@ describe('networks on a daemon with its default bridge', () => {
     assert.equal((await dk('network', 'ls', '-q')).split('\n').length, 3);
   });
 
+  test('--add-host name:host-gateway is the default bridge address', async () => {
+    const hosts = await dk('run', '--rm', '--add-host', 'hg:host-gateway', imgs.tag, 'cat', '/etc/hosts');
+    assert.match(hosts, new RegExp(`${subnetOf(d.bip).gateway.replace(/\./g, '\\.')}\\thg`));
+  });
+
   test('dockerode and docker-py read the networks', async () => {
     const dd = dockerode(d);
     const list = await dd.listNetworks();

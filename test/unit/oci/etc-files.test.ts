@@ -77,3 +77,26 @@ test('Dns/DnsSearch/DnsOptions override; host network copies host files', async 
     t.cleanup();
   }
 });
+
+test("the daemon's --dns, --dns-search, --dns-opt apply where the container sets none; host-gateway resolves", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'oci-etc-'));
+  try {
+    const host = { hosts: join(dir, 'host-hosts'), resolvConf: join(dir, 'host-resolv'), systemdResolvConf: join(dir, 'none') };
+    writeFileSync(host.hosts, '');
+    writeFileSync(host.resolvConf, 'nameserver 10.1.2.3\nsearch host.example\n');
+    const out = join(dir, 'ctr');
+    mkdirSync(out);
+    const b = createSpecBuilder({ log, hostEtc: host, dns: { servers: ['9.9.9.9'], search: ['corp.example'], options: ['ndots:3'] }, hostGatewayIp: () => '172.17.0.1' });
+    const files = await b.writeEtcFiles(out, cfg, hc({ ExtraHosts: ['host.docker.internal:host-gateway'] }));
+    assert.equal(readFileSync(files.resolvConf, 'utf8'), 'search corp.example\nnameserver 9.9.9.9\noptions ndots:3\n');
+    assert.ok(readFileSync(files.hosts, 'utf8').endsWith('172.17.0.1\thost.docker.internal\n'));
+    const own = await b.writeEtcFiles(out, cfg, hc({ Dns: ['1.1.1.1'] }));
+    assert.match(readFileSync(own.resolvConf, 'utf8'), /nameserver 1\.1\.1\.1\n/);
+    const embedded = await b.writeEtcFiles(out, cfg, hc(), { nameserver: '10.83.0.1' });
+    assert.equal(readFileSync(embedded.resolvConf, 'utf8'), 'search corp.example\nnameserver 10.83.0.1\noptions ndots:3\n');
+    const noGw = createSpecBuilder({ log, hostEtc: host });
+    await assert.rejects(noGw.writeEtcFiles(out, cfg, hc({ ExtraHosts: ['h:host-gateway'] })), /unable to derive the IP value for host-gateway/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
