@@ -139,14 +139,26 @@ export class EventRecorder {
     if (prev.spec.name !== cur.spec.name) this.container('rename', cur, { oldName: prev.spec.name });
     if (s.exitSeq > p.exitSeq) {
       this.container('die', cur, { exitCode: String(s.exitCode) });
+      this.networkAttachment('disconnect', cur);
       // Asked to stop (`docker stop`), or to stop for a new run (`docker restart`).
       const stopped = cur.spec.desired === 'stopped' || cur.spec.runGeneration > s.runGeneration;
       if (stopped && !cur.spec.remove) this.container('stop', cur);
     }
-    if (s.phase === 'running' && (p.phase !== 'running' && p.phase !== 'paused')) this.container('start', cur);
+    if (s.phase === 'running' && (p.phase !== 'running' && p.phase !== 'paused')) {
+      this.networkAttachment('connect', cur);
+      this.container('start', cur);
+    }
     if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);
     if (s.phase === 'running' && p.phase === 'paused') this.container('unpause', cur);
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
+  }
+
+  /** The network side of a start (`connect`) or an exit (`disconnect`) of a container with an endpoint. */
+  private networkAttachment(action: 'connect' | 'disconnect', c: Resource<ContainerSpec, ContainerStatus>): void {
+    const ep = c.status.endpoint;
+    if (!ep?.NetworkID) return;
+    const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, ep.NetworkID);
+    if (net) this.emit('network', action, net.spec.id, { container: c.name, name: net.spec.name, type: net.spec.driver });
   }
 
   /** A network's record appearing is `create`, its record going (teardown done) is `destroy`. */

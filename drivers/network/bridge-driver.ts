@@ -54,9 +54,11 @@ export class BridgeDriver {
 
   /** Remove this bridge's rules, and with `chains` also the engine's chains and the jumps into them. */
   async removeIptables(cfg: BridgeRulesConfig, opts: { chains: boolean }, signal?: AbortSignal): Promise<void> {
+    // Every variant this bridge may have had: icc either way, masquerade, internal or not.
     const rules = [
-      ...bridgeRules({ ...cfg, icc: true, ipMasq: true }),
-      ...staleBridgeRules({ ...cfg, icc: true, ipMasq: false }),
+      ...bridgeRules({ ...cfg, icc: true, ipMasq: true, internal: false }),
+      ...staleBridgeRules({ ...cfg, icc: true, ipMasq: false, internal: false }),
+      ...staleBridgeRules({ ...cfg, icc: true, ipMasq: true, internal: true }),
     ];
     await this.ipt.removeRules(rules, signal);
     if (opts.chains) await this.ipt.removeChains(cfg.chainPrefix, signal);

@@ -46,6 +46,8 @@ export interface BridgeRulesConfig {
   subnet: string;
   icc: boolean;
   ipMasq: boolean;
+  /** An internal network: nothing leaves it and nothing from outside reaches it (the host still does). */
+  internal?: boolean;
 }
 
 const CHAINS_BY_TABLE = (c: ChainNames): Array<[Table, string]> => [
@@ -84,22 +86,39 @@ export function bridgeRules(cfg: BridgeRulesConfig): IptablesRule[] {
   const rules: IptablesRule[] = [
     { table: 'filter', chain: 'FORWARD', args: ['-o', br, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'] },
     { table: 'filter', chain: 'FORWARD', args: ['-o', br, '-j', c.engine] },
-    { table: 'filter', chain: 'FORWARD', args: ['-i', br, '!', '-o', br, '-j', 'ACCEPT'] },
+    ...(cfg.internal ? [] : [outboundRule(br)]),
     { table: 'filter', chain: 'FORWARD', args: ['-i', br, '-o', br, '-j', cfg.icc ? 'ACCEPT' : 'DROP'] },
     { table: 'filter', chain: c.isolation1, args: ['-i', br, '!', '-o', br, '-j', c.isolation2], insert: true },
     { table: 'filter', chain: c.isolation2, args: ['-o', br, '-j', 'DROP'], insert: true },
+    ...(cfg.internal ? internalRules(cfg) : []),
     { table: 'nat', chain: c.engine, args: ['-i', br, '-j', 'RETURN'], insert: true },
   ];
-  if (cfg.ipMasq) rules.push(masqueradeRule(cfg));
+  if (cfg.ipMasq && !cfg.internal) rules.push(masqueradeRule(cfg));
   return rules;
+}
+
+/** Containers of the bridge reach other interfaces (the way out). */
+function outboundRule(br: string): IptablesRule {
+  return { table: 'filter', chain: 'FORWARD', args: ['-i', br, '!', '-o', br, '-j', 'ACCEPT'] };
+}
+
+/** As the reference daemon isolates an internal network: no packet leaves its subnet or enters it from elsewhere. */
+function internalRules(cfg: BridgeRulesConfig): IptablesRule[] {
+  const c = chainNames(cfg.chainPrefix);
+  return [
+    // Spelled in the order `iptables -S` prints them, so the snapshot comparison finds them.
+    { table: 'filter', chain: c.isolation1, args: ['!', '-d', cfg.subnet, '-i', cfg.bridge, '-j', 'DROP'], insert: true },
+    { table: 'filter', chain: c.isolation1, args: ['!', '-s', cfg.subnet, '-o', cfg.bridge, '-j', 'DROP'], insert: true },
+  ];
 }
 
 /** Rules that must NOT be present for this configuration (the other icc verdict; masquerade when off). */
 export function staleBridgeRules(cfg: BridgeRulesConfig): IptablesRule[] {
   const stale: IptablesRule[] = [
     { table: 'filter', chain: 'FORWARD', args: ['-i', cfg.bridge, '-o', cfg.bridge, '-j', cfg.icc ? 'DROP' : 'ACCEPT'] },
+    ...(cfg.internal ? [outboundRule(cfg.bridge)] : internalRules(cfg)),
   ];
-  if (!cfg.ipMasq) stale.push(masqueradeRule(cfg));
+  if (!cfg.ipMasq || cfg.internal) stale.push(masqueradeRule(cfg));
   return stale;
 }
 

@@ -13,7 +13,7 @@ export interface NetworkDriverPort {
   ensureBridge(cfg: { name: string; address: string; mtu: number }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
   deleteBridge(name: string, signal?: AbortSignal): Promise<boolean>;
   ensureIptables(
-    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; userlandProxy: boolean },
+    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; userlandProxy: boolean; internal?: boolean },
     signal?: AbortSignal,
   ): Promise<number>;
   removeIptables(

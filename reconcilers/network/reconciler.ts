@@ -226,7 +226,7 @@ export class NetworkReconciler {
 
     if (b.iptables) {
       const n = await this.driver.ensureIptables(
-        { chainPrefix: b.chainPrefix, bridge: b.bridgeName, subnet: pool.Subnet, icc: b.icc, ipMasq: b.ipMasq, userlandProxy: b.userlandProxy },
+        { chainPrefix: b.chainPrefix, bridge: b.bridgeName, subnet: pool.Subnet, icc: b.icc, ipMasq: b.ipMasq, userlandProxy: b.userlandProxy, internal: r.spec.internal },
         ctx.signal,
       );
       if (n > 0) repairs.push(`iptables: ${n} changes`);

@@ -207,6 +207,27 @@ describe('user-defined networks', () => {
     }
   });
 
+  test('an internal network: inspect says so; its containers reach each other by name, nothing is masqueraded', async () => {
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const { bridge } = await create('--internal', '--subnet', '10.84.0.0/24', 'inner');
+    assert.equal(await dk('network', 'inspect', '-f', '{{.Internal}}', 'inner'), 'true');
+    await dk('run', '-d', '--network', 'inner', '--stop-timeout', '1', '--name', 'innerweb', imgs.tag, 'sh', '-c', 'mkdir -p /www && echo inside > /www/index.html && exec httpd -f -p 80 -h /www');
+    let body = '';
+    for (let i = 0; i < 10 && !body.includes('inside'); i++) {
+      body = (await docker(d, ['run', '--rm', '--network', 'inner', imgs.tag, 'sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 innerweb 80`])).stdout;
+    }
+    assert.match(body, /inside/);
+    const nat = execFileSync('iptables', ['-t', 'nat', '-S', 'POSTROUTING'], { encoding: 'utf8' });
+    assert.doesNotMatch(nat, /10\.84\.0\.0\/24.*MASQUERADE/);
+    const filter = execFileSync('iptables', ['-S'], { encoding: 'utf8' });
+    assert.match(filter, new RegExp(`! -d 10\\.84\\.0\\.0/24 -i ${bridge} -j DROP`));
+    await dk('rm', '-f', 'innerweb');
+    await dk('network', 'rm', 'inner');
+    const ev = await dk('events', '--since', String(since), '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', 'network=inner', '--format', '{{.Action}}');
+    const actions = ev.split('\n');
+    for (const a of ['create', 'connect', 'disconnect', 'destroy']) assert.ok(actions.includes(a), `network event ${a} in ${actions}`);
+  });
+
   test('docker-py and dockerode create, inspect and remove networks', async () => {
     const out = await pythonDocker(d, `
       from docker.types import IPAMConfig, IPAMPool

@@ -103,3 +103,19 @@ test('Iptables.exists distinguishes missing rules and missing chains from errors
   assert.equal(await ipt.exists({ table: 'filter', chain: `${PREFIX}-NOPE`, args: ['-j', 'RETURN'] }), false);
   assert.equal(await ipt.exists({ table: 'filter', chain: 'FORWARD', args: ['-j', `${PREFIX}-NOPE`] }), false);
 });
+
+test('an internal network: nothing leaves or enters its subnet, no way out, no masquerade; flipping back restores them', async () => {
+  const d = new BridgeDriver({ log: silentLog });
+  const cfg = { chainPrefix: PREFIX, bridge: BR, subnet: SUBNET, icc: true, ipMasq: true, userlandProxy: true };
+  await d.ensureIptables({ ...cfg, internal: true });
+  let filter = await lines('filter');
+  assert.ok(filter.includes(`-A ${C.isolation1} ! -d ${SUBNET} -i ${BR} -j DROP`), filter.join('\n'));
+  assert.ok(filter.includes(`-A ${C.isolation1} ! -s ${SUBNET} -o ${BR} -j DROP`));
+  assert.ok(!filter.includes(`-A FORWARD -i ${BR} ! -o ${BR} -j ACCEPT`), 'no way out');
+  assert.ok(!(await lines('nat')).some((l) => l.includes('MASQUERADE')));
+  await d.ensureIptables({ ...cfg, internal: false });
+  filter = await lines('filter');
+  assert.ok(!filter.some((l) => l.includes(`! -d ${SUBNET} -j DROP`)));
+  assert.ok(filter.includes(`-A FORWARD -i ${BR} ! -o ${BR} -j ACCEPT`));
+  await d.removeIptables(cfg, { chains: true });
+});
