@@ -136,6 +136,15 @@ export interface ContainerEndpoint {
   Bridge?: string;
 }
 
+export interface ExtraEndpoint extends ContainerEndpoint {
+  /** The network's name (NetworkSettings.Networks key). */
+  network: string;
+  /** Interface name inside the container ("eth1"). */
+  ifName: string;
+  /** Host end of its veth pair. */
+  hostVeth: string;
+}
+
 export type ContainerPhase = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
 
 export interface ContainerStatus {
@@ -180,6 +189,11 @@ export interface ContainerStatus {
   prepared: boolean;
   /** The container's endpoint on its network while it runs (bridge mode), for inspect. */
   endpoint?: ContainerEndpoint | null;
+  /**
+   * Endpoints of the networks connected beside the NetworkMode one (`docker network connect`, or
+   * more than one network in EndpointsConfig) while the container runs: eth1, eth2, ...
+   */
+  extraEndpoints?: ExtraEndpoint[];
   /** The daemon stopped this running container (shutdown or crash): its restart policy applies at the next start. */
   restartOnBoot?: boolean;
   /** Network namespace path of the running container (SandboxKey). */

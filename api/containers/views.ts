@@ -22,24 +22,37 @@ function endpointConfig(spec: ContainerSpec, name: string): { Aliases?: string[]
   return (eps[name] as ReturnType<typeof endpointConfig>) ?? null;
 }
 
-function networks(spec: ContainerSpec, status: ContainerStatus): Record<string, unknown> {
-  const mode = spec.hostConfig.NetworkMode;
-  const name = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
-  if (!name) return {};
-  const ep = liveEndpoint(status);
+type EndpointLike = Pick<NonNullable<ContainerStatus['endpoint']>, 'MacAddress' | 'NetworkID' | 'EndpointID' | 'Gateway' | 'IPAddress' | 'IPPrefixLen'>;
+
+/** One NetworkSettings.Networks entry: the client's settings for it, the live endpoint's addresses. */
+function networkEntry(spec: ContainerSpec, name: string, ep: EndpointLike | null): Record<string, unknown> {
   const cfg = endpointConfig(spec, name);
   // On a user-defined network a container answers to its name, short id and aliases (DNS).
   const user = !BUILTIN.has(name);
   const dnsNames = user && ep ? [...new Set([spec.name.replace(/^\//, ''), spec.id.slice(0, 12), ...(cfg?.Aliases ?? [])])] : null;
   return {
-    [name]: {
-      IPAMConfig: cfg?.IPAMConfig ?? null, Links: cfg?.Links ?? null, Aliases: cfg?.Aliases?.length ? cfg.Aliases : null,
-      MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
-      EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
-      IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: '', GlobalIPv6Address: '',
-      GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: dnsNames,
-    },
+    IPAMConfig: cfg?.IPAMConfig ?? null, Links: cfg?.Links ?? null, Aliases: cfg?.Aliases?.length ? cfg.Aliases : null,
+    MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
+    EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
+    IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: '', GlobalIPv6Address: '',
+    GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: dnsNames,
   };
+}
+
+function networks(spec: ContainerSpec, status: ContainerStatus): Record<string, unknown> {
+  const mode = spec.hostConfig.NetworkMode;
+  const name = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
+  if (!name) return {};
+  const out: Record<string, unknown> = { [name]: networkEntry(spec, name, liveEndpoint(status)) };
+  // The other networks it is connected to (EndpointsConfig beyond the NetworkMode one).
+  const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
+  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
+  for (const key of Object.keys(eps)) {
+    if (key === name || (name === 'bridge' && key === 'default') || BUILTIN.has(key) && BUILTIN.has(name)) continue;
+    const ep = running ? (status.extraEndpoints ?? []).find((e) => e.network === key || e.NetworkID === key || (key.length >= 12 && e.NetworkID.startsWith(key))) : undefined;
+    out[ep?.network ?? key] = networkEntry(spec, key, ep ?? null);
+  }
+  return out;
 }
 
 export function inspectView(r: CR, opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number } }): Record<string, unknown> {

@@ -151,13 +151,21 @@ export class EventRecorder {
     if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);
     if (s.phase === 'running' && p.phase === 'paused') this.container('unpause', cur);
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
+    // Networks connected beside the NetworkMode one come and go with their endpoints.
+    const before = new Set((p.extraEndpoints ?? []).map((e) => e.NetworkID));
+    const after = new Set((s.extraEndpoints ?? []).map((e) => e.NetworkID));
+    for (const id of after) if (!before.has(id)) this.networkEvent('connect', cur, id);
+    for (const id of before) if (!after.has(id)) this.networkEvent('disconnect', cur, id);
   }
 
   /** The network side of a start (`connect`) or an exit (`disconnect`) of a container with an endpoint. */
   private networkAttachment(action: 'connect' | 'disconnect', c: Resource<ContainerSpec, ContainerStatus>): void {
     const ep = c.status.endpoint;
-    if (!ep?.NetworkID) return;
-    const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, ep.NetworkID);
+    if (ep?.NetworkID) this.networkEvent(action, c, ep.NetworkID);
+  }
+
+  private networkEvent(action: 'connect' | 'disconnect', c: Resource<ContainerSpec, ContainerStatus>, networkId: string): void {
+    const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, networkId);
     if (net) this.emit('network', action, net.spec.id, { container: c.name, name: net.spec.name, type: net.spec.driver });
   }
 

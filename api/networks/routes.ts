@@ -178,7 +178,22 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     if (net.spec.driver === 'host') return invalidArgument(HOST_ONLY);
     if (current === 'host') return invalidArgument(SHARED_NAMESPACE);
     if (current === 'none' || net.spec.name === 'none') return invalidArgument(PRIVATE_NONE);
-    return invalidArgument(USER_DEFINED_UNSUPPORTED);
+    return null;
+  }
+
+  /** Whether the container's EndpointsConfig names `net` (it is connected, or will be at its start). */
+  function hasEndpointConfig(c: CR, net: NetworkResource): boolean {
+    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
+    return Object.keys(eps).some((k) => k === net.spec.name || k === net.spec.id || (k.length >= 12 && net.spec.id.startsWith(k)));
+  }
+
+  /** Waits for the reconciler to plug (or unplug) a running container's endpoint on `net`; 503 when it does not. */
+  async function waitExtra(c: CR, net: NetworkResource, present: boolean): Promise<void> {
+    const has = (x: CR | undefined) => !!x?.status.extraEndpoints?.some((e) => e.NetworkID === net.spec.id);
+    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x) || has(x) === present, { timeoutMs });
+    if (r && isRunning(r) && has(r) !== present) {
+      throw unavailable(`container ${c.name} was not ${present ? 'connected to' : 'disconnected from'} network ${net.spec.name} in time${r.status.error ? `: ${r.status.error}` : ''}`);
+    }
   }
 
   return async function register(app: FastifyInstance): Promise<void> {
@@ -241,6 +256,15 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       }
       const refusal = connectRefusal(c, net);
       if (refusal) throw refusal;
+      // Already on this builtin network (and stopped): nothing to do.
+      if (networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled()) === net.spec.name) {
+        reply.code(200).send();
+        return;
+      }
+      // One more network: its EndpointsConfig entry is the level; the reconciler plugs it in.
+      if (hasEndpointConfig(c, net)) throw permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
+      setEndpointConfig(c, net, body.EndpointConfig ?? {});
+      if (isRunning(c)) await waitExtra(c, net, true);
       reply.code(200).send();
     });
 
@@ -253,6 +277,12 @@ export function networkRoutes(deps: NetworkRouteDeps) {
         // A stopped container's endpoint settings go; until a container can be on several
         // networks, its NetworkMode network is still the one it joins at start.
         setEndpointConfig(c, net, null);
+        reply.code(200).send();
+        return;
+      }
+      if (hasEndpointConfig(c, net) && networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled()) !== net.spec.name) {
+        setEndpointConfig(c, net, null);
+        if (isRunning(c)) await waitExtra(c, net, false);
         reply.code(200).send();
         return;
       }

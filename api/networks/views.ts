@@ -84,7 +84,8 @@ export function attachedContainers(store: Pick<ApiStore, 'list'>, net: NetworkRe
 
 function containerEntry(c: CR, net: NetworkResource, bridgeEnabled: boolean): NetworkContainer | null {
   const name = c.spec.name.replace(/^\//, '');
-  const ep = c.status.endpoint;
+  const extra = c.status.extraEndpoints?.find((e) => e.NetworkID === net.spec.id);
+  const ep = extra ?? c.status.endpoint;
   if (ep) {
     if (ep.NetworkID !== net.spec.id) return null;
     return {

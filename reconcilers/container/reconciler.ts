@@ -29,6 +29,7 @@ import {
   type EffectInput,
   type StartOutput,
 } from './machine.ts';
+import { syncExtraNetworks } from './network-sync.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
@@ -119,6 +120,12 @@ export class ContainerReconciler {
         held = { snapshot: res.snapshot, timers: res.timers };
         requeue = res.requeueAfter;
         if (res.snapshot.status === 'done' || JSON.stringify(res.snapshot.value) === before) break;
+      }
+      const state = typeof held.snapshot.value === 'string' ? held.snapshot.value : Object.keys(held.snapshot.value)[0]!;
+      const run = this.runs.get(id);
+      const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec;
+      if ((state === 'running' || state === 'paused') && run && !run.exit && spec && this.deps.network) {
+        await syncExtraNetworks(id, run.pid, spec, this.deps.network, this.status);
       }
       this.keep(id, held);
       if (this.store.get(KIND.container, id)) {

@@ -131,6 +131,8 @@ export class RunSteps {
         phase: 'running',
         pid,
         sandboxKey: mode === 'host' ? '' : `/proc/${pid}/ns/net`,
+        // A new network namespace: the extra networks are plugged in again after the start.
+        extraEndpoints: [],
         startedAt: rfc3339Nano(),
         finishedAt: s.finishedAt || ZERO_TIME,
         exitCode: 0,
@@ -234,6 +236,8 @@ export class RunSteps {
       exitSeq: s.exitSeq + 1,
       stopDeadline: null,
       stopKilled: false,
+      // Gone with the network namespace.
+      extraEndpoints: [],
     }));
     await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
     this.runs.delete(id, run);

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isCode, notFound, unavailable } from '../../lib/errors.ts';
 import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
-import type { Resource } from '../../store/types.ts';
+import type { ExtraEndpoint, Resource } from '../../store/types.ts';
 import {
   NETWORK_KIND,
   type EndpointSettings,
@@ -62,6 +62,11 @@ export function findUserNetwork(store: Pick<NetworkStore, 'list'>, ref: string):
 /** Host end of a container's veth: deterministic, so a repeated attach finds and replaces it. */
 export function hostVethName(containerId: string): string {
   return `veth${containerId.slice(0, 11)}`;
+}
+
+/** Host end of a container's extra veth (eth1...): distinct from the primary's `veth...`. */
+export function extraVethName(containerId: string, index: number): string {
+  return `vx${containerId.slice(0, 11)}${index}`;
 }
 
 export class NetworkAttacher {
@@ -130,6 +135,43 @@ export class NetworkAttacher {
       await this.driver.attachContainer(req);
     }
     this.log.debug({ containerId, ip: ep.IPAddress, ms: +(performance.now() - t0).toFixed(1) }, 'container attached');
+  }
+
+  networkIdOf(ref: string): string | undefined {
+    try {
+      return findUserNetwork(this.store, ref).spec.id;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async attachExtra(containerId: string, pid: number, networkId: string, index: number): Promise<ExtraEndpoint> {
+    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, networkId);
+    if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
+    const alloc = this.store.transaction(() => this.claim(net, containerId));
+    const ep = endpoint(net, containerId, alloc);
+    const ifName = `eth${index}`;
+    const hostVeth = extraVethName(containerId, index);
+    await this.driver.attachContainer({
+      pid,
+      bridge: net.spec.bridge.bridgeName,
+      hostVeth,
+      ifName,
+      address: `${ep.IPAddress}/${ep.IPPrefixLen}`,
+      mac: ep.MacAddress,
+      mtu: net.spec.bridge.mtu,
+    });
+    return { network: net.spec.name, NetworkID: ep.NetworkID, EndpointID: ep.EndpointID, Gateway: ep.Gateway, IPAddress: ep.IPAddress, IPPrefixLen: ep.IPPrefixLen, MacAddress: ep.MacAddress, ifName, hostVeth };
+  }
+
+  async detachExtra(containerId: string, ep: ExtraEndpoint): Promise<void> {
+    await this.driver.detachContainer(ep.hostVeth);
+    const mine = this.allocations().filter((a) => a.spec.containerId === containerId && a.spec.networkId === ep.NetworkID);
+    if (mine.length) {
+      this.store.transaction(() => {
+        for (const a of mine) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+      });
+    }
   }
 
   /** User-defined networks answer names through their embedded DNS, on the gateway. */

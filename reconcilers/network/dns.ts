@@ -87,22 +87,29 @@ export class NetworkDns {
     return [...new Set(names.filter(Boolean).map((n) => n.toLowerCase()))];
   }
 
-  private attached(networkId: string): CR[] {
-    return this.store.list<ContainerSpec, ContainerStatus>(KIND.container).filter((c) => live(c.status) && c.status.endpoint?.NetworkID === networkId && !!c.status.endpoint.IPAddress);
+  /** Live containers on the network, each with its address there (primary or extra endpoint). */
+  private attached(networkId: string): Array<{ c: CR; ip: string }> {
+    const out: Array<{ c: CR; ip: string }> = [];
+    for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
+      if (!live(c.status)) continue;
+      const ep = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : c.status.extraEndpoints?.find((e) => e.NetworkID === networkId);
+      if (ep?.IPAddress) out.push({ c, ip: ep.IPAddress });
+    }
+    return out;
   }
 
   private lookup(networkId: string, name: string, type: 'A' | 'AAAA'): string[] | null {
     const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
     if (!net) return null;
     const ips = this.attached(networkId)
-      .filter((c) => this.namesOf(c, net.spec).includes(name))
-      .map((c) => c.status.endpoint!.IPAddress);
+      .filter(({ c }) => this.namesOf(c, net.spec).includes(name))
+      .map(({ ip }) => ip);
     if (!ips.length) return null;
     return type === 'A' ? ips : [];
   }
 
   private reverse(networkId: string, ip: string): string | null {
-    const c = this.attached(networkId).find((x) => x.status.endpoint!.IPAddress === ip);
+    const c = this.attached(networkId).find((x) => x.ip === ip)?.c;
     if (!c) return null;
     const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
     return net ? `${c.spec.name.replace(/^\//, '')}.${net.spec.name}` : null;

@@ -228,6 +228,40 @@ describe('user-defined networks', () => {
     for (const a of ['create', 'connect', 'disconnect', 'destroy']) assert.ok(actions.includes(a), `network event ${a} in ${actions}`);
   });
 
+  test('connect a running container to a second network (with an alias), reach it there, disconnect it', async () => {
+    await create('--subnet', '10.85.0.0/24', 'front');
+    await create('--subnet', '10.86.0.0/24', 'back');
+    await dk('run', '-d', '--network', 'front', '--stop-timeout', '1', '--name', 'multi', imgs.tag, 'sh', '-c', 'mkdir -p /www && echo two-nets > /www/index.html && exec httpd -f -p 80 -h /www');
+    const fromBack = (target: string) => docker(d, ['run', '--rm', '--network', 'back', imgs.tag, 'sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 ${target} 80`]);
+    assert.doesNotMatch((await fromBack('multi')).stdout, /two-nets/, 'not on back yet');
+
+    await dk('network', 'connect', '--alias', 'api', 'back', 'multi');
+    const nets = JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'multi'));
+    assert.deepEqual(Object.keys(nets).sort(), ['back', 'front']);
+    assert.match(nets.back.IPAddress, /^10\.86\.0\.\d+$/);
+    assert.deepEqual(nets.back.Aliases, ['api']);
+    assert.match(await dk('exec', 'multi', 'ip', '-o', '-4', 'addr', 'show', 'eth1'), /10\.86\.0\./);
+    assert.match((await fromBack('api')).stdout, /two-nets/);
+    const again = await docker(d, ['network', 'connect', 'back', 'multi']);
+    assert.match(again.stderr, /already exists in network back/);
+    const rm = await docker(d, ['network', 'rm', 'back']);
+    assert.match(rm.stderr, /has active endpoints/);
+
+    await dk('network', 'disconnect', 'back', 'multi');
+    assert.deepEqual(Object.keys(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'multi'))), ['front']);
+    assert.doesNotMatch((await fromBack('api')).stdout, /two-nets/);
+    const notOn = await docker(d, ['network', 'disconnect', 'back', 'multi']);
+    assert.match(notOn.stderr, /is not connected to network back/);
+
+    // Connected while stopped: plugged in at the next start.
+    await dk('stop', '-t', '0', 'multi');
+    await dk('network', 'connect', 'back', 'multi');
+    await dk('start', 'multi');
+    assert.match(await dk('inspect', '-f', '{{.NetworkSettings.Networks.back.IPAddress}}', 'multi'), /^10\.86\.0\.\d+$/);
+    await dk('rm', '-f', 'multi');
+    await dk('network', 'rm', 'front', 'back');
+  });
+
   test('docker-py and dockerode create, inspect and remove networks', async () => {
     const out = await pythonDocker(d, `
       from docker.types import IPAMConfig, IPAMPool

@@ -1,0 +1,44 @@
+// The networks a running container is on beside its NetworkMode one: the EndpointsConfig entries
+// of its spec are the level (`docker network connect` adds one, `disconnect` removes it), and this
+// step plugs in what is missing (eth1, eth2, ...) and unplugs what is no longer wanted. A new run
+// starts with none plugged (a new network namespace), so the same step restores them after every
+// start. Not a lifecycle state: it runs while the machine is running or paused.
+import type { ContainerSpec, ExtraEndpoint } from '../../store/types.ts';
+import type { NetworkPort } from './deps.ts';
+import type { StagedStatus } from './staged-status.ts';
+
+const BUILTIN = new Set(['bridge', 'default', 'host', 'none', '']);
+
+/** The network ids the spec wants beside the NetworkMode network (unknown names are skipped). */
+export function wantedExtraNetworks(spec: ContainerSpec, network: Pick<NetworkPort, 'networkIdOf'>): string[] {
+  const mode = spec.hostConfig.NetworkMode;
+  const primaryRef = BUILTIN.has(mode) ? 'bridge' : mode;
+  if (mode === 'host' || mode === 'none' || mode.startsWith('container:')) return [];
+  const primary = network.networkIdOf(primaryRef);
+  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
+  const keys = Object.keys(eps);
+  if (keys.length === 0 || (keys.length === 1 && (keys[0] === mode || (BUILTIN.has(mode) && BUILTIN.has(keys[0]!))))) return [];
+  const ids = new Set<string>();
+  for (const key of keys) {
+    const id = network.networkIdOf(key === 'default' ? 'bridge' : key);
+    if (id && id !== primary) ids.add(id);
+  }
+  return [...ids];
+}
+
+/** Plug and unplug until the live endpoints are the wanted ones; what changed is staged in status. */
+export async function syncExtraNetworks(id: string, pid: number, spec: ContainerSpec, network: NetworkPort, status: StagedStatus): Promise<void> {
+  const want = wantedExtraNetworks(spec, network);
+  const have: ExtraEndpoint[] = status.get(id).extraEndpoints ?? [];
+  const keep = have.filter((ep) => want.includes(ep.NetworkID));
+  for (const ep of have) if (!want.includes(ep.NetworkID)) await network.detachExtra(id, ep);
+  const used = new Set(keep.map((ep) => Number(ep.ifName.slice(3))));
+  for (const netId of want) {
+    if (keep.some((ep) => ep.NetworkID === netId)) continue;
+    let index = 1;
+    while (used.has(index)) index++;
+    used.add(index);
+    keep.push(await network.attachExtra(id, pid, netId, index));
+  }
+  if (keep.length !== have.length || keep.some((ep, i) => ep !== have[i])) status.stage(id, (s) => ({ ...s, extraEndpoints: keep }));
+}
