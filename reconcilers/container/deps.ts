@@ -97,7 +97,8 @@ export interface RuntimePort {
 /** Container networking (bridge endpoints). Absent: only none/host/container: modes work. */
 export interface NetworkPort {
   /** The container's endpoint for `networkMode` (durable address), or null when it needs none. */
-  allocate(containerId: string, networkMode: string): Promise<ContainerEndpoint | null>;
+  /** `ipv4`: the address the client asked for (--ip), on a user-defined network. */
+  allocate(containerId: string, networkMode: string, opts?: { ipv4?: string }): Promise<ContainerEndpoint | null>;
   /** Wire the endpoint into the network namespace of `pid` (created, not yet started). */
   attach(containerId: string, pid: number, ep: ContainerEndpoint): Promise<void>;
   detach(containerId: string): Promise<void>;
@@ -106,7 +107,7 @@ export interface NetworkPort {
   /** The id of a bridge network named by name, id or id prefix; undefined when there is none. */
   networkIdOf(ref: string): string | undefined;
   /** Plug a running container into one more network as `eth<index>` (address claimed on it, no default route). */
-  attachExtra(containerId: string, pid: number, networkId: string, index: number): Promise<ExtraEndpoint>;
+  attachExtra(containerId: string, pid: number, networkId: string, index: number, opts?: { ipv4?: string }): Promise<ExtraEndpoint>;
   /** Unplug an extra endpoint and free its address. */
   detachExtra(containerId: string, ep: ExtraEndpoint): Promise<void>;
   /** The embedded DNS server of the endpoint's network (its gateway), or undefined (the default bridge). */

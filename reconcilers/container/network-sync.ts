@@ -38,7 +38,14 @@ export async function syncExtraNetworks(id: string, pid: number, spec: Container
     let index = 1;
     while (used.has(index)) index++;
     used.add(index);
-    keep.push(await network.attachExtra(id, pid, netId, index));
+    keep.push(await network.attachExtra(id, pid, netId, index, { ipv4: staticIpv4ByNetwork(spec, netId, network) }));
   }
   if (keep.length !== have.length || keep.some((ep, i) => ep !== have[i])) status.stage(id, (s) => ({ ...s, extraEndpoints: keep }));
+}
+
+/** The --ip asked for on the network with id `netId` (EndpointsConfig keyed by its name or id). */
+function staticIpv4ByNetwork(spec: ContainerSpec, netId: string, network: Pick<NetworkPort, 'networkIdOf'>): string | undefined {
+  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, { IPAMConfig?: { IPv4Address?: string } | null } | null> | null } | null)?.EndpointsConfig ?? {};
+  for (const [key, ep] of Object.entries(eps)) if (network.networkIdOf(key) === netId) return ep?.IPAMConfig?.IPv4Address || undefined;
+  return undefined;
 }

@@ -3,7 +3,7 @@
 // the address stays), release (on removal; the address becomes free).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isCode, notFound, unavailable } from '../../lib/errors.ts';
+import { conflict, invalidArgument, isCode, notFound, unavailable } from '../../lib/errors.ts';
 import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
 import type { ExtraEndpoint, Resource } from '../../store/types.ts';
 import {
@@ -90,12 +90,13 @@ export class NetworkAttacher {
    * null for host, none and container:<id>, which need no address and no attach; their
    * NetworkSettings entry is `endpointFor`.
    */
-  async allocate(containerId: string, networkMode: string): Promise<EndpointSettings | null> {
+  async allocate(containerId: string, networkMode: string, opts: { ipv4?: string } = {}): Promise<EndpointSettings | null> {
     const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
     if (mode.kind !== 'bridge' && mode.kind !== 'user') return null;
     const net = mode.kind === 'user' ? findUserNetwork(this.store, mode.networkName!) : findNetworkByName(this.store, 'bridge');
     if (!net) throw notFound('network bridge not found');
-    const alloc = this.store.transaction(() => this.claim(net, containerId));
+    if (opts.ipv4 && mode.kind !== 'user') throw invalidArgument('user specified IP address is supported on user defined networks only');
+    const alloc = this.store.transaction(() => this.claim(net, containerId, opts.ipv4));
     return endpoint(net, containerId, alloc);
   }
 
@@ -145,10 +146,10 @@ export class NetworkAttacher {
     }
   }
 
-  async attachExtra(containerId: string, pid: number, networkId: string, index: number): Promise<ExtraEndpoint> {
+  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: { ipv4?: string } = {}): Promise<ExtraEndpoint> {
     const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, networkId);
     if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
-    const alloc = this.store.transaction(() => this.claim(net, containerId));
+    const alloc = this.store.transaction(() => this.claim(net, containerId, opts.ipv4));
     const ep = endpoint(net, containerId, alloc);
     const ifName = `eth${index}`;
     const hostVeth = extraVethName(containerId, index);
@@ -196,14 +197,19 @@ export class NetworkAttacher {
   }
 
   /** Inside a store transaction: the container's valid claim, or a new one on the lowest free address. */
-  private claim(net: NetworkResource, containerId: string): Allocation {
+  private claim(net: NetworkResource, containerId: string, preferred?: string): Allocation {
     const pool = net.spec.ipam.Config[0];
     if (!pool) throw unavailable(`network ${net.spec.name} has no address pool`);
     const subnet = parseCidr(pool.Subnet);
     const range = pool.IPRange ? parseCidr(pool.IPRange) : subnet;
     const reserved = new Set<number>([subnet.network, subnet.broadcast, parseIpv4(pool.Gateway)]);
     for (const a of Object.values(pool.AuxiliaryAddresses ?? {})) reserved.add(parseIpv4(a));
-    const usable = (ip: number) => contains(range, ip) && contains(subnet, ip) && !reserved.has(ip);
+    const want = preferred ? parseIpv4(preferred) : undefined;
+    // A static address (--ip) may lie anywhere in the subnet; handed-out ones come from the range.
+    const usable = (ip: number) => (want !== undefined ? ip === want : contains(range, ip)) && contains(subnet, ip) && !reserved.has(ip);
+    if (want !== undefined && (!contains(subnet, want) || reserved.has(want))) {
+      throw invalidArgument(`invalid address ${preferred}: it is not a free host address of subnet ${pool.Subnet}`);
+    }
 
     const onNet = this.allocations().filter((a) => a.spec.networkId === net.spec.id);
     const used = new Set<number>();
@@ -213,11 +219,12 @@ export class NetworkAttacher {
         continue;
       }
       if (usable(parseIpv4(a.spec.address)) && a.spec.prefixLen === subnet.prefixLen) return a;
-      // Claimed under an older --bip or --fixed-cidr: let it go.
+      // Claimed under an older --bip or --fixed-cidr, or another static address: let it go.
       this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
     }
-    const first = Math.max(range.network, subnet.network + 1);
-    const last = Math.min(range.broadcast, subnet.broadcast - 1);
+    if (want !== undefined && used.has(want)) throw conflict(`Address already in use: ${preferred} on network ${net.spec.name}`);
+    const first = want ?? Math.max(range.network, subnet.network + 1);
+    const last = want ?? Math.min(range.broadcast, subnet.broadcast - 1);
     for (let ip = first; ip <= last; ip++) {
       if (used.has(ip) || !usable(ip)) continue;
       const address = formatIpv4(ip);

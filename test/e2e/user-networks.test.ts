@@ -262,6 +262,23 @@ describe('user-defined networks', () => {
     await dk('network', 'rm', 'front', 'back');
   });
 
+  test('static addresses: --ip at run and connect --ip; taken or on the default bridge refused', async () => {
+    await create('--subnet', '10.87.0.0/24', '--ip-range', '10.87.0.128/25', 'fixed');
+    await create('--subnet', '10.88.0.0/24', 'fixed2');
+    await dk('run', '-d', '--network', 'fixed', '--ip', '10.87.0.50', '--stop-timeout', '1', '--name', 'pinned', imgs.tag, 'sleep', '300');
+    assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.Networks.fixed.IPAddress}}', 'pinned'), '10.87.0.50');
+    const taken = await docker(d, ['run', '--rm', '--network', 'fixed', '--ip', '10.87.0.50', imgs.tag, 'true']);
+    assert.notEqual(taken.code, 0, JSON.stringify(taken));
+    assert.match(taken.stderr, /Address already in use/);
+    const legacy = await docker(d, ['run', '--rm', '--ip', '10.87.0.51', imgs.tag, 'true']);
+    assert.notEqual(legacy.code, 0);
+    assert.match(legacy.stderr, /user specified IP address is supported on user defined networks only/);
+    await dk('network', 'connect', '--ip', '10.88.0.77', 'fixed2', 'pinned');
+    assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.Networks.fixed2.IPAddress}}', 'pinned'), '10.88.0.77');
+    await dk('rm', '-f', 'pinned');
+    await dk('network', 'rm', 'fixed', 'fixed2');
+  });
+
   test('docker-py and dockerode create, inspect and remove networks', async () => {
     const out = await pythonDocker(d, `
       from docker.types import IPAMConfig, IPAMPool
