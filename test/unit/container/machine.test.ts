@@ -4,69 +4,25 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { initialTransition, type SnapshotFrom } from 'xstate';
-import { step, type MachineTimer } from '../../../controllers/machine-driver.ts';
+import { MachineSim } from '../controllers/machine-sim.ts';
 import { containerLifecycle, INITIAL_FACTS, restoredContext, type ContainerFacts, type ContainerMemory } from '../../../reconcilers/container/machine.ts';
 
 type Snap = SnapshotFrom<typeof containerLifecycle>;
 
 /** The machine with a simulated clock: effects are completed by hand, timers fire on advance(). */
-class Sim {
-  snap: Snap;
-  timers: MachineTimer[] = [];
-  now = 1_000_000;
-  /** Effects started and not yet completed, by invoke id. */
-  pending: string[] = [];
-  started: string[] = [];
+class Sim extends MachineSim<typeof containerLifecycle> {
   facts: ContainerFacts;
 
   constructor(state?: string, facts: Partial<ContainerFacts> = {}, memory: Partial<ContainerMemory> = {}) {
-    this.facts = { ...INITIAL_FACTS, now: this.now, ...facts };
-    this.snap = state
-      ? containerLifecycle.resolveState({ value: state, context: restoredContext(this.facts, memory) })
-      : initialTransition(containerLifecycle, this.facts)[0];
+    const now = 1_000_000;
+    const f: ContainerFacts = { ...INITIAL_FACTS, now, ...facts };
+    super(containerLifecycle, state ? (containerLifecycle.resolveState({ value: state, context: restoredContext(f, memory) }) as Snap) : initialTransition(containerLifecycle, f)[0], now);
+    this.facts = f;
   }
 
-  get state(): string {
-    const flat = (v: unknown): string => (typeof v === 'string' ? v : Object.entries(v as Record<string, unknown>).map(([k, s]) => `${k}.${flat(s)}`)[0]!);
-    return flat(this.snap.value);
-  }
-
-  get ctx() {
-    return this.snap.context;
-  }
-
-  send(type: string, extra: Record<string, unknown> = {}): this {
-    const r = step(containerLifecycle, this.snap, { type, ...extra } as never, this.timers, this.now);
-    this.snap = r.snapshot;
-    this.timers = r.timers;
-    for (const e of r.effects) {
-      this.pending.push(e.id);
-      this.started.push(e.id);
-    }
-    for (const ev of r.raised) this.send(ev.type);
-    return this;
-  }
-
-  observe(facts: Partial<ContainerFacts> = {}): this {
+  override observe(facts: Partial<ContainerFacts> = {}): this {
     this.facts = { ...this.facts, ...facts, now: this.now };
     return this.send('OBSERVED', { facts: this.facts });
-  }
-
-  done(id: string, output?: unknown): this {
-    assert.ok(this.pending.includes(id), `${id} is not running (pending: ${this.pending})`);
-    this.pending = this.pending.filter((p) => p !== id);
-    return this.send(`xstate.done.actor.${id}`, { output });
-  }
-
-  advance(ms: number): this {
-    this.now += ms;
-    this.observe();
-    for (const t of [...this.timers].sort((a, b) => a.at - b.at)) {
-      if (t.at > this.now) continue;
-      this.timers = this.timers.filter((x) => x !== t);
-      this.send(t.event.type);
-    }
-    return this;
   }
 
   /** Runs a stop through signal to waiting: the grace period's timer is pending. */

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fromPromise, initialTransition, type SnapshotFrom } from 'xstate';
-import { drive, step, type MachineTimer } from '../../../controllers/machine-driver.ts';
+import { drive } from '../../../controllers/machine-driver.ts';
+import { MachineSim } from '../controllers/machine-sim.ts';
 import { imageLifecycle, INITIAL_FACTS, missingLayerError, restoredContext, settledStateOf, type ImageFacts, type VerifyOutput } from '../../../reconcilers/image/machine.ts';
 
 type Snap = SnapshotFrom<typeof imageLifecycle>;
@@ -13,69 +14,21 @@ type Snap = SnapshotFrom<typeof imageLifecycle>;
 const CHAIN = `sha256:${'a'.repeat(64)}`;
 
 /** The machine with a simulated clock: effects are completed by hand, timers fire on advance(). */
-class Sim {
-  snap: Snap;
-  timers: MachineTimer[] = [];
-  now = 1_000_000;
-  pending: string[] = [];
-  started: string[] = [];
+class Sim extends MachineSim<typeof imageLifecycle> {
   facts: ImageFacts;
 
   constructor(state?: string, facts: Partial<ImageFacts> = {}) {
-    this.facts = { ...INITIAL_FACTS, id: 'sha256:img', chainId: CHAIN, now: this.now, ...facts };
-    this.snap = state
-      ? imageLifecycle.resolveState({ value: state, context: restoredContext(this.facts) })
-      : initialTransition(imageLifecycle, this.facts)[0];
+    const now = 1_000_000;
+    const f: ImageFacts = { ...INITIAL_FACTS, id: 'sha256:img', chainId: CHAIN, now, ...facts };
+    super(imageLifecycle, state ? (imageLifecycle.resolveState({ value: state, context: restoredContext(f) }) as Snap) : initialTransition(imageLifecycle, f)[0], now);
+    this.facts = f;
   }
 
-  get state(): string {
-    const flat = (v: unknown): string => (typeof v === 'string' ? v : Object.entries(v as Record<string, unknown>).map(([k, s]) => `${k}.${flat(s)}`)[0]!);
-    return flat(this.snap.value);
-  }
-
-  get ctx() {
-    return this.snap.context;
-  }
-
-  send(type: string, extra: Record<string, unknown> = {}): this {
-    const r = step(imageLifecycle, this.snap, { type, ...extra } as never, this.timers, this.now);
-    this.snap = r.snapshot;
-    this.timers = r.timers;
-    for (const e of r.effects) {
-      this.pending.push(e.id);
-      this.started.push(e.id);
-    }
-    for (const ev of r.raised) this.send(ev.type);
-    return this;
-  }
-
-  observe(facts: Partial<ImageFacts> = {}): this {
+  override observe(facts: Partial<ImageFacts> = {}): this {
     this.facts = { ...this.facts, ...facts, now: this.now };
     return this.send('OBSERVED', { facts: this.facts });
   }
 
-  done(id: string, output?: unknown): this {
-    assert.ok(this.pending.includes(id), `${id} is not running (pending: ${this.pending})`);
-    this.pending = this.pending.filter((p) => p !== id);
-    return this.send(`xstate.done.actor.${id}`, { output });
-  }
-
-  fail(id: string, error: unknown): this {
-    assert.ok(this.pending.includes(id), `${id} is not running (pending: ${this.pending})`);
-    this.pending = this.pending.filter((p) => p !== id);
-    return this.send(`xstate.error.actor.${id}`, { error });
-  }
-
-  advance(ms: number): this {
-    this.now += ms;
-    this.observe();
-    for (const t of [...this.timers].sort((a, b) => a.at - b.at)) {
-      if (t.at > this.now) continue;
-      this.timers = this.timers.filter((x) => x !== t);
-      this.send(t.event.type);
-    }
-    return this;
-  }
 }
 
 describe('image lifecycle machine', () => {

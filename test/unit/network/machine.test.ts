@@ -5,75 +5,27 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fromPromise, initialTransition, type SnapshotFrom } from 'xstate';
-import { drive, step, type MachineTimer } from '../../../controllers/machine-driver.ts';
+import { drive } from '../../../controllers/machine-driver.ts';
+import { MachineSim } from '../controllers/machine-sim.ts';
 import { EngineError } from '../../../lib/errors.ts';
 import { INITIAL_FACTS, networkLifecycle, RECHECK_MS, restoredContext, settledStateOf, type NetworkFacts } from '../../../reconcilers/network/machine.ts';
 
 type Snap = SnapshotFrom<typeof networkLifecycle>;
 
 /** The machine with a simulated clock: effects are completed by hand, timers fire on advance(). */
-class Sim {
-  snap: Snap;
-  timers: MachineTimer[] = [];
-  now = 1_000_000;
-  pending: string[] = [];
-  started: string[] = [];
+class Sim extends MachineSim<typeof networkLifecycle> {
   facts: NetworkFacts;
 
   constructor(state?: string, facts: Partial<NetworkFacts> = {}) {
-    this.facts = { ...INITIAL_FACTS, id: 'net1', bridge: true, now: this.now, ...facts };
-    this.snap = state
-      ? networkLifecycle.resolveState({ value: state, context: restoredContext(this.facts) })
-      : initialTransition(networkLifecycle, this.facts)[0];
+    const now = 1_000_000;
+    const f: NetworkFacts = { ...INITIAL_FACTS, id: 'net1', bridge: true, now, ...facts };
+    super(networkLifecycle, state ? (networkLifecycle.resolveState({ value: state, context: restoredContext(f) }) as Snap) : initialTransition(networkLifecycle, f)[0], now);
+    this.facts = f;
   }
 
-  get state(): string {
-    const flat = (v: unknown): string => (typeof v === 'string' ? v : Object.entries(v as Record<string, unknown>).map(([k, s]) => `${k}.${flat(s)}`)[0]!);
-    return flat(this.snap.value);
-  }
-
-  get ctx() {
-    return this.snap.context;
-  }
-
-  send(type: string, extra: Record<string, unknown> = {}): this {
-    const r = step(networkLifecycle, this.snap, { type, ...extra } as never, this.timers, this.now);
-    this.snap = r.snapshot;
-    this.timers = r.timers;
-    for (const e of r.effects) {
-      this.pending.push(e.id);
-      this.started.push(e.id);
-    }
-    for (const ev of r.raised) this.send(ev.type);
-    return this;
-  }
-
-  observe(facts: Partial<NetworkFacts> = {}): this {
+  override observe(facts: Partial<NetworkFacts> = {}): this {
     this.facts = { ...this.facts, ...facts, now: this.now };
     return this.send('OBSERVED', { facts: this.facts });
-  }
-
-  done(id: string, output?: unknown): this {
-    assert.ok(this.pending.includes(id), `${id} is not running (pending: ${this.pending})`);
-    this.pending = this.pending.filter((p) => p !== id);
-    return this.send(`xstate.done.actor.${id}`, { output });
-  }
-
-  fail(id: string, error: unknown): this {
-    assert.ok(this.pending.includes(id), `${id} is not running (pending: ${this.pending})`);
-    this.pending = this.pending.filter((p) => p !== id);
-    return this.send(`xstate.error.actor.${id}`, { error });
-  }
-
-  advance(ms: number): this {
-    this.now += ms;
-    this.observe();
-    for (const t of [...this.timers].sort((a, b) => a.at - b.at)) {
-      if (t.at > this.now) continue;
-      this.timers = this.timers.filter((x) => x !== t);
-      this.send(t.event.type);
-    }
-    return this;
   }
 
   /** A reconcile of a network the spec wants present. */
