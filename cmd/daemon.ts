@@ -193,7 +193,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const dnsLog = logger.child({ component: 'dns' });
     const dns = new NetworkDns(store, { start: (o) => startDnsServer({ ...o, log: dnsLog }) }, dnsUpstreams(() => cfg.dns ?? []), dnsLog);
     onStop('dns', () => dns.closeAll());
-    const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver, { dns }), log: logger, workers: 1 });
+    const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver, { dns, recheckMs: recheckMsFromEnv() }), log: logger, workers: 1 });
     manager.add(networkCtl);
     manager.add(imageCtl);
     manager.add(containerCtl);
@@ -450,4 +450,13 @@ function waitForSignal(log: Logger): Promise<void> {
     process.on('SIGINT', onSignal);
     process.on('SIGPIPE', () => {});
   });
+}
+
+/**
+ * ENGINE_NETWORK_RECHECK_MS: how often the network reconciler looks for drift (default 30 s). A
+ * test knob like ENGINE_IPTABLES_CHAIN_PREFIX (the drift e2e cannot wait 30 s), not a spec option.
+ */
+function recheckMsFromEnv(): number | undefined {
+  const v = Number(process.env.ENGINE_NETWORK_RECHECK_MS);
+  return Number.isFinite(v) && v >= 100 ? v : undefined;
 }

@@ -156,7 +156,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const r = await observed(id, created.generation);
       if (!r || !r.status.prepared) {
         if (r) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed' }));
-        throw new EngineError(r?.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal', r?.status.error || 'container could not be created');
+        const code = r?.status.errorCode === 'InvalidArgument' || r?.status.errorCode === 'Conflict' ? r.status.errorCode : 'Internal';
+        throw new EngineError(code, r?.status.error || 'container could not be created');
       }
       reply.code(201).send({ Id: id, Warnings: n.warnings.length ? n.warnings : null });
     });

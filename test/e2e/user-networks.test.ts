@@ -279,6 +279,31 @@ describe('user-defined networks', () => {
     await dk('network', 'rm', 'fixed', 'fixed2');
   });
 
+  test('docker-py connects and disconnects a running container with an alias', async () => {
+    await create('--subnet', '10.89.0.0/24', 'pyconn');
+    await dk('run', '-d', '--stop-timeout', '1', '--name', 'pyc', imgs.tag, 'sleep', '300');
+    const out = await pythonDocker(d, `
+      net = client.networks.get('pyconn')
+      c = client.containers.get('pyc')
+      net.connect(c, aliases=['pyalias'])
+      c.reload()
+      on = c.attrs['NetworkSettings']['Networks']
+      net.reload()
+      members = [x.name for x in net.containers]
+      net.disconnect(c)
+      c.reload()
+      print(json.dumps({'nets': sorted(on.keys()), 'aliases': on['pyconn']['Aliases'], 'ip': on['pyconn']['IPAddress'], 'members': members, 'after': sorted(c.attrs['NetworkSettings']['Networks'].keys())}))
+    `);
+    const r = JSON.parse(out.trim().split('\n').pop()!);
+    assert.deepEqual(r.nets, ['bridge', 'pyconn']);
+    assert.deepEqual(r.aliases, ['pyalias']);
+    assert.match(r.ip, /^10\.89\.0\./);
+    assert.deepEqual(r.members, ['pyc']);
+    assert.deepEqual(r.after, ['bridge']);
+    await dk('rm', '-f', 'pyc');
+    await dk('network', 'rm', 'pyconn');
+  });
+
   test('docker-py and dockerode create, inspect and remove networks', async () => {
     const out = await pythonDocker(d, `
       from docker.types import IPAMConfig, IPAMPool
@@ -299,5 +324,37 @@ describe('user-defined networks', () => {
     assert.equal(info.Name, 'nodenet');
     await dd.getNetwork(created.id).remove();
     await assert.rejects(dd.getNetwork('nodenet').inspect(), (err: { statusCode?: number }) => err.statusCode === 404);
+  });
+});
+
+describe('user-defined network drift', () => {
+  let d: DaemonHandle;
+  const dk = dockerOk(() => d);
+  const name = `edr${Math.random().toString(36).slice(2, 7)}`;
+  before(async () => {
+    // The network reconciler looks for drift every 30 s; this daemon every 300 ms.
+    d = await startDaemon({ bridge: true, env: { ENGINE_NETWORK_RECHECK_MS: '300' } });
+  });
+  after(async () => {
+    try {
+      await docker(d, ['network', 'rm', 'drifty']);
+    } finally {
+      await d?.cleanup();
+      if (linkExists(name)) execFileSync('ip', ['link', 'del', name], { stdio: 'ignore' });
+    }
+  });
+
+  test('a user network bridge deleted by hand comes back with its address', async () => {
+    await dk('network', 'create', '--subnet', '10.90.0.0/24', '-o', `com.docker.network.bridge.name=${name}`, 'drifty');
+    assert.ok(linkExists(name));
+    execFileSync('ip', ['link', 'del', name]);
+    let back = false;
+    for (let i = 0; i < 100 && !back; i++) {
+      back = linkExists(name) && addressesOf(name).includes('10.90.0.1/24');
+      if (!back) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(back, 'the bridge was put back');
+    await dk('network', 'rm', 'drifty');
+    assert.equal(linkExists(name), false);
   });
 });
