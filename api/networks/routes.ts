@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { compareVersions } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
+import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
 import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -181,6 +182,21 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     return null;
   }
 
+  /**
+   * A static address (--ip) checked before anything is written: on a user-defined network, in its
+   * subnet, not held by another container (the reconciler would otherwise retry it forever).
+   */
+  function checkStaticAddress(c: CR, net: NetworkResource, ep: Record<string, unknown> | null | undefined): void {
+    const ip = (ep?.IPAMConfig as { IPv4Address?: unknown } | null | undefined)?.IPv4Address;
+    if (ip === undefined || ip === null || ip === '') return;
+    if (typeof ip !== 'string') throw invalidArgument('invalid JSON: EndpointConfig.IPAMConfig.IPv4Address: expected a string');
+    if (isPredefinedName(net.spec.name)) throw invalidArgument('user specified IP address is supported on user defined networks only');
+    const pool = net.spec.ipam.Config[0];
+    if (!pool || !contains(parseCidr(pool.Subnet), parseIpv4(ip))) throw invalidArgument(`invalid address ${ip}: it is not in subnet ${pool?.Subnet ?? '(none)'}`);
+    const held = store.get<{ containerId: string }, unknown>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${ip}`);
+    if (held && held.spec.containerId !== c.name) throw conflict(`Address already in use: ${ip} on network ${net.spec.name}`);
+  }
+
   /** Whether the container's EndpointsConfig names `net` (it is connected, or will be at its start). */
   function hasEndpointConfig(c: CR, net: NetworkResource): boolean {
     const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
@@ -263,6 +279,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       }
       // One more network: its EndpointsConfig entry is the level; the reconciler plugs it in.
       if (hasEndpointConfig(c, net)) throw permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
+      checkStaticAddress(c, net, body.EndpointConfig);
       setEndpointConfig(c, net, body.EndpointConfig ?? {});
       if (isRunning(c)) await waitExtra(c, net, true);
       reply.code(200).send();

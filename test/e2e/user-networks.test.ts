@@ -275,6 +275,11 @@ describe('user-defined networks', () => {
     assert.match(legacy.stderr, /user specified IP address is supported on user defined networks only/);
     await dk('network', 'connect', '--ip', '10.88.0.77', 'fixed2', 'pinned');
     assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.Networks.fixed2.IPAddress}}', 'pinned'), '10.88.0.77');
+    await dk('run', '-d', '--network', 'fixed', '--stop-timeout', '1', '--name', 'pinned2', imgs.tag, 'sleep', '300');
+    const clash = await docker(d, ['network', 'connect', '--ip', '10.88.0.77', 'fixed2', 'pinned2']);
+    assert.notEqual(clash.code, 0);
+    assert.match(clash.stderr, /Address already in use/);
+    await dk('rm', '-f', 'pinned2');
     await dk('rm', '-f', 'pinned');
     await dk('network', 'rm', 'fixed', 'fixed2');
   });
