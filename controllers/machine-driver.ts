@@ -9,6 +9,12 @@
 // Timers are plain data ({ id, event, at }), so the caller may keep them with the snapshot.
 import { toPromise, transition, type AnyActorRef, type AnyStateMachine, type EventFromLogic, type SnapshotFrom } from 'xstate';
 
+/** The top-level state of a snapshot ("stopping" for { stopping: "waiting" }). */
+export function topState(snapshot: { value: unknown }): string {
+  const v = snapshot.value;
+  return typeof v === 'string' ? v : Object.keys(v as Record<string, unknown>)[0]!;
+}
+
 export interface MachineTimer {
   /** The delayed event's send id (what `xstate.cancel` names). */
   id: string;

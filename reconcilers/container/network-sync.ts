@@ -9,14 +9,27 @@ import type { StagedStatus } from './staged-status.ts';
 
 const BUILTIN = new Set(['bridge', 'default', 'host', 'none', '']);
 
+type EndpointConfig = { IPAMConfig?: { IPv4Address?: string } | null } | null;
+
+/** The client's EndpointsConfig (at create or connect), keyed by network name or id. */
+export function endpointsConfigOf(spec: ContainerSpec): Record<string, EndpointConfig> {
+  return (spec.networkingConfig as { EndpointsConfig?: Record<string, EndpointConfig> | null } | null)?.EndpointsConfig ?? {};
+}
+
+/** The address asked for (--ip) under the first of `keys` that has one. */
+export function staticIpv4(spec: ContainerSpec, keys: readonly string[]): string | undefined {
+  const eps = endpointsConfigOf(spec);
+  for (const k of keys) if (eps[k]?.IPAMConfig?.IPv4Address) return eps[k]!.IPAMConfig!.IPv4Address;
+  return undefined;
+}
+
 /** The network ids the spec wants beside the NetworkMode network (unknown names are skipped). */
 export function wantedExtraNetworks(spec: ContainerSpec, network: Pick<NetworkPort, 'networkIdOf'>): string[] {
   const mode = spec.hostConfig.NetworkMode;
   const primaryRef = BUILTIN.has(mode) ? 'bridge' : mode;
   if (mode === 'host' || mode === 'none' || mode.startsWith('container:')) return [];
   const primary = network.networkIdOf(primaryRef);
-  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
-  const keys = Object.keys(eps);
+  const keys = Object.keys(endpointsConfigOf(spec));
   if (keys.length === 0 || (keys.length === 1 && (keys[0] === mode || (BUILTIN.has(mode) && BUILTIN.has(keys[0]!))))) return [];
   const ids = new Set<string>();
   for (const key of keys) {
@@ -45,7 +58,5 @@ export async function syncExtraNetworks(id: string, pid: number, spec: Container
 
 /** The --ip asked for on the network with id `netId` (EndpointsConfig keyed by its name or id). */
 function staticIpv4ByNetwork(spec: ContainerSpec, netId: string, network: Pick<NetworkPort, 'networkIdOf'>): string | undefined {
-  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, { IPAMConfig?: { IPv4Address?: string } | null } | null> | null } | null)?.EndpointsConfig ?? {};
-  for (const [key, ep] of Object.entries(eps)) if (network.networkIdOf(key) === netId) return ep?.IPAMConfig?.IPv4Address || undefined;
-  return undefined;
+  return staticIpv4(spec, Object.keys(endpointsConfigOf(spec)).filter((k) => network.networkIdOf(k) === netId));
 }

@@ -11,7 +11,7 @@
 // machine delay that becomes `requeueAfter`; a worker never sleeps. Exits reach it as keys
 // through the registry.
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
@@ -121,7 +121,7 @@ export class ContainerReconciler {
         requeue = res.requeueAfter;
         if (res.snapshot.status === 'done' || JSON.stringify(res.snapshot.value) === before) break;
       }
-      const state = typeof held.snapshot.value === 'string' ? held.snapshot.value : Object.keys(held.snapshot.value)[0]!;
+      const state = topState(held.snapshot);
       const run = this.runs.get(id);
       const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec;
       if ((state === 'running' || state === 'paused') && run && !run.exit && spec && this.deps.network) {
@@ -153,8 +153,7 @@ export class ContainerReconciler {
 
   /** Mirror the machine's memory into status; hold a transient machine in memory. */
   private keep(id: string, held: Held): void {
-    const value = held.snapshot.value;
-    const state = typeof value === 'string' ? value : Object.keys(value)[0]!;
+    const state = topState(held.snapshot);
     if (held.snapshot.status === 'done' || !this.store.get(KIND.container, id)) {
       this.held.delete(id);
       return;
@@ -177,8 +176,7 @@ export class ContainerReconciler {
   /** The spec's wishes and the clock, as the machine reads them. */
   private facts(r: CR): ContainerFacts {
     const spec = r.spec;
-    const asked = spec.desired === 'stopped' || spec.runGeneration > r.status.runGeneration;
-    const { timeout } = stopParams(spec, asked);
+    const { timeout } = stopParams(r);
     return {
       id: r.name,
       now: Date.now(),
@@ -197,8 +195,7 @@ export class ContainerReconciler {
   private async observe(r: CR, snapshot: Snapshot): Promise<ContainerEvent[]> {
     const id = r.name;
     const spec = r.spec;
-    const value = snapshot.value;
-    const state = typeof value === 'string' ? value : Object.keys(value)[0]!;
+    const state = topState(snapshot);
     const events: ContainerEvent[] = [];
     const run = this.runs.get(id);
     if (run?.exit) events.push({ type: 'EXITED' });
@@ -255,13 +252,12 @@ export class ContainerReconciler {
     const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
     // A stop already signalled before a daemon restart (its deadline is in status) is not signalled again.
     if (r.status.stopDeadline != null) return;
-    const asked = r.spec.desired === 'stopped' || r.spec.runGeneration > r.status.runGeneration;
     if (!this.runs.get(id)) this.ctx(id).log.info('stopping container left running by a previous daemon');
     if (this.status.get(id).phase === 'paused') {
       await this.deps.supervisor.resume(id).catch(() => {});
       this.status.stage(id, (s) => ({ ...s, phase: 'running' }));
     }
-    await this.steps.signal(id, parseSignal(stopParams(r.spec, asked).signal, 'SIGTERM'));
+    await this.steps.signal(id, parseSignal(stopParams(r).signal, 'SIGTERM'));
   }
 
   private async killEffect(id: string): Promise<void> {
@@ -344,7 +340,9 @@ export class ContainerReconciler {
  * stop/restart` apply to the stop they asked for; a container stopped by the daemon (a leftover)
  * uses its own configuration.
  */
-function stopParams(spec: ContainerSpec, asked: boolean): { signal: string | undefined; timeout: number } {
+function stopParams(r: C): { signal: string | undefined; timeout: number } {
+  const spec = r.spec;
+  const asked = spec.desired === 'stopped' || spec.runGeneration > r.status.runGeneration;
   const opts = asked ? spec.stopOptions : undefined;
   return { signal: opts?.signal || spec.config.StopSignal, timeout: opts?.timeout ?? spec.config.StopTimeout ?? 10 };
 }

@@ -14,6 +14,7 @@ import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
+import { staticIpv4 } from './network-sync.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 
@@ -56,7 +57,10 @@ export class RunSteps {
   async prepare(id: string, spec: ContainerSpec): Promise<void> {
     const dir = this.containerDir(id);
     mkdirSync(dir, { recursive: true, mode: 0o710 });
-    const ep = await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode, { ipv4: staticIpv4(spec, spec.hostConfig.NetworkMode) });
+    const mode = spec.hostConfig.NetworkMode;
+    // The CLI keys the default bridge's entry "default" when no --network was given.
+    const keys = mode === 'bridge' || mode === 'default' ? ['bridge', 'default'] : [mode];
+    const ep = await this.deps.network?.allocate(id, mode, { ipv4: staticIpv4(spec, keys) });
     const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
@@ -365,13 +369,4 @@ function runtimeExitCode(message: string): 126 | 127 | null {
   if (/executable file not found|no such file or directory/i.test(message)) return 127;
   if (/permission denied|not a directory|is a directory/i.test(message)) return 126;
   return null;
-}
-
-/** The address the client asked for on network `name` (--ip: EndpointsConfig[name].IPAMConfig.IPv4Address). */
-export function staticIpv4(spec: ContainerSpec, name: string): string | undefined {
-  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, { IPAMConfig?: { IPv4Address?: string } | null } | null> | null } | null)?.EndpointsConfig;
-  // The CLI keys the default bridge's entry "default" when no --network was given.
-  const keys = name === 'bridge' || name === 'default' ? ['bridge', 'default'] : [name];
-  for (const k of keys) if (eps?.[k]?.IPAMConfig?.IPv4Address) return eps[k]!.IPAMConfig!.IPv4Address;
-  return undefined;
 }

@@ -14,7 +14,7 @@
 // is not an image's lifecycle (it follows lease releases, not records) and stays beside it.
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive } from '../../controllers/machine-driver.ts';
+import { drive, topState } from '../../controllers/machine-driver.ts';
 import { isCode } from '../../lib/errors.ts';
 import type { ContainerSpec, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -87,7 +87,7 @@ export class ImageReconciler {
     } finally {
       this.active.delete(id);
     }
-    const state = typeof end.value === 'string' ? end.value : Object.keys(end.value)[0]!;
+    const state = topState(end);
     if (end.context.cause != null) throw end.context.cause;
     if (state === 'removed' || !verify || (state !== 'ready' && state !== 'failed')) return;
     const failed = state === 'failed';

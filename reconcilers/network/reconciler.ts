@@ -13,7 +13,7 @@
 // restart the state is restored from status (its phase) and the next APPLY brings the timer back.
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
 import { KIND, type Resource } from '../../store/types.ts';
 import {
@@ -119,7 +119,7 @@ export class NetworkReconciler {
 
   /** Status from where the machine ended (what `r`, read at the start, said is the baseline). */
   private writeOutcome(r: NetworkResource, snap: Snapshot, ctx: ReconcileContext, requeueAfter: number | undefined): void | { requeueAfter: number } {
-    const state = typeof snap.value === 'string' ? snap.value : Object.keys(snap.value)[0]!;
+    const state = topState(snap);
     const c = snap.context;
     switch (state) {
       case 'removed':
