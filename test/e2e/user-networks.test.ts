@@ -332,13 +332,17 @@ describe('user-defined networks', () => {
   });
 });
 
-describe('user-defined network drift', () => {
+describe('user-defined network drift; the daemon\'s DNS options', () => {
   let d: DaemonHandle;
   const dk = dockerOk(() => d);
   const name = `edr${Math.random().toString(36).slice(2, 7)}`;
   before(async () => {
     // The network reconciler looks for drift every 30 s; this daemon every 300 ms.
-    d = await startDaemon({ bridge: true, env: { ENGINE_NETWORK_RECHECK_MS: '300' } });
+    d = await startDaemon({
+      bridge: true,
+      env: { ENGINE_NETWORK_RECHECK_MS: '300' },
+      args: ['--dns', '10.255.0.9', '--dns-search', 'corp.example', '--dns-opt', 'ndots:3'],
+    });
   });
   after(async () => {
     try {
@@ -361,5 +365,12 @@ describe('user-defined network drift', () => {
     assert.ok(back, 'the bridge was put back');
     await dk('network', 'rm', 'drifty');
     assert.equal(linkExists(name), false);
+  });
+
+  test("the daemon's --dns, --dns-search and --dns-opt reach a container that sets none; its own --dns wins", async () => {
+    const imgs = await testImages();
+    await dk('load', '-i', imgs.dockerArchive);
+    assert.equal(await dk('run', '--rm', imgs.tag, 'cat', '/etc/resolv.conf'), 'search corp.example\nnameserver 10.255.0.9\noptions ndots:3');
+    assert.match(await dk('run', '--rm', '--dns', '10.255.0.8', imgs.tag, 'cat', '/etc/resolv.conf'), /nameserver 10\.255\.0\.8\n/);
   });
 });
