@@ -31,6 +31,11 @@ import { ensureDefaultNetwork, findNetworkByName } from '../reconcilers/network/
 import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
 import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
 import { NETWORK_KIND } from '../store/network-types.ts';
+import { VOLUME_KIND } from '../store/volume-types.ts';
+import { LocalVolumeDriver } from '../drivers/volume/local.ts';
+import { VolumeMounter } from '../reconcilers/volume/mounter.ts';
+import { VolumeReconciler } from '../reconcilers/volume/reconciler.ts';
+import { volumeRoutes } from '../api/volumes/routes.ts';
 import type { ConfigSources, DaemonConfig } from '../config/load.ts';
 import { diffReload } from '../config/reload.ts';
 import { Controller } from '../controllers/controller.ts';
@@ -168,11 +173,14 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       { driver: bridgeDriver },
     );
     const network = new NetworkAttacher(store, bridgeDriver, logger);
+    const volumeDriver = new LocalVolumeDriver({ root: join(dataRoot, 'volumes') });
+    const volumes = new VolumeMounter(store, volumeDriver);
 
     let exitEvents: { readonly live: boolean } | null = null;
     const runs = new RunRegistry({ supervisor, exitEventsLive: () => exitEvents?.live ?? false });
     const containers = new ContainerReconciler(store, {
       network,
+      volumes,
       supervisor,
       stdio,
       logging,
@@ -195,6 +203,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     onStop('dns', () => dns.closeAll());
     const networkCtl = new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: new NetworkReconciler(store, bridgeDriver, { dns, recheckMs: recheckMsFromEnv() }), log: logger, workers: 1 });
     manager.add(networkCtl);
+    manager.add(new Controller({ name: 'volume', kind: VOLUME_KIND, store, reconciler: new VolumeReconciler(store, volumeDriver), log: logger, workers: 2 }));
     manager.add(imageCtl);
     manager.add(containerCtl);
 
@@ -302,6 +311,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
         moreContainerRoutes({ store, ops }),
         attachRoutes(attachDeps),
         eventRoutes(events),
+        volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
         networkRoutes({
           store,
           defaults: {

@@ -119,10 +119,33 @@ export interface ContainerSpec {
   runGeneration: number;
   /** How to stop when asked to (`docker stop/restart -t -s`): signal and grace period in seconds. */
   stopOptions?: { signal?: string; timeout?: number | null };
+  /**
+   * The container's volume mounts, resolved at create: named and anonymous volumes from Binds,
+   * Mounts and the image's VOLUME paths, and what VolumesFrom copied from other containers (which
+   * may be host paths). Binds and tmpfs of its own stay in hostConfig.
+   */
+  mountPoints?: MountPoint[];
   /** Set with desired = 'removed'. */
   remove?: { force: boolean; volumes: boolean };
   /** Set when the user stopped the container explicitly (restart policies must not restart it). */
   manuallyStopped: boolean;
+}
+
+export interface MountPoint {
+  type: 'volume' | 'bind';
+  /** The volume's name (type volume). */
+  name: string;
+  /** Host path (type bind: a bind copied by VolumesFrom). */
+  source: string;
+  destination: string;
+  readOnly: boolean;
+  /** The mode as written ("ro,z"), shown by inspect. */
+  mode: string;
+  propagation: string;
+  /** Do not copy the image's content at the destination into an empty volume. */
+  noCopy: boolean;
+  /** A directory inside the volume to mount instead of its root. */
+  subpath?: string;
 }
 
 export interface ContainerEndpoint {

@@ -97,7 +97,8 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
     Env: env,
     Cmd: cmd,
     Image: str(field(b, 'Image'), 'Image'),
-    Volumes: (field(b, 'Volumes') as Record<string, object> | null) ?? (ic.Volumes ?? null),
+    // The image's VOLUME paths are added to the container's own, as the reference merges them.
+    Volumes: mergeVolumes(field(b, 'Volumes'), ic.Volumes),
     WorkingDir: str(field(b, 'WorkingDir'), 'WorkingDir') || ic.WorkingDir || '',
     Entrypoint: entrypoint,
     OnBuild: null,
@@ -169,4 +170,9 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
     DnsSearch: strList(field(h, 'DnsSearch'), 'DnsSearch') ?? [],
     ExtraHosts: strList(field(h, 'ExtraHosts'), 'ExtraHosts'),
   };
+}
+
+function mergeVolumes(own: unknown, image: Record<string, object> | undefined): Record<string, object> | null {
+  const out: Record<string, object> = { ...(image ?? {}), ...(isObj(own) ? (own as Record<string, object>) : {}) };
+  return Object.keys(out).length ? out : null;
 }

@@ -3,6 +3,8 @@ import { invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from './store.ts';
+import { mountsView } from './mounts-view.ts';
+import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 import { stateName, summaryView } from './views.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -91,15 +93,18 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (before && !before.every((t) => c.spec.created < t)) return false;
     if (since && !since.every((t) => c.spec.created > t)) return false;
     if (ancestors && !ancestors.includes(c.spec.imageId)) return false;
+    const volumes = f.get('volume');
+    if (volumes && !volumes.some((v) => mountsView(c.spec, () => '').some((m) => m.Name === v || m.Destination === v || (m.Type === 'bind' && m.Source === v)))) return false;
     return true;
   });
   if (o.limit > 0) items = items.slice(0, o.limit);
   const now = Date.now();
-  if (!o.size) return items.map((c) => summaryView(c, { now }));
+  const volumeSource = (name: string) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '';
+  if (!o.size) return items.map((c) => summaryView(c, { now, volumeSource }));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return summaryView(c, { now, size: { rw, rootFs: rw } });
+      return summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource });
     }),
   );
 }

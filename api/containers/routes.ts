@@ -13,11 +13,15 @@ import { listContainers } from './list.ts';
 import { findNetwork } from '../networks/views.ts';
 import { streamLogs } from './logs.ts';
 import type { ApiStore } from './store.ts';
+import type { ImageStore } from '../images/store.ts';
+import { resolveContainerMounts } from '../volumes/container-mounts.ts';
+import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface ContainerRouteDeps {
-  store: ApiStore;
+  /** With transaction: a container and the volumes it creates are written together. */
+  store: ImageStore;
   logs: ContainerLogReader;
   defaults: CreateDefaults;
   /** Resolves an image reference or id to its record; NotFound `No such image: ...` otherwise. */
@@ -147,15 +151,22 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         networkingConfig: (body as Record<string, unknown>).NetworkingConfig ?? null,
         path: n.path, args: n.args, desired: 'created', runGeneration: 0, manuallyStopped: false,
       };
+      const vols = resolveContainerMounts(store, { containerId: id, config: n.config, hostConfig: n.hostConfig, findContainer: (ref) => findContainer(store, ref) });
+      if (vols.mountPoints.length) spec.mountPoints = vols.mountPoints;
       const status: ContainerStatus = {
         observedGeneration: 0, phase: 'created', pid: 0, exitCode: 0, error: '', errorCode: '', startedAt: ZERO_TIME,
         finishedAt: ZERO_TIME, oomKilled: false, restartCount: 0, runGeneration: 0, exitSeq: 0,
         logPath: '', hostnamePath: '', hostsPath: '', resolvConfPath: '', driver: '', rootfs: '', prepared: false,
       };
-      const created = store.create(KIND.container, id, spec, status);
+      const created = store.transaction((tx) => {
+        for (const v of vols.newVolumes) {
+          tx.create<typeof v, VolumeStatus>(VOLUME_KIND, v.name, v, { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' });
+        }
+        return tx.create(KIND.container, id, spec, status);
+      });
       const r = await observed(id, created.generation);
       if (!r || !r.status.prepared) {
-        if (r) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed' }));
+        if (r) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
         const code = r?.status.errorCode === 'InvalidArgument' || r?.status.errorCode === 'Conflict' ? r.status.errorCode : 'Internal';
         throw new EngineError(code, r?.status.error || 'container could not be created');
       }
@@ -178,7 +189,12 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const c = findContainer(store, req.params.id);
       const size = qBool(req, 'size') ? { rw: await deps.sizeRw(c.name), rootFs: 0 } : undefined;
       if (size) size.rootFs = size.rw + (store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId)?.spec.size ?? 0);
-      return inspectView(c, { apiVersion: apiVersionOf(req), graphDriverData: deps.graphDriverData(c.name), size });
+      return inspectView(c, {
+        apiVersion: apiVersionOf(req),
+        graphDriverData: deps.graphDriverData(c.name),
+        size,
+        volumeSource: (name) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '',
+      });
     });
 
     app.post('/containers/:id/start', async (req: Req, reply) => {

@@ -1,4 +1,5 @@
 // The JSON shapes clients read: ContainerInspect and ContainerSummary, built from spec + status.
+import { mountsView } from './mounts-view.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 
@@ -55,7 +56,10 @@ function networks(spec: ContainerSpec, status: ContainerStatus): Record<string, 
   return out;
 }
 
-export function inspectView(r: CR, opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number } }): Record<string, unknown> {
+export function inspectView(
+  r: CR,
+  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string },
+): Record<string, unknown> {
   const { spec, status } = r;
   const running = status.phase === 'running' || status.phase === 'paused';
   const out: Record<string, unknown> = {
@@ -91,7 +95,7 @@ export function inspectView(r: CR, opts: { apiVersion: number; graphDriverData: 
     ExecIDs: null,
     HostConfig: spec.hostConfig,
     GraphDriver: { Name: status.driver, Data: opts.graphDriverData },
-    Mounts: [],
+    Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
     Config: spec.config,
     NetworkSettings: {
       Bridge: '', SandboxID: running ? spec.id : '', SandboxKey: running ? (status.sandboxKey ?? '') : '', HairpinMode: false, LinkLocalIPv6Address: '',
@@ -109,7 +113,7 @@ export function inspectView(r: CR, opts: { apiVersion: number; graphDriverData: 
   return out;
 }
 
-export function summaryView(r: CR, opts: { now: number; size?: { rw: number; rootFs: number } }): Record<string, unknown> {
+export function summaryView(r: CR, opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string }): Record<string, unknown> {
   const { spec, status } = r;
   const out: Record<string, unknown> = {
     Id: spec.id,
@@ -124,7 +128,7 @@ export function summaryView(r: CR, opts: { now: number; size?: { rw: number; roo
     Status: statusText(status, opts.now),
     HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
     NetworkSettings: { Networks: networks(spec, status) },
-    Mounts: [],
+    Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
   };
   if (opts.size) {
     out.SizeRw = opts.size.rw;

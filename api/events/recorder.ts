@@ -6,6 +6,7 @@
 import type { ContainerSpec, ContainerStatus, ImageSpec, Resource, WatchEvent } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
+import { VOLUME_KIND, type VolumeSpec } from '../../store/volume-types.ts';
 import { findImage } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
@@ -42,7 +43,7 @@ export class EventRecorder {
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [KIND.container, KIND.image, NETWORK_KIND.network]) {
+    for (const k of [KIND.container, KIND.image, NETWORK_KIND.network, VOLUME_KIND]) {
       for (const r of store.list<unknown, unknown>(k)) this.last.set(`${k}/${r.name}`, r);
     }
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
@@ -119,8 +120,26 @@ export class EventRecorder {
       if (ev.kind === KIND.container) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
       else if (ev.kind === KIND.image) this.imageChange(ev);
       else if (ev.kind === NETWORK_KIND.network) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
+      else if (ev.kind === VOLUME_KIND) this.volumeChange(prev, ev);
     } catch {
       // events are best effort; never break the store's watch
+    }
+  }
+
+  /** Volume create (its record written) and destroy (its record gone with its data). */
+  private volumeChange(prev: Resource | undefined, ev: WatchEvent): void {
+    const v = ev.resource as Resource<VolumeSpec, unknown>;
+    if (ev.type === 'delete') this.emit('volume', 'destroy', v.name, { driver: v.spec.driver });
+    else if (!prev) this.emit('volume', 'create', v.name, { driver: v.spec.driver });
+  }
+
+  /** A container's volumes mounted at its start, unmounted when it stops. */
+  private volumeMounts(action: 'mount' | 'unmount', c: Resource<ContainerSpec, ContainerStatus>): void {
+    for (const m of c.spec.mountPoints ?? []) {
+      if (m.type !== 'volume') continue;
+      const attrs: Record<string, string> = { container: c.name, driver: 'local' };
+      if (action === 'mount') Object.assign(attrs, { destination: m.destination, propagation: m.propagation, 'read/write': String(!m.readOnly) });
+      this.emit('volume', action, m.name, attrs);
     }
   }
 
@@ -139,6 +158,7 @@ export class EventRecorder {
     if (prev.spec.name !== cur.spec.name) this.container('rename', cur, { oldName: prev.spec.name });
     if (s.exitSeq > p.exitSeq) {
       this.container('die', cur, { exitCode: String(s.exitCode) });
+      this.volumeMounts('unmount', cur);
       this.networkAttachment('disconnect', cur);
       // Asked to stop (`docker stop`), or to stop for a new run (`docker restart`).
       const stopped = cur.spec.desired === 'stopped' || cur.spec.runGeneration > s.runGeneration;
@@ -146,6 +166,7 @@ export class EventRecorder {
     }
     if (s.phase === 'running' && (p.phase !== 'running' && p.phase !== 'paused')) {
       this.networkAttachment('connect', cur);
+      this.volumeMounts('mount', cur);
       this.container('start', cur);
     }
     if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);

@@ -2,76 +2,10 @@
 // HostConfig.Tmpfs, validated with the reference daemon's messages and turned into OCI mounts.
 import { mkdirSync, statSync } from 'node:fs';
 import { posix } from 'node:path';
-import { invalidArgument, notImplemented } from '../../lib/errors.ts';
-import type { OciMount } from './types.ts';
-
-export interface ParsedBind {
-  /** Absolute host path, or a volume name when `volume` is set. */
-  source: string;
-  destination: string;
-  readOnly: boolean;
-  propagation: string;
-  volume: boolean;
-  nocopy: boolean;
-}
-
-const RW_MODES = new Set(['rw', 'ro']);
-const LABEL_MODES = new Set(['z', 'Z']);
-const PROPAGATION_MODES = new Set(['shared', 'rshared', 'slave', 'rslave', 'private', 'rprivate']);
-const COPY_MODES = new Set(['nocopy']);
-const CONSISTENCY_MODES = new Set(['consistent', 'cached', 'delegated']);
-const MODE_GROUPS = [RW_MODES, LABEL_MODES, PROPAGATION_MODES, COPY_MODES, CONSISTENCY_MODES];
-const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
-
-const invalidSpec = (raw: string) => invalidArgument(`invalid volume specification: '${raw}'`);
-
-function validMode(mode: string): boolean {
-  if (mode === '') return true;
-  const counts = new Array<number>(MODE_GROUPS.length).fill(0);
-  for (const o of mode.split(',')) {
-    const g = MODE_GROUPS.findIndex((set) => set.has(o));
-    if (g < 0 || ++counts[g]! > 1) return false;
-  }
-  return true;
-}
-
-/** Parse one `Binds` entry; throws InvalidArgument with the reference messages. */
-export function parseBind(raw: string): ParsedBind {
-  const arr = raw.split(':');
-  if (arr.length > 3 || arr[0] === '') throw invalidSpec(raw);
-  let source = '';
-  let destination: string;
-  let mode = '';
-  if (arr.length === 1) {
-    destination = arr[0]!;
-  } else if (arr.length === 2) {
-    if (validMode(arr[1]!)) throw invalidSpec(raw); // "/foo:rw": a mode without a destination
-    [source, destination] = arr as [string, string];
-  } else {
-    [source, destination, mode] = arr as [string, string, string];
-  }
-  if (!validMode(mode)) throw invalidArgument(`invalid mode: ${mode}`);
-  if (destination === '') throw invalidSpec(raw);
-  if (!destination.startsWith('/')) {
-    throw invalidArgument(`invalid mount config for type "${source.startsWith('/') ? 'bind' : 'volume'}": invalid mount path: '${destination}' mount path must be absolute`);
-  }
-  if (posix.normalize(destination) === '/') throw invalidArgument(`invalid specification: destination can't be '/'`);
-  const volume = !source.startsWith('/');
-  if (volume && source !== '' && !VOLUME_NAME.test(source)) {
-    throw invalidArgument(
-      `create ${source}: "${source}" includes invalid characters for a local volume name, only "[a-zA-Z0-9][a-zA-Z0-9_.-]" are allowed. If you intended to pass a host directory, use absolute path`,
-    );
-  }
-  const opts = mode ? mode.split(',') : [];
-  return {
-    source: volume ? source : posix.normalize(source),
-    destination: posix.normalize(destination),
-    readOnly: opts.includes('ro'),
-    propagation: opts.find((o) => PROPAGATION_MODES.has(o)) ?? 'rprivate',
-    volume,
-    nocopy: opts.includes('nocopy'),
-  };
-}
+import { invalidArgument } from '../../lib/errors.ts';
+import { cleanPath, parseBind, PROPAGATION_MODES } from '../../lib/mount-spec.ts';
+export { parseBind, type ParsedBind } from '../../lib/mount-spec.ts';
+import type { OciMount, ResolvedMount } from './types.ts';
 
 /** Create-time check of one `Binds` entry. */
 export function validateBind(raw: string): void {
@@ -141,8 +75,8 @@ export interface UserMountsResult {
 }
 
 export interface UserMountOptions {
-  /** Host directory of a named volume, created on demand; undefined when volumes are not available. */
-  volumeDir?: (name: string) => string;
+  /** Volume mounts resolved to host paths by the caller; Binds and Mounts entries naming volumes are skipped here. */
+  volumeMounts?: ResolvedMount[];
 }
 
 /** Every user-requested mount of a container, in request order (sorting happens later). */
@@ -154,24 +88,13 @@ export function userMounts(h: Record<string, unknown>, opts: UserMountOptions): 
     seen.add(m.destination);
     mounts.push(m);
   };
-  const volumeSource = (name: string): string => {
-    if (!opts.volumeDir) throw notImplemented(`named volume "${name}" cannot be mounted: volumes are not available`);
-    const dir = opts.volumeDir(name);
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    return dir;
-  };
 
   const binds = Array.isArray(h.Binds) ? (h.Binds as unknown[]).filter((x): x is string => typeof x === 'string') : [];
   for (const raw of binds) {
     const b = parseBind(raw);
-    if (b.source === '') {
-      // anonymous volume: a private directory (left to the volume layer); nothing to bind yet
-      continue;
-    }
-    let source = b.source;
-    if (b.volume) source = volumeSource(b.source);
-    else mkdirSync(source, { recursive: true, mode: 0o755 }); // the reference creates a missing host path for Binds
-    add(bindMount(source, b.destination, b.readOnly, b.propagation));
+    if (b.volume) continue; // named or anonymous volume: resolved by the caller (volumeMounts)
+    mkdirSync(b.source, { recursive: true, mode: 0o755 }); // the reference creates a missing host path for Binds
+    add(bindMount(b.source, b.destination, b.readOnly, b.propagation));
   }
 
   for (const m of Array.isArray(h.Mounts) ? (h.Mounts as Record<string, unknown>[]) : []) {
@@ -183,7 +106,7 @@ export function userMounts(h: Record<string, unknown>, opts: UserMountOptions): 
     const bad = (msg: string) => invalidArgument(`invalid mount config for type "${type}": ${msg}`);
     if (!target) throw bad('field Target must not be empty');
     if (!target.startsWith('/')) throw bad(`invalid mount path: '${target}' mount path must be absolute`);
-    const dest = posix.normalize(target);
+    const dest = cleanPath(target);
     if (dest === '/') throw invalidArgument(`invalid specification: destination can't be '/'`);
     if (type === 'bind') {
       if (!source) throw bad('field Source must not be empty');
@@ -197,7 +120,7 @@ export function userMounts(h: Record<string, unknown>, opts: UserMountOptions): 
       }
       const prop = typeof bo.Propagation === 'string' && bo.Propagation ? bo.Propagation : 'rprivate';
       if (!PROPAGATION_MODES.has(prop)) throw bad(`invalid propagation mode: ${prop}`);
-      add(bindMount(posix.normalize(source), dest, readOnly, prop, bo.NonRecursive !== true));
+      add(bindMount(cleanPath(source), dest, readOnly, prop, bo.NonRecursive !== true));
     } else if (type === 'tmpfs') {
       if (source) throw bad('field Source must not be specified');
       const to = (m.TmpfsOptions && typeof m.TmpfsOptions === 'object' ? m.TmpfsOptions : {}) as Record<string, unknown>;
@@ -207,8 +130,7 @@ export function userMounts(h: Record<string, unknown>, opts: UserMountOptions): 
       if (readOnly) data.push('ro');
       add(tmpfsMount(dest, data.join(',')));
     } else if (type === 'volume') {
-      if (!source) continue; // anonymous volume: left to the volume layer
-      add(bindMount(volumeSource(source), dest, readOnly, 'rprivate'));
+      continue; // resolved by the caller (volumeMounts)
     } else {
       throw invalidArgument(`mount type unknown: "${type}"`);
     }
@@ -217,8 +139,10 @@ export function userMounts(h: Record<string, unknown>, opts: UserMountOptions): 
   const tmpfs = h.Tmpfs && typeof h.Tmpfs === 'object' ? (h.Tmpfs as Record<string, unknown>) : {};
   for (const [dest, data] of Object.entries(tmpfs)) {
     if (!dest.startsWith('/')) throw invalidArgument(`invalid mount config for type "tmpfs": invalid mount path: '${dest}' mount path must be absolute`);
-    add(tmpfsMount(posix.normalize(dest), typeof data === 'string' ? data : ''));
+    add(tmpfsMount(cleanPath(dest), typeof data === 'string' ? data : ''));
   }
+
+  for (const v of opts.volumeMounts ?? []) add(bindMount(v.source, v.destination, v.readOnly, v.propagation || 'rprivate'));
 
   let rootfsPropagation: string | undefined;
   for (const m of mounts) {

@@ -32,8 +32,6 @@ export interface SpecBuilderOptions {
   noNewPrivileges?: boolean;
   /** --default-ulimit values; a container's own Ulimits override them by name. */
   defaultUlimits?: Ulimit[];
-  /** Host directory of a named volume (e.g. `<data-root>/volumes/<name>/_data`); without it named volumes are refused. */
-  volumeDir?: (name: string) => string;
   /** Host files copied or filtered into each container (tests point these elsewhere). */
   hostEtc?: HostEtcPaths;
   /** The daemon's --dns, --dns-search, --dns-opt: used where a container sets none of its own. */
@@ -174,7 +172,7 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
     if (rl.length) proc.rlimits = rl;
 
     // mounts
-    const user_ = userMounts(h, { volumeDir: opts.volumeDir });
+    const user_ = userMounts(h, { volumeMounts: input.volumeMounts });
     const userDest = new Set(user_.mounts.map((m) => m.destination));
     const defaults = baseMounts(privileged);
     if (ipcMode === 'host') defaults.push({ destination: '/dev/shm', type: 'bind', source: '/dev/shm', options: ['rbind', 'rprivate'] });

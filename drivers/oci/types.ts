@@ -47,6 +47,16 @@ export interface SpecInput {
   cgroupsPath: string;
   /** Path of a network namespace to join (bridge networking prepared elsewhere). */
   netnsPath?: string;
+  /** Volume mounts resolved to host paths by the caller (volumes, and binds VolumesFrom copied). */
+  volumeMounts?: ResolvedMount[];
+}
+
+export interface ResolvedMount {
+  source: string;
+  destination: string;
+  readOnly: boolean;
+  /** "rprivate" when empty. */
+  propagation: string;
 }
 
 // ---- the parts of the OCI runtime spec we emit ---------------------------------------------

@@ -84,6 +84,8 @@ export interface SpecPort {
     imageEnv: string[];
     files: { hostname: string; hosts: string; resolvConf: string };
     cgroupsPath: string;
+    /** The container's volume mounts as host paths. */
+    volumeMounts?: Array<{ source: string; destination: string; readOnly: boolean; propagation: string }>;
   }): Promise<object>;
   /** `nameserver`: the embedded DNS of the container's user-defined network, instead of the host's servers. */
   writeEtcFiles(dir: string, config: ContainerConfig, hostConfig: HostConfig, opts?: { nameserver?: string }): Promise<{ hostname: string; hosts: string; resolvConf: string }>;
@@ -114,8 +116,19 @@ export interface NetworkPort {
   nameserverFor(ep: ContainerEndpoint): string | undefined;
 }
 
+/** Volumes a container mounts (reconcilers/volume/mounter.ts). Absent: a container with volume mounts cannot start. */
+export interface VolumePort {
+  /** Host path to bind for a mount of the volume (a subpath inside it when given). */
+  source(name: string, subpath?: string): Promise<string>;
+  /** Copy `src` (the image's content at the mount's destination) into the volume when it is empty. */
+  copyUp(name: string, src: string): Promise<boolean>;
+  /** The container is gone: mark the anonymous volumes it owns removed when `removeAnonymous`. */
+  releaseOwned(containerId: string, removeAnonymous: boolean): void;
+}
+
 export interface ContainerReconcilerDeps {
   network?: NetworkPort;
+  volumes?: VolumePort;
   supervisor: SupervisorPort;
   stdio: StdioPort;
   logging: LoggingPort;

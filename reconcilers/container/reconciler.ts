@@ -312,6 +312,10 @@ export class ContainerReconciler {
     await this.steps.teardown(id);
     this.status.drop(id);
     this.held.delete(id);
+    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+    // Anonymous volumes go with the container when asked (`rm -v`, `--rm`); the volume reconciler
+    // removes their data once this record, the last to name them, is gone.
+    if (r) this.deps.volumes?.releaseOwned(id, !!r.spec.remove?.volumes || !!r.spec.hostConfig.AutoRemove);
     this.store.delete(KIND.container, id);
     if (this.deps.log.isLevelEnabled?.('debug') ?? true) this.ctx(id).log.debug('container removed');
   }

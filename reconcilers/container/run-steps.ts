@@ -15,6 +15,7 @@ import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { staticIpv4 } from './network-sync.ts';
+import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 
@@ -66,6 +67,7 @@ export class RunSteps {
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
     const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
     await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
+    await copyUpVolumes(id, spec, this.deps.layers, this.deps.volumes);
     this.status.stage(id, (s) => ({
       ...s,
       prepared: true,
@@ -87,8 +89,10 @@ export class RunSteps {
     let created = false;
     let creating: Promise<boolean> | undefined;
     try {
+      const volumeMounts = await volumeMountSources(spec, this.deps.volumes);
       const rootfs = await this.deps.layers.mountRW(id);
       const oci = await this.deps.spec.build({
+        volumeMounts,
         id,
         config: spec.config,
         hostConfig: spec.hostConfig,

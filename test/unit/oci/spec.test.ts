@@ -290,7 +290,7 @@ test('bind validation messages', () => {
   validateBind('/a:/b');
   validateBind('/a:/b:ro,Z,rslave,nocopy');
   validateBind('myvol:/data');
-  assert.deepEqual(parseBind('/h:/c:ro,shared'), { source: '/h', destination: '/c', readOnly: true, propagation: 'shared', volume: false, nocopy: false });
+  assert.deepEqual(parseBind('/h:/c:ro,shared'), { source: '/h', destination: '/c', readOnly: true, propagation: 'shared', volume: false, nocopy: false, mode: 'ro,shared' });
 });
 
 test('build timing (printed, not asserted)', async () => {

@@ -1,0 +1,186 @@
+// Volume routes: create, inspect, list, remove and prune. Handlers write the volume record and
+// wait for the volume reconciler (which makes or removes the data) before answering, 503 when it
+// does not finish in time. A volume some container names is in use and is never removed.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { compareVersions } from '../app.ts';
+import { conflict, EngineError, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { validateLocalOptions, volumeNameError } from '../../lib/volume-options.ts';
+import { ANONYMOUS_LABEL, VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
+import type { ApiStore } from '../containers/store.ts';
+import { apiVersionNumber, qBool, qStr, queryOf } from '../images/query.ts';
+import { volumeSpec } from './container-mounts.ts';
+import { findVolume, listVolumes, liveVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
+
+export interface VolumeUsagePort {
+  /** Bytes used by the volume's data (0 when unknown). */
+  size(name: string): Promise<number>;
+}
+
+export interface VolumeRouteDeps {
+  store: ApiStore;
+  usage: VolumeUsagePort;
+  /** How long a handler waits for the volume reconciler before answering 503. */
+  waitTimeoutMs?: number;
+}
+
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
+
+const SWARM_ONLY = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
+
+function stringMap(v: unknown, field: string): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) throw invalidArgument(`invalid JSON: ${field}: expected an object`);
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (typeof x !== 'string') throw invalidArgument(`invalid JSON: ${field}.${k}: expected a string`);
+    out[k] = x;
+  }
+  return out;
+}
+
+/** A body field by its name in any case, as Go's JSON decoder matches keys. */
+function field(b: Obj, name: string): unknown {
+  if (name in b) return b[name];
+  const k = Object.keys(b).find((x) => x.toLowerCase() === name.toLowerCase());
+  return k === undefined ? undefined : b[k];
+}
+
+export function volumeRoutes(deps: VolumeRouteDeps) {
+  const { store } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 60_000;
+
+  async function waitReady(name: string, generation: number): Promise<VolumeResource> {
+    const done = (x: VolumeResource | undefined) => !x || (x.status.observedGeneration >= generation && x.status.phase !== 'pending');
+    const r = await store.waitFor<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, done, { timeoutMs });
+    if (!r) throw notFound(`get ${name}: no such volume`);
+    if (!done(r)) throw unavailable(`volume ${name} was not created in time`);
+    if (r.status.phase === 'failed') {
+      store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, (s) => ({ ...s, desired: 'removed' }));
+      throw new EngineError('Internal', `create ${name}: ${r.status.error}`);
+    }
+    return r;
+  }
+
+  /** Marks the volume removed and waits until its data and record are gone. */
+  async function remove(v: VolumeResource): Promise<void> {
+    const users = usersOf(store, v.name);
+    if (users.length) throw conflict(`remove ${v.name}: volume is in use - [${users.join(', ')}]`);
+    store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, v.name, (s) => ({ ...s, desired: 'removed' }));
+    const left = await store.waitFor(VOLUME_KIND, v.name, (x) => !x, { timeoutMs });
+    if (left) throw unavailable(`removal of volume ${v.name} did not finish in time`);
+  }
+
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.post('/volumes/create', async (req: FastifyRequest, reply: FastifyReply) => {
+      const body = req.body ?? {};
+      if (!isObj(body)) throw invalidArgument('invalid JSON: expected an object');
+      if (field(body, 'ClusterVolumeSpec')) throw unavailable(SWARM_ONLY);
+      const rawName = field(body, 'Name');
+      if (rawName !== undefined && rawName !== null && typeof rawName !== 'string') throw invalidArgument('invalid JSON: Name: expected a string');
+      const rawDriver = field(body, 'Driver');
+      if (rawDriver !== undefined && rawDriver !== null && typeof rawDriver !== 'string') throw invalidArgument('invalid JSON: Driver: expected a string');
+      const driver = rawDriver || 'local';
+      const options = stringMap(field(body, 'DriverOpts'), 'DriverOpts');
+      const labels = stringMap(field(body, 'Labels'), 'Labels');
+      const name = rawName || newId();
+      const nameErr = volumeNameError(name);
+      if (nameErr) throw invalidArgument(`create ${name}: ${nameErr}`);
+      if (driver !== 'local') throw notFound(`create ${name}: error looking up volume plugin ${driver}: plugin "${driver}" not found`);
+      try {
+        validateLocalOptions(options);
+      } catch (err) {
+        throw invalidArgument(`create ${name}: ${(err as Error).message}`);
+      }
+      const existing = store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+      if (existing?.spec.desired === 'removed') throw conflict(`create ${name}: volume is being removed`);
+      if (existing) {
+        reply.code(201);
+        return volumeView(existing.status.phase === 'pending' ? await waitReady(name, existing.generation) : existing);
+      }
+      const spec: VolumeSpec = volumeSpec(name, { anonymous: false, labels, options });
+      const status: VolumeStatus = { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' };
+      const created = store.create<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, spec, status);
+      const r = await waitReady(name, created.generation);
+      reply.code(201);
+      return volumeView(r);
+    });
+
+    app.get('/volumes', async (req: FastifyRequest) => {
+      const vols = listVolumes(store, qStr(queryOf(req), 'filters') ?? '');
+      return { Volumes: vols.map((v) => volumeView(v)), Warnings: [] };
+    });
+
+    app.get('/volumes/:name', async (req: Req) => volumeView(findVolume(store, req.params.name)));
+
+    app.put('/volumes/:name', async () => {
+      throw unavailable(SWARM_ONLY);
+    });
+
+    app.delete('/volumes/:name', async (req: Req, reply: FastifyReply) => {
+      const force = qBool(queryOf(req), 'force');
+      let v: VolumeResource;
+      try {
+        v = findVolume(store, req.params.name);
+      } catch (err) {
+        if (force) return reply.code(204).send();
+        throw err;
+      }
+      await remove(v);
+      reply.code(204).send();
+    });
+
+    app.post('/volumes/prune', async (req: FastifyRequest) => {
+      if (compareVersions(req.apiVersion || '1.47', '1.25') < 0) {
+        const path = (req.originalUrl ?? req.url).split('?')[0];
+        throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
+      }
+      const { all, rest } = splitAll(qStr(queryOf(req), 'filters'));
+      const filters = parsePruneFilters(rest);
+      if (filters.until !== undefined) throw invalidArgument(`invalid filter 'until'`);
+      // From API 1.42 only anonymous volumes, unless all=true; before it, every unused one.
+      const onlyAnonymous = apiVersionNumber(req) >= 1.42 && !all;
+      const used = volumesInUse(store);
+      const candidates = liveVolumes(store).filter(
+        (v) => !used.has(v.name) && (!onlyAnonymous || ANONYMOUS_LABEL in v.spec.labels) && pruneMatches(filters, v.spec.labels, Date.parse(v.spec.created)),
+      );
+      const deleted: string[] = [];
+      let reclaimed = 0;
+      for (const v of candidates) {
+        try {
+          const size = await deps.usage.size(v.name).catch(() => 0);
+          await remove(v);
+          deleted.push(v.name);
+          reclaimed += size;
+        } catch (err) {
+          req.log.warn({ err, volume: v.name }, 'prune: volume not removed');
+        }
+      }
+      return { VolumesDeleted: deleted.length ? deleted : null, SpaceReclaimed: reclaimed };
+    });
+  };
+}
+
+/** Takes the volume-only `all` filter out of the prune filters; the rest are the common ones. */
+function splitAll(raw: string | undefined): { all: boolean; rest: string | undefined } {
+  if (!raw) return { all: false, rest: raw };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw invalidArgument(`invalid filter: ${raw}`);
+  }
+  if (!isObj(parsed) || !('all' in parsed)) return { all: false, rest: raw };
+  const { all: a, ...rest } = parsed;
+  const values = Array.isArray(a) ? a.map(String) : isObj(a) ? Object.keys(a) : [];
+  let all = false;
+  for (const v of values) {
+    if (v === 'true' || v === '1') all = true;
+    else if (v !== 'false' && v !== '0') throw invalidArgument(`invalid filter 'all=${v}'`);
+  }
+  return { all, rest: JSON.stringify(rest) };
+}

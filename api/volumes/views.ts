@@ -1,0 +1,102 @@
+// Volumes as clients read them (`volume ls`, `volume inspect`), who uses them, and the list
+// filters of the reference daemon (dangling, driver, label, name).
+import { invalidArgument, notFound } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { parseFilters } from '../containers/list.ts';
+import type { ApiStore } from '../containers/store.ts';
+
+export type VolumeResource = Resource<VolumeSpec, VolumeStatus>;
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+/** The volumes the daemon has (one being removed is gone for clients). */
+export function liveVolumes(store: Pick<ApiStore, 'list'>): VolumeResource[] {
+  return store.list<VolumeSpec, VolumeStatus>(VOLUME_KIND).filter((v) => v.spec.desired !== 'removed');
+}
+
+/** Exact name only, as the reference: 404 `get <name>: no such volume`. */
+export function findVolume(store: Pick<ApiStore, 'get'>, name: string): VolumeResource {
+  const v = store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+  if (!v || v.spec.desired === 'removed') throw notFound(`get ${name}: no such volume`);
+  return v;
+}
+
+/** Names of the volumes a container mounts. */
+export function volumesOf(c: CR): string[] {
+  return (c.spec.mountPoints ?? []).filter((m) => m.type === 'volume').map((m) => m.name);
+}
+
+/** Ids of the containers (any state) whose mounts name the volume: it is in use while one exists. */
+export function usersOf(store: Pick<ApiStore, 'list'>, name: string): string[] {
+  return store
+    .list<ContainerSpec, ContainerStatus>(KIND.container)
+    .filter((c) => volumesOf(c).includes(name))
+    .map((c) => c.name);
+}
+
+/** Every volume name some container uses, for the dangling filter and prune. */
+export function volumesInUse(store: Pick<ApiStore, 'list'>): Set<string> {
+  const out = new Set<string>();
+  for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) for (const n of volumesOf(c)) out.add(n);
+  return out;
+}
+
+/** RFC 3339 in seconds, as the reference prints CreatedAt. */
+function createdAt(iso: string): string {
+  return iso.replace(/\.\d+Z$/, 'Z');
+}
+
+export function volumeView(v: VolumeResource, usage?: { Size: number; RefCount: number }): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    CreatedAt: createdAt(v.spec.created),
+    Driver: v.spec.driver,
+    Labels: v.spec.labels,
+    Mountpoint: v.status.mountpoint,
+    Name: v.spec.name,
+    Options: v.spec.options,
+    Scope: 'local',
+  };
+  if (usage) out.UsageData = usage;
+  return out;
+}
+
+const LIST_KEYS = new Set(['dangling', 'driver', 'label', 'name']);
+
+function labelMatches(labels: Record<string, string>, want: string): boolean {
+  const i = want.indexOf('=');
+  if (i < 0) return want in labels;
+  return labels[want.slice(0, i)] === want.slice(i + 1);
+}
+
+/** The `name` filter is a regular expression, as the reference's filter.Match. */
+function nameMatches(pattern: string, name: string): boolean {
+  try {
+    return new RegExp(pattern).test(name);
+  } catch {
+    return name.includes(pattern);
+  }
+}
+
+/** GET /volumes with its filters. */
+export function listVolumes(store: Pick<ApiStore, 'list'>, rawFilters: string): VolumeResource[] {
+  const f = parseFilters(rawFilters);
+  for (const k of f.keys()) if (!LIST_KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  let dangling: boolean | undefined;
+  for (const v of f.get('dangling') ?? []) {
+    if (v === 'true' || v === '1') dangling = true;
+    else if (v === 'false' || v === '0') dangling = false;
+    else throw invalidArgument(`invalid filter 'dangling=${v}'`);
+  }
+  const used = dangling === undefined ? undefined : volumesInUse(store);
+  return liveVolumes(store).filter((v) => {
+    if (used && used.has(v.spec.name) === dangling) return false;
+    const names = f.get('name');
+    if (names && !names.some((n) => nameMatches(n, v.spec.name))) return false;
+    const drivers = f.get('driver');
+    if (drivers && !drivers.some((d) => v.spec.driver === d)) return false;
+    const labels = f.get('label');
+    if (labels && !labels.every((l) => labelMatches(v.spec.labels, l))) return false;
+    return true;
+  });
+}

@@ -1,0 +1,62 @@
+// The container side of volumes: what the container reconciler asks when it prepares, starts and
+// removes a container. A volume's data is made ready on demand here too (the calls are
+// idempotent, so racing the volume reconciler is harmless); removal stays the volume
+// reconciler's, which waits until no container names the volume.
+import { posix } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { conflict, invalidArgument, notFound } from '../../lib/errors.ts';
+import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import type { VolumeDriverPort, VolumeStore } from './deps.ts';
+
+export class VolumeMounter {
+  private readonly store: VolumeStore;
+  private readonly driver: VolumeDriverPort;
+
+  constructor(store: VolumeStore, driver: VolumeDriverPort) {
+    this.store = store;
+    this.driver = driver;
+  }
+
+  private record(name: string): VolumeSpec {
+    const v = this.store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+    if (!v) throw notFound(`get ${name}: no such volume`);
+    if (v.spec.desired === 'removed') throw conflict(`volume ${name} is being removed`);
+    return v.spec;
+  }
+
+  /** The host path to bind for a mount of the volume (its data, mounted per its options; a subpath inside it). */
+  async source(name: string, subpath?: string): Promise<string> {
+    const spec = this.record(name);
+    await this.driver.ensure(name);
+    const root = await this.driver.mount(name, spec.options);
+    if (!subpath) return root;
+    const full = posix.join(root, subpath);
+    let real: string;
+    try {
+      real = await realpath(full);
+    } catch {
+      throw invalidArgument(`cannot access path ${full}: no such file or directory`);
+    }
+    const realRoot = await realpath(root);
+    if (real !== realRoot && !real.startsWith(`${realRoot}/`)) throw invalidArgument(`subpath ${subpath} is outside of the volume ${name}`);
+    return real;
+  }
+
+  /** Copy the image's content at a mount's destination into the volume when the volume is empty. */
+  async copyUp(name: string, src: string): Promise<boolean> {
+    const spec = this.record(name);
+    await this.driver.ensure(name);
+    await this.driver.mount(name, spec.options);
+    return this.driver.copyUp(src, name);
+  }
+
+  /** A container is gone: its anonymous volumes go too when asked (`rm -v`, `--rm`). */
+  releaseOwned(containerId: string, removeAnonymous: boolean): void {
+    if (!removeAnonymous) return;
+    const owned = this.store.list<VolumeSpec, VolumeStatus>(VOLUME_KIND).filter((v) => v.spec.owner === containerId && v.spec.anonymous && v.spec.desired !== 'removed');
+    if (owned.length === 0) return;
+    this.store.transaction(() => {
+      for (const v of owned) this.store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, v.name, (s) => ({ ...s, desired: 'removed' }));
+    });
+  }
+}
