@@ -277,6 +277,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           experimental: !!cfg.experimental,
           layers,
           sizeRw: (id) => layers.sizeRW(id),
+          volumeSize: (name) => volumeDriver.size(name),
         }),
         imageRoutes({
           store,

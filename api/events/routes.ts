@@ -61,8 +61,10 @@ export function matches(e: EngineEvent, f: Filters): boolean {
       if (i < 0 ? !(l in attrs) : attrs[l.slice(0, i)] !== l.slice(i + 1)) return false;
     }
   }
-  if (f.network?.length && e.Type !== 'network') return false;
-  if (f.volume?.length && e.Type !== 'volume') return false;
+  // network= and volume=: the actor's id or name, exactly or as a prefix (the reference's fuzzy match).
+  const fuzzy = (v: string) => e.Actor.ID === v || e.Actor.ID.startsWith(v) || attrs.name === v || (!!attrs.name && attrs.name.startsWith(v));
+  if (f.network?.length && (e.Type !== 'network' || !f.network.some(fuzzy))) return false;
+  if (f.volume?.length && (e.Type !== 'volume' || !f.volume.some(fuzzy))) return false;
   if (f.daemon?.length && e.Type !== 'daemon') return false;
   return true;
 }

@@ -13,6 +13,7 @@ import type { LayerSizes } from '../images/layers.ts';
 import { imageDiskUsage } from '../images/usage.ts';
 import { summaryView as containerSummary } from '../containers/views.ts';
 import { defaultInfo } from './info-defaults.ts';
+import { liveVolumes, volumesOf, volumeView } from '../volumes/views.ts';
 
 export interface VersionInfo {
   version: string;
@@ -32,6 +33,8 @@ export interface SystemRouteDeps {
   layers?: LayerSizes;
   /** Bytes of a container's own changes (SizeRw in /system/df). */
   sizeRw?: (id: string) => Promise<number>;
+  /** Bytes used by a volume's data (UsageData.Size in /system/df). */
+  volumeSize?: (name: string) => Promise<number>;
 }
 
 const NOT_A_MANAGER =
@@ -146,7 +149,16 @@ export function systemRoutes(deps: SystemRouteDeps) {
         }),
       );
     }
-    if (want('volume')) out.Volumes = [];
+    if (want('volume')) {
+      const used = new Map<string, number>();
+      for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) for (const n of volumesOf(c)) used.set(n, (used.get(n) ?? 0) + 1);
+      out.Volumes = await Promise.all(
+        liveVolumes(store).map(async (v) => {
+          const size = deps.volumeSize ? await deps.volumeSize(v.name).catch(() => -1) : -1;
+          return volumeView(v, { Size: size, RefCount: used.get(v.name) ?? 0 });
+        }),
+      );
+    }
     if (want('build-cache')) out.BuildCache = [];
     return out;
   }

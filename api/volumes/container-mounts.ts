@@ -146,6 +146,9 @@ export function resolveContainerMounts(store: Pick<ApiStore, 'get'>, input: Reso
     targets.add(dest);
     mountPoints.push({ type: 'volume', name: anonymous(), source: '', destination: dest, readOnly: false, mode: '', propagation: '', noCopy: false });
   }
+  // HostConfig.VolumeDriver names the driver of the volumes the container creates; only local exists.
+  const driver = typeof h.VolumeDriver === 'string' ? h.VolumeDriver : '';
+  if (driver && driver !== 'local' && newVolumes.size > 0) throw invalidArgument(`error looking up volume plugin ${driver}: plugin "${driver}" not found`);
   return { mountPoints, newVolumes: [...newVolumes.values()] };
 }
 

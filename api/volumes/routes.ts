@@ -102,7 +102,8 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
         reply.code(201);
         return volumeView(existing.status.phase === 'pending' ? await waitReady(name, existing.generation) : existing);
       }
-      const spec: VolumeSpec = volumeSpec(name, { anonymous: false, labels, options });
+      // A volume made without a name is anonymous, as the reference labels it (prune takes it by default).
+      const spec: VolumeSpec = volumeSpec(name, { anonymous: !rawName, labels, options });
       const status: VolumeStatus = { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' };
       const created = store.create<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, spec, status);
       const r = await waitReady(name, created.generation);

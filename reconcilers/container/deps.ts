@@ -118,8 +118,10 @@ export interface NetworkPort {
 
 /** Volumes a container mounts (reconcilers/volume/mounter.ts). Absent: a container with volume mounts cannot start. */
 export interface VolumePort {
-  /** Host path to bind for a mount of the volume (a subpath inside it when given). */
-  source(name: string, subpath?: string): Promise<string>;
+  /** Host path to bind for a mount of the volume by the run of `containerId` (a subpath inside it when given). */
+  source(containerId: string, name: string, subpath?: string): Promise<string>;
+  /** The run of `containerId` ended: a volume with mount options no other run uses is unmounted. */
+  releaseRun(containerId: string): Promise<void>;
   /** Copy `src` (the image's content at the mount's destination) into the volume when it is empty. */
   copyUp(name: string, src: string): Promise<boolean>;
   /** The container is gone: mark the anonymous volumes it owns removed when `removeAnonymous`. */

@@ -89,7 +89,7 @@ export class RunSteps {
     let created = false;
     let creating: Promise<boolean> | undefined;
     try {
-      const volumeMounts = await volumeMountSources(spec, this.deps.volumes);
+      const volumeMounts = await volumeMountSources(id, spec, this.deps.volumes);
       const rootfs = await this.deps.layers.mountRW(id);
       const oci = await this.deps.spec.build({
         volumeMounts,
@@ -155,6 +155,7 @@ export class RunSteps {
       if (!created && creating) created = await creating;
       if (created) await this.clearSupervisor(id);
       await this.deps.layers.unmountRW(id).catch(() => {});
+      await this.deps.volumes?.releaseRun(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       const exitCode = runtimeExitCode(message);
       ctx.log.info({ err: message }, 'container start failed');
@@ -225,6 +226,7 @@ export class RunSteps {
       const [gone] = await Promise.all([
         this.deleteRecord(id),
         this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed')),
+        this.deps.volumes?.releaseRun(id).catch((err) => this.deps.log.warn({ err, id }, 'volume unmount failed')),
       ]);
       if (gone) this.supervisorClean.add(id);
     })();

@@ -36,10 +36,10 @@ export async function copyUpVolumes(id: string, spec: ContainerSpec, layers: Lay
 }
 
 /** Start step: each mount point as the host path to bind. */
-export async function volumeMountSources(spec: ContainerSpec, volumes: VolumePort | undefined): Promise<VolumeMountSource[]> {
+export async function volumeMountSources(id: string, spec: ContainerSpec, volumes: VolumePort | undefined): Promise<VolumeMountSource[]> {
   const out: VolumeMountSource[] = [];
   for (const m of spec.mountPoints ?? []) {
-    const source = m.type === 'volume' ? await volumePort(volumes).source(m.name, m.subpath) : m.source;
+    const source = m.type === 'volume' ? await volumePort(volumes).source(id, m.name, m.subpath) : m.source;
     out.push({ source, destination: m.destination, readOnly: m.readOnly, propagation: m.propagation });
   }
   return out;

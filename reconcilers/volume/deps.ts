@@ -13,6 +13,8 @@ export interface VolumeDriverPort {
   mountpoint(name: string): string;
   /** Mount what the options name (type/o/device) on the data directory unless mounted; answers it. */
   mount(name: string, opts: Record<string, string>): Promise<string>;
+  /** Unmount the data directory if something is mounted on it. */
+  unmount(name: string): Promise<void>;
   /** Unmount (if mounted) and delete the volume's directory. */
   remove(name: string): Promise<void>;
   isEmpty(name: string): Promise<boolean>;

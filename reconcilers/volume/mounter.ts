@@ -11,6 +11,11 @@ import type { VolumeDriverPort, VolumeStore } from './deps.ts';
 export class VolumeMounter {
   private readonly store: VolumeStore;
   private readonly driver: VolumeDriverPort;
+  /**
+   * Runs using each volume that has mount options (type/o/device): mounted for the first, unmounted
+   * after the last, as the reference's local driver does (a tmpfs volume's data lasts while in use).
+   */
+  private readonly users = new Map<string, Set<string>>();
 
   constructor(store: VolumeStore, driver: VolumeDriverPort) {
     this.store = store;
@@ -25,9 +30,14 @@ export class VolumeMounter {
   }
 
   /** The host path to bind for a mount of the volume (its data, mounted per its options; a subpath inside it). */
-  async source(name: string, subpath?: string): Promise<string> {
+  async source(containerId: string, name: string, subpath?: string): Promise<string> {
     const spec = this.record(name);
     await this.driver.ensure(name);
+    if (Object.keys(spec.options).length > 0) {
+      const set = this.users.get(name) ?? new Set<string>();
+      set.add(containerId);
+      this.users.set(name, set);
+    }
     const root = await this.driver.mount(name, spec.options);
     if (!subpath) return root;
     const full = posix.join(root, subpath);
@@ -40,6 +50,14 @@ export class VolumeMounter {
     const realRoot = await realpath(root);
     if (real !== realRoot && !real.startsWith(`${realRoot}/`)) throw invalidArgument(`subpath ${subpath} is outside of the volume ${name}`);
     return real;
+  }
+
+  async releaseRun(containerId: string): Promise<void> {
+    for (const [name, set] of [...this.users]) {
+      if (!set.delete(containerId) || set.size > 0) continue;
+      this.users.delete(name);
+      await this.driver.unmount(name);
+    }
   }
 
   /** Copy the image's content at a mount's destination into the volume when the volume is empty. */

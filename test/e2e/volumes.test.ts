@@ -2,7 +2,8 @@
 // shared between containers, anonymous volumes (`-v /path`, image VOLUME with copy-up),
 // --volumes-from, read-only mounts, `rm -v`, and the data surviving a daemon restart.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -178,6 +179,130 @@ describe('volumes', () => {
     assert.equal(await dk('volume', 'ls', '-q', '--filter', 'name=^durable$'), 'durable');
     assert.equal(await dk('run', '--rm', '-v', 'durable:/d', img, 'cat', '/d/f'), 'kept');
     await dk('volume', 'rm', 'durable');
+  });
+
+  test('local driver options: a tmpfs volume lasts while in use, a bind volume shows the host directory', async () => {
+    await dk('volume', 'create', '-o', 'type=tmpfs', '-o', 'device=tmpfs', '-o', 'o=size=1m', 'tv');
+    const out = await dk('run', '--rm', '-v', 'tv:/t', img, 'sh', '-c', 'grep " /t " /proc/mounts; echo x > /t/f; cat /t/f');
+    assert.match(out, /tmpfs \/t tmpfs/);
+    assert.match(out, /size=1024k/);
+    // Unmounted after the last run: the reference's tmpfs volumes keep nothing between runs.
+    assert.equal(await dk('run', '--rm', '-v', 'tv:/t', img, 'ls', '/t'), '');
+    await dk('volume', 'rm', 'tv');
+    writeFileSync(join(hostDir, 'seen'), 'from-host');
+    await dk('volume', 'create', '-o', 'type=none', '-o', 'o=bind', '-o', `device=${hostDir}`, 'bv');
+    assert.equal(await dk('run', '--rm', '-v', 'bv:/b', img, 'cat', '/b/seen'), 'from-host');
+    await dk('volume', 'rm', 'bv');
+    assert.ok(existsSync(join(hostDir, 'seen')), 'removing a bind volume leaves the host directory alone');
+    const bad = await docker(d, ['volume', 'create', '-o', 'type=tmpfs', 'nodevice']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /missing required option: "device"/);
+  });
+
+  test('system df shows volumes with their size and reference count; events tell create, mount, unmount, destroy', async () => {
+    const since = Math.floor(Date.now() / 1000) - 1;
+    await dk('create', '--name', 'dfuser', '-v', 'dfvol:/d', img, 'sh', '-c', 'head -c 5000 /dev/zero > /d/blob');
+    await dk('start', '-a', 'dfuser');
+    const df = JSON.parse(await pythonDocker(d, `
+      import json
+      print(json.dumps([v for v in client.df()['Volumes'] if v['Name'] == 'dfvol']))
+    `));
+    assert.equal(df.length, 1);
+    assert.equal(df[0].UsageData.RefCount, 1);
+    assert.ok(df[0].UsageData.Size >= 5000, `size ${df[0].UsageData.Size}`);
+    assert.match(await dk('system', 'df', '-v', '--format', '{{range .Volumes}}{{.Name}} {{end}}'), /dfvol/);
+    await dk('rm', 'dfuser');
+    await dk('volume', 'rm', 'dfvol');
+    const until = Math.floor(Date.now() / 1000) + 1;
+    const events = await dk('events', '--since', String(since), '--until', String(until), '--filter', 'type=volume', '--filter', 'volume=dfvol', '--format', '{{.Action}}');
+    assert.deepEqual(events.split('\n'), ['create', 'mount', 'unmount', 'destroy']);
+  });
+
+  test('docker-py: the volume API as its integration tests use it, Mounts with labels and a subpath, VolumeDriver', async () => {
+    const out = await pythonDocker(d, `
+      import docker
+      api = client.api
+      info = api.create_volume('perfectcherryblossom')
+      assert info['Name'] == 'perfectcherryblossom' and info['Driver'] == 'local'
+      assert info in api.volumes()['Volumes']
+      assert api.inspect_volume('perfectcherryblossom') == info
+      api.remove_volume('perfectcherryblossom', force=True)
+      for call in (lambda: api.inspect_volume('perfectcherryblossom'), lambda: api.remove_volume('perfectcherryblossom')):
+          try:
+              call(); raise SystemExit('expected NotFound')
+          except docker.errors.NotFound:
+              pass
+      try:
+          api.create_volume('x1', 'this-plugin-does-not-exist'); raise SystemExit('expected an error')
+      except docker.errors.APIError as e:
+          assert e.response.status_code in (400, 404), e.response.status_code
+      v = api.create_volume()
+      assert v['Name'] in api.prune_volumes()['VolumesDeleted']
+      # Mounts of type volume with labels; a subpath inside a volume (API 1.45 in the reference).
+      m = docker.types.Mount(type='volume', source='labelled', target='/mnt', labels={'com.dockerpy.test': 'true'})
+      c = api.create_container('${img}', ['true'], host_config=api.create_host_config(mounts=[m]))
+      mounts = [x for x in api.inspect_container(c)['Mounts'] if x['Destination'] == '/mnt']
+      assert len(mounts) == 1 and mounts[0]['Name'] == 'labelled' and mounts[0]['RW'] is True, mounts
+      assert api.inspect_volume('labelled')['Labels'] == {'com.dockerpy.test': 'true'}
+      api.remove_container(c, v=True)
+      api.create_volume('sub')
+      s = api.create_container('${img}', ['sh', '-c', 'mkdir -p /vol/subdir && echo test content > /vol/subdir/testfile.txt'], host_config=api.create_host_config(binds=['sub:/vol']))
+      api.start(s); api.wait(s)
+      # docker-py 7.1's Mount has no subpath argument: the wire form.
+      m = {'Type': 'volume', 'Source': 'sub', 'Target': '/mnt', 'ReadOnly': True, 'VolumeOptions': {'Subpath': 'subdir'}}
+      t = api.create_container('${img}', ['cat', '/mnt/testfile.txt'], host_config=api.create_host_config(mounts=[m]))
+      api.start(t); api.wait(t)
+      print(api.logs(t).decode().strip())
+      api.remove_container(s); api.remove_container(t)
+      api.remove_volume('sub'); api.remove_volume('labelled')
+      # A volume driver that is not there is no error while the container creates no volume.
+      c = client.containers.create('${img}', 'true', volume_driver='foo')
+      assert c.attrs['HostConfig']['VolumeDriver'] == 'foo'
+      c.remove()
+      print('ok')
+    `.replaceAll('${img}', img));
+    assert.equal(out.trim(), 'test content\nok');
+  });
+
+  test('docker-compose: a named volume shared by two services', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engine-compose-vol-'));
+    const project = `vol${Math.random().toString(36).slice(2, 7)}`;
+    try {
+      writeFileSync(join(dir, 'docker-compose.yml'), [
+        'version: "3.7"',
+        'services:',
+        '  writer:',
+        `    image: ${img}`,
+        '    command: ["sh", "-c", "echo written-by-writer > /data/msg"]',
+        '    volumes: ["shared:/data"]',
+        '  reader:',
+        `    image: ${img}`,
+        '    command: ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do cat /in/msg 2>/dev/null && exit 0; sleep 0.3; done; exit 1"]',
+        '    volumes: ["shared:/in:ro"]',
+        '    depends_on: [writer]',
+        'volumes:',
+        '  shared: {}',
+        '',
+      ].join('\n'));
+      const compose = (...args: string[]) => {
+        try {
+          const out = execFileSync('docker-compose', ['-p', project, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, DOCKER_HOST: d.dockerHost }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+          return { code: 0, out };
+        } catch (err) {
+          const e = err as { status?: number; stdout?: string; stderr?: string };
+          return { code: e.status ?? 1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+        }
+      };
+      const up = compose('up', '--no-color', '--exit-code-from', 'reader');
+      assert.equal(up.code, 0, up.out);
+      assert.match(up.out, /written-by-writer/);
+      assert.equal(await dk('volume', 'inspect', '-f', '{{index .Labels "com.docker.compose.project"}}', `${project}_shared`), project);
+      const down = compose('down', '-v');
+      assert.equal(down.code, 0, down.out);
+      assert.notEqual((await docker(d, ['volume', 'inspect', `${project}_shared`])).code, 0, 'down -v removed the volume');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   async function waitGone(names: string[]): Promise<void> {

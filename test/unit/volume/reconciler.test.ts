@@ -10,6 +10,7 @@ import { fakeLog } from '../controllers/fake-log.ts';
 import { FakeStore } from '../network/fake-store.ts';
 import { KIND, type ContainerSpec } from '../../../store/types.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../../store/volume-types.ts';
+import { VolumeMounter } from '../../../reconcilers/volume/mounter.ts';
 import type { VolumeDriverPort } from '../../../reconcilers/volume/deps.ts';
 import { VolumeReconciler, type ReconcileContext } from '../../../reconcilers/volume/reconciler.ts';
 import { IN_USE_RETRY_MS, INITIAL_FACTS, restoredContext, settledStateOf, volumeLifecycle, type VolumeFacts } from '../../../reconcilers/volume/machine.ts';
@@ -135,6 +136,9 @@ class FakeDriver implements VolumeDriverPort {
     this.calls.push(`mount ${name}`);
     return this.mountpoint(name);
   }
+  async unmount(name: string): Promise<void> {
+    this.calls.push(`unmount ${name}`);
+  }
   async remove(name: string): Promise<void> {
     this.calls.push(`remove ${name}`);
     this.onRemove(name);
@@ -248,5 +252,23 @@ describe('VolumeReconciler', () => {
     assert.equal(await rec.reconcile('ghost', ctx), undefined);
     assert.deepEqual(driver.calls, []);
     assert.equal(store.data.size, 0);
+  });
+});
+
+describe('VolumeMounter', () => {
+  test('a volume with mount options is unmounted after the last run using it, one without is never', async () => {
+    const store = new FakeStore();
+    const driver = new FakeDriver();
+    store.create('volume', 'tv', { ...volSpec('tv'), options: { type: 'tmpfs', device: 'tmpfs' } }, pending);
+    store.create('volume', 'plain', volSpec('plain'), pending);
+    const m = new VolumeMounter(store, driver);
+    assert.equal(await m.source('c1', 'tv'), '/data/volumes/tv/_data');
+    await m.source('c2', 'tv');
+    await m.source('c1', 'plain');
+    await m.releaseRun('c1');
+    assert.ok(!driver.calls.includes('unmount tv'), 'still used by c2');
+    await m.releaseRun('c2');
+    assert.deepEqual(driver.calls.filter((c) => c.startsWith('unmount')), ['unmount tv']);
+    await assert.rejects(m.source('c3', 'nosuch'), /no such volume/);
   });
 });
