@@ -30,6 +30,8 @@ import { authRoutes } from '../api/distribution/auth-routes.ts';
 import { ensureDefaultNetwork, findNetworkByName } from '../reconcilers/network/default-network.ts';
 import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
 import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
+import { PortPublisher } from '../reconcilers/network/ports.ts';
+import { PortProxies } from '../drivers/network/port-proxy.ts';
 import { NETWORK_KIND } from '../store/network-types.ts';
 import { VOLUME_KIND } from '../store/volume-types.ts';
 import { LocalVolumeDriver } from '../drivers/volume/local.ts';
@@ -173,6 +175,17 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       { driver: bridgeDriver },
     );
     const network = new NetworkAttacher(store, bridgeDriver, logger);
+    const proxies = new PortProxies({ log: logger.child({ component: 'port-proxy' }), binary: cfg.userlandProxyPath || undefined });
+    onStop('port-proxies', () => proxies.closeAll());
+    const ports = new PortPublisher(store, bridgeDriver, {
+      log: logger.child({ component: 'ports' }),
+      defaultIp: cfg.ip || '0.0.0.0',
+      userlandProxy: cfg.userlandProxy !== false,
+      proxy: cfg.userlandProxy !== false ? proxies : undefined,
+    });
+    // No run of the last life is left (they are stopped at start-up): neither are its published ports.
+    const swept = await ports.sweep();
+    if (swept) logger.info({ ports: swept }, 'published ports of the previous run released');
     const volumeDriver = new LocalVolumeDriver({ root: join(dataRoot, 'volumes') });
     const volumes = new VolumeMounter(store, volumeDriver);
 
@@ -181,6 +194,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const containers = new ContainerReconciler(store, {
       network,
       volumes,
+      ports,
       supervisor,
       stdio,
       logging,
@@ -417,7 +431,7 @@ const NOT_APPLIED_YET = [
   'defaultCgroupnsMode', 'defaultGatewayV6', 'defaultIpcMode',
   'execOpts', 'fixedCidrV6', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'seccompProfile', 'selinuxEnabled',
-  'storageOpts', 'userlandProxyPath', 'usernsRemap',
+  'storageOpts', 'usernsRemap',
 ] as const;
 
 function warnUnapplied(config: DaemonConfig, sources: Partial<ConfigSources>, log: Logger): void {

@@ -110,7 +110,28 @@ export interface EndpointSettings {
   DNSNames: string[] | null;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Host ports: kind 'port-allocation', name = `<proto>/<host ip>/<host port>`. The record's
+// existence is the claim on the host port, as for addresses; it holds what the rules were made
+// from, so they can be taken away from the record alone (run end, crash recovery).
+
+export interface PortAllocationSpec {
+  containerId: string;
+  proto: 'tcp' | 'udp' | 'sctp';
+  hostIp: string;
+  hostPort: number;
+  containerIp: string;
+  containerPort: number;
+  bridge: string;
+  chainPrefix: string;
+  /** iptables rules were programmed for it (the network has --iptables on). */
+  iptables: boolean;
+  userlandProxy: boolean;
+}
+export type PortAllocationStatus = Record<string, never>;
+
 export const NETWORK_KIND = {
   network: 'network',
   ipamAllocation: 'ipam-allocation',
+  portAllocation: 'port-allocation',
 } as const;

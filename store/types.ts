@@ -87,6 +87,8 @@ export interface HostConfig {
   ExtraHosts: string[] | null;
   Init?: boolean | null;
   ConsoleSize?: [number, number];
+  PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }> | null> | null;
+  PublishAllPorts?: boolean;
   [key: string]: unknown;
 }
 
@@ -159,6 +161,15 @@ export interface ContainerEndpoint {
   Bridge?: string;
 }
 
+/** One published port of a running container: what `docker port`, inspect and ps show. */
+export interface PublishedPort {
+  containerPort: number;
+  proto: 'tcp' | 'udp' | 'sctp';
+  /** "0.0.0.0" unless a host address was asked for (or the daemon's --ip). */
+  hostIp: string;
+  hostPort: number;
+}
+
 export interface ExtraEndpoint extends ContainerEndpoint {
   /** The network's name (NetworkSettings.Networks key). */
   network: string;
@@ -217,6 +228,8 @@ export interface ContainerStatus {
    * more than one network in EndpointsConfig) while the container runs: eth1, eth2, ...
    */
   extraEndpoints?: ExtraEndpoint[];
+  /** Host ports published for the current run (cleared when it ends). */
+  ports?: PublishedPort[];
   /** The daemon stopped this running container (shutdown or crash): its restart policy applies at the next start. */
   restartOnBoot?: boolean;
   /** Network namespace path of the running container (SandboxKey). */

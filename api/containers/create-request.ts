@@ -1,6 +1,7 @@
 // Turns a create request body into the stored ContainerConfig/HostConfig: defaults filled,
 // the image's config merged in the reference daemon's way, bad input refused before any write.
 import { invalidArgument } from '../../lib/errors.ts';
+import { mergeExposedPorts, normalizeExposedPorts, normalizePortBindings } from './ports.ts';
 import type { ContainerConfig, HostConfig, ImageConfigBlob, RestartPolicy } from '../../store/types.ts';
 
 export interface CreateDefaults {
@@ -90,7 +91,7 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
     AttachStdin: bool(field(b, 'AttachStdin')),
     AttachStdout: bool(field(b, 'AttachStdout')),
     AttachStderr: bool(field(b, 'AttachStderr')),
-    ExposedPorts: (field(b, 'ExposedPorts') as Record<string, object> | null) ?? (ic.ExposedPorts ?? null),
+    ExposedPorts: null, // set below, once PortBindings are known
     Tty: bool(field(b, 'Tty')),
     OpenStdin: bool(field(b, 'OpenStdin')),
     StdinOnce: bool(field(b, 'StdinOnce')),
@@ -112,6 +113,12 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
   }
 
   const hostConfig = normalizeHostConfig(field(b, 'HostConfig'), defaults);
+  const portBindings = hostConfig.PortBindings ?? null;
+  // The container's own ports, every -p'd port and the image's EXPOSE ports, as the reference merges them.
+  config.ExposedPorts = mergeExposedPorts(normalizeExposedPorts(field(b, 'ExposedPorts'), portBindings), ic.ExposedPorts);
+  if (hostConfig.NetworkMode === 'host' && portBindings && Object.keys(portBindings).length > 0) {
+    warnings.push('Published ports are discarded when using host network mode');
+  }
   return { config, hostConfig, path: command[0], args: command.slice(1), warnings };
 }
 
@@ -169,6 +176,8 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
     DnsOptions: strList(field(h, 'DnsOptions'), 'DnsOptions') ?? [],
     DnsSearch: strList(field(h, 'DnsSearch'), 'DnsSearch') ?? [],
     ExtraHosts: strList(field(h, 'ExtraHosts'), 'ExtraHosts'),
+    PortBindings: normalizePortBindings(field(h, 'PortBindings')),
+    PublishAllPorts: bool(field(h, 'PublishAllPorts')),
   };
 }
 

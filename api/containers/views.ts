@@ -1,5 +1,6 @@
 // The JSON shapes clients read: ContainerInspect and ContainerSummary, built from spec + status.
 import { mountsView } from './mounts-view.ts';
+import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 
@@ -99,7 +100,7 @@ export function inspectView(
     Config: spec.config,
     NetworkSettings: {
       Bridge: '', SandboxID: running ? spec.id : '', SandboxKey: running ? (status.sandboxKey ?? '') : '', HairpinMode: false, LinkLocalIPv6Address: '',
-      LinkLocalIPv6PrefixLen: 0, Ports: {}, SecondaryIPAddresses: null, SecondaryIPv6Addresses: null,
+      LinkLocalIPv6PrefixLen: 0, Ports: portsView(spec, status), SecondaryIPAddresses: null, SecondaryIPv6Addresses: null,
       EndpointID: liveEndpoint(status)?.EndpointID ?? '', Gateway: liveEndpoint(status)?.Gateway ?? '', GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0,
       IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: '',
       MacAddress: liveEndpoint(status)?.MacAddress ?? '',
@@ -122,7 +123,7 @@ export function summaryView(r: CR, opts: { now: number; size?: { rw: number; roo
     ImageID: spec.imageId,
     Command: [spec.path, ...spec.args].map(quoteArg).join(' '),
     Created: Math.floor(Date.parse(spec.created) / 1000),
-    Ports: [],
+    Ports: summaryPorts(spec, status),
     Labels: spec.config.Labels ?? {},
     State: stateName(status),
     Status: statusText(status, opts.now),

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { deleteBridge, ensureBridge, inspectBridge, type BridgeConfig, type BridgeState, type EnsureBridgeResult } from './bridge.ts';
 import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, type BridgeRulesConfig } from './iptables.ts';
 import { enableIpForward, IP_FORWARD_PATH } from './sysctl.ts';
+import { enableRouteLocalnet, loopbackRules, portRules, type PortRuleConfig } from './port-rules.ts';
 import { attachContainer, detachContainer, type AttachRequest, type AttachResult } from './veth.ts';
 
 export interface BridgeIptablesConfig extends BridgeRulesConfig {
@@ -59,9 +60,23 @@ export class BridgeDriver {
       ...bridgeRules({ ...cfg, icc: true, ipMasq: true, internal: false }),
       ...staleBridgeRules({ ...cfg, icc: true, ipMasq: false, internal: false }),
       ...staleBridgeRules({ ...cfg, icc: true, ipMasq: true, internal: true }),
+      ...loopbackRules(cfg),
     ];
     await this.ipt.removeRules(rules, signal);
     if (opts.chains) await this.ipt.removeChains(cfg.chainPrefix, signal);
+  }
+
+  /** The DNAT, ACCEPT and hairpin rules of one published port (and, without the proxy, loopback access to it). */
+  async publishPort(cfg: PortRuleConfig, signal?: AbortSignal): Promise<void> {
+    if (!cfg.userlandProxy) {
+      await enableRouteLocalnet(cfg.bridge);
+      await this.ipt.ensureRules(loopbackRules(cfg), signal);
+    }
+    await this.ipt.ensureRules(portRules(cfg), signal);
+  }
+
+  async unpublishPort(cfg: PortRuleConfig, signal?: AbortSignal): Promise<void> {
+    await this.ipt.removeRules(portRules(cfg), signal);
   }
 
   enableIpForward(): Promise<boolean> {

@@ -2,7 +2,7 @@
 // tests may substitute fakes. Kept narrow so the reconciler reads as the lifecycle, not plumbing.
 import type { Logger } from 'pino';
 import type { Readable, Writable } from 'node:stream';
-import type { ContainerConfig, ContainerEndpoint, ExtraEndpoint, HostConfig } from '../../store/types.ts';
+import type { ContainerConfig, ContainerEndpoint, ExtraEndpoint, HostConfig, PublishedPort } from '../../store/types.ts';
 
 export interface TaskState {
   pid: number;
@@ -128,8 +128,22 @@ export interface VolumePort {
   releaseOwned(containerId: string, removeAnonymous: boolean): void;
 }
 
+/** Published ports (reconcilers/network/ports.ts). Absent: port bindings are ignored. */
+export interface PublishPort {
+  publish(req: {
+    containerId: string;
+    containerName: string;
+    endpoint: ContainerEndpoint;
+    portBindings: HostConfig['PortBindings'];
+    publishAll: boolean;
+    exposedPorts: ContainerConfig['ExposedPorts'];
+  }): Promise<PublishedPort[]>;
+  unpublish(containerId: string): Promise<void>;
+}
+
 export interface ContainerReconcilerDeps {
   network?: NetworkPort;
+  ports?: PublishPort;
   volumes?: VolumePort;
   supervisor: SupervisorPort;
   stdio: StdioPort;

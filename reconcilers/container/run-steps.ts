@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { conflict, errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
+import type { ContainerEndpoint, ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
@@ -131,6 +131,7 @@ export class RunSteps {
       taskCreated.resolve();
       const ep = this.status.get(id).endpoint;
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
+      const ports = ep && this.deps.ports ? await this.publishPorts(id, spec, ep) : [];
       const run = this.runs.add(id, { io, hub, logger, pid: task.pid, startedAt: Date.now(), oci: oci as Run['oci'], rootfs });
       const { pid } = await sup.startTask(id);
       run.pid = pid;
@@ -139,6 +140,7 @@ export class RunSteps {
         phase: 'running',
         pid,
         sandboxKey: mode === 'host' ? '' : `/proc/${pid}/ns/net`,
+        ports,
         // A new network namespace: the extra networks are plugged in again after the start.
         extraEndpoints: [],
         startedAt: rfc3339Nano(),
@@ -156,6 +158,7 @@ export class RunSteps {
       if (created) await this.clearSupervisor(id);
       await this.deps.layers.unmountRW(id).catch(() => {});
       await this.deps.volumes?.releaseRun(id).catch(() => {});
+      await this.deps.ports?.unpublish(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       const exitCode = runtimeExitCode(message);
       ctx.log.info({ err: message }, 'container start failed');
@@ -181,6 +184,17 @@ export class RunSteps {
       await this.clearSupervisor(id);
       await this.deps.supervisor.createContainer(req);
     }
+  }
+
+  private publishPorts(id: string, spec: ContainerSpec, ep: ContainerEndpoint) {
+    return this.deps.ports!.publish({
+      containerId: id,
+      containerName: spec.name.replace(/^\//, ''),
+      endpoint: ep,
+      portBindings: spec.hostConfig.PortBindings,
+      publishAll: !!spec.hostConfig.PublishAllPorts,
+      exposedPorts: spec.config.ExposedPorts,
+    });
   }
 
   async signal(id: string, sig: number): Promise<void> {
@@ -230,7 +244,10 @@ export class RunSteps {
       ]);
       if (gone) this.supervisorClean.add(id);
     })();
-    const net = this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed'));
+    const net = Promise.all([
+      this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
+      this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed')),
+    ]);
     await within(run.hub.ended, 2000);
     this.runs.stopWatching(run);
     run.io.close();
@@ -248,6 +265,7 @@ export class RunSteps {
       stopKilled: false,
       // Gone with the network namespace.
       extraEndpoints: [],
+      ports: [],
     }));
     await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
     this.runs.delete(id, run);

@@ -1,0 +1,202 @@
+// Published and exposed ports: validation of the create body's HostConfig.PortBindings and
+// Config.ExposedPorts (keys normalised to "80/tcp"), and the two read views built from them and
+// from the host side's record of what the running container actually has published
+// (ContainerStatus.ports): inspect's NetworkSettings.Ports and `docker ps`'s Ports.
+import { isIP } from 'node:net';
+import { invalidArgument } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, PublishedPort } from '../../store/types.ts';
+
+export type Proto = 'tcp' | 'udp' | 'sctp';
+export interface PortBindingJSON {
+  HostIp: string;
+  HostPort: string;
+}
+export type PortBindingMap = Record<string, PortBindingJSON[]>;
+export interface PortSummary {
+  IP?: string;
+  PrivatePort: number;
+  PublicPort?: number;
+  Type: string;
+}
+
+const PROTOS = new Set<string>(['tcp', 'udp', 'sctp']);
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A decimal port number 0-65535 (the reference's parsePortNumber), or null. */
+function portNumber(s: string): number | null {
+  if (!/^[0-9]+$/.test(s)) return null;
+  const n = Number(s);
+  return n <= 65535 ? n : null;
+}
+
+/** "80", "80/tcp", "53/UDP" → { port, proto }; anything else is refused with the reference's texts. */
+export function parsePortKey(key: string): { port: number; proto: Proto } {
+  const slash = key.indexOf('/');
+  const portStr = slash < 0 ? key : key.slice(0, slash);
+  const protoStr = slash < 0 ? '' : key.slice(slash + 1);
+  const port = portNumber(portStr);
+  // The reference quotes the port part of the key: `invalid port specification: "x"`.
+  if (port === null || port === 0) throw invalidArgument(`invalid port specification: ${JSON.stringify(portStr)}`);
+  const proto = (protoStr || 'tcp').toLowerCase();
+  if (!PROTOS.has(proto)) throw invalidArgument(`invalid proto: ${protoStr}`);
+  return { port, proto: proto as Proto };
+}
+
+/** The canonical key "80/tcp". */
+export function portKey(port: number, proto: string): string {
+  return `${port}/${proto}`;
+}
+
+/** A HostPort: '' (ephemeral), a port "8080" or a range "8000-8010" (start <= end). */
+function validHostPort(hp: string): boolean {
+  if (hp === '') return true;
+  const dash = hp.indexOf('-');
+  if (dash < 0) return portNumber(hp) !== null;
+  const start = portNumber(hp.slice(0, dash));
+  const end = portNumber(hp.slice(dash + 1));
+  return start !== null && end !== null && end >= start;
+}
+
+/** An address Go's net.ParseIP accepts: IPv4 or IPv6, no brackets, no zone. */
+function validHostIp(ip: string): boolean {
+  return ip === '' || (isIP(ip) !== 0 && !ip.includes('%'));
+}
+
+/**
+ * Validates HostConfig.PortBindings as the reference does at create and returns it with keys
+ * normalised ("80" → "80/tcp", "53/UDP" → "53/udp"); bindings of keys that normalise alike are
+ * joined. null when absent.
+ */
+export function normalizePortBindings(raw: unknown): PortBindingMap | null {
+  if (raw === null || raw === undefined) return null;
+  if (!isObj(raw)) throw invalidArgument('invalid PortBindings: expected an object');
+  const out: PortBindingMap = {};
+  for (const [key, list] of Object.entries(raw)) {
+    const { port, proto } = parsePortKey(key);
+    const k = portKey(port, proto);
+    const bindings = (out[k] ??= []);
+    if (list === null || list === undefined) continue;
+    if (!Array.isArray(list)) throw invalidArgument(`invalid PortBindings: expected an array of bindings for ${key}`);
+    for (const b of list) {
+      if (b !== null && !isObj(b)) throw invalidArgument(`invalid PortBindings: expected an array of bindings for ${key}`);
+      const o: Obj = b ?? {};
+      const hostIp = field(o, 'HostIp') ?? '';
+      const hostPort = field(o, 'HostPort') ?? '';
+      if (typeof hostIp !== 'string' || !validHostIp(hostIp)) throw invalidArgument(`invalid IP address: ${String(hostIp)}`);
+      if (typeof hostPort !== 'string' || !validHostPort(hostPort)) throw invalidArgument(`invalid port specification: ${JSON.stringify(String(hostPort))}`);
+      bindings.push({ HostIp: hostIp, HostPort: hostPort });
+    }
+  }
+  return out;
+}
+
+/**
+ * Validates Config.ExposedPorts like PortBindings' keys, normalises its keys, and adds every
+ * PortBindings key (so `-p` alone exposes the port). null when nothing is exposed.
+ */
+export function normalizeExposedPorts(raw: unknown, bindings: Record<string, unknown> | null | undefined): Record<string, object> | null {
+  if (raw !== null && raw !== undefined && !isObj(raw)) throw invalidArgument('invalid ExposedPorts: expected an object');
+  const out: Record<string, object> = {};
+  for (const key of Object.keys((raw as Obj | null | undefined) ?? {})) {
+    const { port, proto } = parsePortKey(key);
+    out[portKey(port, proto)] = {};
+  }
+  for (const key of Object.keys(bindings ?? {})) out[key] = {};
+  return Object.keys(out).length ? out : null;
+}
+
+/** Joins the image's EXPOSE ports into the container's (image keys normalised when they parse). */
+export function mergeExposedPorts(own: Record<string, object> | null, image: Record<string, object> | null | undefined): Record<string, object> | null {
+  const out: Record<string, object> = { ...(own ?? {}) };
+  for (const key of Object.keys(image ?? {})) {
+    let k = key;
+    try {
+      const p = parsePortKey(key);
+      k = portKey(p.port, p.proto);
+    } catch {
+      // An image written elsewhere with an odd key: keep it as it is.
+    }
+    out[k] = {};
+  }
+  return Object.keys(out).length ? out : null;
+}
+
+function field(o: Obj, name: string): unknown {
+  if (name in o) return o[name];
+  const lower = name.toLowerCase();
+  for (const k of Object.keys(o)) if (k.toLowerCase() === lower) return o[k];
+  return undefined;
+}
+
+/** Whether the container has its own network namespace on a network that maps ports. */
+function mapsPorts(spec: ContainerSpec): boolean {
+  const mode = spec.hostConfig.NetworkMode;
+  return !(mode === 'host' || mode === 'none' || mode.startsWith('container:'));
+}
+
+function isUp(status: ContainerStatus): boolean {
+  return status.phase === 'running' || status.phase === 'paused';
+}
+
+/** Go marshals map keys in byte order; inspect's Ports come out that way. */
+function byteOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * inspect's NetworkSettings.Ports: each exposed (or bound) port → what the running container has
+ * published for it (HostPort as a string), or null when it is not published. `{}` when the
+ * container is not running (the reference drops the map when the network is released) or has no
+ * network namespace of its own.
+ */
+export function portsView(spec: ContainerSpec, status: ContainerStatus): Record<string, PortBindingJSON[] | null> {
+  if (!isUp(status) || !mapsPorts(spec)) return {};
+  const map = new Map<string, PortBindingJSON[] | null>();
+  const addKey = (key: string) => {
+    let k = key;
+    try {
+      const p = parsePortKey(key);
+      k = portKey(p.port, p.proto);
+    } catch {
+      return;
+    }
+    if (!map.has(k)) map.set(k, null);
+  };
+  for (const key of Object.keys(spec.config.ExposedPorts ?? {})) addKey(key);
+  for (const key of Object.keys((spec.hostConfig.PortBindings as Record<string, unknown> | null | undefined) ?? {})) addKey(key);
+  for (const p of status.ports ?? ([] as PublishedPort[])) {
+    const k = portKey(p.containerPort, p.proto);
+    const list = map.get(k) ?? [];
+    list.push({ HostIp: p.hostIp, HostPort: p.hostPort > 0 ? String(p.hostPort) : '' });
+    map.set(k, list);
+  }
+  const out: Record<string, PortBindingJSON[] | null> = {};
+  for (const k of [...map.keys()].sort(byteOrder)) out[k] = map.get(k) ?? null;
+  return out;
+}
+
+/**
+ * `GET /containers/json`'s Ports: one entry per published binding (IP, PublicPort) and one per
+ * exposed but unpublished port (PrivatePort and Type only); empty when not running. Sorted by
+ * PrivatePort, Type, then IP and PublicPort, so the list is stable.
+ */
+export function summaryPorts(spec: ContainerSpec, status: ContainerStatus): PortSummary[] {
+  const out: PortSummary[] = [];
+  for (const [key, bindings] of Object.entries(portsView(spec, status))) {
+    const { port, proto } = parsePortKey(key);
+    if (!bindings || bindings.length === 0) {
+      out.push({ PrivatePort: port, Type: proto });
+      continue;
+    }
+    for (const b of bindings) {
+      const pub = Number.parseInt(b.HostPort, 10);
+      // Field order as the reference writes them: IP, PrivatePort, PublicPort, Type.
+      out.push({ ...(b.HostIp ? { IP: b.HostIp } : {}), PrivatePort: port, ...(pub > 0 ? { PublicPort: pub } : {}), Type: proto });
+    }
+  }
+  return out.sort(
+    (a, b) => a.PrivatePort - b.PrivatePort || byteOrder(a.Type, b.Type) || byteOrder(a.IP ?? '', b.IP ?? '') || (a.PublicPort ?? 0) - (b.PublicPort ?? 0),
+  );
+}
