@@ -31,6 +31,7 @@ import { ensureDefaultNetwork, findNetworkByName } from '../reconcilers/network/
 import { NetworkReconciler } from '../reconcilers/network/reconciler.ts';
 import { NetworkAttacher } from '../reconcilers/network/attacher.ts';
 import { PortPublisher } from '../reconcilers/network/ports.ts';
+import { LinkFirewall } from '../reconcilers/network/link-rules.ts';
 import { PortProxies } from '../drivers/network/port-proxy.ts';
 import { NETWORK_KIND } from '../store/network-types.ts';
 import { VOLUME_KIND } from '../store/volume-types.ts';
@@ -195,6 +196,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       network,
       volumes,
       ports,
+      links: new LinkFirewall(store, bridgeDriver, logger.child({ component: 'links' })),
       supervisor,
       stdio,
       logging,

@@ -37,7 +37,7 @@ const LIST_CLIENTS = 4;
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -53,6 +53,7 @@ const METRICS: readonly Metric[] = [
   { key: 'cycleNone', title: 'run cycle, network none (median)', unit: 'ms', reference: 177, target: { op: 'le', factor: 0.4 } },
   { key: 'cycleBridge', title: 'run cycle, default bridge (median)', unit: 'ms', reference: 235, target: { op: 'le', factor: 0.4 } },
   { key: 'cycleUser', title: 'run cycle, user-defined network (median)', unit: 'ms', reference: null, target: null },
+  { key: 'cyclePort', title: 'run cycle, default bridge, one published port (median)', unit: 'ms', reference: null, target: null },
   { key: 'cliRun', title: 'docker run --rm true, bridge (median)', unit: 'ms', reference: null, target: null },
   { key: 'parallel', title: `parallel cycles (none), ${WORKERS} workers`, unit: 'ctr/s', reference: 9.9, target: { op: 'ge', factor: 2 } },
   { key: 'list', title: `GET /containers/json?all=1, ${SIZES.listContainers} ctrs`, unit: 'req/s', reference: 129, target: { op: 'ge', factor: 5 } },
@@ -141,10 +142,16 @@ const STEPS = ['create', 'start', 'wait', 'logs', 'delete'] as const;
 type StepTimes = Record<(typeof STEPS)[number], number[]>;
 const emptySteps = (): StepTimes => ({ create: [], start: [], wait: [], logs: [], delete: [] });
 
+/** `-p 127.0.0.1::80`: one published port on an ephemeral host port. */
+const ONE_PORT = { ExposedPorts: { '80/tcp': {} }, PortBindings: { '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] } };
+
 async function cycle(t: Target, agent: Agent, image: string, networkMode: string, steps?: StepTimes): Promise<number> {
   const t0 = now();
   const mark: number[] = [t0];
-  const created = JSON.parse((await expect(t, agent, 'POST', '/containers/create', 201, { Image: image, Cmd: ['echo', 'hi'], HostConfig: { NetworkMode: networkMode } })).toString()) as { Id: string };
+  const port = networkMode === 'default+port';
+  const mode = port ? 'default' : networkMode;
+  const body = { Image: image, Cmd: ['echo', 'hi'], ...(port ? { ExposedPorts: ONE_PORT.ExposedPorts } : {}), HostConfig: { NetworkMode: mode, ...(port ? { PortBindings: ONE_PORT.PortBindings } : {}) } };
+  const created = JSON.parse((await expect(t, agent, 'POST', '/containers/create', 201, body)).toString()) as { Id: string };
   mark.push(now());
   const id = created.Id;
   await expect(t, agent, 'POST', `/containers/${id}/start`, 204);
@@ -711,6 +718,7 @@ async function measure(t: Target, tmp: string, repo: string | Error, breakdown: 
   await step('cycleNone', 'run cycle, network none', () => cycleMedian(t, image, 'none', breakdown));
   await step('cycleBridge', 'run cycle, default bridge', () => cycleMedian(t, image, 'default', breakdown));
   await step('cycleUser', 'run cycle, user-defined network', () => userNetworkCycle(t, image, breakdown));
+  await step('cyclePort', 'run cycle, one published port', () => cycleMedian(t, image, 'default+port', breakdown));
   await step('cliRun', 'docker run --rm true', () => cliRunMedian(t, image, configDir));
   await step('parallel', `${WORKERS} parallel workers`, () => parallelRate(t, image));
   await step('list', 'list', () => listRate(t, image));

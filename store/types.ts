@@ -89,6 +89,8 @@ export interface HostConfig {
   ConsoleSize?: [number, number];
   PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }> | null> | null;
   PublishAllPorts?: boolean;
+  /** Legacy links, stored as "/child:/parent/alias" (as given on user-defined networks). */
+  Links?: string[] | null;
   [key: string]: unknown;
 }
 

@@ -105,6 +105,8 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
     OnBuild: null,
     Labels: labels,
   };
+  const mac = str(field(b, 'MacAddress'), 'MacAddress');
+  if (mac) config.MacAddress = mac;
   const stopSignal = str(field(b, 'StopSignal'), 'StopSignal') || ic.StopSignal || '';
   if (stopSignal) config.StopSignal = stopSignal;
   if (typeof stopTimeout === 'number') config.StopTimeout = stopTimeout;

@@ -4,6 +4,7 @@ import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
+import { linkNamesOf } from './links.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 import { stateName, summaryView } from './views.ts';
 
@@ -100,11 +101,18 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   if (o.limit > 0) items = items.slice(0, o.limit);
   const now = Date.now();
   const volumeSource = (name: string) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '';
-  if (!o.size) return items.map((c) => summaryView(c, { now, volumeSource }));
+  // A linked container is also listed under its link names ("/parent/alias"), as the reference.
+  const everyone = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+  const withLinks = (c: CR, v: Record<string, unknown>) => {
+    const extra = linkNamesOf(everyone, c);
+    if (extra.length) v.Names = [c.spec.name, ...extra];
+    return v;
+  };
+  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource })));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource });
+      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource }));
     }),
   );
 }

@@ -15,6 +15,7 @@ import { streamLogs } from './logs.ts';
 import type { ApiStore } from './store.ts';
 import type { ImageStore } from '../images/store.ts';
 import { resolveContainerMounts } from '../volumes/container-mounts.ts';
+import { normalizeLinks, removeLink } from './links.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -142,6 +143,9 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const rawName = q(req, 'name');
       const name = rawName ? normalizeName(rawName) : generateName(taken, shortId(id));
       if (!n.config.Hostname) n.config.Hostname = shortId(id);
+      checkMacAddresses(n.config, (body as Record<string, unknown>).NetworkingConfig);
+      const links = normalizeLinks(n.hostConfig, name, (ref) => findContainer(store, ref));
+      if (links) n.hostConfig.Links = links;
       const existing = store.list<ContainerSpec, ContainerStatus>(KIND.container).find((c) => c.spec.name === name);
       if (existing) {
         throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
@@ -323,11 +327,22 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       });
     });
 
+    // A link's name has the parent's name in it: DELETE /containers/<parent>/<alias>?link=1.
+    app.delete('/containers/:parent/:alias', async (req: Req, reply) => {
+      const linkName = `${req.params.parent}/${req.params.alias}`;
+      if (!qBool(req, 'link')) throw notFound(`No such container: ${linkName}`);
+      removeLink(store, linkName, (ref) => findContainer(store, ref));
+      reply.code(204).send();
+    });
+
     app.delete('/containers/:id', async (req: Req, reply) => {
       const c = findContainer(store, req.params.id);
       const force = qBool(req, 'force');
       const volumes = qBool(req, 'v');
-      if (qBool(req, 'link')) throw invalidArgument('Conflict, cannot remove the default link name of the container');
+      if (qBool(req, 'link')) {
+        removeLink(store, req.params.id, (ref) => findContainer(store, ref));
+        return reply.code(204).send();
+      }
       if (c.spec.desired === 'removed') throw conflict(`removal of container ${req.params.id} is already in progress`);
       if (!force && c.status.phase === 'paused') {
         throw conflict(`cannot remove container "${c.spec.name}": container is paused and must be unpaused first`);
@@ -352,4 +367,17 @@ function parseTime(v: string | undefined, name: string): number {
 function parseTail(v: string | undefined): number {
   if (v === undefined || v === '' || v === 'all') return -1;
   return /^\d+$/.test(v) ? Number(v) : -1;
+}
+
+const MAC = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;
+
+/** Config.MacAddress and each endpoint's MacAddress: 400 `invalid MAC address` before anything is written. */
+function checkMacAddresses(config: { MacAddress?: string }, networking: unknown): void {
+  const macs: unknown[] = [config.MacAddress];
+  const eps = (networking as { EndpointsConfig?: Record<string, { MacAddress?: unknown } | null> } | null)?.EndpointsConfig;
+  if (eps && typeof eps === 'object') for (const ep of Object.values(eps)) macs.push(ep?.MacAddress);
+  for (const m of macs) {
+    if (m === undefined || m === null || m === '') continue;
+    if (typeof m !== 'string' || !MAC.test(m)) throw invalidArgument(`invalid MAC address: ${String(m)}`);
+  }
 }

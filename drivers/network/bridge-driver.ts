@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { deleteBridge, ensureBridge, inspectBridge, type BridgeConfig, type BridgeState, type EnsureBridgeResult } from './bridge.ts';
 import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, type BridgeRulesConfig } from './iptables.ts';
 import { enableIpForward, IP_FORWARD_PATH } from './sysctl.ts';
-import { enableRouteLocalnet, loopbackRules, portRules, type PortRuleConfig } from './port-rules.ts';
+import { enableRouteLocalnet, linkRules, loopbackRules, portRules, type LinkRuleConfig, type PortRuleConfig } from './port-rules.ts';
 import { attachContainer, detachContainer, type AttachRequest, type AttachResult } from './veth.ts';
 
 export interface BridgeIptablesConfig extends BridgeRulesConfig {
@@ -77,6 +77,15 @@ export class BridgeDriver {
 
   async unpublishPort(cfg: PortRuleConfig, signal?: AbortSignal): Promise<void> {
     await this.ipt.removeRules(portRules(cfg), signal);
+  }
+
+  /** The --icc=false exception of one legacy link. */
+  async allowLink(cfg: LinkRuleConfig, signal?: AbortSignal): Promise<void> {
+    await this.ipt.ensureRules(linkRules(cfg), signal);
+  }
+
+  async revokeLink(cfg: LinkRuleConfig, signal?: AbortSignal): Promise<void> {
+    await this.ipt.removeRules(linkRules(cfg), signal);
   }
 
   enableIpForward(): Promise<boolean> {

@@ -40,6 +40,28 @@ export function loopbackRules(cfg: { bridge: string }): IptablesRule[] {
   return [{ table: 'nat', chain: 'POSTROUTING', args: ['-o', cfg.bridge, '-m', 'addrtype', '--src-type', 'LOCAL', '-j', 'MASQUERADE'] }];
 }
 
+export interface LinkRuleConfig {
+  chainPrefix: string;
+  bridge: string;
+  parentIp: string;
+  childIp: string;
+  ports: Array<{ port: number; proto: string }>;
+}
+
+/** With --icc=false, a link lets the two containers talk on the linked one's exposed ports (both directions). */
+export function linkRules(cfg: LinkRuleConfig): IptablesRule[] {
+  const c = chainNames(cfg.chainPrefix);
+  const out: IptablesRule[] = [];
+  for (const { port, proto } of cfg.ports) {
+    const io = ['-i', cfg.bridge, '-o', cfg.bridge, '-p', proto, '-m', proto];
+    out.push(
+      { table: 'filter', chain: c.engine, args: [...io.slice(0, 4), '-s', `${cfg.parentIp}/32`, '-d', `${cfg.childIp}/32`, ...io.slice(4), '--dport', String(port), '-j', 'ACCEPT'] },
+      { table: 'filter', chain: c.engine, args: [...io.slice(0, 4), '-s', `${cfg.childIp}/32`, '-d', `${cfg.parentIp}/32`, ...io.slice(4), '--sport', String(port), '-j', 'ACCEPT'] },
+    );
+  }
+  return out;
+}
+
 export async function enableRouteLocalnet(bridge: string): Promise<void> {
   await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, '1\n');
 }

@@ -100,7 +100,7 @@ export interface RuntimePort {
 export interface NetworkPort {
   /** The container's endpoint for `networkMode` (durable address), or null when it needs none. */
   /** `ipv4`: the address the client asked for (--ip), on a user-defined network. */
-  allocate(containerId: string, networkMode: string, opts?: { ipv4?: string }): Promise<ContainerEndpoint | null>;
+  allocate(containerId: string, networkMode: string, opts?: { ipv4?: string; mac?: string }): Promise<ContainerEndpoint | null>;
   /** Wire the endpoint into the network namespace of `pid` (created, not yet started). */
   attach(containerId: string, pid: number, ep: ContainerEndpoint): Promise<void>;
   detach(containerId: string): Promise<void>;
@@ -141,8 +141,15 @@ export interface PublishPort {
   unpublish(containerId: string): Promise<void>;
 }
 
+/** The --icc=false exceptions of legacy links (reconcilers/network/link-rules.ts). */
+export interface LinkFirewallPort {
+  allow(containerId: string, networkId: string, parentIp: string, links: Array<{ ip: string; ports: Array<{ port: number; proto: string }> }>): Promise<void>;
+  revoke(containerId: string): Promise<void>;
+}
+
 export interface ContainerReconcilerDeps {
   network?: NetworkPort;
+  links?: LinkFirewallPort;
   ports?: PublishPort;
   volumes?: VolumePort;
   supervisor: SupervisorPort;

@@ -9,7 +9,7 @@ import type { StagedStatus } from './staged-status.ts';
 
 const BUILTIN = new Set(['bridge', 'default', 'host', 'none', '']);
 
-type EndpointConfig = { IPAMConfig?: { IPv4Address?: string } | null } | null;
+type EndpointConfig = { IPAMConfig?: { IPv4Address?: string } | null; MacAddress?: string } | null;
 
 /** The client's EndpointsConfig (at create or connect), keyed by network name or id. */
 export function endpointsConfigOf(spec: ContainerSpec): Record<string, EndpointConfig> {
@@ -21,6 +21,14 @@ export function staticIpv4(spec: ContainerSpec, keys: readonly string[]): string
   const eps = endpointsConfigOf(spec);
   for (const k of keys) if (eps[k]?.IPAMConfig?.IPv4Address) return eps[k]!.IPAMConfig!.IPv4Address;
   return undefined;
+}
+
+/** The MAC address asked for: the endpoint's under the first of `keys` that has one, else Config.MacAddress. */
+export function staticMac(spec: ContainerSpec, keys: readonly string[]): string | undefined {
+  const eps = endpointsConfigOf(spec);
+  for (const k of keys) if (eps[k]?.MacAddress) return eps[k]!.MacAddress!.toLowerCase();
+  const own = spec.config.MacAddress;
+  return typeof own === 'string' && own ? own.toLowerCase() : undefined;
 }
 
 /** The network ids the spec wants beside the NetworkMode network (unknown names are skipped). */

@@ -14,8 +14,9 @@ import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
-import { staticIpv4 } from './network-sync.ts';
+import { staticIpv4, staticMac } from './network-sync.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
+import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 
@@ -61,7 +62,7 @@ export class RunSteps {
     const mode = spec.hostConfig.NetworkMode;
     // The CLI keys the default bridge's entry "default" when no --network was given.
     const keys = mode === 'bridge' || mode === 'default' ? ['bridge', 'default'] : [mode];
-    const ep = await this.deps.network?.allocate(id, mode, { ipv4: staticIpv4(spec, keys) });
+    const ep = await this.deps.network?.allocate(id, mode, { ipv4: staticIpv4(spec, keys), mac: staticMac(spec, keys) });
     const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
@@ -89,6 +90,8 @@ export class RunSteps {
     let created = false;
     let creating: Promise<boolean> | undefined;
     try {
+      const linked = linkedContainers(this.store, spec);
+      writeLinkHosts(status.hostsPath, linked);
       const volumeMounts = await volumeMountSources(id, spec, this.deps.volumes);
       const rootfs = await this.deps.layers.mountRW(id);
       const oci = await this.deps.spec.build({
@@ -99,7 +102,8 @@ export class RunSteps {
         path: spec.path,
         args: spec.args,
         rootfs,
-        imageEnv: [],
+        // The links' variables; the container's own Env overrides them.
+        imageEnv: linked.flatMap(linkEnv),
         files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
         cgroupsPath: `${this.deps.cgroupParent}/${id}`,
       });
@@ -132,6 +136,7 @@ export class RunSteps {
       const ep = this.status.get(id).endpoint;
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
       const ports = ep && this.deps.ports ? await this.publishPorts(id, spec, ep) : [];
+      if (ep && linked.length) await this.deps.links?.allow(id, ep.NetworkID, ep.IPAddress, linked);
       const run = this.runs.add(id, { io, hub, logger, pid: task.pid, startedAt: Date.now(), oci: oci as Run['oci'], rootfs });
       const { pid } = await sup.startTask(id);
       run.pid = pid;
@@ -159,6 +164,7 @@ export class RunSteps {
       await this.deps.layers.unmountRW(id).catch(() => {});
       await this.deps.volumes?.releaseRun(id).catch(() => {});
       await this.deps.ports?.unpublish(id).catch(() => {});
+      await this.deps.links?.revoke(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       const exitCode = runtimeExitCode(message);
       ctx.log.info({ err: message }, 'container start failed');
@@ -247,6 +253,7 @@ export class RunSteps {
     const net = Promise.all([
       this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
       this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed')),
+      this.deps.links?.revoke(id),
     ]);
     await within(run.hub.ended, 2000);
     this.runs.stopWatching(run);

@@ -90,14 +90,14 @@ export class NetworkAttacher {
    * null for host, none and container:<id>, which need no address and no attach; their
    * NetworkSettings entry is `endpointFor`.
    */
-  async allocate(containerId: string, networkMode: string, opts: { ipv4?: string } = {}): Promise<EndpointSettings | null> {
+  async allocate(containerId: string, networkMode: string, opts: { ipv4?: string; mac?: string } = {}): Promise<EndpointSettings | null> {
     const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
     if (mode.kind !== 'bridge' && mode.kind !== 'user') return null;
     const net = mode.kind === 'user' ? findUserNetwork(this.store, mode.networkName!) : findNetworkByName(this.store, 'bridge');
     if (!net) throw notFound('network bridge not found');
     if (opts.ipv4 && mode.kind !== 'user') throw invalidArgument('user specified IP address is supported on user defined networks only');
     const alloc = this.store.transaction(() => this.claim(net, containerId, opts.ipv4));
-    return endpoint(net, containerId, alloc);
+    return endpoint(net, containerId, alloc, opts.mac);
   }
 
   /** The NetworkSettings.Networks entry for host and none (NetworkID, EndpointID, no address); null otherwise. */
@@ -245,14 +245,15 @@ export class NetworkAttacher {
   }
 }
 
-function endpoint(net: NetworkResource, containerId: string, alloc: Allocation | null): EndpointSettings {
+/** `mac`: the address the client asked for (MacAddress), else one derived from the IPv4 address. */
+function endpoint(net: NetworkResource, containerId: string, alloc: Allocation | null, mac?: string): EndpointSettings {
   const pool = net.spec.ipam.Config[0];
   const gateway = alloc ? net.spec.bridge?.defaultGateway || pool?.Gateway || '' : '';
   return {
     IPAMConfig: null,
     Links: null,
     Aliases: null,
-    MacAddress: alloc ? macFromIpv4(alloc.spec.address) : '',
+    MacAddress: alloc ? mac || macFromIpv4(alloc.spec.address) : '',
     DriverOpts: null,
     NetworkID: net.spec.id,
     EndpointID: createHash('sha256').update(`${net.spec.id}/${containerId}`).digest('hex'),

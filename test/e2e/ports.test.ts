@@ -5,6 +5,9 @@
 // UDP, `docker port`/ps/inspect, docker-py and dockerode, and a daemon with --userland-proxy=false.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createSocket } from 'node:dgram';
 import { connect, createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -183,6 +186,40 @@ describe('published ports', () => {
     await dk('run', '-d', '--name', 'again', '-p', `${port}:80`, '--stop-timeout', '1', img, 'sh', '-c', HTTPD);
     await httpEventually('127.0.0.1', port, /hello-/);
     await dk('rm', '-f', 'again');
+  });
+
+  test('docker-compose: a service with a published port answers from the host', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engine-compose-ports-'));
+    const project = `prt${Math.random().toString(36).slice(2, 7)}`;
+    const port = await freePort();
+    const compose = (...args: string[]) => {
+      try {
+        return { code: 0, out: execFileSync('docker-compose', ['-p', project, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, DOCKER_HOST: d.dockerHost }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 }) };
+      } catch (err) {
+        const e = err as { status?: number; stdout?: string; stderr?: string };
+        return { code: e.status ?? 1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+      }
+    };
+    try {
+      writeFileSync(join(dir, 'docker-compose.yml'), [
+        'version: "3.7"',
+        'services:',
+        '  web:',
+        `    image: ${img}`,
+        `    command: ["sh", "-c", "${HTTPD.replaceAll('$', () => '$$')}"]`,
+        '    stop_grace_period: 1s',
+        `    ports: ["127.0.0.1:${port}:80"]`,
+        '',
+      ].join('\n'));
+      const up = compose('up', '-d');
+      assert.equal(up.code, 0, up.out);
+      await httpEventually('127.0.0.1', port, /hello-/);
+      assert.match(compose('port', 'web', '80').out, new RegExp(`127\\.0\\.0\\.1:${port}`));
+    } finally {
+      const down = compose('down');
+      rmSync(dir, { recursive: true, force: true });
+      assert.equal(down.code, 0, down.out);
+    }
   });
 
   test('bad port specifications answer 400 and create nothing', async () => {
