@@ -31,7 +31,11 @@ export function normalizeLinks(h: HostConfig, parentName: string, find: (ref: st
   if (raw.length === 0) return [];
   const mode = h.NetworkMode || 'default';
   if (mode.startsWith('container:')) throw invalidArgument(`conflicting options: container type network can't be used with links. This would result in undefined behavior`);
-  const userDefined = !['default', 'bridge', 'host', 'none'].includes(mode);
+  // On a user-defined network a link is an alias its DNS answers to this container only: kept as given.
+  if (!['default', 'bridge', 'host', 'none'].includes(mode)) {
+    for (const l of raw as string[]) parseLink(l);
+    return raw as string[];
+  }
   const out: string[] = [];
   for (const l of raw as string[]) {
     const { name, alias } = parseLink(l);
@@ -43,7 +47,7 @@ export function normalizeLinks(h: HostConfig, parentName: string, find: (ref: st
       throw err;
     }
     if (child.spec.hostConfig.NetworkMode === 'host') throw invalidArgument(`conflicting options: host type networking can't be used with links. This would result in undefined behavior`);
-    out.push(userDefined ? l : `${child.spec.name}:${parentName}/${alias}`);
+    out.push(`${child.spec.name}:${parentName}/${alias}`);
   }
   return out;
 }

@@ -9,8 +9,12 @@ import dnsPacket from 'dns-packet';
 import { conflict, unavailable } from '../../lib/errors.ts';
 
 export interface DnsAnswerSource {
-  /** A/AAAA records for a name on this network (container names, aliases, short ids), or null when the network does not know it. Names come lowercased, without the trailing dot. */
-  lookup(name: string, type: 'A' | 'AAAA'): string[] | null;
+  /**
+   * A/AAAA records for a name on this network (container names, aliases, short ids), or null when
+   * the network does not know it. Names come lowercased, without the trailing dot. `from`: the
+   * asking address (a container's links are names only it resolves).
+   */
+  lookup(name: string, type: 'A' | 'AAAA', from?: string): string[] | null;
   /** PTR: the name for an IPv4 address on this network, or null. */
   reverse?(ip: string): string | null;
 }
@@ -66,12 +70,12 @@ export async function startDnsServer(opts: DnsServerOptions): Promise<DnsServer>
   const { udp, tcp } = bound;
   const port = udp.address().port;
 
-  async function answer(query: Buffer, viaTcp: boolean): Promise<Buffer | null> {
+  async function answer(query: Buffer, viaTcp: boolean, from?: string): Promise<Buffer | null> {
     let q: dnsPacket.DecodedPacket;
     try { q = dnsPacket.decode(query); } catch { return null; } // malformed: drop, as a resolver would
     const question = q.questions?.[0];
     if (q.type !== 'query' || !question) return null;
-    const local = answerLocally(q, question, opts.source);
+    const local = answerLocally(q, question, opts.source, from);
     if (local) return local;
     return (await forward(query, q, viaTcp)) ?? reply(q, question, [], RCODE_SERVFAIL);
   }
@@ -98,7 +102,7 @@ export async function startDnsServer(opts: DnsServerOptions): Promise<DnsServer>
   }
 
   udp.on('message', (msg, rinfo) => {
-    answer(msg, false).then((res) => {
+    answer(msg, false, rinfo.address).then((res) => {
       if (res && !closing.signal.aborted) udp.send(res, rinfo.port, rinfo.address);
     }).catch((err) => log.warn({ err }, 'dns: udp handler failed'));
   });
@@ -110,7 +114,7 @@ export async function startDnsServer(opts: DnsServerOptions): Promise<DnsServer>
     sock.on('close', () => tcpClients.delete(sock));
     sock.on('error', (err) => log.debug({ err: err.message }, 'dns: tcp client error'));
     readFrames(sock, (frame) => {
-      answer(frame, true).then((res) => {
+      answer(frame, true, sock.remoteAddress?.replace(/^::ffff:/, '')).then((res) => {
         if (res && !sock.destroyed) sock.write(frame2(res));
       }).catch((err) => log.warn({ err }, 'dns: tcp handler failed'));
     });
@@ -130,13 +134,13 @@ export async function startDnsServer(opts: DnsServerOptions): Promise<DnsServer>
   };
 }
 
-function answerLocally(q: dnsPacket.DecodedPacket, question: dnsPacket.Question, source: DnsAnswerSource): Buffer | null {
+function answerLocally(q: dnsPacket.DecodedPacket, question: dnsPacket.Question, source: DnsAnswerSource, from?: string): Buffer | null {
   const name = question.name.toLowerCase().replace(/\.$/, '');
   if (question.type === 'A' || question.type === 'AAAA') {
     const other = question.type === 'A' ? 'AAAA' : 'A';
     // A name known only by its other family still exists: NOERROR with no records, not NXDOMAIN
     // from upstream, so the client's resolver keeps the address it did get.
-    const ips = source.lookup(name, question.type) ?? (source.lookup(name, other) ? [] : null);
+    const ips = source.lookup(name, question.type, from) ?? (source.lookup(name, other, from) ? [] : null);
     if (!ips) return null;
     return reply(q, question, ips.map((ip) => ({ type: question.type as 'A' | 'AAAA', name: question.name, ttl: LOCAL_TTL, data: ip })));
   }

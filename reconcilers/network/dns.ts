@@ -17,7 +17,7 @@ type CR = Resource<ContainerSpec, ContainerStatus>;
 export interface DnsServerPort {
   start(opts: {
     address: string;
-    source: { lookup(name: string, type: 'A' | 'AAAA'): string[] | null; reverse?(ip: string): string | null };
+    source: { lookup(name: string, type: 'A' | 'AAAA', from?: string): string[] | null; reverse?(ip: string): string | null };
     upstreams: () => string[];
   }): Promise<{ close(): Promise<void> }>;
 }
@@ -58,7 +58,7 @@ export class NetworkDns {
     const id = net.spec.id;
     const server = await this.servers.start({
       address,
-      source: { lookup: (name, type) => this.lookup(id, name, type), reverse: (ip) => this.reverse(id, ip) },
+      source: { lookup: (name, type, from) => this.lookup(id, name, type, from), reverse: (ip) => this.reverse(id, ip) },
       upstreams: this.upstreams,
     });
     this.running.set(id, { address, server });
@@ -98,14 +98,30 @@ export class NetworkDns {
     return out;
   }
 
-  private lookup(networkId: string, name: string, type: 'A' | 'AAAA'): string[] | null {
+  private lookup(networkId: string, asked: string, type: 'A' | 'AAAA', from?: string): string[] | null {
     const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
     if (!net) return null;
+    // A link of the asking container is an alias only it resolves: the linked container's name.
+    const name = (from && this.linkTarget(networkId, net.spec, from, asked)) || asked;
     const ips = this.attached(networkId)
       .filter(({ c }) => this.namesOf(c, net.spec).includes(name))
       .map(({ ip }) => ip);
     if (!ips.length) return null;
     return type === 'A' ? ips : [];
+  }
+
+  /** The container a link alias of the container at `from` names on this network, lowercased, or undefined. */
+  private linkTarget(networkId: string, net: Pick<NetworkSpec, 'id' | 'name'>, from: string, alias: string): string | undefined {
+    const c = this.attached(networkId).find((x) => x.ip === from)?.c;
+    if (!c) return undefined;
+    const links: string[] = [...((c.spec.hostConfig.Links as string[] | null | undefined) ?? [])];
+    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Links?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
+    for (const [key, ep] of Object.entries(eps)) if (key === net.name || key === net.id) links.push(...(ep?.Links ?? []));
+    for (const l of links) {
+      const [target, a = target] = l.split(':');
+      if (a!.split('/').pop()!.toLowerCase() === alias) return target!.replace(/^\//, '').toLowerCase();
+    }
+    return undefined;
   }
 
   private reverse(networkId: string, ip: string): string | null {

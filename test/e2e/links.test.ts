@@ -102,6 +102,24 @@ describe('legacy links', () => {
     assert.equal(out.trim(), 'ok');
   });
 
+  test('on a user-defined network a link is an alias that only the linking container resolves', async () => {
+    await dk('network', 'create', '--subnet', '10.231.7.0/24', 'linknet');
+    try {
+      await dk('run', '-d', '--name', 'target', '--network', 'linknet', img(), 'sleep', '60');
+      const ip = await dk('inspect', '-f', '{{(index .NetworkSettings.Networks "linknet").IPAddress}}', 'target');
+      let seen = '';
+      for (let i = 0; i < 5 && !seen.includes(ip); i++) {
+        seen = (await docker(d, ['run', '--rm', '--network', 'linknet', '--link', 'target:buddy', img(), 'nslookup', 'buddy'])).stdout;
+      }
+      assert.match(seen, new RegExp(`Address:\\s+${ip.replace(/\./g, '\\.')}`));
+      const other = await docker(d, ['run', '--rm', '--network', 'linknet', img(), 'nslookup', 'buddy']);
+      assert.doesNotMatch(other.stdout, new RegExp(ip.replace(/\./g, '\\.')), 'a container without the link does not resolve the alias');
+      await dk('rm', '-f', 'target');
+    } finally {
+      await docker(d, ['network', 'rm', 'linknet']);
+    }
+  });
+
   test('a MAC address asked for at create is the one the container gets; a bad one is refused', async () => {
     assert.equal(await dk('run', '--rm', '--mac-address', '02:42:ac:11:ff:01', img(), 'cat', '/sys/class/net/eth0/address'), '02:42:ac:11:ff:01');
     const bad = await docker(d, ['create', '--mac-address', '02:42:zz:11:ff:01', img(), 'true']);
