@@ -169,6 +169,10 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
         ipMasq: cfg.ipMasq,
         icc: cfg.icc,
         defaultGateway: cfg.defaultGateway,
+        ipv6: cfg.ipv6,
+        fixedCidrV6: cfg.fixedCidrV6,
+        defaultGatewayV6: cfg.defaultGatewayV6,
+        ip6tables: cfg.ip6tables,
         userlandProxy: cfg.userlandProxy,
         // Tests running several daemons side by side give each its own chains.
         chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || undefined,
@@ -334,6 +338,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           defaults: {
             mtu: cfg.mtu,
             iptables: cfg.iptables,
+            ip6tables: cfg.iptables && cfg.ip6tables,
             ipForward: cfg.ipForward,
             userlandProxy: cfg.userlandProxy,
             chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || DEFAULT_CHAIN_PREFIX,
@@ -430,8 +435,8 @@ function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
  */
 const NOT_APPLIED_YET = [
   'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'defaultCgroupnsMode', 'defaultGatewayV6', 'defaultIpcMode',
-  'execOpts', 'fixedCidrV6', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
+  'defaultCgroupnsMode', 'defaultIpcMode',
+  'execOpts', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'seccompProfile', 'selinuxEnabled',
   'storageOpts', 'usernsRemap',
 ] as const;

@@ -32,6 +32,10 @@ export interface BridgeNetworkOptions {
   chainPrefix: string;
   /** Containers' default route when it is not the bridge (--default-gateway), else "". */
   defaultGateway: string;
+  /** Whether the engine programs ip6tables for an IPv6 network (--ip6tables). */
+  ip6tables?: boolean;
+  /** Containers' IPv6 default route when it is not the bridge (--default-gateway-v6), else "". */
+  defaultGatewayV6?: string;
 }
 
 export interface NetworkSpec {
@@ -74,16 +78,30 @@ export interface AppliedBridge {
   iptables: boolean;
   icc: boolean;
   ipMasq: boolean;
+  /** The IPv6 subnet, when the network has one. */
+  subnet6?: string;
+  /** ip6tables rules were programmed for subnet6. */
+  ip6tables?: boolean;
+}
+
+/** The network's IPv4 pool (a bridge network has one, listed first). */
+export function ipv4Pool(spec: Pick<NetworkSpec, 'ipam'>): IpamPoolConfig | undefined {
+  return spec.ipam.Config.find((p) => !p.Subnet.includes(':'));
+}
+
+/** The network's IPv6 pool (EnableIPv6 with a v6 subnet), if any. */
+export function ipv6Pool(spec: Pick<NetworkSpec, 'ipam' | 'enableIPv6'>): IpamPoolConfig | undefined {
+  return spec.enableIPv6 ? spec.ipam.Config.find((p) => p.Subnet.includes(':')) : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
-// IPAM allocations: kind 'ipam-allocation', name = `<networkId>/<ipv4>`. The record's existence
+// IPAM allocations: kind 'ipam-allocation', name = `<networkId>/<ipv4>` (or the canonical IPv6 text). The record's existence
 // is the claim: creating it fails when the address is taken, so an address cannot be handed out
 // twice, and it survives daemon restarts. Deleted when the container is removed.
 
 export interface IpamAllocationSpec {
   networkId: string;
-  /** "172.17.0.2" */
+  /** "172.17.0.2", or "fd00:1::2" (canonical) for an IPv6 address. */
   address: string;
   prefixLen: number;
   containerId: string;

@@ -159,6 +159,10 @@ export interface ContainerEndpoint {
   IPAddress: string;
   IPPrefixLen: number;
   MacAddress: string;
+  /** On an IPv6 network: the address, its prefix length and the default route. */
+  GlobalIPv6Address?: string;
+  GlobalIPv6PrefixLen?: number;
+  IPv6Gateway?: string;
   /** Host bridge the endpoint is attached to. */
   Bridge?: string;
 }

@@ -24,7 +24,7 @@ function endpointConfig(spec: ContainerSpec, name: string): { Aliases?: string[]
   return (eps[name] as ReturnType<typeof endpointConfig>) ?? null;
 }
 
-type EndpointLike = Pick<NonNullable<ContainerStatus['endpoint']>, 'MacAddress' | 'NetworkID' | 'EndpointID' | 'Gateway' | 'IPAddress' | 'IPPrefixLen'>;
+type EndpointLike = Pick<NonNullable<ContainerStatus['endpoint']>, 'MacAddress' | 'NetworkID' | 'EndpointID' | 'Gateway' | 'IPAddress' | 'IPPrefixLen' | 'GlobalIPv6Address' | 'GlobalIPv6PrefixLen' | 'IPv6Gateway'>;
 
 /** One NetworkSettings.Networks entry: the client's settings for it, the live endpoint's addresses. */
 function networkEntry(spec: ContainerSpec, name: string, ep: EndpointLike | null): Record<string, unknown> {
@@ -36,8 +36,8 @@ function networkEntry(spec: ContainerSpec, name: string, ep: EndpointLike | null
     IPAMConfig: cfg?.IPAMConfig ?? null, Links: cfg?.Links ?? null, Aliases: cfg?.Aliases?.length ? cfg.Aliases : null,
     MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
     EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
-    IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: '', GlobalIPv6Address: '',
-    GlobalIPv6PrefixLen: 0, DriverOpts: null, DNSNames: dnsNames,
+    IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: ep?.IPv6Gateway ?? '', GlobalIPv6Address: ep?.GlobalIPv6Address ?? '',
+    GlobalIPv6PrefixLen: ep?.GlobalIPv6PrefixLen ?? 0, DriverOpts: null, DNSNames: dnsNames,
   };
 }
 
@@ -101,8 +101,9 @@ export function inspectView(
     NetworkSettings: {
       Bridge: '', SandboxID: running ? spec.id : '', SandboxKey: running ? (status.sandboxKey ?? '') : '', HairpinMode: false, LinkLocalIPv6Address: '',
       LinkLocalIPv6PrefixLen: 0, Ports: portsView(spec, status), SecondaryIPAddresses: null, SecondaryIPv6Addresses: null,
-      EndpointID: liveEndpoint(status)?.EndpointID ?? '', Gateway: liveEndpoint(status)?.Gateway ?? '', GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0,
-      IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: '',
+      EndpointID: liveEndpoint(status)?.EndpointID ?? '', Gateway: liveEndpoint(status)?.Gateway ?? '',
+      GlobalIPv6Address: liveEndpoint(status)?.GlobalIPv6Address ?? '', GlobalIPv6PrefixLen: liveEndpoint(status)?.GlobalIPv6PrefixLen ?? 0,
+      IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: liveEndpoint(status)?.IPv6Gateway ?? '',
       MacAddress: liveEndpoint(status)?.MacAddress ?? '',
       Networks: networks(spec, status),
     },

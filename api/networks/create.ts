@@ -5,6 +5,7 @@
 import { invalidArgument, notFound, permissionDenied } from '../../lib/errors.ts';
 import { contains, firstHost, formatIpv4, parseCidr, parseIpv4, type Ipv4Cidr } from '../../lib/cidr.ts';
 import type { IpamPoolConfig, NetworkSpec } from '../../store/network-types.ts';
+import { cidr6Text, contains6, firstHost6, formatIpv6, overlaps6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import { overlaps, pickSubnet, type AddressPool } from './pools.ts';
 import type { NetworkResource } from './views.ts';
 
@@ -12,6 +13,8 @@ import type { NetworkResource } from './views.ts';
 export interface NetworkDefaults {
   mtu: number;
   iptables: boolean;
+  /** --ip6tables: rules for the IPv6 subnets too. */
+  ip6tables: boolean;
   ipForward: boolean;
   userlandProxy: boolean;
   /** Prefix of the engine's iptables chains (the default bridge's). */
@@ -58,22 +61,27 @@ function cidrText(c: Ipv4Cidr): string {
   return `${formatIpv4(c.network)}/${c.prefixLen}`;
 }
 
+type PoolRequest = Record<string, unknown>;
+
+/** A string field of one IPAM.Config entry ("" when absent). */
+function poolField(asked: PoolRequest, k: string): string {
+  const v = asked[k];
+  if (v !== undefined && v !== null && typeof v !== 'string') throw invalidArgument(`invalid JSON: IPAM.Config.${k}: expected a string`);
+  return (v as string | undefined | null) || '';
+}
+
+/** An IPAM.Config entry is IPv6 when its subnet (or, without one, its range or gateway) is. */
+function isV6Entry(asked: PoolRequest): boolean {
+  return [poolField(asked, 'Subnet'), poolField(asked, 'IPRange'), poolField(asked, 'Gateway')].find(Boolean)?.includes(':') ?? false;
+}
+
 /** The one IPv4 pool of a bridge network: as asked (checked), or cut from the address pools. */
-function ipamPool(req: CreateRequest, existing: readonly NetworkResource[], d: NetworkDefaults): IpamPoolConfig {
-  const configs = req.IPAM?.Config ?? [];
-  const taken = existing.flatMap((n) => n.spec.ipam.Config.map((p) => parseCidr(p.Subnet)));
-  if (configs.length > 1) throw invalidArgument('bridge networks support one IPv4 subnet');
-  const asked = configs[0] ?? {};
-  const str = (k: string) => {
-    const v = asked[k];
-    if (v !== undefined && v !== null && typeof v !== 'string') throw invalidArgument(`invalid JSON: IPAM.Config.${k}: expected a string`);
-    return (v as string | undefined | null) || '';
-  };
-  const subnetText = str('Subnet');
-  const rangeText = str('IPRange');
-  const gatewayText = str('Gateway');
+function ipamPool(asked: PoolRequest, existing: readonly NetworkResource[], d: NetworkDefaults): IpamPoolConfig {
+  const taken = existing.flatMap((n) => n.spec.ipam.Config.filter((p) => !p.Subnet.includes(':')).map((p) => parseCidr(p.Subnet)));
+  const subnetText = poolField(asked, 'Subnet');
+  const rangeText = poolField(asked, 'IPRange');
+  const gatewayText = poolField(asked, 'Gateway');
   const aux = (asked.AuxiliaryAddresses ?? null) as Record<string, string> | null;
-  if ([subnetText, rangeText, gatewayText].some((t) => t.includes(':'))) throw invalidArgument('IPv6 networks are not supported by this daemon yet');
 
   let subnet: Ipv4Cidr;
   if (subnetText) {
@@ -115,6 +123,62 @@ function ipamPool(req: CreateRequest, existing: readonly NetworkResource[], d: N
   return pool;
 }
 
+/**
+ * The IPv6 pool of a network created with EnableIPv6: the subnet must be given (the reference
+ * daemon has no IPv6 defaults to cut one from), gateway its first address unless given.
+ */
+function ipamPool6(asked: PoolRequest | undefined, existing: readonly NetworkResource[]): IpamPoolConfig {
+  const subnetText = asked ? poolField(asked, 'Subnet') : '';
+  if (!subnetText) {
+    if (asked) throw invalidArgument('an IP range, gateway or auxiliary address needs a subnet');
+    throw permissionDenied('could not find an available, non-overlapping IPv6 address pool among the defaults to assign to the network');
+  }
+  const subnet = parseCidr6(subnetText);
+  if (subnet.address !== subnet.network) throw invalidArgument(`invalid subnet ${subnetText}: it should be ${cidr6Text(subnet)}`);
+  if (subnet.prefixLen > 126) throw invalidArgument(`invalid subnet ${subnetText}: the prefix must be /126 or shorter`);
+  const taken = existing.flatMap((n) => n.spec.ipam.Config.filter((p) => p.Subnet.includes(':')).map((p) => parseCidr6(p.Subnet)));
+  if (taken.some((t) => overlaps6(t, subnet))) throw permissionDenied('Pool overlaps with other one on this address space');
+  const pool: IpamPoolConfig = { Subnet: cidr6Text(subnet), Gateway: '' };
+  const rangeText = poolField(asked!, 'IPRange');
+  if (rangeText) {
+    const range = parseCidr6(rangeText);
+    if (range.address !== range.network || range.prefixLen < subnet.prefixLen || !contains6(subnet, range.network)) {
+      throw invalidArgument(`invalid ip-range ${rangeText}: it must be a subset of subnet ${pool.Subnet}`);
+    }
+    pool.IPRange = cidr6Text(range);
+  }
+  const gatewayText = poolField(asked!, 'Gateway');
+  const gw = gatewayText ? parseIpv6(gatewayText) : firstHost6(subnet);
+  if (!contains6(subnet, gw)) throw invalidArgument(`invalid gateway address ${gatewayText}: it must be within subnet ${pool.Subnet}`);
+  pool.Gateway = formatIpv6(gw);
+  const aux = (asked!.AuxiliaryAddresses ?? null) as Record<string, string> | null;
+  if (aux && Object.keys(aux).length) {
+    const out: Record<string, string> = {};
+    for (const [name, ip] of Object.entries(aux)) {
+      if (typeof ip !== 'string' || !contains6(subnet, parseIpv6(ip))) throw invalidArgument(`invalid auxiliary address ${name}=${String(ip)}: it must be within subnet ${pool.Subnet}`);
+      out[name] = formatIpv6(parseIpv6(ip));
+    }
+    pool.AuxiliaryAddresses = out;
+  }
+  return pool;
+}
+
+/** The network's pools: one IPv4 (asked or picked), and one IPv6 with EnableIPv6. */
+function ipamPools(req: CreateRequest, existing: readonly NetworkResource[], d: NetworkDefaults): IpamPoolConfig[] {
+  const configs = (req.IPAM?.Config ?? []).map((c) => {
+    if (!c || typeof c !== 'object' || Array.isArray(c)) throw invalidArgument('invalid JSON: IPAM.Config: expected objects');
+    return c as PoolRequest;
+  });
+  const v6 = configs.filter(isV6Entry);
+  const v4 = configs.filter((c) => !isV6Entry(c));
+  if (v4.length > 1) throw invalidArgument('bridge networks support one IPv4 subnet');
+  if (v6.length > 1) throw invalidArgument('bridge networks support one IPv6 subnet');
+  if (v6.length && !req.EnableIPv6) throw invalidArgument(`IPv6 subnet ${poolField(v6[0]!, 'Subnet') || '(none)'} given, but IPv6 is not enabled on the network (EnableIPv6, --ipv6)`);
+  const pools = [ipamPool(v4[0] ?? {}, existing, d)];
+  if (req.EnableIPv6) pools.push(ipamPool6(v6[0], existing));
+  return pools;
+}
+
 /** The spec of a new user-defined bridge network; 4xx for anything the reference refuses. */
 export function buildNetworkSpec(id: string, created: string, req: CreateRequest, existing: readonly NetworkResource[], d: NetworkDefaults): NetworkSpec {
   const driver = req.Driver || 'bridge';
@@ -123,7 +187,6 @@ export function buildNetworkSpec(id: string, created: string, req: CreateRequest
   if (req.Scope && req.Scope !== 'local') throw invalidArgument(`scope "${req.Scope}" is not supported by the bridge driver`);
   if (req.Ingress) throw permissionDenied('ingress networks need cluster mode, which this daemon does not run');
   if (req.ConfigOnly || req.ConfigFrom?.Network) throw invalidArgument('config-only networks are not supported by this daemon yet');
-  if (req.EnableIPv6) throw invalidArgument('IPv6 networks are not supported by this daemon yet');
   const ipamDriver = req.IPAM?.Driver || 'default';
   if (ipamDriver !== 'default') throw notFound(`plugin "${ipamDriver}" not found`);
 
@@ -147,11 +210,11 @@ export function buildNetworkSpec(id: string, created: string, req: CreateRequest
     driver: 'bridge',
     scope: 'local',
     created,
-    enableIPv6: false,
+    enableIPv6: !!req.EnableIPv6,
     internal,
     attachable: !!req.Attachable,
     ingress: false,
-    ipam: { Driver: 'default', Options: req.IPAM?.Options ?? {}, Config: [ipamPool(req, existing, d)] },
+    ipam: { Driver: 'default', Options: req.IPAM?.Options ?? {}, Config: ipamPools(req, existing, d) },
     options,
     labels: req.Labels ?? {},
     bridge: {
@@ -165,6 +228,7 @@ export function buildNetworkSpec(id: string, created: string, req: CreateRequest
       userlandProxy: d.userlandProxy,
       chainPrefix: d.chainPrefix,
       defaultGateway: '',
+      ip6tables: d.ip6tables,
     },
     desired: 'present',
   };

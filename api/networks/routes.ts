@@ -9,7 +9,8 @@ import { compareVersions } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
-import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
+import { ipv4Pool, ipv6Pool, NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import { parseFilters } from '../containers/list.ts';
@@ -187,14 +188,20 @@ export function networkRoutes(deps: NetworkRouteDeps) {
    * subnet, not held by another container (the reconciler would otherwise retry it forever).
    */
   function checkStaticAddress(c: CR, net: NetworkResource, ep: Record<string, unknown> | null | undefined): void {
-    const ip = (ep?.IPAMConfig as { IPv4Address?: unknown } | null | undefined)?.IPv4Address;
-    if (ip === undefined || ip === null || ip === '') return;
-    if (typeof ip !== 'string') throw invalidArgument('invalid JSON: EndpointConfig.IPAMConfig.IPv4Address: expected a string');
-    if (isPredefinedName(net.spec.name)) throw invalidArgument('user specified IP address is supported on user defined networks only');
-    const pool = net.spec.ipam.Config[0];
-    if (!pool || !contains(parseCidr(pool.Subnet), parseIpv4(ip))) throw invalidArgument(`invalid address ${ip}: it is not in subnet ${pool?.Subnet ?? '(none)'}`);
-    const held = store.get<{ containerId: string }, unknown>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${ip}`);
-    if (held && held.spec.containerId !== c.name) throw conflict(`Address already in use: ${ip} on network ${net.spec.name}`);
+    const ipam = ep?.IPAMConfig as { IPv4Address?: unknown; IPv6Address?: unknown } | null | undefined;
+    for (const family of [4, 6] as const) {
+      const field = family === 4 ? 'IPv4Address' : 'IPv6Address';
+      const ip = ipam?.[field];
+      if (ip === undefined || ip === null || ip === '') continue;
+      if (typeof ip !== 'string') throw invalidArgument(`invalid JSON: EndpointConfig.IPAMConfig.${field}: expected a string`);
+      if (isPredefinedName(net.spec.name)) throw invalidArgument('user specified IP address is supported on user defined networks only');
+      const pool = family === 4 ? ipv4Pool(net.spec) : ipv6Pool(net.spec);
+      const inPool = pool && (family === 4 ? contains(parseCidr(pool.Subnet), parseIpv4(ip)) : contains6(parseCidr6(pool.Subnet), parseIpv6(ip)));
+      if (!inPool) throw invalidArgument(`invalid address ${ip}: it is not in subnet ${pool?.Subnet ?? '(none)'}`);
+      const key = family === 4 ? ip : formatIpv6(parseIpv6(ip));
+      const held = store.get<{ containerId: string }, unknown>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${key}`);
+      if (held && held.spec.containerId !== c.name) throw conflict(`Address already in use: ${ip} on network ${net.spec.name}`);
+    }
   }
 
   /** Whether the container's EndpointsConfig names `net` (it is connected, or will be at its start). */

@@ -93,7 +93,7 @@ function containerEntry(c: CR, net: NetworkResource, bridgeEnabled: boolean): Ne
       EndpointID: ep.EndpointID,
       MacAddress: ep.MacAddress,
       IPv4Address: ep.IPAddress ? `${ep.IPAddress}/${ep.IPPrefixLen}` : '',
-      IPv6Address: '',
+      IPv6Address: ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}/${ep.GlobalIPv6PrefixLen}` : '',
     };
   }
   if (net.spec.driver === 'bridge') return null;

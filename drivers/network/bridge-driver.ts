@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { deleteBridge, ensureBridge, inspectBridge, type BridgeConfig, type BridgeState, type EnsureBridgeResult } from './bridge.ts';
 import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, type BridgeRulesConfig } from './iptables.ts';
-import { enableIpForward, IP_FORWARD_PATH } from './sysctl.ts';
+import { enableIpForward, enableIpv6Forward, IP_FORWARD_PATH, IPV6_FORWARD_PATHS } from './sysctl.ts';
 import { enableRouteLocalnet, linkRules, loopbackRules, portRules, type LinkRuleConfig, type PortRuleConfig } from './port-rules.ts';
 import { attachContainer, detachContainer, type AttachRequest, type AttachResult } from './veth.ts';
 
@@ -14,18 +14,24 @@ export interface BridgeIptablesConfig extends BridgeRulesConfig {
 export interface BridgeDriverOptions {
   log: Logger;
   iptablesBin?: string;
+  ip6tablesBin?: string;
   ipForwardPath?: string;
+  ipv6ForwardPaths?: readonly string[];
 }
 
 export class BridgeDriver {
   private readonly log: Logger;
   private readonly ipt: Iptables;
+  private readonly ipt6: Iptables;
   private readonly ipForwardPath: string;
+  private readonly ipv6ForwardPaths: readonly string[];
 
   constructor(opts: BridgeDriverOptions) {
     this.log = opts.log.child({ component: 'bridge-driver' });
     this.ipt = new Iptables({ bin: opts.iptablesBin });
+    this.ipt6 = new Iptables({ bin: opts.ip6tablesBin ?? 'ip6tables', family: 6 });
     this.ipForwardPath = opts.ipForwardPath ?? IP_FORWARD_PATH;
+    this.ipv6ForwardPaths = opts.ipv6ForwardPaths ?? IPV6_FORWARD_PATHS;
   }
 
   inspectBridge(name: string, signal?: AbortSignal): Promise<BridgeState | null> {
@@ -42,14 +48,20 @@ export class BridgeDriver {
     return deleteBridge(name, signal);
   }
 
+  /** iptables, or ip6tables for the rules of an IPv6 subnet. */
+  private tables(family: 4 | 6 | undefined): Iptables {
+    return family === 6 ? this.ipt6 : this.ipt;
+  }
+
   /** Chains, jumps and this bridge's rules; returns how many chains/rules were added or removed. */
   async ensureIptables(cfg: BridgeIptablesConfig, signal?: AbortSignal): Promise<number> {
-    const chains = await this.ipt.ensureChains(cfg.chainPrefix, signal);
-    const base = { chainPrefix: cfg.chainPrefix, userlandProxy: cfg.userlandProxy };
-    const removed = await this.ipt.removeRules([...staleBaseRules(base), ...staleBridgeRules(cfg)], signal);
-    const added = await this.ipt.ensureRules([...baseRules(base), ...bridgeRules(cfg)], signal);
+    const ipt = this.tables(cfg.family);
+    const chains = await ipt.ensureChains(cfg.chainPrefix, signal);
+    const base = { chainPrefix: cfg.chainPrefix, userlandProxy: cfg.userlandProxy, family: cfg.family };
+    const removed = await ipt.removeRules([...staleBaseRules(base), ...staleBridgeRules(cfg)], signal);
+    const added = await ipt.ensureRules([...baseRules(base), ...bridgeRules(cfg)], signal);
     const n = chains.length + removed + added.length;
-    if (n > 0) this.log.info({ bridge: cfg.bridge, chains, added: added.length, removed }, 'iptables rules set up');
+    if (n > 0) this.log.info({ bridge: cfg.bridge, family: cfg.family ?? 4, chains, added: added.length, removed }, 'iptables rules set up');
     return n;
   }
 
@@ -60,10 +72,11 @@ export class BridgeDriver {
       ...bridgeRules({ ...cfg, icc: true, ipMasq: true, internal: false }),
       ...staleBridgeRules({ ...cfg, icc: true, ipMasq: false, internal: false }),
       ...staleBridgeRules({ ...cfg, icc: true, ipMasq: true, internal: true }),
-      ...loopbackRules(cfg),
+      ...(cfg.family === 6 ? [] : loopbackRules(cfg)),
     ];
-    await this.ipt.removeRules(rules, signal);
-    if (opts.chains) await this.ipt.removeChains(cfg.chainPrefix, signal);
+    const ipt = this.tables(cfg.family);
+    await ipt.removeRules(rules, signal);
+    if (opts.chains) await ipt.removeChains(cfg.chainPrefix, signal);
   }
 
   /** The DNAT, ACCEPT and hairpin rules of one published port (and, without the proxy, loopback access to it). */
@@ -90,6 +103,10 @@ export class BridgeDriver {
 
   enableIpForward(): Promise<boolean> {
     return enableIpForward(this.ipForwardPath);
+  }
+
+  enableIpv6Forward(): Promise<boolean> {
+    return enableIpv6Forward(this.ipv6ForwardPaths);
   }
 
   setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void> {

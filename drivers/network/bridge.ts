@@ -2,12 +2,21 @@
 // (exists, is a bridge, carries exactly our IPv4 address, is up, has our MTU), delete it.
 import { failedPrecondition, isCode } from '../../lib/errors.ts';
 import { parseCidr } from './cidr.ts';
+import { formatIpv6, parseIpv6 } from '../../lib/cidr6.ts';
 import { run } from './run.ts';
+
+/** "fd00:1:0::1/64" as ip(8) prints it: "fd00:1::1/64". */
+function canonical6(cidr: string): string {
+  const [a, len] = cidr.split('/');
+  return `${formatIpv6(parseIpv6(a!))}/${len}`;
+}
 
 export interface BridgeConfig {
   name: string;
   /** The bridge's own address with the subnet's prefix, e.g. "172.17.0.1/16" (a --bip). */
   address: string;
+  /** The bridge's IPv6 address with the subnet's prefix ("fd00:1::1/64") on an IPv6 network. */
+  address6?: string;
   mtu: number;
 }
 
@@ -19,6 +28,8 @@ export interface BridgeState {
   mtu: number;
   /** IPv4 addresses as "a.b.c.d/len". */
   ipv4: string[];
+  /** Global IPv6 addresses as "x::y/len" (link-local ones left out). */
+  ipv6: string[];
 }
 
 export interface EnsureBridgeResult {
@@ -53,6 +64,7 @@ export async function inspectBridge(name: string, signal?: AbortSignal): Promise
     up: (link.flags ?? []).includes('UP'),
     mtu: link.mtu,
     ipv4: (link.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`),
+    ipv6: (link.addr_info ?? []).filter((a) => a.family === 'inet6' && !a.local.toLowerCase().startsWith('fe80:')).map((a) => `${a.local}/${a.prefixlen}`),
   };
 }
 
@@ -70,11 +82,13 @@ export async function ensureBridge(cfg: BridgeConfig, signal?: AbortSignal): Pro
 async function ensureBridgeOnce(cfg: BridgeConfig, signal?: AbortSignal): Promise<EnsureBridgeResult> {
   const want = parseCidr(cfg.address);
   const wantAddr = `${cfg.address.split('/')[0]}/${want.prefixLen}`;
+  const want6 = cfg.address6 ? canonical6(cfg.address6) : undefined;
   const state = await inspectBridge(cfg.name, signal);
   const script: string[] = [];
   const repaired: string[] = [];
   if (!state) {
     script.push(`link add name ${cfg.name} mtu ${cfg.mtu} type bridge`, `addr add ${wantAddr} dev ${cfg.name}`, `link set ${cfg.name} up`);
+    if (want6) script.push(`addr add ${want6} dev ${cfg.name} nodad`);
   } else {
     if (!state.isBridge) throw failedPrecondition(`interface ${cfg.name} exists and is not a bridge`);
     for (const a of state.ipv4) {
@@ -86,6 +100,10 @@ async function ensureBridgeOnce(cfg: BridgeConfig, signal?: AbortSignal): Promis
     if (!state.ipv4.includes(wantAddr)) {
       script.push(`addr add ${wantAddr} dev ${cfg.name}`);
       repaired.push('address');
+    }
+    if (want6 && !state.ipv6.includes(want6)) {
+      script.push(`addr add ${want6} dev ${cfg.name} nodad`);
+      repaired.push('ipv6 address');
     }
     if (state.mtu !== cfg.mtu) {
       script.push(`link set ${cfg.name} mtu ${cfg.mtu}`);

@@ -35,6 +35,8 @@ export function chainNames(prefix = 'ENGINE'): ChainNames {
 
 export interface BaseRulesConfig {
   chainPrefix: string;
+  /** 6: the rules for ip6tables (loopback is ::1). */
+  family?: 4 | 6;
   /** With the userland proxy, loopback-destined traffic is left to the proxy (no nat for 127/8). */
   userlandProxy: boolean;
 }
@@ -48,6 +50,8 @@ export interface BridgeRulesConfig {
   ipMasq: boolean;
   /** An internal network: nothing leaves it and nothing from outside reaches it (the host still does). */
   internal?: boolean;
+  /** 6: rules for the network's IPv6 subnet, programmed with ip6tables. */
+  family?: 4 | 6;
 }
 
 const CHAINS_BY_TABLE = (c: ChainNames): Array<[Table, string]> => [
@@ -70,7 +74,7 @@ export function baseRules(cfg: BaseRulesConfig): IptablesRule[] {
     { table: 'filter', chain: c.isolation1, args: ['-j', 'RETURN'] },
     { table: 'filter', chain: c.isolation2, args: ['-j', 'RETURN'] },
     { table: 'nat', chain: 'PREROUTING', args: local },
-    { table: 'nat', chain: 'OUTPUT', args: cfg.userlandProxy ? ['!', '-d', '127.0.0.0/8', ...local] : local },
+    { table: 'nat', chain: 'OUTPUT', args: cfg.userlandProxy ? ['!', '-d', cfg.family === 6 ? '::1/128' : '127.0.0.0/8', ...local] : local },
   ];
 }
 
@@ -133,8 +137,10 @@ export function ruleLine(r: IptablesRule): string {
 
 export class Iptables {
   private readonly bin: string;
-  constructor(opts: { bin?: string } = {}) {
+  private readonly family: 4 | 6;
+  constructor(opts: { bin?: string; family?: 4 | 6 } = {}) {
     this.bin = opts.bin ?? 'iptables';
+    this.family = opts.family ?? 4;
   }
 
   /** The table as `iptables -S` prints it, one line per chain/rule. */
@@ -204,7 +210,8 @@ export class Iptables {
 
   /** Remove the jumps into our chains, then flush and delete the chains. */
   async removeChains(prefix: string, signal?: AbortSignal): Promise<void> {
-    await this.removeRules(baseRules({ chainPrefix: prefix, userlandProxy: true }).concat(staleBaseRules({ chainPrefix: prefix, userlandProxy: true })), signal);
+    const base = { chainPrefix: prefix, userlandProxy: true, family: this.family };
+    await this.removeRules(baseRules(base).concat(staleBaseRules(base)), signal);
     for (const [table, chain] of CHAINS_BY_TABLE(chainNames(prefix))) {
       for (const op of ['-F', '-X']) {
         try {

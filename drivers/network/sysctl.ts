@@ -10,3 +10,12 @@ export async function enableIpForward(path = IP_FORWARD_PATH): Promise<boolean> 
   await writeFile(path, '1\n');
   return true;
 }
+
+export const IPV6_FORWARD_PATHS = ['/proc/sys/net/ipv6/conf/default/forwarding', '/proc/sys/net/ipv6/conf/all/forwarding'] as const;
+
+/** Turn IPv6 forwarding on (as the reference daemon does for an IPv6 bridge with --ip-forward). */
+export async function enableIpv6Forward(paths: readonly string[] = IPV6_FORWARD_PATHS): Promise<boolean> {
+  let changed = false;
+  for (const p of paths) changed = (await enableIpForward(p)) || changed;
+  return changed;
+}

@@ -18,6 +18,9 @@ export interface AttachRequest {
   address: string;
   /** Default route; omitted for networks without one. */
   gateway?: string;
+  /** "fd00:1::2/64" on an IPv6 network, with its default route `gateway6`. */
+  address6?: string;
+  gateway6?: string;
   mac: string;
   mtu: number;
   signal?: AbortSignal;
@@ -49,6 +52,9 @@ export async function attachContainer(req: AttachRequest): Promise<AttachResult>
     `link set ${req.ifName} up`,
     'link set lo up',
     ...(req.gateway ? [`route replace default via ${req.gateway} dev ${req.ifName}`] : []),
+    // nodad: the address is ours alone (IPAM), and waiting for duplicate detection delays the start.
+    ...(req.address6 ? [`addr add ${req.address6} dev ${req.ifName} nodad`] : []),
+    ...(req.address6 && req.gateway6 ? [`route replace default via ${req.gateway6} dev ${req.ifName}`] : []),
   ];
   try {
     await run('nsenter', [ns.nsenterArg, 'ip', '-batch', '-'], { input: script.join('\n') + '\n', signal: req.signal });

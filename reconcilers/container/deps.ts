@@ -100,7 +100,7 @@ export interface RuntimePort {
 export interface NetworkPort {
   /** The container's endpoint for `networkMode` (durable address), or null when it needs none. */
   /** `ipv4`: the address the client asked for (--ip), on a user-defined network. */
-  allocate(containerId: string, networkMode: string, opts?: { ipv4?: string; mac?: string }): Promise<ContainerEndpoint | null>;
+  allocate(containerId: string, networkMode: string, opts?: { ipv4?: string; ipv6?: string; mac?: string }): Promise<ContainerEndpoint | null>;
   /** Wire the endpoint into the network namespace of `pid` (created, not yet started). */
   attach(containerId: string, pid: number, ep: ContainerEndpoint): Promise<void>;
   detach(containerId: string): Promise<void>;
@@ -109,7 +109,7 @@ export interface NetworkPort {
   /** The id of a bridge network named by name, id or id prefix; undefined when there is none. */
   networkIdOf(ref: string): string | undefined;
   /** Plug a running container into one more network as `eth<index>` (address claimed on it, no default route). */
-  attachExtra(containerId: string, pid: number, networkId: string, index: number, opts?: { ipv4?: string }): Promise<ExtraEndpoint>;
+  attachExtra(containerId: string, pid: number, networkId: string, index: number, opts?: { ipv4?: string; ipv6?: string }): Promise<ExtraEndpoint>;
   /** Unplug an extra endpoint and free its address. */
   detachExtra(containerId: string, ep: ExtraEndpoint): Promise<void>;
   /** The embedded DNS server of the endpoint's network (its gateway), or undefined (the default bridge). */

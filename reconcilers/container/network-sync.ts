@@ -9,7 +9,7 @@ import type { StagedStatus } from './staged-status.ts';
 
 const BUILTIN = new Set(['bridge', 'default', 'host', 'none', '']);
 
-type EndpointConfig = { IPAMConfig?: { IPv4Address?: string } | null; MacAddress?: string } | null;
+type EndpointConfig = { IPAMConfig?: { IPv4Address?: string; IPv6Address?: string } | null; MacAddress?: string } | null;
 
 /** The client's EndpointsConfig (at create or connect), keyed by network name or id. */
 export function endpointsConfigOf(spec: ContainerSpec): Record<string, EndpointConfig> {
@@ -20,6 +20,13 @@ export function endpointsConfigOf(spec: ContainerSpec): Record<string, EndpointC
 export function staticIpv4(spec: ContainerSpec, keys: readonly string[]): string | undefined {
   const eps = endpointsConfigOf(spec);
   for (const k of keys) if (eps[k]?.IPAMConfig?.IPv4Address) return eps[k]!.IPAMConfig!.IPv4Address;
+  return undefined;
+}
+
+/** The IPv6 address asked for (--ip6) under the first of `keys` that has one. */
+export function staticIpv6(spec: ContainerSpec, keys: readonly string[]): string | undefined {
+  const eps = endpointsConfigOf(spec);
+  for (const k of keys) if (eps[k]?.IPAMConfig?.IPv6Address) return eps[k]!.IPAMConfig!.IPv6Address;
   return undefined;
 }
 
@@ -59,12 +66,13 @@ export async function syncExtraNetworks(id: string, pid: number, spec: Container
     let index = 1;
     while (used.has(index)) index++;
     used.add(index);
-    keep.push(await network.attachExtra(id, pid, netId, index, { ipv4: staticIpv4ByNetwork(spec, netId, network) }));
+    const keys = keysOfNetwork(spec, netId, network);
+    keep.push(await network.attachExtra(id, pid, netId, index, { ipv4: staticIpv4(spec, keys), ipv6: staticIpv6(spec, keys) }));
   }
   if (keep.length !== have.length || keep.some((ep, i) => ep !== have[i])) status.stage(id, (s) => ({ ...s, extraEndpoints: keep }));
 }
 
-/** The --ip asked for on the network with id `netId` (EndpointsConfig keyed by its name or id). */
-function staticIpv4ByNetwork(spec: ContainerSpec, netId: string, network: Pick<NetworkPort, 'networkIdOf'>): string | undefined {
-  return staticIpv4(spec, Object.keys(endpointsConfigOf(spec)).filter((k) => network.networkIdOf(k) === netId));
+/** The EndpointsConfig keys that name the network with id `netId` (its name or id). */
+function keysOfNetwork(spec: ContainerSpec, netId: string, network: Pick<NetworkPort, 'networkIdOf'>): string[] {
+  return Object.keys(endpointsConfigOf(spec)).filter((k) => network.networkIdOf(k) === netId);
 }

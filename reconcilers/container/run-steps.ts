@@ -14,7 +14,7 @@ import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
-import { staticIpv4, staticMac } from './network-sync.ts';
+import { staticIpv4, staticIpv6, staticMac } from './network-sync.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
 import { parseSignal } from './signals.ts';
@@ -62,10 +62,10 @@ export class RunSteps {
     const mode = spec.hostConfig.NetworkMode;
     // The CLI keys the default bridge's entry "default" when no --network was given.
     const keys = mode === 'bridge' || mode === 'default' ? ['bridge', 'default'] : [mode];
-    const ep = await this.deps.network?.allocate(id, mode, { ipv4: staticIpv4(spec, keys), mac: staticMac(spec, keys) });
+    const ep = await this.deps.network?.allocate(id, mode, { ipv4: staticIpv4(spec, keys), ipv6: staticIpv6(spec, keys), mac: staticMac(spec, keys) });
     const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
-    if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n`);
+    if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n${ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}\t${spec.config.Hostname}\n` : ''}`);
     const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
     await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
     await copyUpVolumes(id, spec, this.deps.layers, this.deps.volumes);

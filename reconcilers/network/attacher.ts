@@ -5,8 +5,11 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { conflict, invalidArgument, isCode, notFound, unavailable } from '../../lib/errors.ts';
 import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
+import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import type { ExtraEndpoint, Resource } from '../../store/types.ts';
 import {
+  ipv4Pool,
+  ipv6Pool,
   NETWORK_KIND,
   type EndpointSettings,
   type IpamAllocationSpec,
@@ -22,7 +25,23 @@ type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
 type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 
 /** What attach needs of an endpoint (the container record keeps at least this much). */
-export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'>;
+export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'> &
+  Partial<Pick<EndpointSettings, 'GlobalIPv6Address' | 'GlobalIPv6PrefixLen' | 'IPv6Gateway'>>;
+
+/** What a container asks of its endpoint on one network: static addresses (--ip, --ip6), a MAC. */
+export interface EndpointRequest {
+  ipv4?: string;
+  ipv6?: string;
+  mac?: string;
+}
+
+const isV6 = (address: string) => address.includes(':');
+
+/** The IPv6 half of attach: address with prefix and default route, when the endpoint has one. */
+function v6Attach(ep: AttachEndpoint): { address6?: string; gateway6?: string } {
+  if (!ep.GlobalIPv6Address) return {};
+  return { address6: `${ep.GlobalIPv6Address}/${ep.GlobalIPv6PrefixLen}`, gateway6: ep.IPv6Gateway || undefined };
+}
 
 export interface ResolvedNetworkMode {
   kind: 'bridge' | 'host' | 'none' | 'container' | 'user';
@@ -90,14 +109,14 @@ export class NetworkAttacher {
    * null for host, none and container:<id>, which need no address and no attach; their
    * NetworkSettings entry is `endpointFor`.
    */
-  async allocate(containerId: string, networkMode: string, opts: { ipv4?: string; mac?: string } = {}): Promise<EndpointSettings | null> {
+  async allocate(containerId: string, networkMode: string, opts: EndpointRequest = {}): Promise<EndpointSettings | null> {
     const mode = resolveNetworkMode(networkMode, { bridgeDisabled: !findNetworkByName(this.store, 'bridge') });
     if (mode.kind !== 'bridge' && mode.kind !== 'user') return null;
     const net = mode.kind === 'user' ? findUserNetwork(this.store, mode.networkName!) : findNetworkByName(this.store, 'bridge');
     if (!net) throw notFound('network bridge not found');
-    if (opts.ipv4 && mode.kind !== 'user') throw invalidArgument('user specified IP address is supported on user defined networks only');
-    const alloc = this.store.transaction(() => this.claim(net, containerId, opts.ipv4));
-    return endpoint(net, containerId, alloc, opts.mac);
+    if ((opts.ipv4 || opts.ipv6) && mode.kind !== 'user') throw invalidArgument('user specified IP address is supported on user defined networks only');
+    const [alloc, alloc6] = this.store.transaction(() => [this.claim(net, containerId, opts.ipv4), this.claim6(net, containerId, opts.ipv6)] as const);
+    return endpoint(net, containerId, alloc, opts.mac, alloc6);
   }
 
   /** The NetworkSettings.Networks entry for host and none (NetworkID, EndpointID, no address); null otherwise. */
@@ -121,6 +140,7 @@ export class NetworkAttacher {
       ifName: 'eth0',
       address: `${ep.IPAddress}/${ep.IPPrefixLen}`,
       gateway: ep.Gateway || undefined,
+      ...v6Attach(ep),
       mac: ep.MacAddress,
       mtu: b.mtu,
       signal,
@@ -131,8 +151,10 @@ export class NetworkAttacher {
     } catch (err) {
       if (!isCode(err, 'NotFound')) throw err;
       // The bridge vanished since the last check: put it back now rather than fail the start.
-      const pool = net.spec.ipam.Config[0]!;
-      await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${pool.Subnet.split('/')[1]}`, mtu: b.mtu }, signal);
+      const pool = ipv4Pool(net.spec)!;
+      const pool6 = ipv6Pool(net.spec);
+      const address6 = pool6 ? `${pool6.Gateway}/${pool6.Subnet.split('/')[1]}` : undefined;
+      await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${pool.Subnet.split('/')[1]}`, address6, mtu: b.mtu }, signal);
       await this.driver.attachContainer(req);
     }
     this.log.debug({ containerId, ip: ep.IPAddress, ms: +(performance.now() - t0).toFixed(1) }, 'container attached');
@@ -146,11 +168,11 @@ export class NetworkAttacher {
     }
   }
 
-  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: { ipv4?: string } = {}): Promise<ExtraEndpoint> {
+  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: EndpointRequest = {}): Promise<ExtraEndpoint> {
     const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, networkId);
     if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
-    const alloc = this.store.transaction(() => this.claim(net, containerId, opts.ipv4));
-    const ep = endpoint(net, containerId, alloc);
+    const [alloc, alloc6] = this.store.transaction(() => [this.claim(net, containerId, opts.ipv4), this.claim6(net, containerId, opts.ipv6)] as const);
+    const ep = endpoint(net, containerId, alloc, undefined, alloc6);
     const ifName = `eth${index}`;
     const hostVeth = extraVethName(containerId, index);
     await this.driver.attachContainer({
@@ -159,10 +181,13 @@ export class NetworkAttacher {
       hostVeth,
       ifName,
       address: `${ep.IPAddress}/${ep.IPPrefixLen}`,
+      // An extra network gives no default route; its IPv6 address alone.
+      ...(ep.GlobalIPv6Address ? { address6: `${ep.GlobalIPv6Address}/${ep.GlobalIPv6PrefixLen}` } : {}),
       mac: ep.MacAddress,
       mtu: net.spec.bridge.mtu,
     });
-    return { network: net.spec.name, NetworkID: ep.NetworkID, EndpointID: ep.EndpointID, Gateway: ep.Gateway, IPAddress: ep.IPAddress, IPPrefixLen: ep.IPPrefixLen, MacAddress: ep.MacAddress, ifName, hostVeth };
+    const v6 = ep.GlobalIPv6Address ? { GlobalIPv6Address: ep.GlobalIPv6Address, GlobalIPv6PrefixLen: ep.GlobalIPv6PrefixLen, IPv6Gateway: ep.IPv6Gateway } : {};
+    return { network: net.spec.name, NetworkID: ep.NetworkID, EndpointID: ep.EndpointID, Gateway: ep.Gateway, IPAddress: ep.IPAddress, IPPrefixLen: ep.IPPrefixLen, MacAddress: ep.MacAddress, ...v6, ifName, hostVeth };
   }
 
   async detachExtra(containerId: string, ep: ExtraEndpoint): Promise<void> {
@@ -178,7 +203,7 @@ export class NetworkAttacher {
   /** User-defined networks answer names through their embedded DNS, on the gateway. */
   nameserverFor(ep: Pick<EndpointSettings, 'NetworkID'>): string | undefined {
     const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
-    return net && hasEmbeddedDns(net.spec) ? net.spec.ipam.Config[0]?.Gateway || undefined : undefined;
+    return net && hasEmbeddedDns(net.spec) ? ipv4Pool(net.spec)?.Gateway || undefined : undefined;
   }
 
   /** Unplug (on stop). The address stays claimed for the next start. */
@@ -198,7 +223,7 @@ export class NetworkAttacher {
 
   /** Inside a store transaction: the container's valid claim, or a new one on the lowest free address. */
   private claim(net: NetworkResource, containerId: string, preferred?: string): Allocation {
-    const pool = net.spec.ipam.Config[0];
+    const pool = ipv4Pool(net.spec);
     if (!pool) throw unavailable(`network ${net.spec.name} has no address pool`);
     const subnet = parseCidr(pool.Subnet);
     const range = pool.IPRange ? parseCidr(pool.IPRange) : subnet;
@@ -211,7 +236,7 @@ export class NetworkAttacher {
       throw invalidArgument(`invalid address ${preferred}: it is not a free host address of subnet ${pool.Subnet}`);
     }
 
-    const onNet = this.allocations().filter((a) => a.spec.networkId === net.spec.id);
+    const onNet = this.allocations().filter((a) => a.spec.networkId === net.spec.id && !isV6(a.spec.address));
     const used = new Set<number>();
     for (const a of onNet) {
       if (a.spec.containerId !== containerId) {
@@ -240,15 +265,59 @@ export class NetworkAttacher {
     throw unavailable(`no available IPv4 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
   }
 
+  /**
+   * The IPv6 twin of claim, for a network with an IPv6 pool (null otherwise): the container's valid
+   * claim, or the lowest free address of the range (or the static one asked for, --ip6).
+   */
+  private claim6(net: NetworkResource, containerId: string, preferred?: string): Allocation | null {
+    const pool = ipv6Pool(net.spec);
+    if (!pool) {
+      if (preferred) throw invalidArgument(`invalid address ${preferred}: network ${net.spec.name} has no IPv6 subnet`);
+      return null;
+    }
+    const subnet = parseCidr6(pool.Subnet);
+    const range = pool.IPRange ? parseCidr6(pool.IPRange) : subnet;
+    const reserved = new Set<bigint>([subnet.network, parseIpv6(pool.Gateway)]);
+    for (const a of Object.values(pool.AuxiliaryAddresses ?? {})) reserved.add(parseIpv6(a));
+    const want = preferred ? parseIpv6(preferred) : undefined;
+    if (want !== undefined && (!contains6(subnet, want) || reserved.has(want))) {
+      throw invalidArgument(`invalid address ${preferred}: it is not a free host address of subnet ${pool.Subnet}`);
+    }
+    const usable = (ip: bigint) => (want !== undefined ? ip === want : contains6(range, ip)) && contains6(subnet, ip) && !reserved.has(ip);
+    const used = new Set<bigint>();
+    for (const a of this.allocations()) {
+      if (a.spec.networkId !== net.spec.id || !isV6(a.spec.address)) continue;
+      const ip = parseIpv6(a.spec.address);
+      if (a.spec.containerId !== containerId) {
+        used.add(ip);
+        continue;
+      }
+      if (usable(ip) && a.spec.prefixLen === subnet.prefixLen) return a;
+      this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+    }
+    if (want !== undefined && used.has(want)) throw conflict(`Address already in use: ${preferred} on network ${net.spec.name}`);
+    // A /64 has more addresses than anyone hands out: look through the first million of the range.
+    const first = want ?? (range.network > subnet.network ? range.network : subnet.network + 1n);
+    const last = want ?? (range.last < subnet.last ? range.last : subnet.last);
+    for (let ip = first, n = 0; ip <= last && n < 1_000_000; ip++, n++) {
+      if (used.has(ip) || !usable(ip)) continue;
+      const address = formatIpv6(ip);
+      const spec: IpamAllocationSpec = { networkId: net.spec.id, address, prefixLen: subnet.prefixLen, containerId, allocatedAt: new Date().toISOString() };
+      return this.store.create<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${address}`, spec, {});
+    }
+    throw unavailable(`no available IPv6 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
+  }
+
   private allocations(): Allocation[] {
     return this.store.list<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation);
   }
 }
 
 /** `mac`: the address the client asked for (MacAddress), else one derived from the IPv4 address. */
-function endpoint(net: NetworkResource, containerId: string, alloc: Allocation | null, mac?: string): EndpointSettings {
-  const pool = net.spec.ipam.Config[0];
+function endpoint(net: NetworkResource, containerId: string, alloc: Allocation | null, mac?: string, alloc6?: Allocation | null): EndpointSettings {
+  const pool = ipv4Pool(net.spec);
   const gateway = alloc ? net.spec.bridge?.defaultGateway || pool?.Gateway || '' : '';
+  const gateway6 = alloc6 ? net.spec.bridge?.defaultGatewayV6 || ipv6Pool(net.spec)?.Gateway || '' : '';
   return {
     IPAMConfig: null,
     Links: null,
@@ -260,9 +329,9 @@ function endpoint(net: NetworkResource, containerId: string, alloc: Allocation |
     Gateway: gateway,
     IPAddress: alloc?.spec.address ?? '',
     IPPrefixLen: alloc?.spec.prefixLen ?? 0,
-    IPv6Gateway: '',
-    GlobalIPv6Address: '',
-    GlobalIPv6PrefixLen: 0,
+    IPv6Gateway: gateway6,
+    GlobalIPv6Address: alloc6?.spec.address ?? '',
+    GlobalIPv6PrefixLen: alloc6?.spec.prefixLen ?? 0,
     DNSNames: null,
   };
 }

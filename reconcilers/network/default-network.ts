@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { invalidArgument } from '../../lib/errors.ts';
 import { contains, firstHost, formatIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
+import { cidr6Text, contains6, firstHost6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import type { Resource } from '../../store/types.ts';
 import {
   NETWORK_KIND,
@@ -63,19 +64,22 @@ export async function ensureDefaultNetwork(
       const id = randomBytes(32).toString('hex');
       const spec: NetworkSpec = {
         ...baseSpec(id, 'bridge', 'bridge', now),
-        ipam: { Driver: 'default', Options: null, Config: [desired.pool] },
+        enableIPv6: desired.enableIPv6,
+        ipam: { Driver: 'default', Options: null, Config: desired.pools },
         options: desired.options,
         bridge: desired.bridge,
       };
       bridge = store.create<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, spec, newNetworkStatus());
     } else if (
-      JSON.stringify(cur.spec.ipam.Config) !== JSON.stringify([desired.pool]) ||
+      JSON.stringify(cur.spec.ipam.Config) !== JSON.stringify(desired.pools) ||
+      cur.spec.enableIPv6 !== desired.enableIPv6 ||
       JSON.stringify(cur.spec.options) !== JSON.stringify(desired.options) ||
       JSON.stringify(cur.spec.bridge) !== JSON.stringify(desired.bridge)
     ) {
       bridge = store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, cur.name, (s) => ({
         ...s,
-        ipam: { ...s.ipam, Config: [desired.pool] },
+        enableIPv6: desired.enableIPv6,
+        ipam: { ...s.ipam, Config: desired.pools },
         options: desired.options,
         bridge: desired.bridge,
       }));
@@ -87,7 +91,9 @@ export async function ensureDefaultNetwork(
 }
 
 interface DesiredBridge {
-  pool: IpamPoolConfig;
+  /** The IPv4 pool, then the IPv6 one with --ipv6 --fixed-cidr-v6. */
+  pools: IpamPoolConfig[];
+  enableIPv6: boolean;
   options: Record<string, string>;
   bridge: BridgeNetworkOptions;
 }
@@ -125,6 +131,7 @@ async function desiredBridge(
     defaultGateway = formatIpv4(g);
     pool.AuxiliaryAddresses = { DefaultGatewayIPv4: defaultGateway };
   }
+  const v6 = desiredPool6(config);
   const mtu = config.mtu && config.mtu > 0 ? config.mtu : DEFAULT_MTU;
   const icc = config.icc ?? true;
   const ipMasq = config.ipMasq ?? true;
@@ -138,6 +145,7 @@ async function desiredBridge(
     userlandProxy: config.userlandProxy ?? true,
     chainPrefix: config.chainPrefix || DEFAULT_CHAIN_PREFIX,
     defaultGateway,
+    ...(v6 ? { ip6tables: (config.iptables ?? true) && !!config.ip6tables, defaultGatewayV6: v6.defaultGatewayV6 } : {}),
   };
   const options: Record<string, string> = {
     'com.docker.network.bridge.default_bridge': 'true',
@@ -147,7 +155,26 @@ async function desiredBridge(
     'com.docker.network.bridge.name': bridgeName,
     'com.docker.network.driver.mtu': String(mtu),
   };
-  return { pool, options, bridge };
+  return { pools: v6 ? [pool, v6.pool] : [pool], enableIPv6: !!config.ipv6, options, bridge };
+}
+
+/** With --ipv6 and --fixed-cidr-v6: the bridge's IPv6 pool (the bridge takes the first address). */
+function desiredPool6(config: DefaultBridgeConfig): { pool: IpamPoolConfig; defaultGatewayV6: string } | null {
+  if (!config.ipv6 || !config.fixedCidrV6) {
+    if (config.defaultGatewayV6 && config.ipv6) throw invalidArgument('--default-gateway-v6 needs --fixed-cidr-v6');
+    return null;
+  }
+  const cidr = parseCidr6(config.fixedCidrV6);
+  if (cidr.prefixLen > 126) throw invalidArgument(`invalid --fixed-cidr-v6 ${config.fixedCidrV6}: the prefix must be /126 or shorter`);
+  const pool: IpamPoolConfig = { Subnet: cidr6Text(cidr), Gateway: formatIpv6(firstHost6(cidr)) };
+  let defaultGatewayV6 = '';
+  if (config.defaultGatewayV6) {
+    const g = parseIpv6(config.defaultGatewayV6);
+    if (!contains6(cidr, g)) throw invalidArgument(`default gateway ${config.defaultGatewayV6} is not within the IPv6 subnet ${pool.Subnet}`);
+    defaultGatewayV6 = formatIpv6(g);
+    pool.AuxiliaryAddresses = { DefaultGatewayIPv6: defaultGatewayV6 };
+  }
+  return { pool, defaultGatewayV6 };
 }
 
 function ensureSimple(store: NetworkStore, name: string, driver: 'host' | 'null', now: () => Date): NetworkResource {

@@ -10,18 +10,20 @@ export interface NetworkStore extends ReconcilerStore {
 
 export interface NetworkDriverPort {
   inspectBridge(name: string, signal?: AbortSignal): Promise<{ ipv4: string[]; isBridge: boolean } | null>;
-  ensureBridge(cfg: { name: string; address: string; mtu: number }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
+  ensureBridge(cfg: { name: string; address: string; address6?: string; mtu: number }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
   deleteBridge(name: string, signal?: AbortSignal): Promise<boolean>;
   ensureIptables(
-    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; userlandProxy: boolean; internal?: boolean },
+    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; userlandProxy: boolean; internal?: boolean; family?: 4 | 6 },
     signal?: AbortSignal,
   ): Promise<number>;
   removeIptables(
-    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean },
+    cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; family?: 4 | 6 },
     opts: { chains: boolean },
     signal?: AbortSignal,
   ): Promise<void>;
   enableIpForward(): Promise<boolean>;
+  /** net.ipv6.conf.{default,all}.forwarding = 1 for an IPv6 network; true when it changed something. */
+  enableIpv6Forward(): Promise<boolean>;
   setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void>;
   attachContainer(req: {
     pid?: number;
@@ -31,6 +33,8 @@ export interface NetworkDriverPort {
     ifName: string;
     address: string;
     gateway?: string;
+    address6?: string;
+    gateway6?: string;
     mac: string;
     mtu: number;
     signal?: AbortSignal;
@@ -58,6 +62,14 @@ export interface DefaultBridgeConfig {
   icc?: boolean;
   /** --default-gateway: containers' default route instead of the bridge address. */
   defaultGateway?: string;
+  /** --ipv6: the default bridge gets IPv6 (EnableIPv6), with addresses from --fixed-cidr-v6. */
+  ipv6?: boolean;
+  /** --fixed-cidr-v6: the default bridge's IPv6 subnet; the bridge takes its first address. */
+  fixedCidrV6?: string;
+  /** --default-gateway-v6: containers' IPv6 default route instead of the bridge address. */
+  defaultGatewayV6?: string;
+  /** --ip6tables (with --iptables): rules for the IPv6 subnet too. */
+  ip6tables?: boolean;
   /** --userland-proxy, default true (only shapes the nat OUTPUT jump until ports are published). */
   userlandProxy?: boolean;
   /** Prefix of the iptables chains, "ENGINE"; tests use their own. */

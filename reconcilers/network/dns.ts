@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
-import type { NetworkSpec, NetworkStatus } from '../../store/network-types.ts';
+import { ipv4Pool, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
 type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
@@ -50,7 +50,7 @@ export class NetworkDns {
 
   /** The network's server runs on its gateway (started, or moved when the gateway changed). */
   async ensure(net: NetworkResource): Promise<boolean> {
-    const address = net.spec.ipam.Config[0]?.Gateway;
+    const address = ipv4Pool(net.spec)?.Gateway;
     if (!address || !hasEmbeddedDns(net.spec)) return false;
     const cur = this.running.get(net.spec.id);
     if (cur?.address === address) return false;
@@ -87,13 +87,13 @@ export class NetworkDns {
     return [...new Set(names.filter(Boolean).map((n) => n.toLowerCase()))];
   }
 
-  /** Live containers on the network, each with its address there (primary or extra endpoint). */
-  private attached(networkId: string): Array<{ c: CR; ip: string }> {
-    const out: Array<{ c: CR; ip: string }> = [];
+  /** Live containers on the network, each with its addresses there (primary or extra endpoint). */
+  private attached(networkId: string): Array<{ c: CR; ip: string; ip6: string }> {
+    const out: Array<{ c: CR; ip: string; ip6: string }> = [];
     for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
       if (!live(c.status)) continue;
       const ep = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : c.status.extraEndpoints?.find((e) => e.NetworkID === networkId);
-      if (ep?.IPAddress) out.push({ c, ip: ep.IPAddress });
+      if (ep?.IPAddress) out.push({ c, ip: ep.IPAddress, ip6: ep.GlobalIPv6Address ?? '' });
     }
     return out;
   }
@@ -103,16 +103,15 @@ export class NetworkDns {
     if (!net) return null;
     // A link of the asking container is an alias only it resolves: the linked container's name.
     const name = (from && this.linkTarget(networkId, net.spec, from, asked)) || asked;
-    const ips = this.attached(networkId)
-      .filter(({ c }) => this.namesOf(c, net.spec).includes(name))
-      .map(({ ip }) => ip);
-    if (!ips.length) return null;
-    return type === 'A' ? ips : [];
+    const found = this.attached(networkId).filter(({ c }) => this.namesOf(c, net.spec).includes(name));
+    if (!found.length) return null;
+    // The name is ours either way: an empty AAAA answer (no IPv6 here) is not forwarded.
+    return type === 'A' ? found.map((x) => x.ip) : found.map((x) => x.ip6).filter(Boolean);
   }
 
   /** The container a link alias of the container at `from` names on this network, lowercased, or undefined. */
   private linkTarget(networkId: string, net: Pick<NetworkSpec, 'id' | 'name'>, from: string, alias: string): string | undefined {
-    const c = this.attached(networkId).find((x) => x.ip === from)?.c;
+    const c = this.attached(networkId).find((x) => x.ip === from || x.ip6 === from)?.c;
     if (!c) return undefined;
     const links: string[] = [...((c.spec.hostConfig.Links as string[] | null | undefined) ?? [])];
     const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Links?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
@@ -125,7 +124,7 @@ export class NetworkDns {
   }
 
   private reverse(networkId: string, ip: string): string | null {
-    const c = this.attached(networkId).find((x) => x.ip === ip)?.c;
+    const c = this.attached(networkId).find((x) => x.ip === ip || x.ip6 === ip)?.c;
     if (!c) return null;
     const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
     return net ? `${c.spec.name.replace(/^\//, '')}.${net.spec.name}` : null;

@@ -18,6 +18,8 @@ import { EngineError, isCode } from '../../lib/errors.ts';
 import { KIND, type Resource } from '../../store/types.ts';
 import {
   NETWORK_KIND,
+  ipv4Pool,
+  ipv6Pool,
   type AppliedBridge,
   type IpamAllocationSpec,
   type IpamAllocationStatus,
@@ -189,8 +191,9 @@ export class NetworkReconciler {
   /** Bring bridge, ip_forward and iptables to the spec; returns what had to change. */
   private async converge(r: NetworkResource, ctx: ReconcileContext): Promise<string[]> {
     const b = r.spec.bridge!;
-    const pool = r.spec.ipam.Config[0]!;
+    const pool = ipv4Pool(r.spec)!;
     const prefixLen = pool.Subnet.split('/')[1];
+    const pool6 = ipv6Pool(r.spec);
     const repairs: string[] = [];
     const prev = r.status.applied;
     const want = appliedOf(r);
@@ -204,8 +207,13 @@ export class NetworkReconciler {
       await this.driver.removeIptables({ ...prev, bridge: prev.bridgeName }, { chains: false }, ctx.signal);
       repairs.push('removed iptables rules');
     }
+    if (prev?.ip6tables && prev.subnet6 && (!want.ip6tables || prev.subnet6 !== want.subnet6 || prev.bridgeName !== want.bridgeName)) {
+      await this.driver.removeIptables({ ...prev, subnet: prev.subnet6, bridge: prev.bridgeName, family: 6 }, { chains: false }, ctx.signal);
+      repairs.push('removed ip6tables rules');
+    }
 
-    const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, mtu: b.mtu }, ctx.signal);
+    const address6 = pool6 ? `${pool6.Gateway}/${pool6.Subnet.split('/')[1]}` : undefined;
+    const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu }, ctx.signal);
     if (br.created) repairs.push(`created bridge ${b.bridgeName}`);
     if (br.repaired.length > 0) repairs.push(`bridge ${b.bridgeName}: ${br.repaired.join(', ')}`);
 
@@ -214,6 +222,7 @@ export class NetworkReconciler {
       // As the reference daemon does: a host we just turned into a router forwards only what our rules accept.
       if (b.iptables) await this.driver.setForwardPolicy('DROP', ctx.signal);
     }
+    if (pool6 && b.ipForward && (await this.driver.enableIpv6Forward())) repairs.push('enabled IPv6 forwarding');
 
     if (this.dns) {
       // Name resolution is not worth failing the network for (say, port 53 of the gateway taken).
@@ -231,6 +240,13 @@ export class NetworkReconciler {
       );
       if (n > 0) repairs.push(`iptables: ${n} changes`);
     }
+    if (b.iptables && b.ip6tables && pool6) {
+      const n = await this.driver.ensureIptables(
+        { chainPrefix: b.chainPrefix, bridge: b.bridgeName, subnet: pool6.Subnet, icc: b.icc, ipMasq: b.ipMasq, userlandProxy: b.userlandProxy, internal: r.spec.internal, family: 6 },
+        ctx.signal,
+      );
+      if (n > 0) repairs.push(`ip6tables: ${n} changes`);
+    }
     return repairs;
   }
 
@@ -240,6 +256,9 @@ export class NetworkReconciler {
     if (applied) {
       if (applied.iptables) {
         await this.driver.removeIptables({ ...applied, bridge: applied.bridgeName }, { chains: false }, ctx.signal);
+      }
+      if (applied.ip6tables && applied.subnet6) {
+        await this.driver.removeIptables({ ...applied, subnet: applied.subnet6, bridge: applied.bridgeName, family: 6 }, { chains: false }, ctx.signal);
       }
       await this.driver.deleteBridge(applied.bridgeName, ctx.signal);
     }
@@ -276,12 +295,15 @@ export class NetworkReconciler {
 
 function appliedOf(r: NetworkResource): AppliedBridge {
   const b = r.spec.bridge!;
+  const pool6 = ipv6Pool(r.spec);
   return {
     bridgeName: b.bridgeName,
-    subnet: r.spec.ipam.Config[0]!.Subnet,
+    subnet: ipv4Pool(r.spec)!.Subnet,
     chainPrefix: b.chainPrefix,
     iptables: b.iptables,
     icc: b.icc,
     ipMasq: b.ipMasq,
+    // Only when there is IPv6: the status of a v4-only network keeps its old shape.
+    ...(pool6 ? { subnet6: pool6.Subnet, ip6tables: b.iptables && !!b.ip6tables } : {}),
   };
 }

@@ -130,16 +130,19 @@ export function removeNetwork(bridge: string = DEFAULT_BRIDGE, prefix = 'ENGINE'
   const esc = (x: string) => x.replace(/[^A-Za-z0-9]/g, (c) => `\\${c}`);
   const ours = new RegExp(`\\b${esc(prefix)}(-[A-Z0-9-]+)?\\b|\\b${esc(bridge)}\\b`);
   const ownChain = (c: string) => c === prefix || c.startsWith(`${prefix}-`);
-  for (const table of ['filter', 'nat']) {
-    const rules = run('iptables', ['-t', table, '-S']).split('\n');
-    for (const r of rules) {
-      const m = /^-A (\S+) (.*)$/.exec(r);
-      if (!m || ownChain(m[1])) continue;
-      if (ours.test(m[2])) run('bash', ['-c', `iptables -t ${table} -D ${m[1]} ${m[2]}`]);
+  // ip6tables too: a daemon with --ip6tables programs the same chains there.
+  for (const bin of ['iptables', 'ip6tables']) {
+    for (const table of ['filter', 'nat']) {
+      const rules = run(bin, ['-t', table, '-S']).split('\n');
+      for (const r of rules) {
+        const m = /^-A (\S+) (.*)$/.exec(r);
+        if (!m || ownChain(m[1])) continue;
+        if (ours.test(m[2])) run('bash', ['-c', `${bin} -t ${table} -D ${m[1]} ${m[2]}`]);
+      }
+      const chains = rules.map((r) => /^-N (\S+)$/.exec(r)?.[1]).filter((c): c is string => !!c && ownChain(c));
+      for (const c of chains) run(bin, ['-t', table, '-F', c]);
+      for (const c of chains) run(bin, ['-t', table, '-X', c]);
     }
-    const chains = rules.map((r) => /^-N (\S+)$/.exec(r)?.[1]).filter((c): c is string => !!c && ownChain(c));
-    for (const c of chains) run('iptables', ['-t', table, '-F', c]);
-    for (const c of chains) run('iptables', ['-t', table, '-X', c]);
   }
 }
 

@@ -8,7 +8,7 @@ import type { NetworkResource } from '../../../api/networks/views.ts';
 import { parseCidr } from '../../../lib/cidr.ts';
 
 const defaults = (over: Partial<NetworkDefaults> = {}): NetworkDefaults => ({
-  mtu: 1500, iptables: true, ipForward: true, userlandProxy: true, chainPrefix: 'ENGINE', pools: [], driverOpts: {}, hostRoutes: () => [], ...over,
+  mtu: 1500, iptables: true, ip6tables: false, ipForward: true, userlandProxy: true, chainPrefix: 'ENGINE', pools: [], driverOpts: {}, hostRoutes: () => [], ...over,
 });
 
 function net(name: string, subnet: string, bridgeName = `br-${name}`): NetworkResource {
@@ -51,7 +51,7 @@ describe('network create request', () => {
       [{ IPAM: { Config: [{ Subnet: '10.5.0.0/16', Gateway: '10.6.0.1' }] } }, /must be within subnet/],
       [{ IPAM: { Config: [{ Gateway: '10.6.0.1' }] } }, /needs a subnet/],
       [{ IPAM: { Config: [{ Subnet: 'nonsense' }] } }, /invalid CIDR address/],
-      [{ IPAM: { Config: [{ Subnet: 'fd00::/64' }] } }, /IPv6/],
+      [{ IPAM: { Config: [{ Subnet: 'fd00::/64' }] } }, /IPv6 is not enabled/],
       [{ Driver: 'overlay' }, /plugin "overlay" not found/],
       [{ Driver: 'host' }, /only one instance of "host" network is allowed/],
       [{ Options: { 'com.docker.network.bridge.enable_icc': 'maybe' } }, /ParseBool/],
@@ -59,6 +59,28 @@ describe('network create request', () => {
       [{ Options: { 'com.docker.network.bridge.name': 'much-too-long-bridge' } }, /invalid bridge name/],
     ];
     for (const [req, msg] of bad) assert.throws(() => build(req), msg, JSON.stringify(req));
+  });
+
+  test('EnableIPv6: an IPv4 pool (picked) and the asked IPv6 one, canonical; the checks of each', () => {
+    const s = build({ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:0db8:0001:0::/64' }] } });
+    assert.equal(s.enableIPv6, true);
+    assert.deepEqual(s.ipam.Config, [{ Subnet: '172.17.0.0/16', Gateway: '172.17.0.1' }, { Subnet: 'fd00:db8:1::/64', Gateway: 'fd00:db8:1::1' }]);
+    const both = build({ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1::/64', Gateway: 'fd00:1::fe', IPRange: 'fd00:1::100/120' }, { Subnet: '10.9.0.0/24' }] } });
+    assert.deepEqual(both.ipam.Config, [{ Subnet: '10.9.0.0/24', Gateway: '10.9.0.1' }, { Subnet: 'fd00:1::/64', IPRange: 'fd00:1::100/120', Gateway: 'fd00:1::fe' }]);
+    const bad: Array<[Partial<CreateRequest>, RegExp]> = [
+      [{ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1::1/64' }] } }, /should be fd00:1::\/64/],
+      [{ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1::/64', Gateway: 'fd00:2::1' }] } }, /must be within subnet/],
+      [{ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1::/64', IPRange: 'fd00:2::/80' }] } }, /must be a subset/],
+      [{ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1::/64' }, { Subnet: 'fd00:2::/64' }] } }, /one IPv6 subnet/],
+      [{ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1:::/64' }] } }, /invalid IPv6 address/],
+    ];
+    for (const [req, msg] of bad) assert.throws(() => build(req), msg, JSON.stringify(req));
+    // No IPv6 defaults to cut a subnet from, as the reference daemon: 403.
+    assert.throws(() => build({ EnableIPv6: true }), (err: { code?: string; message: string }) => err.code === 'PermissionDenied' && /non-overlapping IPv6 address pool/.test(err.message));
+    const other = net('v6', '10.1.0.0/16');
+    other.spec.enableIPv6 = true;
+    other.spec.ipam.Config.push({ Subnet: 'fd00:1::/48', Gateway: 'fd00:1::1' });
+    assert.throws(() => build({ EnableIPv6: true, IPAM: { Config: [{ Subnet: 'fd00:1:0:5::/64' }] } }, [other]), /Pool overlaps/);
   });
 
   test('an asked subnet overlapping another network is refused (403)', () => {

@@ -53,3 +53,14 @@ test('ensureBridge refuses an interface that is not a bridge', async () => {
     await quiet('ip', ['link', 'del', name]);
   }
 });
+
+test('an IPv6 bridge: the gateway address given at create (canonical), put back when removed', async () => {
+  const cfg = { name: BR, address: '10.213.1.1/24', address6: 'fd00:213:1:0::1/64', mtu: 1500 };
+  assert.equal((await ensureBridge(cfg)).created, true);
+  assert.deepEqual((await inspectBridge(BR))!.ipv6, ['fd00:213:1::1/64']);
+  assert.deepEqual(await ensureBridge(cfg), { created: false, repaired: [] }, 'idempotent');
+  await sh('ip', ['-6', 'addr', 'del', 'fd00:213:1::1/64', 'dev', BR]);
+  assert.deepEqual((await ensureBridge(cfg)).repaired, ['ipv6 address']);
+  assert.deepEqual((await inspectBridge(BR))!.ipv6, ['fd00:213:1::1/64']);
+  assert.equal(await deleteBridge(BR), true);
+});

@@ -58,16 +58,16 @@ export async function startSleeper(): Promise<Sleeper> {
 }
 
 /** Remove every rule that mentions one of `needles` from both tables, then our chains. Last-resort cleanup. */
-export async function purgeIptables(needles: string[], chains: string[]): Promise<void> {
+export async function purgeIptables(needles: string[], chains: string[], bin = 'iptables'): Promise<void> {
   for (const table of ['filter', 'nat']) {
-    const out = await execa('iptables', ['-w', '-t', table, '-S'], { reject: false });
+    const out = await execa(bin, ['-w', '-t', table, '-S'], { reject: false });
     for (const line of out.stdout.split('\n')) {
       if (!line.startsWith('-A ') || !needles.some((n) => line.includes(n))) continue;
-      await execa('sh', ['-c', `iptables -w -t ${table} ${line.replace(/^-A /, '-D ')}`], { reject: false });
+      await execa('sh', ['-c', `${bin} -w -t ${table} ${line.replace(/^-A /, '-D ')}`], { reject: false });
     }
     for (const c of chains) {
-      await quiet('iptables', ['-w', '-t', table, '-F', c]);
-      await quiet('iptables', ['-w', '-t', table, '-X', c]);
+      await quiet(bin, ['-w', '-t', table, '-F', c]);
+      await quiet(bin, ['-w', '-t', table, '-X', c]);
     }
   }
 }

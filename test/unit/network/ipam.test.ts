@@ -139,6 +139,28 @@ test('fixed-cidr, default-gateway and an exhausted pool', async () => {
   assert.equal(tiny.list(NETWORK_KIND.ipamAllocation).length, 1);
 });
 
+test('--ipv6 --fixed-cidr-v6: the default bridge gets an IPv6 pool; containers an IPv6 address beside the IPv4 one', async () => {
+  const store = new FakeStore();
+  const d = await ensureDefaultNetwork(store, { bridge: `entest${suffix()}`, bip: '10.213.5.1/24', ipv6: true, fixedCidrV6: 'fd00:db8:5::/64', defaultGatewayV6: 'fd00:db8:5::fe' });
+  assert.equal(d.bridge!.spec.enableIPv6, true);
+  assert.deepEqual(d.bridge!.spec.ipam.Config[1], { Subnet: 'fd00:db8:5::/64', Gateway: 'fd00:db8:5::1', AuxiliaryAddresses: { DefaultGatewayIPv6: 'fd00:db8:5::fe' } });
+  const att = new NetworkAttacher(store, noDriver, silentLog);
+  const e1 = (await att.allocate(cid(1), 'default'))!;
+  assert.equal(e1.IPAddress, '10.213.5.2');
+  assert.deepEqual([e1.GlobalIPv6Address, e1.GlobalIPv6PrefixLen, e1.IPv6Gateway], ['fd00:db8:5::2', 64, 'fd00:db8:5::fe']);
+  assert.equal((await att.allocate(cid(1), 'default'))!.GlobalIPv6Address, 'fd00:db8:5::2', 'same container keeps its address');
+  assert.equal((await att.allocate(cid(2), 'default'))!.GlobalIPv6Address, 'fd00:db8:5::3');
+  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 4);
+  await att.release(cid(1));
+  assert.equal((await att.allocate(cid(3), 'default'))!.GlobalIPv6Address, 'fd00:db8:5::2', 'released addresses are handed out again');
+  // A static IPv6 address only on user-defined networks, as for IPv4.
+  await assert.rejects(att.allocate(cid(4), 'default', { ipv6: 'fd00:db8:5::99' }), (e) => isCode(e, 'InvalidArgument'));
+  // Without --ipv6 the subnet is ignored; a gateway outside it is refused.
+  const off = await ensureDefaultNetwork(new FakeStore(), { bip: '10.213.5.1/24', fixedCidrV6: 'fd00:db8:5::/64' });
+  assert.equal(off.bridge!.spec.ipam.Config.length, 1);
+  await assert.rejects(ensureDefaultNetwork(new FakeStore(), { bip: '10.213.5.1/24', ipv6: true, fixedCidrV6: 'fd00:db8:5::/64', defaultGatewayV6: 'fd00:1::1' }), (e) => isCode(e, 'InvalidArgument'));
+});
+
 test('a changed --bip moves a container to the new subnet', async () => {
   const store = new FakeStore();
   const br = `entest${suffix()}`;

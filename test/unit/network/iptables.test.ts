@@ -15,6 +15,7 @@ const ALL_CHAINS = [C.engine, C.isolation1, C.isolation2, C.user];
 
 after(async () => {
   await purgeIptables([BR, PREFIX], ALL_CHAINS);
+  await purgeIptables([BR, PREFIX], ALL_CHAINS, 'ip6tables');
 });
 
 async function lines(table: string, needles = [BR, PREFIX]): Promise<string[]> {
@@ -118,4 +119,21 @@ test('an internal network: nothing leaves or enters its subnet, no way out, no m
   assert.ok(!filter.some((l) => l.includes(`! -d ${SUBNET} -j DROP`)));
   assert.ok(filter.includes(`-A FORWARD -i ${BR} ! -o ${BR} -j ACCEPT`));
   await d.removeIptables(cfg, { chains: true });
+});
+
+test('family 6: the same chains and rules in ip6tables for the IPv6 subnet (loopback is ::1); removed with the chains', async () => {
+  const driver = new BridgeDriver({ log: silentLog });
+  const cfg = { chainPrefix: PREFIX, bridge: BR, subnet: 'fd00:213:2::/64', icc: true, ipMasq: true, userlandProxy: true, family: 6 as const };
+  assert.ok((await driver.ensureIptables(cfg)) > 0);
+  assert.equal(await driver.ensureIptables(cfg), 0, 'a second pass changes nothing');
+  const v6 = async (table: string) => (await sh('ip6tables', ['-w', '-t', table, '-S'])).split('\n').filter((l) => l.includes(BR) || l.includes(PREFIX));
+  const filter = await v6('filter');
+  assert.ok(filter.includes(`-A FORWARD -i ${BR} ! -o ${BR} -j ACCEPT`), filter.join('\n'));
+  assert.ok(filter.includes(`-A ${C.isolation2} -o ${BR} -j DROP`));
+  const nat = await v6('nat');
+  assert.ok(nat.includes(`-A POSTROUTING -s fd00:213:2::/64 ! -o ${BR} -j MASQUERADE`), nat.join('\n'));
+  assert.ok(nat.includes(`-A OUTPUT ! -d ::1/128 -m addrtype --dst-type LOCAL -j ${C.engine}`), nat.join('\n'));
+  assert.deepEqual(await lines('filter', [BR]), [], 'nothing in iptables (IPv4) for it');
+  await driver.removeIptables(cfg, { chains: true });
+  assert.deepEqual([...(await v6('filter')), ...(await v6('nat'))], []);
 });
