@@ -1,7 +1,8 @@
 // The daemon's network and firewall options seen from outside: --mtu on the containers' veths,
 // --ip-masq=false (no masquerade for the bridge's subnet), --ip as the default address of
 // published ports, --default-network-opt for networks created later, and --iptables=false
-// (no rule at all, published ports still answer on loopback through the userland proxy).
+// (no rule at all, published ports still answer on loopback through the userland proxy), and
+// --fixed-cidr/--default-gateway (addresses from the range, the default route the given one).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
@@ -106,5 +107,32 @@ describe('--iptables=false', () => {
     const ours = ruleset().split('\n').filter((l) => l.includes(d.bridge) || l.includes(`--dport ${port} `));
     assert.deepEqual(ours, []);
     await dk('rm', '-f', 'web');
+  });
+});
+
+describe('--fixed-cidr and --default-gateway', () => {
+  let d: DaemonHandle;
+  const dk = dockerOk(() => d);
+  let tag = '';
+  // The harness's own --bip is a /24; the options are cut from it.
+  let prefix = '';
+  const net24 = (bip: string) => bip.split('.').slice(0, 3).join('.');
+  before(async () => {
+    d = await startDaemon({ bridge: true, argsFromBip: (bip) => ['--fixed-cidr', `${net24(bip)}.128/25`, '--default-gateway', `${net24(bip)}.254`] });
+    prefix = net24(d.bip);
+    const imgs = await testImages();
+    tag = imgs.tag;
+    await dk('load', '-i', imgs.dockerArchive);
+  });
+  after(() => cleanup(d));
+
+  test('addresses come from the fixed range; the default route is the given gateway; inspect shows both', async () => {
+    const out = await dk('run', '--rm', tag, 'sh', '-c', 'ip -4 addr show dev eth0; ip route show default');
+    const addr = /inet (\d+\.\d+\.\d+\.(\d+))\/24/.exec(out);
+    assert.ok(addr, out);
+    assert.ok(Number(addr[2]) >= 128, `address ${addr[1]} is in ${prefix}.128/25`);
+    assert.match(out, new RegExp(`default via ${prefix.replace(/\./g, '\\.')}\\.254 dev eth0`));
+    const bridge = JSON.parse(await dk('network', 'inspect', 'bridge'))[0];
+    assert.deepEqual(bridge.IPAM.Config[0], { Subnet: `${prefix}.0/24`, IPRange: `${prefix}.128/25`, Gateway: `${prefix}.1`, AuxiliaryAddresses: { DefaultGatewayIPv4: `${prefix}.254` } });
   });
 });

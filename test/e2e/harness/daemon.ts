@@ -15,6 +15,8 @@ const NODE = join(REPO, 'node_modules', '.bin', 'node');
 export interface StartOptions {
   /** Extra engined arguments. */
   args?: string[];
+  /** More arguments made from the daemon's own --bip (e.g. a --fixed-cidr inside it); with bridge: true. */
+  argsFromBip?: (bip: string) => string[];
   /** Give the daemon its default bridge (engine0); without it the daemon runs with --bridge none. */
   bridge?: boolean;
   /** Written as the daemon's config file (always a private file, never /etc/engine/daemon.json). */
@@ -168,7 +170,7 @@ class Handle implements DaemonHandle {
       '-p', this.pidfile,
       '--config-file', this.configFile,
       '--log-level', 'debug',
-      ...(this.opts.bridge ? ['--bridge', this.bridge, '--bip', this.bip] : ['--bridge', 'none']),
+      ...(this.opts.bridge ? ['--bridge', this.bridge, '--bip', this.bip, ...(this.opts.argsFromBip?.(this.bip) ?? [])] : ['--bridge', 'none']),
       ...(this.opts.args ?? []),
     ];
     const fd = openSync(this.logFile, 'a');
