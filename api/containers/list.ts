@@ -7,6 +7,7 @@ import { mountsView } from './mounts-view.ts';
 import { linkNamesOf } from './links.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 import { stateName, summaryView } from './views.ts';
+import { networkNameResolver } from '../networks/views.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
@@ -108,11 +109,12 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (extra.length) v.Names = [c.spec.name, ...extra];
     return v;
   };
-  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource })));
+  const networkName = networkNameResolver(store);
+  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName })));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource }));
+      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName }));
     }),
   );
 }

@@ -10,7 +10,7 @@ import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
 import { inspectView, summaryView } from './views.ts';
 import { listContainers } from './list.ts';
-import { findNetwork } from '../networks/views.ts';
+import { findNetwork, networkNameResolver } from '../networks/views.ts';
 import { streamLogs } from './logs.ts';
 import type { ApiStore } from './store.ts';
 import type { ImageStore } from '../images/store.ts';
@@ -198,6 +198,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         graphDriverData: deps.graphDriverData(c.name),
         size,
         volumeSource: (name) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '',
+        networkName: networkNameResolver(store),
       });
     });
 

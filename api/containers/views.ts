@@ -18,17 +18,15 @@ function liveEndpoint(status: ContainerStatus) {
 
 const BUILTIN = new Set(['bridge', 'host', 'none']);
 
-/** The EndpointsConfig entry the client gave for network `name` (at create or connect). */
-function endpointConfig(spec: ContainerSpec, name: string): { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null } | null {
-  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
-  return (eps[name] as ReturnType<typeof endpointConfig>) ?? null;
-}
+type EndpointConfig = { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null } | null;
 
 type EndpointLike = Pick<NonNullable<ContainerStatus['endpoint']>, 'MacAddress' | 'NetworkID' | 'EndpointID' | 'Gateway' | 'IPAddress' | 'IPPrefixLen' | 'GlobalIPv6Address' | 'GlobalIPv6PrefixLen' | 'IPv6Gateway'>;
 
+/** A network's name for a reference to it (name, id or id prefix); the reference itself when unknown. */
+export type NetworkNameOf = (ref: string) => string;
+
 /** One NetworkSettings.Networks entry: the client's settings for it, the live endpoint's addresses. */
-function networkEntry(spec: ContainerSpec, name: string, ep: EndpointLike | null): Record<string, unknown> {
-  const cfg = endpointConfig(spec, name);
+function networkEntry(spec: ContainerSpec, name: string, cfg: EndpointConfig, ep: EndpointLike | null): Record<string, unknown> {
   // On a user-defined network a container answers to its name, short id and aliases (DNS).
   const user = !BUILTIN.has(name);
   const dnsNames = user && ep ? [...new Set([spec.name.replace(/^\//, ''), spec.id.slice(0, 12), ...(cfg?.Aliases ?? [])])] : null;
@@ -41,25 +39,29 @@ function networkEntry(spec: ContainerSpec, name: string, ep: EndpointLike | null
   };
 }
 
-function networks(spec: ContainerSpec, status: ContainerStatus): Record<string, unknown> {
+/** NetworkSettings.Networks, keyed by network name as the reference keys it (also when the client gave an id). */
+function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkNameOf): Record<string, unknown> {
   const mode = spec.hostConfig.NetworkMode;
-  const name = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
-  if (!name) return {};
-  const out: Record<string, unknown> = { [name]: networkEntry(spec, name, liveEndpoint(status)) };
+  const ref = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
+  if (!ref) return {};
+  const primary = BUILTIN.has(ref) ? ref : nameOf(ref);
+  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, EndpointConfig> | null } | null)?.EndpointsConfig ?? {};
+  const named = Object.entries(eps).map(([key, cfg]) => ({ name: key === 'default' ? 'bridge' : BUILTIN.has(key) ? key : nameOf(key), key, cfg }));
+  const own = named.find((e) => e.name === primary || (BUILTIN.has(e.name) && BUILTIN.has(primary)));
+  const out: Record<string, unknown> = { [primary]: networkEntry(spec, primary, own?.cfg ?? null, liveEndpoint(status)) };
   // The other networks it is connected to (EndpointsConfig beyond the NetworkMode one).
   const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
-  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
-  for (const key of Object.keys(eps)) {
-    if (key === name || (name === 'bridge' && key === 'default') || BUILTIN.has(key) && BUILTIN.has(name)) continue;
-    const ep = running ? (status.extraEndpoints ?? []).find((e) => e.network === key || e.NetworkID === key || (key.length >= 12 && e.NetworkID.startsWith(key))) : undefined;
-    out[ep?.network ?? key] = networkEntry(spec, key, ep ?? null);
+  for (const { name, key, cfg } of named) {
+    if (name === primary || (BUILTIN.has(name) && BUILTIN.has(primary))) continue;
+    const ep = running ? (status.extraEndpoints ?? []).find((e) => e.network === name || e.NetworkID === key || (key.length >= 12 && e.NetworkID.startsWith(key))) : undefined;
+    out[name] = networkEntry(spec, name, cfg, ep ?? null);
   }
   return out;
 }
 
 export function inspectView(
   r: CR,
-  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string },
+  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const running = status.phase === 'running' || status.phase === 'paused';
@@ -105,7 +107,7 @@ export function inspectView(
       GlobalIPv6Address: liveEndpoint(status)?.GlobalIPv6Address ?? '', GlobalIPv6PrefixLen: liveEndpoint(status)?.GlobalIPv6PrefixLen ?? 0,
       IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: liveEndpoint(status)?.IPv6Gateway ?? '',
       MacAddress: liveEndpoint(status)?.MacAddress ?? '',
-      Networks: networks(spec, status),
+      Networks: networks(spec, status, opts.networkName ?? ((ref) => ref)),
     },
   };
   if (opts.size) {
@@ -115,7 +117,10 @@ export function inspectView(
   return out;
 }
 
-export function summaryView(r: CR, opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string }): Record<string, unknown> {
+export function summaryView(
+  r: CR,
+  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf },
+): Record<string, unknown> {
   const { spec, status } = r;
   const out: Record<string, unknown> = {
     Id: spec.id,
@@ -129,7 +134,7 @@ export function summaryView(r: CR, opts: { now: number; size?: { rw: number; roo
     State: stateName(status),
     Status: statusText(status, opts.now),
     HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
-    NetworkSettings: { Networks: networks(spec, status) },
+    NetworkSettings: { Networks: networks(spec, status, opts.networkName ?? ((ref) => ref)) },
     Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
   };
   if (opts.size) {

@@ -49,6 +49,19 @@ export function findNetwork(store: Pick<ApiStore, 'list'>, ref: string, opts: { 
   throw notFound(`network ${ref} not found`);
 }
 
+/** A resolver from a network reference (name, id, id prefix) to its name; unknown references stay as they are. */
+export function networkNameResolver(store: Pick<ApiStore, 'list'>): (ref: string) => string {
+  const nets = liveNetworks(store);
+  return (ref) => {
+    const byPrefix = () => {
+      const m = nets.filter((n) => n.spec.id.startsWith(ref));
+      return m.length === 1 ? m[0] : undefined;
+    };
+    const net = nets.find((n) => n.spec.id === ref) ?? nets.find((n) => n.spec.name === ref) ?? (ref ? byPrefix() : undefined);
+    return net?.spec.name ?? ref;
+  };
+}
+
 /** As container inspect counts it: a container has its endpoint while its task exists. */
 function isLive(s: ContainerStatus): boolean {
   return s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';

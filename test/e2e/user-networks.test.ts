@@ -284,6 +284,32 @@ describe('user-defined networks', () => {
     await dk('network', 'rm', 'fixed', 'fixed2');
   });
 
+  test('networks named by id or id prefix are shown by name; connect --link is an alias the linking container resolves', async () => {
+    const idA = (await create('--subnet', '10.89.0.0/24', 'byid-a')).id;
+    const idB = (await create('--subnet', '10.89.1.0/24', 'byid-b')).id;
+    await dk('run', '-d', '--network', idA, '--stop-timeout', '1', '--name', 'keyed', imgs.tag, 'sleep', '300');
+    await dk('network', 'connect', idB.slice(0, 12), 'keyed');
+    const nets = JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'keyed'));
+    assert.deepEqual(Object.keys(nets).sort(), ['byid-a', 'byid-b']);
+    assert.match(nets['byid-b'].IPAddress, /^10\.89\.1\.\d+$/);
+    assert.deepEqual((await dk('ps', '--filter', 'name=keyed', '--format', '{{.Networks}}')).split(',').sort(), ['byid-a', 'byid-b']);
+    // Stopped, it keeps the names.
+    await dk('stop', '-t', '0', 'keyed');
+    assert.deepEqual(Object.keys(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'keyed'))).sort(), ['byid-a', 'byid-b']);
+    await dk('start', 'keyed');
+
+    await dk('run', '-d', '--network', 'byid-a', '--stop-timeout', '1', '--name', 'linker', imgs.tag, 'sleep', '300');
+    await dk('network', 'connect', '--link', 'keyed:db', 'byid-b', 'linker');
+    const keyedIp = await dk('inspect', '-f', '{{(index .NetworkSettings.Networks "byid-b").IPAddress}}', 'keyed');
+    // Asked on byid-b's server (the linking container's own is byid-a's).
+    const look = await docker(d, ['exec', 'linker', 'nslookup', 'db', '10.89.1.1']);
+    assert.match(look.stdout, new RegExp(`Address:\\s+${keyedIp.replace(/\./g, '\\.')}`), look.stdout + look.stderr);
+    const other = await docker(d, ['run', '--rm', '--network', 'byid-b', imgs.tag, 'nslookup', 'db', '10.89.1.1']);
+    assert.doesNotMatch(other.stdout, new RegExp(`Address:\\s+${keyedIp.replace(/\./g, '\\.')}`), 'the link alias is the linking container\'s alone');
+    await dk('rm', '-f', 'keyed', 'linker');
+    await dk('network', 'rm', 'byid-a', 'byid-b');
+  });
+
   test('docker-py connects and disconnects a running container with an alias', async () => {
     await create('--subnet', '10.89.0.0/24', 'pyconn');
     await dk('run', '-d', '--stop-timeout', '1', '--name', 'pyc', imgs.tag, 'sleep', '300');
