@@ -16,6 +16,7 @@ import { EventRecorder } from '../api/events/recorder.ts';
 import { eventRoutes } from '../api/events/routes.ts';
 import { networkRoutes } from '../api/networks/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
+import { execProbes } from '../reconcilers/container/probe.ts';
 import { createContainerOps } from './container-ops.ts';
 import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
 import { hostRouteSubnets } from '../drivers/network/routes.ts';
@@ -196,8 +197,17 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
 
     let exitEvents: { readonly live: boolean } | null = null;
     const runs = new RunRegistry({ supervisor, exitEventsLive: () => exitEvents?.live ?? false });
+    const execs = new ExecManager({
+      supervisor,
+      stdio,
+      host: runs,
+      execRoot,
+      log: logger.child({ component: 'exec' }),
+      resolveUser: (rootfs, user) => resolveUser(rootfs, user),
+    });
     const containers = new ContainerReconciler(store, {
       network,
+      probes: execProbes(execs, supervisor),
       volumes,
       ports,
       links: new LinkFirewall(store, bridgeDriver, logger.child({ component: 'links' })),
@@ -262,14 +272,6 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
     const events = new EventRecorder(store);
     onStop('events', () => events.close());
-    const execs = new ExecManager({
-      supervisor,
-      stdio,
-      host: runs,
-      execRoot,
-      log: logger.child({ component: 'exec' }),
-      resolveUser: (rootfs, user) => resolveUser(rootfs, user),
-    });
     const cgroupParent = cfg.cgroupParent || '/engine';
     const ops = createContainerOps({
       cgroupParent,

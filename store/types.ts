@@ -185,6 +185,22 @@ export interface ExtraEndpoint extends ContainerEndpoint {
   hostVeth: string;
 }
 
+/** One probe's result, as State.Health.Log shows it. */
+export interface HealthLogEntry {
+  /** RFC 3339 nano. */
+  Start: string;
+  End: string;
+  ExitCode: number;
+  Output: string;
+}
+
+/** State.Health: the healthcheck's verdict, its failing streak and the last five probes. */
+export interface HealthState {
+  Status: 'starting' | 'healthy' | 'unhealthy';
+  FailingStreak: number;
+  Log: HealthLogEntry[];
+}
+
 export type ContainerPhase = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
 
 export interface ContainerStatus {
@@ -242,6 +258,12 @@ export interface ContainerStatus {
   sandboxKey?: string;
   /** Set once the reconciler has finished teardown for desired=removed (the record is deleted right after). */
   removed?: boolean;
+  /** With a healthcheck: its state for the run started at `healthRun` (reset to starting by each start). */
+  health?: HealthState;
+  /** The startedAt of the run `health` belongs to. */
+  healthRun?: string;
+  /** When the next probe is due (epoch ms). A fact, so the timer is a requeue, never a sleeping worker. */
+  healthNextAt?: number;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Turns a create request body into the stored ContainerConfig/HostConfig: defaults filled,
 // the image's config merged in the reference daemon's way, bad input refused before any write.
+import { mergeHealthcheck, parseHealthcheck } from './healthcheck.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { mergeExposedPorts, normalizeExposedPorts, normalizePortBindings } from './ports.ts';
 import type { ContainerConfig, HostConfig, ImageConfigBlob, RestartPolicy } from '../../store/types.ts';
@@ -107,6 +108,10 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
   };
   const mac = str(field(b, 'MacAddress'), 'MacAddress');
   if (mac) config.MacAddress = mac;
+  const healthcheck = mergeHealthcheck(parseHealthcheck(field(b, 'Healthcheck')), ic.Healthcheck);
+  if (healthcheck) config.Healthcheck = healthcheck;
+  const shell = strList(field(b, 'Shell'), 'Shell') ?? ic.Shell ?? null;
+  if (shell?.length) config.Shell = shell;
   const stopSignal = str(field(b, 'StopSignal'), 'StopSignal') || ic.StopSignal || '';
   if (stopSignal) config.StopSignal = stopSignal;
   if (typeof stopTimeout === 'number') config.StopTimeout = stopTimeout;

@@ -6,11 +6,12 @@ import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
 import { linkNamesOf } from './links.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
-import { stateName, summaryView } from './views.ts';
+import { healthOf, stateName, summaryView } from './views.ts';
 import { networkNameResolver } from '../networks/views.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
+const HEALTH_VALUES = new Set(['starting', 'healthy', 'unhealthy', 'none']);
 const KEYS = new Set(['ancestor', 'before', 'exited', 'id', 'isolation', 'label', 'name', 'status', 'health', 'since', 'volume', 'network', 'is-task', 'publish', 'expose']);
 const STATUSES = new Set(['created', 'restarting', 'running', 'removing', 'paused', 'exited', 'dead']);
 
@@ -64,6 +65,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   for (const k of f.keys()) if (!KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
   for (const s of f.get('status') ?? []) if (!STATUSES.has(s)) throw invalidArgument(`invalid filter 'status=${s}'`);
   for (const e of f.get('exited') ?? []) if (!/^-?\d+$/.test(e)) throw invalidArgument(`invalid filter 'exited=${e}'`);
+  for (const h of f.get('health') ?? []) if (!HEALTH_VALUES.has(h)) throw invalidArgument(`Unrecognised filter value for health: ${h}`);
   const all = o.all || o.limit > 0 || f.has('status') || f.has('exited');
 
   let items = store.list<ContainerSpec, ContainerStatus>(KIND.container).slice();
@@ -90,6 +92,8 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (labels && !labelsMatch(c.spec.config.Labels ?? {}, labels)) return false;
     const statuses = f.get('status');
     if (statuses && !statuses.includes(st)) return false;
+    const health = f.get('health');
+    if (health && !health.includes(healthOf(c)?.Status ?? 'none')) return false;
     const exited = f.get('exited');
     if (exited && !(c.status.phase === 'exited' && exited.map(Number).includes(c.status.exitCode))) return false;
     if (before && !before.every((t) => c.spec.created < t)) return false;

@@ -2,7 +2,7 @@
 import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import type { ContainerSpec, ContainerStatus, HealthState, Resource } from '../../store/types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
@@ -82,6 +82,7 @@ export function inspectView(
       Error: status.error,
       StartedAt: status.startedAt || ZERO_TIME,
       FinishedAt: status.finishedAt || ZERO_TIME,
+      ...(healthOf(r) ? { Health: healthOf(r) } : {}),
     },
     Image: spec.imageId,
     ResolvConfPath: status.resolvConfPath,
@@ -132,7 +133,7 @@ export function summaryView(
     Ports: summaryPorts(spec, status),
     Labels: spec.config.Labels ?? {},
     State: stateName(status),
-    Status: statusText(status, opts.now),
+    Status: statusText(status, opts.now, healthOf(r)?.Status),
     HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
     NetworkSettings: { Networks: networks(spec, status, opts.networkName ?? ((ref) => ref)) },
     Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
@@ -148,12 +149,25 @@ function quoteArg(a: string): string {
   return /\s/.test(a) ? `"${a}"` : a;
 }
 
-/** "Up 5 seconds", "Exited (0) 3 seconds ago", "Created", ... as `docker ps` prints them. */
-export function statusText(s: ContainerStatus, now: number): string {
+/**
+ * State.Health for a container with a healthcheck: its state for the current (or last) run, or
+ * "starting" before the first probe; undefined without a healthcheck.
+ */
+export function healthOf(r: CR): HealthState | undefined {
+  const test = (r.spec.config.Healthcheck as { Test?: string[] } | undefined)?.Test;
+  if (!test?.length || test[0] === 'NONE') return undefined;
+  const s = r.status;
+  if (s.health && s.healthRun === s.startedAt) return s.health;
+  return { Status: 'starting', FailingStreak: 0, Log: [] };
+}
+
+/** "Up 5 seconds", "Exited (0) 3 seconds ago", "Created", ... as `docker ps` prints them; a health verdict after Up. */
+export function statusText(s: ContainerStatus, now: number, health?: HealthState['Status']): string {
   const since = (t: string) => humanDuration(now - Date.parse(t));
   switch (s.phase) {
     case 'running':
-      return `Up ${since(s.startedAt)}`;
+      if (health === 'starting') return `Up ${since(s.startedAt)} (health: starting)`;
+      return health ? `Up ${since(s.startedAt)} (${health})` : `Up ${since(s.startedAt)}`;
     case 'paused':
       return `Up ${since(s.startedAt)} (Paused)`;
     case 'restarting':

@@ -172,6 +172,8 @@ export class EventRecorder {
     if (s.phase === 'paused' && p.phase === 'running') this.container('pause', cur);
     if (s.phase === 'running' && p.phase === 'paused') this.container('unpause', cur);
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
+    // A probe moved the verdict (the reset to starting at a start is no event, as with the reference).
+    if (s.health && s.health.Status !== 'starting' && s.health.Status !== p.health?.Status) this.container(`health_status: ${s.health.Status}`, cur);
     // Networks connected beside the NetworkMode one come and go with their endpoints.
     const before = new Set((p.extraEndpoints ?? []).map((e) => e.NetworkID));
     const after = new Set((s.extraEndpoints ?? []).map((e) => e.NetworkID));

@@ -2,6 +2,7 @@
 // tests may substitute fakes. Kept narrow so the reconciler reads as the lifecycle, not plumbing.
 import type { Logger } from 'pino';
 import type { Readable, Writable } from 'node:stream';
+import type { ProbePort } from './health.ts';
 import type { ContainerConfig, ContainerEndpoint, ExtraEndpoint, HostConfig, PublishedPort } from '../../store/types.ts';
 
 export interface TaskState {
@@ -149,6 +150,8 @@ export interface LinkFirewallPort {
 
 export interface ContainerReconcilerDeps {
   network?: NetworkPort;
+  /** Runs healthcheck probes in running containers; without it healthchecks are not run. */
+  probes?: ProbePort;
   links?: LinkFirewallPort;
   ports?: PublishPort;
   volumes?: VolumePort;

@@ -29,6 +29,7 @@ import {
   type EffectInput,
   type StartOutput,
 } from './machine.ts';
+import { HealthChecks } from './health.ts';
 import { syncExtraNetworks } from './network-sync.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
@@ -67,6 +68,8 @@ export class ContainerReconciler {
   private readonly held = new Map<string, Held>();
   /** The context of the reconcile in flight per key, for the effects (keys never run concurrently). */
   private readonly active = new Map<string, ReconcileContext>();
+  /** Healthcheck probes of running containers (when the wiring gives a way to run them). */
+  private readonly health: HealthChecks | undefined;
 
   constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry) {
     this.store = store;
@@ -74,6 +77,10 @@ export class ContainerReconciler {
     this.runs = runs;
     this.status = new StagedStatus(store);
     this.steps = new RunSteps(store, deps, runs, this.status);
+    if (deps.probes) {
+      this.health = new HealthChecks(deps.probes);
+      this.health.enqueue = (key) => this.runs.enqueue(key);
+    }
     this.machine = containerLifecycle.provide({
       actors: {
         startRun: fromPromise<StartOutput, EffectInput>(({ input }) => this.startEffect(input.id)),
@@ -126,6 +133,13 @@ export class ContainerReconciler {
       const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec;
       if ((state === 'running' || state === 'paused') && run && !run.exit && spec && this.deps.network) {
         await syncExtraNetworks(id, run.pid, spec, this.deps.network, this.status);
+      }
+      if (state === 'running' && run && !run.exit && spec && this.health) {
+        // A probe due is started beside this reconcile; the wait for the next is a requeue.
+        const next = this.health.step(id, spec.config, this.status);
+        if (next !== undefined) requeue = requeue === undefined ? next : Math.min(requeue, next);
+      } else {
+        this.health?.forget(id);
       }
       this.keep(id, held);
       if (this.store.get(KIND.container, id)) {
