@@ -12,6 +12,7 @@ import { resolveImage } from '../api/images/resolve.ts';
 import { systemRoutes } from '../api/system/routes.ts';
 import { attachRoutes, upgradeHandler } from '../api/attach/routes.ts';
 import { moreContainerRoutes } from '../api/containers/more-routes.ts';
+import { updateRoutes } from '../api/containers/update.ts';
 import { EventRecorder } from '../api/events/recorder.ts';
 import { eventRoutes } from '../api/events/routes.ts';
 import { networkRoutes } from '../api/networks/routes.ts';
@@ -332,6 +333,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           sizeRw: (id) => layers.sizeRW(id),
         }),
         moreContainerRoutes({ store, ops }),
+        updateRoutes({ store }),
         attachRoutes(attachDeps),
         eventRoutes(events),
         volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),

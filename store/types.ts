@@ -264,6 +264,10 @@ export interface ContainerStatus {
   healthRun?: string;
   /** When the next probe is due (epoch ms). A fact, so the timer is a requeue, never a sleeping worker. */
   healthNextAt?: number;
+  /** The cgroup limits the running task has (JSON of the update resources), so a changed HostConfig is applied once. */
+  appliedResources?: string;
+  /** Why the last `docker update` of the running task failed, "" when it did not. */
+  updateError?: string;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ export interface SpecBuilderOptions {
 
 export interface SpecBuilder {
   build(input: SpecInput): Promise<object>;
+  /** The cgroup limits of a HostConfig as an update of a running task takes them (no device rules). */
+  updateResources(hostConfig: SpecHostConfig): object;
   /** `nameserver`: the embedded DNS of the container's user-defined network, instead of the host's servers. */
   writeEtcFiles(dir: string, config: SpecContainerConfig, hostConfig: SpecHostConfig, opts?: { nameserver?: string }): Promise<EtcFiles>;
 }
@@ -244,6 +246,10 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
 
   return {
     build: async (input) => build(input),
+    updateResources: (h) => {
+      const { devices: _devices, ...rest } = resources(h as Record<string, unknown>, []);
+      return rest;
+    },
     writeEtcFiles: (dir, config, hostConfig, o) => writeEtcFiles(dir, config, hostConfig, hostEtc, { ...o, dns: opts.dns, hostGatewayIp: opts.hostGatewayIp?.() }),
   };
 }

@@ -29,6 +29,8 @@ export interface SupervisorPort {
   deleteProcess(containerId: string, execId: string): Promise<{ exitStatus: number; exitedAt: Date | null }>;
   resizePty(containerId: string, execId: string | undefined, width: number, height: number): Promise<void>;
   closeIO(containerId: string, execId: string | undefined): Promise<void>;
+  /** New cgroup limits for a running task (`docker update`). */
+  updateTask(containerId: string, resources: object): Promise<void>;
 }
 
 export interface ProcessIOLike {
@@ -88,6 +90,8 @@ export interface SpecPort {
     /** The container's volume mounts as host paths. */
     volumeMounts?: Array<{ source: string; destination: string; readOnly: boolean; propagation: string }>;
   }): Promise<object>;
+  /** The cgroup limits of a HostConfig, as `updateTask` takes them. */
+  updateResources(hostConfig: HostConfig): object;
   /** `nameserver`: the embedded DNS of the container's user-defined network, instead of the host's servers. */
   writeEtcFiles(dir: string, config: ContainerConfig, hostConfig: HostConfig, opts?: { nameserver?: string }): Promise<{ hostname: string; hosts: string; resolvConf: string }>;
 }

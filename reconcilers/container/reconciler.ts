@@ -30,6 +30,7 @@ import {
   type StartOutput,
 } from './machine.ts';
 import { HealthChecks } from './health.ts';
+import { applyResources } from './resources-step.ts';
 import { syncExtraNetworks } from './network-sync.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
@@ -134,6 +135,7 @@ export class ContainerReconciler {
       if ((state === 'running' || state === 'paused') && run && !run.exit && spec && this.deps.network) {
         await syncExtraNetworks(id, run.pid, spec, this.deps.network, this.status);
       }
+      if ((state === 'running' || state === 'paused') && run && !run.exit && spec) await applyResources(id, spec, this.deps, this.status);
       if (state === 'running' && run && !run.exit && spec && this.health) {
         // A probe due is started beside this reconcile; the wait for the next is a requeue.
         const next = this.health.step(id, spec.config, this.status);

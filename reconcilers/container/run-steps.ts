@@ -148,6 +148,9 @@ export class RunSteps {
         ports,
         // A new network namespace: the extra networks are plugged in again after the start.
         extraEndpoints: [],
+        // The limits this run started with; a later `docker update` is applied from here.
+        appliedResources: JSON.stringify(this.deps.spec.updateResources(spec.hostConfig)),
+        updateError: '',
         startedAt: rfc3339Nano(),
         finishedAt: s.finishedAt || ZERO_TIME,
         exitCode: 0,

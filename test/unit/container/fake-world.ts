@@ -203,6 +203,11 @@ export class FakeSupervisor implements SupervisorPort {
   async resizePty(): Promise<void> {}
 
   async closeIO(): Promise<void> {}
+  /** Resources of every updateTask, in order. */
+  readonly updates: Array<{ id: string; resources: object }> = [];
+  async updateTask(id: string, resources: object): Promise<void> {
+    this.updates.push({ id, resources });
+  }
 }
 
 /** Stdio with PassThrough streams; `paths` are plain strings (no FIFOs are made). */
@@ -336,6 +341,9 @@ export class FakeLayers implements LayersPort {
 }
 
 const fakeSpec: SpecPort = {
+  updateResources(h) {
+    return { memory: h.Memory ? { limit: h.Memory } : undefined };
+  },
   async build(input) {
     return { process: { args: [input.path, ...input.args] }, root: { path: input.rootfs } };
   },

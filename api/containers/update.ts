@@ -1,0 +1,110 @@
+// POST /containers/{id}/update (`docker update`): the cgroup limits and the restart policy the
+// reference daemon lets change, checked as it checks them, written into the container's
+// HostConfig (the level); the container reconciler gives a running task the new limits. A
+// running container's update answers once it is applied; when the task refuses it, the old
+// values are put back and the reason answered, as the reference does.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolicy } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { findContainer } from './routes.ts';
+import type { ApiStore } from './store.ts';
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
+
+/** The numeric limits `docker update` changes; 0 (or absent) leaves one as it is. */
+const NUMBERS = ['BlkioWeight', 'CpuShares', 'NanoCpus', 'CpuPeriod', 'CpuQuota', 'CpuRealtimePeriod', 'CpuRealtimeRuntime', 'Memory', 'MemorySwap', 'MemoryReservation', 'KernelMemory'] as const;
+const STRINGS = ['CpusetCpus', 'CpusetMems'] as const;
+const MIN_MEMORY = 6 * 1024 * 1024;
+const RESTART_NAMES = new Set(['no', 'always', 'unless-stopped', 'on-failure']);
+
+type Update = Partial<Record<(typeof NUMBERS)[number], number>> & Partial<Record<(typeof STRINGS)[number], string>> & { PidsLimit?: number; RestartPolicy?: RestartPolicy };
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The body as an update: types checked, unknown fields ignored (as the reference's decoder does). */
+export function parseUpdate(body: unknown): Update {
+  if (body === undefined || body === null || body === '') return {};
+  if (!isObj(body)) throw invalidArgument('invalid JSON: the update must be an object');
+  const u: Update = {};
+  for (const k of NUMBERS) {
+    const v = body[k];
+    if (v === undefined || v === null) continue;
+    if (!Number.isInteger(v)) throw invalidArgument(`invalid JSON: ${k}: expected an integer`);
+    if ((v as number) !== 0) u[k] = v as number;
+  }
+  for (const k of STRINGS) {
+    const v = body[k];
+    if (v === undefined || v === null || v === '') continue;
+    if (typeof v !== 'string') throw invalidArgument(`invalid JSON: ${k}: expected a string`);
+    u[k] = v;
+  }
+  if (body.PidsLimit !== undefined && body.PidsLimit !== null) {
+    if (!Number.isInteger(body.PidsLimit)) throw invalidArgument('invalid JSON: PidsLimit: expected an integer');
+    u.PidsLimit = body.PidsLimit as number;
+  }
+  const rp = body.RestartPolicy;
+  if (isObj(rp) && (rp.Name || rp.MaximumRetryCount)) {
+    const name = typeof rp.Name === 'string' && rp.Name ? rp.Name : 'no';
+    if (!RESTART_NAMES.has(name)) throw invalidArgument(`invalid restart policy: unknown policy '${name}'; use one of 'no', 'always', 'on-failure', or 'unless-stopped'`);
+    const max = rp.MaximumRetryCount ?? 0;
+    if (!Number.isInteger(max)) throw invalidArgument('invalid JSON: RestartPolicy.MaximumRetryCount: expected an integer');
+    if ((max as number) < 0) throw invalidArgument('invalid restart policy: maximum retry count cannot be negative');
+    if (name !== 'on-failure' && (max as number) > 0) throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'`);
+    u.RestartPolicy = { Name: name as RestartPolicy['Name'], MaximumRetryCount: max as number };
+  }
+  return u;
+}
+
+/** The container's HostConfig with the update applied; the reference's refusals (400) first. */
+export function applyUpdate(c: CR, u: Update): HostConfig {
+  const cur = c.spec.hostConfig as HostConfig & Record<string, unknown>;
+  const num = (k: string) => (typeof cur[k] === 'number' ? (cur[k] as number) : 0);
+  const cannot = (msg: string) => invalidArgument(`Cannot update container ${c.name}: ${msg}`);
+  if (u.Memory !== undefined && u.Memory < MIN_MEMORY) throw invalidArgument('Minimum memory limit allowed is 6MB');
+  if (u.Memory !== undefined && u.MemorySwap !== undefined && u.MemorySwap > 0 && u.MemorySwap < u.Memory) {
+    throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage');
+  }
+  if (u.NanoCpus !== undefined && u.CpuPeriod !== undefined) throw invalidArgument('Conflicting options: Nano CPUs and CPU Period cannot both be set');
+  if (u.NanoCpus !== undefined && u.CpuQuota !== undefined) throw invalidArgument('Conflicting options: Nano CPUs and CPU Quota cannot both be set');
+  if (u.NanoCpus !== undefined && (num('CpuQuota') > 0 || num('CpuPeriod') > 0)) throw cannot('Conflicting options: Nano CPUs cannot be updated as CPU Period or CPU Quota has already been set');
+  if ((u.CpuQuota !== undefined || u.CpuPeriod !== undefined) && num('NanoCpus') > 0) throw cannot('Conflicting options: CPU Quota or CPU Period cannot be updated as NanoCPUs has already been set');
+  if (u.Memory !== undefined && u.MemorySwap === undefined && num('MemorySwap') > 0 && u.Memory > num('MemorySwap')) {
+    throw cannot('Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time');
+  }
+  if (u.RestartPolicy && u.RestartPolicy.Name !== 'no' && cur.AutoRemove) throw cannot('Restart policy cannot be updated because AutoRemove is enabled for the container');
+  const next: Record<string, unknown> = { ...cur };
+  for (const k of [...NUMBERS, ...STRINGS]) if (u[k] !== undefined) next[k] = u[k];
+  if (u.PidsLimit !== undefined) next.PidsLimit = u.PidsLimit > 0 ? u.PidsLimit : 0;
+  if (u.RestartPolicy) next.RestartPolicy = u.RestartPolicy;
+  return next as unknown as HostConfig;
+}
+
+export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number }) {
+  const { store } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 60_000;
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.post('/containers/:id/update', async (req: Req) => {
+      const c = findContainer(store, req.params.id);
+      const u = parseUpdate(req.body);
+      if (c.spec.desired === 'removed' || c.status.phase === 'removing' || c.status.phase === 'dead') {
+        throw conflict(`Cannot update container ${c.name}: container is marked for removal and cannot be "update"`);
+      }
+      const old = c.spec.hostConfig;
+      const hostConfig = applyUpdate(c, u);
+      const gen = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig })).generation;
+      const running = c.status.phase === 'running' || c.status.phase === 'paused';
+      if (!running) return { Warnings: [] };
+      const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.observedGeneration >= gen, { timeoutMs });
+      if (r && r.status.observedGeneration < gen) throw unavailable(`Cannot update container ${c.name}: the new limits were not applied in time`);
+      if (r?.status.updateError) {
+        store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig: old }));
+        throw internal(`Cannot update container ${c.name}: ${r.status.updateError}`);
+      }
+      return { Warnings: [] };
+    });
+  };
+}

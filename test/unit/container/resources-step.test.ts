@@ -1,0 +1,53 @@
+// The update step: a running task gets the HostConfig's limits once they differ from what it has;
+// a failure is recorded (and cleared when the limits match again); a run without a record adopts them.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { applyResources } from '../../../reconcilers/container/resources-step.ts';
+import type { StagedStatus } from '../../../reconcilers/container/staged-status.ts';
+import type { ContainerSpec, ContainerStatus, HostConfig } from '../../../store/types.ts';
+
+function staged(initial: Partial<ContainerStatus>): StagedStatus & { cur: ContainerStatus } {
+  const box = { cur: initial as ContainerStatus };
+  return Object.assign(box, {
+    get: () => box.cur,
+    stage: (_id: string, fn: (s: ContainerStatus) => ContainerStatus) => {
+      box.cur = fn(box.cur);
+    },
+  }) as unknown as StagedStatus & { cur: ContainerStatus };
+}
+
+test('applies a changed limit once, records a refusal, adopts limits of an older run', async () => {
+  const updates: object[] = [];
+  let fail = false;
+  const deps = {
+    spec: { updateResources: (h: HostConfig) => ({ memory: { limit: (h as unknown as { Memory: number }).Memory } }) },
+    supervisor: {
+      updateTask: async (_id: string, r: object) => {
+        if (fail) throw new Error('cannot set memory limit: device or resource busy');
+        updates.push(r);
+      },
+    },
+  } as unknown as Parameters<typeof applyResources>[2];
+  const spec = (mem: number) => ({ hostConfig: { Memory: mem } }) as unknown as ContainerSpec;
+  const st = staged({ appliedResources: JSON.stringify({ memory: { limit: 1 } }) });
+
+  await applyResources('c', spec(1), deps, st);
+  assert.deepEqual(updates, [], 'unchanged: nothing to do');
+  await applyResources('c', spec(2), deps, st);
+  assert.deepEqual(updates, [{ memory: { limit: 2 } }]);
+  assert.equal(st.cur.appliedResources, JSON.stringify({ memory: { limit: 2 } }));
+  await applyResources('c', spec(2), deps, st);
+  assert.equal(updates.length, 1, 'applied once');
+
+  fail = true;
+  await applyResources('c', spec(3), deps, st);
+  assert.match(st.cur.updateError!, /device or resource busy/);
+  assert.equal(st.cur.appliedResources, JSON.stringify({ memory: { limit: 2 } }));
+  await applyResources('c', spec(2), deps, st);
+  assert.equal(st.cur.updateError, '', 'the old limits put back: the error is cleared');
+
+  const old = staged({});
+  await applyResources('c', spec(5), deps, old);
+  assert.equal(old.cur.appliedResources, JSON.stringify({ memory: { limit: 5 } }));
+  assert.equal(updates.length, 1);
+});
