@@ -11,6 +11,7 @@ import { errorStatus } from '../errors.ts';
 import type { ContainerLogReader, ContainerStreamsPort, ExecCreateConfig, ExecPort } from '../ports.ts';
 import { findContainer } from '../containers/routes.ts';
 import type { ApiStore } from '../containers/store.ts';
+import { readUpgradeBody } from './request-body.ts';
 import { AttachSession, frame, parseDetachKeys } from './session.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -167,7 +168,9 @@ export function attachController(deps: AttachDeps) {
     sock.write(header(upgrade, contentType(tty, apiVersion)));
     let exited: Promise<number>;
     try {
-      ({ exited } = await deps.execs.start(execId, { tty, consoleSize: body.ConsoleSize ?? null }, (hub) => session.bind(hub)));
+      const started = deps.execs.start(execId, { tty, consoleSize: body.ConsoleSize ?? null }, (hub) => session.bind(hub));
+      session.closeStdinAfter(started);
+      ({ exited } = await started);
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
       session.write(tty ? Buffer.from(msg + '\r\n') : frame(1, Buffer.from(msg + '\n')));
@@ -276,14 +279,15 @@ export function upgradeHandler(deps: AttachDeps, log: { warn(o: object, m: strin
     let m = /^\/containers\/([^/]+)\/attach$/.exec(path);
     if (m && req.method === 'POST') {
       const { c, keys } = ctl.prepareAttach(decodeURIComponent(m[1]), url.searchParams);
-      // Bytes after the headers are stdin.
-      if (head.length) sock.unshift(head);
+      // The body (dockerode's options) is not stdin; only the bytes after it are.
+      const { rest } = await readUpgradeBody(req, sock, head);
+      if (rest.length) sock.unshift(rest);
       await ctl.runAttach(sock, true, c, keys, url.searchParams, apiVersion);
       return;
     }
     m = /^\/exec\/([^/]+)\/start$/.exec(path);
     if (m && req.method === 'POST') {
-      const { body, rest } = await readBody(req, sock, head);
+      const { body, rest } = await readUpgradeBody(req, sock, head);
       let parsed: unknown = undefined;
       if (body.length) {
         try {
@@ -305,36 +309,4 @@ export function upgradeHandler(deps: AttachDeps, log: { warn(o: object, m: strin
     }
     throw notFound('page not found');
   }
-}
-
-/** The request body of an upgrade request: Content-Length bytes from `head` and then the socket. */
-async function readBody(req: IncomingMessage, sock: Duplex, head: Buffer): Promise<{ body: Buffer; rest: Buffer }> {
-  const len = Number(req.headers['content-length'] ?? 0);
-  if (!len) return { body: Buffer.alloc(0), rest: head };
-  let buf = head;
-  while (buf.length < len) {
-    const chunk = await new Promise<Buffer | null>((resolve) => {
-      const onData = (c: Buffer) => {
-        cleanup();
-        resolve(c);
-      };
-      const onEnd = () => {
-        cleanup();
-        resolve(null);
-      };
-      const cleanup = () => {
-        sock.off('data', onData);
-        sock.off('end', onEnd);
-        sock.off('close', onEnd);
-        sock.pause();
-      };
-      sock.on('data', onData);
-      sock.on('end', onEnd);
-      sock.on('close', onEnd);
-      sock.resume();
-    });
-    if (!chunk) break;
-    buf = Buffer.concat([buf, chunk]);
-  }
-  return { body: buf.subarray(0, len), rest: buf.subarray(len) };
 }

@@ -93,6 +93,7 @@ export class AttachSession {
   private readonly scanner: DetachScanner;
   private readonly pendingStdin: Buffer[] = [];
   private stdinEnded = false;
+  private stdinEofGate: Promise<unknown> = Promise.resolve();
   private drainWait: Promise<void> | null = null;
   private stopDrainWait: (() => void) | null = null;
   readonly done: Promise<void>;
@@ -122,7 +123,7 @@ export class AttachSession {
     this.unsub?.();
     this.hub = hub;
     for (const b of this.pendingStdin.splice(0)) hub.writeStdin(b);
-    if (this.stdinEnded && this.o.closeStdinOnEof) hub.closeStdin();
+    if (this.stdinEnded && this.o.closeStdinOnEof && !this.o.tty) this.closeHubStdin(hub);
     this.unsub = hub.subscribe(
       (stream, chunk) => {
         if (stream === 'stdout' && !this.o.stdout) return;
@@ -166,6 +167,15 @@ export class AttachSession {
     return this.drainWait;
   }
 
+  /**
+   * Hold the client's stdin EOF back until `p` settles. An exec's stdin must stay open until its
+   * process has started: the shim opens its end of the FIFO only then, so an EOF passed on
+   * earlier is lost (the process never sees it) along with what was written before it.
+   */
+  closeStdinAfter(p: Promise<unknown>): void {
+    this.stdinEofGate = p.catch(() => {});
+  }
+
   systemError(message: string): void {
     this.write(this.o.tty ? Buffer.from(message) : frame(3, Buffer.from(message)));
   }
@@ -206,10 +216,14 @@ export class AttachSession {
     else this.pendingStdin.push(data);
   }
 
+  private closeHubStdin(hub: StreamHub): void {
+    void this.stdinEofGate.then(() => hub.closeStdin());
+  }
+
   private onClientEnd(): void {
     this.stdinEnded = true;
     if (this.o.closeStdinOnEof && !this.o.tty) {
-      this.hub?.closeStdin();
+      if (this.hub) this.closeHubStdin(this.hub);
       return;
     }
     // TTY, or a container without StdinOnce: the session ends, the process keeps its stdin.
