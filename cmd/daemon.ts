@@ -1,6 +1,6 @@
 // The one place that wires everything: store, drivers, reconcilers, controllers, API, listeners,
 // and the orderly shutdown on SIGTERM/SIGINT.
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { makeLogger } from './log-format.ts';
@@ -18,6 +18,7 @@ import { eventRoutes } from '../api/events/routes.ts';
 import { networkRoutes } from '../api/networks/routes.ts';
 import { ExecManager } from '../reconcilers/container/exec.ts';
 import { execProbes } from '../reconcilers/container/probe.ts';
+import { ensureShm, releaseShm } from '../drivers/sys/shm.ts';
 import { createContainerOps } from './container-ops.ts';
 import { BridgeDriver } from '../drivers/network/bridge-driver.ts';
 import { hostRouteSubnets } from '../drivers/network/routes.ts';
@@ -155,6 +156,9 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       log: logger.child({ component: 'oci' }),
       defaultShmSize: cfg.defaultShmSize,
       dns: { servers: cfg.dns ?? [], search: cfg.dnsSearch ?? [], options: cfg.dnsOpts ?? [] },
+      init: cfg.init,
+      initPath: cfg.initPath || findInit(),
+      seccomp: seccompProfile(cfg.seccompProfile),
       hostGatewayIp: () => cfg.hostGatewayIp || findNetworkByName(store, 'bridge')?.spec.ipam.Config[0]?.Gateway || '',
     });
 
@@ -208,6 +212,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     });
     const containers = new ContainerReconciler(store, {
       network,
+      shm: { ensure: ensureShm, release: releaseShm },
       probes: execProbes(execs, supervisor),
       volumes,
       ports,
@@ -323,6 +328,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
             },
             hasRuntime: (n) => runtimes.names().includes(n),
             shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
+            ipcMode: cfg.defaultIpcMode || 'private',
             logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
             validateLogConfig,
             validateBind,
@@ -332,7 +338,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           graphDriverData: (id) => layers.metadataRW(id),
           sizeRw: (id) => layers.sizeRW(id),
         }),
-        moreContainerRoutes({ store, ops }),
+        moreContainerRoutes({ store, ops, sizeRw: (id) => layers.sizeRW(id) }),
         updateRoutes({ store }),
         attachRoutes(attachDeps),
         eventRoutes(events),
@@ -439,11 +445,28 @@ function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
  */
 const NOT_APPLIED_YET = [
   'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'defaultCgroupnsMode', 'defaultIpcMode',
-  'execOpts', 'initPath', 'metricsAddr', 'networkControlPlaneMtu',
-  'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'seccompProfile', 'selinuxEnabled',
+  'defaultCgroupnsMode',
+  'execOpts', 'metricsAddr', 'networkControlPlaneMtu',
+  'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'selinuxEnabled',
   'storageOpts', 'usernsRemap',
 ] as const;
+
+/** --seccomp-profile: "", "builtin" and "unconfined" as they are, else the profile file's JSON (read once, at start). */
+function seccompProfile(value: string | undefined): string | undefined {
+  if (!value || value === 'builtin' || value === 'default' || value === 'unconfined') return value || undefined;
+  try {
+    const text = readFileSync(value, 'utf8');
+    JSON.parse(text);
+    return text;
+  } catch (err) {
+    throw new Error(`opening seccomp profile (${value}) failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** The init for --init when --init-path names none: docker-init, else tini's static build (containers may have no libc). */
+function findInit(): string {
+  return ['/usr/local/bin/docker-init', '/usr/bin/docker-init', '/usr/bin/tini-static'].find((p) => existsSync(p)) ?? '';
+}
 
 function warnUnapplied(config: DaemonConfig, sources: Partial<ConfigSources>, log: Logger): void {
   for (const f of NOT_APPLIED_YET) {

@@ -9,6 +9,8 @@ export interface CreateDefaults {
   runtime: string;
   hasRuntime: (name: string) => boolean;
   shmSize: number;
+  /** --default-ipc-mode ("private" unless set): a container's IpcMode when it names none. */
+  ipcMode?: string;
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
@@ -163,6 +165,13 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
   const binds = strList(field(h, 'Binds'), 'Binds');
   for (const b of binds ?? []) d.validateBind(b);
 
+  const ipcMode = str(field(h, 'IpcMode'), 'IpcMode') || d.ipcMode || 'private';
+  if (!['none', 'private', 'shareable', 'host'].includes(ipcMode) && !/^container:.+/.test(ipcMode)) throw invalidArgument(`invalid IPC mode: ${ipcMode}`);
+  const pidMode = str(field(h, 'PidMode'), 'PidMode');
+  if (pidMode && pidMode !== 'host' && !/^container:.+/.test(pidMode)) throw invalidArgument(`invalid PID mode: ${pidMode}`);
+  const init = field(h, 'Init');
+  if (init !== undefined && init !== null && typeof init !== 'boolean') throw invalidArgument('invalid Init: expected a boolean');
+
   const shm = field(h, 'ShmSize');
   if (shm !== undefined && shm !== null && (!Number.isInteger(shm) || (shm as number) < 0)) throw invalidArgument('SHM size can not be less than 0');
 
@@ -176,6 +185,8 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
     Privileged: bool(field(h, 'Privileged')),
     ReadonlyRootfs: bool(field(h, 'ReadonlyRootfs')),
     ShmSize: (shm as number) || d.shmSize,
+    IpcMode: ipcMode,
+    PidMode: pidMode,
     Runtime: runtime,
     CapAdd: strList(field(h, 'CapAdd'), 'CapAdd'),
     CapDrop: strList(field(h, 'CapDrop'), 'CapDrop'),

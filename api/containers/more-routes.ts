@@ -17,6 +17,8 @@ type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<
 export interface MoreRouteDeps {
   store: ApiStore;
   ops: ContainerOpsPort;
+  /** Bytes of a container's read-write layer (what removing it gives back); 0 when unknown. */
+  sizeRw?: (id: string) => Promise<number>;
   waitTimeoutMs?: number;
 }
 
@@ -73,7 +75,8 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
         .filter((c) => (c.status.phase === 'exited' || c.status.phase === 'created' || c.status.phase === 'dead') && c.spec.desired !== 'removed')
         .filter((c) => pruneMatches(filters, c.spec.config.Labels ?? {}, Date.parse(c.spec.created)));
       const deleted: string[] = [];
-      const space = 0;
+      // Measured before the layers go: what the removal gives back.
+      const sizes = new Map(await Promise.all(victims.map(async (c) => [c.name, await (deps.sizeRw?.(c.name) ?? Promise.resolve(0)).catch(() => 0)] as const)));
       for (const c of victims) {
         try {
           store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, desired: 'removed', remove: { force: false, volumes: false } }));
@@ -83,6 +86,7 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
         }
       }
       await Promise.all(deleted.map((id) => store.waitFor(KIND.container, id, (r) => !r, { timeoutMs })));
+      const space = deleted.filter((id) => !store.get(KIND.container, id)).reduce((n, id) => n + (sizes.get(id) ?? 0), 0);
       return { ContainersDeleted: deleted.length ? deleted : null, SpaceReclaimed: space };
     });
 

@@ -25,8 +25,11 @@ export interface Ulimit {
 export interface SpecBuilderOptions {
   log: Logger;
   defaultShmSize?: number;
-  /** Daemon-wide seccomp: 'unconfined' turns the default profile off. */
-  seccomp?: 'default' | 'unconfined';
+  /**
+   * Daemon-wide seccomp (--seccomp-profile): 'default' (or 'builtin') is the built-in profile,
+   * 'unconfined' none, anything else a profile's JSON text in the reference's format.
+   */
+  seccomp?: string;
   cgroupDriver?: 'cgroupfs';
   /** --no-new-privileges for every container. */
   noNewPrivileges?: boolean;
@@ -38,7 +41,14 @@ export interface SpecBuilderOptions {
   dns?: EtcDefaults['dns'];
   /** What `host-gateway` in --add-host stands for (--host-gateway-ip, else the default bridge's address). */
   hostGatewayIp?: () => string;
+  /** --init: containers that do not say (HostConfig.Init null) run under the init. */
+  init?: boolean;
+  /** The init binary on the host (--init-path, else tini's static build); '' when there is none. */
+  initPath?: string;
 }
+
+/** Where the init binary appears inside a container, as with the reference daemon. */
+export const INIT_IN_CONTAINER = '/sbin/docker-init';
 
 export interface SpecBuilder {
   build(input: SpecInput): Promise<object>;
@@ -157,10 +167,12 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
     const caps = tweakCapabilities(h.CapAdd, h.CapDrop, privileged);
     // Like execve, a non-root user starts with no effective/permitted capabilities.
     const capabilities = u.uid === 0 ? { bounding: caps, effective: caps, permitted: caps } : { bounding: caps };
+    const init = typeof h.Init === 'boolean' ? h.Init : !!opts.init;
+    if (init && !opts.initPath) throw invalidArgument('--init: no init binary found on the host (install tini or set --init-path)');
     const proc: Record<string, unknown> = {
       terminal: !!c.Tty,
       user,
-      args: [input.path, ...input.args],
+      args: init ? [INIT_IN_CONTAINER, '--', input.path, ...input.args] : [input.path, ...input.args],
       env,
       cwd: c.WorkingDir || '/',
       capabilities,
@@ -189,6 +201,7 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
     for (const [dest, src] of [['/etc/resolv.conf', input.files.resolvConf], ['/etc/hostname', input.files.hostname], ['/etc/hosts', input.files.hosts]] as const) {
       if (src && !userDest.has(dest)) etc.push({ destination: dest, type: 'bind', source: src, options: etcOpts.slice() });
     }
+    if (init && !userDest.has(INIT_IN_CONTAINER)) etc.push({ destination: INIT_IN_CONTAINER, type: 'bind', source: opts.initPath!, options: ['bind', 'ro'] });
     const mounts = [...kept, ...sortByDepth([...etc, ...user_.mounts])];
     if (h.ReadonlyRootfs) {
       for (const m of kept) {
@@ -228,6 +241,7 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
       let seccomp: OciSeccomp | undefined;
       if (sec.seccomp === 'unconfined') seccomp = undefined;
       else if (sec.seccomp !== '') seccomp = convertProfile(sec.seccomp, caps);
+      else if (opts.seccomp && opts.seccomp !== 'default' && opts.seccomp !== 'builtin' && opts.seccomp !== 'unconfined') seccomp = convertProfile(opts.seccomp, caps);
       else if (opts.seccomp !== 'unconfined') seccomp = defaultSeccomp(caps);
       if (seccomp) linux.seccomp = seccomp;
     }

@@ -152,8 +152,15 @@ export interface LinkFirewallPort {
   revoke(containerId: string): Promise<void>;
 }
 
+/** Host-side /dev/shm tmpfs of IPC-shareable containers (drivers/sys/shm.ts). */
+export interface ShmPort {
+  ensure(path: string, sizeBytes: number): Promise<void>;
+  release(path: string): Promise<void>;
+}
+
 export interface ContainerReconcilerDeps {
   network?: NetworkPort;
+  shm?: ShmPort;
   /** Runs healthcheck probes in running containers; without it healthchecks are not run. */
   probes?: ProbePort;
   links?: LinkFirewallPort;

@@ -14,6 +14,7 @@ import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
+import { bindShm, joinNamespaceOf } from './namespaces.ts';
 import { staticIpv4, staticIpv6, staticMac } from './network-sync.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
@@ -49,6 +50,20 @@ export class RunSteps {
 
   containerDir(id: string): string {
     return join(this.deps.dataRoot, 'containers', id);
+  }
+
+  /** `--network|--pid|--ipc container:<ref>` into the OCI spec (see namespaces.ts). */
+  private join(oci: object, type: 'network' | 'pid' | 'ipc', ref: string): void {
+    joinNamespaceOf(oci as Record<string, unknown>, type, ref, {
+      containers: this.store.list<ContainerSpec, ContainerStatus>(KIND.container),
+      runOf: (cid) => this.runs.get(cid),
+      shmDirOf: this.deps.shm ? (cid) => this.shmDir(cid) : undefined,
+    });
+  }
+
+  /** The host-side /dev/shm of an IPC-shareable container. */
+  shmDir(id: string): string {
+    return join(this.containerDir(id), 'shm');
   }
 
   fifoDir(id: string): string {
@@ -108,7 +123,16 @@ export class RunSteps {
         cgroupsPath: `${this.deps.cgroupParent}/${id}`,
       });
       const mode = spec.hostConfig.NetworkMode;
-      if (mode.startsWith('container:')) this.joinNetworkOf(oci as Record<string, unknown>, mode.slice('container:'.length));
+      if (mode.startsWith('container:')) this.join(oci, 'network', mode.slice('container:'.length));
+      const pidMode = String(spec.hostConfig.PidMode ?? '');
+      if (pidMode.startsWith('container:')) this.join(oci, 'pid', pidMode.slice('container:'.length));
+      const ipcMode = String(spec.hostConfig.IpcMode ?? '');
+      if (ipcMode.startsWith('container:')) this.join(oci, 'ipc', ipcMode.slice('container:'.length));
+      if (ipcMode === 'shareable' && this.deps.shm) {
+        // Its /dev/shm lives on the host, where the containers joining its IPC find it.
+        await this.deps.shm.ensure(this.shmDir(id), Number(spec.hostConfig.ShmSize) || 64 * 1024 * 1024);
+        bindShm(oci as Record<string, unknown>, this.shmDir(id));
+      }
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
       this.supervisorClean.delete(id);
       // The supervisor's record is created while the FIFOs and the log file are prepared here.
@@ -250,6 +274,7 @@ export class RunSteps {
         this.deleteRecord(id),
         this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed')),
         this.deps.volumes?.releaseRun(id).catch((err) => this.deps.log.warn({ err, id }, 'volume unmount failed')),
+        this.deps.shm?.release(this.shmDir(id)).catch((err) => this.deps.log.warn({ err, id }, 'shm unmount failed')),
       ]);
       if (gone) this.supervisorClean.add(id);
     })();
@@ -288,6 +313,7 @@ export class RunSteps {
    */
   async teardown(id: string): Promise<void> {
     if (!this.supervisorClean.has(id)) await this.clearSupervisor(id);
+    await this.deps.shm?.release(this.shmDir(id)).catch((err) => this.deps.log.warn({ err, id }, 'shm unmount failed'));
     this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
     const network = this.deps.network;
     await Promise.all([
@@ -298,19 +324,6 @@ export class RunSteps {
     // Normally gone with the run's FIFOs already: one lstat.
     rmSync(this.fifoDir(id), { recursive: true, force: true });
     this.supervisorClean.delete(id);
-  }
-
-  /** `--network container:<id>`: share the other container's network namespace. */
-  private joinNetworkOf(oci: Record<string, unknown>, ref: string): void {
-    const others = this.store.list<ContainerSpec, ContainerStatus>(KIND.container);
-    const other = others.find((c) => c.name === ref || c.spec.name === `/${ref}` || c.spec.name === ref) ?? others.filter((c) => c.name.startsWith(ref)).at(0);
-    const run = other ? this.runs.get(other.name) : undefined;
-    if (!other || !run || run.exit) throw conflict(`cannot join network of a non running container: ${ref}`);
-    const linux = (oci.linux ?? {}) as { namespaces?: Array<{ type: string; path?: string }> };
-    const ns = (linux.namespaces ?? []).filter((n) => n.type !== 'network');
-    ns.push({ type: 'network', path: `/proc/${run.pid}/ns/net` });
-    linux.namespaces = ns;
-    oci.linux = linux;
   }
 
   /**

@@ -99,4 +99,12 @@ describe('docker CLI', () => {
     assert.match(out, /Loaded image: engine-test\/busybox:latest/);
     assert.equal(await dk('image', 'inspect', '--format', '{{.Id}}', imgs.tag), imgs.id);
   });
+
+  test('container prune removes stopped containers and reports the space their layers held', async () => {
+    await dk('load', '-i', imgs.dockerArchive);
+    await dk('run', '--name', 'fat', '--network', 'none', imgs.tag, 'sh', '-c', 'dd if=/dev/zero of=/blob bs=1024 count=2048 2>/dev/null');
+    const out = await dk('container', 'prune', '-f');
+    assert.match(out, /Total reclaimed space: 2\.\d+MB/);
+    assert.equal(await dk('ps', '-aq', '--filter', 'name=fat'), '');
+  });
 });

@@ -337,3 +337,37 @@ test('a reference-format seccomp profile passed in SecurityOpt is converted', as
     f.cleanup();
   }
 });
+
+test('--init: the init first with the command after --, its binary bound read-only; HostConfig.Init wins over the daemon', async () => {
+  const f = fixture();
+  try {
+    const input = { id: 'x', config: config(), path: '/bin/sh', args: ['-c', 'true'], rootfs: f.rootfs, imageEnv: [], files: { hostname: '/h', hosts: '/hs', resolvConf: '/r' }, cgroupsPath: '/engine/x' };
+    const withInit = createSpecBuilder({ log, init: true, initPath: '/usr/bin/tini-static' });
+    const s = (await withInit.build({ ...input, hostConfig: hostConfig() })) as Spec;
+    assert.deepEqual(s.process.args, ['/sbin/docker-init', '--', '/bin/sh', '-c', 'true']);
+    assert.deepEqual(s.mounts.find((m) => m.destination === '/sbin/docker-init'), { destination: '/sbin/docker-init', type: 'bind', source: '/usr/bin/tini-static', options: ['bind', 'ro'] });
+    const off = (await withInit.build({ ...input, hostConfig: hostConfig({ Init: false }) })) as Spec;
+    assert.deepEqual(off.process.args, ['/bin/sh', '-c', 'true']);
+    const noBinary = createSpecBuilder({ log, initPath: '' });
+    await assert.rejects(noBinary.build({ ...input, hostConfig: hostConfig({ Init: true }) }), /no init binary found/);
+  } finally {
+    f.cleanup();
+  }
+});
+
+test('--seccomp-profile: the daemon-wide profile applies where a container names none; unconfined and builtin', async () => {
+  const f = fixture();
+  try {
+    const input = { id: 'x', config: config(), hostConfig: hostConfig(), path: '/bin/sh', args: [], rootfs: f.rootfs, imageEnv: [], files: { hostname: '/h', hosts: '/hs', resolvConf: '/r' }, cgroupsPath: '/engine/x' };
+    const profile = JSON.stringify({ defaultAction: 'SCMP_ACT_ERRNO', syscalls: [{ names: ['read', 'write'], action: 'SCMP_ACT_ALLOW' }] });
+    const daemonWide = (await createSpecBuilder({ log, seccomp: profile }).build(input)) as Spec;
+    assert.deepEqual((daemonWide.linux.seccomp as unknown as { syscalls: { names: string[] }[] }).syscalls.flatMap((x) => x.names), ['read', 'write']);
+    const own = (await createSpecBuilder({ log, seccomp: profile }).build({ ...input, hostConfig: hostConfig({ SecurityOpt: ['seccomp=unconfined'] }) })) as Spec;
+    assert.equal(own.linux.seccomp, undefined, "the container's own choice wins");
+    assert.equal(((await createSpecBuilder({ log, seccomp: 'unconfined' }).build(input)) as Spec).linux.seccomp, undefined);
+    const builtin = (await createSpecBuilder({ log, seccomp: 'builtin' }).build(input)) as Spec;
+    assert.ok((builtin.linux.seccomp as unknown as { syscalls: { names: string[] }[] }).syscalls.flatMap((x) => x.names).length > 50);
+  } finally {
+    f.cleanup();
+  }
+});

@@ -1,0 +1,68 @@
+// Init and shared namespaces through real clients: --init makes the init pid 1 (the daemon's
+// --init for containers that do not say), --pid container: sees the other's processes, --ipc
+// container: shares a shareable donor's /dev/shm (a private one is refused with the reference's
+// hint), --ulimit and --shm-size reach the container; docker-py's init and ipc_mode.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { docker, dockerOk, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+
+describe('init and shared namespaces', () => {
+  let d: DaemonHandle;
+  let imgs: TestImages;
+  const dk = dockerOk(() => d);
+  before(async () => {
+    d = await startDaemon();
+    imgs = await testImages();
+    await dk('load', '-i', imgs.dockerArchive);
+  });
+  after(async () => {
+    await docker(d, ['rm', '-f', 'donor', 'private', 'pidsrc']).catch(() => {});
+    await d.cleanup();
+  });
+
+  test('--init: pid 1 is the init, the command its child; without it the command is pid 1', async () => {
+    const out = await dk('run', '--rm', '--init', imgs.tag, 'sh', '-c', 'tr "\\0" " " < /proc/1/cmdline; echo; echo $$');
+    const [cmdline, own] = out.split('\n');
+    assert.match(cmdline!, /^\/sbin\/docker-init -- sh -c /);
+    assert.notEqual(own, '1');
+    assert.equal(await dk('run', '--rm', imgs.tag, 'sh', '-c', 'echo $$'), '1');
+    assert.equal(await dk('inspect', '-f', '{{.HostConfig.IpcMode}}', (await dk('create', imgs.tag, 'true'))), 'private', 'the default IPC mode');
+  });
+
+  test('--pid container: sees the other container\'s processes', async () => {
+    await dk('run', '-d', '--name', 'pidsrc', imgs.tag, 'sleep', '313');
+    const ps = await dk('run', '--rm', '--pid', 'container:pidsrc', imgs.tag, 'ps', '-o', 'args');
+    assert.match(ps, /sleep 313/);
+    const alone = await dk('run', '--rm', imgs.tag, 'ps', '-o', 'args');
+    assert.doesNotMatch(alone, /sleep 313/);
+    const stopped = await docker(d, ['run', '--rm', '--pid', 'container:nosuch', imgs.tag, 'true']);
+    assert.notEqual(stopped.code, 0);
+  });
+
+  test('--ipc container: shares the /dev/shm of a shareable donor; a private donor is refused', async () => {
+    await dk('run', '-d', '--name', 'donor', '--ipc', 'shareable', imgs.tag, 'sh', '-c', 'echo from-donor > /dev/shm/note; exec sleep 300');
+    let note = '';
+    for (let i = 0; i < 20 && note !== 'from-donor'; i++) {
+      note = (await docker(d, ['run', '--rm', '--ipc', 'container:donor', imgs.tag, 'cat', '/dev/shm/note'])).stdout.trim();
+    }
+    assert.equal(note, 'from-donor');
+    await dk('run', '--rm', '--ipc', 'container:donor', imgs.tag, 'sh', '-c', 'echo from-joiner > /dev/shm/back');
+    assert.equal(await dk('exec', 'donor', 'cat', '/dev/shm/back'), 'from-joiner');
+    await dk('run', '-d', '--name', 'private', imgs.tag, 'sleep', '300');
+    const refused = await docker(d, ['run', '--rm', '--ipc', 'container:private', imgs.tag, 'true']);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /non-shareable IPC/);
+    const bad = await docker(d, ['run', '--rm', '--ipc', 'sideways', imgs.tag, 'true']);
+    assert.match(bad.stderr, /invalid IPC mode: sideways/);
+  });
+
+  test('--ulimit and --shm-size reach the container; docker-py init=True', async () => {
+    assert.equal(await dk('run', '--rm', '--ulimit', 'nofile=100:200', imgs.tag, 'sh', '-c', 'ulimit -n; ulimit -Hn'), '100\n200');
+    assert.match(await dk('run', '--rm', '--shm-size', '16m', imgs.tag, 'df', '-k', '/dev/shm'), /16384/);
+    const out = await pythonDocker(d, `
+      print(client.containers.run('${imgs.tag}', ['sh', '-c', 'tr "\\\\0" " " < /proc/1/cmdline'], init=True, remove=True).decode())
+    `);
+    assert.match(out, /^\/sbin\/docker-init -- sh -c/);
+  });
+});
