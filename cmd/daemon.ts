@@ -291,6 +291,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       execs,
       logs: logReader,
       version: { api: API_VERSION, min: MIN_API_VERSION },
+      events,
     };
 
     const app = createApp({

@@ -1,6 +1,7 @@
 // Attach, exec and resize. Attach and exec start take over the connection: through the server's
 // 'upgrade' event when the client asks for `Upgrade: tcp` (docker CLI, docker-py, dockerode with
 // hijack), or as a connection-close-delimited 200 body otherwise (curl, plain dockerode).
+// `GET /containers/{id}/attach/ws` is the same attach on a websocket (websocket.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -13,6 +14,7 @@ import { findContainer } from '../containers/routes.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { readUpgradeBody } from './request-body.ts';
 import { AttachSession, frame, parseDetachKeys } from './session.ts';
+import { handshakeResponse, notAWebsocket, OP, WebSocketStream } from './websocket.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
@@ -23,6 +25,24 @@ export interface AttachDeps {
   logs: ContainerLogReader;
   /** Version window for hand-routed upgrade requests. */
   version: { api: string; min: string };
+  /** Publishes `detach` and `exec_detach` when a client leaves with the detach keys. */
+  events?: { container(action: string, c: CR, extra?: Record<string, string>): void };
+}
+
+/** Which streams an attach asked for. */
+interface AttachWants {
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  logs: boolean;
+  stream: boolean;
+}
+
+/** How the attach reaches its client: a hijacked connection (101 or plain 200) or a websocket. */
+type AttachTransport = { kind: 'hijack'; upgrade: boolean; apiVersion: number } | { kind: 'websocket' };
+
+function attachWants(q: URLSearchParams): AttachWants {
+  return { stdin: truthy(q.get('stdin')), stdout: truthy(q.get('stdout')), stderr: truthy(q.get('stderr')), logs: truthy(q.get('logs')), stream: truthy(q.get('stream')) };
 }
 
 const truthy = (v: string | null | undefined) => v != null && !['', '0', 'false', 'no', 'none'].includes(v.toLowerCase());
@@ -93,31 +113,43 @@ export function attachController(deps: AttachDeps) {
     return { c, keys };
   }
 
-  async function runAttach(sock: Duplex, upgrade: boolean, c: CR, keys: Buffer, q: URLSearchParams, apiVersion: number): Promise<void> {
+  /** Publish a container event about `id` as it is now; a container gone meanwhile has none. */
+  function publish(action: string, id: string, extra?: Record<string, string>): void {
+    if (!deps.events) return;
+    try {
+      deps.events.container(action, findContainer(deps.store, id), extra);
+    } catch {
+      // removed while the session ran
+    }
+  }
+
+  async function runAttach(sock: Duplex, c: CR, keys: Buffer, want: AttachWants, via: AttachTransport): Promise<void> {
     const tty = !!c.spec.config.Tty;
-    const wantStdin = truthy(q.get('stdin')) && !!c.spec.config.OpenStdin;
     const session = new AttachSession(sock, {
       tty,
-      stdin: wantStdin,
-      stdout: truthy(q.get('stdout')),
-      stderr: truthy(q.get('stderr')),
+      // A websocket carries each stream's bytes as they are: it is never multiplexed.
+      multiplex: via.kind === 'hijack' && !tty,
+      stdin: want.stdin && !!c.spec.config.OpenStdin,
+      stdout: want.stdout,
+      stderr: want.stderr,
       closeStdinOnEof: !!c.spec.config.StdinOnce,
       detachKeys: keys,
+      onDetach: () => publish('detach', c.name),
     });
-    sock.write(header(upgrade, contentType(tty, apiVersion)));
-    if (truthy(q.get('logs'))) {
+    if (via.kind === 'hijack') sock.write(header(via.upgrade, contentType(tty, via.apiVersion)));
+    if (want.logs) {
       const abort = new AbortController();
       session.done.then(() => abort.abort());
       try {
-        const opts = { stdout: truthy(q.get('stdout')), stderr: truthy(q.get('stderr')), follow: false, since: 0, until: 0, tail: -1 };
+        const opts = { stdout: want.stdout, stderr: want.stderr, follow: false, since: 0, until: 0, tail: -1 };
         for await (const e of deps.logs.read(c.name, opts, abort.signal)) {
-          if (!session.write(tty ? e.line : frame(e.stream === 'stdout' ? 1 : 2, e.line))) await session.drained();
+          if (!session.write(session.multiplexed ? frame(e.stream === 'stdout' ? 1 : 2, e.line) : e.line)) await session.drained();
         }
       } catch {
         // no stored log (driver none): live output only
       }
     }
-    if (!truthy(q.get('stream'))) {
+    if (!want.stream) {
       session.close();
       return;
     }
@@ -164,6 +196,7 @@ export function attachController(deps: AttachDeps) {
       closeStdinOnEof: true,
       closeOnEnd: false,
       detachKeys: keys,
+      onDetach: () => publish('exec_detach', ex.ContainerID, { execID: ex.ID }),
     });
     sock.write(header(upgrade, contentType(tty, apiVersion)));
     let exited: Promise<number>;
@@ -197,7 +230,13 @@ export function attachRoutes(deps: AttachDeps) {
       const { c, keys } = ctl.prepareAttach(req.params.id, q);
       reply.hijack();
       const sock = req.raw.socket;
-      await ctl.runAttach(sock, false, c, keys, q, apiOf(req));
+      await ctl.runAttach(sock, c, keys, attachWants(q), { kind: 'hijack', upgrade: false, apiVersion: apiOf(req) });
+    });
+
+    // A websocket attach always arrives as an upgrade request; one that reaches fastify is not.
+    app.get('/containers/:id/attach/ws', async (req: Req) => {
+      ctl.prepareAttach(req.params.id, new URLSearchParams(req.query as Record<string, string>));
+      throw notAWebsocket();
     });
 
     app.post('/containers/:id/resize', async (req: Req, reply) => {
@@ -282,7 +321,21 @@ export function upgradeHandler(deps: AttachDeps, log: { warn(o: object, m: strin
       // The body (dockerode's options) is not stdin; only the bytes after it are.
       const { rest } = await readUpgradeBody(req, sock, head);
       if (rest.length) sock.unshift(rest);
-      await ctl.runAttach(sock, true, c, keys, url.searchParams, apiVersion);
+      await ctl.runAttach(sock, c, keys, attachWants(url.searchParams), { kind: 'hijack', upgrade: true, apiVersion });
+      return;
+    }
+    m = /^\/containers\/([^/]+)\/attach\/ws$/.exec(path);
+    if (m && req.method === 'GET') {
+      const { c, keys } = ctl.prepareAttach(decodeURIComponent(m[1]), url.searchParams);
+      sock.write(handshakeResponse(req));
+      if (head.length) sock.unshift(head);
+      // Binary frames from API 1.28 (text before); the stream flags count from 1.42, before which
+      // all three streams are attached.
+      const ws = new WebSocketStream(sock, { opcode: apiVersion >= 1.28 ? OP.binary : OP.text });
+      ws.on('error', () => {});
+      const want = attachWants(url.searchParams);
+      if (apiVersion < 1.42) Object.assign(want, { stdin: true, stdout: true, stderr: true });
+      await ctl.runAttach(ws, c, keys, want, { kind: 'websocket' });
       return;
     }
     m = /^\/exec\/([^/]+)\/start$/.exec(path);

@@ -1,5 +1,5 @@
 // One attach or exec session over a taken-over connection: copies the process's output to the
-// client (multiplexed frames without a TTY, raw bytes with one) and the client's bytes to the
+// client (multiplexed frames without a TTY, raw bytes with one or on a websocket) and the client's bytes to the
 // process's stdin, with the half-close and detach-key rules clients depend on (PROTOCOL.md 6.4).
 import type { Duplex } from 'node:stream';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -39,6 +39,8 @@ export function parseDetachKeys(spec: string | undefined): Buffer {
 
 export interface SessionOptions {
   tty: boolean;
+  /** Frame output by stream (no TTY on a hijacked connection); raw bytes otherwise. Default: !tty. */
+  multiplex?: boolean;
   stdin: boolean;
   stdout: boolean;
   stderr: boolean;
@@ -87,6 +89,7 @@ export class DetachScanner {
 export class AttachSession {
   private readonly sock: Duplex;
   private readonly o: SessionOptions;
+  private readonly multiplex: boolean;
   private hub: StreamHub | null = null;
   private unsub: (() => void) | null = null;
   private closed = false;
@@ -102,6 +105,7 @@ export class AttachSession {
   constructor(sock: Duplex, o: SessionOptions) {
     this.sock = sock;
     this.o = o;
+    this.multiplex = o.multiplex ?? !o.tty;
     this.scanner = new DetachScanner(o.detachKeys);
     this.done = new Promise((r) => (this.resolveDone = r));
     sock.on('error', () => this.close());
@@ -129,12 +133,17 @@ export class AttachSession {
         if (stream === 'stdout' && !this.o.stdout) return;
         if (stream === 'stderr' && !this.o.stderr) return;
         // A client reading slower than the process writes pauses the output (nothing is dropped).
-        if (!this.write(this.o.tty ? chunk : frame(stream === 'stdout' ? 1 : 2, chunk))) return this.drained();
+        if (!this.write(this.multiplex ? frame(stream === 'stdout' ? 1 : 2, chunk) : chunk)) return this.drained();
       },
       () => {
         if (this.o.closeOnEnd !== false) this.close();
       },
     );
+  }
+
+  /** Whether output goes out in multiplexed frames. */
+  get multiplexed(): boolean {
+    return this.multiplex;
   }
 
   /** Write stored output (logs=1 replay) or a daemon error frame; false when the client is behind. */
@@ -177,7 +186,7 @@ export class AttachSession {
   }
 
   systemError(message: string): void {
-    this.write(this.o.tty ? Buffer.from(message) : frame(3, Buffer.from(message)));
+    this.write(this.multiplex ? frame(3, Buffer.from(message)) : Buffer.from(message));
   }
 
   close(): void {

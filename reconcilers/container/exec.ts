@@ -224,20 +224,25 @@ export class ExecManager {
         ...(size && size[0] && size[1] ? { consoleSize: { height: size[0], width: size[1] } } : { consoleSize: undefined }),
       };
       io = await this.deps.stdio.open({ dir, procId: id, stdin: ex.config.AttachStdin, tty });
-      const procCreated = Promise.withResolvers<void>();
-      procCreated.promise.catch(() => {});
-      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(ex.containerId, id), procCreated.promise);
+      // The shim opens an exec's stdin FIFO only when the process starts: a stdin EOF passed on
+      // before that is lost, with what was written ahead of it, and the process never ends.
+      const procStarted = Promise.withResolvers<void>();
+      procStarted.promise.catch(() => {});
+      const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(ex.containerId, id), procStarted.promise);
       onHub?.(hub);
       await sup
         .execProcess({ containerId: ex.containerId, execId: id, spec: process, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: tty })
         .catch((err) => {
-          procCreated.reject(err);
+          procStarted.reject(err);
           throw err;
         });
-      procCreated.resolve();
       const waiting = sup.waitTask(ex.containerId, id);
       waiting.catch(() => {});
-      const { pid } = await sup.startProcess(ex.containerId, id);
+      const { pid } = await sup.startProcess(ex.containerId, id).catch((err) => {
+        procStarted.reject(err);
+        throw err;
+      });
+      procStarted.resolve();
       const openIo = io;
       req.exited = (async () => {
         let code = 137;

@@ -1,15 +1,17 @@
 // Stream semantics of attach and exec (issue 22, item 4), end to end: a request body never
 // becomes stdin, a client's half-close is stdin EOF (output keeps coming until the process
-// exits), detach keys end a session and leave the process running, a tty writes CRLF.
+// exits), detach keys end a session, leave the process running and publish `detach` /
+// `exec_detach`, a tty writes CRLF, and the websocket attach (`GET /containers/{id}/attach/ws`).
 // Driven by the docker CLI (under a pseudo-terminal via script(1) where it needs one), dockerode,
-// and a raw client on the daemon's unix socket.
+// docker-py (websocket-client) and raw clients on the daemon's unix socket.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type Docker from 'dockerode';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
-import { docker, dockerode, dockerOk, testImages } from './harness/clients.ts';
+import { docker, dockerode, dockerOk, pythonDocker, testImages } from './harness/clients.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -88,6 +90,77 @@ function rawUpgrade(d: DaemonHandle, path: string, body: unknown, firstBodyBytes
   }
   return { sock, head, body: () => (headerEnd < 0 ? Buffer.alloc(0) : acc.subarray(headerEnd)), ended };
 }
+
+/** A minimal websocket client on the daemon's socket: masked frames out, unmasked frames in. */
+interface WsClient {
+  sock: Socket;
+  /** The response's status line and headers. */
+  head: Promise<string>;
+  /** Frames received so far. */
+  frames(): { opcode: number; payload: Buffer }[];
+  send(opcode: number, payload: string | Buffer): void;
+  ended: Promise<void>;
+}
+
+function wsAttach(d: DaemonHandle, path: string): WsClient {
+  const sock = connect(d.socket);
+  let acc = Buffer.alloc(0);
+  let at = -1;
+  let resolveHead!: (h: string) => void;
+  const head = new Promise<string>((r) => (resolveHead = r));
+  sock.on('data', (c: Buffer) => {
+    acc = Buffer.concat([acc, c]);
+    if (at < 0 && acc.indexOf('\r\n\r\n') >= 0) {
+      at = acc.indexOf('\r\n\r\n') + 4;
+      resolveHead(acc.subarray(0, at).toString());
+    }
+  });
+  const ended = new Promise<void>((r) => sock.on('close', () => r()));
+  sock.on('error', () => {});
+  const key = randomBytes(16).toString('base64');
+  sock.write(`GET ${path} HTTP/1.1\r\nHost: engine\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  const frames = () => {
+    const out: { opcode: number; payload: Buffer }[] = [];
+    if (at < 0) return out;
+    let i = at;
+    while (i + 2 <= acc.length) {
+      assert.equal(acc[i + 1] & 0x80, 0, 'server frames are not masked');
+      let len = acc[i + 1] & 0x7f;
+      let p = i + 2;
+      if (len === 126) {
+        if (p + 2 > acc.length) break;
+        len = acc.readUInt16BE(p);
+        p += 2;
+      } else if (len === 127) {
+        if (p + 8 > acc.length) break;
+        len = Number(acc.readBigUInt64BE(p));
+        p += 8;
+      }
+      if (p + len > acc.length) break;
+      out.push({ opcode: acc[i] & 0x0f, payload: acc.subarray(p, p + len) });
+      i = p + len;
+    }
+    return out;
+  };
+  const send = (opcode: number, payload: string | Buffer) => {
+    const data = Buffer.from(payload);
+    const mask = randomBytes(4);
+    const masked = Buffer.from(data);
+    for (let i = 0; i < masked.length; i++) masked[i] ^= mask[i & 3];
+    assert.ok(data.length < 126);
+    sock.write(Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | data.length]), mask, masked]));
+  };
+  return { sock, head, frames, send, ended };
+}
+
+/** Events of `action` about `container` recorded since `since` (a `docker events --since` value). */
+async function eventsSince(dk: (...a: string[]) => Promise<string>, since: string, action: string, container: string): Promise<string[]> {
+  const until = (Date.now() / 1000 + 1).toFixed(3);
+  const out = await dk('events', '--since', since, '--until', until, '--filter', `event=${action}`, '--filter', `container=${container}`, '--format', '{{.Action}} {{.Actor.Attributes.name}} {{.Actor.Attributes.execID}}');
+  return out.split('\n').filter(Boolean);
+}
+
+const nowSince = () => (Date.now() / 1000 - 0.5).toFixed(3);
 
 interface PtyRun {
   child: ReturnType<typeof spawn>;
@@ -215,6 +288,7 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
   });
 
   test('detach keys end an exec -it session and leave the process running (default and --detach-keys)', async () => {
+    const since = nowSince();
     for (const [flags, keys, marker] of [
       [[], '\x10\x11', 'sleep 601'],
       [['--detach-keys', 'ctrl-x,x'], '\x18x', 'sleep 602'],
@@ -226,9 +300,13 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
       assert.notEqual(code, 'timeout', `exec ${flags.join(' ')} did not detach: ${p.out()}`);
       assert.match(await dk('top', 'sleeper'), new RegExp(marker));
     }
+    // The CLI spots the keys itself and only closes its connection: the daemon never sees them,
+    // so (as with the reference) no exec_detach is published. Raw clients below do see one.
+    assert.deepEqual(await eventsSince(dk, since, 'exec_detach', 'sleeper'), []);
   });
 
   test('detach keys end a docker attach session (default ctrl-p,ctrl-q)', async () => {
+    const since = nowSince();
     const p = dockerPty(d, ['attach', 'shell']);
     await sleep(1000);
     p.write('echo att-$((20+1))\r');
@@ -238,9 +316,12 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
     assert.notEqual(code, 'timeout', p.out());
     assert.match(p.out(), /read escape sequence/);
     assert.equal(await dk('inspect', '--format', '{{.State.Running}}', 'shell'), 'true');
+    // As for exec: the CLI keeps the keys to itself, so there is no detach event.
+    assert.deepEqual(await eventsSince(dk, since, 'detach', 'shell'), []);
   });
 
-  test('the detachKeys query parameter ends a raw attach; the container keeps running', async () => {
+  test('the detachKeys query parameter ends a raw attach; the container keeps running; a detach event is published', async () => {
+    const since = nowSince();
     const id = await dk('inspect', '--format', '{{.Id}}', 'shell');
     const s = rawUpgrade(d, `/containers/${id}/attach?stream=1&stdin=1&stdout=1&stderr=1&detachKeys=ctrl-a,b`, { stream: true });
     assert.match(await s.head, /^HTTP\/1\.1 101 /);
@@ -254,13 +335,16 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
     assert.equal(r, 'ended');
     s.sock.destroy();
     assert.equal(await dk('inspect', '--format', '{{.State.Running}}', 'shell'), 'true');
+    // An attach's detach carries no execID (the template prints a missing key as <no value>).
+    assert.deepEqual(await eventsSince(dk, since, 'detach', 'shell'), ['detach shell <no value>']);
     // A malformed sequence is refused before the upgrade.
     const bad = rawUpgrade(d, `/containers/${id}/attach?stream=1&stdin=1&detachKeys=ctrl-1`, {});
     assert.match(await bad.head, /^HTTP\/1\.1 400 /);
     bad.sock.destroy();
   });
 
-  test('an exec created with DetachKeys detaches on them; the exec keeps running', async () => {
+  test('an exec created with DetachKeys detaches on them; the exec keeps running; exec_detach is published', async () => {
+    const since = nowSince();
     const c = dd.getContainer('sleeper');
     const ex = await c.exec({ Cmd: ['sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: true, DetachKeys: 'ctrl-e,e' });
     const s = rawUpgrade(d, `/exec/${ex.id}/start`, { Detach: false, Tty: true });
@@ -273,6 +357,7 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
     s.sock.destroy();
     const info = await ex.inspect();
     assert.equal(info.Running, true);
+    assert.deepEqual(await eventsSince(dk, since, 'exec_detach', 'sleeper'), [`exec_detach sleeper ${ex.id}`]);
   });
 
   test('a tty writes CRLF line endings: exec -t, run -t, dockerode exec with Tty', async () => {
@@ -289,5 +374,66 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
     // Without a tty the bytes are the process's own.
     const plain = await docker(d, ['exec', 'sleeper', 'printf', 'g\\nh\\n']);
     assert.equal(plain.stdout, 'g\nh\n');
+  });
+  test('websocket attach: a line sent to a running cat comes back in binary frames; close leaves it running', async () => {
+    await dk('run', '-di', '--name', 'wscat', '--network', 'none', img, 'cat');
+    const ws = wsAttach(d, '/v1.47/containers/wscat/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
+    assert.match(await ws.head, /^HTTP\/1\.1 101 /);
+    ws.send(0x1, 'over-ws\n');
+    await until('echo over the websocket', () => ws.frames().map((f) => f.payload.toString()).join('') === 'over-ws\n');
+    assert.ok(ws.frames().every((f) => f.opcode === 0x2), 'output goes out in binary frames');
+    ws.send(0x2, Buffer.from('binary-in\n'));
+    await until('second echo', () => ws.frames().map((f) => f.payload.toString()).join('').endsWith('binary-in\n'));
+    ws.send(0x9, 'ping');
+    await until('pong', () => ws.frames().some((f) => f.opcode === 0xa && f.payload.toString() === 'ping'));
+    ws.send(0x8, Buffer.from([0x03, 0xe8]));
+    await until('close answered', () => ws.frames().some((f) => f.opcode === 0x8));
+    await ws.ended;
+    assert.equal(await dk('inspect', '--format', '{{.State.Running}}', 'wscat'), 'true');
+    // A plain GET (no upgrade) is refused.
+    const raw = connect(d.socket);
+    let answer = '';
+    raw.on('data', (c) => (answer += c));
+    raw.write('GET /containers/wscat/attach/ws?stream=1 HTTP/1.1\r\nHost: engine\r\nConnection: close\r\n\r\n');
+    await new Promise((r) => raw.on('close', r));
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+  });
+
+  test('docker-py attach_socket(ws=True) (through a TCP relay: over a unix socket docker-py builds an http+docker:// URL websocket-client refuses)', async () => {
+    // docker-py turns only http:// and https:// base URLs into ws:// ones, so point it at TCP.
+    const relay: Server = createServer((c) => {
+      const u = connect(d.socket);
+      c.pipe(u).pipe(c);
+      c.on('error', () => u.destroy());
+      u.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const port = (relay.address() as AddressInfo).port;
+    try {
+      const out = await pythonDocker(
+        d,
+        `
+        tcp = docker.APIClient(base_url='tcp://127.0.0.1:${port}', version='auto', timeout=60)
+        ws = tcp.attach_socket('wscat', params={'stdin': 1, 'stream': 1, 'stdout': 1}, ws=True)
+        ws.send('from-py\\n')
+        got = b''
+        while b'from-py\\n' not in got:
+            m = ws.recv()
+            got += m if isinstance(m, bytes) else m.encode()
+        ws.close()
+        # The brief form: stdin only; the line reaches cat (its output is in the log).
+        ws = tcp.attach_socket('wscat', params={'stdin': 1, 'stream': 1}, ws=True)
+        ws.send('py-stdin-only\\n')
+        ws.close()
+        print(json.dumps(got.decode()))
+        `,
+      );
+      assert.equal(JSON.parse(out.trim()), 'from-py\n');
+      await until('stdin-only line in the log', async () => (await docker(d, ['logs', 'wscat'])).stdout.includes('py-stdin-only'));
+    } finally {
+      relay.close();
+    }
+    // Over the unix socket itself docker-py cannot open a websocket (its URL scheme stays http+docker).
+    await assert.rejects(pythonDocker(d, `api.attach_socket('wscat', params={'stdin': 1, 'stream': 1}, ws=True)`), /http\+docker|scheme|Invalid URL|url/i);
   });
 });

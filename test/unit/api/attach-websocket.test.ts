@@ -1,0 +1,472 @@
+// The websocket attach without a daemon: the RFC 6455 handshake and framing (masked client
+// frames, unmasked server frames, the three length forms, fragments, ping and close), the
+// websocket as a stream under an attach session, and the routes end to end on a real HTTP server
+// with an in-memory container: echo through a websocket, refusal of a plain request, and the
+// `detach` / `exec_detach` events of a detach-key exit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+import pino from 'pino';
+import { createApp } from '../../../api/app.ts';
+import { errorStatus } from '../../../api/errors.ts';
+import { attachRoutes, upgradeHandler, type AttachDeps } from '../../../api/attach/routes.ts';
+import { AttachSession } from '../../../api/attach/session.ts';
+import { acceptKey, encodeFrame, FrameDecoder, handshakeResponse, OP, ProtocolError, WebSocketStream } from '../../../api/attach/websocket.ts';
+import type { ExecInspect, StreamHub } from '../../../api/ports.ts';
+import type { ApiStore } from '../../../api/containers/store.ts';
+import { KIND } from '../../../store/types.ts';
+import { FakeStore } from './fake-store.ts';
+
+const tick = () => new Promise((r) => setImmediate(r));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A frame as a client sends it: masked with `mask`. */
+function clientFrame(opcode: number, payload: Buffer | string, opts: { fin?: boolean; mask?: Buffer; masked?: boolean } = {}): Buffer {
+  const p = Buffer.from(payload);
+  const mask = opts.mask ?? Buffer.from([0x37, 0xfa, 0x21, 0x3d]);
+  const masked = opts.masked ?? true;
+  const first = ((opts.fin ?? true) ? 0x80 : 0) | opcode;
+  let head: Buffer;
+  if (p.length < 126) head = Buffer.from([first, p.length]);
+  else if (p.length < 0x10000) {
+    head = Buffer.from([first, 126, 0, 0]);
+    head.writeUInt16BE(p.length, 2);
+  } else {
+    head = Buffer.alloc(10);
+    head[0] = first;
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(p.length), 2);
+  }
+  if (!masked) return Buffer.concat([head, p]);
+  head[1] |= 0x80;
+  const body = Buffer.from(p);
+  for (let i = 0; i < body.length; i++) body[i] ^= mask[i & 3];
+  return Buffer.concat([head, mask, body]);
+}
+
+/** Server frames, parsed as a client does (they must not be masked). */
+function serverFrames(buf: Buffer): { opcode: number; fin: boolean; payload: Buffer }[] {
+  const out = [];
+  let i = 0;
+  while (i < buf.length) {
+    const fin = (buf[i] & 0x80) !== 0;
+    const opcode = buf[i] & 0x0f;
+    assert.equal(buf[i + 1] & 0x80, 0, 'server frames are not masked');
+    let len = buf[i + 1] & 0x7f;
+    let at = i + 2;
+    if (len === 126) {
+      len = buf.readUInt16BE(at);
+      at += 2;
+    } else if (len === 127) {
+      len = Number(buf.readBigUInt64BE(at));
+      at += 8;
+    }
+    assert.ok(at + len <= buf.length, 'truncated server frame');
+    out.push({ opcode, fin, payload: buf.subarray(at, at + len) });
+    i = at + len;
+  }
+  return out;
+}
+
+function wsRequest(headers: Record<string, string>): IncomingMessage {
+  return { headers } as unknown as IncomingMessage;
+}
+
+const goodHeaders = { upgrade: 'websocket', connection: 'keep-alive, Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' };
+
+test('handshake: the RFC 6455 accept key, and refusal (400) of what is not a websocket upgrade', () => {
+  assert.equal(acceptKey('dGhlIHNhbXBsZSBub25jZQ=='), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=');
+  const ok = handshakeResponse(wsRequest(goodHeaders));
+  assert.match(ok, /^HTTP\/1\.1 101 Switching Protocols\r\n/);
+  assert.match(ok, /\r\nUpgrade: websocket\r\n/);
+  assert.match(ok, /\r\nConnection: Upgrade\r\n/);
+  assert.match(ok, /\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=\r\n\r\n$/);
+  assert.match(handshakeResponse(wsRequest({ ...goodHeaders, 'sec-websocket-protocol': 'chat, superchat' })), /\r\nSec-WebSocket-Protocol: chat\r\n/);
+  for (const bad of [
+    { ...goodHeaders, upgrade: 'tcp' },
+    { ...goodHeaders, connection: 'keep-alive' },
+    { ...goodHeaders, 'sec-websocket-version': '8' },
+    { ...goodHeaders, 'sec-websocket-key': 'short' },
+    { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-version': '13' },
+  ]) {
+    assert.throws(() => handshakeResponse(wsRequest(bad)), (e: unknown) => errorStatus(e) === 400, JSON.stringify(bad));
+  }
+});
+
+test('server frames are unmasked, with 7-bit, 16-bit and 64-bit lengths', () => {
+  for (const [len, headLen, marker] of [
+    [5, 2, 5],
+    [125, 2, 125],
+    [126, 4, 126],
+    [65535, 4, 126],
+    [65536, 10, 127],
+    [70000, 10, 127],
+  ] as const) {
+    const f = encodeFrame(OP.binary, Buffer.alloc(len, 0x61));
+    assert.equal(f.length, headLen + len);
+    assert.equal(f[0], 0x82);
+    assert.equal(f[1], marker, 'no mask bit, length marker');
+    const [parsed] = serverFrames(f);
+    assert.equal(parsed.payload.length, len);
+  }
+  assert.equal(encodeFrame(OP.text, Buffer.from('x'), false)[0], 0x01);
+});
+
+test('client frames: unmasked, across reads byte by byte, long lengths', () => {
+  const d = new FrameDecoder();
+  const long = Buffer.alloc(70_000, 0x7a);
+  const bytes = Buffer.concat([clientFrame(OP.text, 'hi'), clientFrame(OP.binary, Buffer.alloc(300, 1)), clientFrame(OP.binary, long)]);
+  const frames = [];
+  for (const b of bytes) frames.push(...d.feed(Buffer.from([b])));
+  assert.deepEqual(
+    frames.map((f) => [f.opcode, f.payload.length]),
+    [
+      [OP.text, 2],
+      [OP.binary, 300],
+      [OP.binary, 70_000],
+    ],
+  );
+  assert.equal(frames[0].payload.toString(), 'hi');
+  assert.ok(frames[2].payload.equals(long));
+});
+
+test('client frames: fragments with a ping between them; protocol errors', () => {
+  const d = new FrameDecoder();
+  const frames = d.feed(
+    Buffer.concat([clientFrame(OP.text, 'ab', { fin: false }), clientFrame(OP.ping, 'p'), clientFrame(OP.continuation, 'cd', { fin: false }), clientFrame(OP.continuation, 'e')]),
+  );
+  assert.deepEqual(
+    frames.map((f) => [f.opcode, f.fin, f.payload.toString()]),
+    [
+      [OP.text, false, 'ab'],
+      [OP.ping, true, 'p'],
+      [OP.continuation, false, 'cd'],
+      [OP.continuation, true, 'e'],
+    ],
+  );
+  const code = (bytes: Buffer, maxPayload?: number) => {
+    try {
+      new FrameDecoder({ maxPayload }).feed(bytes);
+      return 0;
+    } catch (e) {
+      assert.ok(e instanceof ProtocolError);
+      return e.closeCode;
+    }
+  };
+  assert.equal(code(clientFrame(OP.binary, 'x', { masked: false })), 1002, 'unmasked');
+  assert.equal(code(clientFrame(OP.continuation, 'x')), 1002, 'continuation without a start');
+  assert.equal(code(Buffer.concat([clientFrame(OP.text, 'a', { fin: false }), clientFrame(OP.binary, 'b')])), 1002, 'new message inside a fragmented one');
+  assert.equal(code(clientFrame(OP.ping, 'x', { fin: false })), 1002, 'fragmented control frame');
+  assert.equal(code(clientFrame(OP.ping, Buffer.alloc(126))), 1002, 'long control frame');
+  assert.equal(code(clientFrame(0x3, 'x')), 1002, 'reserved opcode');
+  const rsv = clientFrame(OP.binary, 'x');
+  rsv[0] |= 0x40;
+  assert.equal(code(rsv), 1002, 'reserved bit');
+  assert.equal(code(clientFrame(OP.binary, Buffer.alloc(2000)), 1000), 1009, 'too big');
+  const huge = Buffer.from([0x82, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0]);
+  assert.equal(code(huge), 1009, 'a 64-bit length beyond the limit is refused before any payload arrives');
+});
+
+/** The daemon's end of an upgraded socket: `client(bytes)` is what the client sends. */
+function fakeSocket() {
+  const sent: Buffer[] = [];
+  let ended = false;
+  const sock = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      sent.push(chunk);
+      cb();
+    },
+    final(cb) {
+      ended = true;
+      cb();
+    },
+    allowHalfOpen: true,
+  });
+  return { sock, frames: () => serverFrames(Buffer.concat(sent)), client: (b: Buffer | null) => sock.push(b), ended: () => ended };
+}
+
+test('WebSocketStream: data frames are the input, writes are binary frames, ping gets pong, close ends input', async () => {
+  const s = fakeSocket();
+  const ws = new WebSocketStream(s.sock);
+  const input: Buffer[] = [];
+  let inputEnded = false;
+  ws.on('data', (b: Buffer) => input.push(b));
+  ws.on('end', () => (inputEnded = true));
+  s.client(Buffer.concat([clientFrame(OP.text, 'one '), clientFrame(OP.binary, 'two ', { fin: false }), clientFrame(OP.ping, 'are you there')]));
+  s.client(clientFrame(OP.continuation, 'three'));
+  await tick();
+  ws.write(Buffer.from('out'));
+  await tick();
+  assert.equal(Buffer.concat(input).toString(), 'one two three');
+  assert.deepEqual(
+    s.frames().map((f) => [f.opcode, f.payload.toString()]),
+    [
+      [OP.pong, 'are you there'],
+      [OP.binary, 'out'],
+    ],
+  );
+  s.client(clientFrame(OP.close, Buffer.from([0x03, 0xe8])));
+  await tick();
+  assert.equal(inputEnded, true, 'a close frame is the end of the input');
+  assert.equal(s.ended(), false, 'our close waits for the session');
+  ws.end();
+  await tick();
+  const last = s.frames().at(-1)!;
+  assert.equal(last.opcode, OP.close);
+  assert.equal(last.payload.readUInt16BE(0), 1000);
+  assert.equal(s.ended(), true);
+});
+
+test('WebSocketStream: a protocol error closes with 1002; text frames before API 1.28', async () => {
+  const s = fakeSocket();
+  const ws = new WebSocketStream(s.sock);
+  ws.on('data', () => {});
+  ws.on('error', () => {});
+  s.client(clientFrame(OP.binary, 'x', { masked: false }));
+  await tick();
+  const [close] = s.frames();
+  assert.equal(close.opcode, OP.close);
+  assert.equal(close.payload.readUInt16BE(0), 1002);
+  assert.equal(s.ended(), true);
+
+  const t = fakeSocket();
+  const old = new WebSocketStream(t.sock, { opcode: OP.text });
+  old.write(Buffer.from('legacy'));
+  await tick();
+  assert.deepEqual(t.frames().map((f) => [f.opcode, f.payload.toString()]), [[OP.text, 'legacy']]);
+});
+
+function fakeHub() {
+  const stdin: Buffer[] = [];
+  let emit: ((s: 'stdout' | 'stderr', c: Buffer) => unknown) | null = null;
+  let end: (() => void) | undefined;
+  const hub: StreamHub = {
+    subscribe(fn, onEnd) {
+      emit = fn;
+      end = onEnd;
+      return () => (emit = null);
+    },
+    ended: new Promise(() => {}),
+    writeStdin: (b) => stdin.push(b),
+    closeStdin: () => {},
+  };
+  return { hub, stdin: () => Buffer.concat(stdin).toString(), out: (s: 'stdout' | 'stderr', c: string) => emit?.(s, Buffer.from(c)), end: () => end?.() };
+}
+
+test('an attach session on a websocket: raw output without a tty (one frame per chunk, both streams)', async () => {
+  const s = fakeSocket();
+  const ws = new WebSocketStream(s.sock);
+  const session = new AttachSession(ws, { tty: false, multiplex: false, stdin: true, stdout: true, stderr: true, closeStdinOnEof: true, detachKeys: Buffer.from([0x10, 0x11]) });
+  const h = fakeHub();
+  session.bind(h.hub);
+  s.client(clientFrame(OP.binary, 'in\n'));
+  h.out('stdout', 'out\n');
+  h.out('stderr', 'err\n');
+  await tick();
+  assert.equal(h.stdin(), 'in\n');
+  h.end();
+  await session.done;
+  await tick();
+  assert.deepEqual(
+    s.frames().map((f) => [f.opcode, f.opcode === OP.close ? f.payload.readUInt16BE(0) : f.payload.toString()]),
+    [
+      [OP.binary, 'out\n'],
+      [OP.binary, 'err\n'],
+      [OP.close, 1000],
+    ],
+  );
+});
+
+// ---- the routes on a real server ---------------------------------------------------------------
+
+function containerStore(tty: boolean): FakeStore {
+  const store = new FakeStore();
+  store.create(
+    KIND.container,
+    'c'.repeat(64),
+    { name: '/box', desired: 'running', config: { Image: 'img', Tty: tty, OpenStdin: true, StdinOnce: false, Labels: { l: 'v' } } },
+    { phase: 'running' },
+  );
+  return store;
+}
+
+async function server(store: FakeStore, extra: Partial<AttachDeps> = {}) {
+  const hubs: ReturnType<typeof fakeHub>[] = [];
+  const events: { action: string; name: string; extra?: Record<string, string> }[] = [];
+  const deps: AttachDeps = {
+    store: store as unknown as ApiStore,
+    streams: {
+      watchRuns: (_id, fn) => {
+        const h = fakeHub();
+        // An echoing process: what comes in goes out.
+        const write = h.hub.writeStdin;
+        h.hub.writeStdin = (b) => {
+          write(b);
+          h.out('stdout', b.toString());
+        };
+        hubs.push(h);
+        fn(h.hub);
+        return () => {};
+      },
+      resize: async () => {},
+    },
+    execs: {} as AttachDeps['execs'],
+    logs: { read: async function* () {} },
+    version: { api: '1.47', min: '1.24' },
+    events: { container: (action, c, x) => events.push({ action, name: c.spec.name, extra: x }) },
+    ...extra,
+  };
+  const srv = createServer();
+  srv.on('upgrade', upgradeHandler(deps, { warn() {} }));
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  return { port, hubs, events, close: () => srv.close() };
+}
+
+interface WsClient {
+  sock: Socket;
+  head: Promise<string>;
+  frames(): { opcode: number; fin: boolean; payload: Buffer }[];
+  ended: Promise<void>;
+}
+
+function wsConnect(port: number, path: string, headers: Record<string, string> = {}): WsClient {
+  const sock = connect(port, '127.0.0.1');
+  let acc = Buffer.alloc(0);
+  let at = -1;
+  let resolveHead!: (h: string) => void;
+  const head = new Promise<string>((r) => (resolveHead = r));
+  sock.on('data', (c: Buffer) => {
+    acc = Buffer.concat([acc, c]);
+    if (at < 0 && acc.indexOf('\r\n\r\n') >= 0) {
+      at = acc.indexOf('\r\n\r\n') + 4;
+      resolveHead(acc.subarray(0, at).toString());
+    }
+  });
+  const ended = new Promise<void>((r) => sock.on('close', () => r()));
+  sock.on('error', () => {});
+  const h = { Host: 'engine', Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version': '13', ...headers };
+  sock.write(`GET ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+  return { sock, head, frames: () => (at < 0 ? [] : serverFrames(acc.subarray(at))), ended };
+}
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+test('GET /containers/{id}/attach/ws: handshake, stdin in text and binary frames, raw output, close', async () => {
+  const s = await server(containerStore(false));
+  try {
+    const c = wsConnect(s.port, '/v1.47/containers/box/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
+    const head = await c.head;
+    assert.match(head, /^HTTP\/1\.1 101 /);
+    assert.match(head, /Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=/);
+    c.sock.write(clientFrame(OP.text, 'hello '));
+    c.sock.write(clientFrame(OP.binary, 'world\n'));
+    await until('echo', () => c.frames().map((f) => f.payload.toString()).join('') === 'hello world\n');
+    assert.ok(c.frames().every((f) => f.opcode === OP.binary));
+    c.sock.write(clientFrame(OP.ping, 'x'));
+    await until('pong', () => c.frames().some((f) => f.opcode === OP.pong));
+    // Without StdinOnce a close from the client ends the session: our close answers it.
+    c.sock.write(clientFrame(OP.close, Buffer.from([0x03, 0xe8])));
+    await until('close', () => c.frames().some((f) => f.opcode === OP.close));
+    await c.ended;
+    assert.deepEqual(s.events, []);
+  } finally {
+    s.close();
+  }
+});
+
+test('attach/ws refusals: 404 for an unknown container, 400 for a bad handshake or detachKeys', async () => {
+  const s = await server(containerStore(false));
+  try {
+    for (const [path, headers, status] of [
+      ['/containers/nope/attach/ws?stream=1', {}, 404],
+      ['/containers/box/attach/ws?stream=1', { 'Sec-WebSocket-Version': '8' }, 400],
+      ['/containers/box/attach/ws?stream=1', { Upgrade: 'tcp' }, 400],
+      ['/containers/box/attach/ws?stream=1&detachKeys=ctrl-1', {}, 400],
+    ] as const) {
+      const c = wsConnect(s.port, path, headers);
+      assert.match(await c.head, new RegExp(`^HTTP/1\\.1 ${status} `), `${path} ${JSON.stringify(headers)}`);
+      c.sock.destroy();
+    }
+  } finally {
+    s.close();
+  }
+  // Without an upgrade the request reaches the routes: 400 once the container is known.
+  const store = containerStore(false);
+  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [attachRoutes({ store: store as unknown as ApiStore } as AttachDeps)] });
+  const plain = await app.inject({ method: 'GET', url: '/v1.47/containers/box/attach/ws?stream=1' });
+  assert.equal(plain.statusCode, 400);
+  assert.match(plain.json().message, /not a websocket upgrade/);
+  assert.equal((await app.inject({ method: 'GET', url: '/containers/nope/attach/ws' })).statusCode, 404);
+  await app.close();
+});
+
+test('detach keys on a tty websocket attach end it and publish a `detach` event', async () => {
+  const s = await server(containerStore(true));
+  try {
+    const c = wsConnect(s.port, '/containers/box/attach/ws?stream=1&stdin=1&stdout=1&detachKeys=ctrl-a,b');
+    await c.head;
+    c.sock.write(clientFrame(OP.binary, 'ls\x01'));
+    c.sock.write(clientFrame(OP.binary, 'b'));
+    await c.ended;
+    assert.equal(s.hubs[0].stdin(), 'ls');
+    assert.deepEqual(s.events, [{ action: 'detach', name: '/box', extra: undefined }]);
+  } finally {
+    s.close();
+  }
+});
+
+test('detach keys on a hijacked exec publish `exec_detach` with the exec id', async () => {
+  const store = containerStore(true);
+  const execId = 'e'.repeat(64);
+  let started = false;
+  const inspect = (): ExecInspect =>
+    ({
+      ID: execId,
+      Running: started,
+      ExitCode: null,
+      ProcessConfig: { tty: true, entrypoint: 'sh', arguments: [], privileged: false, user: '' },
+      OpenStdin: true,
+      OpenStdout: true,
+      OpenStderr: true,
+      CanRemove: false,
+      ContainerID: 'c'.repeat(64),
+      DetachKeys: '',
+      Pid: 1,
+    }) as ExecInspect;
+  const h = fakeHub();
+  const s = await server(store, {
+    execs: {
+      create: () => execId,
+      inspect,
+      start: async (_id, _o, onHub) => {
+        started = true;
+        onHub?.(h.hub);
+        return { exited: new Promise(() => {}) };
+      },
+      resize: async () => {},
+    },
+  });
+  try {
+    const sock = connect(s.port, '127.0.0.1');
+    sock.on('error', () => {});
+    const body = JSON.stringify({ Detach: false, Tty: true });
+    sock.write(`POST /exec/${execId}/start HTTP/1.1\r\nHost: e\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await new Promise((r) => sock.once('data', r));
+    sock.write('echo\x10\x11');
+    await new Promise((r) => sock.on('close', r));
+    assert.equal(h.stdin(), 'echo');
+    assert.deepEqual(s.events, [{ action: 'exec_detach', name: '/box', extra: { execID: execId } }]);
+  } finally {
+    s.close();
+  }
+});
