@@ -330,6 +330,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
             hasRuntime: (n) => runtimes.names().includes(n),
             shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
             ipcMode: cfg.defaultIpcMode || 'private',
+            cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
             logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
             validateLogConfig,
             validateBind,
@@ -446,7 +447,6 @@ function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
  */
 const NOT_APPLIED_YET = [
   'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'defaultCgroupnsMode',
   'execOpts', 'metricsAddr', 'networkControlPlaneMtu',
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'selinuxEnabled',
   'storageOpts', 'usernsRemap',

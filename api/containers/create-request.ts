@@ -11,6 +11,8 @@ export interface CreateDefaults {
   shmSize: number;
   /** --default-ipc-mode ("private" unless set): a container's IpcMode when it names none. */
   ipcMode?: string;
+  /** --default-cgroupns-mode ("private" unless set): a container's CgroupnsMode when it names none. */
+  cgroupnsMode?: string;
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
@@ -167,6 +169,8 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
 
   const ipcMode = str(field(h, 'IpcMode'), 'IpcMode') || d.ipcMode || 'private';
   if (!['none', 'private', 'shareable', 'host'].includes(ipcMode) && !/^container:.+/.test(ipcMode)) throw invalidArgument(`invalid IPC mode: ${ipcMode}`);
+  const cgroupnsMode = str(field(h, 'CgroupnsMode'), 'CgroupnsMode') || d.cgroupnsMode || 'private';
+  if (cgroupnsMode !== 'host' && cgroupnsMode !== 'private') throw invalidArgument(`invalid cgroup namespace mode: ${cgroupnsMode}`);
   const pidMode = str(field(h, 'PidMode'), 'PidMode');
   if (pidMode && pidMode !== 'host' && !/^container:.+/.test(pidMode)) throw invalidArgument(`invalid PID mode: ${pidMode}`);
   const init = field(h, 'Init');
@@ -187,6 +191,7 @@ function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
     ShmSize: (shm as number) || d.shmSize,
     IpcMode: ipcMode,
     PidMode: pidMode,
+    CgroupnsMode: cgroupnsMode,
     Runtime: runtime,
     CapAdd: strList(field(h, 'CapAdd'), 'CapAdd'),
     CapDrop: strList(field(h, 'CapDrop'), 'CapDrop'),

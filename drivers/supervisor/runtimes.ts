@@ -7,6 +7,7 @@ import type { ShimOptions } from './client.ts';
 
 export const RUNC_SHIM = 'io.containerd.runc.v2';
 export const STDRT = 'stdrt';
+export const RUNC_ALIAS = 'runc';
 const RUNC_OPTIONS_URL = 'containerd.runc.v1.Options';
 const GENERIC_OPTIONS_URL = 'runtimeoptions.v1.Options';
 
@@ -127,6 +128,10 @@ export function createRuntimes(opts: RuntimesOptions): Runtimes {
     }
     throw invalidArgument(`runtime ${name}: either path or runtimeType must be set`);
   }
+
+  // `runc`, the name clients know the stock runtime by, is stdrt's drop-in name (unless configured
+  // as a runtime of its own); a container keeps the name it was created with.
+  if (!table.has(RUNC_ALIAS)) table.set(RUNC_ALIAS, table.get(STDRT)!);
 
   const defaultName = opts.defaultRuntime || STDRT;
   if (!table.has(defaultName)) throw invalidArgument(`specified default runtime '${defaultName}' does not exist`);

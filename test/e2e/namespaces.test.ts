@@ -65,4 +65,27 @@ describe('init and shared namespaces', () => {
     `);
     assert.match(out, /^\/sbin\/docker-init -- sh -c/);
   });
+
+  test('cgroup namespace private by default (host on request), sysctls, capabilities, no-new-privileges, --uts host, a device, the runtime as named', async () => {
+    const own = await dk('run', '--rm', imgs.tag, 'grep', ':memory:', '/proc/self/cgroup');
+    assert.match(own, /:memory:\/$/, 'a private cgroup namespace sees its own cgroup as the root');
+    const id = await dk('create', '--cgroupns', 'host', imgs.tag, 'grep', ':memory:', '/proc/self/cgroup');
+    await dk('start', '-a', id).then((out) => assert.match(out, new RegExp(`:memory:/.*${id}`)));
+    assert.equal(await dk('inspect', '-f', '{{.HostConfig.CgroupnsMode}}', id), 'host');
+    const badNs = await docker(d, ['run', '--rm', '--cgroupns', 'sideways', imgs.tag, 'true']);
+    assert.notEqual(badNs.code, 0);
+    assert.equal(await dk('run', '--rm', '--sysctl', 'net.ipv4.ip_forward=1', imgs.tag, 'cat', '/proc/sys/net/ipv4/ip_forward'), '1');
+    const capEff = (flags: string[]) => dk('run', '--rm', ...flags, imgs.tag, 'sh', '-c', 'grep CapEff /proc/self/status').then((l) => BigInt(`0x${l.split(/\s+/)[1]}`));
+    const NET_RAW = 1n << 13n;
+    const NET_ADMIN = 1n << 12n;
+    assert.equal((await capEff([])) & NET_RAW, NET_RAW);
+    assert.equal((await capEff(['--cap-drop', 'NET_RAW'])) & NET_RAW, 0n);
+    assert.equal((await capEff(['--cap-add', 'NET_ADMIN'])) & NET_ADMIN, NET_ADMIN);
+    assert.match(await dk('run', '--rm', '--security-opt', 'no-new-privileges', imgs.tag, 'grep', 'NoNewPrivs', '/proc/self/status'), /NoNewPrivs:\s+1/);
+    const { hostname } = await import('node:os');
+    assert.equal(await dk('run', '--rm', '--uts', 'host', imgs.tag, 'hostname'), hostname());
+    assert.equal(await dk('run', '--rm', '--device', '/dev/null:/dev/mynull', imgs.tag, 'sh', '-c', 'echo x > /dev/mynull && echo ok'), 'ok');
+    const rt = await dk('create', '--runtime', 'runc', imgs.tag, 'true');
+    assert.equal(await dk('inspect', '-f', '{{.HostConfig.Runtime}}', rt), 'runc');
+  });
 });

@@ -156,8 +156,13 @@ describe('run, attach, exec, bridge and live views', () => {
       await dk('exec', 'files', 'sh', '-c', 'echo back > /tmp/out.txt');
       await dk('cp', 'files:/tmp/out.txt', join(dir, 'out.txt'));
       assert.equal(readFileSync(join(dir, 'out.txt'), 'utf8'), 'back\n');
+      // An image file changed, one deleted, one added: C, D and A, their directories C.
+      await dk('exec', 'files', 'sh', '-c', 'touch /bin/busybox && rm /bin/true');
       const changes = await dk('diff', 'files');
-      assert.match(changes, /A \/tmp\/out.txt/);
+      assert.match(changes, /^A \/tmp\/out.txt$/m);
+      assert.match(changes, /^C \/bin\/busybox$/m);
+      assert.match(changes, /^D \/bin\/true$/m);
+      assert.match(changes, /^C \/bin$/m);
       const bad = await docker(d, ['cp', join(dir, 'in.txt'), 'files:/../../../../tmp/escape-test-engine']);
       assert.equal(bad.code, 0);
       assert.throws(() => readFileSync('/tmp/escape-test-engine'));

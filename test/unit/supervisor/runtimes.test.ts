@@ -15,7 +15,8 @@ test('stdrt is the runc v2 shim with binary runc and our runc root; empty name m
   assert.deepEqual(r.resolve('stdrt'), want);
   assert.deepEqual(r.resolve(''), want);
   assert.equal(r.default, 'stdrt');
-  assert.deepEqual(r.names(), ['stdrt']);
+  assert.deepEqual(r.names(), ['stdrt', 'runc']);
+  assert.deepEqual(r.resolve('runc'), r.resolve('stdrt'), 'runc is the drop-in name of stdrt');
 });
 
 test('unknown names are InvalidArgument with the engine message', () => {
@@ -29,7 +30,7 @@ test('a path runtime is a drop-in: runc shim with BinaryName = path', () => {
   const x = r.resolve('');
   assert.equal(x.name, 'io.containerd.runc.v2');
   assert.equal(x.options?.fields.binary_name, '/usr/local/bin/my-runc');
-  assert.deepEqual(r.names().sort(), ['mine', 'stdrt']);
+  assert.deepEqual(r.names().sort(), ['mine', 'runc', 'stdrt']);
 });
 
 test('runtimeArgs get a wrapper script', async () => {
