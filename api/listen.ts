@@ -175,13 +175,24 @@ export function activatedFds(n: number | undefined, env: NodeJS.ProcessEnv = pro
   return [n];
 }
 
+/** Request headers beyond this answer 431 (the reference allows 1 MiB; 64 KiB holds any registry auth header). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+/** The answer to a request Node's parser refused: 431 for oversized headers, else 400. */
+export function clientErrorResponse(code: string | undefined): string {
+  const tooLarge = code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  const body = JSON.stringify({ message: tooLarge ? 'request header fields too large' : 'malformed HTTP request' });
+  return `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
 type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler, tls?: ListenTls): Server {
   const handler = (req: IncomingMessage, res: ServerResponse) => app.routing(req, res);
   const srv: Server = tls
-    ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.verify, rejectUnauthorized: tls.verify, minVersion: 'TLSv1' }, handler)
-    : createServer(handler);
+    ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.verify, rejectUnauthorized: tls.verify, minVersion: 'TLSv1', maxHeaderSize: MAX_HEADER_BYTES }, handler)
+    : createServer({ maxHeaderSize: MAX_HEADER_BYTES }, handler);
   srv.requestTimeout = 0;
   srv.keepAliveTimeout = 72_000;
   srv.on('connection', (s: Socket) => {
@@ -203,8 +214,16 @@ function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onU
   }
   srv.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code !== 'ECONNRESET') log.debug({ err }, 'client error');
-    if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy();
+    if (!socket.writable || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    socket.end(clientErrorResponse(err.code));
+    // Keep reading (and dropping) what the client still sends, so it reads the answer instead of
+    // a reset or a full buffer; then close.
+    socket.on('data', () => {});
+    socket.resume();
+    setTimeout(() => socket.destroy(), 2000).unref();
   });
   return srv;
 }

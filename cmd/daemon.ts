@@ -259,6 +259,11 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const migrated = migrateContainerRecords(store);
     if (migrated) logger.info({ containers: migrated }, 'container records migrated to desired levels');
     await manager.start();
+    // Beside the first reconciles, not before them: the API serves while orphans are killed.
+    void containers
+      .collectOrphans()
+      .then((ids) => ids.length && logger.info({ containers: ids }, 'supervisor containers without a record removed'))
+      .catch((err) => logger.warn({ err }, 'collecting supervisor containers without a record failed'));
 
     const archive = createImageArchive({ layers, tmpDir, log: logger });
     const distribution = createDistribution({

@@ -29,6 +29,8 @@ export interface SupervisorPort {
   deleteProcess(containerId: string, execId: string): Promise<{ exitStatus: number; exitedAt: Date | null }>;
   resizePty(containerId: string, execId: string | undefined, width: number, height: number): Promise<void>;
   closeIO(containerId: string, execId: string | undefined): Promise<void>;
+  /** Ids of every container record the supervisor holds in our namespace. */
+  listContainers(): Promise<string[]>;
   /** New cgroup limits for a running task (`docker update`). */
   updateTask(containerId: string, resources: object): Promise<void>;
 }

@@ -95,6 +95,17 @@ export class ContainerReconciler {
     });
   }
 
+  /**
+   * Supervisor containers with no record here (a crash between the supervisor's create and our
+   * record's removal): killed and deleted, so no shim outlives what the store knows. At start-up.
+   */
+  async collectOrphans(): Promise<string[]> {
+    const ids = await this.deps.supervisor.listContainers();
+    const orphans = ids.filter((id) => !this.store.get(KIND.container, id));
+    await Promise.all(orphans.map((id) => this.steps.clearSupervisor(id)));
+    return orphans;
+  }
+
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
     const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
     if (!r) {

@@ -1,6 +1,7 @@
 // The application shell: version prefix and range, common headers, body parsing, error table.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { createApp, compareVersions } from '../../../api/app.ts';
@@ -194,6 +195,40 @@ describe('api app', () => {
       await l.close();
       await app.close();
       assert.equal(existsSync(sock), false);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('oversized request headers answer 431 at once (70 kB and 200 kB); a garbage request 400; the server keeps serving', async () => {
+    const app = testApp();
+    const dir = mkdtempSync(join(tmpdir(), 'engine-listen-'));
+    const sock = join(dir, 'engine.sock');
+    const l = await listenAll(app, [`unix://${sock}`], { log: pino({ level: 'silent' }) });
+    const raw = (payload: string) =>
+      new Promise<string>((resolve, reject) => {
+        const c = connect(sock);
+        let buf = '';
+        const t = setTimeout(() => reject(new Error(`no answer; got ${JSON.stringify(buf.slice(0, 80))}`)), 3000);
+        c.on('data', (d) => (buf += d));
+        c.on('close', () => {
+          clearTimeout(t);
+          resolve(buf);
+        });
+        c.on('error', () => {});
+        c.write(payload);
+      });
+    try {
+      for (const size of [70_000, 200_000]) {
+        const answer = await raw(`GET /_ping HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(size)}\r\n\r\n`);
+        assert.match(answer, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/, `${size}`);
+        assert.match(answer, /"message":"request header fields too large"/);
+      }
+      assert.match(await raw('NOT HTTP AT ALL\r\n\r\n'), /^HTTP\/1\.1 400 Bad Request/);
+      const ok = await raw(`GET /v1.45/echo-version HTTP/1.1\r\nHost: x\r\nX-Auth: ${'b'.repeat(40_000)}\r\nConnection: close\r\n\r\n`);
+      assert.match(ok, /^HTTP\/1\.1 200/, 'a 40 kB header is fine');
+    } finally {
+      await l.close();
+      await app.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -203,6 +203,9 @@ export class FakeSupervisor implements SupervisorPort {
   async resizePty(): Promise<void> {}
 
   async closeIO(): Promise<void> {}
+  async listContainers(): Promise<string[]> {
+    return [...this.containers.keys()];
+  }
   /** Resources of every updateTask, in order. */
   readonly updates: Array<{ id: string; resources: object }> = [];
   async updateTask(id: string, resources: object): Promise<void> {

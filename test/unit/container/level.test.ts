@@ -8,6 +8,8 @@ import type { Controller } from '../../../controllers/controller.ts';
 import { newId } from '../../../lib/ids.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
+import { ContainerReconciler } from '../../../reconcilers/container/reconciler.ts';
+import { RunRegistry } from '../../../reconcilers/container/runs.ts';
 import { containerRecord, fakeWorld, startContainerController, type ContainerRecordOverrides, type FakeWorld } from './fake-world.ts';
 
 type C = Resource<ContainerSpec, ContainerStatus>;
@@ -51,6 +53,21 @@ function running(overrides: ContainerRecordOverrides = {}): string {
 }
 
 describe('level-triggered containers', () => {
+  test('a supervisor container the store has no record of is killed and deleted at start-up; recorded ones stay', async () => {
+    const orphan = newId();
+    const known = running();
+    for (const id of [orphan, known]) {
+      await world.supervisor.createContainer({ id, spec: {}, runtime: { name: 'io.containerd.runc.v2' } });
+      await world.supervisor.createTask({ containerId: id, terminal: false });
+      await world.supervisor.startTask(id);
+    }
+    const reconciler = new ContainerReconciler(store, world.deps, new RunRegistry({ supervisor: world.supervisor, exitEventsLive: () => true }));
+    assert.deepEqual(await reconciler.collectOrphans(), [orphan]);
+    assert.equal(world.supervisor.containers.has(orphan), false);
+    assert.equal(world.supervisor.tasks.has(orphan), false);
+    assert.equal(world.supervisor.containers.has(known), true);
+  });
+
   test('desired running starts; desired stopped stops (SIGTERM); a stopped container stays down', async () => {
     controller = await startContainerController(world, store);
     const id = running();
