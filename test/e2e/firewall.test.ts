@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, testImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { removeAllAndCleanup } from './harness/setup.ts';
 
 const HTTPD = 'mkdir -p /www && echo hello-fw > /www/index.html && exec httpd -f -p 80 -h /www';
 
@@ -40,17 +41,6 @@ async function eventually(host: string, port: number): Promise<string> {
   return last;
 }
 
-async function cleanup(d: DaemonHandle | undefined): Promise<void> {
-  if (!d) return;
-  try {
-    const ctrs = (await docker(d, ['ps', '-aq'])).stdout.trim().split('\n').filter(Boolean);
-    if (ctrs.length) await docker(d, ['rm', '-f', ...ctrs]);
-    const nets = (await docker(d, ['network', 'ls', '--filter', 'type=custom', '-q'])).stdout.trim().split('\n').filter(Boolean);
-    if (nets.length) await docker(d, ['network', 'rm', ...nets]);
-  } finally {
-    await d.cleanup();
-  }
-}
 
 describe('--mtu, --ip-masq=false, --ip, --default-network-opt', () => {
   let d: DaemonHandle;
@@ -65,7 +55,7 @@ describe('--mtu, --ip-masq=false, --ip, --default-network-opt', () => {
     tag = imgs.tag;
     await dk('load', '-i', imgs.dockerArchive);
   });
-  after(() => cleanup(d));
+  after(() => removeAllAndCleanup(d));
 
   test('containers get the MTU; no masquerade for the subnet; published ports default to --ip', async () => {
     assert.equal(await dk('run', '--rm', tag, 'cat', '/sys/class/net/eth0/mtu'), '1400');
@@ -98,7 +88,7 @@ describe('--iptables=false', () => {
     tag = imgs.tag;
     await dk('load', '-i', imgs.dockerArchive);
   });
-  after(() => cleanup(d));
+  after(() => removeAllAndCleanup(d));
 
   test('no rule names the bridge, also with a published port, which still answers on loopback', async () => {
     await dk('run', '-d', '--name', 'web', '-p', '127.0.0.1::80', '--stop-timeout', '1', tag, 'sh', '-c', HTTPD);
@@ -124,7 +114,7 @@ describe('--fixed-cidr and --default-gateway', () => {
     tag = imgs.tag;
     await dk('load', '-i', imgs.dockerArchive);
   });
-  after(() => cleanup(d));
+  after(() => removeAllAndCleanup(d));
 
   test('addresses come from the fixed range; the default route is the given gateway; inspect shows both', async () => {
     const out = await dk('run', '--rm', tag, 'sh', '-c', 'ip -4 addr show dev eth0; ip route show default');

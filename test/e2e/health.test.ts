@@ -4,8 +4,9 @@
 // --no-healthcheck, the reference's refusals of bad durations, dockerode.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, dockerode, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
-import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { startWithImages } from './harness/setup.ts';
 
 interface Health {
   Status: string;
@@ -18,9 +19,7 @@ describe('healthchecks', () => {
   let imgs: TestImages;
   const dk = dockerOk(() => d);
   before(async () => {
-    d = await startDaemon();
-    imgs = await testImages();
-    await dk('load', '-i', imgs.dockerArchive);
+    ({ d, imgs } = await startWithImages());
   });
   after(async () => {
     await docker(d, ['rm', '-f', 'good', 'bad', 'slow', 'fromimg', 'nocheck', 'dode']).catch(() => {});

@@ -11,6 +11,7 @@ import { randomInt } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, dockerode, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { removeAllAndCleanup } from './harness/setup.ts';
 
 const hex = () => randomInt(0x100, 0xffff).toString(16);
 // Unique per run: fd<random>:<random>:<n>::/64.
@@ -22,17 +23,6 @@ function ip6rules(): string {
   return execFileSync('ip6tables', ['-S'], { encoding: 'utf8' }) + execFileSync('ip6tables', ['-t', 'nat', '-S'], { encoding: 'utf8' });
 }
 
-async function cleanup(d: DaemonHandle | undefined): Promise<void> {
-  if (!d) return;
-  try {
-    const ctrs = (await docker(d, ['ps', '-aq'])).stdout.trim().split('\n').filter(Boolean);
-    if (ctrs.length) await docker(d, ['rm', '-f', ...ctrs]);
-    const nets = (await docker(d, ['network', 'ls', '--filter', 'type=custom', '-q'])).stdout.trim().split('\n').filter(Boolean);
-    if (nets.length) await docker(d, ['network', 'rm', ...nets]);
-  } finally {
-    await d.cleanup();
-  }
-}
 
 describe('IPv6: --ipv6 --fixed-cidr-v6 --ip6tables, dual-stack user networks', () => {
   let d: DaemonHandle;
@@ -43,7 +33,7 @@ describe('IPv6: --ipv6 --fixed-cidr-v6 --ip6tables, dual-stack user networks', (
     imgs = await testImages();
     await dk('load', '-i', imgs.dockerArchive);
   });
-  after(() => cleanup(d));
+  after(() => removeAllAndCleanup(d));
 
   test('the default bridge: an IPv6 address for the container, the bridge as its gateway, shown by inspect', async () => {
     const bridge = JSON.parse(await dk('network', 'inspect', 'bridge'))[0];

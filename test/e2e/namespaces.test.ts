@@ -3,18 +3,20 @@
 // container: shares a shareable donor's /dev/shm (a private one is refused with the reference's
 // hint), --ulimit and --shm-size reach the container; docker-py's init and ipc_mode.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
-import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { docker, dockerOk, pythonDocker, type TestImages } from './harness/clients.ts';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { startWithImages } from './harness/setup.ts';
 
 describe('init and shared namespaces', () => {
   let d: DaemonHandle;
   let imgs: TestImages;
   const dk = dockerOk(() => d);
   before(async () => {
-    d = await startDaemon();
-    imgs = await testImages();
-    await dk('load', '-i', imgs.dockerArchive);
+    ({ d, imgs } = await startWithImages());
   });
   after(async () => {
     await docker(d, ['rm', '-f', 'donor', 'private', 'pidsrc']).catch(() => {});
@@ -89,3 +91,41 @@ describe('init and shared namespaces', () => {
     assert.equal(await dk('inspect', '-f', '{{.HostConfig.Runtime}}', rt), 'runc');
   });
 });
+
+describe("the daemon's container defaults: --init, --default-ulimit, --no-new-privileges, --seccomp-profile, --default-shm-size, --default-cgroupns-mode, --default-ipc-mode", () => {
+  let d: DaemonHandle;
+  let imgs: TestImages;
+  const dk = dockerOk(() => d);
+  before(async () => {
+    const profile = join(tmpdir(), `engine-seccomp-${process.pid}.json`);
+    // Everything allowed but mkdir/mkdirat, refused with EPERM.
+    writeFileSync(profile, JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO' }] }));
+    ({ d, imgs } = await startWithImages({
+      args: ['--init', '--default-ulimit', 'nofile=321:654', '--no-new-privileges', '--seccomp-profile', profile, '--default-shm-size', '32M', '--default-cgroupns-mode', 'host', '--default-ipc-mode', 'shareable'],
+    }));
+  });
+  after(() => d?.cleanup());
+
+  test('a container that says nothing gets them all; its own settings win', async () => {
+    const out = await dk('run', '--rm', imgs.tag, 'sh', '-c', [
+      'tr "\\0" " " < /proc/1/cmdline; echo',
+      'ulimit -n',
+      'grep NoNewPrivs /proc/self/status',
+      'df -k /dev/shm | tail -1',
+      'grep :memory: /proc/self/cgroup',
+      'mkdir /x 2>&1 || echo mkdir-refused',
+    ].join('; '));
+    const lines = out.split('\n');
+    assert.match(lines[0]!, /^\/sbin\/docker-init -- sh -c/);
+    assert.equal(lines[1], '321');
+    assert.match(lines[2]!, /NoNewPrivs:\s+1/);
+    assert.match(lines[3]!, /\s32768\s/);
+    assert.match(lines[4]!, /:memory:\/.+/, 'the host cgroup namespace shows the full path');
+    assert.equal(lines.at(-1), 'mkdir-refused');
+    const id = await dk('create', imgs.tag, 'true');
+    assert.equal(await dk('inspect', '-f', '{{.HostConfig.IpcMode}} {{.HostConfig.CgroupnsMode}}', id), 'shareable host');
+    const own = await dk('run', '--rm', '--init=false', '--ulimit', 'nofile=100:200', '--security-opt', 'seccomp=unconfined', imgs.tag, 'sh', '-c', 'echo $$; ulimit -n; mkdir /y && echo made');
+    assert.equal(own, '1\n100\nmade');
+  });
+});
+

@@ -3,17 +3,16 @@
 // policy changes; the reference's refusals; docker-py and dockerode.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, dockerode, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
-import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { startWithImages } from './harness/setup.ts';
 
 describe('docker update', () => {
   let d: DaemonHandle;
   let imgs: TestImages;
   const dk = dockerOk(() => d);
   before(async () => {
-    d = await startDaemon();
-    imgs = await testImages();
-    await dk('load', '-i', imgs.dockerArchive);
+    ({ d, imgs } = await startWithImages());
   });
   after(async () => {
     await docker(d, ['rm', '-f', 'upd', 'upd2', 'rmme', 'pyupd', 'dodeupd']).catch(() => {});

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mergeHealthcheck, parseHealthcheck } from '../../../api/containers/healthcheck.ts';
 import { applyProbe, goDuration, HealthChecks, healthConfigOf, type ProbeResult } from '../../../reconcilers/container/health.ts';
-import type { StagedStatus } from '../../../reconcilers/container/staged-status.ts';
 import type { ContainerConfig, ContainerStatus, HealthState } from '../../../store/types.ts';
+import { stagedFake } from './staged-fake.ts';
 
 const S = 1_000_000_000;
 
@@ -74,16 +74,6 @@ describe('the verdict', () => {
   });
 });
 
-/** A StagedStatus over one in-memory status. */
-function staged(initial: Partial<ContainerStatus>): StagedStatus & { cur: ContainerStatus } {
-  const box = { cur: initial as ContainerStatus };
-  return Object.assign(box, {
-    get: () => box.cur,
-    stage: (_id: string, fn: (s: ContainerStatus) => ContainerStatus) => {
-      box.cur = fn(box.cur);
-    },
-  }) as unknown as StagedStatus & { cur: ContainerStatus };
-}
 
 describe('the reconcile step', () => {
   test('starting at a run, a probe when due, one at a time, the result recorded when it ends', async () => {
@@ -99,7 +89,7 @@ describe('the reconcile step', () => {
     checks.enqueue = (id) => woken.push(id);
     const config = { Healthcheck: { Test: ['CMD', 'check'], Interval: 2 * S, Timeout: S } } as unknown as ContainerConfig;
     const started = Date.parse('2026-01-01T00:00:00Z');
-    const st = staged({ startedAt: at(0) });
+    const st = stagedFake({ startedAt: at(0) });
 
     assert.equal(checks.step('c1', config, st, started + 500), 1500, 'the first probe an interval after the start');
     assert.deepEqual(st.cur.health, { Status: 'starting', FailingStreak: 0, Log: [] });

@@ -3,18 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { applyResources } from '../../../reconcilers/container/resources-step.ts';
-import type { StagedStatus } from '../../../reconcilers/container/staged-status.ts';
 import type { ContainerSpec, ContainerStatus, HostConfig } from '../../../store/types.ts';
+import { stagedFake } from './staged-fake.ts';
 
-function staged(initial: Partial<ContainerStatus>): StagedStatus & { cur: ContainerStatus } {
-  const box = { cur: initial as ContainerStatus };
-  return Object.assign(box, {
-    get: () => box.cur,
-    stage: (_id: string, fn: (s: ContainerStatus) => ContainerStatus) => {
-      box.cur = fn(box.cur);
-    },
-  }) as unknown as StagedStatus & { cur: ContainerStatus };
-}
 
 test('applies a changed limit once, records a refusal, adopts limits of an older run', async () => {
   const updates: object[] = [];
@@ -29,7 +20,7 @@ test('applies a changed limit once, records a refusal, adopts limits of an older
     },
   } as unknown as Parameters<typeof applyResources>[2];
   const spec = (mem: number) => ({ hostConfig: { Memory: mem } }) as unknown as ContainerSpec;
-  const st = staged({ appliedResources: JSON.stringify({ memory: { limit: 1 } }) });
+  const st = stagedFake({ appliedResources: JSON.stringify({ memory: { limit: 1 } }) });
 
   await applyResources('c', spec(1), deps, st);
   assert.deepEqual(updates, [], 'unchanged: nothing to do');
@@ -46,7 +37,7 @@ test('applies a changed limit once, records a refusal, adopts limits of an older
   await applyResources('c', spec(2), deps, st);
   assert.equal(st.cur.updateError, '', 'the old limits put back: the error is cleared');
 
-  const old = staged({});
+  const old = stagedFake({});
   await applyResources('c', spec(5), deps, old);
   assert.equal(old.cur.appliedResources, JSON.stringify({ memory: { limit: 5 } }));
   assert.equal(updates.length, 1);
