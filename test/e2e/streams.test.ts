@@ -7,11 +7,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type Docker from 'dockerode';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { docker, dockerode, dockerOk, pythonDocker, testImages } from './harness/clients.ts';
+import { readResponse, wsClient, type RawResponse } from './harness/ws-client.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -38,12 +38,8 @@ function demux(buf: Buffer): { stdout: string; stderr: string } {
   return { stdout: Buffer.concat(out[1]).toString(), stderr: Buffer.concat(out[2]).toString() };
 }
 
-interface RawSession {
+interface RawSession extends RawResponse {
   sock: Socket;
-  /** The response's status line and headers. */
-  head: Promise<string>;
-  /** Everything after the header block, so far. */
-  body(): Buffer;
   /** Settles when the daemon ends its side of the connection. */
   ended: Promise<void>;
 }
@@ -56,20 +52,7 @@ interface RawSession {
 function rawUpgrade(d: DaemonHandle, path: string, body: unknown, firstBodyBytes?: number): RawSession {
   const json = Buffer.from(JSON.stringify(body));
   const sock = connect(d.socket);
-  let acc = Buffer.alloc(0);
-  let headerEnd = -1;
-  let resolveHead!: (h: string) => void;
-  const head = new Promise<string>((r) => (resolveHead = r));
-  sock.on('data', (c: Buffer) => {
-    acc = Buffer.concat([acc, c]);
-    if (headerEnd < 0) {
-      const at = acc.indexOf('\r\n\r\n');
-      if (at >= 0) {
-        headerEnd = at + 4;
-        resolveHead(acc.subarray(0, at).toString());
-      }
-    }
-  });
+  const res = readResponse(sock);
   const ended = new Promise<void>((r) => {
     sock.on('end', () => r());
     sock.on('close', () => r());
@@ -88,69 +71,7 @@ function rawUpgrade(d: DaemonHandle, path: string, body: unknown, firstBodyBytes
     sock.write(request.subarray(0, cut));
     setTimeout(() => sock.write(request.subarray(cut)), 200);
   }
-  return { sock, head, body: () => (headerEnd < 0 ? Buffer.alloc(0) : acc.subarray(headerEnd)), ended };
-}
-
-/** A minimal websocket client on the daemon's socket: masked frames out, unmasked frames in. */
-interface WsClient {
-  sock: Socket;
-  /** The response's status line and headers. */
-  head: Promise<string>;
-  /** Frames received so far. */
-  frames(): { opcode: number; payload: Buffer }[];
-  send(opcode: number, payload: string | Buffer): void;
-  ended: Promise<void>;
-}
-
-function wsAttach(d: DaemonHandle, path: string): WsClient {
-  const sock = connect(d.socket);
-  let acc = Buffer.alloc(0);
-  let at = -1;
-  let resolveHead!: (h: string) => void;
-  const head = new Promise<string>((r) => (resolveHead = r));
-  sock.on('data', (c: Buffer) => {
-    acc = Buffer.concat([acc, c]);
-    if (at < 0 && acc.indexOf('\r\n\r\n') >= 0) {
-      at = acc.indexOf('\r\n\r\n') + 4;
-      resolveHead(acc.subarray(0, at).toString());
-    }
-  });
-  const ended = new Promise<void>((r) => sock.on('close', () => r()));
-  sock.on('error', () => {});
-  const key = randomBytes(16).toString('base64');
-  sock.write(`GET ${path} HTTP/1.1\r\nHost: engine\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
-  const frames = () => {
-    const out: { opcode: number; payload: Buffer }[] = [];
-    if (at < 0) return out;
-    let i = at;
-    while (i + 2 <= acc.length) {
-      assert.equal(acc[i + 1] & 0x80, 0, 'server frames are not masked');
-      let len = acc[i + 1] & 0x7f;
-      let p = i + 2;
-      if (len === 126) {
-        if (p + 2 > acc.length) break;
-        len = acc.readUInt16BE(p);
-        p += 2;
-      } else if (len === 127) {
-        if (p + 8 > acc.length) break;
-        len = Number(acc.readBigUInt64BE(p));
-        p += 8;
-      }
-      if (p + len > acc.length) break;
-      out.push({ opcode: acc[i] & 0x0f, payload: acc.subarray(p, p + len) });
-      i = p + len;
-    }
-    return out;
-  };
-  const send = (opcode: number, payload: string | Buffer) => {
-    const data = Buffer.from(payload);
-    const mask = randomBytes(4);
-    const masked = Buffer.from(data);
-    for (let i = 0; i < masked.length; i++) masked[i] ^= mask[i & 3];
-    assert.ok(data.length < 126);
-    sock.write(Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | data.length]), mask, masked]));
-  };
-  return { sock, head, frames, send, ended };
+  return { sock, ...res, ended };
 }
 
 /** Events of `action` about `container` recorded since `since` (a `docker events --since` value). */
@@ -377,7 +298,7 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
   });
   test('websocket attach: a line sent to a running cat comes back in binary frames; close leaves it running', async () => {
     await dk('run', '-di', '--name', 'wscat', '--network', 'none', img, 'cat');
-    const ws = wsAttach(d, '/v1.47/containers/wscat/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
+    const ws = wsClient(connect(d.socket), '/v1.47/containers/wscat/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
     assert.match(await ws.head, /^HTTP\/1\.1 101 /);
     ws.send(0x1, 'over-ws\n');
     await until('echo over the websocket', () => ws.frames().map((f) => f.payload.toString()).join('') === 'over-ws\n');

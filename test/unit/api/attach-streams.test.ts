@@ -4,49 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { Duplex } from 'node:stream';
 import { readChunked, readLength, readUpgradeBody } from '../../../api/attach/request-body.ts';
 import { AttachSession, DetachScanner, parseDetachKeys } from '../../../api/attach/session.ts';
-import type { StreamHub } from '../../../api/ports.ts';
+import { fakeHub, fakeSocket } from './socket-fakes.ts';
 
 const tick = () => new Promise((r) => setImmediate(r));
-
-/** A client connection: `client(bytes)` / `client(null)` as the client sends them; `sent` is what the daemon wrote. */
-function fakeSocket() {
-  const sent: Buffer[] = [];
-  let ended = false;
-  const sock = new Duplex({
-    read() {},
-    write(chunk: Buffer, _enc, cb) {
-      sent.push(chunk);
-      cb();
-    },
-    final(cb) {
-      ended = true;
-      cb();
-    },
-    allowHalfOpen: true,
-  });
-  return { sock, sent, client: (b: string | Buffer | null) => sock.push(b), ended: () => ended };
-}
-
-function fakeHub() {
-  const stdin: Buffer[] = [];
-  let closed = 0;
-  let emit: ((s: 'stdout' | 'stderr', c: Buffer) => unknown) | null = null;
-  let end: (() => void) | undefined;
-  const hub: StreamHub = {
-    subscribe(fn, onEnd) {
-      emit = fn;
-      end = onEnd;
-      return () => (emit = null);
-    },
-    ended: new Promise(() => {}),
-    writeStdin: (b) => stdin.push(b),
-    closeStdin: () => void closed++,
-  };
-  return { hub, stdin: () => Buffer.concat(stdin).toString(), closed: () => closed, out: (s: 'stdout' | 'stderr', c: string) => emit?.(s, Buffer.from(c)), end: () => end?.() };
-}
 
 function feeder(chunks: string[]) {
   return async () => {

@@ -6,69 +6,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import { Duplex } from 'node:stream';
+import { connect, type AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from '../../../api/app.ts';
 import { errorStatus } from '../../../api/errors.ts';
 import { attachRoutes, upgradeHandler, type AttachDeps } from '../../../api/attach/routes.ts';
 import { AttachSession } from '../../../api/attach/session.ts';
 import { acceptKey, encodeFrame, FrameDecoder, handshakeResponse, OP, ProtocolError, WebSocketStream } from '../../../api/attach/websocket.ts';
-import type { ExecInspect, StreamHub } from '../../../api/ports.ts';
+import type { ExecInspect } from '../../../api/ports.ts';
 import type { ApiStore } from '../../../api/containers/store.ts';
 import { KIND } from '../../../store/types.ts';
+import { clientFrame, serverFrames, wsClient, type WsClient } from '../../e2e/harness/ws-client.ts';
 import { FakeStore } from './fake-store.ts';
+import { fakeHub, fakeSocket } from './socket-fakes.ts';
 
 const tick = () => new Promise((r) => setImmediate(r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A frame as a client sends it: masked with `mask`. */
-function clientFrame(opcode: number, payload: Buffer | string, opts: { fin?: boolean; mask?: Buffer; masked?: boolean } = {}): Buffer {
-  const p = Buffer.from(payload);
-  const mask = opts.mask ?? Buffer.from([0x37, 0xfa, 0x21, 0x3d]);
-  const masked = opts.masked ?? true;
-  const first = ((opts.fin ?? true) ? 0x80 : 0) | opcode;
-  let head: Buffer;
-  if (p.length < 126) head = Buffer.from([first, p.length]);
-  else if (p.length < 0x10000) {
-    head = Buffer.from([first, 126, 0, 0]);
-    head.writeUInt16BE(p.length, 2);
-  } else {
-    head = Buffer.alloc(10);
-    head[0] = first;
-    head[1] = 127;
-    head.writeBigUInt64BE(BigInt(p.length), 2);
-  }
-  if (!masked) return Buffer.concat([head, p]);
-  head[1] |= 0x80;
-  const body = Buffer.from(p);
-  for (let i = 0; i < body.length; i++) body[i] ^= mask[i & 3];
-  return Buffer.concat([head, mask, body]);
-}
-
-/** Server frames, parsed as a client does (they must not be masked). */
-function serverFrames(buf: Buffer): { opcode: number; fin: boolean; payload: Buffer }[] {
-  const out = [];
-  let i = 0;
-  while (i < buf.length) {
-    const fin = (buf[i] & 0x80) !== 0;
-    const opcode = buf[i] & 0x0f;
-    assert.equal(buf[i + 1] & 0x80, 0, 'server frames are not masked');
-    let len = buf[i + 1] & 0x7f;
-    let at = i + 2;
-    if (len === 126) {
-      len = buf.readUInt16BE(at);
-      at += 2;
-    } else if (len === 127) {
-      len = Number(buf.readBigUInt64BE(at));
-      at += 8;
-    }
-    assert.ok(at + len <= buf.length, 'truncated server frame');
-    out.push({ opcode, fin, payload: buf.subarray(at, at + len) });
-    i = at + len;
-  }
-  return out;
-}
 
 function wsRequest(headers: Record<string, string>): IncomingMessage {
   return { headers } as unknown as IncomingMessage;
@@ -169,27 +122,14 @@ test('client frames: fragments with a ping between them; protocol errors', () =>
   assert.equal(code(huge), 1009, 'a 64-bit length beyond the limit is refused before any payload arrives');
 });
 
-/** The daemon's end of an upgraded socket: `client(bytes)` is what the client sends. */
-function fakeSocket() {
-  const sent: Buffer[] = [];
-  let ended = false;
-  const sock = new Duplex({
-    read() {},
-    write(chunk: Buffer, _enc, cb) {
-      sent.push(chunk);
-      cb();
-    },
-    final(cb) {
-      ended = true;
-      cb();
-    },
-    allowHalfOpen: true,
-  });
-  return { sock, frames: () => serverFrames(Buffer.concat(sent)), client: (b: Buffer | null) => sock.push(b), ended: () => ended };
+/** The daemon's end of an upgraded socket: `client(bytes)` is what the client sends, `frames()` what the daemon wrote. */
+function wsSocket() {
+  const f = fakeSocket();
+  return { ...f, frames: () => serverFrames(Buffer.concat(f.sent)) };
 }
 
 test('WebSocketStream: data frames are the input, writes are binary frames, ping gets pong, close ends input', async () => {
-  const s = fakeSocket();
+  const s = wsSocket();
   const ws = new WebSocketStream(s.sock);
   const input: Buffer[] = [];
   let inputEnded = false;
@@ -221,7 +161,7 @@ test('WebSocketStream: data frames are the input, writes are binary frames, ping
 });
 
 test('WebSocketStream: a protocol error closes with 1002; text frames before API 1.28', async () => {
-  const s = fakeSocket();
+  const s = wsSocket();
   const ws = new WebSocketStream(s.sock);
   ws.on('data', () => {});
   ws.on('error', () => {});
@@ -232,32 +172,15 @@ test('WebSocketStream: a protocol error closes with 1002; text frames before API
   assert.equal(close.payload.readUInt16BE(0), 1002);
   assert.equal(s.ended(), true);
 
-  const t = fakeSocket();
+  const t = wsSocket();
   const old = new WebSocketStream(t.sock, { opcode: OP.text });
   old.write(Buffer.from('legacy'));
   await tick();
   assert.deepEqual(t.frames().map((f) => [f.opcode, f.payload.toString()]), [[OP.text, 'legacy']]);
 });
 
-function fakeHub() {
-  const stdin: Buffer[] = [];
-  let emit: ((s: 'stdout' | 'stderr', c: Buffer) => unknown) | null = null;
-  let end: (() => void) | undefined;
-  const hub: StreamHub = {
-    subscribe(fn, onEnd) {
-      emit = fn;
-      end = onEnd;
-      return () => (emit = null);
-    },
-    ended: new Promise(() => {}),
-    writeStdin: (b) => stdin.push(b),
-    closeStdin: () => {},
-  };
-  return { hub, stdin: () => Buffer.concat(stdin).toString(), out: (s: 'stdout' | 'stderr', c: string) => emit?.(s, Buffer.from(c)), end: () => end?.() };
-}
-
 test('an attach session on a websocket: raw output without a tty (one frame per chunk, both streams)', async () => {
-  const s = fakeSocket();
+  const s = wsSocket();
   const ws = new WebSocketStream(s.sock);
   const session = new AttachSession(ws, { tty: false, multiplex: false, stdin: true, stdout: true, stderr: true, closeStdinOnEof: true, detachKeys: Buffer.from([0x10, 0x11]) });
   const h = fakeHub();
@@ -326,31 +249,9 @@ async function server(store: FakeStore, extra: Partial<AttachDeps> = {}) {
   return { port, hubs, events, close: () => srv.close() };
 }
 
-interface WsClient {
-  sock: Socket;
-  head: Promise<string>;
-  frames(): { opcode: number; fin: boolean; payload: Buffer }[];
-  ended: Promise<void>;
-}
-
+/** A websocket client on a new connection to the test server, with the RFC 6455 example key. */
 function wsConnect(port: number, path: string, headers: Record<string, string> = {}): WsClient {
-  const sock = connect(port, '127.0.0.1');
-  let acc = Buffer.alloc(0);
-  let at = -1;
-  let resolveHead!: (h: string) => void;
-  const head = new Promise<string>((r) => (resolveHead = r));
-  sock.on('data', (c: Buffer) => {
-    acc = Buffer.concat([acc, c]);
-    if (at < 0 && acc.indexOf('\r\n\r\n') >= 0) {
-      at = acc.indexOf('\r\n\r\n') + 4;
-      resolveHead(acc.subarray(0, at).toString());
-    }
-  });
-  const ended = new Promise<void>((r) => sock.on('close', () => r()));
-  sock.on('error', () => {});
-  const h = { Host: 'engine', Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version': '13', ...headers };
-  sock.write(`GET ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
-  return { sock, head, frames: () => (at < 0 ? [] : serverFrames(acc.subarray(at))), ended };
+  return wsClient(connect(port, '127.0.0.1'), path, { 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers });
 }
 
 async function until(what: string, cond: () => boolean): Promise<void> {
