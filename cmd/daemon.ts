@@ -159,6 +159,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
       init: cfg.init,
       initPath: cfg.initPath || findInit(),
       seccomp: seccompProfile(cfg.seccompProfile),
+      noNewPrivileges: cfg.noNewPrivileges,
+      defaultUlimits: Object.values(cfg.defaultUlimits ?? {}),
       hostGatewayIp: () => cfg.hostGatewayIp || findNetworkByName(store, 'bridge')?.spec.ipam.Config[0]?.Gateway || '',
     });
 
