@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
-import { startWithImages } from './harness/setup.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
 interface Health {
   Status: string;
@@ -21,10 +21,7 @@ describe('healthchecks', () => {
   before(async () => {
     ({ d, imgs } = await startWithImages());
   });
-  after(async () => {
-    await docker(d, ['rm', '-f', 'good', 'bad', 'slow', 'fromimg', 'nocheck', 'dode']).catch(() => {});
-    await d.cleanup();
-  });
+  after(() => removeAllAndCleanup(d));
 
   async function health(name: string): Promise<Health | undefined> {
     return JSON.parse(await dk('inspect', '-f', '{{json .State.Health}}', name)) ?? undefined;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, pythonDocker, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
-import { startWithImages } from './harness/setup.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
 describe('init and shared namespaces', () => {
   let d: DaemonHandle;
@@ -18,10 +18,7 @@ describe('init and shared namespaces', () => {
   before(async () => {
     ({ d, imgs } = await startWithImages());
   });
-  after(async () => {
-    await docker(d, ['rm', '-f', 'donor', 'private', 'pidsrc']).catch(() => {});
-    await d.cleanup();
-  });
+  after(() => removeAllAndCleanup(d));
 
   test('--init: pid 1 is the init, the command its child; without it the command is pid 1', async () => {
     const out = await dk('run', '--rm', '--init', imgs.tag, 'sh', '-c', 'tr "\\0" " " < /proc/1/cmdline; echo; echo $$');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
-import { startWithImages } from './harness/setup.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
 describe('docker update', () => {
   let d: DaemonHandle;
@@ -14,10 +14,7 @@ describe('docker update', () => {
   before(async () => {
     ({ d, imgs } = await startWithImages());
   });
-  after(async () => {
-    await docker(d, ['rm', '-f', 'upd', 'upd2', 'rmme', 'pyupd', 'dodeupd']).catch(() => {});
-    await d.cleanup();
-  });
+  after(() => removeAllAndCleanup(d));
 
   const cg = (name: string, file: string) => dk('exec', name, 'cat', `/sys/fs/cgroup/${file}`);
 
