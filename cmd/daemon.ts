@@ -338,6 +338,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
             shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
             ipcMode: cfg.defaultIpcMode || 'private',
             cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
+            blkioWeight: blkioWeightSupported(),
             logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
             validateLogConfig,
             validateBind,
@@ -348,7 +349,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           sizeRw: (id) => layers.sizeRW(id),
         }),
         moreContainerRoutes({ store, ops, sizeRw: (id) => layers.sizeRW(id) }),
-        updateRoutes({ store }),
+        updateRoutes({ store, blkioWeight: blkioWeightSupported() }),
         attachRoutes(attachDeps),
         eventRoutes(events),
         volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
@@ -458,6 +459,12 @@ const NOT_APPLIED_YET = [
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'selinuxEnabled',
   'storageOpts', 'usernsRemap',
 ] as const;
+
+/** Whether the kernel offers blkio weights (cgroup v1 with CFQ/BFQ weights, or v2's io.weight). */
+function blkioWeightSupported(): boolean {
+  if (['/sys/fs/cgroup/blkio/blkio.weight', '/sys/fs/cgroup/blkio/blkio.bfq.weight'].some((p) => existsSync(p))) return true;
+  return existsSync('/sys/fs/cgroup/cgroup.controllers') && /\bio\b/.test(readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8'));
+}
 
 /** --seccomp-profile: "", "builtin" and "unconfined" as they are, else the profile file's JSON (read once, at start). */
 function seccompProfile(value: string | undefined): string | undefined {

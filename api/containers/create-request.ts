@@ -13,6 +13,8 @@ export interface CreateDefaults {
   ipcMode?: string;
   /** --default-cgroupns-mode ("private" unless set): a container's CgroupnsMode when it names none. */
   cgroupnsMode?: string;
+  /** Whether the kernel has blkio weights (cgroup v1 CFQ/BFQ); without them a weight is discarded with a warning. */
+  blkioWeight?: boolean;
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
@@ -130,7 +132,25 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
   if (hostConfig.NetworkMode === 'host' && portBindings && Object.keys(portBindings).length > 0) {
     warnings.push('Published ports are discarded when using host network mode');
   }
+  if (defaults.blkioWeight === false) warnings.push(...discardBlkioWeights(hostConfig as unknown as Record<string, unknown>));
   return { config, hostConfig, path: command[0], args: command.slice(1), warnings };
+}
+
+export const BLKIO_WEIGHT_WARNING = 'Your kernel does not support Block I/O weight or the cgroup is not mounted. Weight discarded.';
+const BLKIO_WEIGHT_DEVICE_WARNING = 'Your kernel does not support Block I/O weight_device or the cgroup is not mounted. Weight-device discarded.';
+
+/** Without kernel support, blkio weights are dropped with the reference's warnings (the runtime would refuse them). */
+function discardBlkioWeights(h: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  if (typeof h.BlkioWeight === 'number' && h.BlkioWeight > 0) {
+    h.BlkioWeight = 0;
+    out.push(BLKIO_WEIGHT_WARNING);
+  }
+  if (Array.isArray(h.BlkioWeightDevice) && h.BlkioWeightDevice.length) {
+    h.BlkioWeightDevice = [];
+    out.push(BLKIO_WEIGHT_DEVICE_WARNING);
+  }
+  return out;
 }
 
 const RESTART_NAMES = new Set(['', 'no', 'always', 'unless-stopped', 'on-failure']);

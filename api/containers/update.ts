@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolicy } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
 import { findContainer } from './routes.ts';
 import type { ApiStore } from './store.ts';
 
@@ -83,13 +84,18 @@ export function applyUpdate(c: CR, u: Update): HostConfig {
   return next as unknown as HostConfig;
 }
 
-export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number }) {
+export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number; blkioWeight?: boolean }) {
   const { store } = deps;
   const timeoutMs = deps.waitTimeoutMs ?? 60_000;
   return async function register(app: FastifyInstance): Promise<void> {
     app.post('/containers/:id/update', async (req: Req) => {
       const c = findContainer(store, req.params.id);
       const u = parseUpdate(req.body);
+      const warnings: string[] = [];
+      if (u.BlkioWeight !== undefined && deps.blkioWeight === false) {
+        delete u.BlkioWeight;
+        warnings.push(BLKIO_WEIGHT_WARNING);
+      }
       if (c.spec.desired === 'removed' || c.status.phase === 'removing' || c.status.phase === 'dead') {
         throw conflict(`Cannot update container ${c.name}: container is marked for removal and cannot be "update"`);
       }
@@ -97,14 +103,14 @@ export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number }) 
       const hostConfig = applyUpdate(c, u);
       const gen = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig })).generation;
       const running = c.status.phase === 'running' || c.status.phase === 'paused';
-      if (!running) return { Warnings: [] };
+      if (!running) return { Warnings: warnings };
       const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.observedGeneration >= gen, { timeoutMs });
       if (r && r.status.observedGeneration < gen) throw unavailable(`Cannot update container ${c.name}: the new limits were not applied in time`);
       if (r?.status.updateError) {
         store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig: old }));
         throw internal(`Cannot update container ${c.name}: ${r.status.updateError}`);
       }
-      return { Warnings: [] };
+      return { Warnings: warnings };
     });
   };
 }

@@ -2,6 +2,7 @@
 // container's cgroups and show in inspect; a stopped container starts with them; the restart
 // policy changes; the reference's refusals; docker-py and dockerode.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
@@ -34,6 +35,21 @@ describe('docker update', () => {
     await dk('update', '--memory', '96m', '--memory-swap', '192m', 'upd');
     await dk('unpause', 'upd');
     assert.equal(await cg('upd', 'memory/memory.limit_in_bytes'), String(96 * 1024 * 1024));
+  });
+
+  test('a blkio weight the kernel cannot apply is discarded with the reference warning, at create and at update', async () => {
+    const supported = ['/sys/fs/cgroup/blkio/blkio.weight', '/sys/fs/cgroup/blkio/blkio.bfq.weight'].some((p) => existsSync(p));
+    const run = await docker(d, ['run', '-d', '--name', 'blk', '--blkio-weight', '300', imgs.tag, 'sleep', '300']);
+    assert.equal(run.code, 0, run.stderr);
+    const upd = await docker(d, ['update', '--blkio-weight', '400', 'blk']);
+    assert.equal(upd.code, 0, upd.stderr);
+    if (!supported) {
+      assert.match(run.stderr, /Your kernel does not support Block I\/O weight or the cgroup is not mounted\. Weight discarded\./);
+      assert.match(upd.stdout + upd.stderr, /Weight discarded/);
+      assert.equal(await dk('inspect', '-f', '{{.HostConfig.BlkioWeight}}', 'blk'), '0');
+    } else {
+      assert.equal(await dk('inspect', '-f', '{{.HostConfig.BlkioWeight}}', 'blk'), '400');
+    }
   });
 
   test('a stopped container starts with the updated limits', async () => {
