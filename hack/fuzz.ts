@@ -216,6 +216,15 @@ function someContainer(rng: Rng, ctx: FuzzContext): string {
   return rng.pick(['nope', '', 'a'.repeat(500), '%2F', '..', 'ff', '0', ctx.prefix]);
 }
 
+/** encodeURIComponent, but a lone surrogate (a weird string on purpose) goes through as is. */
+function enc(s: string): string {
+  try {
+    return encodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
 function json(v: unknown): Buffer {
   return Buffer.from(JSON.stringify(v));
 }
@@ -248,14 +257,16 @@ function bigBody(rng: Rng, ctx: FuzzContext): Buffer {
   return Buffer.alloc(mb * 1024 * 1024, rng.pick(['a', '{', '[', ' ']));
 }
 
-function garbageQuery(rng: Rng): string {
+/** exclude: keys never to send (fromImage on /images/create would pull from the network). */
+function garbageQuery(rng: Rng, exclude: readonly string[] = []): string {
   const parts: string[] = [];
   for (let i = 0, n = 1 + rng.int(4); i < n; i++) {
     const k = rng.pick(['filters', 'all', 'force', 't', 'signal', 'condition', 'v', 'link', 'limit', 'size', 'since', 'until', 'name', 'tag', 'repo', 'fromImage', 'fromSrc', 'stream', 'logs', 'stdout', 'x', '', '%', '%zz', 'a[b]', '__proto__']);
     const v = rng.pick([
       '', '1', '0', 'true', 'yes', '-1', '99999999999999999999', '%', '%zz', '%00', '%ff%fe', '%25', '%E0%A4%A', '{', '{"label":{"a":true}}',
-      '{"status":["nope"]}', '{"x":"y"}', '[]', 'null', encodeURIComponent('{"label":["' + 'a'.repeat(1000) + '"]}'), 'a&b=c', '==', 'SIGNOPE', 'next-exit', 'removed',
+      '{"status":["nope"]}', '{"x":"y"}', '[]', 'null', enc('{"label":["' + 'a'.repeat(1000) + '"]}'), 'a&b=c', '==', 'SIGNOPE', 'next-exit', 'removed',
     ]);
+    if (exclude.includes(k)) continue;
     parts.push(rng.chance(0.1) ? k : `${k}=${v}`);
   }
   return '?' + parts.join('&');
@@ -287,38 +298,38 @@ const GENERATORS: Array<[weight: number, gen: Gen]> = [
     const verb = rng.pick(['start', 'stop', 'kill', 'restart', 'pause', 'unpause', 'rename', 'resize']);
     const q = rng.chance(0.6) ? garbageQuery(rng) : '';
     const body = rng.chance(0.3) ? badJson(rng) : undefined;
-    return http(`container-${verb}`, 'POST', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}/${verb}${q}`, body);
+    return http(`container-${verb}`, 'POST', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}/${verb}${q}`, body);
   }],
-  [3, (rng, ctx) => http('container-wait', 'POST', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}/wait${rng.chance(0.5) ? garbageQuery(rng) : '?condition=not-running'}`, undefined, { mayBlock: true })],
-  [4, (rng, ctx) => http('container-rm', 'DELETE', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}${rng.chance(0.5) ? garbageQuery(rng) : '?force=1'}`)],
+  [3, (rng, ctx) => http('container-wait', 'POST', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}/wait${rng.chance(0.5) ? garbageQuery(rng) : '?condition=not-running'}`, undefined, { mayBlock: true })],
+  [4, (rng, ctx) => http('container-rm', 'DELETE', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}${rng.chance(0.5) ? garbageQuery(rng) : '?force=1'}`)],
   [6, (rng, ctx) => {
     const body: Record<string, unknown> = { Memory: 64 * 1024 * 1024 };
     const touched = mutateObject(rng, body, HOST_CONFIG_FIELDS);
-    return http(`container-update:${touched.join(',')}`, 'POST', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}/update`, rng.chance(0.8) ? json(body) : badJson(rng));
+    return http(`container-update:${touched.join(',')}`, 'POST', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}/update`, rng.chance(0.8) ? json(body) : badJson(rng));
   }],
   [5, (rng, ctx) => {
     const body: Record<string, unknown> = { Cmd: ['true'], AttachStdout: true };
     const touched = mutateObject(rng, body, ['Cmd', 'Env', 'User', 'WorkingDir', 'Tty', 'AttachStdin', 'AttachStdout', 'AttachStderr', 'Privileged', 'DetachKeys', 'ConsoleSize']);
-    return http(`exec-create:${touched.join(',')}`, 'POST', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}/exec`, rng.chance(0.8) ? json(body) : badJson(rng));
+    return http(`exec-create:${touched.join(',')}`, 'POST', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}/exec`, rng.chance(0.8) ? json(body) : badJson(rng));
   }],
   [3, (rng, ctx) => {
     const id = ctx.execs.length && rng.chance(0.7) ? rng.pick(ctx.execs) : rng.pick(['nope', '', 'x'.repeat(300)]);
     const body = rng.chance(0.5) ? json({ Detach: weirdValue(rng), Tty: weirdValue(rng), ConsoleSize: weirdValue(rng) }) : badJson(rng);
-    return http('exec-start', 'POST', `${version(rng)}/exec/${encodeURIComponent(id)}/${rng.pick(['start', 'resize', 'json'])}${garbageQuery(rng)}`, body, { mayBlock: true });
+    return http('exec-start', 'POST', `${version(rng)}/exec/${enc(id)}/${rng.pick(['start', 'resize', 'json'])}${garbageQuery(rng)}`, body, { mayBlock: true });
   }],
-  [3, (rng, ctx) => http('container-attach', 'POST', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}/attach${garbageQuery(rng)}`, undefined, {
+  [3, (rng, ctx) => http('container-attach', 'POST', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}/attach${garbageQuery(rng)}`, undefined, {
     mayBlock: true, headers: rng.chance(0.5) ? { Upgrade: 'tcp', Connection: 'Upgrade' } : undefined,
   })],
-  [4, (rng, ctx) => http('container-read', 'GET', `${version(rng)}/containers/${encodeURIComponent(someContainer(rng, ctx))}/${rng.pick(['json', 'top', 'changes', 'logs', 'stats', 'archive'])}${garbageQuery(rng)}`, undefined, { mayBlock: true })],
+  [4, (rng, ctx) => http('container-read', 'GET', `${version(rng)}/containers/${enc(someContainer(rng, ctx))}/${rng.pick(['json', 'top', 'changes', 'logs', 'stats', 'archive'])}${garbageQuery(rng)}`, undefined, { mayBlock: true })],
   // Images.
   [4, (rng, ctx) => {
     // Pull only from a registry that refuses at once, so nothing waits on the network.
     const from = rng.pick(['', ':', '@', 'UPPER/case', 'a'.repeat(300), '127.0.0.1:1/x', '127.0.0.1:1/x:tag', '127.0.0.1:1/x@sha256:zz', '%00', '-']);
-    const q = rng.chance(0.5) ? `?fromImage=${encodeURIComponent(from)}&tag=${encodeURIComponent(rng.pick(['', 'a', '::', 'x'.repeat(200)]))}` : garbageQuery(rng);
+    const q = rng.chance(0.5) ? `?fromImage=${enc(from)}&tag=${enc(rng.pick(['', 'a', '::', 'x'.repeat(200)]))}` : garbageQuery(rng, ['fromImage']);
     return http('image-create', 'POST', `${version(rng)}/images/create${q}`, rng.chance(0.3) ? rng.bytes(100) : undefined, { headers: { 'X-Registry-Auth': rng.pick(['', '!!!', 'e30=', Buffer.from('{"username":1}').toString('base64')]) } });
   }],
-  [3, (rng, ctx) => http('image-tag', 'POST', `${version(rng)}/images/${encodeURIComponent(rng.chance(0.5) ? ctx.image : rng.pick(WEIRD_STRINGS.slice(0, 30)))}/tag?repo=${encodeURIComponent(rng.pick(['', 'UPPER', ':', 'a/b/c/d', `${ctx.prefix}/img`, '%']))}&tag=${encodeURIComponent(rng.pick(['', 'a', ':', 'x'.repeat(200), '-']))}`)],
-  [3, (rng, ctx) => http('image-rmi', 'DELETE', `${version(rng)}/images/${encodeURIComponent(rng.pick(['nope', '', ':', 'sha256:', 'sha256:zz', 'x'.repeat(300), `${ctx.prefix}/img:a`]))}${garbageQuery(rng)}`)],
+  [3, (rng, ctx) => http('image-tag', 'POST', `${version(rng)}/images/${enc(rng.chance(0.5) ? ctx.image : rng.pick(WEIRD_STRINGS.slice(0, 30)))}/tag?repo=${enc(rng.pick(['', 'UPPER', ':', 'a/b/c/d', `${ctx.prefix}/img`, '%']))}&tag=${enc(rng.pick(['', 'a', ':', 'x'.repeat(200), '-']))}`)],
+  [3, (rng, ctx) => http('image-rmi', 'DELETE', `${version(rng)}/images/${enc(rng.pick(['nope', '', ':', 'sha256:', 'sha256:zz', 'x'.repeat(300), `${ctx.prefix}/img:a`]))}${garbageQuery(rng)}`)],
   [2, (rng) => http('image-load', 'POST', `${version(rng)}/images/load${garbageQuery(rng)}`, rng.bytes(rng.int(5000)), { headers: { 'Content-Type': 'application/x-tar' } })],
   // Networks and volumes.
   [5, (rng, ctx) => {
@@ -330,7 +341,7 @@ const GENERATORS: Array<[weight: number, gen: Gen]> = [
   [4, (rng, ctx) => {
     const net = ctx.networks.length && rng.chance(0.6) ? rng.pick(ctx.networks) : rng.pick(['none', 'host', 'bridge', 'nope', '']);
     const body = rng.chance(0.7) ? json({ Container: rng.chance(0.6) ? someContainer(rng, ctx) : weirdValue(rng), EndpointConfig: weirdValue(rng), Force: weirdValue(rng) }) : badJson(rng);
-    return http('network-' + rng.pick(['connect', 'disconnect']), 'POST', `${version(rng)}/networks/${encodeURIComponent(net)}/${rng.pick(['connect', 'disconnect'])}`, body);
+    return http('network-' + rng.pick(['connect', 'disconnect']), 'POST', `${version(rng)}/networks/${enc(net)}/${rng.pick(['connect', 'disconnect'])}`, body);
   }],
   [3, (rng, ctx) => {
     const body: Record<string, unknown> = { Name: uniqueName(rng, ctx) };

@@ -24,11 +24,19 @@ const KNOWN: KnownFinding[] = [
   },
   {
     // Known finding (issue 13): POST /containers/{id}/restart answers 500 "Cannot restart container
-    // <id>: unknown capability: \"CAP_FOO\"" for a container created with HostConfig.CapAdd ["FOO"]
-    // (or CapDrop), where /start on the same container answers 400: restart loses the error class.
-    // (Create itself answers 201, where dockerd answers 400 "invalid CapAdd: unknown capability".)
-    reason: 'restart of a container with an unknown capability answers 500 (start answers 400)',
-    match: (f) => f.type === '5xx' && f.label === 'container-restart' && /unknown capability/.test(f.response ?? ''),
+    // <id>: ..." whenever starting fails on the container's own config, where /start on the same
+    // container answers 400: restart loses the error class. Seen with HostConfig.CapAdd ["FOO"]
+    // ("unknown capability"), HostConfig.CpusetMems "/" ("unable to apply cgroup configuration"),
+    // User "80/xyz" ("unable to find user"). Create accepts all three (dockerd rejects the
+    // capability with 400 at create).
+    reason: 'restart answers 500 when the start it does fails on bad container config',
+    match: (f) => f.type === '5xx' && f.label === 'container-restart' && /Cannot restart container/.test(f.response ?? ''),
+  },
+  {
+    // Known finding (issue 13): GET /v1.41/events?filters=null answers 500 "Cannot convert
+    // undefined or null to object" (dockerd: 400 for filters that are not an object).
+    reason: 'events with filters=null answers 500',
+    match: (f) => f.type === '5xx' && f.label === 'events' && /filters=null/.test(f.request) && /Cannot convert undefined or null to object/.test(f.response ?? ''),
   },
   {
     // Known finding (issue 13): POST /containers/create with HostConfig.CpuPeriod 1.5 (a fraction

@@ -16,6 +16,10 @@ describe('fuzz generators', () => {
     assert.notDeepEqual(run(7, 50), run(8, 50));
   });
 
+  test('generation never throws, whatever the seed', () => {
+    for (let seed = 1; seed <= 30; seed++) run(seed, 2000);
+  });
+
   test('2000 cases cover raw, oversized, deeply nested and wrong-typed input', () => {
     const rng = prng(13);
     const ctx = newContext('img', 13);
