@@ -155,8 +155,25 @@ function discardBlkioWeights(h: Record<string, unknown>): string[] {
 
 const RESTART_NAMES = new Set(['', 'no', 'always', 'unless-stopped', 'on-failure']);
 
+/** HostConfig fields Go decodes as integers: anything else is refused as the reference's decoder refuses it. */
+const INT_FIELDS = [
+  'Memory', 'MemorySwap', 'MemoryReservation', 'KernelMemory', 'KernelMemoryTCP', 'CpuShares', 'CpuPeriod', 'CpuQuota', 'NanoCpus',
+  'CpuRealtimePeriod', 'CpuRealtimeRuntime', 'CpuCount', 'CpuPercent', 'PidsLimit', 'BlkioWeight', 'ShmSize', 'OomScoreAdj',
+  'MemorySwappiness', 'IOMaximumIOps', 'IOMaximumBandwidth',
+] as const;
+
+function checkIntegers(h: Obj): void {
+  for (const k of INT_FIELDS) {
+    const v = h[k];
+    if (v === undefined || v === null || Number.isSafeInteger(v)) continue;
+    const what = typeof v === 'number' ? `number ${v}` : Array.isArray(v) ? 'array' : typeof v === 'object' ? 'object' : typeof v;
+    throw invalidArgument(`json: cannot unmarshal ${what} into Go struct field HostConfig.HostConfig.${k} of type int64`);
+  }
+}
+
 function normalizeHostConfig(raw: unknown, d: CreateDefaults): HostConfig {
   const h: Obj = isObj(raw) ? { ...raw } : {};
+  checkIntegers(h);
   let networkMode = str(field(h, 'NetworkMode'), 'NetworkMode') || 'default';
   if (networkMode === 'default') networkMode = 'bridge';
 

@@ -242,7 +242,11 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (restart) {
         const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', manuallyStopped: false, stopOptions, runGeneration: sp.runGeneration + 1 }));
         const r = await runStarted(c.name, want, wait);
-        if (r?.status.error && r.status.phase !== 'running') throw new EngineError('Internal', `Cannot restart container ${req.params.id}: ${r.status.error}`);
+        if (r?.status.error && r.status.phase !== 'running') {
+          // A start refused for bad input is a 400 here too, as with start.
+          const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
+          throw new EngineError(code, `Cannot restart container ${req.params.id}: ${r.status.error}`);
+        }
       } else {
         bump(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }));
         const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x.status), { timeoutMs: wait });

@@ -30,6 +30,9 @@ function parseFilters(raw: string | undefined): Filters {
   } catch {
     throw invalidArgument('invalid filter: ' + raw);
   }
+  // As Go decodes it: JSON null is no filter at all; anything but an object is refused.
+  if (parsed === null) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidArgument('invalid filter: ' + raw);
   const out: Filters = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
     if (Array.isArray(v)) out[k] = v.map(String);

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { docker, testImages } from './harness/clients.ts';
+import { request } from 'node:http';
 import { fuzz, ping, type KnownFinding } from '../../hack/fuzz.ts';
 
 /** Findings seen and not yet fixed; each names the exact case and why it is excused. */
@@ -24,27 +25,20 @@ const KNOWN: KnownFinding[] = [
   },
   {
     // Known finding (issue 13): POST /containers/{id}/restart answers 500 "Cannot restart container
-    // <id>: ..." whenever starting fails on the container's own config, where /start on the same
-    // container answers 400: restart loses the error class. Seen with HostConfig.CapAdd ["FOO"]
-    // ("unknown capability"), HostConfig.CpusetMems "/" ("unable to apply cgroup configuration"),
-    // User "80/xyz" ("unable to find user"). Create accepts all three (dockerd rejects the
-    // capability with 400 at create).
+    // <id>: ..." when the start fails in the runtime on the container's own config, e.g.
+    // HostConfig.CpusetMems "/" ("unable to apply cgroup configuration"), which create accepts
+    // (dockerd refuses a bad cpuset at create with 400). Starts refused as bad input (an unknown
+    // capability) answer 400 on restart as on start.
     reason: 'restart answers 500 when the start it does fails on bad container config',
     match: (f) => f.type === '5xx' && f.label === 'container-restart' && /Cannot restart container/.test(f.response ?? ''),
   },
   {
-    // Known finding (issue 13): GET /v1.41/events?filters=null answers 500 "Cannot convert
-    // undefined or null to object" (dockerd: 400 for filters that are not an object).
-    reason: 'events with filters=null answers 500',
-    match: (f) => f.type === '5xx' && f.label === 'events' && /filters=null/.test(f.request) && /Cannot convert undefined or null to object/.test(f.response ?? ''),
-  },
-  {
-    // Known finding (issue 13): POST /containers/create with HostConfig.CpuPeriod 1.5 (a fraction
-    // where the API takes an integer) answers 201; POST /containers/{id}/start then answers 500
-    // "... runc create failed: json: cannot unmarshal number 1.5 into Go struct field
-    // LinuxCPU.linux.resources.cpu.period of type uint64". dockerd rejects the create with 400.
-    reason: 'a fractional number in an integer HostConfig field is accepted at create, 500 at start',
-    match: (f) => f.type === '5xx' && /^container-(start|restart)$/.test(f.label) && /cannot unmarshal number/.test(f.response ?? ''),
+    // Known finding (issue 13): create accepts resource values the runtime then refuses to write
+    // to the cgroup, so the start answers 500, e.g. HostConfig.MemorySwap -2147483648 ("error
+    // setting cgroup config ... failed to write") or CpusetMems "/". dockerd refuses more of these
+    // at create with 400; the create checks should learn the cgroup value ranges.
+    reason: 'a resource value the runtime refuses fails the start with 500',
+    match: (f) => f.type === '5xx' && /^container-(start|restart)$/.test(f.label) && /cgroup config|apply cgroup configuration/.test(f.response ?? ''),
   },
 ];
 
@@ -71,5 +65,21 @@ describe('fuzz', () => {
     assert.ok(d.pid > 0, 'daemon process alive');
     assert.equal(await ping(d.socket), true, '/_ping after the run');
     assert.deepEqual(report.findings, [], `findings:\n${JSON.stringify(report.findings, null, 1)}`);
+  });
+
+  test('the findings fixed since: events with filters=null (no filter, as Go decodes it), a fractional integer at create', async () => {
+    const get = (path: string, method = 'GET', body?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ socketPath: d.socket, path, method, headers: body ? { 'Content-Type': 'application/json' } : {} }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(await get(`/v1.41/events?filters=null&since=${now - 1}&until=${now}`), 200);
+    assert.equal(await get(`/v1.41/events?filters=5&until=${now}`), 400);
+    assert.equal(await get('/v1.41/containers/create', 'POST', JSON.stringify({ Image: image, HostConfig: { CpuPeriod: 1.5 } })), 400);
   });
 });

@@ -273,7 +273,8 @@ describe('volumes', () => {
         'services:',
         '  writer:',
         `    image: ${img}`,
-        '    command: ["sh", "-c", "echo written-by-writer > /data/msg"]',
+        // The writer outlives the reader: --exit-code-from aborts the project when any service exits.
+        `    command: ["sh", "-c", "trap 'exit 0' TERM; echo written-by-writer > /data/msg; sleep 30 & wait"]`,
         '    volumes: ["shared:/data"]',
         '  reader:',
         `    image: ${img}`,
