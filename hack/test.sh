@@ -64,7 +64,7 @@ else
 fi
 
 phase unit tests
-run_node_tests unit 600 --test-timeout=60000 'test/unit/**/*.test.ts'
+run_node_tests unit 600 --test-concurrency=2 --test-timeout=60000 'test/unit/**/*.test.ts'
 
 if [ "${UNIT_ONLY:-}" != "1" ]; then
   phase end-to-end tests
