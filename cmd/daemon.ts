@@ -59,6 +59,9 @@ import { createRuntimes, type Runtimes } from '../drivers/supervisor/runtimes.ts
 import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../reconcilers/container/runs.ts';
 import { migrateContainerRecords } from '../reconcilers/container/migrate.ts';
+import { migrateEndpoints } from '../reconcilers/endpoint/migrate.ts';
+import { EndpointReconciler, endpointTriggers } from '../reconcilers/endpoint/reconciler.ts';
+import { ENDPOINT_KIND } from '../store/endpoint-types.ts';
 import { parseSignal } from '../reconcilers/container/signals.ts';
 import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
 import { openStore } from '../store/store.ts';
@@ -244,6 +247,9 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     manager.add(new Controller({ name: 'volume', kind: VOLUME_KIND, store, reconciler: new VolumeReconciler(store, volumeDriver), log: logger, workers: 2 }));
     manager.add(imageCtl);
     manager.add(containerCtl);
+    const endpointCtl = new Controller({ name: 'endpoint', kind: ENDPOINT_KIND, store, reconciler: new EndpointReconciler(store, network), log: logger, workers: 4, specChangesOnly: true });
+    manager.add(endpointCtl);
+    onStop('endpoint-triggers', endpointTriggers(store, (key) => endpointCtl.enqueue(key)));
 
     const supEvents = subscribeEvents({
       address,
@@ -260,6 +266,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
 
     const migrated = migrateContainerRecords(store);
     if (migrated) logger.info({ containers: migrated }, 'container records migrated to desired levels');
+    const endpointsMigrated = migrateEndpoints(store);
+    if (endpointsMigrated) logger.info({ containers: endpointsMigrated }, 'networks beside NetworkMode migrated to endpoint records');
     await manager.start();
     // Beside the first reconciles, not before them: the API serves while orphans are killed.
     void containers

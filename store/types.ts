@@ -176,15 +176,6 @@ export interface PublishedPort {
   hostPort: number;
 }
 
-export interface ExtraEndpoint extends ContainerEndpoint {
-  /** The network's name (NetworkSettings.Networks key). */
-  network: string;
-  /** Interface name inside the container ("eth1"). */
-  ifName: string;
-  /** Host end of its veth pair. */
-  hostVeth: string;
-}
-
 /** One probe's result, as State.Health.Log shows it. */
 export interface HealthLogEntry {
   /** RFC 3339 nano. */
@@ -245,11 +236,6 @@ export interface ContainerStatus {
   prepared: boolean;
   /** The container's endpoint on its network while it runs (bridge mode), for inspect. */
   endpoint?: ContainerEndpoint | null;
-  /**
-   * Endpoints of the networks connected beside the NetworkMode one (`docker network connect`, or
-   * more than one network in EndpointsConfig) while the container runs: eth1, eth2, ...
-   */
-  extraEndpoints?: ExtraEndpoint[];
   /** Host ports published for the current run (cleared when it ends). */
   ports?: PublishedPort[];
   /** The daemon stopped this running container (shutdown or crash): its restart policy applies at the next start. */

@@ -8,6 +8,7 @@ import { linkNamesOf } from './links.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 import { healthOf, stateName, summaryView } from './views.ts';
 import { networkNameResolver } from '../networks/views.ts';
+import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
@@ -114,11 +115,23 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     return v;
   };
   const networkName = networkNameResolver(store);
-  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName })));
+  const endpointsOf = endpointIndex(store);
+  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name) })));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName }));
+      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name) }));
     }),
   );
+}
+
+/** Endpoint records by container, read once per listing. */
+function endpointIndex(store: Pick<ApiStore, 'list'>): (containerId: string) => Resource<EndpointSpec, EndpointStatus>[] {
+  const by = new Map<string, Resource<EndpointSpec, EndpointStatus>[]>();
+  for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) {
+    const list = by.get(e.spec.containerId);
+    if (list) list.push(e);
+    else by.set(e.spec.containerId, [e]);
+  }
+  return (id) => by.get(id) ?? [];
 }

@@ -10,6 +10,8 @@ import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
 import { inspectView, summaryView } from './views.ts';
 import { listContainers } from './list.ts';
+import { ENDPOINT_KIND, endpointsOfContainer, splitEndpointsConfig } from '../../store/endpoint-types.ts';
+import { newEndpoint, waitEndpointsPlugged } from '../networks/endpoints.ts';
 import { findNetwork, networkNameResolver } from '../networks/views.ts';
 import { streamLogs } from './logs.ts';
 import type { ApiStore } from './store.ts';
@@ -150,9 +152,18 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (existing) {
         throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
       }
+      // The networks it joins beside its NetworkMode one are endpoint records of their own.
+      const split = splitEndpointsConfig(mode, (body as Record<string, unknown>).NetworkingConfig, (ref) => {
+        try {
+          const net = findNetwork(store, ref);
+          return net.spec.driver === 'bridge' ? net : undefined;
+        } catch {
+          return undefined;
+        }
+      });
       const spec: ContainerSpec = {
         id, name, created: rfc3339Nano(), imageId: image.name, config: n.config, hostConfig: n.hostConfig,
-        networkingConfig: (body as Record<string, unknown>).NetworkingConfig ?? null,
+        networkingConfig: split.networkingConfig ?? null,
         path: n.path, args: n.args, desired: 'created', runGeneration: 0, manuallyStopped: false,
       };
       const vols = resolveContainerMounts(store, { containerId: id, config: n.config, hostConfig: n.hostConfig, findContainer: (ref) => findContainer(store, ref) });
@@ -165,6 +176,10 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const created = store.transaction((tx) => {
         for (const v of vols.newVolumes) {
           tx.create<typeof v, VolumeStatus>(VOLUME_KIND, v.name, v, { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' });
+        }
+        for (const { net, config } of split.extras) {
+          const e = newEndpoint(id, net, config);
+          tx.create(ENDPOINT_KIND, e.name, e.spec, e.status);
         }
         return tx.create(KIND.container, id, spec, status);
       });
@@ -199,6 +214,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         size,
         volumeSource: (name) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '',
         networkName: networkNameResolver(store),
+        endpoints: endpointsOfContainer(store, c.name),
       });
     });
 
@@ -225,6 +241,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         }
         throw new EngineError(code, `failed to create task for container: ${r.status.error}`);
       }
+      // Its other networks are plugged into the new run by the endpoint reconciler: answered once they are.
+      await waitEndpointsPlugged(store, c.name, timeoutMs ?? 10_000);
       reply.code(204).send();
     });
 
@@ -247,6 +265,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
           const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
           throw new EngineError(code, `Cannot restart container ${req.params.id}: ${r.status.error}`);
         }
+        await waitEndpointsPlugged(store, c.name, timeoutMs);
       } else {
         bump(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }));
         const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x.status), { timeoutMs: wait });

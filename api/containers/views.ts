@@ -3,8 +3,11 @@ import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, HealthState, Resource } from '../../store/types.ts';
+import { isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
+/** A container's endpoint on a network beside its NetworkMode one. */
+export type ExtraEndpointRecord = Pick<Resource<EndpointSpec, EndpointStatus>, 'spec' | 'status'>;
 
 export function stateName(s: ContainerStatus): string {
   if (s.phase === 'removing') return 'removing';
@@ -40,28 +43,30 @@ function networkEntry(spec: ContainerSpec, name: string, cfg: EndpointConfig, ep
 }
 
 /** NetworkSettings.Networks, keyed by network name as the reference keys it (also when the client gave an id). */
-function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkNameOf): Record<string, unknown> {
+function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkNameOf, extras: readonly ExtraEndpointRecord[]): Record<string, unknown> {
   const mode = spec.hostConfig.NetworkMode;
   const ref = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
   if (!ref) return {};
   const primary = BUILTIN.has(ref) ? ref : nameOf(ref);
   const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, EndpointConfig> | null } | null)?.EndpointsConfig ?? {};
-  const named = Object.entries(eps).map(([key, cfg]) => ({ name: key === 'default' ? 'bridge' : BUILTIN.has(key) ? key : nameOf(key), key, cfg }));
+  const named = Object.entries(eps).map(([key, cfg]) => ({ name: key === 'default' ? 'bridge' : BUILTIN.has(key) ? key : nameOf(key), cfg }));
   const own = named.find((e) => e.name === primary || (BUILTIN.has(e.name) && BUILTIN.has(primary)));
   const out: Record<string, unknown> = { [primary]: networkEntry(spec, primary, own?.cfg ?? null, liveEndpoint(status)) };
-  // The other networks it is connected to (EndpointsConfig beyond the NetworkMode one).
+  // The other networks it is connected to: its endpoint records, with addresses while plugged into this run.
   const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
-  for (const { name, key, cfg } of named) {
-    if (name === primary || (BUILTIN.has(name) && BUILTIN.has(primary))) continue;
-    const ep = running ? (status.extraEndpoints ?? []).find((e) => e.network === name || e.NetworkID === key || (key.length >= 12 && e.NetworkID.startsWith(key))) : undefined;
-    out[name] = networkEntry(spec, name, cfg, ep ?? null);
+  for (const e of extras) {
+    if (e.spec.desired !== 'present') continue;
+    const name = nameOf(e.spec.networkId) === e.spec.networkId ? e.spec.networkName : nameOf(e.spec.networkId);
+    if (name === primary) continue;
+    const live = running && e.status.addresses && isAttachedTo(e.status, status.pid) ? { ...e.status.addresses, NetworkID: e.spec.networkId } : null;
+    out[name] = networkEntry(spec, name, e.spec.config, live);
   }
   return out;
 }
 
 export function inspectView(
   r: CR,
-  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf },
+  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly ExtraEndpointRecord[] },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const running = status.phase === 'running' || status.phase === 'paused';
@@ -108,7 +113,7 @@ export function inspectView(
       GlobalIPv6Address: liveEndpoint(status)?.GlobalIPv6Address ?? '', GlobalIPv6PrefixLen: liveEndpoint(status)?.GlobalIPv6PrefixLen ?? 0,
       IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: liveEndpoint(status)?.IPv6Gateway ?? '',
       MacAddress: liveEndpoint(status)?.MacAddress ?? '',
-      Networks: networks(spec, status, opts.networkName ?? ((ref) => ref)),
+      Networks: networks(spec, status, opts.networkName ?? ((ref) => ref), opts.endpoints ?? []),
     },
   };
   if (opts.size) {
@@ -120,7 +125,7 @@ export function inspectView(
 
 export function summaryView(
   r: CR,
-  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf },
+  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly ExtraEndpointRecord[] },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const out: Record<string, unknown> = {
@@ -135,7 +140,7 @@ export function summaryView(
     State: stateName(status),
     Status: statusText(status, opts.now, healthOf(r)?.Status),
     HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
-    NetworkSettings: { Networks: networks(spec, status, opts.networkName ?? ((ref) => ref)) },
+    NetworkSettings: { Networks: networks(spec, status, opts.networkName ?? ((ref) => ref), opts.endpoints ?? []) },
     Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
   };
   if (opts.size) {

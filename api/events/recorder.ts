@@ -7,6 +7,7 @@ import type { ContainerSpec, ContainerStatus, ImageSpec, Resource, WatchEvent } 
 import { KIND } from '../../store/types.ts';
 import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
 import { VOLUME_KIND, type VolumeSpec } from '../../store/volume-types.ts';
+import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { findImage } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
@@ -43,7 +44,7 @@ export class EventRecorder {
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [KIND.container, KIND.image, NETWORK_KIND.network, VOLUME_KIND]) {
+    for (const k of [KIND.container, KIND.image, NETWORK_KIND.network, VOLUME_KIND, ENDPOINT_KIND]) {
       for (const r of store.list<unknown, unknown>(k)) this.last.set(`${k}/${r.name}`, r);
     }
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
@@ -121,6 +122,7 @@ export class EventRecorder {
       else if (ev.kind === KIND.image) this.imageChange(ev);
       else if (ev.kind === NETWORK_KIND.network) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
       else if (ev.kind === VOLUME_KIND) this.volumeChange(prev, ev);
+      else if (ev.kind === ENDPOINT_KIND) this.endpointChange(prev as Resource<EndpointSpec, EndpointStatus> | undefined, ev);
     } catch {
       // events are best effort; never break the store's watch
     }
@@ -174,11 +176,18 @@ export class EventRecorder {
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
     // A probe moved the verdict (the reset to starting at a start is no event, as with the reference).
     if (s.health && s.health.Status !== 'starting' && s.health.Status !== p.health?.Status) this.container(`health_status: ${s.health.Status}`, cur);
-    // Networks connected beside the NetworkMode one come and go with their endpoints.
-    const before = new Set((p.extraEndpoints ?? []).map((e) => e.NetworkID));
-    const after = new Set((s.extraEndpoints ?? []).map((e) => e.NetworkID));
-    for (const id of after) if (!before.has(id)) this.networkEvent('connect', cur, id);
-    for (const id of before) if (!after.has(id)) this.networkEvent('disconnect', cur, id);
+  }
+
+  /** A network connected beside the NetworkMode one: `connect` when its endpoint is plugged into a run, `disconnect` when it is not any more. */
+  private endpointChange(prev: Resource<EndpointSpec, EndpointStatus> | undefined, ev: WatchEvent): void {
+    const cur = ev.resource as Resource<EndpointSpec, EndpointStatus>;
+    const was = prev?.status.phase === 'attached' ? prev.status.pid : 0;
+    const now = ev.type !== 'delete' && cur.status.phase === 'attached' ? cur.status.pid : 0;
+    if (was === now) return;
+    const c = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, cur.spec.containerId) ?? (this.last.get(`${KIND.container}/${cur.spec.containerId}`) as Resource<ContainerSpec, ContainerStatus> | undefined);
+    if (!c) return;
+    if (was) this.networkEvent('disconnect', c, cur.spec.networkId);
+    if (now) this.networkEvent('connect', c, cur.spec.networkId);
   }
 
   /** The network side of a start (`connect`) or an exit (`disconnect`) of a container with an endpoint. */

@@ -20,6 +20,8 @@ import type { ApiStore } from '../containers/store.ts';
 import { apiVersionNumber, qStr, queryOf } from '../images/query.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, findNetwork, isPredefinedName, listNetworks, liveNetworks, networkNameOf, networkView, type NetworkResource } from './views.ts';
+import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from './endpoints.ts';
+import { endpointConfigOf } from '../../store/endpoint-types.ts';
 
 export interface NetworkRouteDeps {
   store: ApiStore;
@@ -204,21 +206,6 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     }
   }
 
-  /** Whether the container's EndpointsConfig names `net` (it is connected, or will be at its start). */
-  function hasEndpointConfig(c: CR, net: NetworkResource): boolean {
-    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, unknown> | null } | null)?.EndpointsConfig ?? {};
-    return Object.keys(eps).some((k) => k === net.spec.name || k === net.spec.id || (k.length >= 12 && net.spec.id.startsWith(k)));
-  }
-
-  /** Waits for the reconciler to plug (or unplug) a running container's endpoint on `net`; 503 when it does not. */
-  async function waitExtra(c: CR, net: NetworkResource, present: boolean): Promise<void> {
-    const has = (x: CR | undefined) => !!x?.status.extraEndpoints?.some((e) => e.NetworkID === net.spec.id);
-    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x) || has(x) === present, { timeoutMs });
-    if (r && isRunning(r) && has(r) !== present) {
-      throw unavailable(`container ${c.name} was not ${present ? 'connected to' : 'disconnected from'} network ${net.spec.name} in time${r.status.error ? `: ${r.status.error}` : ''}`);
-    }
-  }
-
   return async function register(app: FastifyInstance): Promise<void> {
     const list = async (req: FastifyRequest) => {
       const filters = parseFilters(qStr(queryOf(req), 'filters') ?? '');
@@ -284,11 +271,11 @@ export function networkRoutes(deps: NetworkRouteDeps) {
         reply.code(200).send();
         return;
       }
-      // One more network: its EndpointsConfig entry is the level; the reconciler plugs it in.
-      if (hasEndpointConfig(c, net)) throw permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
+      // One more network: an endpoint record, which the endpoint reconciler plugs in.
+      if (endpointOn(store, c.name, net.spec.id)) throw permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
       checkStaticAddress(c, net, body.EndpointConfig);
-      setEndpointConfig(c, net, body.EndpointConfig ?? {});
-      if (isRunning(c)) await waitExtra(c, net, true);
+      await connectEndpoint(store, c.name, net, endpointConfigOf(body.EndpointConfig), timeoutMs);
+      await waitEndpoint(store, c.name, net, true, timeoutMs);
       reply.code(200).send();
     });
 
@@ -304,9 +291,10 @@ export function networkRoutes(deps: NetworkRouteDeps) {
         reply.code(200).send();
         return;
       }
-      if (hasEndpointConfig(c, net) && networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled()) !== net.spec.name) {
-        setEndpointConfig(c, net, null);
-        if (isRunning(c)) await waitExtra(c, net, false);
+      const extra = endpointOn(store, c.name, net.spec.id);
+      if (extra && networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled()) !== net.spec.name) {
+        disconnectEndpoint(store, extra);
+        await waitEndpoint(store, c.name, net, false, timeoutMs);
         reply.code(200).send();
         return;
       }

@@ -7,6 +7,7 @@ import { NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
+import { ENDPOINT_KIND, endpointName, isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -84,20 +85,21 @@ function derivedEndpointId(networkId: string, containerId: string): string {
 }
 
 /** `Containers` of a network: its running containers, keyed by container id. */
-export function attachedContainers(store: Pick<ApiStore, 'list'>, net: NetworkResource): Record<string, NetworkContainer> {
+export function attachedContainers(store: Pick<ApiStore, 'list' | 'get'>, net: NetworkResource): Record<string, NetworkContainer> {
   const out: Record<string, NetworkContainer> = {};
   const bridgeEnabled = liveNetworks(store).some((n) => n.spec.name === 'bridge');
   for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
     if (!c.status || !isLive(c.status)) continue;
-    const entry = containerEntry(c, net, bridgeEnabled);
+    const entry = containerEntry(store, c, net, bridgeEnabled);
     if (entry) out[c.name] = entry;
   }
   return out;
 }
 
-function containerEntry(c: CR, net: NetworkResource, bridgeEnabled: boolean): NetworkContainer | null {
+function containerEntry(store: Pick<ApiStore, 'get'>, c: CR, net: NetworkResource, bridgeEnabled: boolean): NetworkContainer | null {
   const name = c.spec.name.replace(/^\//, '');
-  const extra = c.status.extraEndpoints?.find((e) => e.NetworkID === net.spec.id);
+  const rec = store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(c.name, net.spec.id));
+  const extra = rec && rec.status.addresses && isAttachedTo(rec.status, c.status.pid) ? { ...rec.status.addresses, NetworkID: net.spec.id } : undefined;
   const ep = extra ?? c.status.endpoint;
   if (ep) {
     if (ep.NetworkID !== net.spec.id) return null;
@@ -170,7 +172,7 @@ function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean 
 
 /** GET /networks with the reference daemon's filters, sorted by name (its own order is unspecified). */
 export function listNetworks(
-  store: Pick<ApiStore, 'list'>,
+  store: Pick<ApiStore, 'list' | 'get'>,
   filters: Map<string, string[]>,
   opts: { detailed: boolean },
 ): Record<string, unknown>[] {

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Readable, Writable } from 'node:stream';
 import type { ProbePort } from './health.ts';
-import type { ContainerConfig, ContainerEndpoint, ExtraEndpoint, HostConfig, PublishedPort } from '../../store/types.ts';
+import type { ContainerConfig, ContainerEndpoint, HostConfig, PublishedPort } from '../../store/types.ts';
 
 export interface TaskState {
   pid: number;
@@ -113,12 +113,6 @@ export interface NetworkPort {
   detach(containerId: string): Promise<void>;
   /** Free the address (container removed). */
   release(containerId: string): Promise<void>;
-  /** The id of a bridge network named by name, id or id prefix; undefined when there is none. */
-  networkIdOf(ref: string): string | undefined;
-  /** Plug a running container into one more network as `eth<index>` (address claimed on it, no default route). */
-  attachExtra(containerId: string, pid: number, networkId: string, index: number, opts?: { ipv4?: string; ipv6?: string }): Promise<ExtraEndpoint>;
-  /** Unplug an extra endpoint and free its address. */
-  detachExtra(containerId: string, ep: ExtraEndpoint): Promise<void>;
   /** The embedded DNS server of the endpoint's network (its gateway), or undefined (the default bridge). */
   nameserverFor(ep: ContainerEndpoint): string | undefined;
 }

@@ -31,7 +31,6 @@ import {
 } from './machine.ts';
 import { HealthChecks } from './health.ts';
 import { applyResources } from './resources-step.ts';
-import { syncExtraNetworks } from './network-sync.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
@@ -143,9 +142,6 @@ export class ContainerReconciler {
       const state = topState(held.snapshot);
       const run = this.runs.get(id);
       const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec;
-      if ((state === 'running' || state === 'paused') && run && !run.exit && spec && this.deps.network) {
-        await syncExtraNetworks(id, run.pid, spec, this.deps.network, this.status);
-      }
       if ((state === 'running' || state === 'paused') && run && !run.exit && spec) await applyResources(id, spec, this.deps, this.status);
       if (state === 'running' && run && !run.exit && spec && this.health) {
         // A probe due is started beside this reconcile; the wait for the next is a requeue.

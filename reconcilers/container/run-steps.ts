@@ -15,7 +15,7 @@ import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
-import { staticIpv4, staticIpv6, staticMac } from './network-sync.ts';
+import { staticIpv4, staticIpv6, staticMac } from './endpoint-config.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
 import { parseSignal } from './signals.ts';
@@ -170,8 +170,6 @@ export class RunSteps {
         pid,
         sandboxKey: mode === 'host' ? '' : `/proc/${pid}/ns/net`,
         ports,
-        // A new network namespace: the extra networks are plugged in again after the start.
-        extraEndpoints: [],
         // The limits this run started with; a later `docker update` is applied from here.
         appliedResources: JSON.stringify(this.deps.spec.updateResources(spec.hostConfig)),
         updateError: '',
@@ -298,8 +296,6 @@ export class RunSteps {
       exitSeq: s.exitSeq + 1,
       stopDeadline: null,
       stopKilled: false,
-      // Gone with the network namespace.
-      extraEndpoints: [],
       ports: [],
     }));
     await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { conflict, invalidArgument, isCode, notFound, unavailable } from '../../lib/errors.ts';
 import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
-import type { ExtraEndpoint, Resource } from '../../store/types.ts';
+import type { Resource } from '../../store/types.ts';
+import type { EndpointAddresses } from '../../store/endpoint-types.ts';
 import {
   ipv4Pool,
   ipv6Pool,
@@ -27,6 +28,13 @@ type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 /** What attach needs of an endpoint (the container record keeps at least this much). */
 export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'> &
   Partial<Pick<EndpointSettings, 'GlobalIPv6Address' | 'GlobalIPv6PrefixLen' | 'IPv6Gateway'>>;
+
+/** An extra endpoint as plugged in: its interface and addresses. */
+export interface PluggedEndpoint {
+  ifName: string;
+  hostVeth: string;
+  addresses: EndpointAddresses;
+}
 
 /** What a container asks of its endpoint on one network: static addresses (--ip, --ip6), a MAC. */
 export interface EndpointRequest {
@@ -168,11 +176,15 @@ export class NetworkAttacher {
     }
   }
 
-  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: EndpointRequest = {}): Promise<ExtraEndpoint> {
+  /**
+   * Plug a running container into one more network as `eth<index>`: its address claimed there
+   * (reused when it has one), no default route. Answers the interface and the addresses.
+   */
+  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: EndpointRequest = {}): Promise<PluggedEndpoint> {
     const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, networkId);
     if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
     const [alloc, alloc6] = this.store.transaction(() => [this.claim(net, containerId, opts.ipv4), this.claim6(net, containerId, opts.ipv6)] as const);
-    const ep = endpoint(net, containerId, alloc, undefined, alloc6);
+    const ep = endpoint(net, containerId, alloc, opts.mac, alloc6);
     const ifName = `eth${index}`;
     const hostVeth = extraVethName(containerId, index);
     await this.driver.attachContainer({
@@ -186,18 +198,22 @@ export class NetworkAttacher {
       mac: ep.MacAddress,
       mtu: net.spec.bridge.mtu,
     });
-    const v6 = ep.GlobalIPv6Address ? { GlobalIPv6Address: ep.GlobalIPv6Address, GlobalIPv6PrefixLen: ep.GlobalIPv6PrefixLen, IPv6Gateway: ep.IPv6Gateway } : {};
-    return { network: net.spec.name, NetworkID: ep.NetworkID, EndpointID: ep.EndpointID, Gateway: ep.Gateway, IPAddress: ep.IPAddress, IPPrefixLen: ep.IPPrefixLen, MacAddress: ep.MacAddress, ...v6, ifName, hostVeth };
+    const { EndpointID, MacAddress, Gateway, IPAddress, IPPrefixLen, IPv6Gateway, GlobalIPv6Address, GlobalIPv6PrefixLen } = ep;
+    return { ifName, hostVeth, addresses: { EndpointID, MacAddress, Gateway, IPAddress, IPPrefixLen, IPv6Gateway, GlobalIPv6Address, GlobalIPv6PrefixLen } };
   }
 
-  async detachExtra(containerId: string, ep: ExtraEndpoint): Promise<void> {
-    await this.driver.detachContainer(ep.hostVeth);
-    const mine = this.allocations().filter((a) => a.spec.containerId === containerId && a.spec.networkId === ep.NetworkID);
-    if (mine.length) {
-      this.store.transaction(() => {
-        for (const a of mine) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
-      });
-    }
+  /** Take the host end of an extra endpoint's veth away (the container's end goes with it). */
+  async unplugExtra(hostVeth: string): Promise<void> {
+    await this.driver.detachContainer(hostVeth);
+  }
+
+  /** Free the container's addresses on one network (it left that network). */
+  releaseOn(containerId: string, networkId: string): void {
+    const mine = this.allocations().filter((a) => a.spec.containerId === containerId && a.spec.networkId === networkId);
+    if (!mine.length) return;
+    this.store.transaction(() => {
+      for (const a of mine) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+    });
   }
 
   /** User-defined networks answer names through their embedded DNS, on the gateway. */

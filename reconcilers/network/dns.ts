@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { ENDPOINT_KIND, endpointName, isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { ipv4Pool, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
@@ -84,6 +85,7 @@ export class NetworkDns {
     for (const [key, ep] of Object.entries(eps)) {
       if (key === net.name || key === net.id || (key.length >= 12 && net.id.startsWith(key))) names.push(...(ep?.Aliases ?? []));
     }
+    names.push(...(this.extraOn(c.name, net.id)?.spec.config.Aliases ?? []));
     return [...new Set(names.filter(Boolean).map((n) => n.toLowerCase()))];
   }
 
@@ -92,7 +94,9 @@ export class NetworkDns {
     const out: Array<{ c: CR; ip: string; ip6: string }> = [];
     for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
       if (!live(c.status)) continue;
-      const ep = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : c.status.extraEndpoints?.find((e) => e.NetworkID === networkId);
+      const rec = c.status.endpoint?.NetworkID === networkId ? undefined : this.extraOn(c.name, networkId);
+      const extra = rec?.status.addresses && isAttachedTo(rec.status, c.status.pid) ? rec.status.addresses : undefined;
+      const ep = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : extra;
       if (ep?.IPAddress) out.push({ c, ip: ep.IPAddress, ip6: ep.GlobalIPv6Address ?? '' });
     }
     return out;
@@ -116,11 +120,18 @@ export class NetworkDns {
     const links: string[] = [...((c.spec.hostConfig.Links as string[] | null | undefined) ?? [])];
     const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Links?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
     for (const [key, ep] of Object.entries(eps)) if (key === net.name || key === net.id) links.push(...(ep?.Links ?? []));
+    links.push(...(this.extraOn(c.name, networkId)?.spec.config.Links ?? []));
     for (const l of links) {
       const [target, a = target] = l.split(':');
       if (a!.split('/').pop()!.toLowerCase() === alias) return target!.replace(/^\//, '').toLowerCase();
     }
     return undefined;
+  }
+
+  /** The container's endpoint record on the network (beside its NetworkMode one), if wanted. */
+  private extraOn(containerId: string, networkId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
+    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(containerId, networkId));
+    return r?.spec.desired === 'present' ? r : undefined;
   }
 
   private reverse(networkId: string, ip: string): string | null {

@@ -262,6 +262,39 @@ describe('user-defined networks', () => {
     await dk('network', 'rm', 'front', 'back');
   });
 
+  test('endpoints: run on two networks at once, plugged again into each new run, disconnect while stopped, network inspect and events', async () => {
+    await create('--subnet', '10.90.0.0/24', 'ep-a');
+    await create('--subnet', '10.90.1.0/24', 'ep-b');
+    const since = Math.floor(Date.now() / 1000) - 1;
+    await dk('run', '-d', '--network', 'ep-a', '--network', 'name=ep-b,alias=bee', '--stop-timeout', '1', '--name', 'twonet', imgs.tag, 'sleep', '300');
+    const nets = JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'twonet'));
+    assert.deepEqual(Object.keys(nets).sort(), ['ep-a', 'ep-b']);
+    assert.match(nets['ep-b'].IPAddress, /^10\.90\.1\.\d+$/);
+    assert.deepEqual(nets['ep-b'].Aliases, ['bee']);
+    const inB = JSON.parse(await dk('network', 'inspect', '-f', '{{json .Containers}}', 'ep-b'));
+    assert.deepEqual(Object.values(inB).map((c) => (c as { Name: string }).Name), ['twonet']);
+    // A new run is a new network namespace: the second network is there again when restart answers.
+    await dk('restart', '-t', '0', 'twonet');
+    assert.match(await dk('exec', 'twonet', 'ip', '-o', '-4', 'addr', 'show', 'eth1'), /10\.90\.1\./);
+    const byAlias = await docker(d, ['run', '--rm', '--network', 'ep-b', imgs.tag, 'nslookup', 'bee', '10.90.1.1']);
+    assert.match(byAlias.stdout, new RegExp(`Address:\\s+${nets['ep-b'].IPAddress.replace(/\./g, '\\.')}`), byAlias.stdout + byAlias.stderr);
+    // Disconnected while stopped: not plugged in at the next start.
+    await dk('stop', '-t', '0', 'twonet');
+    await dk('network', 'disconnect', 'ep-b', 'twonet');
+    await dk('start', 'twonet');
+    assert.deepEqual(Object.keys(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'twonet'))), ['ep-a']);
+    const eth1 = await docker(d, ['exec', 'twonet', 'ip', '-o', 'link', 'show', 'eth1']);
+    assert.notEqual(eth1.code, 0, 'no eth1 any more');
+    const until = Math.floor(Date.now() / 1000) + 1;
+    const id = await dk('inspect', '-f', '{{.Id}}', 'twonet');
+    const ev = await dk('events', '--since', String(since), '--until', String(until), '--filter', 'type=network', '--filter', 'network=ep-b', '--format', '{{.Action}} {{.Actor.Attributes.container}}');
+    // Its run, its restart (the old run's interface goes, the new run's comes), its stop.
+    const actions = ev.split('\n').filter((l) => l.endsWith(id)).map((l) => l.split(' ')[0]);
+    assert.deepEqual(actions, ['connect', 'disconnect', 'connect', 'disconnect'], ev);
+    await dk('rm', '-f', 'twonet');
+    await dk('network', 'rm', 'ep-a', 'ep-b');
+  });
+
   test('static addresses: --ip at run and connect --ip; taken or on the default bridge refused', async () => {
     await create('--subnet', '10.87.0.0/24', '--ip-range', '10.87.0.128/25', 'fixed');
     await create('--subnet', '10.88.0.0/24', 'fixed2');

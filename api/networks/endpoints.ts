@@ -1,0 +1,92 @@
+// The API side of endpoint records (store/endpoint-types.ts): a container on a network beside its
+// NetworkMode one. Connect writes the record (desired present), disconnect marks it removed; the
+// endpoint reconciler plugs and unplugs. The waits here are how a request answers once the
+// reconciler has done it (or 503 when it has not in time).
+import { unavailable } from '../../lib/errors.ts';
+import {
+  EMPTY_ENDPOINT_STATUS,
+  ENDPOINT_KIND,
+  endpointName,
+  endpointsOfContainer,
+  isAttachedTo,
+  type EndpointConfig,
+  type EndpointNet,
+  type EndpointSpec,
+  type EndpointStatus,
+} from '../../store/endpoint-types.ts';
+import { KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
+import type { ApiStore } from '../containers/store.ts';
+
+
+type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
+type Net = EndpointNet;
+
+/** The record for a new endpoint of `containerId` on `net` (for a create's transaction). */
+export function newEndpoint(containerId: string, net: Net, config: EndpointConfig): { name: string; spec: EndpointSpec; status: EndpointStatus } {
+  return {
+    name: endpointName(containerId, net.spec.id),
+    spec: { containerId, networkId: net.spec.id, networkName: net.spec.name, config, desired: 'present' },
+    status: EMPTY_ENDPOINT_STATUS,
+  };
+}
+
+/** The container's endpoint record on `net` that is not being removed, if any. */
+export function endpointOn(store: Pick<ApiStore, 'get'>, containerId: string, networkId: string): EndpointResource | undefined {
+  const r = store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(containerId, networkId));
+  return r && r.spec.desired === 'present' ? r : undefined;
+}
+
+/** The container's endpoints beside its NetworkMode one that are wanted (not being removed). */
+export function extraEndpoints(store: Pick<ApiStore, 'list'>, containerId: string): EndpointResource[] {
+  return endpointsOfContainer(store, containerId).filter((e) => e.spec.desired === 'present');
+}
+
+/** Connect: the record is written (after a removal of an earlier one has finished). */
+export async function connectEndpoint(store: ApiStore, containerId: string, net: Net, config: EndpointConfig, timeoutMs: number | undefined): Promise<void> {
+  const name = endpointName(containerId, net.spec.id);
+  const leaving = await store.waitFor(ENDPOINT_KIND, name, (r) => !r || (r as EndpointResource).spec.desired === 'present', { timeoutMs });
+  if (leaving) throw unavailable(`container ${containerId} is still being disconnected from network ${net.spec.name}`);
+  const e = newEndpoint(containerId, net, config);
+  store.create(ENDPOINT_KIND, e.name, e.spec, e.status);
+}
+
+/** Disconnect: the record is marked removed; the reconciler unplugs it and deletes it. */
+export function disconnectEndpoint(store: ApiStore, r: EndpointResource): void {
+  store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, r.name, (sp) => ({ ...sp, desired: 'removed' }));
+}
+
+const runningPid = (c: Resource<ContainerSpec, ContainerStatus> | undefined) =>
+  c && (c.status.phase === 'running' || c.status.phase === 'paused') ? c.status.pid : 0;
+
+/**
+ * Waits until the endpoint is plugged into the container's run (`present`), or gone (`!present`);
+ * a container that is not running needs neither. 503 when the reconciler has not done it in time.
+ */
+export async function waitEndpoint(store: ApiStore, containerId: string, net: Net, present: boolean, timeoutMs: number | undefined): Promise<void> {
+  const name = endpointName(containerId, net.spec.id);
+  const done = (r: EndpointResource | undefined) => {
+    const pid = runningPid(store.get<ContainerSpec, ContainerStatus>(KIND.container, containerId));
+    if (!pid) return true;
+    return present ? !r || r.spec.desired !== 'present' || isAttachedTo(r.status, pid) || r.status.phase === 'failed' : !r;
+  };
+  const r = await store.waitFor<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, name, done, { timeoutMs });
+  if (!done(r) || (present && r?.status.phase === 'failed')) {
+    const why = r?.status.error ? `: ${r.status.error}` : '';
+    throw unavailable(`container ${containerId} was not ${present ? 'connected to' : 'disconnected from'} network ${net.spec.name} in time${why}`);
+  }
+}
+
+/** After a start: waits (bounded) until the container's other networks are plugged into the new run. */
+export async function waitEndpointsPlugged(store: ApiStore, containerId: string, timeoutMs: number): Promise<void> {
+  for (const e of extraEndpoints(store, containerId)) {
+    await store.waitFor<EndpointSpec, EndpointStatus>(
+      ENDPOINT_KIND,
+      e.name,
+      (r) => {
+        const pid = runningPid(store.get<ContainerSpec, ContainerStatus>(KIND.container, containerId));
+        return !r || !pid || r.spec.desired !== 'present' || r.status.phase === 'failed' || (r.status.phase === 'detached' && r.status.observedGeneration >= r.generation && r.status.conditions[0]?.reason === 'NetworkNotFound') || isAttachedTo(r.status, pid);
+      },
+      { timeoutMs },
+    );
+  }
+}

@@ -1,0 +1,190 @@
+// Endpoint reconciler: keeps each endpoint record (a container on a network beside its NetworkMode
+// one) plugged into the container's current run: attached while the container runs, detached when
+// it does not (the interface went with the run's namespace), plugged again into each new run, and,
+// once the spec says removed or the container is gone, unplugged, its address freed and the record
+// deleted. The lifecycle is machine.ts driven with the pure `transition` function
+// (controllers/machine-driver.ts), as the volume and network reconcilers do. The container's
+// changes reach it through `endpointTriggers` (a container's status moving wakes its endpoints).
+import { fromPromise, type SnapshotFrom } from 'xstate';
+import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { EngineError, isCode } from '../../lib/errors.ts';
+import { ENDPOINT_KIND, endpointsOfContainer, isAttachedTo, type EndpointCondition, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
+import { KIND, type ContainerSpec, type ContainerStatus, type Resource, type WatchEvent } from '../../store/types.ts';
+import type { ReconcileContext } from '../../controllers/controller.ts';
+import type { EndpointNetworkPort, EndpointStore } from './deps.ts';
+import { endpointLifecycle, restoredContext, type EffectInput, type EndpointEvent, type EndpointFacts, type Plugged } from './machine.ts';
+
+type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
+type Machine = ReturnType<typeof endpointLifecycle.provide>;
+type Snapshot = SnapshotFrom<Machine>;
+
+interface Held {
+  snapshot: Snapshot;
+  timers: MachineTimer[];
+}
+
+/** The interface index (eth<n>) each endpoint holds in a run, claimed before the attach runs. */
+type Claims = Map<string, { pid: number; index: number }>;
+
+export class EndpointReconciler {
+  readonly name = 'endpoint';
+  readonly kind = ENDPOINT_KIND;
+  private readonly store: EndpointStore;
+  private readonly network: EndpointNetworkPort;
+  private readonly machine: Machine;
+  private readonly held = new Map<string, Held>();
+  private readonly claims: Claims = new Map();
+
+  constructor(store: EndpointStore, network: EndpointNetworkPort) {
+    this.store = store;
+    this.network = network;
+    this.machine = endpointLifecycle.provide({
+      actors: {
+        attach: fromPromise<Plugged, EffectInput>(({ input }) => this.attach(input)),
+        teardown: fromPromise<void, EffectInput>(({ input }) => this.teardown(input)),
+      },
+    });
+  }
+
+  async reconcile(name: string, ctx: ReconcileContext): Promise<void> {
+    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, name);
+    if (!r) {
+      this.held.delete(name);
+      this.claims.delete(name);
+      return;
+    }
+    const c = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, r.spec.containerId);
+    const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, r.spec.networkId);
+    const facts: EndpointFacts = {
+      name,
+      running: !!c && (c.status.phase === 'running' || c.status.phase === 'paused') && c.status.pid > 0,
+      pid: c?.status.pid ?? 0,
+      networkExists: !!net && net.spec.desired !== 'removed',
+    };
+    const held = this.held.get(name) ?? this.restore(r, facts);
+    const remove = r.spec.desired === 'removed' || !c;
+    const events: EndpointEvent[] = [{ type: 'OBSERVED', facts }, remove ? { type: 'REMOVE' } : { type: 'APPLY' }];
+    const res = await drive(this.machine, held.snapshot, held.timers, events, { signal: ctx.signal, now: Date.now });
+    const snap = res.snapshot;
+    if (ctx.signal.aborted && snap.status !== 'done') {
+      this.held.delete(name);
+      throw new EngineError('Canceled', `endpoint ${name}: reconcile canceled`, { cause: ctx.signal.reason });
+    }
+    if (snap.status === 'done') this.held.delete(name);
+    else this.held.set(name, { snapshot: snap, timers: res.timers });
+    this.writeOutcome(r, snap);
+  }
+
+  private restore(r: EndpointResource, facts: EndpointFacts): Held {
+    const s = r.status;
+    const plugged = s.pid > 0 && s.addresses ? { pid: s.pid, ifName: s.ifName, hostVeth: s.hostVeth, addresses: s.addresses } : null;
+    const value = s.phase === 'removing' ? (plugged ? 'attached' : 'detached') : s.phase;
+    const snapshot = this.machine.resolveState({ value, context: restoredContext(facts, plugged) }) as Snapshot;
+    return { snapshot, timers: [] };
+  }
+
+  private writeOutcome(r: EndpointResource, snap: Snapshot): void {
+    const c = snap.context;
+    const state = topState(snap);
+    switch (state) {
+      case 'removed':
+        return;
+      case 'attached': {
+        const p = c.plugged!;
+        if (r.status.phase === 'attached' && r.status.pid === p.pid && r.status.observedGeneration >= r.generation) return;
+        this.writeStatus(r, { phase: 'attached', pid: p.pid, ifName: p.ifName, hostVeth: p.hostVeth, addresses: p.addresses, error: '' }, 'True', 'Attached', `${p.ifName} in the network namespace of process ${p.pid}`);
+        return;
+      }
+      case 'detached': {
+        if (r.status.phase === 'detached' && r.status.observedGeneration >= r.generation && r.status.conditions[0]?.reason === c.reason) return;
+        const message = c.reason === 'NetworkNotFound' ? `network ${r.spec.networkName} not found` : 'the container is not running';
+        this.writeStatus(r, { phase: 'detached', pid: 0, ifName: '', hostVeth: '', addresses: null, error: '' }, 'False', c.reason || 'ContainerNotRunning', message);
+        return;
+      }
+      case 'failed':
+        // Written on change only: a status write of its own does not wake this loop; the controller's back-off paces the retry.
+        if (r.status.phase !== 'failed' || r.status.error !== c.error) {
+          this.writeStatus(r, { phase: 'failed', pid: 0, ifName: '', hostVeth: '', addresses: null, error: c.error }, 'False', 'AttachFailed', c.error);
+        }
+        throw c.cause;
+      case 'removing':
+        if (r.status.phase !== 'removing' || r.status.error !== c.error) this.writeStatus(r, { phase: 'removing', error: c.error }, 'False', 'Removing', c.error || 'being removed');
+        throw c.cause ?? new Error(`endpoint ${r.name}: removal stalled`);
+      default:
+        throw c.cause ?? new Error(`endpoint ${r.name}: reconcile ended in ${state}`);
+    }
+  }
+
+  /** Plug into the run of `pid` as the lowest eth<n> (n >= 1) no other endpoint of that run holds. */
+  private async attach(input: EffectInput): Promise<Plugged> {
+    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, input.name);
+    if (!r) throw new EngineError('NotFound', `endpoint ${input.name} not found`);
+    const { containerId, networkId, config } = r.spec;
+    // Claimed synchronously, before any await: two endpoints of one run never pick the same index.
+    const used = new Set<number>();
+    for (const e of endpointsOfContainer(this.store, containerId)) {
+      if (e.name !== r.name && isAttachedTo(e.status, input.pid)) used.add(Number(e.status.ifName.slice(3)));
+      const claim = this.claims.get(e.name);
+      if (e.name !== r.name && claim?.pid === input.pid) used.add(claim.index);
+    }
+    let index = 1;
+    while (used.has(index)) index++;
+    this.claims.set(r.name, { pid: input.pid, index });
+    const ipam = config.IPAMConfig ?? {};
+    const out = await this.network.attachExtra(containerId, input.pid, networkId, index, {
+      ipv4: ipam.IPv4Address || undefined,
+      ipv6: ipam.IPv6Address || undefined,
+      mac: config.MacAddress ? config.MacAddress.toLowerCase() : undefined,
+    });
+    return { pid: input.pid, ...out };
+  }
+
+  private async teardown(input: EffectInput): Promise<void> {
+    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, input.name);
+    if (!r) return;
+    if (input.plugged && input.pid > 0 && input.plugged.pid === input.pid) await this.network.unplugExtra(input.plugged.hostVeth);
+    this.network.releaseOn(r.spec.containerId, r.spec.networkId);
+    this.claims.delete(r.name);
+    this.store.delete(ENDPOINT_KIND, r.name);
+  }
+
+  private writeStatus(r: EndpointResource, patch: Partial<EndpointStatus>, status: EndpointCondition['status'], reason: string, message: string): void {
+    try {
+      this.store.updateStatus<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, r.name, (s) => ({
+        ...s,
+        ...patch,
+        observedGeneration: r.generation,
+        conditions: [attachedCondition(s.conditions[0], status, reason, message)],
+      }));
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) throw err;
+    }
+  }
+}
+
+/** The Attached condition; its transition time moves only when its status flips. */
+function attachedCondition(prev: EndpointCondition | undefined, status: EndpointCondition['status'], reason: string, message: string): EndpointCondition {
+  const lastTransitionTime = prev && prev.status === status ? prev.lastTransitionTime : new Date().toISOString();
+  return { type: 'Attached', status, reason, message, lastTransitionTime };
+}
+
+/**
+ * Wakes the endpoints a change concerns: a container's (its run started or ended, it was
+ * removed) and a network's (it appeared or went). Answers the unwatch.
+ */
+export function endpointTriggers(
+  store: Pick<EndpointStore, 'list'> & { watch(kind: string | null, fn: (ev: WatchEvent) => void): () => void },
+  enqueue: (key: string) => void,
+): () => void {
+  const offContainers = store.watch(KIND.container, (ev) => {
+    for (const e of endpointsOfContainer(store, ev.name)) enqueue(e.name);
+  });
+  const offNetworks = store.watch(NETWORK_KIND.network, (ev) => {
+    for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) if (e.spec.networkId === ev.name) enqueue(e.name);
+  });
+  return () => {
+    offContainers();
+    offNetworks();
+  };
+}
