@@ -60,7 +60,7 @@ import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../reconcilers/container/runs.ts';
 import { migrateContainerRecords } from '../reconcilers/container/migrate.ts';
 import { migrateEndpoints } from '../reconcilers/endpoint/migrate.ts';
-import { EndpointReconciler, endpointTriggers } from '../reconcilers/endpoint/reconciler.ts';
+import { EndpointReconciler, endpointTriggers, primaryEndpointTriggers } from '../reconcilers/endpoint/reconciler.ts';
 import { ENDPOINT_KIND } from '../store/endpoint-types.ts';
 import { parseSignal } from '../reconcilers/container/signals.ts';
 import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
@@ -250,6 +250,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const endpointCtl = new Controller({ name: 'endpoint', kind: ENDPOINT_KIND, store, reconciler: new EndpointReconciler(store, network), log: logger, workers: 4, specChangesOnly: true });
     manager.add(endpointCtl);
     onStop('endpoint-triggers', endpointTriggers(store, (key) => endpointCtl.enqueue(key)));
+    onStop('primary-endpoint-triggers', primaryEndpointTriggers(store, (id) => containerCtl.enqueue(id)));
 
     const supEvents = subscribeEvents({
       address,

@@ -22,6 +22,11 @@ export interface EndpointSpec {
   /** The network's name when connected (NetworkSettings.Networks key if the network goes). */
   networkName: string;
   config: EndpointConfig;
+  /**
+   * The container's NetworkMode network: plugged in by the container's start step as eth0 with
+   * the default route (the endpoint reconciler adopts it); absent once disconnected.
+   */
+  primary?: boolean;
   desired: 'present' | 'removed';
 }
 
@@ -56,6 +61,8 @@ export interface EndpointStatus {
   /** Host end of its veth pair. */
   hostVeth: string;
   addresses: EndpointAddresses | null;
+  /** Who plugged it: the container's start step (its primary, eth0) or the endpoint reconciler. */
+  pluggedBy?: 'start' | 'endpoint';
   error: string;
   conditions: EndpointCondition[];
 }
@@ -76,6 +83,11 @@ export const EMPTY_ENDPOINT_STATUS: EndpointStatus = {
   error: '',
   conditions: [],
 };
+
+/** The container's primary endpoint record (its NetworkMode network), if it is wanted. */
+export function primaryEndpoint(store: { list<S, T>(kind: string): Resource<S, T>[] }, containerId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
+  return endpointsOfContainer(store, containerId).find((e) => e.spec.primary && e.spec.desired === 'present');
+}
 
 /** The endpoint records of a container (in any state). */
 export function endpointsOfContainer(store: { list<S, T>(kind: string): Resource<S, T>[] }, containerId: string): Resource<EndpointSpec, EndpointStatus>[] {
@@ -107,25 +119,33 @@ export function endpointConfigOf(raw: unknown): EndpointConfig {
 const BUILTIN = new Set(['bridge', 'default', 'host', 'none', '']);
 
 /**
- * A create's EndpointsConfig split in two: the entry of its NetworkMode network stays in the spec,
- * every other network it names (found by name, id or id prefix) becomes an endpoint record.
- * Networks it cannot find are left in the spec, where nothing reads them (as before records).
+ * The endpoints a create asks for: its NetworkMode network's (`primary`, when that is a bridge
+ * network `find` knows) and every other network its EndpointsConfig names (found by name, id or id
+ * prefix); those others leave the spec's EndpointsConfig. Networks `find` does not know stay in the
+ * spec, where nothing reads them.
  */
-export function splitEndpointsConfig(
+export function endpointsFromCreate(
   networkMode: string,
   networkingConfig: unknown,
   find: (ref: string) => Net | undefined,
-): { networkingConfig: unknown; extras: Array<{ net: Net; config: EndpointConfig }> } {
+): { networkingConfig: unknown; primary: { net: Net; config: EndpointConfig } | null; extras: Array<{ net: Net; config: EndpointConfig }> } {
+  if (networkMode === 'host' || networkMode === 'none' || networkMode.startsWith('container:')) return { networkingConfig, primary: null, extras: [] };
   const nc = networkingConfig && typeof networkingConfig === 'object' ? (networkingConfig as { EndpointsConfig?: unknown }) : null;
-  const eps = nc?.EndpointsConfig && typeof nc.EndpointsConfig === 'object' ? (nc.EndpointsConfig as Record<string, unknown>) : null;
-  if (!eps || networkMode === 'host' || networkMode === 'none' || networkMode.startsWith('container:')) return { networkingConfig, extras: [] };
-  const primary = find(BUILTIN.has(networkMode) ? 'bridge' : networkMode);
+  const eps = nc?.EndpointsConfig && typeof nc.EndpointsConfig === 'object' ? (nc.EndpointsConfig as Record<string, unknown>) : {};
+  const net = find(BUILTIN.has(networkMode) ? 'bridge' : networkMode);
+  const primary = net ? { net, config: {} as EndpointConfig } : null;
   const keep: Record<string, unknown> = {};
   const extras: Array<{ net: Net; config: EndpointConfig }> = [];
+  let primarySeen = false;
   for (const [key, cfg] of Object.entries(eps)) {
-    const net = find(key === 'default' ? 'bridge' : key);
-    if (!net || net.spec.id === primary?.spec.id || (BUILTIN.has(key) && BUILTIN.has(networkMode))) keep[key] = cfg;
-    else if (!extras.some((e) => e.net.spec.id === net.spec.id)) extras.push({ net, config: endpointConfigOf(cfg) });
+    const other = find(key === 'default' ? 'bridge' : key);
+    const own = (other && other.spec.id === net?.spec.id) || (BUILTIN.has(key) && BUILTIN.has(networkMode));
+    if (own || !other) keep[key] = cfg;
+    if (own && primary && !primarySeen) {
+      primary.config = endpointConfigOf(cfg);
+      primarySeen = true;
+    }
+    if (!own && other && !extras.some((e) => e.net.spec.id === other.spec.id)) extras.push({ net: other, config: endpointConfigOf(cfg) });
   }
-  return extras.length ? { networkingConfig: { ...nc, EndpointsConfig: keep }, extras } : { networkingConfig, extras };
+  return { networkingConfig: extras.length ? { ...nc, EndpointsConfig: keep } : networkingConfig, primary, extras };
 }

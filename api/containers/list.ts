@@ -7,7 +7,7 @@ import { mountsView } from './mounts-view.ts';
 import { linkNamesOf } from './links.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 import { healthOf, stateName, summaryView } from './views.ts';
-import { networkNameResolver } from '../networks/views.ts';
+import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
 import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -116,11 +116,12 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   };
   const networkName = networkNameResolver(store);
   const endpointsOf = endpointIndex(store);
-  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name) })));
+  const isBridgeNetwork = bridgeNetworkTest(store);
+  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork })));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name) }));
+      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork }));
     }),
   );
 }

@@ -10,9 +10,9 @@ import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
 import { inspectView, summaryView } from './views.ts';
 import { listContainers } from './list.ts';
-import { ENDPOINT_KIND, endpointsOfContainer, splitEndpointsConfig } from '../../store/endpoint-types.ts';
+import { ENDPOINT_KIND, endpointsOfContainer, endpointsFromCreate } from '../../store/endpoint-types.ts';
 import { newEndpoint, waitEndpointsPlugged } from '../networks/endpoints.ts';
-import { findNetwork, networkNameResolver } from '../networks/views.ts';
+import { bridgeNetworkTest, findNetwork, networkNameResolver } from '../networks/views.ts';
 import { streamLogs } from './logs.ts';
 import type { ApiStore } from './store.ts';
 import type { ImageStore } from '../images/store.ts';
@@ -152,8 +152,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       if (existing) {
         throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
       }
-      // The networks it joins beside its NetworkMode one are endpoint records of their own.
-      const split = splitEndpointsConfig(mode, (body as Record<string, unknown>).NetworkingConfig, (ref) => {
+      // Each network it joins is an endpoint record of its own (its NetworkMode one marked primary).
+      const split = endpointsFromCreate(mode, (body as Record<string, unknown>).NetworkingConfig, (ref) => {
         try {
           const net = findNetwork(store, ref);
           return net.spec.driver === 'bridge' ? net : undefined;
@@ -177,8 +177,8 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         for (const v of vols.newVolumes) {
           tx.create<typeof v, VolumeStatus>(VOLUME_KIND, v.name, v, { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' });
         }
-        for (const { net, config } of split.extras) {
-          const e = newEndpoint(id, net, config);
+        for (const { net, config, primary } of [...(split.primary ? [{ ...split.primary, primary: true }] : []), ...split.extras.map((x) => ({ ...x, primary: false }))]) {
+          const e = newEndpoint(id, net, config, primary);
           tx.create(ENDPOINT_KIND, e.name, e.spec, e.status);
         }
         return tx.create(KIND.container, id, spec, status);
@@ -215,6 +215,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         volumeSource: (name) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '',
         networkName: networkNameResolver(store),
         endpoints: endpointsOfContainer(store, c.name),
+        isBridgeNetwork: bridgeNetworkTest(store),
       });
     });
 

@@ -6,8 +6,8 @@ import type { ContainerSpec, ContainerStatus, HealthState, Resource } from '../.
 import { isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
-/** A container's endpoint on a network beside its NetworkMode one. */
-export type ExtraEndpointRecord = Pick<Resource<EndpointSpec, EndpointStatus>, 'spec' | 'status'>;
+/** A container's endpoint record (on its NetworkMode network, marked primary, or another). */
+export type EndpointRecord = Pick<Resource<EndpointSpec, EndpointStatus>, 'spec' | 'status'>;
 
 export function stateName(s: ContainerStatus): string {
   if (s.phase === 'removing') return 'removing';
@@ -43,19 +43,29 @@ function networkEntry(spec: ContainerSpec, name: string, cfg: EndpointConfig, ep
 }
 
 /** NetworkSettings.Networks, keyed by network name as the reference keys it (also when the client gave an id). */
-function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkNameOf, extras: readonly ExtraEndpointRecord[]): Record<string, unknown> {
+function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkNameOf, records: readonly EndpointRecord[] | undefined, isBridge: (ref: string) => boolean): Record<string, unknown> {
   const mode = spec.hostConfig.NetworkMode;
   const ref = mode.startsWith('container:') ? '' : mode === 'default' ? 'bridge' : mode;
   if (!ref) return {};
   const primary = BUILTIN.has(ref) ? ref : nameOf(ref);
-  const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, EndpointConfig> | null } | null)?.EndpointsConfig ?? {};
-  const named = Object.entries(eps).map(([key, cfg]) => ({ name: key === 'default' ? 'bridge' : BUILTIN.has(key) ? key : nameOf(key), cfg }));
-  const own = named.find((e) => e.name === primary || (BUILTIN.has(e.name) && BUILTIN.has(primary)));
-  const out: Record<string, unknown> = { [primary]: networkEntry(spec, primary, own?.cfg ?? null, liveEndpoint(status)) };
+  const out: Record<string, unknown> = {};
+  const own = records?.find((e) => e.spec.primary && e.spec.desired === 'present');
+  if (own) {
+    // Plugged by the start step (status.endpoint), or connected again while running (the record's).
+    const plugged = own.status.addresses && isAttachedTo(own.status, status.pid) ? { ...own.status.addresses, NetworkID: own.spec.networkId } : null;
+    out[primary] = networkEntry(spec, primary, own.spec.config, liveEndpoint(status) ?? plugged);
+  } else if (!records || !isBridge(ref)) {
+    // No records (host, none, the default mode without a default bridge): its settings are the spec's.
+    const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, EndpointConfig> | null } | null)?.EndpointsConfig ?? {};
+    const named = Object.entries(eps).map(([key, cfg]) => ({ name: key === 'default' ? 'bridge' : BUILTIN.has(key) ? key : nameOf(key), cfg }));
+    const cfg = named.find((e) => e.name === primary || (BUILTIN.has(e.name) && BUILTIN.has(primary)));
+    out[primary] = networkEntry(spec, primary, cfg?.cfg ?? null, liveEndpoint(status));
+  }
+  // (A bridge network without its primary record: the container was disconnected from it.)
   // The other networks it is connected to: its endpoint records, with addresses while plugged into this run.
   const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
-  for (const e of extras) {
-    if (e.spec.desired !== 'present') continue;
+  for (const e of records ?? []) {
+    if (e.spec.desired !== 'present' || e.spec.primary) continue;
     const name = nameOf(e.spec.networkId) === e.spec.networkId ? e.spec.networkName : nameOf(e.spec.networkId);
     if (name === primary) continue;
     const live = running && e.status.addresses && isAttachedTo(e.status, status.pid) ? { ...e.status.addresses, NetworkID: e.spec.networkId } : null;
@@ -66,7 +76,7 @@ function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkN
 
 export function inspectView(
   r: CR,
-  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly ExtraEndpointRecord[] },
+  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const running = status.phase === 'running' || status.phase === 'paused';
@@ -113,7 +123,7 @@ export function inspectView(
       GlobalIPv6Address: liveEndpoint(status)?.GlobalIPv6Address ?? '', GlobalIPv6PrefixLen: liveEndpoint(status)?.GlobalIPv6PrefixLen ?? 0,
       IPAddress: liveEndpoint(status)?.IPAddress ?? '', IPPrefixLen: liveEndpoint(status)?.IPPrefixLen ?? 0, IPv6Gateway: liveEndpoint(status)?.IPv6Gateway ?? '',
       MacAddress: liveEndpoint(status)?.MacAddress ?? '',
-      Networks: networks(spec, status, opts.networkName ?? ((ref) => ref), opts.endpoints ?? []),
+      Networks: networks(spec, status, opts.networkName ?? ((ref) => ref), opts.endpoints, opts.isBridgeNetwork ?? (() => false)),
     },
   };
   if (opts.size) {
@@ -125,7 +135,7 @@ export function inspectView(
 
 export function summaryView(
   r: CR,
-  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly ExtraEndpointRecord[] },
+  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const out: Record<string, unknown> = {
@@ -140,7 +150,7 @@ export function summaryView(
     State: stateName(status),
     Status: statusText(status, opts.now, healthOf(r)?.Status),
     HostConfig: { NetworkMode: spec.hostConfig.NetworkMode },
-    NetworkSettings: { Networks: networks(spec, status, opts.networkName ?? ((ref) => ref), opts.endpoints ?? []) },
+    NetworkSettings: { Networks: networks(spec, status, opts.networkName ?? ((ref) => ref), opts.endpoints, opts.isBridgeNetwork ?? (() => false)) },
     Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
   };
   if (opts.size) {

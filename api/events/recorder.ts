@@ -178,13 +178,20 @@ export class EventRecorder {
     if (s.health && s.health.Status !== 'starting' && s.health.Status !== p.health?.Status) this.container(`health_status: ${s.health.Status}`, cur);
   }
 
-  /** A network connected beside the NetworkMode one: `connect` when its endpoint is plugged into a run, `disconnect` when it is not any more. */
+  /** A network connected while the container runs (or beside its NetworkMode one): `connect` when its endpoint is plugged into a run, `disconnect` when it is not any more. */
   private endpointChange(prev: Resource<EndpointSpec, EndpointStatus> | undefined, ev: WatchEvent): void {
     const cur = ev.resource as Resource<EndpointSpec, EndpointStatus>;
     const was = prev?.status.phase === 'attached' ? prev.status.pid : 0;
     const now = ev.type !== 'delete' && cur.status.phase === 'attached' ? cur.status.pid : 0;
     if (was === now) return;
-    const c = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, cur.spec.containerId) ?? (this.last.get(`${KIND.container}/${cur.spec.containerId}`) as Resource<ContainerSpec, ContainerStatus> | undefined);
+    const live = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, cur.spec.containerId);
+    if (prev?.status.pluggedBy === 'start' || cur.status.pluggedBy === 'start') {
+      // The NetworkMode network plugged in by the start step: its connect and disconnect are the
+      // container's start and exit (containerChange), but for a disconnect while it runs.
+      if (was && !now && live?.status.pid === was) this.networkEvent('disconnect', live, cur.spec.networkId);
+      return;
+    }
+    const c = live ?? (this.last.get(`${KIND.container}/${cur.spec.containerId}`) as Resource<ContainerSpec, ContainerStatus> | undefined);
     if (!c) return;
     if (was) this.networkEvent('disconnect', c, cur.spec.networkId);
     if (now) this.networkEvent('connect', c, cur.spec.networkId);

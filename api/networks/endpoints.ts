@@ -22,10 +22,10 @@ type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
 type Net = EndpointNet;
 
 /** The record for a new endpoint of `containerId` on `net` (for a create's transaction). */
-export function newEndpoint(containerId: string, net: Net, config: EndpointConfig): { name: string; spec: EndpointSpec; status: EndpointStatus } {
+export function newEndpoint(containerId: string, net: Net, config: EndpointConfig, primary = false): { name: string; spec: EndpointSpec; status: EndpointStatus } {
   return {
     name: endpointName(containerId, net.spec.id),
-    spec: { containerId, networkId: net.spec.id, networkName: net.spec.name, config, desired: 'present' },
+    spec: { containerId, networkId: net.spec.id, networkName: net.spec.name, config, ...(primary ? { primary } : {}), desired: 'present' },
     status: EMPTY_ENDPOINT_STATUS,
   };
 }
@@ -42,11 +42,11 @@ export function extraEndpoints(store: Pick<ApiStore, 'list'>, containerId: strin
 }
 
 /** Connect: the record is written (after a removal of an earlier one has finished). */
-export async function connectEndpoint(store: ApiStore, containerId: string, net: Net, config: EndpointConfig, timeoutMs: number | undefined): Promise<void> {
+export async function connectEndpoint(store: ApiStore, containerId: string, net: Net, config: EndpointConfig, timeoutMs: number | undefined, primary = false): Promise<void> {
   const name = endpointName(containerId, net.spec.id);
   const leaving = await store.waitFor(ENDPOINT_KIND, name, (r) => !r || (r as EndpointResource).spec.desired === 'present', { timeoutMs });
   if (leaving) throw unavailable(`container ${containerId} is still being disconnected from network ${net.spec.name}`);
-  const e = newEndpoint(containerId, net, config);
+  const e = newEndpoint(containerId, net, config, primary);
   store.create(ENDPOINT_KIND, e.name, e.spec, e.status);
 }
 

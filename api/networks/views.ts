@@ -63,6 +63,12 @@ export function networkNameResolver(store: Pick<ApiStore, 'list'>): (ref: string
   };
 }
 
+/** Whether a network reference (name, id, id prefix) names a bridge network the daemon has now. */
+export function bridgeNetworkTest(store: Pick<ApiStore, 'list'>): (ref: string) => boolean {
+  const nets = liveNetworks(store).filter((n) => n.spec.driver === 'bridge');
+  return (ref) => !!ref && (nets.some((n) => n.spec.id === ref || n.spec.name === ref) || nets.filter((n) => n.spec.id.startsWith(ref)).length === 1);
+}
+
 /** As container inspect counts it: a container has its endpoint while its task exists. */
 function isLive(s: ContainerStatus): boolean {
   return s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';

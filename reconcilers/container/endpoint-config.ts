@@ -31,3 +31,21 @@ export function staticMac(spec: ContainerSpec, keys: readonly string[]): string 
   const own = spec.config.MacAddress;
   return typeof own === 'string' && own ? own.toLowerCase() : undefined;
 }
+
+/**
+ * What the container asks of its NetworkMode network's endpoint: the primary record's settings,
+ * or, for a container without one, its spec's EndpointsConfig entry (the CLI keys the default
+ * bridge's entry "default" when no --network was given); the MAC falls back to Config.MacAddress.
+ */
+export function primaryRequest(spec: ContainerSpec, rec?: { spec: { config: EndpointSettingsAsked } }): { ipv4?: string; ipv6?: string; mac?: string } {
+  if (rec) {
+    const own = spec.config.MacAddress;
+    const mac = rec.spec.config.MacAddress || (typeof own === 'string' ? own : '');
+    return { ipv4: rec.spec.config.IPAMConfig?.IPv4Address || undefined, ipv6: rec.spec.config.IPAMConfig?.IPv6Address || undefined, mac: mac ? mac.toLowerCase() : undefined };
+  }
+  const mode = spec.hostConfig.NetworkMode;
+  const keys = mode === 'bridge' || mode === 'default' ? ['bridge', 'default'] : [mode];
+  return { ipv4: staticIpv4(spec, keys), ipv6: staticIpv6(spec, keys), mac: staticMac(spec, keys) };
+}
+
+type EndpointSettingsAsked = { IPAMConfig?: { IPv4Address?: string; IPv6Address?: string } | null; MacAddress?: string };

@@ -107,3 +107,12 @@ export function writeLinkHosts(hostsPath: string, links: LinkedContainer[]): voi
   const text = readFileSync(base, 'utf8');
   writeFileSync(hostsPath, text + links.map((l) => `${linkHostsLine(l)}\n`).join(''));
 }
+
+/** The container's own line in /etc/hosts (and in its copy without links) moved to its new address. */
+export function renameHostsEntry(hostsPath: string, oldIp: string, newIp: string): void {
+  for (const path of [hostsPath, `${hostsPath}.nolinks`]) {
+    if (!path || !existsSync(path)) continue;
+    const lines = readFileSync(path, 'utf8').split('\n');
+    writeFileSync(path, lines.map((l) => (l.startsWith(`${oldIp}\t`) ? newIp + l.slice(oldIp.length) : l)).join('\n'));
+  }
+}

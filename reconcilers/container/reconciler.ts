@@ -142,7 +142,10 @@ export class ContainerReconciler {
       const state = topState(held.snapshot);
       const run = this.runs.get(id);
       const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec;
-      if ((state === 'running' || state === 'paused') && run && !run.exit && spec) await applyResources(id, spec, this.deps, this.status);
+      if ((state === 'running' || state === 'paused') && run && !run.exit && spec) {
+        await applyResources(id, spec, this.deps, this.status);
+        await this.steps.leavePrimary(id);
+      }
       if (state === 'running' && run && !run.exit && spec && this.health) {
         // A probe due is started beside this reconcile; the wait for the next is a requeue.
         const next = this.health.step(id, spec.config, this.status);

@@ -15,9 +15,11 @@ import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
-import { staticIpv4, staticIpv6, staticMac } from './endpoint-config.ts';
+import { primaryRequest } from './endpoint-config.ts';
+import { primaryEndpoint } from '../../store/endpoint-types.ts';
+import { NETWORK_KIND, type IpamAllocationSpec } from '../../store/network-types.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
-import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
+import { linkedContainers, linkEnv, renameHostsEntry, writeLinkHosts } from './links.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 
@@ -74,10 +76,7 @@ export class RunSteps {
   async prepare(id: string, spec: ContainerSpec): Promise<void> {
     const dir = this.containerDir(id);
     mkdirSync(dir, { recursive: true, mode: 0o710 });
-    const mode = spec.hostConfig.NetworkMode;
-    // The CLI keys the default bridge's entry "default" when no --network was given.
-    const keys = mode === 'bridge' || mode === 'default' ? ['bridge', 'default'] : [mode];
-    const ep = await this.deps.network?.allocate(id, mode, { ipv4: staticIpv4(spec, keys), ipv6: staticIpv6(spec, keys), mac: staticMac(spec, keys) });
+    const ep = await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode, primaryRequest(spec, primaryEndpoint(this.store, id)));
     const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n${ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}\t${spec.config.Hostname}\n` : ''}`);
@@ -157,7 +156,7 @@ export class RunSteps {
         throw err;
       });
       taskCreated.resolve();
-      const ep = this.status.get(id).endpoint;
+      const ep = await this.primaryEndpointOf(id, spec);
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
       const ports = ep && this.deps.ports ? await this.publishPorts(id, spec, ep) : [];
       if (ep && linked.length) await this.deps.links?.allow(id, ep.NetworkID, ep.IPAddress, linked);
@@ -215,6 +214,40 @@ export class RunSteps {
       await this.clearSupervisor(id);
       await this.deps.supervisor.createContainer(req);
     }
+  }
+
+  /**
+   * The endpoint the start step plugs in as eth0: the NetworkMode network's, while its primary
+   * endpoint record is wanted (a container disconnected from it runs without it). Its address is
+   * claimed at create; one connected again after a disconnect claims it here.
+   */
+  private async primaryEndpointOf(id: string, spec: ContainerSpec): Promise<ContainerEndpoint | null> {
+    const have = this.status.get(id).endpoint ?? null;
+    const rec = primaryEndpoint(this.store, id);
+    if (!rec) {
+      // Host, none and container: have no record and no address; a bridge network's was disconnected.
+      if (have?.IPAddress) this.status.stage(id, (s) => ({ ...s, endpoint: null }));
+      return have?.IPAddress ? null : have;
+    }
+    // The address claimed at create, unless a disconnect (while stopped) let it go since.
+    if (have?.NetworkID === rec.spec.networkId && this.store.get<IpamAllocationSpec, unknown>(NETWORK_KIND.ipamAllocation, `${have.NetworkID}/${have.IPAddress}`)?.spec.containerId === id) return have;
+    const ep = (await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode, primaryRequest(spec, rec))) ?? null;
+    if (ep && have?.IPAddress && have.IPAddress !== ep.IPAddress) renameHostsEntry(this.status.get(id).hostsPath, have.IPAddress, ep.IPAddress);
+    this.status.stage(id, (s) => ({ ...s, endpoint: ep }));
+    return ep;
+  }
+
+  /**
+   * While it runs: a primary endpoint disconnected (its record marked removed or gone) takes what
+   * the start step did for it away (published ports, link rules, status.endpoint); the endpoint
+   * reconciler unplugs it and frees the address.
+   */
+  async leavePrimary(id: string): Promise<void> {
+    const ep = this.status.get(id).endpoint;
+    if (!ep?.IPAddress || primaryEndpoint(this.store, id)) return;
+    await this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
+    await this.deps.links?.revoke(id).catch((err) => this.deps.log.warn({ err, id }, 'revoking link rules failed'));
+    this.status.stage(id, (s) => ({ ...s, endpoint: null, ports: [] }));
   }
 
   private publishPorts(id: string, spec: ContainerSpec, ep: ContainerEndpoint) {

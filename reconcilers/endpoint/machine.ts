@@ -7,6 +7,7 @@
 //   pending|detached|attached|failed --APPLY--> checking
 //     checking: no network          -> detached  (NetworkNotFound)
 //               container not running -> detached (ContainerNotRunning)
+//               a primary the start step plugged into this run -> attached (adopted, no effect)
 //               plugged into this run -> attached
 //               otherwise             -> attaching --done--> attached
 //                                                  \--error--> failed   (retried with back-off)
@@ -26,14 +27,17 @@ export interface EndpointFacts {
   running: boolean;
   pid: number;
   networkExists: boolean;
+  /** A primary endpoint the container's start step plugged into this run (eth0), to adopt. */
+  startPlugged: Plugged | null;
 }
 
-/** What an attach answers. */
+/** What an attach answers (or an adoption takes over). */
 export interface Plugged {
   pid: number;
   ifName: string;
   hostVeth: string;
   addresses: EndpointAddresses;
+  by: 'start' | 'endpoint';
 }
 
 export interface EndpointMemory {
@@ -61,7 +65,7 @@ const effectInput = ({ context }: { context: EndpointContext }): EffectInput => 
 const notProvided = (name: string) => () => Promise.reject(new Error(`endpoint effect ${name} not provided`));
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
-export const INITIAL_FACTS: EndpointFacts = { name: '', running: false, pid: 0, networkExists: true };
+export const INITIAL_FACTS: EndpointFacts = { name: '', running: false, pid: 0, networkExists: true, startPlugged: null };
 
 export function restoredContext(facts: EndpointFacts, plugged: Plugged | null): EndpointContext {
   return { ...facts, plugged, reason: '', error: '', cause: null };
@@ -88,6 +92,7 @@ export const endpointLifecycle = setup({
   guards: {
     noNetwork: ({ context }) => !context.networkExists,
     notRunning: ({ context }) => !context.running || context.pid <= 0,
+    adopt: ({ context }) => !!context.startPlugged && context.startPlugged.pid === context.pid,
     current: ({ context }) => !!context.plugged && context.plugged.pid === context.pid,
   },
 }).createMachine({
@@ -103,6 +108,7 @@ export const endpointLifecycle = setup({
       always: [
         { guard: 'noNetwork', target: 'detached', actions: assign({ reason: 'NetworkNotFound', plugged: null }) },
         { guard: 'notRunning', target: 'detached', actions: assign({ reason: 'ContainerNotRunning', plugged: null }) },
+        { guard: 'adopt', target: 'attached', actions: assign(({ context }) => ({ plugged: context.startPlugged, reason: '' })) },
         { guard: 'current', target: 'attached' },
         { target: 'attaching' },
       ],

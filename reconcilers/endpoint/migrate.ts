@@ -1,13 +1,17 @@
 // Containers written before endpoints were records kept every network they were on in the
 // EndpointsConfig of their spec (and the plugged ones in status.extraEndpoints). Rewritten once at
-// start-up, before the controllers start: each network beside the NetworkMode one becomes an
-// endpoint record (plugged into the running container by the endpoint reconciler), and leaves the
-// spec; the old status field goes.
-import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, splitEndpointsConfig, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+// start-up, before the controllers start: each network becomes an endpoint record (the NetworkMode
+// one marked primary; the others leave the spec and are plugged into the running container by the
+// endpoint reconciler); the old status field goes.
+import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, endpointsFromCreate, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import { findUserNetwork } from '../network/attacher.ts';
 import type { NetworkStore } from '../network/deps.ts';
+
+/** Kind of the records that say a one-time migration of the store has run (name: which one). */
+export const MIGRATION_KIND = 'migration';
+const DONE = 'endpoint-records';
 
 /** Answers how many containers it rewrote. */
 export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'create' | 'updateSpec' | 'updateStatus' | 'transaction'>): number {
@@ -18,19 +22,22 @@ export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'cre
       return undefined;
     }
   };
+  // Once: afterwards a container without a record of its NetworkMode network was disconnected from it.
+  if (store.get(MIGRATION_KIND, DONE)) return 0;
   let n = 0;
   for (const c of store.list<ContainerSpec, ContainerStatus & { extraEndpoints?: unknown }>(KIND.container)) {
-    const split = splitEndpointsConfig(c.spec.hostConfig.NetworkMode, c.spec.networkingConfig, find);
+    const split = endpointsFromCreate(c.spec.hostConfig.NetworkMode, c.spec.networkingConfig, find);
     const stale = c.status.extraEndpoints !== undefined;
-    if (!split.extras.length && !stale) continue;
+    const wanted = [...(split.primary ? [{ ...split.primary, primary: true }] : []), ...split.extras.map((x) => ({ ...x, primary: false }))];
+    const missing = wanted.filter((w) => !store.get(ENDPOINT_KIND, endpointName(c.name, w.net.spec.id)));
+    if (!missing.length && !stale) continue;
     store.transaction(() => {
-      for (const { net, config } of split.extras) {
+      for (const { net, config, primary } of missing) {
         const name = endpointName(c.name, net.spec.id);
-        if (store.get(ENDPOINT_KIND, name)) continue;
-        const spec: EndpointSpec = { containerId: c.name, networkId: net.spec.id, networkName: net.spec.name, config, desired: 'present' };
+        const spec: EndpointSpec = { containerId: c.name, networkId: net.spec.id, networkName: net.spec.name, config, ...(primary ? { primary } : {}), desired: 'present' };
         store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, name, spec, EMPTY_ENDPOINT_STATUS);
       }
-      if (split.extras.length) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, networkingConfig: split.networkingConfig }));
+      if (split.extras.length && missing.length) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, networkingConfig: split.networkingConfig }));
       if (stale) {
         store.updateStatus<ContainerSpec, ContainerStatus & { extraEndpoints?: unknown }>(KIND.container, c.name, (s) => {
           const { extraEndpoints: _gone, ...rest } = s;
@@ -40,5 +47,6 @@ export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'cre
     });
     n++;
   }
+  store.create(MIGRATION_KIND, DONE, { at: new Date().toISOString() }, {});
   return n;
 }

@@ -8,10 +8,11 @@
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { ENDPOINT_KIND, endpointsOfContainer, isAttachedTo, type EndpointCondition, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { ENDPOINT_KIND, endpointsOfContainer, isAttachedTo, type EndpointAddresses, type EndpointCondition, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
 import { KIND, type ContainerSpec, type ContainerStatus, type Resource, type WatchEvent } from '../../store/types.ts';
 import type { ReconcileContext } from '../../controllers/controller.ts';
+import { hostVethName } from '../network/attacher.ts';
 import type { EndpointNetworkPort, EndpointStore } from './deps.ts';
 import { endpointLifecycle, restoredContext, type EffectInput, type EndpointEvent, type EndpointFacts, type Plugged } from './machine.ts';
 
@@ -56,11 +57,18 @@ export class EndpointReconciler {
     }
     const c = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, r.spec.containerId);
     const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, r.spec.networkId);
+    const running = !!c && (c.status.phase === 'running' || c.status.phase === 'paused') && c.status.pid > 0;
+    const own = c?.status.endpoint;
     const facts: EndpointFacts = {
       name,
-      running: !!c && (c.status.phase === 'running' || c.status.phase === 'paused') && c.status.pid > 0,
+      running,
       pid: c?.status.pid ?? 0,
       networkExists: !!net && net.spec.desired !== 'removed',
+      // The start step plugs the NetworkMode network (eth0, the default route) before the process runs.
+      startPlugged:
+        running && r.spec.primary && own?.NetworkID === r.spec.networkId && own.IPAddress
+          ? { pid: c!.status.pid, ifName: 'eth0', hostVeth: hostVethName(r.spec.containerId), addresses: addressesOf(own), by: 'start' }
+          : null,
     };
     const held = this.held.get(name) ?? this.restore(r, facts);
     const remove = r.spec.desired === 'removed' || !c;
@@ -78,7 +86,7 @@ export class EndpointReconciler {
 
   private restore(r: EndpointResource, facts: EndpointFacts): Held {
     const s = r.status;
-    const plugged = s.pid > 0 && s.addresses ? { pid: s.pid, ifName: s.ifName, hostVeth: s.hostVeth, addresses: s.addresses } : null;
+    const plugged: Plugged | null = s.pid > 0 && s.addresses ? { pid: s.pid, ifName: s.ifName, hostVeth: s.hostVeth, addresses: s.addresses, by: s.pluggedBy ?? 'endpoint' } : null;
     const value = s.phase === 'removing' ? (plugged ? 'attached' : 'detached') : s.phase;
     const snapshot = this.machine.resolveState({ value, context: restoredContext(facts, plugged) }) as Snapshot;
     return { snapshot, timers: [] };
@@ -93,19 +101,19 @@ export class EndpointReconciler {
       case 'attached': {
         const p = c.plugged!;
         if (r.status.phase === 'attached' && r.status.pid === p.pid && r.status.observedGeneration >= r.generation) return;
-        this.writeStatus(r, { phase: 'attached', pid: p.pid, ifName: p.ifName, hostVeth: p.hostVeth, addresses: p.addresses, error: '' }, 'True', 'Attached', `${p.ifName} in the network namespace of process ${p.pid}`);
+        this.writeStatus(r, { phase: 'attached', pid: p.pid, ifName: p.ifName, hostVeth: p.hostVeth, addresses: p.addresses, pluggedBy: p.by, error: '' }, 'True', 'Attached', `${p.ifName} in the network namespace of process ${p.pid}`);
         return;
       }
       case 'detached': {
         if (r.status.phase === 'detached' && r.status.observedGeneration >= r.generation && r.status.conditions[0]?.reason === c.reason) return;
         const message = c.reason === 'NetworkNotFound' ? `network ${r.spec.networkName} not found` : 'the container is not running';
-        this.writeStatus(r, { phase: 'detached', pid: 0, ifName: '', hostVeth: '', addresses: null, error: '' }, 'False', c.reason || 'ContainerNotRunning', message);
+        this.writeStatus(r, { phase: 'detached', pid: 0, ifName: '', hostVeth: '', addresses: null, pluggedBy: undefined, error: '' }, 'False', c.reason || 'ContainerNotRunning', message);
         return;
       }
       case 'failed':
         // Written on change only: a status write of its own does not wake this loop; the controller's back-off paces the retry.
         if (r.status.phase !== 'failed' || r.status.error !== c.error) {
-          this.writeStatus(r, { phase: 'failed', pid: 0, ifName: '', hostVeth: '', addresses: null, error: c.error }, 'False', 'AttachFailed', c.error);
+          this.writeStatus(r, { phase: 'failed', pid: 0, ifName: '', hostVeth: '', addresses: null, pluggedBy: undefined, error: c.error }, 'False', 'AttachFailed', c.error);
         }
         throw c.cause;
       case 'removing':
@@ -137,7 +145,7 @@ export class EndpointReconciler {
       ipv6: ipam.IPv6Address || undefined,
       mac: config.MacAddress ? config.MacAddress.toLowerCase() : undefined,
     });
-    return { pid: input.pid, ...out };
+    return { pid: input.pid, ...out, by: 'endpoint' };
   }
 
   private async teardown(input: EffectInput): Promise<void> {
@@ -161,6 +169,19 @@ export class EndpointReconciler {
       if (!isCode(err, 'NotFound')) throw err;
     }
   }
+}
+
+function addressesOf(ep: NonNullable<ContainerStatus['endpoint']>): EndpointAddresses {
+  return {
+    EndpointID: ep.EndpointID,
+    MacAddress: ep.MacAddress,
+    Gateway: ep.Gateway,
+    IPAddress: ep.IPAddress,
+    IPPrefixLen: ep.IPPrefixLen,
+    IPv6Gateway: ep.IPv6Gateway ?? '',
+    GlobalIPv6Address: ep.GlobalIPv6Address ?? '',
+    GlobalIPv6PrefixLen: ep.GlobalIPv6PrefixLen ?? 0,
+  };
 }
 
 /** The Attached condition; its transition time moves only when its status flips. */
@@ -187,4 +208,16 @@ export function endpointTriggers(
     offContainers();
     offNetworks();
   };
+}
+
+/**
+ * Wakes a container whose primary endpoint was disconnected (marked removed, or gone): the
+ * container reconciler takes back what its start step did for that network (published ports,
+ * link rules, status.endpoint). Answers the unwatch.
+ */
+export function primaryEndpointTriggers(store: { watch(kind: string | null, fn: (ev: WatchEvent) => void): () => void }, enqueueContainer: (id: string) => void): () => void {
+  return store.watch(ENDPOINT_KIND, (ev) => {
+    const e = ev.resource as Resource<EndpointSpec, EndpointStatus>;
+    if (e.spec.primary && (ev.type === 'delete' || e.spec.desired === 'removed')) enqueueContainer(e.spec.containerId);
+  });
 }

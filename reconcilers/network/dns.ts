@@ -81,11 +81,7 @@ export class NetworkDns {
   /** The names a container answers to on a network. */
   namesOf(c: CR, net: Pick<NetworkSpec, 'id' | 'name'>): string[] {
     const names = [c.spec.name.replace(/^\//, ''), c.name.slice(0, 12)];
-    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Aliases?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
-    for (const [key, ep] of Object.entries(eps)) {
-      if (key === net.name || key === net.id || (key.length >= 12 && net.id.startsWith(key))) names.push(...(ep?.Aliases ?? []));
-    }
-    names.push(...(this.extraOn(c.name, net.id)?.spec.config.Aliases ?? []));
+    names.push(...(this.settingsOn(c, net)?.Aliases ?? []));
     return [...new Set(names.filter(Boolean).map((n) => n.toLowerCase()))];
   }
 
@@ -94,7 +90,7 @@ export class NetworkDns {
     const out: Array<{ c: CR; ip: string; ip6: string }> = [];
     for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
       if (!live(c.status)) continue;
-      const rec = c.status.endpoint?.NetworkID === networkId ? undefined : this.extraOn(c.name, networkId);
+      const rec = c.status.endpoint?.NetworkID === networkId ? undefined : this.recordOn(c.name, networkId);
       const extra = rec?.status.addresses && isAttachedTo(rec.status, c.status.pid) ? rec.status.addresses : undefined;
       const ep = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : extra;
       if (ep?.IPAddress) out.push({ c, ip: ep.IPAddress, ip6: ep.GlobalIPv6Address ?? '' });
@@ -118,9 +114,7 @@ export class NetworkDns {
     const c = this.attached(networkId).find((x) => x.ip === from || x.ip6 === from)?.c;
     if (!c) return undefined;
     const links: string[] = [...((c.spec.hostConfig.Links as string[] | null | undefined) ?? [])];
-    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Links?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
-    for (const [key, ep] of Object.entries(eps)) if (key === net.name || key === net.id) links.push(...(ep?.Links ?? []));
-    links.push(...(this.extraOn(c.name, networkId)?.spec.config.Links ?? []));
+    links.push(...(this.settingsOn(c, net)?.Links ?? []));
     for (const l of links) {
       const [target, a = target] = l.split(':');
       if (a!.split('/').pop()!.toLowerCase() === alias) return target!.replace(/^\//, '').toLowerCase();
@@ -128,8 +122,20 @@ export class NetworkDns {
     return undefined;
   }
 
-  /** The container's endpoint record on the network (beside its NetworkMode one), if wanted. */
-  private extraOn(containerId: string, networkId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
+  /**
+   * What the container asked of its endpoint on the network (aliases, links): its endpoint
+   * record's settings, or, for a container without one, its spec's EndpointsConfig entry.
+   */
+  private settingsOn(c: CR, net: Pick<NetworkSpec, 'id' | 'name'>): { Aliases?: string[] | null; Links?: string[] | null } | undefined {
+    const rec = this.recordOn(c.name, net.id);
+    if (rec) return rec.spec.config;
+    const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Aliases?: string[] | null; Links?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
+    const key = Object.keys(eps).find((k) => k === net.name || k === net.id || (k.length >= 12 && net.id.startsWith(k)));
+    return key ? (eps[key] ?? undefined) : undefined;
+  }
+
+  /** The container's endpoint record on the network, if wanted. */
+  private recordOn(containerId: string, networkId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
     const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(containerId, networkId));
     return r?.spec.desired === 'present' ? r : undefined;
   }

@@ -295,6 +295,51 @@ describe('user-defined networks', () => {
     await dk('network', 'rm', 'ep-a', 'ep-b');
   });
 
+  test('a running container leaves its NetworkMode network and comes back; the default bridge too', async () => {
+    await create('--subnet', '10.91.0.0/24', 'home');
+    await create('--subnet', '10.91.1.0/24', 'away');
+    await dk('run', '-d', '--network', 'home', '-p', '127.0.0.1::80', '--stop-timeout', '1', '--name', 'mover', imgs.tag, 'sh', '-c', 'mkdir -p /www && echo mover > /www/index.html && exec httpd -f -p 80 -h /www');
+    const from = (net: string) => docker(d, ['run', '--rm', '--network', net, imgs.tag, 'sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 mover 80`]);
+    assert.match((await from('home')).stdout, /mover/);
+    assert.match(await dk('port', 'mover', '80'), /^127\.0\.0\.1:\d+$/);
+    await dk('network', 'connect', 'away', 'mover');
+    await dk('network', 'disconnect', 'home', 'mover');
+    // Its published ports were on the network it left: released.
+    assert.equal(await dk('port', 'mover'), '');
+    assert.deepEqual(Object.keys(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'mover'))), ['away']);
+    assert.equal(await dk('inspect', '-f', '{{.HostConfig.NetworkMode}}', 'mover'), 'home', 'NetworkMode stays as created');
+    assert.notEqual((await docker(d, ['exec', 'mover', 'ip', 'link', 'show', 'eth0'])).code, 0, 'eth0 is gone');
+    assert.deepEqual(JSON.parse(await dk('network', 'inspect', '-f', '{{json .Containers}}', 'home')), {});
+    assert.doesNotMatch((await from('home')).stdout, /mover/);
+    assert.match((await from('away')).stdout, /mover/);
+    const again = await docker(d, ['network', 'disconnect', 'home', 'mover']);
+    assert.match(again.stderr, /is not connected to network home/);
+
+    await dk('network', 'connect', 'home', 'mover');
+    assert.deepEqual(Object.keys(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'mover'))).sort(), ['away', 'home']);
+    assert.match((await from('home')).stdout, /mover/);
+    // A new run: its NetworkMode network is eth0 again, with the default route.
+    await dk('restart', '-t', '0', 'mover');
+    assert.match(await dk('exec', 'mover', 'ip', 'route'), /default via 10\.91\.0\.1 dev eth0/);
+    assert.match((await from('home')).stdout, /mover/);
+    // Disconnected while stopped: not on it at the next start.
+    await dk('stop', '-t', '0', 'mover');
+    await dk('network', 'disconnect', 'home', 'mover');
+    await dk('start', 'mover');
+    assert.deepEqual(Object.keys(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'mover'))), ['away']);
+    assert.match((await from('away')).stdout, /mover/);
+
+    // The default bridge: left and joined again by a running container.
+    await dk('run', '-d', '--stop-timeout', '1', '--name', 'onbridge', imgs.tag, 'sleep', '300');
+    await dk('network', 'disconnect', 'bridge', 'onbridge');
+    assert.deepEqual(JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'onbridge')), {});
+    assert.equal(await dk('inspect', '-f', '{{.NetworkSettings.IPAddress}}', 'onbridge'), '');
+    await dk('network', 'connect', 'bridge', 'onbridge');
+    assert.match(await dk('inspect', '-f', '{{.NetworkSettings.Networks.bridge.IPAddress}}', 'onbridge'), /^\d+\.\d+\.\d+\.\d+$/);
+    await dk('rm', '-f', 'mover', 'onbridge');
+    await dk('network', 'rm', 'home', 'away');
+  });
+
   test('static addresses: --ip at run and connect --ip; taken or on the default bridge refused', async () => {
     await create('--subnet', '10.87.0.0/24', '--ip-range', '10.87.0.128/25', 'fixed');
     await create('--subnet', '10.88.0.0/24', 'fixed2');

@@ -9,6 +9,8 @@ import { ensureDefaultNetwork } from '../../../reconcilers/network/default-netwo
 import type { ContainerEndpoint } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
 import { FakeStore } from './fake-store.ts';
+import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, type EndpointSpec, type EndpointStatus } from '../../../store/endpoint-types.ts';
+import type { NetworkSpec } from '../../../store/network-types.ts';
 
 const cid = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
 
@@ -22,6 +24,9 @@ async function setup(opts: { bridge?: boolean } = {}) {
 function addContainer(store: FakeStore, n: number, name: string, mode: string, phase: string, endpoint?: ContainerEndpoint): string {
   const id = cid(n);
   store.create(KIND.container, id, { id, name: `/${name}`, desired: 'running', hostConfig: { NetworkMode: mode } }, { phase, endpoint: endpoint ?? null });
+  // As create writes it: the record of its NetworkMode network, when that is a bridge network.
+  const net = store.list<NetworkSpec, unknown>('network').find((x) => x.spec.name === (mode === 'default' ? 'bridge' : mode) && x.spec.driver === 'bridge' && x.spec.desired !== 'removed');
+  if (net) store.create(ENDPOINT_KIND, endpointName(id, net.spec.id), { containerId: id, networkId: net.spec.id, networkName: net.spec.name, config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
   return id;
 }
 
@@ -206,7 +211,6 @@ describe('network routes', () => {
       ['/networks/nonet/connect', { Container: 'web' }, 404, 'network nonet not found'],
       ['/networks/bridge/connect', {}, 400, 'invalid name or ID supplied: ""'],
       ['/networks/bridge/connect', { Container: 7 }, 400, /^invalid JSON/],
-      ['/networks/bridge/disconnect', { Container: 'web' }, 400, 'disconnecting a container from the bridge network is not supported by this daemon yet'],
       ['/networks/host/disconnect', { Container: 'onhost' }, 400, 'container cannot be disconnected from host network or connected to host network'],
       ['/networks/none/disconnect', { Container: 'web', Force: true }, 400, `container ${cid(1)} is not connected to network none`],
       ['/networks/bridge/disconnect', { Container: 'nobody' }, 404, 'No such container: nobody'],
@@ -218,10 +222,19 @@ describe('network routes', () => {
       if (typeof message === 'string') assert.equal(r.json().message, message);
       else assert.match(r.json().message, message);
     }
-    // A stopped container already on the network: nothing to do.
-    const idle = await post('/networks/bridge/connect', { Container: 'idle' });
+    // A stopped container already on the network: its settings are the new ones.
+    const idle = await post('/networks/bridge/connect', { Container: 'idle', EndpointConfig: { MacAddress: '02:42:00:00:00:09' } });
     assert.equal(idle.statusCode, 200);
     assert.equal(idle.body, '');
+    const rec = () => store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(cid(2), bridgeId));
+    assert.equal(rec()!.spec.config.MacAddress, '02:42:00:00:00:09');
+    // Disconnected from its NetworkMode network while stopped: the record is marked removed (the reconciler deletes it).
+    const off = await post('/networks/bridge/disconnect', { Container: 'idle' });
+    assert.equal(off.statusCode, 200, off.body);
+    assert.equal(rec()!.spec.desired, 'removed');
+    const twice = await post('/networks/bridge/disconnect', { Container: 'idle' });
+    assert.equal(twice.statusCode, 400);
+    assert.equal(twice.json().message, `container ${cid(2)} is not connected to network bridge`);
   });
 
   test('POST /networks/prune with only builtin networks deletes nothing', async () => {

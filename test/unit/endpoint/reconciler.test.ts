@@ -9,7 +9,7 @@ import { FakeStore } from '../network/fake-store.ts';
 import { EndpointReconciler } from '../../../reconcilers/endpoint/reconciler.ts';
 import { migrateEndpoints } from '../../../reconcilers/endpoint/migrate.ts';
 import type { EndpointNetworkPort } from '../../../reconcilers/endpoint/deps.ts';
-import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, splitEndpointsConfig, type EndpointSpec, type EndpointStatus } from '../../../store/endpoint-types.ts';
+import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, endpointsFromCreate, type EndpointSpec, type EndpointStatus } from '../../../store/endpoint-types.ts';
 import { KIND } from '../../../store/types.ts';
 
 const ctx = { signal: new AbortController().signal, log: fakeLog() };
@@ -121,6 +121,31 @@ describe('endpoint reconciler', () => {
     assert.equal(w.status('n2'), undefined);
   });
 
+  test('a primary endpoint the start step plugged in is adopted (no attach); disconnected, it is unplugged; connected again while running, it is plugged as another interface', async () => {
+    const w = world();
+    const r = new EndpointReconciler(w.store, w.port);
+    w.store.create(KIND.container, 'c', { id: 'c', hostConfig: { NetworkMode: 'net-n1' } }, {
+      phase: 'running', pid: 100, endpoint: { NetworkID: 'n1', EndpointID: 'e1', Gateway: '10.0.0.1', IPAddress: '10.0.0.2', IPPrefixLen: 24, MacAddress: 'm' },
+    });
+    w.store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', { containerId: 'c', networkId: 'n1', networkName: 'net-n1', config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    await r.reconcile('c/n1', ctx);
+    assert.deepEqual(w.calls, []);
+    assert.equal(w.status('n1')!.phase, 'attached');
+    assert.equal(w.status('n1')!.pluggedBy, 'start');
+    assert.equal(w.status('n1')!.ifName, 'eth0');
+    assert.equal(w.status('n1')!.addresses!.IPAddress, '10.0.0.2');
+    w.store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', (sp) => ({ ...sp, desired: 'removed' }));
+    await r.reconcile('c/n1', ctx);
+    assert.deepEqual(w.calls, ['unplug vethc', 'release c n1']);
+    // The container reconciler lets go of status.endpoint; a connect again writes a new record.
+    w.store.updateStatus(KIND.container, 'c', (s: object) => ({ ...s, endpoint: null }));
+    w.calls.length = 0;
+    w.store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', { containerId: 'c', networkId: 'n1', networkName: 'net-n1', config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    await r.reconcile('c/n1', ctx);
+    assert.deepEqual(w.calls, ['attach n1 pid=100 eth1']);
+    assert.equal(w.status('n1')!.pluggedBy, 'endpoint');
+  });
+
   test('an endpoint whose network is gone is detached with NetworkNotFound', async () => {
     const w = world();
     w.container('running', 100);
@@ -138,22 +163,26 @@ describe('EndpointsConfig and endpoint records', () => {
 
   test('the NetworkMode entry stays in the spec, the others become records, unknown names stay', () => {
     const nc = { EndpointsConfig: { 'net-n1': { Aliases: ['a'] }, n2: { IPAMConfig: { IPv4Address: '10.0.0.5' } }, gone: {} } };
-    const s = splitEndpointsConfig('net-n1', nc, find);
+    const s = endpointsFromCreate('net-n1', nc, find);
     assert.deepEqual(Object.keys((s.networkingConfig as typeof nc).EndpointsConfig).sort(), ['gone', 'net-n1']);
-    assert.deepEqual(s.extras.map((e) => [e.net.spec.id, e.config]), [['n2', { IPAMConfig: { IPv4Address: '10.0.0.5' } }]]);
-    assert.deepEqual(splitEndpointsConfig('bridge', { EndpointsConfig: { default: {} } }, find).extras, []);
-    assert.deepEqual(splitEndpointsConfig('host', nc, find).extras, []);
+    assert.deepEqual(s.primary, { net: { spec: { id: 'n1', name: 'net-n1' } }, config: { Aliases: ['a'] } });
+    assert.deepEqual(s.extras.map((e: { net: { spec: { id: string } }; config: unknown }) => [e.net.spec.id, e.config]), [['n2', { IPAMConfig: { IPv4Address: '10.0.0.5' } }]]);
+    assert.deepEqual(endpointsFromCreate('bridge', { EndpointsConfig: { default: {} } }, find).extras, []);
+    assert.deepEqual(endpointsFromCreate('host', nc, find).extras, []);
   });
 
-  test('migration: a container written with two networks in EndpointsConfig gets an endpoint record, once', () => {
+  test('migration: a container written with two networks in EndpointsConfig gets a record of each (its NetworkMode one primary), once', () => {
     const w = world();
     w.store.create(KIND.container, 'c', { id: 'c', hostConfig: { NetworkMode: 'n1' }, networkingConfig: { EndpointsConfig: { n1: {}, 'net-n2': { Aliases: ['x'] } } } }, { phase: 'running', pid: 1, extraEndpoints: [] });
     assert.equal(migrateEndpoints(w.store as never), 1);
     const rec = w.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n2')!;
     assert.deepEqual(rec.spec, { containerId: 'c', networkId: 'n2', networkName: 'net-n2', config: { Aliases: ['x'] }, desired: 'present' });
+    assert.equal(w.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1')!.spec.primary, true);
     const c = w.store.get<{ networkingConfig: unknown }, Record<string, unknown>>(KIND.container, 'c')!;
     assert.deepEqual(c.spec.networkingConfig, { EndpointsConfig: { n1: {} } });
     assert.equal('extraEndpoints' in c.status, false);
-    assert.equal(migrateEndpoints(w.store as never), 0);
+    w.store.delete(ENDPOINT_KIND, 'c/n1');
+    assert.equal(migrateEndpoints(w.store as never), 0, 'once: a primary record gone later was disconnected');
+    assert.equal(w.store.get(ENDPOINT_KIND, 'c/n1'), undefined);
   });
 });
