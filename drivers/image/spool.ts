@@ -84,6 +84,8 @@ export class Spool {
       extract.destroy(new Error('aborted'));
     };
     signal.addEventListener('abort', onAbort, { once: true });
+    // Aborted while the spool directory was made or the body peeked at: no event will come.
+    if (signal.aborted) onAbort();
     let n = 0;
     try {
       for await (const entry of extract) {
