@@ -23,8 +23,11 @@ export interface DnsServerOptions {
   address: string;
   port?: number;
   source: DnsAnswerSource;
-  /** Upstream resolvers for names the network does not know ("ip" or "ip:port"). A function so a reload takes effect. */
-  upstreams: () => string[];
+  /**
+   * Upstream resolvers for names the network does not know ("ip" or "ip:port"), for a query from
+   * the address `from`. A function so a reload takes effect and each client may have its own.
+   */
+  upstreams: (from?: string) => string[];
   log: { debug: Function; warn: Function };
   /** Per upstream query deadline, default 2000 ms. */
   upstreamTimeoutMs?: number;
@@ -77,11 +80,11 @@ export async function startDnsServer(opts: DnsServerOptions): Promise<DnsServer>
     if (q.type !== 'query' || !question) return null;
     const local = answerLocally(q, question, opts.source, from);
     if (local) return local;
-    return (await forward(query, q, viaTcp)) ?? reply(q, question, [], RCODE_SERVFAIL);
+    return (await forward(query, q, viaTcp, from)) ?? reply(q, question, [], RCODE_SERVFAIL);
   }
 
-  async function forward(query: Buffer, q: dnsPacket.DecodedPacket, viaTcp: boolean): Promise<Buffer | null> {
-    for (const upstream of opts.upstreams()) {
+  async function forward(query: Buffer, q: dnsPacket.DecodedPacket, viaTcp: boolean, from?: string): Promise<Buffer | null> {
+    for (const upstream of opts.upstreams(from)) {
       const target = parseUpstream(upstream);
       if (!target) { log.warn({ upstream }, 'dns: ignoring malformed upstream'); continue; }
       const signal = AbortSignal.any([closing.signal, AbortSignal.timeout(timeoutMs)]);

@@ -19,7 +19,7 @@ export interface DnsServerPort {
   start(opts: {
     address: string;
     source: { lookup(name: string, type: 'A' | 'AAAA', from?: string): string[] | null; reverse?(ip: string): string | null };
-    upstreams: () => string[];
+    upstreams: (from?: string) => string[];
   }): Promise<{ close(): Promise<void> }>;
 }
 
@@ -60,7 +60,7 @@ export class NetworkDns {
     const server = await this.servers.start({
       address,
       source: { lookup: (name, type, from) => this.lookup(id, name, type, from), reverse: (ip) => this.reverse(id, ip) },
-      upstreams: this.upstreams,
+      upstreams: (from) => this.upstreamsFor(id, from),
     });
     this.running.set(id, { address, server });
     this.log.debug({ network: net.spec.name, address }, 'embedded DNS listening');
@@ -76,6 +76,16 @@ export class NetworkDns {
 
   async closeAll(): Promise<void> {
     await Promise.all([...this.running.keys()].map((id) => this.close(id)));
+  }
+
+  /**
+   * Where names the network does not know are asked: the asking container's own --dns servers,
+   * as the reference's embedded DNS does, else the daemon's (--dns, or the host's resolvers).
+   */
+  upstreamsFor(networkId: string, from?: string): string[] {
+    const c = from ? this.attached(networkId).find((x) => x.ip === from || x.ip6 === from)?.c : undefined;
+    const own = (c?.spec.hostConfig.Dns ?? []).filter((s) => typeof s === 'string' && s);
+    return own.length ? own : this.upstreams();
   }
 
   /** The names a container answers to on a network. */

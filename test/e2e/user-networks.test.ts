@@ -3,6 +3,8 @@
 // is removed at the end, its bridge too, also when a test fails.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import dnsPacket from 'dns-packet';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -338,6 +340,33 @@ describe('user-defined networks', () => {
     assert.match(await dk('inspect', '-f', '{{.NetworkSettings.Networks.bridge.IPAddress}}', 'onbridge'), /^\d+\.\d+\.\d+\.\d+$/);
     await dk('rm', '-f', 'mover', 'onbridge');
     await dk('network', 'rm', 'home', 'away');
+  });
+
+  test("names the network does not know go to the asking container's own --dns (a resolver on the host's loopback here)", async () => {
+    await create('--subnet', '10.92.0.0/24', 'asks');
+    const upstream = dgram.createSocket('udp4');
+    const asked: string[] = [];
+    upstream.on('message', (m, r) => {
+      const q = dnsPacket.decode(m);
+      const name = q.questions?.[0]?.name ?? '';
+      asked.push(name);
+      const answers = q.questions?.[0]?.type === 'A' ? [{ type: 'A' as const, name, ttl: 60, data: '10.123.45.67' }] : [];
+      upstream.send(dnsPacket.encode({ type: 'response', id: q.id, flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE, questions: q.questions, answers }), r.port, r.address);
+    });
+    await new Promise<void>((resolve, reject) => upstream.once('error', reject).bind(53, '127.0.0.77', () => resolve()));
+    try {
+      await dk('run', '-d', '--network', 'asks', '--stop-timeout', '1', '--name', 'peer', imgs.tag, 'sleep', '300');
+      const out = await dk('run', '--rm', '--network', 'asks', '--dns', '127.0.0.77', imgs.tag, 'sh', '-c', 'nslookup outside.example 2>&1; nslookup peer 2>&1');
+      assert.match(out, /10\.123\.45\.67/, out);
+      assert.match(out, /Address:\s+10\.92\.0\.\d+/, 'container names still answered by the embedded DNS');
+      assert.ok(asked.some((n) => n.startsWith('outside.example')), JSON.stringify(asked));
+      const plain = await docker(d, ['run', '--rm', '--network', 'asks', imgs.tag, 'nslookup', 'outside.example']);
+      assert.doesNotMatch(plain.stdout, /10\.123\.45\.67/, 'a container without --dns asks the daemon\'s upstreams');
+    } finally {
+      upstream.close();
+      await docker(d, ['rm', '-f', 'peer']);
+      await docker(d, ['network', 'rm', 'asks']);
+    }
   });
 
   test('static addresses: --ip at run and connect --ip; taken or on the default bridge refused', async () => {
