@@ -82,6 +82,17 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     }
   });
 
+  const networkName = networkNameResolver(store);
+  const endpointsOf = endpointIndex(store);
+  const isBridgeNetwork = bridgeNetworkTest(store);
+  const wantedNetworks = f.get('network');
+  /** On a network the filter names: by name, or by id prefix (as the reference matches it). */
+  const onNetwork = (c: CR) => {
+    const view = summaryView(c, { now: 0, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork }).NetworkSettings as { Networks: Record<string, { NetworkID: string }> };
+    const ids = [...Object.values(view.Networks).map((n) => n.NetworkID), ...endpointsOf(c.name).map((e) => e.spec.networkId)].filter(Boolean);
+    return wantedNetworks!.some((v) => v in view.Networks || ids.some((id) => id.startsWith(v)));
+  };
+
   items = items.filter((c) => {
     const st = stateName(c.status);
     if (!all && !(c.status.phase === 'running' || c.status.phase === 'paused' || c.status.phase === 'restarting')) return false;
@@ -102,6 +113,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (ancestors && !ancestors.includes(c.spec.imageId)) return false;
     const volumes = f.get('volume');
     if (volumes && !volumes.some((v) => mountsView(c.spec, () => '').some((m) => m.Name === v || m.Destination === v || (m.Type === 'bind' && m.Source === v)))) return false;
+    if (wantedNetworks && !onNetwork(c)) return false;
     return true;
   });
   if (o.limit > 0) items = items.slice(0, o.limit);
@@ -114,9 +126,6 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (extra.length) v.Names = [c.spec.name, ...extra];
     return v;
   };
-  const networkName = networkNameResolver(store);
-  const endpointsOf = endpointIndex(store);
-  const isBridgeNetwork = bridgeNetworkTest(store);
   if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork })));
   return Promise.all(
     items.map(async (c) => {

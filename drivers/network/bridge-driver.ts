@@ -5,7 +5,7 @@ import { deleteBridge, ensureBridge, inspectBridge, type BridgeConfig, type Brid
 import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, type BridgeRulesConfig } from './iptables.ts';
 import { enableIpForward, enableIpv6Forward, IP_FORWARD_PATH, IPV6_FORWARD_PATHS } from './sysctl.ts';
 import { enableRouteLocalnet, linkRules, loopbackRules, portRules, type LinkRuleConfig, type PortRuleConfig } from './port-rules.ts';
-import { attachContainer, detachContainer, type AttachRequest, type AttachResult } from './veth.ts';
+import { attachContainer, detachContainer, ensureBridgePort, type AttachRequest, type AttachResult } from './veth.ts';
 
 export interface BridgeIptablesConfig extends BridgeRulesConfig {
   userlandProxy: boolean;
@@ -119,5 +119,9 @@ export class BridgeDriver {
 
   detachContainer(hostVeth: string, signal?: AbortSignal): Promise<boolean> {
     return detachContainer(hostVeth, signal);
+  }
+
+  ensureBridgePort(bridge: string, hostVeth: string, signal?: AbortSignal): Promise<boolean> {
+    return ensureBridgePort(bridge, hostVeth, signal);
   }
 }

@@ -1,7 +1,8 @@
 // Plugging a container into a bridge: a veth pair whose container end is created directly inside
 // the container's network namespace (much faster than create-then-move), then addressed and
 // routed there by one `ip -batch` run through one nsenter. Two process spawns in all.
-import { existsSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
+import { basename } from 'node:path';
 import { isCode } from '../../lib/errors.ts';
 import { run } from './run.ts';
 
@@ -87,4 +88,26 @@ function netnsTarget(req: AttachRequest): { ipArg: string; nsenterArg: string } 
   }
   if (req.pid && req.pid > 0) return { ipArg: String(req.pid), nsenterArg: `--net=/proc/${req.pid}/ns/net` };
   throw new TypeError('attachContainer needs pid or netnsPath');
+}
+
+/**
+ * Put a container's host end back on its bridge (after the bridge was deleted and made again, its
+ * ports are loose); true when it had to. A veth that is gone (its namespace went) is left alone.
+ */
+export async function ensureBridgePort(bridge: string, hostVeth: string, signal?: AbortSignal): Promise<boolean> {
+  if (!IFNAME.test(hostVeth) || !IFNAME.test(bridge)) throw new TypeError(`bad interface name ${hostVeth}/${bridge}`);
+  const dir = `/sys/class/net/${hostVeth}`;
+  if (!existsSync(dir)) return false;
+  try {
+    if (basename(readlinkSync(`${dir}/master`)) === bridge) return false;
+  } catch {
+    // no master: loose
+  }
+  try {
+    await run('ip', ['link', 'set', 'dev', hostVeth, 'master', bridge, 'up'], { signal });
+    return true;
+  } catch (err) {
+    if (isCode(err, 'NotFound')) return false;
+    throw err;
+  }
 }

@@ -25,6 +25,8 @@ export interface NetworkDriverPort {
   /** net.ipv6.conf.{default,all}.forwarding = 1 for an IPv6 network; true when it changed something. */
   enableIpv6Forward(): Promise<boolean>;
   setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void>;
+  /** Put a container's host veth back on the bridge if it is loose; true when it had to. */
+  ensureBridgePort(bridge: string, hostVeth: string, signal?: AbortSignal): Promise<boolean>;
   attachContainer(req: {
     pid?: number;
     netnsPath?: string;

@@ -11,6 +11,7 @@
 // The 30 s drift re-check is the machine's `recheck` delay, which the driver turns into
 // `requeueAfter`. The snapshot and its timer are held in memory between reconciles; after a
 // restart the state is restored from status (its phase) and the next APPLY brings the timer back.
+import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
@@ -188,6 +189,14 @@ export class NetworkReconciler {
     await this.teardown(r, ctx);
   }
 
+  /** Host ends of the endpoints plugged into this network now (the endpoint records say which). */
+  private pluggedVeths(networkId: string): string[] {
+    return this.store
+      .list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)
+      .filter((e) => e.spec.networkId === networkId && e.status.phase === 'attached' && e.status.hostVeth)
+      .map((e) => e.status.hostVeth);
+  }
+
   /** Bring bridge, ip_forward and iptables to the spec; returns what had to change. */
   private async converge(r: NetworkResource, ctx: ReconcileContext): Promise<string[]> {
     const b = r.spec.bridge!;
@@ -216,6 +225,10 @@ export class NetworkReconciler {
     const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu }, ctx.signal);
     if (br.created) repairs.push(`created bridge ${b.bridgeName}`);
     if (br.repaired.length > 0) repairs.push(`bridge ${b.bridgeName}: ${br.repaired.join(', ')}`);
+    // Its containers' interfaces: ports of the bridge again when it was made anew (or they were taken off it).
+    let ports = 0;
+    for (const veth of this.pluggedVeths(r.spec.id)) if (await this.driver.ensureBridgePort(b.bridgeName, veth, ctx.signal)) ports++;
+    if (ports > 0) repairs.push(`${ports} container interface(s) back on ${b.bridgeName}`);
 
     if (b.ipForward && (await this.driver.enableIpForward())) {
       repairs.push('enabled ip_forward');

@@ -265,20 +265,24 @@ describe('user-defined networks', () => {
   });
 
   test('endpoints: run on two networks at once, plugged again into each new run, disconnect while stopped, network inspect and events', async () => {
-    await create('--subnet', '10.90.0.0/24', 'ep-a');
-    await create('--subnet', '10.90.1.0/24', 'ep-b');
+    await create('--subnet', '10.93.0.0/24', 'ep-a');
+    await create('--subnet', '10.93.1.0/24', 'ep-b');
     const since = Math.floor(Date.now() / 1000) - 1;
     await dk('run', '-d', '--network', 'ep-a', '--network', 'name=ep-b,alias=bee', '--stop-timeout', '1', '--name', 'twonet', imgs.tag, 'sleep', '300');
     const nets = JSON.parse(await dk('inspect', '-f', '{{json .NetworkSettings.Networks}}', 'twonet'));
     assert.deepEqual(Object.keys(nets).sort(), ['ep-a', 'ep-b']);
-    assert.match(nets['ep-b'].IPAddress, /^10\.90\.1\.\d+$/);
+    assert.match(nets['ep-b'].IPAddress, /^10\.93\.1\.\d+$/);
     assert.deepEqual(nets['ep-b'].Aliases, ['bee']);
+    assert.equal(await dk('ps', '--filter', 'network=ep-b', '--format', '{{.Names}}'), 'twonet');
+    const idB = await dk('network', 'inspect', '-f', '{{.Id}}', 'ep-b');
+    assert.equal(await dk('ps', '-a', '--filter', `network=${idB.slice(0, 10)}`, '--format', '{{.Names}}'), 'twonet');
+    assert.equal(await dk('ps', '-a', '--filter', 'network=no-such-net', '--format', '{{.Names}}'), '');
     const inB = JSON.parse(await dk('network', 'inspect', '-f', '{{json .Containers}}', 'ep-b'));
     assert.deepEqual(Object.values(inB).map((c) => (c as { Name: string }).Name), ['twonet']);
     // A new run is a new network namespace: the second network is there again when restart answers.
     await dk('restart', '-t', '0', 'twonet');
-    assert.match(await dk('exec', 'twonet', 'ip', '-o', '-4', 'addr', 'show', 'eth1'), /10\.90\.1\./);
-    const byAlias = await docker(d, ['run', '--rm', '--network', 'ep-b', imgs.tag, 'nslookup', 'bee', '10.90.1.1']);
+    assert.match(await dk('exec', 'twonet', 'ip', '-o', '-4', 'addr', 'show', 'eth1'), /10\.93\.1\./);
+    const byAlias = await docker(d, ['run', '--rm', '--network', 'ep-b', imgs.tag, 'nslookup', 'bee', '10.93.1.1']);
     assert.match(byAlias.stdout, new RegExp(`Address:\\s+${nets['ep-b'].IPAddress.replace(/\./g, '\\.')}`), byAlias.stdout + byAlias.stderr);
     // Disconnected while stopped: not plugged in at the next start.
     await dk('stop', '-t', '0', 'twonet');
@@ -486,9 +490,12 @@ describe('user-defined network drift; the daemon\'s DNS options', () => {
     }
   });
 
-  test('a user network bridge deleted by hand comes back with its address', async () => {
+  test('a user network bridge deleted by hand comes back with its address and its containers plugged in', async () => {
+    const imgs = await testImages();
+    await dk('load', '-i', imgs.dockerArchive);
     await dk('network', 'create', '--subnet', '10.90.0.0/24', '-o', `com.docker.network.bridge.name=${name}`, 'drifty');
     assert.ok(linkExists(name));
+    await dk('run', '-d', '--network', 'drifty', '--stop-timeout', '1', '--name', 'drifter', imgs.tag, 'sh', '-c', 'mkdir -p /www && echo still-here > /www/index.html && exec httpd -f -p 80 -h /www');
     execFileSync('ip', ['link', 'del', name]);
     let back = false;
     for (let i = 0; i < 100 && !back; i++) {
@@ -496,6 +503,13 @@ describe('user-defined network drift; the daemon\'s DNS options', () => {
       if (!back) await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(back, 'the bridge was put back');
+    // Its container's interface is a port of the new bridge again: reachable from a new container.
+    let reply = '';
+    for (let i = 0; i < 20 && !/still-here/.test(reply); i++) {
+      reply = (await docker(d, ['run', '--rm', '--network', 'drifty', imgs.tag, 'sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 drifter 80`])).stdout;
+    }
+    assert.match(reply, /still-here/);
+    await dk('rm', '-f', 'drifter');
     await dk('network', 'rm', 'drifty');
     assert.equal(linkExists(name), false);
   });
