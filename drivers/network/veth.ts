@@ -24,8 +24,16 @@ export interface AttachRequest {
   gateway6?: string;
   mac: string;
   mtu: number;
+  /**
+   * The network's embedded DNS on `gateway`: inside the namespace, 127.0.0.11:53 (what its
+   * resolv.conf names, as with the reference) is redirected there, from the container's address.
+   */
+  dnsRedirect?: { gateway: string };
   signal?: AbortSignal;
 }
+
+/** The address a container on a user-defined network asks names of (its resolv.conf nameserver). */
+export const EMBEDDED_DNS_ADDRESS = '127.0.0.11';
 
 export interface AttachResult {
   hostVeth: string;
@@ -59,6 +67,7 @@ export async function attachContainer(req: AttachRequest): Promise<AttachResult>
   ];
   try {
     await run('nsenter', [ns.nsenterArg, 'ip', '-batch', '-'], { input: script.join('\n') + '\n', signal: req.signal });
+    if (req.dnsRedirect) await redirectDns(ns.nsenterArg, req.ifName, req.dnsRedirect.gateway, req.address.split('/')[0]!, req.signal);
   } catch (err) {
     await detachContainer(req.hostVeth).catch(() => {});
     throw err;
@@ -110,4 +119,23 @@ export async function ensureBridgePort(bridge: string, hostVeth: string, signal?
     if (isCode(err, 'NotFound')) return false;
     throw err;
   }
+}
+
+const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
+
+/**
+ * 127.0.0.11:53 inside the namespace goes to the embedded DNS on the gateway: DNAT on the way out,
+ * SNAT to the container's address (a loopback source may not leave; route_localnet lets it be
+ * routed before it is rewritten), conntrack turning the answers back.
+ */
+async function redirectDns(nsenterArg: string, ifName: string, gateway: string, address: string, signal?: AbortSignal): Promise<void> {
+  if (!IPV4.test(gateway) || !IPV4.test(address)) throw new TypeError(`bad address ${gateway}/${address}`);
+  const rules = ['*nat'];
+  for (const proto of ['udp', 'tcp']) {
+    rules.push(`-A OUTPUT -d ${EMBEDDED_DNS_ADDRESS}/32 -p ${proto} --dport 53 -j DNAT --to-destination ${gateway}:53`);
+    rules.push(`-A POSTROUTING -s 127.0.0.0/8 -d ${gateway}/32 -p ${proto} --dport 53 -j SNAT --to-source ${address}`);
+  }
+  rules.push('COMMIT', '');
+  const sh = `echo 1 > /proc/sys/net/ipv4/conf/${ifName}/route_localnet && exec iptables-restore --noflush`;
+  await run('nsenter', [nsenterArg, 'sh', '-c', sh], { input: rules.join('\n'), signal });
 }

@@ -19,6 +19,7 @@ import {
   type NetworkStatus,
 } from '../../store/network-types.ts';
 import { findNetworkByName } from './default-network.ts';
+import { EMBEDDED_DNS_ADDRESS } from '../../drivers/network/veth.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import { hasEmbeddedDns } from './dns.ts';
 
@@ -151,6 +152,7 @@ export class NetworkAttacher {
       ...v6Attach(ep),
       mac: ep.MacAddress,
       mtu: b.mtu,
+      ...(hasEmbeddedDns(net.spec) && ipv4Pool(net.spec)?.Gateway ? { dnsRedirect: { gateway: ipv4Pool(net.spec)!.Gateway } } : {}),
       signal,
     };
     const t0 = performance.now();
@@ -216,10 +218,10 @@ export class NetworkAttacher {
     });
   }
 
-  /** User-defined networks answer names through their embedded DNS, on the gateway. */
+  /** User-defined networks answer names through their embedded DNS: 127.0.0.11 in the container, redirected to the gateway. */
   nameserverFor(ep: Pick<EndpointSettings, 'NetworkID'>): string | undefined {
     const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
-    return net && hasEmbeddedDns(net.spec) ? ipv4Pool(net.spec)?.Gateway || undefined : undefined;
+    return net && hasEmbeddedDns(net.spec) && ipv4Pool(net.spec)?.Gateway ? EMBEDDED_DNS_ADDRESS : undefined;
   }
 
   /** Unplug (on stop). The address stays claimed for the next start. */

@@ -39,6 +39,8 @@ export interface NetworkDriverPort {
     gateway6?: string;
     mac: string;
     mtu: number;
+    /** Redirect 127.0.0.11:53 in the namespace to the network's embedded DNS on `gateway`. */
+    dnsRedirect?: { gateway: string };
     signal?: AbortSignal;
   }): Promise<{ hostVeth: string }>;
   detachContainer(hostVeth: string, signal?: AbortSignal): Promise<boolean>;
