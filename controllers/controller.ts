@@ -44,6 +44,11 @@ export interface ControllerOptions {
    * would otherwise queue every key again after each reconcile that changed something.
    */
   specChangesOnly?: boolean;
+  /**
+   * Resume the watch after this store revision instead of listing everything (a runner started
+   * again with what it had seen). A revision older than the store's history is relisted.
+   */
+  resumeFromRevision?: number;
 }
 
 /** Thrown by a reconciler when retrying cannot help: logged, not retried. */
@@ -53,6 +58,11 @@ export class TerminalError extends Error {
     super(message, options);
     this.name = 'TerminalError';
   }
+}
+
+/** The store's answer to a watch from a revision its history no longer holds (store/store.ts WatchExpiredError). */
+function isWatchExpired(err: unknown): boolean {
+  return !!err && typeof err === 'object' && (err as { expired?: unknown }).expired === true;
 }
 
 function isTerminal(err: unknown): boolean {
@@ -76,6 +86,7 @@ export class Controller {
   private seq = 0;
   /** With specChangesOnly: the generation last queued per key. */
   private readonly generations: Map<string, number> | null;
+  private readonly resumeFrom: number | undefined;
 
   constructor(opts: ControllerOptions) {
     this.name = opts.name;
@@ -87,11 +98,18 @@ export class Controller {
     this.stopTimeoutMs = opts.stopTimeoutMs ?? 30_000;
     this.queue = new WorkQueue<string>({ baseDelayMs: opts.baseDelayMs, maxDelayMs: opts.maxDelayMs });
     this.generations = opts.specChangesOnly ? new Map() : null;
+    this.resumeFrom = opts.resumeFromRevision;
   }
 
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    const from = this.resumeFrom;
+    if (from !== undefined && this.resume(from)) {
+      for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
+      this.log.info({ workers: this.workers, resumedFrom: from }, 'controller started');
+      return;
+    }
     // Watch first, then list: a change between the two is seen twice at worst, never missed.
     this.unwatch = this.store.watch(this.kind, (ev) => this.onEvent(ev));
     const existing = this.store.list(this.kind);
@@ -101,6 +119,21 @@ export class Controller {
     }
     for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
     this.log.info({ workers: this.workers, resync: existing.length }, 'controller started');
+  }
+
+  /**
+   * Picks the watch up after `from` (the changes since are queued); false when the store's history
+   * no longer holds them ("too old"): the caller lists everything again instead.
+   */
+  private resume(from: number): boolean {
+    try {
+      this.unwatch = this.store.watch(this.kind, (ev) => this.onEvent(ev), from);
+      return true;
+    } catch (err) {
+      if (!isWatchExpired(err)) throw err;
+      this.log.info({ from, reason: (err as Error).message }, 'watch history too old: relisting');
+      return false;
+    }
   }
 
   private onEvent(ev: WatchEvent): void {

@@ -34,6 +34,19 @@ export interface WaitForOptions {
 
 export type WatchFn = (ev: WatchEvent) => void;
 
+/** A watch asked to resume from a revision the history no longer holds: list again, then watch from now. */
+export class WatchExpiredError extends EngineError {
+  readonly expired = true;
+  constructor(from: number, floor: number) {
+    super('FailedPrecondition', `too old resource version: ${from} (the watch history starts after ${floor}); list again`);
+  }
+}
+
+/** Whether `err` is a WatchExpiredError (also across module copies: by its marker). */
+export function isWatchExpired(err: unknown): boolean {
+  return !!err && typeof err === 'object' && (err as { expired?: unknown }).expired === true;
+}
+
 /** What `transaction(fn)` hands to `fn`: the store itself, whose reads see the pending writes. */
 export type StoreTx = Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'updateStatus' | 'put' | 'delete' | 'revision'>;
 
@@ -398,13 +411,15 @@ export class Store {
 
   /**
    * Calls `fn` for every committed change of `kind` (all kinds when null), in revision order.
-   * With `fromRevision`, first replays the changes after it: from recent history when it still
-   * holds them, otherwise as one synthetic 'put' per current resource (deletes in the gap are
-   * then not seen: compare with your own view, as after any relist).
+   * With `fromRevision`, first replays the changes after it from recent history. When the history
+   * no longer holds them all (older than it, or from before the store was opened) it throws
+   * WatchExpiredError, as Kubernetes answers 410: a gap would drop deletes silently, so the caller
+   * lists again and watches from now (list after watch: nothing is missed).
    */
   watch(kind: string | null, fn: WatchFn, fromRevision?: number): () => void {
     const l: Listener = { kind, fn, seen: this.committedRevision(), active: true };
     if (fromRevision !== undefined && fromRevision < l.seen) {
+      if (fromRevision < this.ringFloor) throw new WatchExpiredError(fromRevision, this.ringFloor);
       for (const ev of this.replay(kind, fromRevision)) this.deliver(l, ev);
       l.seen = this.committedRevision();
     }
@@ -497,35 +512,14 @@ export class Store {
     return this.pending.length > 0 ? this.pending[0]!.revision - 1 : this.rev;
   }
 
+  /** The changes after `from` of `kind`, from the history (the caller checked that it holds them). */
   private replay(kind: string | null, from: number): WatchEvent[] {
-    const match = (k: string) => kind === null || k === kind;
-    if (from >= this.ringFloor) {
-      const out: WatchEvent[] = [];
-      for (let i = 0; i < this.ringLen; i++) {
-        const ev = this.ring[(this.ringStart + i) % this.ring.length]!;
-        if (ev.revision > from && match(ev.kind)) out.push(ev);
-      }
-      return out;
+    const out: WatchEvent[] = [];
+    for (let i = 0; i < this.ringLen; i++) {
+      const ev = this.ring[(this.ringStart + i) % this.ring.length]!;
+      if (ev.revision > from && (kind === null || ev.kind === kind)) out.push(ev);
     }
-    // Pending (uncommitted) writes are not replayed: the listener gets them on commit.
-    const committed = new Map<string, Resource | undefined>();
-    for (const u of this.undo) {
-      const key = `${u.kind}\u0000${u.name}`;
-      if (!committed.has(key)) committed.set(key, u.prev?.res);
-    }
-    const current: Resource[] = [];
-    for (const [k, m] of this.kinds) {
-      if (!match(k)) continue;
-      for (const e of m.values()) {
-        const key = `${k}\u0000${e.res.name}`;
-        if (!committed.has(key)) current.push(e.res);
-      }
-    }
-    for (const r of committed.values()) if (r && match(r.kind)) current.push(r);
-    return current
-      .filter((r) => r.resourceVersion > from)
-      .sort((a, b) => a.resourceVersion - b.resourceVersion)
-      .map((r) => ({ type: 'put', revision: r.resourceVersion, kind: r.kind, name: r.name, resource: r }));
+    return out;
   }
 
   private publish(events: WatchEvent[]): void {

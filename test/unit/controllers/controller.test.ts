@@ -25,7 +25,7 @@ afterEach(async () => {
 
 type Fn = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult>;
 
-function makeController(fn: Fn, opts: { workers?: number; stopTimeoutMs?: number } = {}) {
+function makeController(fn: Fn, opts: { workers?: number; stopTimeoutMs?: number; resumeFromRevision?: number } = {}) {
   const log = fakeLog();
   const c = new Controller({ name: 'test', kind: 'thing', store, reconciler: { reconcile: fn }, log, baseDelayMs: 2, maxDelayMs: 20, ...opts });
   controllers.push(c);
@@ -55,6 +55,29 @@ function converge(): Fn {
 }
 
 describe('Controller', () => {
+  test('resumed from a revision: only the changes since are queued; from one older than the history: told "too old", it relists', async () => {
+    for (let i = 0; i < 5; i++) store.create('thing', `t${i}`, { want: i }, {});
+    const mark = store.revision;
+    store.updateSpec('thing', 't3', () => ({ want: 33 }));
+    const seen: string[] = [];
+    const { c } = makeController(async (key) => void seen.push(key), { resumeFromRevision: mark });
+    await c.start();
+    await until(() => seen.length >= 1);
+    await sleep(20);
+    assert.deepEqual(seen, ['t3']);
+    await c.stop();
+
+    store.close();
+    store = openStore(join(dir, 'engine.db'), { eventHistory: 16 });
+    for (let i = 0; i < 40; i++) store.updateSpec('thing', 't0', () => ({ want: i }));
+    const again: string[] = [];
+    const { c: c2, log } = makeController(async (key) => void again.push(key), { resumeFromRevision: mark });
+    await c2.start();
+    await until(() => again.length >= 5);
+    assert.deepEqual([...new Set(again)].sort(), ['t0', 't1', 't2', 't3', 't4']);
+    assert.ok(log.lines.some((l) => l.msg === 'watch history too old: relisting'));
+  });
+
   test('resyncs existing resources on start and follows store changes', async () => {
     for (let i = 0; i < 10; i++) store.create('thing', `t${i}`, { want: i }, { have: -1, observedGeneration: 0 });
     store.create('other-kind', 'x', {}, {});

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { isCode } from '../../../lib/errors.ts';
-import { openStore, type Store } from '../../../store/store.ts';
+import { isWatchExpired, openStore, WatchExpiredError, type Store } from '../../../store/store.ts';
 import type { WatchEvent } from '../../../store/types.ts';
 import { fakeLog } from '../controllers/fake-log.ts';
 
@@ -319,36 +319,21 @@ describe('watch', () => {
     assert.equal(none.length, 0);
   });
 
-  test('replay older than the history (or after reopen) sends the current state as puts', () => {
+  test('a watch from a revision older than the history (or from before a reopen) is refused as too old, never a silent gap', () => {
     reopen({ eventHistory: 16 });
     for (let i = 0; i < 40; i++) store.create('c', `r${i}`, {}, {});
-    store.updateStatus('c', 'r0', () => ({ touched: true }));
     for (let i = 10; i < 40; i++) store.delete('c', `r${i}`);
     const got: WatchEvent[] = [];
-    store.watch('c', (ev) => got.push(ev), 5);
-    // r5..r9 were created after revision 5 and still exist; r0 was updated after it.
-    assert.deepEqual(
-      got.map((e) => [e.type, e.name]),
-      [
-        ['put', 'r5'],
-        ['put', 'r6'],
-        ['put', 'r7'],
-        ['put', 'r8'],
-        ['put', 'r9'],
-        ['put', 'r0'],
-      ],
-    );
+    assert.throws(() => store.watch('c', (ev) => got.push(ev), 5), (err: unknown) => err instanceof WatchExpiredError && isWatchExpired(err) && /too old resource version: 5/.test((err as Error).message));
+    assert.equal(store.watcherCount, 0, 'no listener left behind');
+    // Within the history: the deletes are replayed.
+    const recent = store.revision - 3;
+    store.watch('c', (ev) => got.push(ev), recent);
+    assert.deepEqual(got.map((e) => [e.type, e.name]), [['delete', 'r37'], ['delete', 'r38'], ['delete', 'r39']]);
     const rev = store.revision;
     reopen();
-    const after: WatchEvent[] = [];
-    store.watch('c', (ev) => after.push(ev), rev - 1);
-    assert.deepEqual(
-      after.map((e) => e.name),
-      [],
-      'the last change was a delete: nothing current is newer',
-    );
-    store.watch('c', (ev) => after.push(ev), 0);
-    assert.equal(after.length, 10);
+    assert.throws(() => store.watch('c', () => {}, rev - 1), WatchExpiredError);
+    assert.doesNotThrow(() => store.watch('c', () => {}, store.revision), 'from now: nothing to replay');
   });
 });
 
