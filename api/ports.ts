@@ -36,40 +36,9 @@ export interface ContainerLogReader {
 
 // ---- image archives ---------------------------------------------------------------------------
 
-export interface LoadedImage {
-  id: string;
-  rawConfig: string;
-  diffIds: string[];
-  chainId: string | null;
-  size: number;
-  /** Fully normalised references found in the archive ("docker.io/library/busybox:latest"). */
-  repoTags: string[];
-}
-
-export interface ImportOptions {
-  /** Dockerfile-style instructions: "CMD [\"sh\"]", "ENV A=b", "WORKDIR /x", ... */
-  changes: string[];
-  message: string;
-  /** Platform "os/arch" (defaults to the host's). */
-  platform?: string;
-}
-
-export interface SaveImage {
-  id: string;
-  rawConfig: string;
-  diffIds: string[];
-  chainId: string | null;
-  repoTags: string[];
-}
-
-export interface ImageArchivePort {
-  /** Unpack a `docker save` tarball or an OCI image-layout tarball into the layer store. */
-  load(body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void): Promise<LoadedImage[]>;
-  /** Make a one-layer image from a rootfs tarball (optionally compressed). */
-  importRootfs(body: Readable, opts: ImportOptions, signal: AbortSignal): Promise<LoadedImage>;
-  /** A `docker save` tarball (docker-archive layout plus OCI index.json/oci-layout). */
-  save(images: SaveImage[], signal: AbortSignal): Readable;
-}
+// The image archive and commit ports are drivers' contracts too: declared in lib/image-ports.ts,
+// below both, so the drivers that fill them import nothing above themselves.
+export type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../lib/image-ports.ts';
 
 // ---- system facts -----------------------------------------------------------------------------
 

@@ -6,30 +6,13 @@ import type { FastifyRequest } from 'fastify';
 import { conflict, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
-import type { LoadedImage } from '../ports.ts';
+import type { CommitRequest } from '../../lib/image-ports.ts';
 import { findContainer } from '../containers/routes.ts';
 import { qBool, qList, qStr, queryOf } from './query.ts';
 import { noSuchImage } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 
-export interface CommitRequest {
-  containerId: string;
-  /** The container's image (null for a container of an empty image). */
-  parent: { rawConfig: string; diffIds: string[]; chainId: string | null; size: number } | null;
-  /** The Config of the request body; null means: start from the container's own config. */
-  config: Record<string, unknown> | null;
-  /** The container's config as it was created (becomes container_config, and fills gaps in `config`). */
-  containerConfig: Record<string, unknown>;
-  /** Dockerfile instructions (`docker commit --change`). */
-  changes: string[];
-  author: string;
-  comment: string;
-}
-
-export interface ImageCommitPort {
-  /** Turn the container's RW layer into a layer on top of `parent` and build the image config. */
-  commit(req: CommitRequest, signal: AbortSignal): Promise<LoadedImage>;
-}
+export type { CommitRequest, ImageCommitPort } from '../../lib/image-ports.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 

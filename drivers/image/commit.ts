@@ -4,8 +4,7 @@
 // shaped like the config the reference daemon writes for a commit.
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { CommitRequest, ImageCommitPort } from '../../api/images/commit.ts';
-import type { LoadedImage } from '../../api/ports.ts';
+import type { CommitRequest, ImageCommitPort, LoadedImage } from '../../lib/image-ports.ts';
 import { notFound } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ImageConfigBlob } from '../../store/types.ts';
