@@ -83,7 +83,7 @@ export class NetworkDns {
    * as the reference's embedded DNS does, else the daemon's (--dns, or the host's resolvers).
    */
   upstreamsFor(networkId: string, from?: string): string[] {
-    const c = from ? this.attached(networkId).find((x) => x.ip === from || x.ip6 === from)?.c : undefined;
+    const c = from ? this.asker(networkId, from) : undefined;
     const own = (c?.spec.hostConfig.Dns ?? []).filter((s) => typeof s === 'string' && s);
     return own.length ? own : this.upstreams();
   }
@@ -93,6 +93,20 @@ export class NetworkDns {
     const names = [c.spec.name.replace(/^\//, ''), c.name.slice(0, 12)];
     names.push(...(this.settingsOn(c, net)?.Aliases ?? []));
     return [...new Set(names.filter(Boolean).map((n) => n.toLowerCase()))];
+  }
+
+  /**
+   * The container that holds `address` on the network: the one asking. Not only live ones: a
+   * process may ask before its start is recorded, and an address stays claimed by its container
+   * until the container is removed, so it names one container.
+   */
+  private asker(networkId: string, address: string): CR | undefined {
+    for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
+      const own = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : undefined;
+      const ep = own ?? this.recordOn(c.name, networkId)?.status.addresses;
+      if (ep && (ep.IPAddress === address || (!!ep.GlobalIPv6Address && ep.GlobalIPv6Address === address))) return c;
+    }
+    return undefined;
   }
 
   /** Live containers on the network, each with its addresses there (primary or extra endpoint). */
@@ -121,7 +135,7 @@ export class NetworkDns {
 
   /** The container a link alias of the container at `from` names on this network, lowercased, or undefined. */
   private linkTarget(networkId: string, net: Pick<NetworkSpec, 'id' | 'name'>, from: string, alias: string): string | undefined {
-    const c = this.attached(networkId).find((x) => x.ip === from || x.ip6 === from)?.c;
+    const c = this.asker(networkId, from);
     if (!c) return undefined;
     const links: string[] = [...((c.spec.hostConfig.Links as string[] | null | undefined) ?? [])];
     links.push(...(this.settingsOn(c, net)?.Links ?? []));
