@@ -348,6 +348,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
             ipcMode: cfg.defaultIpcMode || 'private',
             cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
             blkioWeight: blkioWeightSupported(),
+            hostCpus: hostCpus(),
             logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
             validateLogConfig,
             validateBind,
@@ -468,6 +469,12 @@ const NOT_APPLIED_YET = [
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'selinuxEnabled',
   'storageOpts', 'usernsRemap',
 ] as const;
+
+/** The CPUs and memory nodes cpusets may name, as sysfs lists them online (unknown when it cannot be read). */
+function hostCpus(): { cpus?: string; mems?: string } {
+  const read = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8').trim() || undefined : undefined);
+  return { cpus: read('/sys/devices/system/cpu/online'), mems: read('/sys/devices/system/node/online') };
+}
 
 /** Whether the kernel offers blkio weights (cgroup v1 with CFQ/BFQ weights, or v2's io.weight). */
 function blkioWeightSupported(): boolean {

@@ -1,5 +1,6 @@
 // Turns a create request body into the stored ContainerConfig/HostConfig: defaults filled,
 // the image's config merged in the reference daemon's way, bad input refused before any write.
+import { checkResources, type HostCpus } from './resource-checks.ts';
 import { mergeHealthcheck, parseHealthcheck } from './healthcheck.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { mergeExposedPorts, normalizeExposedPorts, normalizePortBindings } from './ports.ts';
@@ -15,6 +16,8 @@ export interface CreateDefaults {
   cgroupnsMode?: string;
   /** Whether the kernel has blkio weights (cgroup v1 CFQ/BFQ); without them a weight is discarded with a warning. */
   blkioWeight?: boolean;
+  /** The CPUs and memory nodes a cpuset may name (sysfs); unknown: only the format is checked. */
+  hostCpus?: Partial<HostCpus>;
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
@@ -133,6 +136,7 @@ export function normalizeCreate(body: unknown, image: ImageConfigBlob, defaults:
     warnings.push('Published ports are discarded when using host network mode');
   }
   if (defaults.blkioWeight === false) warnings.push(...discardBlkioWeights(hostConfig as unknown as Record<string, unknown>));
+  checkResources(hostConfig as unknown as Record<string, unknown>, defaults.hostCpus);
   return { config, hostConfig, path: command[0], args: command.slice(1), warnings };
 }
 

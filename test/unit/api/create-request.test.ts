@@ -45,3 +45,32 @@ test('blkio weights the kernel cannot apply are discarded with the reference war
   ]);
   assert.deepEqual(create({ BlkioWeight: 300 }, { blkioWeight: true }).warnings, []);
 });
+
+test("resource values the reference refuses at create: memory, swap, swappiness, reservation, CPUs, cfs, cpusets, blkio, oom score", () => {
+  const MB = 1024 * 1024;
+  const host = { hostCpus: { cpus: '0-1', mems: '0' } };
+  const refused: Array<[Record<string, unknown>, RegExp]> = [
+    [{ Memory: 4 * MB }, /: Minimum memory limit allowed is 6MB$/],
+    [{ Memory: 64 * MB, MemorySwap: 32 * MB }, /Minimum memoryswap limit should be larger than memory limit/],
+    [{ MemorySwap: 64 * MB }, /You should always set the Memory limit when using Memoryswap limit/],
+    [{ MemorySwap: -2147483648 }, /Invalid value -2147483648 for memory swap limit/],
+    [{ MemorySwappiness: 101 }, /valid memory swappiness range is 0-100/],
+    [{ MemoryReservation: MB }, /Minimum memory reservation allowed is 6MB/],
+    [{ Memory: 64 * MB, MemoryReservation: 128 * MB }, /Minimum memory limit can not be less than memory reservation limit/],
+    [{ NanoCpus: 5e8, CpuPeriod: 100000 }, /Nano CPUs and CPU Period cannot both be set/],
+    [{ NanoCpus: 3e9 }, /: Range of CPUs is from 0.01 to 2.00, as there are only 2 CPUs available$/],
+    [{ CpuPeriod: 500 }, /CPU cfs period can not be less than 1ms/],
+    [{ CpuQuota: 10 }, /CPU cfs quota can not be less than 1ms/],
+    [{ CpusetMems: '/' }, /: Invalid value \/ for cpuset mems$/],
+    [{ CpusetCpus: '0-3' }, /: Requested CPUs are not available - requested 0-3, available: 0-1$/],
+    [{ CpusetMems: '1' }, /: Requested memory nodes are not available - requested 1, available: 0$/],
+    [{ BlkioWeight: 5 }, /Range of blkio weight is from 10 to 1000/],
+    [{ OomScoreAdj: 1001 }, /Invalid value 1001, range for oom score adj is \[-1000, 1000\]/],
+  ];
+  for (const [h, re] of refused) assert.throws(() => create(h, host), re, JSON.stringify(h));
+  for (const h of [{ Memory: 64 * MB, MemorySwap: -1 }, { MemorySwappiness: -1 }, { NanoCpus: 2e9 }, { CpusetCpus: '0,1', CpusetMems: '0' }, { CpuPeriod: 100000, CpuQuota: 50000 }]) {
+    assert.doesNotThrow(() => create(h, host), JSON.stringify(h));
+  }
+  // Without kernel blkio weights a weight is discarded (with the warning) before its range is looked at.
+  assert.deepEqual(create({ BlkioWeight: 5 }, { ...host, blkioWeight: false }).warnings.length, 1);
+});
