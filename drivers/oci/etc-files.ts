@@ -142,7 +142,10 @@ export async function writeEtcFiles(
   const options = pick(hostConfig.DnsOptions, opts.dns?.options);
   if (dns.length || search.length || options.length) {
     const base = parseResolv(hostNet ? raw : filterResolvConf(raw));
-    resolv = buildResolvConf(dns.length ? dns : base.nameservers, search.length ? search : base.search, options.length ? options : base.options);
+    let opts2 = options.length ? options : base.options;
+    // As the reference's embedded DNS: unqualified names are asked as they are (ndots:0) unless an ndots is set.
+    if (opts.nameserver && !opts2.some((o) => o.startsWith('ndots'))) opts2 = [...opts2, 'ndots:0'];
+    resolv = buildResolvConf(dns.length ? dns : base.nameservers, search.length ? search : base.search, opts2);
   } else {
     resolv = hostNet ? raw : filterResolvConf(raw);
   }

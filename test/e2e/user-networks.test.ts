@@ -142,7 +142,9 @@ describe('user-defined networks', () => {
     const ip = await dk('inspect', '-f', '{{.NetworkSettings.Networks.dnsnet.IPAddress}}', 'named');
     const client = (cmd: string) => docker(d, ['run', '--rm', '--network', 'dnsnet', imgs.tag, 'sh', '-c', cmd]);
     // As with the reference, the container asks 127.0.0.11 (redirected to the network's server).
-    assert.match((await client('cat /etc/resolv.conf')).stdout, /nameserver 127\.0\.0\.11/);
+    const resolvConf = (await client('cat /etc/resolv.conf')).stdout;
+    assert.match(resolvConf, /nameserver 127\.0\.0\.11/);
+    assert.match(resolvConf, /options .*ndots:0/);
     for (const name of ['named', 'webalias', id.slice(0, 12)]) {
       const r = await client(`nslookup ${name}`);
       assert.match(r.stdout, new RegExp(`Address:\\s+${ip.replace(/\./g, '\\.')}`), `${name}: ${r.stdout}${r.stderr}`);

@@ -94,6 +94,10 @@ test("the daemon's --dns, --dns-search, --dns-opt apply where the container sets
     assert.match(readFileSync(own.resolvConf, 'utf8'), /nameserver 1\.1\.1\.1\n/);
     const embedded = await b.writeEtcFiles(out, cfg, hc(), { nameserver: '10.83.0.1' });
     assert.equal(readFileSync(embedded.resolvConf, 'utf8'), 'search corp.example\nnameserver 10.83.0.1\noptions ndots:3\n');
+    // The embedded DNS without an ndots asked for: ndots:0, as the reference writes it.
+    const plain = createSpecBuilder({ log, hostEtc: host });
+    const embedded0 = await plain.writeEtcFiles(out, cfg, hc(), { nameserver: '127.0.0.11' });
+    assert.match(readFileSync(embedded0.resolvConf, 'utf8'), /nameserver 127\.0\.0\.11\n(.*\n)*options .*ndots:0\n$/);
     const noGw = createSpecBuilder({ log, hostEtc: host });
     await assert.rejects(noGw.writeEtcFiles(out, cfg, hc({ ExtraHosts: ['h:host-gateway'] })), /unable to derive the IP value for host-gateway/);
   } finally {
