@@ -230,6 +230,7 @@ async function pullLayers(
   const local = new AbortController();
   const onAbort = () => local.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort();
   const handles: Array<Download | undefined> = [];
   try {
     const live = ctx.layers.concurrentApply;
@@ -385,6 +386,7 @@ function attachDownload(ctx: DistContext, s: Session, path: string, d: Descripto
   const file = new Promise<string>((resolve, reject) => {
     shared.done.then(resolve, reject);
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    if (signal.aborted) reject(signal.reason);
   });
   file.catch(() => {});
   return { file, path: shared.file, live, release };

@@ -55,6 +55,7 @@ async function pushTag(ctx: DistContext, refStr: string, image: PushImage, opts:
   const local = new AbortController();
   const onAbort = () => local.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort();
   let descs: Descriptor[];
   try {
     const tasks = infos.map((info) => pushLayer(ctx, s, ref, info, allowForeign, emit, local.signal));

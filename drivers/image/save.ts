@@ -30,6 +30,7 @@ export function saveImages(deps: SaveDeps, images: SaveImage[], signal: AbortSig
   const pack = tarStream.pack();
   const onAbort = () => pack.destroy(new EngineError('Canceled', 'context canceled'));
   signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort();
   writeArchive(deps, images, pack, signal)
     .then(() => pack.finalize())
     .catch((err: unknown) => {

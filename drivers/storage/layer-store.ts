@@ -357,6 +357,7 @@ class Store implements LayerStore {
     // A stalled source must not hold an aborted apply: the read fails at once.
     const onAbort = () => blob.destroy(signal?.reason instanceof Error ? signal.reason : new EngineError('Canceled', 'layer apply canceled'));
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
     let fh: Awaited<ReturnType<typeof open>> | null = null;
     let out: ChunkWriter | null = null;
     const progress = opts.onProgress;
