@@ -100,6 +100,11 @@ export function isAttachedTo(status: EndpointStatus, pid: number): boolean {
   return status.phase === 'attached' && pid > 0 && status.pid === pid;
 }
 
+/** The endpoint's addresses while it is plugged into the container's current run (`pid`), else null. */
+export function pluggedAddresses(status: EndpointStatus, pid: number): EndpointAddresses | null {
+  return isAttachedTo(status, pid) ? status.addresses : null;
+}
+
 /** A network as endpoints name it. */
 export type EndpointNet = { spec: { id: string; name: string } };
 type Net = EndpointNet;

@@ -3,7 +3,7 @@ import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, HealthState, Resource } from '../../store/types.ts';
-import { isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 /** A container's endpoint record (on its NetworkMode network, marked primary, or another). */
@@ -52,8 +52,8 @@ function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkN
   const own = records?.find((e) => e.spec.primary && e.spec.desired === 'present');
   if (own) {
     // Plugged by the start step (status.endpoint), or connected again while running (the record's).
-    const plugged = own.status.addresses && isAttachedTo(own.status, status.pid) ? { ...own.status.addresses, NetworkID: own.spec.networkId } : null;
-    out[primary] = networkEntry(spec, primary, own.spec.config, liveEndpoint(status) ?? plugged);
+    const plugged = pluggedAddresses(own.status, status.pid);
+    out[primary] = networkEntry(spec, primary, own.spec.config, liveEndpoint(status) ?? (plugged && { ...plugged, NetworkID: own.spec.networkId }));
   } else if (!records || !isBridge(ref)) {
     // No records (host, none, the default mode without a default bridge): its settings are the spec's.
     const eps = (spec.networkingConfig as { EndpointsConfig?: Record<string, EndpointConfig> | null } | null)?.EndpointsConfig ?? {};
@@ -68,8 +68,8 @@ function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkN
     if (e.spec.desired !== 'present' || e.spec.primary) continue;
     const name = nameOf(e.spec.networkId) === e.spec.networkId ? e.spec.networkName : nameOf(e.spec.networkId);
     if (name === primary) continue;
-    const live = running && e.status.addresses && isAttachedTo(e.status, status.pid) ? { ...e.status.addresses, NetworkID: e.spec.networkId } : null;
-    out[name] = networkEntry(spec, name, e.spec.config, live);
+    const plugged = running ? pluggedAddresses(e.status, status.pid) : null;
+    out[name] = networkEntry(spec, name, e.spec.config, plugged && { ...plugged, NetworkID: e.spec.networkId });
   }
   return out;
 }

@@ -17,7 +17,6 @@ import {
 import { KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
 
-
 type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
 type Net = EndpointNet;
 
@@ -36,8 +35,8 @@ export function endpointOn(store: Pick<ApiStore, 'get'>, containerId: string, ne
   return r && r.spec.desired === 'present' ? r : undefined;
 }
 
-/** The container's endpoints beside its NetworkMode one that are wanted (not being removed). */
-export function extraEndpoints(store: Pick<ApiStore, 'list'>, containerId: string): EndpointResource[] {
+/** The container's endpoints that are wanted (not being removed), its NetworkMode one included. */
+export function wantedEndpoints(store: Pick<ApiStore, 'list'>, containerId: string): EndpointResource[] {
   return endpointsOfContainer(store, containerId).filter((e) => e.spec.desired === 'present');
 }
 
@@ -76,9 +75,9 @@ export async function waitEndpoint(store: ApiStore, containerId: string, net: Ne
   }
 }
 
-/** After a start: waits (bounded) until the container's other networks are plugged into the new run. */
+/** After a start: waits (bounded) until the container's networks are plugged into (or adopted by) the new run. */
 export async function waitEndpointsPlugged(store: ApiStore, containerId: string, timeoutMs: number): Promise<void> {
-  for (const e of extraEndpoints(store, containerId)) {
+  for (const e of wantedEndpoints(store, containerId)) {
     await store.waitFor<EndpointSpec, EndpointStatus>(
       ENDPOINT_KIND,
       e.name,

@@ -7,7 +7,7 @@ import { NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { ENDPOINT_KIND, endpointName, isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { ENDPOINT_KIND, endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -105,7 +105,8 @@ export function attachedContainers(store: Pick<ApiStore, 'list' | 'get'>, net: N
 function containerEntry(store: Pick<ApiStore, 'get'>, c: CR, net: NetworkResource, bridgeEnabled: boolean): NetworkContainer | null {
   const name = c.spec.name.replace(/^\//, '');
   const rec = store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(c.name, net.spec.id));
-  const extra = rec && rec.status.addresses && isAttachedTo(rec.status, c.status.pid) ? { ...rec.status.addresses, NetworkID: net.spec.id } : undefined;
+  const plugged = rec ? pluggedAddresses(rec.status, c.status.pid) : null;
+  const extra = plugged ? { ...plugged, NetworkID: net.spec.id } : undefined;
   const ep = extra ?? c.status.endpoint;
   if (ep) {
     if (ep.NetworkID !== net.spec.id) return null;

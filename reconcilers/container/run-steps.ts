@@ -16,7 +16,7 @@ import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
 import { primaryRequest } from './endpoint-config.ts';
-import { primaryEndpoint } from '../../store/endpoint-types.ts';
+import { ENDPOINT_KIND, endpointName, primaryEndpoint, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { NETWORK_KIND, type IpamAllocationSpec } from '../../store/network-types.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { linkedContainers, linkEnv, renameHostsEntry, writeLinkHosts } from './links.ts';
@@ -225,9 +225,9 @@ export class RunSteps {
     const have = this.status.get(id).endpoint ?? null;
     const rec = primaryEndpoint(this.store, id);
     if (!rec) {
-      // Host, none and container: have no record and no address; a bridge network's was disconnected.
-      if (have?.IPAddress) this.status.stage(id, (s) => ({ ...s, endpoint: null }));
-      return have?.IPAddress ? null : have;
+      // Host, none and container: have no record (and no endpoint); a bridge network's was disconnected.
+      if (have) this.status.stage(id, (s) => ({ ...s, endpoint: null }));
+      return null;
     }
     // The address claimed at create, unless a disconnect (while stopped) let it go since.
     if (have?.NetworkID === rec.spec.networkId && this.store.get<IpamAllocationSpec, unknown>(NETWORK_KIND.ipamAllocation, `${have.NetworkID}/${have.IPAddress}`)?.spec.containerId === id) return have;
@@ -244,7 +244,9 @@ export class RunSteps {
    */
   async leavePrimary(id: string): Promise<void> {
     const ep = this.status.get(id).endpoint;
-    if (!ep?.IPAddress || primaryEndpoint(this.store, id)) return;
+    // Its record is named by the network it is on: one lookup on every reconcile of a running container.
+    const rec = ep?.IPAddress ? this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(id, ep.NetworkID)) : undefined;
+    if (!ep?.IPAddress || (rec?.spec.primary && rec.spec.desired === 'present')) return;
     await this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
     await this.deps.links?.revoke(id).catch((err) => this.deps.log.warn({ err, id }, 'revoking link rules failed'));
     this.status.stage(id, (s) => ({ ...s, endpoint: null, ports: [] }));

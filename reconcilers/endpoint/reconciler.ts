@@ -198,13 +198,28 @@ export function endpointTriggers(
   store: Pick<EndpointStore, 'list'> & { watch(kind: string | null, fn: (ev: WatchEvent) => void): () => void },
   enqueue: (key: string) => void,
 ): () => void {
+  // The endpoints of each container, kept from the endpoint watch (watched before listed): a
+  // container's status moves often, and a scan of every endpoint at each move would grow with them.
+  const byContainer = new Map<string, Set<string>>();
+  const note = (e: Resource<EndpointSpec, EndpointStatus>, present: boolean) => {
+    const set = byContainer.get(e.spec.containerId);
+    if (present) {
+      if (set) set.add(e.name);
+      else byContainer.set(e.spec.containerId, new Set([e.name]));
+    } else if (set?.delete(e.name) && set.size === 0) {
+      byContainer.delete(e.spec.containerId);
+    }
+  };
+  const offEndpoints = store.watch(ENDPOINT_KIND, (ev) => note(ev.resource as Resource<EndpointSpec, EndpointStatus>, ev.type !== 'delete'));
+  for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) note(e, true);
   const offContainers = store.watch(KIND.container, (ev) => {
-    for (const e of endpointsOfContainer(store, ev.name)) enqueue(e.name);
+    for (const name of byContainer.get(ev.name) ?? []) enqueue(name);
   });
   const offNetworks = store.watch(NETWORK_KIND.network, (ev) => {
     for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) if (e.spec.networkId === ev.name) enqueue(e.name);
   });
   return () => {
+    offEndpoints();
     offContainers();
     offNetworks();
   };

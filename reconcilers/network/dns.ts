@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
-import { ENDPOINT_KIND, endpointName, isAttachedTo, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { ENDPOINT_KIND, endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { ipv4Pool, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
@@ -114,9 +114,9 @@ export class NetworkDns {
     const out: Array<{ c: CR; ip: string; ip6: string }> = [];
     for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
       if (!live(c.status)) continue;
-      const rec = c.status.endpoint?.NetworkID === networkId ? undefined : this.recordOn(c.name, networkId);
-      const extra = rec?.status.addresses && isAttachedTo(rec.status, c.status.pid) ? rec.status.addresses : undefined;
-      const ep = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : extra;
+      const own = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : undefined;
+      const rec = own ? undefined : this.recordOn(c.name, networkId);
+      const ep = own ?? (rec && pluggedAddresses(rec.status, c.status.pid));
       if (ep?.IPAddress) out.push({ c, ip: ep.IPAddress, ip6: ep.GlobalIPv6Address ?? '' });
     }
     return out;

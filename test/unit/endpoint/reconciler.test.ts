@@ -186,3 +186,35 @@ describe('EndpointsConfig and endpoint records', () => {
     assert.equal(w.store.get(ENDPOINT_KIND, 'c/n1'), undefined);
   });
 });
+
+test('endpointTriggers: a container change wakes its endpoints (kept from the endpoint watch), a network change the endpoints on it', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { openStore } = await import('../../../store/store.ts');
+  const { endpointTriggers } = await import('../../../reconcilers/endpoint/reconciler.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'engine-ept-'));
+  const store = openStore(join(dir, 'engine.db'));
+  try {
+    const ep = (cid: string, nid: string) => store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(cid, nid), { containerId: cid, networkId: nid, networkName: nid, config: {}, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    ep('c1', 'n1');
+    const woken: string[] = [];
+    const off = endpointTriggers(store, (k) => woken.push(k));
+    ep('c1', 'n2');
+    ep('c2', 'n1');
+    woken.length = 0;
+    store.create(KIND.container, 'c1', {}, {});
+    assert.deepEqual(woken.sort(), ['c1/n1', 'c1/n2']);
+    store.delete(ENDPOINT_KIND, 'c1/n1');
+    woken.length = 0;
+    store.updateStatus(KIND.container, 'c1', () => ({ phase: 'running' }));
+    assert.deepEqual(woken, ['c1/n2']);
+    woken.length = 0;
+    store.create('network', 'n1', {}, {});
+    assert.deepEqual(woken, ['c2/n1']);
+    off();
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
