@@ -58,12 +58,12 @@ import { startSupervisor, type SupervisorProcess } from '../drivers/supervisor/p
 import { createRuntimes, type Runtimes } from '../drivers/supervisor/runtimes.ts';
 import { ContainerReconciler } from '../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../reconcilers/container/runs.ts';
-import { migrateContainerRecords } from '../reconcilers/container/migrate.ts';
 import { migrateEndpoints } from '../reconcilers/endpoint/migrate.ts';
 import { EndpointReconciler, endpointTriggers, primaryEndpointTriggers } from '../reconcilers/endpoint/reconciler.ts';
 import { ENDPOINT_KIND } from '../store/endpoint-types.ts';
 import { parseSignal } from '../reconcilers/container/signals.ts';
 import { ImageReconciler } from '../reconcilers/image/reconciler.ts';
+import { STORE_SCHEMAS } from '../store/schemas/index.ts';
 import { openStore } from '../store/store.ts';
 import type { ContainerSpec, ContainerStatus } from '../store/types.ts';
 import { KIND } from '../store/types.ts';
@@ -109,7 +109,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     const tmpDir = process.env.ENGINE_TMPDIR || join(dataRoot, 'tmp');
     for (const d of [dataRoot, execRoot, tmpDir]) mkdirSync(d, { recursive: true, mode: 0o711 });
 
-    const store = openStore(join(dataRoot, 'engine.db'), { log: logger.child({ component: 'store' }) });
+    const store = openStore(join(dataRoot, 'engine.db'), { log: logger.child({ component: 'store' }), schemas: STORE_SCHEMAS });
     onStop('store', () => store.close());
 
     const driver = cfg.storageDriver === 'vfs' ? 'vfs' : 'overlay2';
@@ -265,8 +265,6 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     exitEvents = supEvents;
     onStop('supervisor-events', () => supEvents.close());
 
-    const migrated = migrateContainerRecords(store);
-    if (migrated) logger.info({ containers: migrated }, 'container records migrated to desired levels');
     const endpointsMigrated = migrateEndpoints(store);
     if (endpointsMigrated) logger.info({ containers: endpointsMigrated }, 'networks beside NetworkMode migrated to endpoint records');
     await manager.start();
@@ -323,6 +321,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
           layers,
           sizeRw: (id) => layers.sizeRW(id),
           volumeSize: (name) => volumeDriver.size(name),
+          storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
         }),
         imageRoutes({
           store,

@@ -12,7 +12,11 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Logger } from 'pino';
 import { EngineError, conflict, internal, notFound, unavailable } from '../lib/errors.ts';
+import { loadRecords, prepareRecordTables, quarantinedRecords, type QuarantinedRecord } from './load.ts';
+import { schemaProblem, type StoreSchemas } from './schema.ts';
 import type { Resource, WatchEvent } from './types.ts';
+
+export type { QuarantinedRecord } from './load.ts';
 
 export interface StoreOptions {
   log?: Logger;
@@ -20,7 +24,10 @@ export interface StoreOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** How many recent events `watch(kind, fn, fromRevision)` can replay (each holds its resource). Default 1024. */
   eventHistory?: number;
+  /** The schema of each kind: writes are checked, loaded records migrated (or quarantined). Kinds without one are stored as given. */
+  schemas?: StoreSchemas;
 }
+
 
 export interface PutOptions {
   /** 0: the resource must not exist yet; n > 0: its resourceVersion must be n. */
@@ -76,16 +83,6 @@ interface Waiter {
   check: () => void;
 }
 
-interface Row {
-  rowid: number;
-  kind: string;
-  name: string;
-  spec: string;
-  status: string;
-  generation: number;
-  resource_version: number;
-  created_at: string;
-}
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS resources (
@@ -111,6 +108,7 @@ export function openStore(path: string, opts: StoreOptions = {}): Store {
 export class Store {
   private readonly db: DatabaseSync;
   private readonly log: Logger | undefined;
+  private readonly schemas: StoreSchemas;
   private readonly kinds = new Map<string, Map<string, Entry>>();
   private readonly listCache = new Map<string, Resource[]>();
   private rev = 0;
@@ -143,6 +141,7 @@ export class Store {
 
   constructor(path: string, opts: StoreOptions = {}) {
     this.log = opts.log;
+    this.schemas = opts.schemas ?? new Map();
     this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? 1024));
     const db = new DatabaseSync(path);
     try {
@@ -155,6 +154,7 @@ export class Store {
       db.exec(`PRAGMA synchronous = ${opts.synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`);
       db.exec('BEGIN IMMEDIATE');
       db.exec(SCHEMA);
+      prepareRecordTables(db);
       db.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0)`);
       db.exec('COMMIT');
     } catch (err) {
@@ -167,9 +167,11 @@ export class Store {
     this.db = db;
     this.stmt = {
       insert: db.prepare(
-        'INSERT INTO resources (kind, name, spec, status, generation, resource_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO resources (kind, name, spec, status, generation, resource_version, created_at, schema_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
-      update: db.prepare('UPDATE resources SET spec = ?, status = ?, generation = ?, resource_version = ? WHERE kind = ? AND name = ?'),
+      update: db.prepare(
+        'UPDATE resources SET spec = ?, status = ?, generation = ?, resource_version = ?, schema_version = ? WHERE kind = ? AND name = ?',
+      ),
       remove: db.prepare('DELETE FROM resources WHERE kind = ? AND name = ?'),
       setRev: db.prepare(`UPDATE meta SET value = ? WHERE key = 'revision'`),
       // Prepared once: exec() would parse them again for every write.
@@ -184,23 +186,17 @@ export class Store {
   private load(): void {
     const meta = this.db.prepare(`SELECT value FROM meta WHERE key = 'revision'`).get() as { value: number } | undefined;
     this.rev = Number(meta?.value ?? 0);
-    const rows = this.db
-      .prepare('SELECT rowid, kind, name, spec, status, generation, resource_version, created_at FROM resources ORDER BY rowid')
-      .all() as unknown as Row[];
-    for (const row of rows) {
-      const res: Resource = deepFreeze({
-        kind: row.kind,
-        name: row.name,
-        spec: JSON.parse(row.spec),
-        status: JSON.parse(row.status),
-        generation: Number(row.generation),
-        resourceVersion: Number(row.resource_version),
-        createdAt: row.created_at,
-      });
-      this.kindMap(row.kind).set(row.name, { res, specJson: row.spec, statusJson: row.status, order: Number(row.rowid) });
+    for (const r of loadRecords(this.db, this.schemas, this.log)) {
+      const res = freezeResource(r.kind, r.name, r.spec, r.status, r.generation, r.resourceVersion, r.createdAt);
+      this.kindMap(r.kind).set(r.name, { res, specJson: r.specJson, statusJson: r.statusJson, order: r.order });
       // A crash can't leave a resource newer than the revision (same transaction), but be safe.
       if (res.resourceVersion > this.rev) this.rev = res.resourceVersion;
     }
+  }
+
+  /** Records set aside at load (this start or an earlier one), oldest first. */
+  quarantined(): QuarantinedRecord[] {
+    return quarantinedRecords(this.db);
   }
 
   // ---- reads (memory only) ----------------------------------------------------------------
@@ -354,30 +350,47 @@ export class Store {
   }
 
   private insert(kind: string, name: string, specJson: string, statusJson: string): Resource {
+    const spec = JSON.parse(specJson);
+    const status = JSON.parse(statusJson);
+    this.check(kind, name, spec, status);
     const revision = this.rev + 1;
     const createdAt = new Date().toISOString();
-    const out = this.stmt.insert.run(kind, name, specJson, statusJson, 1, revision, createdAt);
+    const out = this.stmt.insert.run(kind, name, specJson, statusJson, 1, revision, createdAt, this.versionOf(kind));
     this.stmt.setRev.run(revision);
     this.rev = revision;
-    const res = freezeResource(kind, name, JSON.parse(specJson), JSON.parse(statusJson), 1, revision, createdAt);
+    const res = freezeResource(kind, name, spec, status, 1, revision, createdAt);
     this.set(kind, name, { res, specJson, statusJson, order: Number(out.lastInsertRowid) }, undefined);
     return res;
   }
 
   private replace(cur: Entry, specJson: string, statusJson: string): Resource {
     const specChanged = specJson !== cur.specJson;
-    if (!specChanged && statusJson === cur.statusJson) return cur.res;
+    const statusChanged = statusJson !== cur.statusJson;
+    if (!specChanged && !statusChanged) return cur.res;
     const { kind, name } = cur.res;
+    const spec = specChanged ? JSON.parse(specJson) : cur.res.spec;
+    const status = statusChanged ? JSON.parse(statusJson) : cur.res.status;
+    this.check(kind, name, specChanged ? spec : undefined, statusChanged ? status : undefined);
     const revision = this.rev + 1;
     const generation = cur.res.generation + (specChanged ? 1 : 0);
-    this.stmt.update.run(specJson, statusJson, generation, revision, kind, name);
+    this.stmt.update.run(specJson, statusJson, generation, revision, this.versionOf(kind), kind, name);
     this.stmt.setRev.run(revision);
     this.rev = revision;
-    const spec = specChanged ? JSON.parse(specJson) : cur.res.spec;
-    const status = statusJson === cur.statusJson ? cur.res.status : JSON.parse(statusJson);
     const res = freezeResource(kind, name, spec, status, generation, revision, cur.res.createdAt);
     this.set(kind, name, { res, specJson, statusJson, order: cur.order }, cur);
     return res;
+  }
+
+  /** Refuses a spec or status (undefined: not written) that does not match its kind's schema: the writer has a bug. */
+  private check(kind: string, name: string, spec: unknown, status: unknown): void {
+    const ks = this.schemas.get(kind);
+    if (!ks) return;
+    const problem = (spec !== undefined ? schemaProblem(ks, 'spec', spec) : undefined) ?? (status !== undefined ? schemaProblem(ks, 'status', status) : undefined);
+    if (problem) throw internal(`store: ${kind}/${name} does not match its schema: ${problem}`);
+  }
+
+  private versionOf(kind: string): number {
+    return this.schemas.get(kind)?.version ?? 0;
   }
 
   private set(kind: string, name: string, entry: Entry, prev: Entry | undefined): void {

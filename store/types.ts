@@ -331,4 +331,6 @@ export const KIND = {
   container: 'container',
   image: 'image',
   reference: 'reference',
+  /** A one-time rewrite of the store has run (name: which one; spec.at: when). */
+  migration: 'migration',
 } as const;

@@ -35,6 +35,8 @@ export interface SystemRouteDeps {
   sizeRw?: (id: string) => Promise<number>;
   /** Bytes used by a volume's data (UsageData.Size in /system/df). */
   volumeSize?: (name: string) => Promise<number>;
+  /** Records the store could not read at open (quarantined): each one a line of `docker info`'s warnings. */
+  storeWarnings?: () => string[];
 }
 
 const NOT_A_MANAGER =
@@ -126,6 +128,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
       ...defaultInfo(),
       ...machine,
       ...liveCounts(store),
+      Warnings: [...((machine.Warnings as string[] | undefined) ?? []), ...(deps.storeWarnings?.() ?? [])],
       ServerVersion: versionInfo.version,
       ExperimentalBuild: experimental,
       SystemTime: new Date().toISOString(),

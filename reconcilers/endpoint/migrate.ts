@@ -9,8 +9,6 @@ import { KIND } from '../../store/types.ts';
 import { findUserNetwork } from '../network/attacher.ts';
 import type { NetworkStore } from '../network/deps.ts';
 
-/** Kind of the records that say a one-time migration of the store has run (name: which one). */
-export const MIGRATION_KIND = 'migration';
 const DONE = 'endpoint-records';
 
 /** Answers how many containers it rewrote. */
@@ -23,7 +21,7 @@ export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'cre
     }
   };
   // Once: afterwards a container without a record of its NetworkMode network was disconnected from it.
-  if (store.get(MIGRATION_KIND, DONE)) return 0;
+  if (store.get(KIND.migration, DONE)) return 0;
   let n = 0;
   for (const c of store.list<ContainerSpec, ContainerStatus & { extraEndpoints?: unknown }>(KIND.container)) {
     const split = endpointsFromCreate(c.spec.hostConfig.NetworkMode, c.spec.networkingConfig, find);
@@ -47,6 +45,6 @@ export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'cre
     });
     n++;
   }
-  store.create(MIGRATION_KIND, DONE, { at: new Date().toISOString() }, {});
+  store.create(KIND.migration, DONE, { at: new Date().toISOString() }, {});
   return n;
 }
