@@ -5,7 +5,7 @@
 // container and writes status; it deletes the record once it is unplugged and its address freed,
 // or when its container is gone.
 import type { EndpointSettings } from './network-types.ts';
-import type { Resource } from './types.ts';
+import type { IndexDef, Resource } from './types.ts';
 
 /** What the client asked of the endpoint (EndpointSettings as connect and create take them). */
 export interface EndpointConfig {
@@ -69,6 +69,11 @@ export interface EndpointStatus {
 
 export const ENDPOINT_KIND = 'endpoint';
 
+/** Endpoints by their container's id. */
+export const ENDPOINTS_BY_CONTAINER: IndexDef<EndpointSpec, EndpointStatus> = { kind: ENDPOINT_KIND, name: 'container', keys: (r) => [r.spec.containerId] };
+
+type IndexedStore = { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] };
+
 export function endpointName(containerId: string, networkId: string): string {
   return `${containerId}/${networkId}`;
 }
@@ -85,14 +90,13 @@ export const EMPTY_ENDPOINT_STATUS: EndpointStatus = {
 };
 
 /** The container's primary endpoint record (its NetworkMode network), if it is wanted. */
-export function primaryEndpoint(store: { list<S, T>(kind: string): Resource<S, T>[] }, containerId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
+export function primaryEndpoint(store: IndexedStore, containerId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
   return endpointsOfContainer(store, containerId).find((e) => e.spec.primary && e.spec.desired === 'present');
 }
 
 /** The endpoint records of a container (in any state). */
-export function endpointsOfContainer(store: { list<S, T>(kind: string): Resource<S, T>[] }, containerId: string): Resource<EndpointSpec, EndpointStatus>[] {
-  const prefix = `${containerId}/`;
-  return store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND).filter((e) => e.name.startsWith(prefix));
+export function endpointsOfContainer(store: IndexedStore, containerId: string): Resource<EndpointSpec, EndpointStatus>[] {
+  return store.byIndex(ENDPOINTS_BY_CONTAINER, containerId);
 }
 
 /** An endpoint plugged into the container's current run (`pid`). */

@@ -1,5 +1,6 @@
 // Resource shapes for networking: kind 'network' (the default `bridge`, plus `host` and `none`)
 // and kind 'ipam-allocation' (one durable record per address handed out).
+import type { IndexDef, Resource } from './types.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Networks: kind 'network', name = 64-hex id. The user-facing name lives in spec.name.
@@ -153,3 +154,14 @@ export const NETWORK_KIND = {
   ipamAllocation: 'ipam-allocation',
   portAllocation: 'port-allocation',
 } as const;
+
+/** Networks by name: a name being removed and its successor may share a key for a while. */
+export const NETWORKS_BY_NAME: IndexDef<NetworkSpec, NetworkStatus> = { kind: NETWORK_KIND.network, name: 'name', keys: (r) => [r.spec.name] };
+
+/** The networks named `name` that are not being removed, by the name index. */
+export function liveNetworksNamed(
+  store: { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] },
+  name: string,
+): Array<Resource<NetworkSpec, NetworkStatus>> {
+  return store.byIndex(NETWORKS_BY_NAME, name).filter((n) => n.spec.desired !== 'removed');
+}

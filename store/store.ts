@@ -12,9 +12,10 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Logger } from 'pino';
 import { EngineError, conflict, internal, notFound, unavailable } from '../lib/errors.ts';
+import { Indexes } from './indexes.ts';
 import { loadRecords, prepareRecordTables, quarantinedRecords, type QuarantinedRecord } from './load.ts';
 import { schemaProblem, type StoreSchemas } from './schema.ts';
-import type { Resource, WatchEvent } from './types.ts';
+import type { IndexDef, Resource, WatchEvent } from './types.ts';
 
 export type { QuarantinedRecord } from './load.ts';
 
@@ -55,7 +56,7 @@ export function isWatchExpired(err: unknown): boolean {
 }
 
 /** What `transaction(fn)` hands to `fn`: the store itself, whose reads see the pending writes. */
-export type StoreTx = Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'updateStatus' | 'put' | 'delete' | 'revision'>;
+export type StoreTx = Pick<Store, 'get' | 'list' | 'byIndex' | 'create' | 'updateSpec' | 'updateStatus' | 'put' | 'delete' | 'revision'>;
 
 interface Entry {
   res: Resource;
@@ -111,6 +112,7 @@ export class Store {
   private readonly schemas: StoreSchemas;
   private readonly kinds = new Map<string, Map<string, Entry>>();
   private readonly listCache = new Map<string, Resource[]>();
+  private readonly indexes = new Indexes();
   private rev = 0;
   private closed = false;
 
@@ -221,6 +223,11 @@ export class Store {
     return cached.slice() as Resource<S, T>[];
   }
 
+  /** The resources of `def.kind` that `def.keys` maps to `key` (a name lookup without scanning the kind). */
+  byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] {
+    return this.indexes.lookup(def, key, () => Array.from(this.kinds.get(def.kind)?.values() ?? [], (e) => e.res));
+  }
+
   // ---- writes -----------------------------------------------------------------------------
 
   create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T> {
@@ -280,6 +287,7 @@ export class Store {
       this.undo.push({ kind, name, prev: cur });
       this.kinds.get(kind)!.delete(name);
       this.listCache.delete(kind);
+      this.indexes.update(kind, name, cur.res, undefined);
       this.pending.push({ type: 'delete', revision, kind, name, resource: cur.res });
       return true;
     });
@@ -397,6 +405,7 @@ export class Store {
     this.undo.push({ kind, name, prev });
     this.kindMap(kind).set(name, entry);
     this.listCache.delete(kind);
+    this.indexes.update(kind, name, prev?.res, entry.res);
     this.pending.push({ type: 'put', revision: entry.res.resourceVersion, kind, name, resource: entry.res });
   }
 
@@ -405,12 +414,14 @@ export class Store {
     for (let i = this.undo.length - 1; i >= mark; i--) {
       const { kind, name, prev } = this.undo[i]!;
       const m = this.kindMap(kind);
+      const undone = m.get(name)?.res;
       if (!prev) m.delete(name);
       else {
         if (!m.has(name)) reorder.add(kind);
         m.set(name, prev);
       }
       this.listCache.delete(kind);
+      this.indexes.update(kind, name, undone, prev?.res);
     }
     this.undo.length = mark;
     // A resurrected (deleted, then rolled back) entry went to the end of its map: restore creation order.

@@ -15,6 +15,14 @@ export interface Resource<Spec = unknown, Status = unknown> {
   createdAt: string;
 }
 
+/** A secondary index of a kind: the keys each resource is found by (store.byIndex). Declare it once, as a constant. */
+export interface IndexDef<S = unknown, T = unknown> {
+  kind: string;
+  /** Unique among the kind's indexes. */
+  name: string;
+  keys: (r: Resource<S, T>) => readonly string[];
+}
+
 export type WatchEventType = 'put' | 'delete';
 export interface WatchEvent {
   type: WatchEventType;
@@ -334,3 +342,14 @@ export const KIND = {
   /** A one-time rewrite of the store has run (name: which one; spec.at: when). */
   migration: 'migration',
 } as const;
+
+/** Containers by name ("/web"): names are unique, so a key holds one container. */
+export const CONTAINERS_BY_NAME: IndexDef<ContainerSpec, ContainerStatus> = { kind: KIND.container, name: 'name', keys: (r) => [r.spec.name] };
+
+/** The container named `name` ("web" or "/web"), by the name index. */
+export function containerByName(
+  store: { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] },
+  name: string,
+): Resource<ContainerSpec, ContainerStatus> | undefined {
+  return store.byIndex(CONTAINERS_BY_NAME, name.startsWith('/') ? name : `/${name}`)[0];
+}

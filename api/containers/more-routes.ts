@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { pipeline } from 'node:stream/promises';
 import { conflict, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { containerByName, KIND } from '../../store/types.ts';
 import type { ContainerOpsPort, PathStat } from '../ports.ts';
 import { normalizeName } from './names.ts';
 import { findContainer } from './routes.ts';
@@ -62,7 +62,7 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       if (!raw) throw invalidArgument('Neither old nor new names may be empty');
       const name = normalizeName(raw);
       if (name === c.spec.name) throw invalidArgument(`Renaming a container with the same name as its current name`);
-      const other = store.list<ContainerSpec, ContainerStatus>(KIND.container).find((x) => x.spec.name === name);
+      const other = containerByName(store, name);
       if (other) throw conflict(`Error when allocating new name: Conflict. The container name "${name}" is already in use by container "${other.name}". You have to remove (or rename) that container to be able to reuse that name.`);
       store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, name }));
       reply.code(204).send();

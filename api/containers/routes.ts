@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { conflict, EngineError, invalidArgument, isCode, notFound, notImplemented, notModified, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { containerByName, KIND } from '../../store/types.ts';
 import type { ContainerLogReader, ContainerSignalPort } from '../ports.ts';
 import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
@@ -73,12 +73,10 @@ export function findContainer(store: ApiStore, ref: string): CR {
   if (!ref) throw invalidArgument('invalid name or ID supplied: ""');
   const exact = store.get<ContainerSpec, ContainerStatus>(KIND.container, ref);
   if (exact) return exact;
-  const all = store.list<ContainerSpec, ContainerStatus>(KIND.container);
-  const name = ref.startsWith('/') ? ref : `/${ref}`;
-  const byName = all.find((c) => c.spec.name === name);
+  const byName = containerByName(store, ref);
   if (byName) return byName;
   if (/^[0-9a-f]+$/.test(ref)) {
-    const matches = all.filter((c) => c.name.startsWith(ref));
+    const matches = store.list<ContainerSpec, ContainerStatus>(KIND.container).filter((c) => c.name.startsWith(ref));
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) throw invalidArgument(`multiple IDs found with provided prefix: ${ref}`);
   }
@@ -141,14 +139,14 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         }
       }
       const id = newId();
-      const taken = (nm: string) => store.list<ContainerSpec, ContainerStatus>(KIND.container).some((c) => c.spec.name === nm);
+      const taken = (nm: string) => !!containerByName(store, nm);
       const rawName = q(req, 'name');
       const name = rawName ? normalizeName(rawName) : generateName(taken, shortId(id));
       if (!n.config.Hostname) n.config.Hostname = shortId(id);
       checkMacAddresses(n.config, (body as Record<string, unknown>).NetworkingConfig);
       const links = normalizeLinks(n.hostConfig, name, (ref) => findContainer(store, ref));
       if (links) n.hostConfig.Links = links;
-      const existing = store.list<ContainerSpec, ContainerStatus>(KIND.container).find((c) => c.spec.name === name);
+      const existing = containerByName(store, name);
       if (existing) {
         throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
       }

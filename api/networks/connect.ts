@@ -9,7 +9,7 @@ import { conflict, invalidArgument, permissionDenied, unavailable } from '../../
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import { ENDPOINT_KIND, endpointConfigOf, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
-import { ipv4Pool, ipv6Pool, NETWORK_KIND } from '../../store/network-types.ts';
+import { ipv4Pool, ipv6Pool, liveNetworksNamed, NETWORK_KIND } from '../../store/network-types.ts';
 import { KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
 import { findContainer } from '../containers/routes.ts';
 import type { ApiStore } from '../containers/store.ts';
@@ -42,7 +42,7 @@ const DisconnectBody = z
 const isRunning = (c: CR) => c.status.phase === 'running' || c.status.phase === 'paused' || c.status.phase === 'restarting';
 
 export function connectHandlers(store: ApiStore, timeoutMs: number) {
-  const bridgeEnabled = () => liveNetworks(store).some((n) => n.spec.name === 'bridge');
+  const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
   const exists = (c: CR, net: NetworkResource) => permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
 
   function containerFor(ref: string | null | undefined): CR {

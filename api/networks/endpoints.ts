@@ -36,7 +36,7 @@ export function endpointOn(store: Pick<ApiStore, 'get'>, containerId: string, ne
 }
 
 /** The container's endpoints that are wanted (not being removed), its NetworkMode one included. */
-export function wantedEndpoints(store: Pick<ApiStore, 'list'>, containerId: string): EndpointResource[] {
+export function wantedEndpoints(store: Pick<ApiStore, 'byIndex'>, containerId: string): EndpointResource[] {
   return endpointsOfContainer(store, containerId).filter((e) => e.spec.desired === 'present');
 }
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { compareVersions } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
-import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import { liveNetworksNamed, NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
@@ -88,7 +88,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     const left = await store.waitFor(NETWORK_KIND.network, net.name, (x) => !x, { timeoutMs });
     if (left) throw unavailable(`removal of network ${net.spec.name} did not finish in time`);
   }
-  const bridgeEnabled = () => liveNetworks(store).some((n) => n.spec.name === 'bridge');
+  const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
 
   return async function register(app: FastifyInstance): Promise<void> {
     const list = async (req: FastifyRequest) => {
@@ -121,7 +121,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       // The reference daemon's text, trailing space included.
       if (isPredefinedName(name)) throw permissionDenied(`operation is not permitted on predefined ${name} network `);
       if (!name) throw invalidArgument('network name must not be empty');
-      if (liveNetworks(store).some((n) => n.spec.name === name)) throw conflict(`network with name ${name} already exists`);
+      if (liveNetworksNamed(store, name).length) throw conflict(`network with name ${name} already exists`);
       if (!deps.defaults) throw invalidArgument(USER_DEFINED_UNSUPPORTED);
       const id = newId();
       const spec = buildNetworkSpec(id, rfc3339Nano(), { ...body, Name: name }, liveNetworks(store), deps.defaults);

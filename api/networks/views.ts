@@ -3,7 +3,7 @@
 // exact name, then unique id prefix.
 import { createHash } from 'node:crypto';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
-import { NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import { liveNetworksNamed, NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
@@ -34,16 +34,15 @@ export function liveNetworks(store: Pick<ApiStore, 'list'>): NetworkResource[] {
 }
 
 /** Full id, then exact name (must be unique), then unique id prefix; 404 `network x not found`. */
-export function findNetwork(store: Pick<ApiStore, 'list'>, ref: string, opts: { scope?: string } = {}): NetworkResource {
-  let nets = liveNetworks(store);
-  if (opts.scope) nets = nets.filter((n) => n.spec.scope === opts.scope);
+export function findNetwork(store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>, ref: string, opts: { scope?: string } = {}): NetworkResource {
+  const inScope = (n: NetworkResource | undefined): n is NetworkResource => !!n && n.spec.desired !== 'removed' && (!opts.scope || n.spec.scope === opts.scope);
   if (ref) {
-    const exact = nets.find((n) => n.spec.id === ref);
-    if (exact) return exact;
-    const byName = nets.filter((n) => n.spec.name === ref);
+    const exact = store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ref);
+    if (inScope(exact)) return exact;
+    const byName = liveNetworksNamed(store, ref).filter(inScope);
     if (byName.length === 1) return byName[0];
     if (byName.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byName.length} matches found based on name)`);
-    const byPrefix = nets.filter((n) => n.spec.id.startsWith(ref));
+    const byPrefix = liveNetworks(store).filter((n) => inScope(n) && n.spec.id.startsWith(ref));
     if (byPrefix.length === 1) return byPrefix[0];
     if (byPrefix.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byPrefix.length} matches found based on ID prefix)`);
   }
@@ -91,9 +90,9 @@ function derivedEndpointId(networkId: string, containerId: string): string {
 }
 
 /** `Containers` of a network: its running containers, keyed by container id. */
-export function attachedContainers(store: Pick<ApiStore, 'list' | 'get'>, net: NetworkResource): Record<string, NetworkContainer> {
+export function attachedContainers(store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>, net: NetworkResource): Record<string, NetworkContainer> {
   const out: Record<string, NetworkContainer> = {};
-  const bridgeEnabled = liveNetworks(store).some((n) => n.spec.name === 'bridge');
+  const bridgeEnabled = liveNetworksNamed(store, 'bridge').length > 0;
   for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
     if (!c.status || !isLive(c.status)) continue;
     const entry = containerEntry(store, c, net, bridgeEnabled);
@@ -179,7 +178,7 @@ function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean 
 
 /** GET /networks with the reference daemon's filters, sorted by name (its own order is unspecified). */
 export function listNetworks(
-  store: Pick<ApiStore, 'list' | 'get'>,
+  store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>,
   filters: Map<string, string[]>,
   opts: { detailed: boolean },
 ): Record<string, unknown>[] {

@@ -5,7 +5,7 @@
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { internal } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { containerByName, KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -34,17 +34,16 @@ function isLive(s: ContainerStatus): boolean {
 }
 
 /** The containers `spec` links to; throws the reference's error for one that is not running. Default bridge only. */
-export function linkedContainers(store: Pick<ReconcilerStore, 'list'>, spec: ContainerSpec): LinkedContainer[] {
+export function linkedContainers(store: Pick<ReconcilerStore, 'get' | 'byIndex'>, spec: ContainerSpec): LinkedContainer[] {
   const mode = spec.hostConfig.NetworkMode || 'default';
   if (mode !== 'bridge' && mode !== 'default') return [];
   const links = (spec.hostConfig.Links ?? []).filter((l) => typeof l === 'string');
   if (links.length === 0) return [];
-  const all = store.list<ContainerSpec, ContainerStatus>(KIND.container);
   const out: LinkedContainer[] = [];
   for (const l of links) {
     const { name, alias } = parse(l);
     const linkName = `${spec.name}/${alias}`;
-    const child: CR | undefined = all.find((c) => c.spec.name === `/${name}`) ?? all.find((c) => c.name === name);
+    const child: CR | undefined = containerByName(store, name) ?? store.get<ContainerSpec, ContainerStatus>(KIND.container, name);
     if (!child || !isLive(child.status)) throw internal(`Cannot link to a non running container: /${name} AS ${linkName}`);
     const ip = child.status.endpoint?.IPAddress ?? '';
     const ports = Object.keys(child.spec.config.ExposedPorts ?? {}).map((k) => {

@@ -12,7 +12,7 @@ import type { NetworkStore } from '../network/deps.ts';
 const DONE = 'endpoint-records';
 
 /** Answers how many containers it rewrote. */
-export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'create' | 'updateSpec' | 'updateStatus' | 'transaction'>): number {
+export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'byIndex' | 'create' | 'updateSpec' | 'updateStatus' | 'transaction'>): number {
   const find = (ref: string) => {
     try {
       return findUserNetwork(store, ref);

@@ -17,6 +17,7 @@ import {
   type IpamAllocationStatus,
   type NetworkSpec,
   type NetworkStatus,
+  liveNetworksNamed,
 } from '../../store/network-types.ts';
 import { findNetworkByName } from './default-network.ts';
 import { EMBEDDED_DNS_ADDRESS } from '../../drivers/network/veth.ts';
@@ -74,13 +75,13 @@ export function resolveNetworkMode(mode: string, opts: { bridgeDisabled?: boolea
 }
 
 /** A user-defined network by full id, exact name, then unique id prefix (as the API resolves it). */
-export function findUserNetwork(store: Pick<NetworkStore, 'list'>, ref: string): NetworkResource {
-  const nets = store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).filter((n) => n.spec.desired !== 'removed');
+export function findUserNetwork(store: Pick<NetworkStore, 'list' | 'get' | 'byIndex'>, ref: string): NetworkResource {
+  const byId = store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ref);
   const net =
-    nets.find((n) => n.spec.id === ref) ??
-    nets.find((n) => n.spec.name === ref) ??
+    (byId?.spec.desired !== 'removed' ? byId : undefined) ??
+    liveNetworksNamed(store, ref)[0] ??
     (() => {
-      const byPrefix = nets.filter((n) => n.spec.id.startsWith(ref));
+      const byPrefix = store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).filter((n) => n.spec.desired !== 'removed' && n.spec.id.startsWith(ref));
       return byPrefix.length === 1 ? byPrefix[0] : undefined;
     })();
   if (!net || net.spec.driver !== 'bridge') throw notFound(`network ${ref} not found`);

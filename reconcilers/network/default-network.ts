@@ -11,6 +11,7 @@ import {
   type IpamPoolConfig,
   type NetworkSpec,
   type NetworkStatus,
+  liveNetworksNamed,
 } from '../../store/network-types.ts';
 import {
   DEFAULT_BIP,
@@ -35,8 +36,8 @@ export function newNetworkStatus(): NetworkStatus {
   return { observedGeneration: 0, phase: 'pending', error: '', lastRepair: '', lastRepairAt: '' };
 }
 
-export function findNetworkByName(store: Pick<NetworkStore, 'list'>, name: string): NetworkResource | undefined {
-  return store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).find((n) => n.spec.name === name && n.spec.desired !== 'removed');
+export function findNetworkByName(store: Pick<NetworkStore, 'byIndex'>, name: string): NetworkResource | undefined {
+  return liveNetworksNamed(store, name)[0];
 }
 
 /**

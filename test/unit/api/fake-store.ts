@@ -1,7 +1,7 @@
 // A small in-memory store for API unit tests: the ImageStore contract (get/list/create/updateSpec/
 // delete/waitFor/transaction) plus updateStatus and a change hook that fake reconcilers use.
 import { alreadyExists, notFound } from '../../../lib/errors.ts';
-import type { Resource } from '../../../store/types.ts';
+import type { IndexDef, Resource } from '../../../store/types.ts';
 import type { ImageStore, StoreTx } from '../../../api/images/store.ts';
 import type { ImageSpec, ImageStatus } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
@@ -25,6 +25,11 @@ export class FakeStore implements ImageStore {
 
   list<S, T>(kind: string): Resource<S, T>[] {
     return [...this.data.values()].filter((r) => r.kind === kind) as Resource<S, T>[];
+  }
+
+  /** A scan: the fake keeps no indexes. */
+  byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] {
+    return this.list<S, T>(def.kind).filter((r) => def.keys(r).includes(key));
   }
 
   create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T> {

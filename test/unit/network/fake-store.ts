@@ -1,7 +1,7 @@
 // A small in-memory store with the NetworkStore surface, for the network unit tests.
 // `transaction` rolls back on throw, like the real store.
 import { EngineError } from '../../../lib/errors.ts';
-import type { Resource } from '../../../store/types.ts';
+import type { IndexDef, Resource } from '../../../store/types.ts';
 import type { NetworkStore } from '../../../reconcilers/network/deps.ts';
 
 export class FakeStore implements NetworkStore {
@@ -19,6 +19,11 @@ export class FakeStore implements NetworkStore {
 
   list<S, T>(kind: string): Resource<S, T>[] {
     return [...this.data.values()].filter((r) => r.kind === kind).map((r) => structuredClone(r) as Resource<S, T>);
+  }
+
+  /** A scan: the fake keeps no indexes. */
+  byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] {
+    return this.list<S, T>(def.kind).filter((r) => def.keys(r).includes(key));
   }
 
   create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T> {
