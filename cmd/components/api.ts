@@ -1,0 +1,202 @@
+// What the API serves from beside the store (distribution, the log reader, the event recorder),
+// and the API itself: the app, its routes and the listeners.
+import { rmSync } from 'node:fs';
+import { component } from '../components.ts';
+import type { DaemonEnv, Paths } from './env.ts';
+import type { SwappableRuntimes } from './core.ts';
+import type { Runs, Volumes } from './containers.ts';
+import { createApp } from '../../api/app.ts';
+import { listenAll } from '../../api/listen.ts';
+import { attachRoutes, upgradeHandler } from '../../api/attach/routes.ts';
+import { moreContainerRoutes } from '../../api/containers/more-routes.ts';
+import { containerRoutes } from '../../api/containers/routes.ts';
+import { updateRoutes } from '../../api/containers/update.ts';
+import { authRoutes } from '../../api/distribution/auth-routes.ts';
+import { pullHandler } from '../../api/distribution/pull-handler.ts';
+import { pushHandler } from '../../api/distribution/push-handler.ts';
+import { EventRecorder } from '../../api/events/recorder.ts';
+import { eventRoutes } from '../../api/events/routes.ts';
+import { resolveImage } from '../../api/images/resolve.ts';
+import { imageRoutes } from '../../api/images/routes.ts';
+import { networkRoutes } from '../../api/networks/routes.ts';
+import { systemRoutes } from '../../api/system/routes.ts';
+import { volumeRoutes } from '../../api/volumes/routes.ts';
+import { createDistribution, type DistributionDriver } from '../../drivers/distribution/distribution.ts';
+import { createImageArchive } from '../../drivers/image/archive.ts';
+import { createImageCommitter } from '../../drivers/image/commit.ts';
+import { hostPlatform } from '../../drivers/image/platform.ts';
+import { createLogReader, validateLogConfig } from '../../drivers/logging/index.ts';
+import { hostRouteSubnets } from '../../drivers/network/routes.ts';
+import { validateBind } from '../../drivers/oci/index.ts';
+import type { LayerStore } from '../../drivers/storage/types.ts';
+import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
+import type { ExecManager } from '../../reconcilers/container/exec.ts';
+import { parseSignal } from '../../reconcilers/container/signals.ts';
+import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
+import type { Store } from '../../store/store.ts';
+import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { createContainerOps } from '../container-ops.ts';
+import { blkioWeightSupported, hostCpus, listenTls, registryOptions } from '../daemon-helpers.ts';
+import { createSystemInfo } from '../system-info.ts';
+import { API_VERSION, BUILD_TIME, ENGINE_VERSION, GIT_COMMIT, MIN_API_VERSION } from '../version.ts';
+
+type LogReader = ReturnType<typeof createLogReader>;
+
+/** What the routes use beside the store. */
+export function serviceComponents({ cfg, log }: DaemonEnv) {
+  return [
+    component<DistributionDriver>({
+      id: 'distribution',
+      requires: ['layers', 'paths'],
+      init: (ctx) =>
+        createDistribution({
+          log: log.child({ component: 'distribution' }),
+          ...registryOptions(cfg),
+          certsDir: process.env.ENGINE_CERTS_DIR || '/etc/engine/certs.d',
+          proxies: { http: cfg.httpProxy || undefined, https: cfg.httpsProxy || undefined, noProxy: cfg.noProxy || undefined },
+          layers: ctx.get<LayerStore>('layers'),
+          platform: hostPlatform(),
+          tmpDir: ctx.get<Paths>('paths').tmpDir,
+        }),
+      close: (distribution) => distribution.close(),
+    }),
+    component<LogReader>({
+      id: 'log-reader',
+      requires: ['store'],
+      init: (ctx) => {
+        const store = ctx.get<Store>('store');
+        return createLogReader({
+          pathOf: (id) => store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.logPath || undefined,
+          log: log.child({ component: 'log-reader' }),
+        });
+      },
+    }),
+    component({
+      id: 'events',
+      // After the migrations: their rewrites of old records are not events of the user's.
+      requires: ['store', 'migrations'],
+      init: (ctx) => new EventRecorder(ctx.get<Store>('store')),
+      close: (events) => events.close(),
+    }),
+  ];
+}
+
+export function apiComponent({ cfg, log }: DaemonEnv) {
+  return component({
+    id: 'api',
+    // Running: the API serves only once the controllers act on what it writes.
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'log-reader', 'events'],
+    init: async (ctx) => {
+      const store = ctx.get<Store>('store');
+      const layers = ctx.get<LayerStore>('layers');
+      const supervisor = ctx.get<SupervisorClient>('supervisor-client');
+      const runtimes = ctx.get<SwappableRuntimes>('runtimes');
+      const runs = ctx.get<Runs>('runs').registry;
+      const volumeDriver = ctx.get<Volumes>('volumes').driver;
+      const distribution = ctx.get<DistributionDriver>('distribution');
+      const logReader = ctx.get<LogReader>('log-reader');
+      const events = ctx.get<EventRecorder>('events');
+      const { tmpDir } = ctx.get<Paths>('paths');
+      const attachDeps = {
+        store,
+        streams: { watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn), resize: (id: string, w: number, h: number) => runs.resize(id, w, h) },
+        execs: ctx.get<ExecManager>('execs'),
+        logs: logReader,
+        version: { api: API_VERSION, min: MIN_API_VERSION },
+        events,
+      };
+      const app = createApp({
+        log: log.child({ component: 'api' }),
+        experimental: !!cfg.experimental,
+        version: { api: API_VERSION, min: MIN_API_VERSION },
+        plugins: [
+          systemRoutes({
+            store,
+            info: createSystemInfo({ config: cfg, layers, supervisor, runtimes }),
+            versionInfo: { version: ENGINE_VERSION, apiVersion: API_VERSION, minApiVersion: MIN_API_VERSION, gitCommit: GIT_COMMIT, buildTime: BUILD_TIME },
+            experimental: !!cfg.experimental,
+            layers,
+            sizeRw: (id) => layers.sizeRW(id),
+            volumeSize: (name) => volumeDriver.size(name),
+            storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
+          }),
+          imageRoutes({
+            store,
+            archive: createImageArchive({ layers, tmpDir, log }),
+            layers,
+            commit: createImageCommitter({ layers, log: log.child({ component: 'commit' }), platform: hostPlatform() }),
+            events,
+            pull: pullHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
+            push: pushHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
+          }),
+          authRoutes({ distribution }),
+          containerRoutes({
+            store,
+            logs: logReader,
+            signals: { kill: (id, sig) => supervisor.killTask(id, sig) },
+            events,
+            defaults: {
+              get runtime() {
+                return runtimes.default;
+              },
+              hasRuntime: (n) => runtimes.names().includes(n),
+              shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
+              ipcMode: cfg.defaultIpcMode || 'private',
+              cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
+              blkioWeight: blkioWeightSupported(),
+              hostCpus: hostCpus(),
+              logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
+              validateLogConfig,
+              validateBind,
+            },
+            resolveImage: (ref) => resolveImage(store, ref),
+            parseSignal: (s) => parseSignal(s),
+            graphDriverData: (id) => layers.metadataRW(id),
+            sizeRw: (id) => layers.sizeRW(id),
+          }),
+          moreContainerRoutes({
+            store,
+            ops: createContainerOps({ cgroupParent: cfg.cgroupParent || '/engine', runInfo: (id) => runs.runInfo(id), pids: (id) => supervisor.pids(id), layers }),
+            sizeRw: (id) => layers.sizeRW(id),
+          }),
+          updateRoutes({ store, blkioWeight: blkioWeightSupported() }),
+          attachRoutes(attachDeps),
+          eventRoutes(events),
+          volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
+          networkRoutes({
+            store,
+            defaults: {
+              mtu: cfg.mtu,
+              iptables: cfg.iptables,
+              ip6tables: cfg.iptables && cfg.ip6tables,
+              ipForward: cfg.ipForward,
+              userlandProxy: cfg.userlandProxy,
+              chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || DEFAULT_CHAIN_PREFIX,
+              pools: cfg.defaultAddressPools ?? [],
+              driverOpts: cfg.defaultNetworkOpts ?? {},
+              hostRoutes: hostRouteSubnets,
+            },
+          }),
+        ],
+      });
+      await app.ready();
+      const listeners = await listenAll(app, cfg.hosts, {
+        socketGroup: cfg.group,
+        log,
+        tls: listenTls(cfg),
+        onUpgrade: upgradeHandler(attachDeps, log.child({ component: 'attach' })),
+      });
+      log.info({ hosts: listeners.addresses, version: ENGINE_VERSION, storage: layers.driverName }, 'API listen');
+      return { app, listeners };
+    },
+    // First to close: no request arrives while the rest shuts down.
+    close: async ({ app, listeners }) => {
+      await listeners.close().catch((err) => log.warn({ err }, 'closing listeners'));
+      await app.close().catch(() => {});
+      for (const h of cfg.hosts) {
+        if (h.startsWith('unix://')) rmSync(h.slice('unix://'.length), { force: true });
+      }
+    },
+  });
+}

@@ -1,0 +1,202 @@
+// Containers and the controllers: volumes, runs and execs, the container reconciler, every
+// controller under one manager, the supervisor's exit events, the record migrations, and the
+// component that sets the controllers running (and, at shutdown, stops them and the containers).
+import { join } from 'node:path';
+import { component } from '../components.ts';
+import type { DaemonEnv, Paths } from './env.ts';
+import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
+import { Controller } from '../../controllers/controller.ts';
+import { Manager } from '../../controllers/manager.ts';
+import type { Logging } from '../../drivers/logging/index.ts';
+import { resolveUser, type SpecBuilder } from '../../drivers/oci/index.ts';
+import type { BridgeDriver } from '../../drivers/network/bridge-driver.ts';
+import type { LayerStore } from '../../drivers/storage/types.ts';
+import type { Stdio } from '../../drivers/stdio/stdio.ts';
+import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
+import { subscribeEvents, type EventSubscription } from '../../drivers/supervisor/events.ts';
+import { ensureShm, releaseShm } from '../../drivers/sys/shm.ts';
+import { LocalVolumeDriver } from '../../drivers/volume/local.ts';
+import { ExecManager } from '../../reconcilers/container/exec.ts';
+import { execProbes } from '../../reconcilers/container/probe.ts';
+import { ContainerReconciler } from '../../reconcilers/container/reconciler.ts';
+import { RunRegistry } from '../../reconcilers/container/runs.ts';
+import { migrateEndpoints } from '../../reconcilers/endpoint/migrate.ts';
+import { EndpointReconciler, endpointTriggers, primaryEndpointTriggers } from '../../reconcilers/endpoint/reconciler.ts';
+import { ImageReconciler } from '../../reconcilers/image/reconciler.ts';
+import type { NetworkAttacher } from '../../reconcilers/network/attacher.ts';
+import type { NetworkDns } from '../../reconcilers/network/dns.ts';
+import { LinkFirewall } from '../../reconcilers/network/link-rules.ts';
+import type { PortPublisher } from '../../reconcilers/network/ports.ts';
+import { NetworkReconciler } from '../../reconcilers/network/reconciler.ts';
+import { VolumeMounter } from '../../reconcilers/volume/mounter.ts';
+import { VolumeReconciler } from '../../reconcilers/volume/reconciler.ts';
+import { ENDPOINT_KIND } from '../../store/endpoint-types.ts';
+import { NETWORK_KIND } from '../../store/network-types.ts';
+import type { Store } from '../../store/store.ts';
+import { KIND } from '../../store/types.ts';
+import { VOLUME_KIND } from '../../store/volume-types.ts';
+import { recheckMsFromEnv } from '../daemon-helpers.ts';
+
+export interface Volumes {
+  readonly driver: LocalVolumeDriver;
+  readonly mounter: VolumeMounter;
+}
+
+export interface Runs {
+  readonly registry: RunRegistry;
+  /** Set once the supervisor's events are subscribed; until they are live, runs poll for exits. */
+  exitEvents: { readonly live: boolean } | null;
+}
+
+export interface Controllers {
+  readonly manager: Manager;
+  readonly stopTriggers: Array<() => void>;
+}
+
+export function containerComponents({ cfg, log }: DaemonEnv) {
+  return [
+    component<Volumes>({
+      id: 'volumes',
+      requires: ['store', 'paths'],
+      init: (ctx) => {
+        const driver = new LocalVolumeDriver({ root: join(ctx.get<Paths>('paths').dataRoot, 'volumes') });
+        return { driver, mounter: new VolumeMounter(ctx.get<Store>('store'), driver) };
+      },
+    }),
+    component<Runs>({
+      id: 'runs',
+      requires: ['supervisor-client'],
+      init: (ctx) => {
+        const runs: Runs = {
+          registry: new RunRegistry({ supervisor: ctx.get<SupervisorClient>('supervisor-client'), exitEventsLive: () => runs.exitEvents?.live ?? false }),
+          exitEvents: null,
+        };
+        return runs;
+      },
+    }),
+    component({
+      id: 'execs',
+      requires: ['supervisor-client', 'stdio', 'runs', 'paths'],
+      init: (ctx) =>
+        new ExecManager({
+          supervisor: ctx.get<SupervisorClient>('supervisor-client'),
+          stdio: ctx.get<Stdio>('stdio'),
+          host: ctx.get<Runs>('runs').registry,
+          execRoot: ctx.get<Paths>('paths').execRoot,
+          log: log.child({ component: 'exec' }),
+          resolveUser: (rootfs, user) => resolveUser(rootfs, user),
+        }),
+    }),
+    component({
+      id: 'containers',
+      requires: ['store', 'paths', 'network-attacher', 'execs', 'volumes', 'ports', 'bridge', 'supervisor-client', 'stdio', 'logging', 'layers', 'spec', 'runtimes', 'runs'],
+      init: (ctx) => {
+        const store = ctx.get<Store>('store');
+        const supervisor = ctx.get<SupervisorClient>('supervisor-client');
+        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        return new ContainerReconciler(store, {
+          network: ctx.get<NetworkAttacher>('network-attacher'),
+          shm: { ensure: ensureShm, release: releaseShm },
+          probes: execProbes(ctx.get<ExecManager>('execs'), supervisor),
+          volumes: ctx.get<Volumes>('volumes').mounter,
+          ports: ctx.get<PortPublisher>('ports'),
+          links: new LinkFirewall(store, ctx.get<BridgeDriver>('bridge'), log.child({ component: 'links' })),
+          supervisor,
+          stdio: ctx.get<Stdio>('stdio'),
+          logging: ctx.get<Logging>('logging'),
+          layers: ctx.get<LayerStore>('layers'),
+          spec: ctx.get<SpecBuilder>('spec'),
+          runtimes: ctx.get<SwappableRuntimes>('runtimes'),
+          dataRoot,
+          execRoot,
+          cgroupParent: cfg.cgroupParent || '/engine',
+          log: log.child({ component: 'container-reconciler' }),
+        }, ctx.get<Runs>('runs').registry);
+      },
+    }),
+    component<Controllers>({
+      id: 'controllers',
+      requires: ['store', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs'],
+      init: (ctx) => {
+        const store = ctx.get<Store>('store');
+        const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
+        const manager = new Manager();
+        const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: ctx.get<ContainerReconciler>('containers'), log, workers: 16, specChangesOnly: true });
+        const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log, workers: 2 });
+        ctx.get<Runs>('runs').registry.enqueue = (key) => containerCtl.enqueue(key);
+        const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv() });
+        // Started in this order and stopped in reverse: images are up before the containers made from them.
+        manager.add(new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: networks, log, workers: 1 }));
+        manager.add(new Controller({ name: 'volume', kind: VOLUME_KIND, store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, workers: 2 }));
+        manager.add(imageCtl);
+        manager.add(containerCtl);
+        const endpointCtl = new Controller({ name: 'endpoint', kind: ENDPOINT_KIND, store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, workers: 4, specChangesOnly: true });
+        manager.add(endpointCtl);
+        const stopTriggers = [
+          endpointTriggers(store, (key) => endpointCtl.enqueue(key)),
+          primaryEndpointTriggers(store, (id) => containerCtl.enqueue(id)),
+        ];
+        return { manager, stopTriggers };
+      },
+      close: ({ stopTriggers }) => {
+        for (const stop of stopTriggers.reverse()) stop();
+      },
+    }),
+    component<EventSubscription>({
+      id: 'supervisor-events',
+      requires: ['supervisor', 'runs'],
+      init: (ctx) => {
+        const runs = ctx.get<Runs>('runs');
+        const registry = runs.registry;
+        const subscription = subscribeEvents({
+          ...ctx.get<SupervisorAddress>('supervisor'),
+          log: log.child({ component: 'supervisor-events' }),
+          onExit: (e) => {
+            if (e.id === e.containerId || !e.id) registry.notifyExit(e.containerId, { pid: e.pid, exitStatus: e.exitStatus, exitedAt: e.exitedAt });
+          },
+          onOom: (id) => registry.notifyOom(id),
+          onReady: () => registry.exitEventsResumed(),
+        });
+        runs.exitEvents = subscription;
+        return subscription;
+      },
+      close: (subscription) => subscription.close(),
+    }),
+    component({
+      id: 'migrations',
+      requires: ['store'],
+      init: (ctx) => {
+        const store = ctx.get<Store>('store');
+        const endpointsMigrated = migrateEndpoints(store);
+        if (endpointsMigrated) log.info({ containers: endpointsMigrated }, 'networks beside NetworkMode migrated to endpoint records');
+      },
+    }),
+  ];
+}
+
+/**
+ * The controllers running. Closed before anything they use: the manager stops, then the running
+ * containers are stopped (which needs the supervisor's exit events still subscribed).
+ */
+export function runningComponent({ cfg, log }: DaemonEnv) {
+  return component({
+    // Events: the recorder watches before the first reconciles commit, so none of them is missed.
+    id: 'running',
+    requires: ['controllers', 'containers', 'supervisor-events', 'migrations', 'events'],
+    init: async (ctx) => {
+      const { manager } = ctx.get<Controllers>('controllers');
+      const containers = ctx.get<ContainerReconciler>('containers');
+      await manager.start();
+      // Beside the first reconciles, not before them: the API serves while orphans are killed.
+      void containers
+        .collectOrphans()
+        .then((ids) => ids.length && log.info({ containers: ids }, 'supervisor containers without a record removed'))
+        .catch((err) => log.warn({ err }, 'collecting supervisor containers without a record failed'));
+      return { manager, containers };
+    },
+    close: async ({ manager, containers }) => {
+      await manager.stop();
+      await containers.shutdown(cfg.shutdownTimeout);
+    },
+  });
+}

@@ -1,0 +1,134 @@
+// The daemon's foundations: its directories, the store, the layer store, the supervisor (started
+// here unless one is given) and what builds a container's process (runtimes, stdio, logging, spec).
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { component } from '../components.ts';
+import type { DaemonEnv, Paths } from './env.ts';
+import type { DaemonConfig } from '../../config/load.ts';
+import { createLogging } from '../../drivers/logging/index.ts';
+import { createSpecBuilder } from '../../drivers/oci/index.ts';
+import { createLayerStore } from '../../drivers/storage/layer-store.ts';
+import type { LayerStore } from '../../drivers/storage/types.ts';
+import { createStdio } from '../../drivers/stdio/stdio.ts';
+import { createSupervisorClient } from '../../drivers/supervisor/client.ts';
+import { startSupervisor } from '../../drivers/supervisor/process.ts';
+import { createRuntimes, type Runtimes } from '../../drivers/supervisor/runtimes.ts';
+import { findNetworkByName } from '../../reconcilers/network/default-network.ts';
+import { STORE_SCHEMAS } from '../../store/schemas/index.ts';
+import { openStore, type Store } from '../../store/store.ts';
+import { findInit, seccompProfile } from '../daemon-helpers.ts';
+
+/** Where the supervisor listens, and in which namespace our containers live. */
+export interface SupervisorAddress {
+  readonly address: string;
+  readonly namespace: string;
+}
+
+/** The runtime table behind a stable object, since a reload may replace the table. */
+export interface SwappableRuntimes extends Runtimes {
+  /** A table for `c` (throws on an invalid one), to `swap` in once the whole reload is accepted. */
+  build(c: DaemonConfig): Runtimes;
+  swap(next: Runtimes): void;
+}
+
+export function coreComponents({ cfg, log }: DaemonEnv) {
+  return [
+    component<Paths>({
+      id: 'paths',
+      requires: [],
+      init: () => {
+        const paths = { dataRoot: cfg.dataRoot, execRoot: cfg.execRoot, tmpDir: process.env.ENGINE_TMPDIR || join(cfg.dataRoot, 'tmp') };
+        for (const d of [paths.dataRoot, paths.execRoot, paths.tmpDir]) mkdirSync(d, { recursive: true, mode: 0o711 });
+        return paths;
+      },
+    }),
+    component<Store>({
+      id: 'store',
+      requires: ['paths'],
+      init: (ctx) => openStore(join(ctx.get<Paths>('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), schemas: STORE_SCHEMAS }),
+      close: (store) => store.close(),
+    }),
+    component<LayerStore>({
+      id: 'layers',
+      requires: ['paths'],
+      init: (ctx) => {
+        const { dataRoot, tmpDir } = ctx.get<Paths>('paths');
+        if (cfg.storageDriver && cfg.storageDriver !== 'overlay2' && cfg.storageDriver !== 'vfs') {
+          throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
+        }
+        return createLayerStore({
+          dataRoot,
+          driver: cfg.storageDriver === 'vfs' ? 'vfs' : 'overlay2',
+          tmpDir,
+          usePigz: !process.env.ENGINE_DISABLE_PIGZ,
+          log: log.child({ component: 'layers' }),
+        });
+      },
+      close: (layers) => layers.cleanup(),
+    }),
+    component<SupervisorAddress & { stop?: () => Promise<void> | void }>({
+      id: 'supervisor',
+      requires: ['paths'],
+      init: async (ctx) => {
+        const namespace = cfg.supervisorNamespace || 'engine';
+        if (cfg.supervisor) return { address: cfg.supervisor, namespace };
+        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        const p = await startSupervisor({
+          root: join(dataRoot, 'containerd'),
+          state: join(execRoot, 'containerd', 'state'),
+          configDir: join(execRoot, 'containerd'),
+          log: log.child({ component: 'supervisor' }),
+          debug: cfg.debug,
+        });
+        return { address: p.address, namespace, stop: () => p.stop() };
+      },
+      close: (s) => s.stop?.(),
+    }),
+    component({
+      id: 'supervisor-client',
+      requires: ['supervisor'],
+      init: (ctx) => createSupervisorClient({ ...ctx.get<SupervisorAddress>('supervisor'), log: log.child({ component: 'supervisor-client' }) }),
+      close: (client) => client.close(),
+    }),
+    component<SwappableRuntimes>({
+      id: 'runtimes',
+      requires: ['paths'],
+      init: (ctx) => {
+        const { execRoot } = ctx.get<Paths>('paths');
+        const build = (c: DaemonConfig) => createRuntimes({ defaultRuntime: c.defaultRuntime || 'stdrt', runtimes: c.runtimes ?? {}, execRoot });
+        let table = build(cfg);
+        return {
+          resolve: (name) => table.resolve(name),
+          names: () => table.names(),
+          get default() {
+            return table.default;
+          },
+          build,
+          swap: (next) => {
+            table = next;
+          },
+        };
+      },
+    }),
+    component({ id: 'stdio', requires: [], init: () => createStdio(log.child({ component: 'stdio' })) }),
+    component({ id: 'logging', requires: [], init: () => createLogging({ log: log.child({ component: 'logging' }) }) }),
+    component({
+      id: 'spec',
+      requires: ['store'],
+      init: (ctx) => {
+        const store = ctx.get<Store>('store');
+        return createSpecBuilder({
+          log: log.child({ component: 'oci' }),
+          defaultShmSize: cfg.defaultShmSize,
+          dns: { servers: cfg.dns ?? [], search: cfg.dnsSearch ?? [], options: cfg.dnsOpts ?? [] },
+          init: cfg.init,
+          initPath: cfg.initPath || findInit(),
+          seccomp: seccompProfile(cfg.seccompProfile),
+          noNewPrivileges: cfg.noNewPrivileges,
+          defaultUlimits: Object.values(cfg.defaultUlimits ?? {}),
+          hostGatewayIp: () => cfg.hostGatewayIp || findNetworkByName(store, 'bridge')?.spec.ipam.Config[0]?.Gateway || '',
+        });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,25 @@
+// The daemon, as the list of its components. The list is written in the order they start (each
+// after what it requires); they close in reverse, so the API closes first and the store last.
+import type { Component } from '../components.ts';
+import type { DaemonEnv } from './env.ts';
+import { apiComponent, serviceComponents } from './api.ts';
+import { containerComponents, runningComponent } from './containers.ts';
+import { coreComponents } from './core.ts';
+import { networkComponents } from './network.ts';
+import { reloadComponent } from './reload.ts';
+
+export type { DaemonEnv } from './env.ts';
+
+export function daemonComponents(env: DaemonEnv): Component[] {
+  return [
+    ...coreComponents(env),
+    ...networkComponents(env),
+    ...containerComponents(env),
+    ...serviceComponents(env),
+    // After what the routes use, so at shutdown the controllers and the containers stop before
+    // any of it closes.
+    runningComponent(env),
+    apiComponent(env),
+    reloadComponent(env),
+  ];
+}
