@@ -6,6 +6,7 @@ import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { containerByName, KIND } from '../../store/types.ts';
 import type { ContainerLogReader, ContainerSignalPort } from '../ports.ts';
+import { parseCreateBody } from './create-schema.ts';
 import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { generateName, normalizeName } from './names.ts';
 import { inspectView, summaryView } from './views.ts';
@@ -120,9 +121,9 @@ export function containerRoutes(deps: ContainerRouteDeps) {
 
   return async function register(app: FastifyInstance): Promise<void> {
     app.post('/containers/create', async (req: Req, reply) => {
-      const body = req.body;
-      const imageRef = body && typeof body === 'object' ? (body as Record<string, unknown>).Image ?? (body as Record<string, unknown>).image : undefined;
-      if (typeof imageRef !== 'string' || !imageRef) throw invalidArgument('No image was specified');
+      const body = parseCreateBody(req.body);
+      const imageRef = body.Image;
+      if (!imageRef) throw invalidArgument('No image was specified');
       const platform = q(req, 'platform');
       if (platform && !/^linux(\/amd64)?(\/.*)?$/.test(platform)) throw notFound(`No such image: ${imageRef}`);
       const image = deps.resolveImage(imageRef);
@@ -143,7 +144,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       const rawName = q(req, 'name');
       const name = rawName ? normalizeName(rawName) : generateName(taken, shortId(id));
       if (!n.config.Hostname) n.config.Hostname = shortId(id);
-      checkMacAddresses(n.config, (body as Record<string, unknown>).NetworkingConfig);
+      checkMacAddresses(n.config, body.NetworkingConfig);
       const links = normalizeLinks(n.hostConfig, name, (ref) => findContainer(store, ref));
       if (links) n.hostConfig.Links = links;
       const existing = containerByName(store, name);
@@ -151,7 +152,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
       }
       // Each network it joins is an endpoint record of its own (its NetworkMode one marked primary).
-      const split = endpointsFromCreate(mode, (body as Record<string, unknown>).NetworkingConfig, (ref) => {
+      const split = endpointsFromCreate(mode, body.NetworkingConfig, (ref) => {
         try {
           const net = findNetwork(store, ref);
           return net.spec.driver === 'bridge' ? net : undefined;

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { normalizeCreate, type CreateDefaults } from '../../../api/containers/create-request.ts';
+import { parseCreateBody } from '../../../api/containers/create-schema.ts';
 
 const defaults: CreateDefaults = {
   runtime: 'stdrt',
@@ -14,7 +15,7 @@ const defaults: CreateDefaults = {
   validateBind: () => {},
 };
 const image = { config: { Cmd: ['sh'] } } as never;
-const create = (hostConfig: Record<string, unknown>, d: Partial<CreateDefaults> = {}) => normalizeCreate({ Image: 'img', HostConfig: hostConfig }, image, { ...defaults, ...d });
+const create = (hostConfig: Record<string, unknown>, d: Partial<CreateDefaults> = {}) => normalizeCreate(parseCreateBody({ Image: 'img', HostConfig: hostConfig }), image, { ...defaults, ...d });
 
 test('integer fields: a fraction, a string or an object is refused with the decoder message', () => {
   assert.throws(() => create({ CpuPeriod: 1.5 }), /cannot unmarshal number 1.5 into Go struct field HostConfig.HostConfig.CpuPeriod of type int64/);
@@ -33,7 +34,7 @@ test('namespace modes: defaults from the daemon, the reference values only', () 
   assert.throws(() => create({ IpcMode: 'sideways' }), /invalid IPC mode: sideways/);
   assert.throws(() => create({ PidMode: 'container:' }), /invalid PID mode/);
   assert.throws(() => create({ CgroupnsMode: 'shared' }), /invalid cgroup namespace mode: shared/);
-  assert.throws(() => create({ Init: 'yes' }), /invalid Init: expected a boolean/);
+  assert.throws(() => create({ Init: 'yes' }), /json: cannot unmarshal string into Go struct field HostConfig.HostConfig.Init of type bool/);
 });
 
 test('blkio weights the kernel cannot apply are discarded with the reference warning', () => {

@@ -1,0 +1,94 @@
+// The container create body's shape, checked as the reference's JSON decoder checks it: what it
+// takes (lowercase keys, nulls, a lone string for a list) and, for bad bodies, the 400 with its
+// "json: cannot unmarshal" message and nothing written.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import pino from 'pino';
+import { createApp } from '../../../api/app.ts';
+import { parseCreateBody } from '../../../api/containers/create-schema.ts';
+import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
+import { EngineError } from '../../../lib/errors.ts';
+import { KIND } from '../../../store/types.ts';
+import { FakeStore } from './fake-store.ts';
+
+/** Each bad body with the reference daemon's message for it. */
+const BAD: Array<[unknown, string]> = [
+  [{ Image: 'x', Env: 5 }, 'json: cannot unmarshal number into Go struct field CreateRequest.Env of type []string'],
+  [{ Image: 'x', Env: ['A=1', 2] }, 'json: cannot unmarshal number into Go struct field CreateRequest.Env of type string'],
+  [{ Image: 'x', Cmd: { a: 1 } }, 'json: cannot unmarshal object into Go struct field CreateRequest.Cmd of type string'],
+  [{ Image: 7 }, 'json: cannot unmarshal number into Go struct field CreateRequest.Image of type string'],
+  [{ Image: 'x', Labels: { a: 1 } }, 'json: cannot unmarshal number into Go struct field CreateRequest.Labels of type string'],
+  [{ Image: 'x', Labels: ['a'] }, 'json: cannot unmarshal array into Go struct field CreateRequest.Labels of type map[string]string'],
+  [{ Image: 'x', StopTimeout: '10' }, 'json: cannot unmarshal string into Go struct field CreateRequest.StopTimeout of type int'],
+  [{ Image: 'x', HostConfig: 'host' }, 'json: cannot unmarshal string into Go struct field CreateRequest.HostConfig of type container.HostConfig'],
+  [{ Image: 'x', HostConfig: { Memory: '64m' } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.Memory of type int64'],
+  [{ Image: 'x', HostConfig: { memory: 1.5 } }, 'json: cannot unmarshal number 1.5 into Go struct field HostConfig.HostConfig.Memory of type int64'],
+  [{ Image: 'x', HostConfig: { BlkioWeight: -1 } }, 'json: cannot unmarshal number -1 into Go struct field HostConfig.HostConfig.BlkioWeight of type uint16'],
+  [{ Image: 'x', HostConfig: { RestartPolicy: 'always' } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.RestartPolicy of type container.RestartPolicy'],
+  [
+    { Image: 'x', HostConfig: { RestartPolicy: { Name: 'on-failure', MaximumRetryCount: '3' } } },
+    'json: cannot unmarshal string into Go struct field RestartPolicy.HostConfig.RestartPolicy.MaximumRetryCount of type int',
+  ],
+  [{ Image: 'x', HostConfig: { Init: 'yes' } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.Init of type bool'],
+  [{ Image: 'x', HostConfig: { Binds: [1] } }, 'json: cannot unmarshal number into Go struct field HostConfig.HostConfig.Binds of type string'],
+  [{ Image: 'x', HostConfig: { LogConfig: { Config: { 'max-size': 10 } } } }, 'json: cannot unmarshal number into Go struct field LogConfig.HostConfig.LogConfig.Config of type string'],
+  [{ Image: 'x', HostConfig: { PortBindings: { '80/tcp': [{ HostPort: 8080 }] } } }, 'json: cannot unmarshal number into Go struct field PortBinding.HostConfig.PortBindings.HostPort of type string'],
+  [{ Image: 'x', Healthcheck: { Interval: '1s' } }, 'json: cannot unmarshal string into Go struct field HealthConfig.Healthcheck.Interval of type time.Duration'],
+  [[{ Image: 'x' }], 'json: cannot unmarshal array into Go value of type container.CreateRequest'],
+  ['x', 'json: cannot unmarshal string into Go value of type container.CreateRequest'],
+];
+
+function refusedWith(body: unknown, message: string): void {
+  assert.throws(
+    () => parseCreateBody(body),
+    (err: unknown) => err instanceof EngineError && err.code === 'InvalidArgument' && err.message === message,
+    JSON.stringify(body),
+  );
+}
+
+describe('create body schema', () => {
+  test('valid bodies: minimal, lowercase keys matched as Go matches them, nulls, a lone string for a list', () => {
+    assert.equal(parseCreateBody({ Image: 'x' }).Image, 'x');
+    const lower = parseCreateBody({ image: 'x', cmd: ['sh'], hostconfig: { memory: 67108864, restartpolicy: { name: 'always' } } });
+    assert.equal(lower.Image, 'x');
+    assert.deepEqual(lower.Cmd, ['sh']);
+    assert.equal(lower.HostConfig?.Memory, 67108864);
+    assert.equal(lower.HostConfig?.RestartPolicy?.Name, 'always');
+    // An exact-case key wins over another casing of it.
+    assert.equal(parseCreateBody({ image: 'a', Image: 'b' }).Image, 'b');
+    const nulls = parseCreateBody({ Image: 'x', Cmd: null, Env: null, Labels: null, HostConfig: { RestartPolicy: null, Memory: null, Binds: null }, Healthcheck: null, NetworkingConfig: null });
+    assert.equal(nulls.Env, null);
+    assert.equal(nulls.HostConfig?.RestartPolicy, null);
+    assert.deepEqual(parseCreateBody({ Image: 'x', Cmd: 'sh', Env: 'A=1', HostConfig: { CapAdd: 'NET_ADMIN' } }).Env, ['A=1']);
+    // No body (or JSON null) is an empty request; unknown keys are kept, as Go ignores them.
+    assert.deepEqual(parseCreateBody(undefined), {});
+    assert.deepEqual(parseCreateBody(null), {});
+    assert.equal((parseCreateBody({ Image: 'x', Whatever: 1 }) as Record<string, unknown>).Whatever, 1);
+  });
+
+  test('bad bodies are refused with the decoder message', () => {
+    for (const [body, message] of BAD) refusedWith(body, message);
+  });
+
+  test('over HTTP: 400 with the message, nothing written', async () => {
+    const store = new FakeStore();
+    const deps = {
+      store,
+      resolveImage: () => assert.fail('the image is looked up only after the body is checked'),
+    } as unknown as ContainerRouteDeps;
+    const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, engineVersion: '0.1.0', plugins: [containerRoutes(deps)] });
+    try {
+      for (const [body, message] of BAD) {
+        const r = await app.inject({ method: 'POST', url: '/v1.47/containers/create', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+        assert.equal(r.statusCode, 400, JSON.stringify(body));
+        assert.equal(r.json().message, message);
+      }
+      const none = await app.inject({ method: 'POST', url: '/v1.47/containers/create', headers: { 'content-type': 'application/json' }, payload: '{}' });
+      assert.equal(none.statusCode, 400);
+      assert.equal(none.json().message, 'No image was specified');
+      assert.deepEqual(store.list(KIND.container), []);
+    } finally {
+      await app.close();
+    }
+  });
+});
