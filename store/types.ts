@@ -94,7 +94,7 @@ export interface HostConfig {
   DnsSearch: string[] | null;
   ExtraHosts: string[] | null;
   Init?: boolean | null;
-  ConsoleSize?: [number, number];
+  ConsoleSize?: [number, number] | null;
   PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }> | null> | null;
   PublishAllPorts?: boolean;
   /** Legacy links, stored as "/child:/parent/alias" (as given on user-defined networks). */

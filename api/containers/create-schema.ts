@@ -139,6 +139,12 @@ const hostConfig = struct(top('HostConfig'), 'container.HostConfig', {
   Ulimits: list(hc('Ulimits'), '[]*units.Ulimit'),
   BlkioWeightDevice: list(hc('BlkioWeightDevice'), '[]*blkiodev.WeightDevice'),
   Devices: list(hc('Devices'), '[]container.DeviceMapping'),
+  // Go's [2]uint: fewer elements leave zeros, more are dropped; stored as the pair the runtime reads.
+  ConsoleSize: z
+    .array(int(hc('ConsoleSize'), 'uint64').unwrap().unwrap(), { error: unmarshal('HostConfig', 'HostConfig.ConsoleSize', '[2]uint') })
+    .nullish()
+    .transform((a) => (a ? ([a[0] ?? 0, a[1] ?? 0] as [number, number]) : a))
+    .optional(),
 });
 
 export const createSchema = struct({ struct: 'CreateRequest', path: '' }, 'container.CreateRequest', {

@@ -24,7 +24,7 @@ export interface SpecHostConfig {
   DnsOptions: string[] | null;
   DnsSearch: string[] | null;
   ExtraHosts: string[] | null;
-  ConsoleSize?: [number, number];
+  ConsoleSize?: [number, number] | null;
   [key: string]: unknown;
 }
 

@@ -9,6 +9,9 @@ import { KIND } from '../types.ts';
 const strings = z.array(z.string());
 const stringMap = z.record(z.string(), z.string());
 
+/** ExposedPorts, Volumes: only the keys mean something (Go decodes the values into empty structs); values are kept as sent. */
+const keySet = z.record(z.string(), z.unknown()).nullish() as unknown as z.ZodType<Record<string, object> | null | undefined>;
+
 const containerConfig = z.looseObject({
   Hostname: z.string(),
   Domainname: z.string(),
@@ -16,7 +19,7 @@ const containerConfig = z.looseObject({
   AttachStdin: z.boolean(),
   AttachStdout: z.boolean(),
   AttachStderr: z.boolean(),
-  ExposedPorts: z.record(z.string(), z.object({})).nullish(),
+  ExposedPorts: keySet,
   Tty: z.boolean(),
   OpenStdin: z.boolean(),
   StdinOnce: z.boolean(),
@@ -25,7 +28,7 @@ const containerConfig = z.looseObject({
   Healthcheck: z.unknown().optional(),
   ArgsEscaped: z.boolean().optional(),
   Image: z.string(),
-  Volumes: z.record(z.string(), z.object({})).nullish(),
+  Volumes: keySet,
   WorkingDir: z.string(),
   Entrypoint: strings.nullable(),
   NetworkDisabled: z.boolean().optional(),
@@ -59,7 +62,7 @@ const hostConfig = z.looseObject({
   DnsSearch: strings.nullable(),
   ExtraHosts: strings.nullable(),
   Init: z.boolean().nullish(),
-  ConsoleSize: z.tuple([z.number(), z.number()]).optional(),
+  ConsoleSize: z.tuple([z.number(), z.number()]).nullish(),
   PortBindings: z.record(z.string(), z.array(portBinding).nullable()).nullish(),
   PublishAllPorts: z.boolean().optional(),
   Links: strings.nullish(),
