@@ -267,37 +267,7 @@ export interface ContainerStatus {
 // ---------------------------------------------------------------------------------------------
 // Images: kind 'image', name = 'sha256:<64 hex>' (the config digest).
 
-/** The OCI/Docker image configuration blob, parsed. */
-export interface ImageConfigBlob {
-  architecture?: string;
-  os?: string;
-  variant?: string;
-  created?: string;
-  author?: string;
-  comment?: string;
-  docker_version?: string;
-  container?: string;
-  container_config?: Record<string, unknown>;
-  config?: {
-    User?: string;
-    ExposedPorts?: Record<string, object>;
-    Env?: string[];
-    Entrypoint?: string[] | null;
-    Cmd?: string[] | null;
-    Volumes?: Record<string, object>;
-    WorkingDir?: string;
-    Labels?: Record<string, string> | null;
-    StopSignal?: string;
-    Healthcheck?: unknown;
-    OnBuild?: string[] | null;
-    Shell?: string[];
-    ArgsEscaped?: boolean;
-    [key: string]: unknown;
-  };
-  rootfs: { type: 'layers'; diff_ids: string[] };
-  history?: Array<{ created?: string; created_by?: string; author?: string; comment?: string; empty_layer?: boolean }>;
-  [key: string]: unknown;
-}
+export type { ImageConfigBlob } from '../lib/image-config.ts';
 
 export interface ImageSpec {
   /** sha256:<hex> of rawConfig. */

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EngineError, internal, invalidArgument, notFound } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
-import type { ImageConfigBlob } from '../../store/types.ts';
+import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import { ChunkWriter } from '../storage/chunk-writer.ts';
 import { chunksOf } from '../storage/chunks.ts';
 import type { LayerInfo, LayerLease } from '../storage/types.ts';

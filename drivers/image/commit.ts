@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { CommitRequest, ImageCommitPort, LoadedImage } from '../../lib/image-ports.ts';
 import { notFound } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import type { ImageConfigBlob } from '../../store/types.ts';
+import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import { readTar, type TarHeader } from '../storage/tar-reader.ts';
 import { encodeHeader, endOfArchive, padding, type TarWriteHeader } from '../storage/tar-writer.ts';
 import type { LayerStore } from '../storage/types.ts';

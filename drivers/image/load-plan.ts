@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { invalidArgument } from '../../lib/errors.ts';
 import { isDigest, normalizeName as normalizeReference, parseReference } from '../../lib/reference.ts';
-import type { ImageConfigBlob } from '../../store/types.ts';
+import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import {
   ANNOTATION_IMAGE_NAME, ANNOTATION_REF_NAME, ANNOTATION_REFERENCE_TYPE, blobPath, isIndexMedia,
   type Descriptor, type DockerSaveEntry, type OciIndex, type OciManifest,
