@@ -13,20 +13,7 @@ export interface RegistryAuth {
   registrytoken?: string;
 }
 
-export interface PulledImage {
-  id: string;
-  rawConfig: string;
-  diffIds: string[];
-  chainId: string | null;
-  size: number;
-  repoDigest: string;
-  /** Ends the hold on the image's layers asked for with holdLayers. */
-  release?(): void;
-}
-
 export interface DistributionPort {
-  /** holdLayers: keep the layers from removal until the result's release(), once the image is recorded. */
-  pull(ref: string, opts: { auth?: RegistryAuth; platform?: string; holdLayers?: boolean; signal: AbortSignal; onProgress(msg: JsonMessage): void }): Promise<PulledImage>;
   push(
     ref: string,
     image: { rawConfig: string; diffIds: string[]; chainId: string | null },
@@ -49,6 +36,14 @@ export interface SearchResult {
   name: string;
   is_automated: boolean;
   description: string;
+}
+
+/** The pull reconciler as the pull route sees it. */
+export interface PullJobsPort {
+  /** Progress lines of pull `name` from now on (after the latest ones so far); answers the unsubscribe. */
+  watch(name: string, fn: (msg: JsonMessage) => void): () => void;
+  /** Credentials for the next run of pull `name` (kept in memory only). */
+  setCredentials(name: string, auth: RegistryAuth | undefined): void;
 }
 
 /** The store operations the pull and push routes use (store/store.ts implements them). */

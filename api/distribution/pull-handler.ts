@@ -1,20 +1,18 @@
-// POST /images/create?fromImage=&tag=&platform=: pull from a registry, streaming the CLI's
-// progress lines; the image record is written only once the pull is verified (its layers held
-// until then), and the tag moves only after the image reconciler reports the image ready.
+// POST /images/create?fromImage=&tag=&platform=: a pull record (desired state) per reference,
+// converged by the pull reconciler; this route writes it and streams the CLI's progress lines
+// from the reconciler's reports until the record says done or failed.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { EngineError, internal, invalidArgument, isCode } from '../../lib/errors.ts';
-import { rfc3339Nano } from '../../lib/ids.ts';
+import { EngineError, errorCode, invalidArgument } from '../../lib/errors.ts';
 import { familiarName, formatReference, isDigest, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
-import { runJsonLines } from '../streams.ts';
-import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PulledImage } from './port.ts';
+import { NEW_PULL_STATUS, PULL_KIND, pullName, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
+import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
+import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PullJobsPort, type RegistryAuth } from './port.ts';
 
 export interface PullDeps {
-  distribution: DistributionPort;
+  distribution: Pick<DistributionPort, 'listTags'>;
   store: DistributionStore;
-  /** How long to wait for the image reconciler (default 120 s). */
-  waitTimeoutMs?: number;
+  /** The pull reconciler's progress lines and credentials (cmd wires it). */
+  jobs: PullJobsPort;
   /** An image event (pull: actor the familiar reference, name its repository). */
   onEvent?: (action: string, id: string, name: string) => void;
 }
@@ -34,55 +32,54 @@ export function pullReference(fromImage: string, tag: string | undefined): Refer
   return withTag(ref, tag);
 }
 
+/**
+ * The pull as desired state: writes (or asks again for) the pull record, streams the reconciler's
+ * progress lines, and answers with its outcome. A client that goes away cancels the pull unless
+ * another request waits on it too; a daemon that dies leaves it wanted, and the next start runs it.
+ */
 export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
-  const { distribution, store } = deps;
-  const timeoutMs = deps.waitTimeoutMs ?? 120_000;
+  const { distribution, store, jobs } = deps;
+  /** Requests waiting per pull record, so the last one to go away cancels it. */
+  const waiting = new Map<string, number>();
 
-  /** Write or update the image and its reference; true when something the user sees changed. */
-  async function record(pulled: PulledImage, ref: Reference, signal: AbortSignal): Promise<boolean> {
-    let changed = false;
-    let img = store.get<ImageSpec, ImageStatus>(KIND.image, pulled.id);
-    if (img && img.spec.desired === 'removed') {
-      await store.waitFor<ImageSpec, ImageStatus>(KIND.image, pulled.id, (r) => !r, { timeoutMs, signal });
-      img = undefined;
-    }
-    if (!img) {
-      const spec: ImageSpec = {
-        id: pulled.id, rawConfig: pulled.rawConfig, diffIds: pulled.diffIds, chainId: pulled.chainId, size: pulled.size,
-        repoDigests: [pulled.repoDigest], parent: '', loadedAt: rfc3339Nano(), desired: 'present',
-      };
-      try {
-        store.create<ImageSpec, ImageStatus>(KIND.image, pulled.id, spec, { observedGeneration: 0, phase: 'pending', error: '' });
-        changed = true;
-      } catch (err) {
-        if (!isCode(err, 'AlreadyExists')) throw err;
+  /** Writes the wish; answers the generation whose outcome answers this request. */
+  async function ask(name: string, reference: string, platform: string, signal: AbortSignal): Promise<number> {
+    const cur = store.get<PullSpec, PullStatus>(PULL_KIND, name);
+    if (cur?.spec.desired === 'removed') await store.waitFor(PULL_KIND, name, (r) => !r, { signal });
+    const existing = store.get<PullSpec, PullStatus>(PULL_KIND, name);
+    if (!existing) return store.create<PullSpec, PullStatus>(PULL_KIND, name, { reference, platform, request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
+    return store.updateSpec<PullSpec, PullStatus>(PULL_KIND, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
+  }
+
+  async function pullOne(ref: Reference, platform: string, auth: RegistryAuth | undefined, out: JsonLinesWriter): Promise<boolean> {
+    const reference = formatReference(ref);
+    const name = pullName(reference, platform);
+    jobs.setCredentials(name, auth);
+    const unwatch = jobs.watch(name, (m) => out.write(m));
+    waiting.set(name, (waiting.get(name) ?? 0) + 1);
+    try {
+      const gen = await ask(name, reference, platform, out.signal);
+      const r = await store.waitFor<PullSpec, PullStatus>(
+        PULL_KIND,
+        name,
+        (x) => !x || (x.status.observedGeneration >= gen && (x.status.phase === 'done' || x.status.phase === 'failed')),
+        { signal: out.signal },
+      );
+      if (!r) throw new EngineError('Canceled', `pull of ${familiarName(reference)} was canceled`);
+      if (r.status.phase === 'failed') throw new EngineError(errorCode({ code: r.status.errorCode }), r.status.error);
+      return r.status.changed;
+    } catch (err) {
+      const last = (waiting.get(name) ?? 0) <= 1;
+      if (out.signal.aborted && last && store.get(PULL_KIND, name)) {
+        store.updateSpec<PullSpec, PullStatus>(PULL_KIND, name, (s) => ({ ...s, desired: 'removed' }));
       }
+      throw err;
+    } finally {
+      unwatch();
+      const n = (waiting.get(name) ?? 1) - 1;
+      if (n > 0) waiting.set(name, n);
+      else waiting.delete(name);
     }
-    const current = store.get<ImageSpec, ImageStatus>(KIND.image, pulled.id);
-    if (current && !current.spec.repoDigests.includes(pulled.repoDigest)) {
-      store.updateSpec<ImageSpec, ImageStatus>(KIND.image, pulled.id, (s) => ({ ...s, repoDigests: s.repoDigests.includes(pulled.repoDigest) ? s.repoDigests : [...s.repoDigests, pulled.repoDigest] }));
-      if (ref.digest) changed = true;
-    }
-    const ready = await store.waitFor<ImageSpec, ImageStatus>(KIND.image, pulled.id, (r) => !r || r.status.phase === 'ready' || r.status.phase === 'failed', { timeoutMs, signal });
-    if (!ready) throw internal(`image ${pulled.id} disappeared while it was being registered`);
-    if (ready.status.phase === 'failed') throw internal(ready.status.error || `image ${pulled.id} could not be registered`);
-    if (ref.tag !== undefined) {
-      const name = formatReference({ domain: ref.domain, path: ref.path, tag: ref.tag });
-      const existing = store.get<ReferenceSpec, ReferenceStatus>(KIND.reference, name);
-      if (!existing) {
-        try {
-          store.create<ReferenceSpec, ReferenceStatus>(KIND.reference, name, { imageId: pulled.id }, {});
-        } catch (err) {
-          if (!isCode(err, 'AlreadyExists')) throw err;
-          store.updateSpec<ReferenceSpec, ReferenceStatus>(KIND.reference, name, () => ({ imageId: pulled.id }));
-        }
-        changed = true;
-      } else if (existing.spec.imageId !== pulled.id) {
-        store.updateSpec<ReferenceSpec, ReferenceStatus>(KIND.reference, name, () => ({ imageId: pulled.id }));
-        changed = true;
-      }
-    }
-    return changed;
   }
 
   return async (request, reply) => {
@@ -90,8 +87,8 @@ export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: Fastif
     const fromImage = q(req, 'fromImage');
     if (!fromImage) throw invalidArgument('fromImage or fromSrc is required');
     const ref = pullReference(fromImage, q(req, 'tag'));
-    const platform = q(req, 'platform') || undefined;
-    if (platform !== undefined && !/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){0,2}$/.test(platform)) {
+    const platform = q(req, 'platform') || '';
+    if (platform && !/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){0,2}$/.test(platform)) {
       throw invalidArgument(`"${platform}": unknown operating system or architecture: invalid argument`);
     }
     const auth = decodeRegistryAuth(req.headers['x-registry-auth']);
@@ -102,15 +99,7 @@ export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: Fastif
         : [ref];
       let anyChanged = false;
       for (const r of refs) {
-        // The layers stay held until the image record names them: an image removal running
-        // meanwhile must not take a layer this pull found already there.
-        const pulled = await distribution.pull(formatReference(r), { auth, platform, holdLayers: true, signal: out.signal, onProgress: (m) => out.write(m) });
-        let changed: boolean;
-        try {
-          changed = await record(pulled, r, out.signal);
-        } finally {
-          pulled.release?.();
-        }
+        const changed = await pullOne(r, platform, auth, out);
         anyChanged ||= changed;
         deps.onEvent?.('pull', familiarName(formatReference(r)), familiarName(repositoryName(r)));
         if (!all) out.status(`Status: ${changed ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarName(formatReference(r))}`);

@@ -31,6 +31,7 @@ import { validateBind } from '../../drivers/oci/index.ts';
 import type { LayerStore } from '../../drivers/storage/types.ts';
 import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
 import type { ExecManager } from '../../reconcilers/container/exec.ts';
+import type { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts';
 import { parseSignal } from '../../reconcilers/container/signals.ts';
 import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
 import type { Store } from '../../store/store.ts';
@@ -86,7 +87,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'log-reader', 'events'],
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const layers = ctx.get<LayerStore>('layers');
@@ -95,6 +96,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       const runs = ctx.get<Runs>('runs').registry;
       const volumeDriver = ctx.get<Volumes>('volumes').driver;
       const distribution = ctx.get<DistributionDriver>('distribution');
+      const pulls = ctx.get<PullReconciler>('pulls');
       const logReader = ctx.get<LogReader>('log-reader');
       const events = ctx.get<EventRecorder>('events');
       const { tmpDir } = ctx.get<Paths>('paths');
@@ -127,7 +129,11 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             layers,
             commit: createImageCommitter({ layers, log: log.child({ component: 'commit' }), platform: hostPlatform() }),
             events,
-            pull: pullHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
+            pull: pullHandler({
+              distribution,
+              store,
+              jobs: { watch: (name, fn) => pulls.progress.subscribe(name, fn), setCredentials: (name, auth) => pulls.setCredentials(name, auth) },
+              onEvent: (a, id, name) => events.image(a, id, name) }),
             push: pushHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
           }),
           authRoutes({ distribution }),

@@ -182,7 +182,7 @@ export function runningComponent({ cfg, log }: DaemonEnv) {
   return component({
     // Events: the recorder watches before the first reconciles commit, so none of them is missed.
     id: 'running',
-    requires: ['controllers', 'containers', 'supervisor-events', 'migrations', 'events'],
+    requires: ['controllers', 'pulls', 'containers', 'supervisor-events', 'migrations', 'events'],
     init: async (ctx) => {
       const { manager } = ctx.get<Controllers>('controllers');
       const containers = ctx.get<ContainerReconciler>('containers');

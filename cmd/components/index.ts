@@ -6,6 +6,7 @@ import { apiComponent, serviceComponents } from './api.ts';
 import { containerComponents, runningComponent } from './containers.ts';
 import { coreComponents } from './core.ts';
 import { networkComponents } from './network.ts';
+import { pullComponent } from './pulls.ts';
 import { reloadComponent } from './reload.ts';
 
 export type { DaemonEnv } from './env.ts';
@@ -16,6 +17,7 @@ export function daemonComponents(env: DaemonEnv): Component[] {
     ...networkComponents(env),
     ...containerComponents(env),
     ...serviceComponents(env),
+    pullComponent(env),
     // After what the routes use, so at shutdown the controllers and the containers stop before
     // any of it closes.
     runningComponent(env),

@@ -3,6 +3,7 @@ import { schemaTable, type StoreSchemas } from '../schema.ts';
 import { containerSchema } from './container.ts';
 import { imageSchema, referenceSchema } from './image.ts';
 import { endpointSchema, ipamAllocationSchema, networkSchema, portAllocationSchema } from './network.ts';
+import { pullSchema } from './pull.ts';
 import { migrationSchema, volumeSchema } from './volume.ts';
 
 export const STORE_SCHEMAS: StoreSchemas = schemaTable([
@@ -15,4 +16,5 @@ export const STORE_SCHEMAS: StoreSchemas = schemaTable([
   endpointSchema,
   volumeSchema,
   migrationSchema,
+  pullSchema,
 ]);

@@ -122,6 +122,29 @@ describe('registry transfers: mirrors, limits, retries, platforms', { skip }, ()
     assert.equal((await ok(d, ['image', 'inspect', '--format', '{{.Id}}', name])).trim(), five.id);
   });
 
+  test('kill -9 during a pull: after the restart the image arrives without a new request', async () => {
+    const h = await daemon([]);
+    proxy.reset();
+    proxy.delayMs = 500;
+    const name = `${proxy.hostPort}/test/five:v1`;
+    const pulling = docker(h, ['pull', name]);
+    const deadline = Date.now() + 20_000;
+    while (proxy.stats.downloads.size === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(proxy.stats.downloads.size > 0, 'a layer download started');
+    await h.stop({ signal: 'SIGKILL' });
+    assert.notEqual((await pulling).code, 0, 'the client saw its daemon go away');
+    assert.notEqual((await docker(h, ['image', 'inspect', name]).catch(() => ({ code: 1 }))).code, 0, 'no daemon, no image');
+    proxy.delayMs = 0;
+    await h.restart();
+    let id = '';
+    for (const until = Date.now() + 60_000; Date.now() < until && !id; await new Promise((r) => setTimeout(r, 200))) {
+      const r = await docker(h, ['image', 'inspect', '--format', '{{.Id}}', name]);
+      if (r.code === 0) id = r.stdout.trim();
+    }
+    assert.equal(id, five.id, `the pull resumed by itself after the restart:\n${h.logs().split('\n').slice(-30).join('\n')}`);
+    assert.equal((await ok(h, ['images', '--format', '{{.Repository}}:{{.Tag}}'])).trim(), name);
+  });
+
   test('--max-concurrent-uploads 2: at most two layers of five in flight', async () => {
     pushProxy.reset();
     pushProxy.delayMs = 300;

@@ -11,6 +11,9 @@ import { authRoutes } from '../../../api/distribution/auth-routes.ts';
 import { pullHandler } from '../../../api/distribution/pull-handler.ts';
 import { pushHandler } from '../../../api/distribution/push-handler.ts';
 import { createDistribution, type DistributionDriver } from '../../../drivers/distribution/distribution.ts';
+import { Controller } from '../../../controllers/controller.ts';
+import { PullReconciler } from '../../../reconcilers/image/pull-reconciler.ts';
+import { PULL_KIND } from '../../../store/pull-types.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import type { ImageSpec, ImageStatus, ReferenceSpec } from '../../../store/types.ts';
 import { registryAvailable, startRegistry, type TestRegistry } from '../../e2e/registry/registry.ts';
@@ -41,11 +44,16 @@ async function daemon(): Promise<Daemon> {
     log: quietLog, insecureRegistries: [], registryMirrors: [], certsDir: '/nonexistent', maxConcurrentDownloads: 3, maxDownloadAttempts: 3,
     maxConcurrentUploads: 5, allowNondistributable: [], proxies: {}, layers, platform: { os: 'linux', architecture: 'amd64' }, retryDelayMs: 10,
   });
+  // The pull reconciler under its controller, as cmd runs it.
+  const pulls = new PullReconciler(store, dist, { waitTimeoutMs: 5000 });
+  const pullCtl = new Controller({ name: 'pull', kind: PULL_KIND, store, reconciler: pulls, log: quietLog, specChangesOnly: true });
+  pulls.enqueue = (key) => pullCtl.enqueue(key);
+  await pullCtl.start();
   const app = createApp({
     log: quietLog, version: { api: '1.47', min: '1.24' },
     plugins: [
       async (a) => {
-        a.post('/images/create', pullHandler({ distribution: dist, store, waitTimeoutMs: 5000 }));
+        a.post('/images/create', pullHandler({ distribution: dist, store, jobs: { watch: (n, fn) => pulls.progress.subscribe(n, fn), setCredentials: (n, auth) => pulls.setCredentials(n, auth) } }));
         a.post('/images/*', pushHandler({ distribution: dist, store }));
         await a.register(authRoutes({ distribution: dist }));
       },
@@ -56,6 +64,8 @@ async function daemon(): Promise<Daemon> {
     app, store, layers, dist,
     close: async () => {
       await app.close();
+      await pullCtl.stop();
+      await pulls.shutdown();
       dist.close();
       stopWatch();
       store.close();

@@ -85,6 +85,11 @@ function recordsOfEveryKind(): Array<{ kind: string; name: string; spec: unknown
     { kind: 'endpoint', name: endpointName(cid, netId), spec: endpoint, status: { ...EMPTY_ENDPOINT_STATUS, phase: 'attached', pid: 4242, ifName: 'eth0' } },
     { kind: 'volume', name: 'data', spec: volume, status: volumeStatus },
     { kind: 'migration', name: 'endpoint-records', spec: { at: now }, status: {} },
+    {
+      kind: 'pull', name: 'docker.io/library/busybox:latest',
+      spec: { reference: 'docker.io/library/busybox:latest', platform: '', request: 2, desired: 'present' },
+      status: { observedGeneration: 2, phase: 'done', imageId: image.id, changed: true, error: '', errorCode: '', startedAt: now, finishedAt: now },
+    },
   ];
 }
 

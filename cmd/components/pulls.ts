@@ -1,0 +1,28 @@
+// Pulls as desired state: the pull reconciler (kind 'pull') under its controller, started with
+// the others by 'running'. Its close aborts the downloads still under way: their records stay
+// wanted, and the next start resumes them.
+import { component } from '../components.ts';
+import type { DaemonEnv } from './env.ts';
+import type { Controllers } from './containers.ts';
+import { Controller } from '../../controllers/controller.ts';
+import type { DistributionDriver } from '../../drivers/distribution/distribution.ts';
+import { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts';
+import { PULL_KIND } from '../../store/pull-types.ts';
+import type { Store } from '../../store/store.ts';
+
+export function pullComponent({ log }: DaemonEnv) {
+  return component<PullReconciler>({
+    id: 'pulls',
+    requires: ['store', 'distribution', 'controllers'],
+    init: (ctx) => {
+      const store = ctx.get<Store>('store');
+      const pulls = new PullReconciler(store, ctx.get<DistributionDriver>('distribution'), { log: log.child({ component: 'pulls' }) });
+      // As many pulls at once as the registry limits allow; each is a job, so a worker is never held.
+      const ctl = new Controller({ name: 'pull', kind: PULL_KIND, store, reconciler: pulls, log, workers: 2, specChangesOnly: true });
+      pulls.enqueue = (key) => ctl.enqueue(key);
+      ctx.get<Controllers>('controllers').manager.add(ctl);
+      return pulls;
+    },
+    close: (pulls) => pulls.shutdown(),
+  });
+}
