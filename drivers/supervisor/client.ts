@@ -6,6 +6,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { invalidArgument } from '../../lib/errors.ts';
 import { anyOf, jsonAny, newGrpcClient, toDate, unary } from './proto.ts';
 import type { Decoded } from './proto.ts';
+import { killShim, listShims, startTicks } from './shims.ts';
 
 const SPEC_URL = 'types.containerd.io/opencontainers/runtime-spec/1/Spec';
 const PROCESS_URL = 'types.containerd.io/opencontainers/runtime-spec/1/Process';
@@ -50,6 +51,10 @@ export interface SupervisorClient {
   createContainer(req: { id: string; spec: object; runtime: { name: string; options?: object }; labels?: Record<string, string> }): Promise<void>;
   deleteContainer(id: string): Promise<void>;
   listContainers(): Promise<string[]>;
+  /** Ids of the containers with a shim started before this daemon process (an earlier life's, a lost one included). */
+  staleShimIds(): Promise<string[]>;
+  /** Kills the shim of container `id` (and what it started) if one is running; true when there was one. Only for a container with no task. */
+  reapShim(id: string): Promise<boolean>;
   createTask(req: { containerId: string; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<{ pid: number }>;
   startTask(containerId: string): Promise<{ pid: number }>;
   getTask(containerId: string): Promise<TaskState>;
@@ -141,6 +146,18 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
     async listContainers() {
       const r = await call(CONTAINERS_SVC, 'List', C + 'ListContainersRequest', C + 'ListContainersResponse', {});
       return (r.containers as Decoded[]).map((c) => c.id as string);
+    },
+
+    async staleShimIds() {
+      const self = await startTicks(process.pid);
+      return (await listShims(opts.address, ns)).filter((s) => s.startTicks >= 0 && s.startTicks < self).map((s) => s.id);
+    },
+
+    async reapShim(id) {
+      const shims = (await listShims(opts.address, ns)).filter((s) => s.id === id);
+      for (const s of shims) await killShim(s.pid);
+      if (shims.length) log.warn({ id, pids: shims.map((s) => s.pid) }, 'killed a shim the supervisor had lost');
+      return shims.length > 0;
     },
 
     async createTask(req) {

@@ -31,6 +31,10 @@ export interface SupervisorPort {
   closeIO(containerId: string, execId: string | undefined): Promise<void>;
   /** Ids of every container record the supervisor holds in our namespace. */
   listContainers(): Promise<string[]>;
+  /** Ids of the containers with a shim started before this daemon process (one the supervisor lost included). */
+  staleShimIds?(): Promise<string[]>;
+  /** Kills a shim the supervisor lost for container `id` (one with no task); true when there was one. */
+  reapShim?(id: string): Promise<boolean>;
   /** New cgroup limits for a running task (`docker update`). */
   updateTask(containerId: string, resources: object): Promise<void>;
 }

@@ -99,9 +99,16 @@ export class ContainerReconciler {
    * record's removal): killed and deleted, so no shim outlives what the store knows. At start-up.
    */
   async collectOrphans(): Promise<string[]> {
-    const ids = await this.deps.supervisor.listContainers();
+    const sup = this.deps.supervisor;
+    const ids = await sup.listContainers();
     const orphans = ids.filter((id) => !this.store.get(KIND.container, id));
     await Promise.all(orphans.map((id) => this.steps.clearSupervisor(id)));
+    // Shims the supervisor lost (a task create cut off by a crash): an earlier life's, with no
+    // task behind them. (One this life started may be in the middle of its create.)
+    for (const id of new Set((await sup.staleShimIds?.()) ?? [])) {
+      const hasTask = await sup.getTask(id).then(() => true, (err: unknown) => !isCode(err, 'NotFound'));
+      if (!hasTask) await sup.reapShim?.(id);
+    }
     return orphans;
   }
 

@@ -374,7 +374,8 @@ export class RunSteps {
       }
       await sup.deleteTask(id).catch(() => {});
     } catch {
-      // no task
+      // No task: a shim may still run if its create was cut off (the daemon killed meanwhile).
+      await sup.reapShim?.(id).catch(() => false);
     }
     if (await this.deleteRecord(id)) this.supervisorClean.add(id);
   }

@@ -1,0 +1,77 @@
+// Shims the supervisor lost track of. When a task create is cut off (the daemon killed in the
+// middle of it), the supervisor drops its connection to the shim and forgets the task, but the
+// shim process, and the `runc init` it started, keep running. They are found by their command
+// line: `containerd-shim-runc-v2 -namespace <ns> -id <id> -address <our private socket>`, which
+// only shims of this daemon's supervisor carry.
+import { readdir, readFile } from 'node:fs/promises';
+
+export interface ShimProcess {
+  pid: number;
+  /** The container id it was started for. */
+  id: string;
+  /** When it started, in clock ticks since boot (/proc/<pid>/stat field 22). */
+  startTicks: number;
+}
+
+/** The start time of a process in clock ticks since boot; -1 when it is gone. */
+export async function startTicks(pid: number | string): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command (in parentheses, which may hold spaces): state is field 3, starttime 22.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return -1;
+  }
+}
+
+async function cmdline(pid: string): Promise<string[] | null> {
+  try {
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+  } catch {
+    return null; // gone meanwhile
+  }
+}
+
+/** The shims of the supervisor listening on `address`, in namespace `ns`. */
+export async function listShims(address: string, ns: string): Promise<ShimProcess[]> {
+  const pids = (await readdir('/proc')).filter((p) => /^\d+$/.test(p));
+  const out: ShimProcess[] = [];
+  await Promise.all(
+    pids.map(async (p) => {
+      const argv = await cmdline(p);
+      if (!argv || !argv[0]?.includes('containerd-shim')) return;
+      const arg = (name: string) => {
+        const i = argv.indexOf(name);
+        return i >= 0 ? argv[i + 1] : undefined;
+      };
+      const id = arg('-id');
+      if (id && arg('-address') === address && arg('-namespace') === ns) out.push({ pid: Number(p), id, startTicks: await startTicks(p) });
+    }),
+  );
+  return out;
+}
+
+/** SIGKILL the processes the shim started (a half-created container's init), then the shim. */
+export async function killShim(pid: number): Promise<void> {
+  const children: number[] = [];
+  for (const p of (await readdir('/proc')).filter((x) => /^\d+$/.test(x))) {
+    try {
+      const stat = await readFile(`/proc/${p}/stat`, 'utf8');
+      // Field 4 (ppid) follows the command in parentheses, which may itself hold spaces.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) children.push(Number(p));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  for (const c of children) signal(c);
+  signal(pid);
+}
+
+function signal(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
