@@ -1,6 +1,8 @@
 // Restarting the daemon converges; an acknowledged write survives kill -9.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { docker, testImages } from './harness/clients.ts';
 
@@ -66,5 +68,31 @@ describe('durability', () => {
     assert.equal(state, 'exited');
     const rm = await docker(d, ['rm', '-f', ...ids]);
     assert.equal(rm.code, 0, rm.stderr);
+  });
+
+  test('a stored record that fails its schema is set aside: the daemon starts with the rest, docker info warns', async () => {
+    d ??= await startDaemon();
+    const imgs = await testImages();
+    assert.equal((await docker(d, ['load', '-i', imgs.dockerArchive])).code, 0);
+    const good = (await docker(d, ['create', '--network', 'none', '--name', 'good', imgs.tag, 'true'])).stdout.trim();
+    const bad = (await docker(d, ['create', '--network', 'none', '--name', 'bad', imgs.tag, 'true'])).stdout.trim();
+    assert.ok(good && bad);
+    assert.equal(await d.stop({ signal: 'SIGTERM', timeoutMs: 60_000 }), 0);
+    // What a bug in an older version, or a hand edit, could leave behind.
+    const db = new DatabaseSync(join(d.dataRoot, 'engine.db'));
+    db.prepare('UPDATE resources SET status = ? WHERE kind = ? AND name = ?').run('{"phase":7}', 'container', bad);
+    db.close();
+    await d.restart();
+    const ps = await docker(d, ['ps', '-a', '--no-trunc', '--format', '{{.ID}}']);
+    assert.equal(ps.code, 0, ps.stderr);
+    assert.match(ps.stdout, new RegExp(good));
+    assert.doesNotMatch(ps.stdout, new RegExp(bad));
+    const info = await docker(d, ['info', '--format', '{{json .Warnings}}']);
+    assert.match(info.stdout, new RegExp(`stored container ${bad} could not be read and was set aside: status\\.`));
+    // Its name is free again; the daemon works as before.
+    const again = await docker(d, ['run', '--rm', '--network', 'none', '--name', 'bad', imgs.tag, 'echo', 'ok']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stdout.trim(), 'ok');
+    assert.equal((await docker(d, ['rm', '-f', 'good'])).code, 0);
   });
 });
