@@ -7,8 +7,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolicy } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { parseWith } from '../go-json.ts';
 import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
 import { findContainer } from './routes.ts';
+import { updateSchema } from './update-schema.ts';
 import type { ApiStore } from './store.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -22,40 +24,28 @@ const RESTART_NAMES = new Set(['no', 'always', 'unless-stopped', 'on-failure']);
 
 type Update = Partial<Record<(typeof NUMBERS)[number], number>> & Partial<Record<(typeof STRINGS)[number], string>> & { PidsLimit?: number; RestartPolicy?: RestartPolicy };
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** The body as an update: types checked, unknown fields ignored (as the reference's decoder does). */
-export function parseUpdate(body: unknown): Update {
-  if (body === undefined || body === null || body === '') return {};
-  if (!isObj(body)) throw invalidArgument('invalid JSON: the update must be an object');
+/** The body as an update: types checked as Go's decoder checks them, unknown fields ignored, zeros dropped. */
+export function parseUpdate(input: unknown): Update {
+  if (input === '') return {};
+  const body = parseWith(updateSchema, input);
   const u: Update = {};
   for (const k of NUMBERS) {
     const v = body[k];
-    if (v === undefined || v === null) continue;
-    if (!Number.isInteger(v)) throw invalidArgument(`invalid JSON: ${k}: expected an integer`);
-    if ((v as number) !== 0) u[k] = v as number;
+    if (v !== undefined && v !== null && v !== 0) u[k] = v;
   }
   for (const k of STRINGS) {
     const v = body[k];
-    if (v === undefined || v === null || v === '') continue;
-    if (typeof v !== 'string') throw invalidArgument(`invalid JSON: ${k}: expected a string`);
-    u[k] = v;
+    if (v) u[k] = v;
   }
-  if (body.PidsLimit !== undefined && body.PidsLimit !== null) {
-    if (!Number.isInteger(body.PidsLimit)) throw invalidArgument('invalid JSON: PidsLimit: expected an integer');
-    u.PidsLimit = body.PidsLimit as number;
-  }
+  if (body.PidsLimit !== undefined && body.PidsLimit !== null) u.PidsLimit = body.PidsLimit;
   const rp = body.RestartPolicy;
-  if (isObj(rp) && (rp.Name || rp.MaximumRetryCount)) {
-    const name = typeof rp.Name === 'string' && rp.Name ? rp.Name : 'no';
+  if (rp && (rp.Name || rp.MaximumRetryCount)) {
+    const name = rp.Name || 'no';
     if (!RESTART_NAMES.has(name)) throw invalidArgument(`invalid restart policy: unknown policy '${name}'; use one of 'no', 'always', 'on-failure', or 'unless-stopped'`);
     const max = rp.MaximumRetryCount ?? 0;
-    if (!Number.isInteger(max)) throw invalidArgument('invalid JSON: RestartPolicy.MaximumRetryCount: expected an integer');
-    if ((max as number) < 0) throw invalidArgument('invalid restart policy: maximum retry count cannot be negative');
-    if (name !== 'on-failure' && (max as number) > 0) throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'`);
-    u.RestartPolicy = { Name: name as RestartPolicy['Name'], MaximumRetryCount: max as number };
+    if (max < 0) throw invalidArgument('invalid restart policy: maximum retry count cannot be negative');
+    if (name !== 'on-failure' && max > 0) throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'`);
+    u.RestartPolicy = { Name: name as RestartPolicy['Name'], MaximumRetryCount: max };
   }
   return u;
 }

@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
+import { at, body, parseWith, str, struct } from '../go-json.ts';
 import { decodeRegistryAuth, type DistributionPort, type RegistryAuth, type SearchResult } from './port.ts';
 
 export interface AuthRouteDeps {
@@ -40,13 +41,17 @@ function searchFilters(raw: string | undefined): (r: SearchResult) => boolean {
   return (r) => r.star_count >= stars && (official === undefined || r.is_official === official) && (automated === undefined || r.is_automated === automated);
 }
 
-function authBody(body: unknown): RegistryAuth {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== 'object' || Array.isArray(body)) throw invalidArgument('invalid auth configuration');
+const AUTH_FIELDS = ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const;
+const ac = at('AuthConfig', '');
+/** A registry.AuthConfig as the reference's decoder reads it: the JSON names, in any case. */
+const authSchema = struct(body('AuthConfig'), 'registry.AuthConfig', Object.fromEntries(AUTH_FIELDS.map((k) => [k, str(ac(k))])) as Record<(typeof AUTH_FIELDS)[number], ReturnType<typeof str>>);
+
+/** The credentials given; empty ones are left out. */
+function authBody(input: unknown): RegistryAuth {
+  const b = parseWith(authSchema, input);
   const out: RegistryAuth = {};
-  for (const k of ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const) {
-    const v = (body as Record<string, unknown>)[k];
-    if (v !== undefined && v !== null && typeof v !== 'string') throw invalidArgument(`invalid auth configuration: ${k} must be a string`);
+  for (const k of AUTH_FIELDS) {
+    const v = b[k];
     if (v) out[k] = v;
   }
   return out;

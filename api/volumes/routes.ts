@@ -11,6 +11,7 @@ import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts'
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersionNumber, qBool, qStr, queryOf } from '../images/query.ts';
 import { volumeSpec } from './container-mounts.ts';
+import { parseVolumeCreate } from './create-schema.ts';
 import { findVolume, listVolumes, liveVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
 
 export interface VolumeUsagePort {
@@ -31,24 +32,6 @@ const SWARM_ONLY = 'This node is not a swarm manager. Use "docker swarm init" or
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
-
-function stringMap(v: unknown, field: string): Record<string, string> {
-  if (v === undefined || v === null) return {};
-  if (!isObj(v)) throw invalidArgument(`invalid JSON: ${field}: expected an object`);
-  const out: Record<string, string> = {};
-  for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== 'string') throw invalidArgument(`invalid JSON: ${field}.${k}: expected a string`);
-    out[k] = x;
-  }
-  return out;
-}
-
-/** A body field by its name in any case, as Go's JSON decoder matches keys. */
-function field(b: Obj, name: string): unknown {
-  if (name in b) return b[name];
-  const k = Object.keys(b).find((x) => x.toLowerCase() === name.toLowerCase());
-  return k === undefined ? undefined : b[k];
-}
 
 export function volumeRoutes(deps: VolumeRouteDeps) {
   const { store } = deps;
@@ -77,16 +60,12 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
 
   return async function register(app: FastifyInstance): Promise<void> {
     app.post('/volumes/create', async (req: FastifyRequest, reply: FastifyReply) => {
-      const body = req.body ?? {};
-      if (!isObj(body)) throw invalidArgument('invalid JSON: expected an object');
-      if (field(body, 'ClusterVolumeSpec')) throw unavailable(SWARM_ONLY);
-      const rawName = field(body, 'Name');
-      if (rawName !== undefined && rawName !== null && typeof rawName !== 'string') throw invalidArgument('invalid JSON: Name: expected a string');
-      const rawDriver = field(body, 'Driver');
-      if (rawDriver !== undefined && rawDriver !== null && typeof rawDriver !== 'string') throw invalidArgument('invalid JSON: Driver: expected a string');
-      const driver = rawDriver || 'local';
-      const options = stringMap(field(body, 'DriverOpts'), 'DriverOpts');
-      const labels = stringMap(field(body, 'Labels'), 'Labels');
+      const body = parseVolumeCreate(req.body);
+      if (body.ClusterVolumeSpec) throw unavailable(SWARM_ONLY);
+      const rawName = body.Name;
+      const driver = body.Driver || 'local';
+      const options = body.DriverOpts ?? {};
+      const labels = body.Labels ?? {};
       const name = rawName || newId();
       const nameErr = volumeNameError(name);
       if (nameErr) throw invalidArgument(`create ${name}: ${nameErr}`);

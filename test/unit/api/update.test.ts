@@ -1,8 +1,12 @@
 // `docker update` requests: what the body may change, and the reference's refusals before any write.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyUpdate, parseUpdate } from '../../../api/containers/update.ts';
+import pino from 'pino';
+import { createApp } from '../../../api/app.ts';
+import { applyUpdate, parseUpdate, updateRoutes } from '../../../api/containers/update.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
+import { KIND } from '../../../store/types.ts';
+import { FakeStore } from './fake-store.ts';
 
 const MB = 1024 * 1024;
 const ctr = (hostConfig: Record<string, unknown>) => ({ name: 'c'.repeat(64), spec: { hostConfig: { RestartPolicy: { Name: 'no', MaximumRetryCount: 0 }, ...hostConfig } } }) as unknown as Resource<ContainerSpec, ContainerStatus>;
@@ -11,8 +15,8 @@ test('parse: zero and absent fields change nothing, unknown ones are ignored, ty
   assert.deepEqual(parseUpdate({ Memory: 0, CpuShares: 512, CpusetCpus: '', Devices: [], RestartPolicy: { Name: '', MaximumRetryCount: 0 } }), { CpuShares: 512 });
   assert.deepEqual(parseUpdate({ PidsLimit: -1, RestartPolicy: { Name: 'on-failure', MaximumRetryCount: 2 } }), { PidsLimit: -1, RestartPolicy: { Name: 'on-failure', MaximumRetryCount: 2 } });
   assert.deepEqual(parseUpdate(null), {});
-  assert.throws(() => parseUpdate({ Memory: '64m' }), /Memory: expected an integer/);
-  assert.throws(() => parseUpdate([]), /must be an object/);
+  assert.throws(() => parseUpdate({ Memory: '64m' }), { message: 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64' });
+  assert.throws(() => parseUpdate([]), { message: 'json: cannot unmarshal array into Go value of type container.UpdateConfig' });
   assert.throws(() => parseUpdate({ RestartPolicy: { Name: 'sometimes' } }), /unknown policy 'sometimes'/);
   assert.throws(() => parseUpdate({ RestartPolicy: { Name: 'always', MaximumRetryCount: 3 } }), /can only be used with 'on-failure'/);
 });
@@ -27,4 +31,51 @@ test('apply: the new values over the old; the refusals of the reference', () => 
   assert.throws(() => applyUpdate(ctr({ CpuQuota: 1000 }), { NanoCpus: 1e9 }), /Nano CPUs cannot be updated/);
   assert.throws(() => applyUpdate(ctr({ MemorySwap: 64 * MB }), { Memory: 128 * MB }), /Memory limit should be smaller than already set memoryswap limit/);
   assert.throws(() => applyUpdate(ctr({ AutoRemove: true }), { RestartPolicy: { Name: 'always', MaximumRetryCount: 0 } }), /AutoRemove is enabled/);
+});
+
+test('parse: each field refused in the Go type the reference decodes it into, keys in any case', () => {
+  const refused: Array<[unknown, string]> = [
+    [{ CpuShares: 1.5 }, 'json: cannot unmarshal number 1.5 into Go struct field UpdateConfig.CpuShares of type int64'],
+    [{ BlkioWeight: 70000 }, 'json: cannot unmarshal number 70000 into Go struct field UpdateConfig.BlkioWeight of type uint16'],
+    [{ BlkioWeight: -1 }, 'json: cannot unmarshal number -1 into Go struct field UpdateConfig.BlkioWeight of type uint16'],
+    [{ PidsLimit: true }, 'json: cannot unmarshal bool into Go struct field UpdateConfig.PidsLimit of type int64'],
+    [{ CpusetCpus: 1 }, 'json: cannot unmarshal number into Go struct field UpdateConfig.CpusetCpus of type string'],
+    [{ memory: '64m' }, 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64'],
+    [{ RestartPolicy: 'always' }, 'json: cannot unmarshal string into Go struct field UpdateConfig.RestartPolicy of type container.RestartPolicy'],
+    [{ RestartPolicy: { Name: 1 } }, 'json: cannot unmarshal number into Go struct field RestartPolicy.RestartPolicy.Name of type container.RestartPolicyMode'],
+    [{ RestartPolicy: { Name: 'on-failure', MaximumRetryCount: '3' } }, 'json: cannot unmarshal string into Go struct field RestartPolicy.RestartPolicy.MaximumRetryCount of type int'],
+    [{ Ulimits: {} }, 'json: cannot unmarshal object into Go struct field UpdateConfig.Ulimits of type []*units.Ulimit'],
+    ['x', 'json: cannot unmarshal string into Go value of type container.UpdateConfig'],
+    [5, 'json: cannot unmarshal number into Go value of type container.UpdateConfig'],
+  ];
+  for (const [body, message] of refused) assert.throws(() => parseUpdate(body), { message }, JSON.stringify(body));
+  assert.throws(() => parseUpdate({ RestartPolicy: { Name: 'on-failure', MaximumRetryCount: -1 } }), { message: 'invalid restart policy: maximum retry count cannot be negative' });
+  assert.deepEqual(parseUpdate({ memory: 64 * MB, cpusetcpus: '0', restartpolicy: { name: 'always' }, Ulimits: null }), { Memory: 64 * MB, CpusetCpus: '0', RestartPolicy: { Name: 'always', MaximumRetryCount: 0 } });
+  assert.deepEqual(parseUpdate(''), {});
+});
+
+test('POST /containers/{id}/update: a body of the wrong type is 400 with Go\'s message and changes nothing', async () => {
+  const store = new FakeStore();
+  const id = 'a'.repeat(64);
+  store.create(KIND.container, id, { id, name: '/web', desired: 'created', hostConfig: { Memory: 0, CpuShares: 0, RestartPolicy: { Name: 'no', MaximumRetryCount: 0 } } }, { phase: 'created', observedGeneration: 1 });
+  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [updateRoutes({ store })] });
+  const post = (payload: string) => app.inject({ method: 'POST', url: `/containers/web/update`, headers: { 'content-type': 'application/json' }, payload });
+  const refused: Array<[string, string]> = [
+    ['{"Memory":"64m"}', 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64'],
+    ['[]', 'json: cannot unmarshal array into Go value of type container.UpdateConfig'],
+    ['"x"', 'json: cannot unmarshal string into Go value of type container.UpdateConfig'],
+    ['{"Memory":1048576}', 'Minimum memory limit allowed is 6MB'],
+  ];
+  for (const [payload, message] of refused) {
+    const r = await post(payload);
+    assert.equal(r.statusCode, 400, payload);
+    assert.equal(r.json().message, message);
+  }
+  assert.equal(store.get(KIND.container, id)?.generation, 1);
+  const ok = await post(JSON.stringify({ Memory: 64 * MB, CpuShares: 512 }));
+  assert.equal(ok.statusCode, 200, ok.body);
+  assert.deepEqual(ok.json(), { Warnings: [] });
+  const h = store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec.hostConfig as unknown as Record<string, unknown>;
+  assert.deepEqual([h.Memory, h.CpuShares], [64 * MB, 512]);
+  await app.close();
 });

@@ -1,0 +1,21 @@
+// The body of POST /volumes/create, a volume.CreateOptions checked as the reference's decoder
+// checks it (see go-json.ts). A cluster volume spec is decoded only to be refused: this node is
+// never a swarm manager.
+import { z } from 'zod';
+import { at, body, parseWith, str, strMap, struct, unmarshal } from '../go-json.ts';
+
+const co = at('CreateOptions', '');
+
+const createOptions = struct(body('CreateOptions'), 'volume.CreateOptions', {
+  Name: str(co('Name')),
+  Driver: str(co('Driver')),
+  DriverOpts: strMap(co('DriverOpts')),
+  Labels: strMap(co('Labels')),
+  ClusterVolumeSpec: z.looseObject({}, { error: unmarshal('CreateOptions', 'ClusterVolumeSpec', 'volume.ClusterVolumeSpec') }).nullish(),
+});
+
+export type VolumeCreateBody = NonNullable<z.output<typeof createOptions>>;
+
+export function parseVolumeCreate(input: unknown): VolumeCreateBody {
+  return parseWith(createOptions, input);
+}
