@@ -9,7 +9,7 @@ const rp = at('RestartPolicy', 'HostConfig.RestartPolicy');
 const lc = at('LogConfig', 'HostConfig.LogConfig');
 const pb = at('PortBinding', 'HostConfig.PortBindings');
 const health = at('HealthConfig', 'Healthcheck');
-const top = at('CreateRequest', '');
+const top = at('ContainerConfigWrapper', '');
 
 /** HostConfig fields Go decodes as integers, with their Go types (Resources is embedded, so its fields sit here). */
 const HOST_INTS = {
@@ -71,7 +71,7 @@ const hostConfig = struct(top('HostConfig'), 'container.HostConfig', {
     .optional(),
 });
 
-export const createSchema = struct(body('CreateRequest'), 'container.CreateRequest', {
+export const createSchema = struct(body('ContainerConfigWrapper'), 'runconfig.ContainerConfigWrapper', {
   Image: str(top('Image')),
   Cmd: strSlice(top('Cmd')),
   Entrypoint: strSlice(top('Entrypoint')),

@@ -43,8 +43,8 @@ function searchFilters(raw: string | undefined): (r: SearchResult) => boolean {
 
 const AUTH_FIELDS = ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const;
 const ac = at('AuthConfig', '');
-/** A registry.AuthConfig as the reference's decoder reads it: the JSON names, in any case. */
-const authSchema = struct(body('AuthConfig'), 'registry.AuthConfig', Object.fromEntries(AUTH_FIELDS.map((k) => [k, str(ac(k))])) as Record<(typeof AUTH_FIELDS)[number], ReturnType<typeof str>>);
+/** A types.AuthConfig as the reference's decoder reads it: the JSON names, in any case. */
+const authSchema = struct(body('AuthConfig'), 'types.AuthConfig', Object.fromEntries(AUTH_FIELDS.map((k) => [k, str(ac(k))])) as Record<(typeof AUTH_FIELDS)[number], ReturnType<typeof str>>);
 
 /** The credentials given; empty ones are left out. */
 function authBody(input: unknown): RegistryAuth {

@@ -1,17 +1,17 @@
-// The body of POST /volumes/create, a volume.CreateOptions checked as the reference's decoder
+// The body of POST /volumes/create, a volume.VolumeCreateBody checked as the reference's decoder
 // checks it (see go-json.ts). A cluster volume spec is decoded only to be refused: this node is
 // never a swarm manager.
 import { z } from 'zod';
 import { at, body, parseWith, str, strMap, struct, unmarshal } from '../go-json.ts';
 
-const co = at('CreateOptions', '');
+const co = at('VolumeCreateBody', '');
 
-const createOptions = struct(body('CreateOptions'), 'volume.CreateOptions', {
+const createOptions = struct(body('VolumeCreateBody'), 'volume.VolumeCreateBody', {
   Name: str(co('Name')),
   Driver: str(co('Driver')),
   DriverOpts: strMap(co('DriverOpts')),
   Labels: strMap(co('Labels')),
-  ClusterVolumeSpec: z.looseObject({}, { error: unmarshal('CreateOptions', 'ClusterVolumeSpec', 'volume.ClusterVolumeSpec') }).nullish(),
+  ClusterVolumeSpec: z.looseObject({}, { error: unmarshal('VolumeCreateBody', 'ClusterVolumeSpec', 'volume.ClusterVolumeSpec') }).nullish(),
 });
 
 export type VolumeCreateBody = NonNullable<z.output<typeof createOptions>>;

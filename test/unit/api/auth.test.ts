@@ -1,4 +1,4 @@
-// POST /auth bodies: checked as the reference's decoder checks a registry.AuthConfig; a refused
+// POST /auth bodies: checked as the reference's decoder checks a types.AuthConfig; a refused
 // one never reaches the registry.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -28,8 +28,8 @@ test('a body of the wrong type is 400 with the decoder\'s message and no login i
     ['{"username":5}', 'json: cannot unmarshal number into Go struct field AuthConfig.username of type string'],
     ['{"Password":true}', 'json: cannot unmarshal bool into Go struct field AuthConfig.password of type string'],
     ['{"serveraddress":["r"]}', 'json: cannot unmarshal array into Go struct field AuthConfig.serveraddress of type string'],
-    ['[]', 'json: cannot unmarshal array into Go value of type registry.AuthConfig'],
-    ['"u:p"', 'json: cannot unmarshal string into Go value of type registry.AuthConfig'],
+    ['[]', 'json: cannot unmarshal array into Go value of type types.AuthConfig'],
+    ['"u:p"', 'json: cannot unmarshal string into Go value of type types.AuthConfig'],
   ];
   for (const [payload, message] of refused) {
     const r = await post(payload);

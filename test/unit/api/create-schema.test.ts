@@ -13,14 +13,14 @@ import { FakeStore } from './fake-store.ts';
 
 /** Each bad body with the reference daemon's message for it. */
 const BAD: Array<[unknown, string]> = [
-  [{ Image: 'x', Env: 5 }, 'json: cannot unmarshal number into Go struct field CreateRequest.Env of type []string'],
-  [{ Image: 'x', Env: ['A=1', 2] }, 'json: cannot unmarshal number into Go struct field CreateRequest.Env of type string'],
-  [{ Image: 'x', Cmd: { a: 1 } }, 'json: cannot unmarshal object into Go struct field CreateRequest.Cmd of type string'],
-  [{ Image: 7 }, 'json: cannot unmarshal number into Go struct field CreateRequest.Image of type string'],
-  [{ Image: 'x', Labels: { a: 1 } }, 'json: cannot unmarshal number into Go struct field CreateRequest.Labels of type string'],
-  [{ Image: 'x', Labels: ['a'] }, 'json: cannot unmarshal array into Go struct field CreateRequest.Labels of type map[string]string'],
-  [{ Image: 'x', StopTimeout: '10' }, 'json: cannot unmarshal string into Go struct field CreateRequest.StopTimeout of type int'],
-  [{ Image: 'x', HostConfig: 'host' }, 'json: cannot unmarshal string into Go struct field CreateRequest.HostConfig of type container.HostConfig'],
+  [{ Image: 'x', Env: 5 }, 'json: cannot unmarshal number into Go struct field ContainerConfigWrapper.Env of type []string'],
+  [{ Image: 'x', Env: ['A=1', 2] }, 'json: cannot unmarshal number into Go struct field ContainerConfigWrapper.Env of type string'],
+  [{ Image: 'x', Cmd: { a: 1 } }, 'json: cannot unmarshal object into Go struct field ContainerConfigWrapper.Cmd of type string'],
+  [{ Image: 7 }, 'json: cannot unmarshal number into Go struct field ContainerConfigWrapper.Image of type string'],
+  [{ Image: 'x', Labels: { a: 1 } }, 'json: cannot unmarshal number into Go struct field ContainerConfigWrapper.Labels of type string'],
+  [{ Image: 'x', Labels: ['a'] }, 'json: cannot unmarshal array into Go struct field ContainerConfigWrapper.Labels of type map[string]string'],
+  [{ Image: 'x', StopTimeout: '10' }, 'json: cannot unmarshal string into Go struct field ContainerConfigWrapper.StopTimeout of type int'],
+  [{ Image: 'x', HostConfig: 'host' }, 'json: cannot unmarshal string into Go struct field ContainerConfigWrapper.HostConfig of type container.HostConfig'],
   [{ Image: 'x', HostConfig: { Memory: '64m' } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.Memory of type int64'],
   [{ Image: 'x', HostConfig: { memory: 1.5 } }, 'json: cannot unmarshal number 1.5 into Go struct field HostConfig.HostConfig.Memory of type int64'],
   [{ Image: 'x', HostConfig: { BlkioWeight: -1 } }, 'json: cannot unmarshal number -1 into Go struct field HostConfig.HostConfig.BlkioWeight of type uint16'],
@@ -34,8 +34,8 @@ const BAD: Array<[unknown, string]> = [
   [{ Image: 'x', HostConfig: { LogConfig: { Config: { 'max-size': 10 } } } }, 'json: cannot unmarshal number into Go struct field LogConfig.HostConfig.LogConfig.Config of type string'],
   [{ Image: 'x', HostConfig: { PortBindings: { '80/tcp': [{ HostPort: 8080 }] } } }, 'json: cannot unmarshal number into Go struct field PortBinding.HostConfig.PortBindings.HostPort of type string'],
   [{ Image: 'x', Healthcheck: { Interval: '1s' } }, 'json: cannot unmarshal string into Go struct field HealthConfig.Healthcheck.Interval of type time.Duration'],
-  [[{ Image: 'x' }], 'json: cannot unmarshal array into Go value of type container.CreateRequest'],
-  ['x', 'json: cannot unmarshal string into Go value of type container.CreateRequest'],
+  [[{ Image: 'x' }], 'json: cannot unmarshal array into Go value of type runconfig.ContainerConfigWrapper'],
+  ['x', 'json: cannot unmarshal string into Go value of type runconfig.ContainerConfigWrapper'],
 ];
 
 function refusedWith(body: unknown, message: string): void {

@@ -1,4 +1,4 @@
-// POST /volumes/create bodies: checked as the reference's decoder checks a volume.CreateOptions,
+// POST /volumes/create bodies: checked as the reference's decoder checks a volume.VolumeCreateBody,
 // a refused one writes nothing; a good one makes the volume.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -25,14 +25,14 @@ function setup() {
 test('a body of the wrong type is 400 with the decoder\'s message and no volume is made', async () => {
   const { store, app, post } = setup();
   const refused: Array<[string, string]> = [
-    ['{"Labels":{"a":1}}', 'json: cannot unmarshal number into Go struct field CreateOptions.Labels of type string'],
-    ['{"Labels":["a"]}', 'json: cannot unmarshal array into Go struct field CreateOptions.Labels of type map[string]string'],
-    ['{"DriverOpts":{"type":true}}', 'json: cannot unmarshal bool into Go struct field CreateOptions.DriverOpts of type string'],
-    ['{"name":5}', 'json: cannot unmarshal number into Go struct field CreateOptions.Name of type string'],
-    ['{"Driver":{}}', 'json: cannot unmarshal object into Go struct field CreateOptions.Driver of type string'],
-    ['{"ClusterVolumeSpec":"x"}', 'json: cannot unmarshal string into Go struct field CreateOptions.ClusterVolumeSpec of type volume.ClusterVolumeSpec'],
-    ['[]', 'json: cannot unmarshal array into Go value of type volume.CreateOptions'],
-    ['"vol"', 'json: cannot unmarshal string into Go value of type volume.CreateOptions'],
+    ['{"Labels":{"a":1}}', 'json: cannot unmarshal number into Go struct field VolumeCreateBody.Labels of type string'],
+    ['{"Labels":["a"]}', 'json: cannot unmarshal array into Go struct field VolumeCreateBody.Labels of type map[string]string'],
+    ['{"DriverOpts":{"type":true}}', 'json: cannot unmarshal bool into Go struct field VolumeCreateBody.DriverOpts of type string'],
+    ['{"name":5}', 'json: cannot unmarshal number into Go struct field VolumeCreateBody.Name of type string'],
+    ['{"Driver":{}}', 'json: cannot unmarshal object into Go struct field VolumeCreateBody.Driver of type string'],
+    ['{"ClusterVolumeSpec":"x"}', 'json: cannot unmarshal string into Go struct field VolumeCreateBody.ClusterVolumeSpec of type volume.ClusterVolumeSpec'],
+    ['[]', 'json: cannot unmarshal array into Go value of type volume.VolumeCreateBody'],
+    ['"vol"', 'json: cannot unmarshal string into Go value of type volume.VolumeCreateBody'],
     ['{"Name":"a/b"}', 'create a/b: "a/b" includes invalid characters for a local volume name, only "[a-zA-Z0-9][a-zA-Z0-9_.-]" are allowed. If you intended to pass a host directory, use absolute path'],
   ];
   for (const [payload, message] of refused) {
