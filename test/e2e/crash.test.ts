@@ -1,4 +1,4 @@
-// Crash consistency: rounds of concurrent create/start/stop/rm/connect work with the daemon
+// Crash consistency: rounds of concurrent create/start/stop/rm/connect and network create/rm work with the daemon
 // killed (kill -9) at a seeded random moment in each. After every restart each acknowledged
 // create is there and each acknowledged removal is not; after removing everything nothing is
 // left: no supervisor containers or tasks, no shims, no mounts, no veths on the bridges, no
@@ -49,6 +49,11 @@ describe('crash consistency', () => {
     /** Removals acknowledged; and asked for at all (one cut off by the kill may or may not have been written). */
     const removed = new Set<string>();
     const asked = new Set<string>();
+    /** The same for networks (by name). */
+    const nets = new Set<string>();
+    const netsRemoved = new Set<string>();
+    const netsAsked = new Set<string>();
+    let netSeq = 0;
     for (let round = 0; round < 3; round++) {
       let alive = true;
       const worker = async (w: number) => {
@@ -67,10 +72,19 @@ describe('crash consistency', () => {
             const id = ids[Math.floor(random() * ids.length)]!;
             asked.add(id);
             if ((await docker(d, ['rm', '-f', id])).code === 0) removed.add(id);
-          } else if (pick < 0.9) {
+          } else if (pick < 0.85) {
             await docker(d, ['stop', '-t', '0', ids[Math.floor(random() * ids.length)]!]);
-          } else {
+          } else if (pick < 0.92) {
             await docker(d, ['network', 'connect', net, ids[Math.floor(random() * ids.length)]!]);
+          } else if (pick < 0.97 || nets.size === netsRemoved.size) {
+            const k = netSeq++;
+            const name = `cn${k}`;
+            if ((await docker(d, ['network', 'create', '--subnet', `10.252.${k}.0/24`, name])).code === 0) nets.add(name);
+          } else {
+            const live = [...nets].filter((n) => !netsRemoved.has(n));
+            const name = live[Math.floor(random() * live.length)]!;
+            netsAsked.add(name);
+            if ((await docker(d, ['network', 'rm', name])).code === 0) netsRemoved.add(name);
           }
         }
       };
@@ -83,6 +97,13 @@ describe('crash consistency', () => {
       const ps = await docker(d, ['ps', '-a', '--no-trunc', '--format', '{{.ID}}']);
       assert.equal(ps.code, 0, ps.stderr);
       const present = new Set(ps.stdout.split('\n').filter(Boolean));
+      const netLs = await docker(d, ['network', 'ls', '--format', '{{.Name}}']);
+      const netsPresent = new Set(netLs.stdout.split('\n').filter(Boolean));
+      for (const n of nets) {
+        if (netsRemoved.has(n)) assert.ok(!netsPresent.has(n), `round ${round}: network ${n} was removed (acknowledged) but is back`);
+        else if (!netsAsked.has(n)) assert.ok(netsPresent.has(n), `round ${round}: acknowledged network ${n} is missing`);
+        else if (!netsPresent.has(n)) netsRemoved.add(n);
+      }
       for (const id of created) {
         if (removed.has(id)) assert.ok(!present.has(id), `round ${round}: ${id} was removed (acknowledged) but is back`);
         else if (!asked.has(id)) assert.ok(present.has(id), `round ${round}: acknowledged create ${id} is missing`);
@@ -104,6 +125,16 @@ describe('crash consistency', () => {
     }
     assert.deepEqual(left, [], 'containers left after removing everything');
     assert.equal((await docker(d, ['network', 'rm', net])).code, 0);
+    const bridges: string[] = [];
+    // Every network but the builtins: a create cut off by the kill may have been written too.
+    const userNets = (await docker(d, ['network', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter((x) => x && !['bridge', 'host', 'none'].includes(x));
+    for (const n of userNets) {
+      const id = (await docker(d, ['network', 'inspect', '--format', '{{.Id}}', n])).stdout.trim();
+      if (id) bridges.push(`br-${id.slice(0, 12)}`);
+      const rm = await docker(d, ['network', 'rm', n]);
+      assert.equal(rm.code, 0, rm.stderr);
+    }
+    assert.deepEqual((await docker(d, ['network', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean).sort(), ['bridge', 'host', 'none']);
     const supervisor = join(d.execRoot, 'containerd', 'containerd.sock');
     const ctr = async (...args: string[]) => (await run('ctr', ['-a', supervisor, '-n', 'engine', ...args])).stdout.trim();
     assert.equal(await ctr('containers', 'ls', '-q'), '', 'supervisor containers');
@@ -120,12 +151,14 @@ describe('crash consistency', () => {
     assert.deepEqual(mounts, [], 'mounts');
     const ports = (await run('ip', ['-o', 'link', 'show', 'master', d.bridge])).stdout.trim();
     assert.equal(ports, '', 'veths on the default bridge');
+    const links = (await run('ip', ['-o', 'link', 'show'])).stdout;
+    assert.deepEqual(bridges.filter((b) => links.includes(` ${b}:`)), [], 'bridges of removed networks');
     const dnat = (await run('iptables-save', ['-t', 'nat'])).stdout.split('\n').filter((l) => l.includes('DNAT') && l.includes(`-A ${d.bridge.replace(/^et/, 'E')}`));
     assert.deepEqual(dnat, [], 'published-port rules');
     assert.equal(await d.stop({ signal: 'SIGTERM', timeoutMs: 60_000 }), 0);
     const db = new DatabaseSync(join(d.dataRoot, 'engine.db'));
     try {
-      const left = db.prepare(`SELECT kind, COUNT(*) AS n FROM resources WHERE kind IN ('container', 'endpoint', 'ipam-allocation', 'port-allocation') GROUP BY kind`).all();
+      const left = db.prepare(`SELECT kind, COUNT(*) AS n FROM resources WHERE kind IN ('container', 'endpoint', 'ipam-allocation', 'port-allocation') OR (kind = 'network' AND json_extract(spec, '$.name') NOT IN ('bridge', 'host', 'none')) GROUP BY kind`).all();
       assert.deepEqual(left, [], 'records left in the store');
     } finally {
       db.close();
