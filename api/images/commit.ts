@@ -7,6 +7,7 @@ import { conflict, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { CommitRequest } from '../../lib/image-ports.ts';
+import { parseCreateBody } from '../containers/create-schema.ts';
 import { findContainer } from '../containers/routes.ts';
 import { qBool, qList, qStr, queryOf } from './query.ts';
 import { noSuchImage } from './resolve.ts';
@@ -36,7 +37,8 @@ function bodyConfig(req: FastifyRequest): Record<string, unknown> | null {
     }
     return null;
   }
-  if (typeof body !== 'object' || Array.isArray(body)) throw invalidArgument('invalid JSON: the commit body must be an object');
+  // The reference decodes it as a create body (ContainerConfigWrapper): the same types, the same messages.
+  parseCreateBody(body);
   const entries = Object.entries(body as Record<string, unknown>).filter(([k]) => !NOT_CONFIG.has(k.toLowerCase()));
   return entries.length ? Object.fromEntries(entries) : null;
 }

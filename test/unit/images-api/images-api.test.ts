@@ -385,6 +385,16 @@ describe('commit', () => {
     const ct = await app.inject({ method: 'POST', url: `/commit?container=${'2'.repeat(64)}`, headers: { 'content-type': 'text/plain' }, payload: 'x' });
     assert.equal(ct.statusCode, 400);
     assert.equal(ct.json().message, "unsupported Content-Type header (text/plain): must be 'application/json'");
+    // The body is a create body to the reference's decoder: the same type errors, before anything is paused.
+    for (const [payload, message] of [
+      [{ Env: 5 }, 'json: cannot unmarshal number into Go struct field ContainerConfigWrapper.Env of type []string'],
+      [{ Labels: { a: 1 } }, 'json: cannot unmarshal number into Go struct field ContainerConfigWrapper.Labels of type string'],
+      [[1], 'json: cannot unmarshal array into Go value of type runconfig.ContainerConfigWrapper'],
+    ] as const) {
+      const r = await app.inject({ method: 'POST', url: `/commit?container=${'2'.repeat(64)}`, payload: payload as object });
+      assert.equal(r.statusCode, 400, JSON.stringify(payload));
+      assert.equal(r.json().message, message);
+    }
     assert.equal(commit.requests.length, 0);
     const none = setup({ commit: false });
     assert.equal((await none.app.inject({ method: 'POST', url: '/commit?container=x' })).statusCode, 501);
