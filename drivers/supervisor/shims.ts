@@ -24,8 +24,14 @@ export async function startTicks(pid: number | string): Promise<number> {
   }
 }
 
-async function cmdline(pid: string): Promise<string[] | null> {
+/**
+ * A shim's argv, or null for any other process. `comm` first: reading another process's cmdline
+ * takes its memory-map lock and can stall a thread-pool thread behind a process in exec or under
+ * memory pressure; `comm` ("containerd-shim", truncated to 15 bytes) does not.
+ */
+async function shimArgv(pid: string): Promise<string[] | null> {
   try {
+    if (!(await readFile(`/proc/${pid}/comm`, 'utf8')).startsWith('containerd-shim')) return null;
     return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
   } catch {
     return null; // gone meanwhile
@@ -38,7 +44,7 @@ export async function listShims(address: string, ns: string): Promise<ShimProces
   const out: ShimProcess[] = [];
   await Promise.all(
     pids.map(async (p) => {
-      const argv = await cmdline(p);
+      const argv = await shimArgv(p);
       if (!argv || !argv[0]?.includes('containerd-shim')) return;
       const arg = (name: string) => {
         const i = argv.indexOf(name);
