@@ -183,10 +183,15 @@ export function containerRoutes(deps: ContainerRouteDeps) {
         return tx.create(KIND.container, id, spec, status);
       });
       const r = await observed(id, created.generation);
-      if (!r || !r.status.prepared) {
-        if (r) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
-        const code = r?.status.errorCode === 'InvalidArgument' || r?.status.errorCode === 'Conflict' ? r.status.errorCode : 'Internal';
-        throw new EngineError(code, r?.status.error || 'container could not be created');
+      // Another request (an rm by id prefix, say) removed it while it was being created: its
+      // conflict, not a failure of this daemon.
+      if (!r || (!r.status.prepared && !r.status.error && r.spec.desired === 'removed')) {
+        throw conflict(`container ${id} was removed while it was being created`);
+      }
+      if (!r.status.prepared) {
+        store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
+        const code = r.status.errorCode === 'InvalidArgument' || r.status.errorCode === 'Conflict' ? r.status.errorCode : 'Internal';
+        throw new EngineError(code, r.status.error || 'container could not be created');
       }
       reply.code(201).send({ Id: id, Warnings: n.warnings.length ? n.warnings : null });
     });
