@@ -29,7 +29,6 @@ export interface StoreOptions {
   schemas?: StoreSchemas;
 }
 
-
 export interface PutOptions {
   /** 0: the resource must not exist yet; n > 0: its resourceVersion must be n. */
   expectedResourceVersion?: number;
@@ -83,7 +82,6 @@ interface Listener {
 interface Waiter {
   check: () => void;
 }
-
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS resources (

@@ -374,20 +374,14 @@ export class RunSteps {
       }
       await sup.deleteTask(id).catch(() => {});
     } catch {
-      // No task: a shim may still run if its create was cut off (the daemon killed meanwhile),
-      // which needs the supervisor's record of the container: only then is there one to look for.
-      if (await this.hadRecord(id)) await sup.reapShim?.(id).catch(() => false);
+      // No task. If the supervisor still had a record, a create may have been cut off (the daemon
+      // killed meanwhile) and left its shim running: look for one (unless the record was not there).
+      const existed = await sup.deleteContainer(id).then(() => true, (err: unknown) => (isCode(err, 'NotFound') ? false : null));
+      if (existed !== null) this.supervisorClean.add(id);
+      if (existed !== false) await sup.reapShim?.(id).catch(() => false);
+      return;
     }
     if (await this.deleteRecord(id)) this.supervisorClean.add(id);
-  }
-
-  /** Whether the supervisor holds a container record for `id` (unknown counts as yes). */
-  private async hadRecord(id: string): Promise<boolean> {
-    try {
-      return (await this.deps.supervisor.listContainers()).includes(id);
-    } catch {
-      return true;
-    }
   }
 
   /** Delete the supervisor's container record; true when it is gone (the supervisor refuses while a task exists). */
