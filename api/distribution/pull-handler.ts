@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineError, errorCode, invalidArgument } from '../../lib/errors.ts';
 import { familiarName, formatReference, isDigest, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
 import { NEW_PULL_STATUS, PULL_KIND, pullName, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
-import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
+import { runJsonLines, type JsonMessage } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PullJobsPort, type RegistryAuth } from './port.ts';
 
 export interface PullDeps {
@@ -15,6 +15,8 @@ export interface PullDeps {
   jobs: PullJobsPort;
   /** An image event (pull: actor the familiar reference, name its repository). */
   onEvent?: (action: string, id: string, name: string) => void;
+  /** Shared with the builder's FROM pulls, so waiters are counted together. */
+  puller?: Puller;
 }
 
 type Req = FastifyRequest<{ Querystring: Record<string, string | string[] | undefined> }>;
@@ -32,13 +34,24 @@ export function pullReference(fromImage: string, tag: string | undefined): Refer
   return withTag(ref, tag);
 }
 
+/** Where one pull's progress goes, and the signal of whoever waits for it. */
+export interface PullOutput {
+  write(msg: JsonMessage): void;
+  signal: AbortSignal;
+}
+
 /**
- * The pull as desired state: writes (or asks again for) the pull record, streams the reconciler's
- * progress lines, and answers with its outcome. A client that goes away cancels the pull unless
- * another request waits on it too; a daemon that dies leaves it wanted, and the next start runs it.
+ * One reference pulled as desired state: writes (or asks again for) the pull record, passes the
+ * reconciler's progress lines on, and answers whether anything new arrived. A waiter that goes
+ * away cancels the pull unless another one waits on it too; a daemon that dies leaves it wanted,
+ * and the next start runs it.
  */
-export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
-  const { distribution, store, jobs } = deps;
+export interface Puller {
+  pullOne(ref: Reference, platform: string, auth: RegistryAuth | undefined, out: PullOutput): Promise<boolean>;
+}
+
+export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
+  const { store, jobs } = deps;
   /** Requests waiting per pull record, so the last one to go away cancels it. */
   const waiting = new Map<string, number>();
 
@@ -51,7 +64,7 @@ export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: Fastif
     return store.updateSpec<PullSpec, PullStatus>(PULL_KIND, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
   }
 
-  async function pullOne(ref: Reference, platform: string, auth: RegistryAuth | undefined, out: JsonLinesWriter): Promise<boolean> {
+  async function pullOne(ref: Reference, platform: string, auth: RegistryAuth | undefined, out: PullOutput): Promise<boolean> {
     const reference = formatReference(ref);
     const name = pullName(reference, platform);
     jobs.setCredentials(name, auth);
@@ -82,6 +95,13 @@ export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: Fastif
     }
   }
 
+  return { pullOne };
+}
+
+/** POST /images/create?fromImage=: the pull of one tag, or of every tag of a repository. */
+export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  const { distribution } = deps;
+  const { pullOne } = deps.puller ?? createPuller(deps);
   return async (request, reply) => {
     const req = request as Req;
     const fromImage = q(req, 'fromImage');

@@ -3,10 +3,9 @@
 // delete and prune untag and mark images removed in one transaction each, then wait for the
 // reconciler to drop them. Image events are recorded once each change is committed.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { EngineError, internal, invalidArgument, isCode, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
-import { rfc3339Nano } from '../../lib/ids.ts';
+import { EngineError, invalidArgument, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
+import type { ContainerSpec, ContainerStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
 import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
@@ -18,6 +17,7 @@ import { listImages } from './list.ts';
 import { parseImagePruneFilters, pruneGuard, pruneImages } from './prune.ts';
 import { apiVersionNumber, qBool, qList, qStr, queryOf } from './query.ts';
 import { findImage, resolveImage, type ImageResource } from './resolve.ts';
+import { ensureImageRecord, setImageTag } from './records.ts';
 import type { ImageStore } from './store.ts';
 import { inspectView, type GraphDriverInfo } from './views.ts';
 
@@ -75,57 +75,8 @@ export function imageRoutes(deps: ImageRouteDeps) {
     return { Name: deps.layers?.driverName ?? DEFAULT_GRAPH_DRIVER.Name, Data: data && Object.keys(data).length ? data : null };
   };
 
-  /** Create the image record if needed and wait until the reconciler has it ready. */
-  async function ensureImage(li: LoadedImage, signal: AbortSignal, parent = ''): Promise<ImageResource> {
-    let cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
-    if (cur && cur.spec.desired === 'removed') {
-      // The same content is being deleted right now: let that finish, then add it anew.
-      await store.waitFor(KIND.image, li.id, (r) => !r, { timeoutMs, signal });
-      cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
-      if (cur) throw unavailable(`image ${li.id} is being removed`);
-    }
-    let gen: number;
-    if (!cur) {
-      const spec: ImageSpec = {
-        id: li.id, rawConfig: li.rawConfig, diffIds: li.diffIds, chainId: li.chainId, size: li.size,
-        repoDigests: [], parent, loadedAt: rfc3339Nano(), desired: 'present',
-      };
-      const status: ImageStatus = { observedGeneration: 0, phase: 'pending', error: '' };
-      try {
-        gen = store.create(KIND.image, li.id, spec, status).generation;
-      } catch (err) {
-        if (!isCode(err, 'AlreadyExists')) throw err;
-        gen = store.get<ImageSpec, ImageStatus>(KIND.image, li.id)?.generation ?? 0;
-      }
-    } else if (cur.status.phase === 'failed') {
-      // Layers may be back now: ask the reconciler to look again.
-      gen = store.updateSpec<ImageSpec, ImageStatus>(KIND.image, li.id, (s) => ({ ...s })).generation;
-    } else {
-      gen = cur.generation;
-    }
-    const settled = (r: ImageResource | undefined) =>
-      !r || r.spec.desired === 'removed' || r.status.phase === 'ready' || (r.status.phase === 'failed' && r.status.observedGeneration >= gen);
-    await store.waitFor<ImageSpec, ImageStatus>(KIND.image, li.id, settled, { timeoutMs, signal });
-    const r = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
-    if (!r || r.spec.desired === 'removed') throw internal(`image ${li.id} was removed while it was being added`);
-    if (r.status.phase === 'failed') throw internal(r.status.error || `image ${li.id} could not be added`);
-    if (r.status.phase !== 'ready') throw unavailable(`timed out waiting for image ${li.id}`);
-    return r;
-  }
-
-  /** Point a tag at an image; returns the image it pointed at before when that was another one. */
-  function setTag(fullName: string, imageId: string): string | undefined {
-    return store.transaction((tx) => {
-      const prev = tx.get<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName);
-      if (prev) {
-        if (prev.spec.imageId === imageId) return undefined;
-        tx.updateSpec<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName, () => ({ imageId }));
-        return prev.spec.imageId;
-      }
-      tx.create<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName, { imageId }, {});
-      return undefined;
-    });
-  }
+  const ensureImage = (li: LoadedImage, signal: AbortSignal, parent = '') => ensureImageRecord(store, li, { signal, parent, timeoutMs });
+  const setTag = (fullName: string, imageId: string) => setImageTag(store, fullName, imageId);
 
   async function load(req: Req, reply: FastifyReply): Promise<void> {
     const quiet = qBool(queryOf(req), 'quiet', true);

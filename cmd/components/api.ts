@@ -12,12 +12,18 @@ import { moreContainerRoutes } from '../../api/containers/more-routes.ts';
 import { containerRoutes } from '../../api/containers/routes.ts';
 import { updateRoutes } from '../../api/containers/update.ts';
 import { authRoutes } from '../../api/distribution/auth-routes.ts';
-import { pullHandler } from '../../api/distribution/pull-handler.ts';
+import { createPuller, pullHandler } from '../../api/distribution/pull-handler.ts';
+import type { PullJobsPort } from '../../api/distribution/port.ts';
 import { pushHandler } from '../../api/distribution/push-handler.ts';
 import { EventRecorder } from '../../api/events/recorder.ts';
 import { eventRoutes } from '../../api/events/routes.ts';
 import { resolveImage } from '../../api/images/resolve.ts';
 import { imageRoutes } from '../../api/images/routes.ts';
+import { buildBackend } from '../../api/build/backend.ts';
+import { buildRoutes } from '../../api/build/routes.ts';
+import type { CreateDefaults } from '../../api/containers/create-request.ts';
+import { createBuilder } from '../../drivers/build/builder.ts';
+import { buildPull } from '../../api/build/pull.ts';
 import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
 import { volumeRoutes } from '../../api/volumes/routes.ts';
@@ -108,6 +114,24 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
         version: { api: API_VERSION, min: MIN_API_VERSION },
         events,
       };
+      const createDefaults: CreateDefaults = {
+        get runtime() {
+          return runtimes.default;
+        },
+        hasRuntime: (n) => runtimes.names().includes(n),
+        shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
+        ipcMode: cfg.defaultIpcMode || 'private',
+        cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
+        blkioWeight: blkioWeightSupported(),
+        hostCpus: hostCpus(),
+        logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
+        validateLogConfig,
+        validateBind,
+      };
+      const pullJobs: PullJobsPort = { watch: (name, fn) => pulls.progress.subscribe(name, fn), setCredentials: (name, auth) => pulls.setCredentials(name, auth) };
+      const puller = createPuller({ store, jobs: pullJobs });
+      const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir });
+      const backend = buildBackend({ store, resolveImage: (ref) => resolveImage(store, ref), defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
       const app = createApp({
         log: log.child({ component: 'api' }),
         experimental: !!cfg.experimental,
@@ -129,33 +153,23 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             layers,
             commit: createImageCommitter({ layers, log: log.child({ component: 'commit' }), platform: hostPlatform() }),
             events,
-            pull: pullHandler({
-              distribution,
-              store,
-              jobs: { watch: (name, fn) => pulls.progress.subscribe(name, fn), setCredentials: (name, auth) => pulls.setCredentials(name, auth) },
-              onEvent: (a, id, name) => events.image(a, id, name) }),
+            pull: pullHandler({ distribution, store, jobs: pullJobs, puller, onEvent: (a, id, name) => events.image(a, id, name) }),
             push: pushHandler({ distribution, store, onEvent: (a, id, name) => events.image(a, id, name) }),
           }),
           authRoutes({ distribution }),
+          buildRoutes({
+            store,
+            builder,
+            experimental: !!cfg.experimental,
+            events,
+            backend: (req) => ({ ...backend, pullImage: buildPull(puller, store, req) }),
+          }),
           containerRoutes({
             store,
             logs: logReader,
             signals: { kill: (id, sig) => supervisor.killTask(id, sig) },
             events,
-            defaults: {
-              get runtime() {
-                return runtimes.default;
-              },
-              hasRuntime: (n) => runtimes.names().includes(n),
-              shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
-              ipcMode: cfg.defaultIpcMode || 'private',
-              cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
-              blkioWeight: blkioWeightSupported(),
-              hostCpus: hostCpus(),
-              logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
-              validateLogConfig,
-              validateBind,
-            },
+            defaults: createDefaults,
             resolveImage: (ref) => resolveImage(store, ref),
             parseSignal: (s) => parseSignal(s),
             graphDriverData: (id) => layers.metadataRW(id),

@@ -4,13 +4,14 @@
 import { spawn } from 'node:child_process';
 import type { Stats } from 'node:fs';
 import { constants as fsc } from 'node:fs';
-import { chmod, link, lstat, lutimes, mkdir, mkdtemp, open, readdir, readFile, readlink, rm, rmdir, symlink, utimes } from 'node:fs/promises';
+import { chmod, link, lstat, lutimes, mkdir, mkdtemp, open, readdir, readFile, rm, rmdir, symlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline, Readable } from 'node:stream';
 import { EngineError, failedPrecondition, invalidArgument } from '../../lib/errors.ts';
 import { chunksOf } from '../storage/chunks.ts';
 import { decompress, peek } from '../storage/compression.ts';
 import { readTar, type TarEntry } from '../storage/tar-reader.ts';
+import { resolveInRoot } from './copy-paths.ts';
 import { IgnoreMatcher, parseDockerignore } from './dockerignore.ts';
 
 export interface OpenedContext {
@@ -324,29 +325,12 @@ async function unpackBody(body: Readable, root: string, signal?: AbortSignal): P
  * as a chroot would; null when there is none.
  */
 async function readFileIn(root: string, rel: string): Promise<Buffer | null> {
-  const queue = rel.split('/');
-  let cur: string[] = [];
-  let hops = 0;
-  while (queue.length > 0) {
-    const c = queue.shift()!;
-    if (c === '' || c === '.') continue;
-    if (c === '..') {
-      cur.pop();
-      continue;
-    }
-    const st = await lstatOrNull(join(root, ...cur, c));
-    if (st === null) return null;
-    if (st.isSymbolicLink()) {
-      if (++hops > 40) return null;
-      const target = await readlink(join(root, ...cur, c));
-      if (target.startsWith('/')) cur = [];
-      queue.unshift(...target.split('/'));
-      continue;
-    }
-    if (queue.some((q) => q !== '' && q !== '.') && !st.isDirectory()) return null;
-    cur.push(c);
+  let p: string;
+  try {
+    p = await resolveInRoot(root, rel);
+  } catch {
+    return null; // a symlink loop: no such file
   }
-  const p = join(root, ...cur);
   const st = await lstatOrNull(p);
   if (!st?.isFile()) return null;
   return readFile(p);

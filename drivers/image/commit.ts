@@ -10,7 +10,7 @@ import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import { readTar, type TarHeader } from '../storage/tar-reader.ts';
 import { encodeHeader, endOfArchive, padding, type TarWriteHeader } from '../storage/tar-writer.ts';
-import type { LayerStore } from '../storage/types.ts';
+import type { LayerInfo, LayerStore } from '../storage/types.ts';
 import { applyChanges } from './changes.ts';
 import { imageIdOf } from './load-plan.ts';
 import type { Platform } from './platform.ts';
@@ -30,22 +30,12 @@ export function createImageCommitter(deps: CommitDeps): ImageCommitPort {
 export async function commitContainer(deps: CommitDeps, req: CommitRequest, signal: AbortSignal): Promise<LoadedImage> {
   // Instructions are checked before any layer work, so a typo costs nothing.
   const config = mergeConfig(applyChanges(req.config ?? req.containerConfig, req.changes), req.containerConfig);
-  if (!deps.layers.tarRW || !deps.layers.hasRW(req.containerId)) throw notFound(`RW layer for ${req.containerId} does not exist`);
   const parent = parseParent(req.parent?.rawConfig);
-  const parentChain = req.parent?.chainId ?? null;
-
-  const tar = Readable.from(withoutMountPoints(deps.layers.tarRW(req.containerId)), { objectMode: false });
-  // A commit without changes adds no layer, only a history entry marked empty_layer.
-  const { empty, stream } = await emptyTar(tar);
-  let diffIds = [...(req.parent?.diffIds ?? [])];
-  let chainId = parentChain;
-  let size = req.parent?.size ?? 0;
-  if (!empty) {
-    const layer = await deps.layers.applyLayer(parentChain, stream, { signal });
-    diffIds = [...diffIds, layer.diffId];
-    chainId = layer.chainId;
-    size += layer.size;
-  }
+  const layer = await commitLayer(deps.layers, req.containerId, req.parent?.chainId ?? null, signal);
+  const empty = layer === null;
+  const diffIds = layer ? [...(req.parent?.diffIds ?? []), layer.diffId] : [...(req.parent?.diffIds ?? [])];
+  const chainId = layer ? layer.chainId : (req.parent?.chainId ?? null);
+  const size = (req.parent?.size ?? 0) + (layer?.size ?? 0);
 
   const created = rfc3339Nano();
   const cmd = Array.isArray(req.containerConfig.Cmd) ? (req.containerConfig.Cmd as string[]) : [];
@@ -75,6 +65,20 @@ export async function commitContainer(deps: CommitDeps, req: CommitRequest, sign
   const id = imageIdOf(rawConfig);
   deps.log.debug({ container: req.containerId, image: id, emptyLayer: empty }, 'container committed');
   return { id, rawConfig, diffIds, chainId, size, repoTags: [] };
+}
+
+/**
+ * A container's own changes as a layer on top of `parentChain` (mount-point placeholders left
+ * out); null when it changed nothing, so no layer is added.
+ */
+export async function commitLayer(
+  layers: CommitDeps['layers'], containerId: string, parentChain: string | null, signal: AbortSignal,
+): Promise<LayerInfo | null> {
+  if (!layers.tarRW || !layers.hasRW(containerId)) throw notFound(`RW layer for ${containerId} does not exist`);
+  const tar = Readable.from(withoutMountPoints(layers.tarRW(containerId)), { objectMode: false });
+  const { empty, stream } = await emptyTar(tar);
+  if (empty) return null;
+  return layers.applyLayer(parentChain, stream, { signal });
 }
 
 function parseParent(raw: string | undefined): ImageConfigBlob {

@@ -1,0 +1,96 @@
+// The builder's backend over the store: images looked up, recorded and listed by parent, and the
+// RUN containers created, run and removed the way the container routes do it (desired state
+// written, the reconciler's status waited for), so a RUN is an ordinary container.
+import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
+import { EngineError, internal, isCode, notFound } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { createContainer, type CreateDeps } from '../containers/create.ts';
+import { ensureImageRecord } from '../images/records.ts';
+import { findImage, isUsable, type ImageResource } from '../images/resolve.ts';
+import type { ContainerStreamsPort, StreamHub } from '../ports.ts';
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+export interface BuildBackendDeps extends CreateDeps {
+  streams: Pick<ContainerStreamsPort, 'watchRuns'>;
+  /** How long a removal or a start may take. */
+  timeoutMs: number;
+}
+
+/** How long a finished RUN's output may take to drain after its exit. */
+const DRAIN_MS = 5_000;
+
+const asBuildImage = (r: ImageResource): BuildImage => ({
+  id: r.name, rawConfig: r.spec.rawConfig, diffIds: r.spec.diffIds, chainId: r.spec.chainId, size: r.spec.size,
+});
+
+const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
+
+export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullImage'> {
+  const { store, timeoutMs } = deps;
+
+  function removeSoon(id: string): void {
+    try {
+      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
+    } catch (err) {
+      if (!isCode(err, 'NotFound')) throw err;
+    }
+  }
+
+  return {
+    findImage(ref) {
+      const r = findImage(store, ref);
+      return r ? asBuildImage(r) : undefined;
+    },
+    children(parentId) {
+      return store.list<ImageSpec, ImageStatus>(KIND.image).filter((r) => isUsable(r) && r.spec.parent === parentId).map(asBuildImage);
+    },
+    async addImage(img, parentId, signal) {
+      await ensureImageRecord(store, img, { signal, parent: parentId, timeoutMs });
+    },
+    async createContainer(config, hostConfig, signal) {
+      const { id } = await createContainer(deps, { ...config, HostConfig: hostConfig }, { signal });
+      return id;
+    },
+    async runContainer(id, onOutput, signal) {
+      let hub: StreamHub | undefined;
+      let unsubscribe: (() => void) | undefined;
+      const stopWatching = deps.streams.watchRuns(id, (h) => {
+        if (hub) return;
+        hub = h;
+        unsubscribe = h.subscribe((stream, chunk) => onOutput(stream, chunk));
+      });
+      // A build the client gave up on leaves no container running.
+      const onAbort = () => removeSoon(id);
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        const before = store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+        if (!before) throw notFound(`No such container: ${id}`);
+        const want = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({
+          ...s, desired: 'running', runGeneration: s.runGeneration + 1, manuallyStopped: false,
+        })).spec.runGeneration;
+        const started = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, (r) => !r || r.status.runGeneration >= want, { timeoutMs, signal });
+        if (!started || started.status.runGeneration < want) throw internal(`container ${id} did not start`);
+        if (started.status.error && started.status.phase !== 'running' && started.status.exitSeq === before.status.exitSeq) {
+          const code = started.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
+          throw new EngineError(code, `failed to create task for container: ${started.status.error}`);
+        }
+        const exited = (r: CR | undefined) => !r || (r.status.exitSeq > before.status.exitSeq && !isRunning(r.status));
+        const done = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, exited, { signal });
+        if (!done) throw internal(`container ${id} was removed while it ran`);
+        if (hub) await Promise.race([hub.ended, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
+        return done.status.exitCode;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        stopWatching();
+        unsubscribe?.();
+      }
+    },
+    async removeContainer(id) {
+      removeSoon(id);
+      const left = await store.waitFor(KIND.container, id, (r) => !r, { timeoutMs });
+      if (left) throw internal(`removal of container ${id} did not finish in time`);
+    },
+  };
+}

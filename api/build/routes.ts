@@ -1,0 +1,75 @@
+// POST /build (the classic builder), POST /build/prune and /build/cancel. The query is checked
+// before any output (a 400 then); from there on progress, the image ID and any failure travel
+// in the JSON-lines stream, as the reference writes them: `stream` lines, `aux` with the ID, and
+// an errorDetail carrying a failed RUN's exit code (the CLI exits with it).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BuildBackend, BuilderPort, BuildOutput } from '../../lib/build-ports.ts';
+import { invalidArgument } from '../../lib/errors.ts';
+import { familiarName } from '../../lib/reference.ts';
+import { toHttpError } from '../errors.ts';
+import { setImageTag } from '../images/records.ts';
+import { qStr, queryOf } from '../images/query.ts';
+import type { ImageStore } from '../images/store.ts';
+import { jsonLines, type JsonMessage } from '../streams.ts';
+import { parseBuildRequest } from './options.ts';
+
+export interface BuildRouteDeps {
+  store: ImageStore;
+  builder: BuilderPort;
+  /** The backend for one build (its own pulls carry the request's credentials). */
+  backend: (req: FastifyRequest) => BuildBackend;
+  experimental: boolean;
+  events?: { image(action: string, id: string, name: string): void };
+}
+
+const short = (id: string): string => id.replace(/^sha256:/, '').slice(0, 12);
+
+export function buildRoutes(deps: BuildRouteDeps) {
+  async function build(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { options, tags, quiet } = parseBuildRequest(req, deps.experimental);
+    const w = jsonLines(reply);
+    const held: JsonMessage[] = [];
+    // Quiet builds keep their output back: it is shown only when the build fails.
+    const write = (m: JsonMessage) => (quiet ? held.push(m) : w.write(m));
+    const out: BuildOutput = {
+      stream: (text) => write({ stream: text }),
+      aux: (value) => write({ aux: value }),
+      progress: (line) => write(line as JsonMessage),
+    };
+    try {
+      const id = await deps.builder.build(req.raw, options, deps.backend(req), out, w.signal);
+      out.stream(`Successfully built ${short(id)}\n`);
+      for (const tag of tags) {
+        setImageTag(deps.store, tag, id);
+        deps.events?.image('tag', id, familiarName(tag));
+        out.stream(`Successfully tagged ${familiarName(tag)}\n`);
+      }
+      if (quiet) w.write({ stream: `${id}\n` });
+    } catch (err) {
+      if (w.closed) return;
+      if (quiet) for (const m of held) w.write(m);
+      const { status, message } = toHttpError(err);
+      if (status >= 500) req.log.error({ err }, 'build failed');
+      const code = (err as { exitCode?: unknown }).exitCode;
+      w.write({ errorDetail: { ...(typeof code === 'number' ? { code } : {}), message }, error: message });
+    } finally {
+      w.end();
+    }
+  }
+
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.post('/build', build);
+    // Only the classic builder: it keeps no cache besides images, so there is nothing to prune.
+    app.post('/build/prune', async (req) => {
+      const ks = qStr(queryOf(req), 'keep-storage');
+      if (ks !== undefined && ks !== '' && !/^-?\d+$/.test(ks)) {
+        throw invalidArgument(`keep-storage is in bytes and expects an integer, got ${ks}`);
+      }
+      return { CachesDeleted: null, SpaceReclaimed: 0 };
+    });
+    app.post('/build/cancel', async (req, reply) => {
+      if (!qStr(queryOf(req), 'id')) throw invalidArgument('build ID not provided');
+      reply.code(200).send();
+    });
+  };
+}

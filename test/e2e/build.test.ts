@@ -1,0 +1,250 @@
+// `docker build` with the classic builder through real clients: the docker CLI (DOCKER_BUILDKIT=0),
+// docker-py and dockerode. Every instruction, the cache (a rebuild runs no RUN), a failing RUN's
+// output and exit code, multi-stage builds with --target and COPY --from, .dockerignore, and bad
+// Dockerfiles answered with the reference's messages, leaving nothing behind.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+import { registryAvailable, startRegistry } from './registry/registry.ts';
+
+const CLASSIC = { DOCKER_BUILDKIT: '0' };
+
+describe('docker build (classic builder)', () => {
+  let d: DaemonHandle;
+  let imgs: TestImages;
+  const dk = dockerOk(() => d);
+  const dirs: string[] = [];
+  before(async () => {
+    ({ d, imgs } = await startWithImages());
+  });
+  after(async () => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    await removeAllAndCleanup(d);
+  });
+
+  /** A build context directory with these files. */
+  function context(files: Record<string, string>): string {
+    const dir = mkdtempSync(join(tmpdir(), 'engine-build-'));
+    dirs.push(dir);
+    for (const [name, text] of Object.entries(files)) {
+      mkdirSync(join(dir, name, '..'), { recursive: true });
+      writeFileSync(join(dir, name), text);
+    }
+    return dir;
+  }
+
+  const build = (args: string[], timeoutMs = 120_000) => docker(d, ['build', ...args], { env: CLASSIC, timeoutMs });
+
+  test('every config instruction, RUN, COPY and ADD end up in the image; tags; the step output', async () => {
+    const dir = context({
+      Dockerfile: `
+ARG BASE=${imgs.tag}
+FROM \${BASE}
+ARG GREETING=hello
+ENV APP=/app NAME="the app"
+LABEL org.test.a=one "org.test.b"="two words"
+WORKDIR \${APP}
+RUN echo "\${GREETING} \${NAME}" > greeting.txt && mkdir -p /data
+COPY files/ ./files/
+COPY top*.txt /app/
+ADD archive.tar.gz /unpacked/
+COPY --chown=1000:1000 --chmod=750 script.sh /usr/local/bin/script.sh
+USER 1000
+EXPOSE 8080/tcp 53/udp
+VOLUME ["/data"]
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=30s --retries=3 CMD true
+ONBUILD RUN echo triggered
+SHELL ["/bin/sh", "-ec"]
+ENTRYPOINT ["/bin/sh", "-c"]
+CMD ["cat /app/greeting.txt"]
+`,
+      'files/a.txt': 'A\n',
+      'files/sub/b.txt': 'B\n',
+      'top1.txt': 'one\n',
+      'top2.txt': 'two\n',
+      'script.sh': '#!/bin/sh\necho script\n',
+    });
+    const staging = mkdtempSync(join(tmpdir(), 'engine-build-tar-'));
+    dirs.push(staging);
+    writeFileSync(join(staging, 'inner.txt'), 'inside the archive\n');
+    execFileSync('tar', ['-czf', join(dir, 'archive.tar.gz'), '-C', staging, 'inner.txt']);
+
+    const r = await build(['-t', 'built:one', '-t', 'built:two', '--build-arg', 'GREETING=hi', dir]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /Step 1\/20 : ARG BASE=/);
+    assert.match(r.stdout, /Step 2\/20 : FROM \$\{BASE\}/);
+    assert.match(r.stdout, / ---> Running in [0-9a-f]{12}/);
+    assert.match(r.stdout, /Removing intermediate container [0-9a-f]{12}/);
+    assert.match(r.stdout, /Successfully built [0-9a-f]{12}/);
+    assert.match(r.stdout, /Successfully tagged built:one/);
+    assert.match(r.stdout, /Successfully tagged built:two/);
+
+    assert.equal(await dk('run', '--rm', 'built:one'), 'hi the app');
+    assert.equal(await dk('run', '--rm', 'built:two', 'cat files/a.txt files/sub/b.txt top1.txt top2.txt /unpacked/inner.txt'), 'A\nB\none\ntwo\ninside the archive');
+    assert.equal(await dk('run', '--rm', 'built:one', 'stat -c "%u:%g %a" /usr/local/bin/script.sh; id -u; pwd'), '1000:1000 750\n1000\n/app');
+    const cfg = JSON.parse(await dk('inspect', '-f', '{{json .Config}}', 'built:one')) as Record<string, unknown>;
+    assert.deepEqual(cfg.Entrypoint, ['/bin/sh', '-c']);
+    assert.deepEqual(cfg.Cmd, ['cat /app/greeting.txt']);
+    assert.equal(cfg.WorkingDir, '/app');
+    assert.equal(cfg.User, '1000');
+    assert.deepEqual(cfg.ExposedPorts, { '53/udp': {}, '8080/tcp': {} });
+    assert.deepEqual(cfg.Volumes, { '/data': {} });
+    assert.equal(cfg.StopSignal, 'SIGTERM');
+    assert.deepEqual(cfg.Labels, { 'org.test.a': 'one', 'org.test.b': 'two words' });
+    assert.deepEqual(cfg.Healthcheck, { Test: ['CMD-SHELL', 'true'], Interval: 30e9, Retries: 3 });
+    assert.deepEqual(cfg.OnBuild, ['RUN echo triggered']);
+    assert.deepEqual(cfg.Shell, ['/bin/sh', '-ec']);
+    assert.ok((cfg.Env as string[]).includes('APP=/app'));
+    assert.ok((cfg.Env as string[]).includes('NAME=the app'));
+    // Build args are not kept in the image.
+    assert.ok(!(cfg.Env as string[]).some((e) => e.startsWith('GREETING=')));
+    // History: one entry per step, the config steps marked as empty layers.
+    const history = await dk('history', '--no-trunc', '--format', '{{.CreatedBy}}', 'built:one');
+    assert.match(history, /#\(nop\) {2}ENV APP=\/app NAME=the app/);
+    assert.match(history, /\|1 GREETING=hi \/bin\/sh -c echo/);
+    // No intermediate container is left.
+    assert.equal(await dk('ps', '-aq'), '');
+
+    // An image built FROM it runs its ONBUILD trigger first.
+    const child = context({ Dockerfile: 'FROM built:one\nRUN test -f /app/greeting.txt\n' });
+    const rc = await build(['-t', 'built:child', child]);
+    assert.equal(rc.code, 0, rc.stderr + rc.stdout);
+    assert.match(rc.stdout, /# Executing 1 build trigger/);
+    assert.match(rc.stdout, /triggered/);
+  });
+
+  test('a rebuild comes from the cache and runs no RUN; --no-cache runs it again', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nRUN echo built > /stamp\nCOPY f.txt /f.txt\nENV X=1\n`, 'f.txt': 'f\n' });
+    const first = await build(['-t', 'cached:1', dir]);
+    assert.equal(first.code, 0, first.stderr + first.stdout);
+    const second = await build(['-t', 'cached:2', dir]);
+    assert.equal(second.code, 0, second.stderr + second.stdout);
+    assert.equal((second.stdout.match(/Using cache/g) ?? []).length, 3, second.stdout);
+    assert.doesNotMatch(second.stdout, /Running in/);
+    assert.equal(await dk('inspect', '-f', '{{.Id}}', 'cached:1'), await dk('inspect', '-f', '{{.Id}}', 'cached:2'));
+    // A changed file busts the cache from its COPY on.
+    writeFileSync(join(dir, 'f.txt'), 'changed\n');
+    const third = await build([dir]);
+    assert.equal((third.stdout.match(/Using cache/g) ?? []).length, 1, third.stdout);
+    const fresh = await build(['--no-cache', dir]);
+    assert.match(fresh.stdout, /Running in/);
+    assert.doesNotMatch(fresh.stdout, /Using cache/);
+  });
+
+  test('a failing RUN: its output and the exit code reach the CLI; nothing is tagged', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nRUN echo to-stdout; echo to-stderr >&2; exit 3\n` });
+    const r = await build(['-t', 'broken:1', dir]);
+    assert.equal(r.code, 3, r.stderr + r.stdout);
+    assert.match(r.stdout, /to-stdout/);
+    assert.match(r.stdout + r.stderr, /to-stderr/);
+    assert.match(r.stderr, /The command '\/bin\/sh -c echo to-stdout; echo to-stderr >&2; exit 3' returned a non-zero code: 3/);
+    assert.equal((await docker(d, ['image', 'inspect', 'broken:1'])).code, 1);
+    // --force-rm removes the failed step's container too.
+    await docker(d, ['rm', '-f', ...(await dk('ps', '-aq')).split('\n').filter(Boolean)]);
+    const r2 = await build(['--force-rm', dir]);
+    assert.equal(r2.code, 3);
+    assert.equal(await dk('ps', '-aq'), '');
+  });
+
+  test('multi-stage: FROM a stage, COPY --from by name and index, --target stops early', async () => {
+    const dir = context({
+      Dockerfile: `FROM ${imgs.tag} AS first\nRUN echo from-first > /out.txt\n\nFROM first AS second\nRUN echo from-second > /second.txt\n\nFROM ${imgs.tag}\nCOPY --from=first /out.txt /got/first.txt\nCOPY --from=1 /second.txt /got/\n`,
+    });
+    const r = await build(['-t', 'multi:final', dir]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.equal(await dk('run', '--rm', 'multi:final', 'cat', '/got/first.txt', '/got/second.txt'), 'from-first\nfrom-second');
+    const t = await build(['--target', 'first', '-t', 'multi:first', dir]);
+    assert.equal(t.code, 0, t.stderr + t.stdout);
+    assert.doesNotMatch(t.stdout, /from-second/);
+    assert.equal(await dk('run', '--rm', 'multi:first', 'cat', '/out.txt'), 'from-first');
+    const missing = await build(['--target', 'nope', dir]);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /failed to reach build target nope in Dockerfile/);
+  });
+
+  test('.dockerignore, a Dockerfile elsewhere (-f), and bad Dockerfiles with the reference messages', async () => {
+    const dir = context({
+      'build/My.Dockerfile': `FROM ${imgs.tag}\nCOPY . /ctx/\nRUN ls -a /ctx | sort | tr '\\n' ' '\n`,
+      '.dockerignore': 'secret*\n*.log\n!keep.log\n',
+      'secret.txt': 'no',
+      'a.log': 'no',
+      'keep.log': 'yes',
+      'plain.txt': 'yes',
+    });
+    const r = await build(['-f', join(dir, 'build/My.Dockerfile'), '-t', 'ignored:1', dir]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    const listing = await dk('run', '--rm', 'ignored:1', 'ls', '/ctx');
+    assert.deepEqual(listing.split('\n').sort(), ['build', 'keep.log', 'plain.txt']);
+
+    const before = await dk('images', '-aq');
+    const unknown = context({ Dockerfile: `FROM ${imgs.tag}\nFOO bar\n` });
+    const u = await build([unknown]);
+    assert.notEqual(u.code, 0);
+    assert.match(u.stderr, /dockerfile parse error on line 2: unknown instruction: FOO/i);
+    const empty = context({ Dockerfile: '# nothing\n' });
+    const e = await build([empty]);
+    assert.notEqual(e.code, 0);
+    assert.match(e.stderr, /file with no instructions|No image was generated/);
+    const noFile = context({ 'x.txt': 'x' });
+    const n = await docker(d, ['build', '-f', 'Missing.Dockerfile', noFile], { env: CLASSIC });
+    assert.notEqual(n.code, 0);
+    const noFrom = context({ Dockerfile: 'RUN true\n' });
+    const f = await build([noFrom]);
+    assert.notEqual(f.code, 0);
+    assert.match(f.stderr, /no build stage in current context/);
+    assert.equal(await dk('images', '-aq'), before);
+    assert.equal(await dk('ps', '-aq'), '');
+  });
+
+  test('docker-py and dockerode build from a context tarball and get the image id', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nLABEL via=sdk\nCOPY hello.txt /\n`, 'hello.txt': 'hello\n' });
+    const out = await pythonDocker(d, `
+      img, logs = client.images.build(path=${JSON.stringify(dir)}, tag='py:built', rm=True)
+      print(img.id)
+      print(img.labels['via'])
+    `);
+    const [pyId, label] = out.trim().split('\n');
+    assert.match(pyId, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(label, 'sdk');
+
+    const tarPath = join(mkdtempSync(join(tmpdir(), 'engine-build-ctx-')), 'ctx.tar');
+    dirs.push(join(tarPath, '..'));
+    execFileSync('tar', ['-cf', tarPath, '-C', dir, '.']);
+    const api = dockerode(d);
+    const stream = await api.buildImage(tarPath, { t: 'node:built' });
+    const lines = await new Promise<Array<Record<string, unknown>>>((resolve, reject) => {
+      api.modem.followProgress(stream, (err: Error | null, res: Array<Record<string, unknown>>) => (err ? reject(err) : resolve(res)));
+    });
+    const aux = lines.find((l) => l.aux)?.aux as { ID: string } | undefined;
+    assert.equal(aux?.ID, pyId);
+    assert.equal(await dk('inspect', '-f', '{{.Id}}', 'node:built'), pyId);
+  });
+  test('FROM an image that is not here pulls it from its registry, progress inside the build output', { skip: !registryAvailable() }, async () => {
+    const reg = await startRegistry();
+    try {
+      const remote = `${reg.hostPort}/build/base:v1`;
+      await dk('tag', imgs.tag, remote);
+      await dk('push', remote);
+      await dk('rmi', remote);
+      const dir = context({ Dockerfile: `FROM ${remote}\nRUN echo pulled > /p\n` });
+      const r = await build(['-t', 'pulled:1', dir]);
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      assert.match(r.stdout, /Status: (Downloaded newer image|Image is up to date) for/);
+      assert.equal(await dk('run', '--rm', 'pulled:1', 'cat', '/p'), 'pulled');
+      assert.equal(await dk('inspect', '-f', '{{.Id}}', remote), imgs.id);
+      const missing = context({ Dockerfile: `FROM ${reg.hostPort}/build/missing:v1\n` });
+      const m = await build([missing]);
+      assert.notEqual(m.code, 0);
+      assert.match(m.stderr, /not found|unknown|does not exist/i);
+    } finally {
+      await reg.stop();
+    }
+  });
+});

@@ -1,0 +1,50 @@
+// POST /build's query as the reference reads it: defaults, tags, JSON parameters and refusals.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { FastifyRequest } from 'fastify';
+import { parseBuildRequest } from '../../../api/build/options.ts';
+
+const req = (query: Record<string, string | string[]>, apiVersion = '1.41') => ({ query, apiVersion }) as unknown as FastifyRequest;
+
+test('defaults: rm on, the Dockerfile named Dockerfile, no tags', () => {
+  const r = parseBuildRequest(req({}), false);
+  assert.equal(r.options.remove, true);
+  assert.equal(r.options.forceRemove, false);
+  assert.equal(r.options.dockerfile, 'Dockerfile');
+  assert.deepEqual(r.tags, []);
+  assert.deepEqual(r.options.hostConfig, {});
+  assert.equal(parseBuildRequest(req({ rm: '0' }), false).options.remove, false);
+  assert.equal(parseBuildRequest(req({ rm: '0', forcerm: '1' }), false).options.remove, true);
+});
+
+test('tags are normalised with latest; build args, labels, cache-from and limits are read', () => {
+  const r = parseBuildRequest(req({
+    t: ['app', 'reg:5000/team/app:v2'], buildargs: '{"A":"1","B":null}', labels: '{"l":"v"}', cachefrom: '["x:1"]',
+    networkmode: 'host', extrahosts: 'h:1.2.3.4', shmsize: '1048576', memory: '0', cpusetcpus: '0', q: '1', target: 'final',
+  }), false);
+  assert.deepEqual(r.tags, ['docker.io/library/app:latest', 'reg:5000/team/app:v2']);
+  assert.deepEqual(r.options.buildArgs, { A: '1', B: null });
+  assert.deepEqual(r.options.labels, { l: 'v' });
+  assert.deepEqual(r.options.cacheFrom, ['x:1']);
+  assert.deepEqual(r.options.hostConfig, { NetworkMode: 'host', ExtraHosts: ['h:1.2.3.4'], ShmSize: 1048576, CpusetCpus: '0' });
+  assert.equal(r.quiet, true);
+  assert.equal(r.options.target, 'final');
+});
+
+test('refusals before any output, with the reference messages', () => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ t: 'UPPER' }, /repository name must be lowercase|invalid reference format/],
+    [{ t: 'app@sha256:' + 'a'.repeat(64) }, /build tag cannot contain a digest/],
+    [{ buildargs: '{bad' }, /error reading build args: /],
+    [{ buildargs: '{"A":1}' }, /error reading build args: /],
+    [{ labels: '[1]' }, /error reading labels: /],
+    [{ squash: '1' }, /squash is only supported with experimental mode/],
+    [{ securityopt: 'seccomp=unconfined' }, /does not support setting security options on build/],
+    [{ isolation: 'hyperv' }, /Unsupported isolation: "hyperv"/],
+    [{ version: '2' }, /buildkit is not enabled on daemon/],
+    [{ shmsize: 'lots' }, /invalid syntax/],
+    [{ platform: 'windows/amd64' }, /unsupported platform/],
+  ];
+  for (const [q, re] of cases) assert.throws(() => parseBuildRequest(req(q), false), re, JSON.stringify(q));
+  assert.equal(parseBuildRequest(req({ squash: '1' }), true).options.noCache, false);
+});
