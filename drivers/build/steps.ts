@@ -2,6 +2,8 @@
 // the backend, its changes committed) and COPY/ADD (files written into a scratch rootfs on top of
 // the current image, its changes committed). Each looks in the cache first.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BuildBackend, BuildImage, BuildOptions, BuildOutput } from '../../lib/build-ports.ts';
 import { EngineError, invalidArgument } from '../../lib/errors.ts';
@@ -11,6 +13,7 @@ import type { LayerInfo, LayerStore } from '../storage/types.ts';
 import type { StepCache } from './cache.ts';
 import { copyInto, resolveSources, sourcesChecksum } from './copy.ts';
 import type { Instruction } from './dockerfile/instructions.ts';
+import { downloadSources, isUrl } from './fetch-url.ts';
 import type { ShellLex } from './dockerfile/lex.ts';
 import { stepImage } from './image.ts';
 import { buildArgsEnv, expansionEnv, shellOf, type Config, type StageState } from './state.ts';
@@ -29,6 +32,8 @@ export interface StepDeps {
   opts: BuildOptions;
   cache: StepCache;
   contextRoot: string;
+  /** Where ADD downloads go. */
+  tmpDir: string;
   /** The image of a stage (by name or index) or an image by reference, for COPY --from. */
   stageImage(ref: string): Promise<BuildImage | null>;
 }
@@ -107,10 +112,12 @@ export class Steps {
     const dest = lex.processWord(ins.dest, env);
     const chown = ins.chown ? lex.processWord(ins.chown, env) : undefined;
     const from = ins.kind === 'copy' && ins.from ? lex.processWord(ins.from, env) : undefined;
-    for (const s of sources) if (/^https?:\/\//i.test(s)) throw invalidArgument(`${name} from a URL is not supported yet: ${s}`);
+    const urls = sources.filter(isUrl);
+    if (urls.length && name === 'COPY') throw invalidArgument("source can't be a URL for COPY");
+    if (urls.length && urls.length !== sources.length) throw invalidArgument('ADD of URLs and local files together is not supported: use two ADD instructions');
 
-    await this.withSourceRoot(from, async (srcRoot) => {
-      const resolved = await resolveSources({ instruction: name, srcRoot, sources });
+    await this.withSourceRoot(from, urls, async (srcRoot, names) => {
+      const resolved = await resolveSources({ instruction: name, srcRoot, sources: names ?? sources });
       const checksum = await sourcesChecksum(resolved);
       const shell = shellOf(state.runConfig);
       // The owner and mode options are part of what the step does, so part of its cache key.
@@ -118,15 +125,26 @@ export class Steps {
       const cc: Config = { ...state.runConfig, Cmd: [...shell, `#(nop) ${name} ${opts}${checksum} in ${dest} `] };
       if (this.fromCache(state, cc)) return;
       const layer = await this.withRootfs(state.image?.chainId ?? null, (destRoot) => copyInto({
-        instruction: name, srcRoot, sources, dest, workdir: String(state.runConfig.WorkingDir ?? ''), destRoot,
-        chown, chmod: ins.chmod, unpack: ins.kind === 'add', signal: this.d.signal,
+        instruction: name, srcRoot, sources: names ?? sources, dest, workdir: String(state.runConfig.WorkingDir ?? ''), destRoot,
+        chown, chmod: ins.chmod, unpack: ins.kind === 'add' && !names, signal: this.d.signal,
       }, resolved));
       await this.commit(state, layer, cc, '');
     });
   }
 
-  /** The directory COPY reads from: the context, or the rootfs of a stage or image (--from). */
-  private async withSourceRoot(from: string | undefined, fn: (root: string) => Promise<void>): Promise<void> {
+  /**
+   * The directory COPY reads from: the context, the rootfs of a stage or image (--from), or the
+   * files ADD downloaded (then `fn` gets their names).
+   */
+  private async withSourceRoot(from: string | undefined, urls: string[], fn: (root: string, names?: string[]) => Promise<void>): Promise<void> {
+    if (urls.length) {
+      const dir = await mkdtemp(join(this.d.tmpDir, 'build-add-'));
+      try {
+        return await fn(dir, await downloadSources(urls, dir, this.d.signal));
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
     if (from === undefined) return fn(this.d.contextRoot);
     const img = await this.d.stageImage(from);
     const { layers } = this.d;

@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -226,6 +228,67 @@ CMD ["cat /app/greeting.txt"]
     assert.equal(aux?.ID, pyId);
     assert.equal(await dk('inspect', '-f', '{{.Id}}', 'node:built'), pyId);
   });
+  test('ADD of an http URL the daemon can reach: named after the URL, 0600, not extracted; a 404 fails the build', async () => {
+    const server = createServer((req, res) => {
+      if (req.url === '/files/data.txt') {
+        res.writeHead(200, { 'Last-Modified': 'Wed, 01 Jan 2020 00:00:00 GMT' });
+        res.end('from the web\n');
+      } else {
+        res.writeHead(404);
+        res.end('nope');
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const dir = context({ Dockerfile: `FROM ${imgs.tag}\nADD http://127.0.0.1:${port}/files/data.txt /web/\nADD http://127.0.0.1:${port}/files/data.txt /renamed.txt\n` });
+      const r = await build(['-t', 'web:1', dir]);
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      assert.equal(await dk('run', '--rm', 'web:1', 'sh', '-c', 'cat /web/data.txt /renamed.txt; stat -c %a /web/data.txt; date -u -r /renamed.txt +%Y'), 'from the web\nfrom the web\n600\n2020');
+      const missing = context({ Dockerfile: `FROM ${imgs.tag}\nADD http://127.0.0.1:${port}/none.txt /\n` });
+      const m = await build([missing]);
+      assert.notEqual(m.code, 0);
+      assert.match(m.stderr, /failed to GET http:\/\/127\.0\.0\.1:\d+\/none\.txt with status 404/);
+      const copyUrl = context({ Dockerfile: `FROM ${imgs.tag}\nCOPY http://127.0.0.1:${port}/files/data.txt /\n` });
+      const c = await build([copyUrl]);
+      assert.match(c.stderr, /source can't be a URL for COPY/);
+    } finally {
+      server.close();
+    }
+  });
+
+  test('RUN containers get the build\'s network mode, extra hosts, /dev/shm size and memory limit', async () => {
+    const dir = context({
+      Dockerfile: `FROM ${imgs.tag}\nRUN grep -q 'buildhost' /etc/hosts && ip link | grep -vq eth0 && df -k /dev/shm | tail -1 | awk '{print $2}' > /shm && cat /sys/fs/cgroup/memory/memory.limit_in_bytes > /mem\n`,
+    });
+    const r = await build(['--network', 'none', '--add-host', 'buildhost:10.1.2.3', '--shm-size', '32m', '--memory', '64m', '-t', 'hostcfg:1', dir]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.equal(await dk('run', '--rm', 'hostcfg:1', 'cat', '/shm', '/mem'), `32768\n${64 * 1024 * 1024}`);
+  });
+
+  test('a client that goes away cancels the build: the RUN container is killed and removed', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nRUN echo out-$((1+1)); sleep 60\n` });
+    const tarPath = join(mkdtempSync(join(tmpdir(), 'engine-build-ctx-')), 'ctx.tar');
+    dirs.push(join(tarPath, '..'));
+    execFileSync('tar', ['-cf', tarPath, '-C', dir, '.']);
+    const stream = (await dockerode(d).buildImage(tarPath, { t: 'cancelled:1' })) as NodeJS.ReadableStream & { destroy(): void };
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      stream.on('data', (c: Buffer) => {
+        seen += c.toString();
+        if (seen.includes('out-2')) resolve();
+      });
+      stream.on('error', reject);
+      stream.on('end', () => reject(new Error(`build ended before its RUN started: ${seen}`)));
+    });
+    assert.notEqual(await dk('ps', '-q'), '');
+    stream.destroy();
+    const deadline = Date.now() + 20_000;
+    while ((await dk('ps', '-aq')) !== '' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await dk('ps', '-aq'), '');
+    assert.equal((await docker(d, ['image', 'inspect', 'cancelled:1'])).code, 1);
+  });
+
   test('FROM an image that is not here pulls it from its registry, progress inside the build output', { skip: !registryAvailable() }, async () => {
     const reg = await startRegistry();
     try {
