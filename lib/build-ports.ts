@@ -10,6 +10,8 @@ export interface BuildImage {
   diffIds: string[];
   chainId: string | null;
   size: number;
+  /** The image this one was built on, when it was built here ('' otherwise). */
+  parent?: string;
 }
 
 export interface BuildOptions {

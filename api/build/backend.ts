@@ -22,7 +22,7 @@ export interface BuildBackendDeps extends CreateDeps {
 const DRAIN_MS = 5_000;
 
 const asBuildImage = (r: ImageResource): BuildImage => ({
-  id: r.name, rawConfig: r.spec.rawConfig, diffIds: r.spec.diffIds, chainId: r.spec.chainId, size: r.spec.size,
+  id: r.name, rawConfig: r.spec.rawConfig, diffIds: r.spec.diffIds, chainId: r.spec.chainId, size: r.spec.size, parent: r.spec.parent,
 });
 
 const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';

@@ -7,7 +7,8 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BuildBackend, BuildImage, BuilderPort, BuildOptions, BuildOutput } from '../../lib/build-ports.ts';
 import { EngineError, invalidArgument } from '../../lib/errors.ts';
-import type { Platform } from '../image/platform.ts';
+import { parsePlatform, platformMatches, type Platform } from '../image/platform.ts';
+import { parseConfig } from './image.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { BuildArgs } from './build-args.ts';
 import { StepCache } from './cache.ts';
@@ -65,7 +66,19 @@ class Build {
     this.ctx = ctx;
     this.parsed = parseDockerfile(ctx.dockerfile);
     this.lex = new ShellLex(this.parsed.directives.escape);
-    this.cache = new StepCache(backend, opts.noCache);
+    // As the reference: a cache source that is not here (or not a valid name) is skipped.
+    const sources = opts.cacheFrom.flatMap((ref) => {
+      try {
+        return backend.findImage(ref) ?? [];
+      } catch {
+        return [];
+      }
+    });
+    this.cache = new StepCache({
+      backend,
+      chainIdOf: (parent, diffId) => deps.layers.chainIdOf(parent, diffId),
+      addImage: (li, parent) => this.steps.addRestored(li, parent),
+    }, opts.noCache, sources);
     this.steps = new Steps({ ...deps, backend, out, signal, opts, cache: this.cache, contextRoot: ctx.root, stageImage: (ref) => this.stageImage(ref) });
   }
 
@@ -144,9 +157,12 @@ class Build {
     if (fromStage !== undefined) return fromStage;
     if (name === 'scratch') return null;
     const platform = stage.platform ? this.lex.processWord(stage.platform, (k) => meta.get(k)) : this.opts.platform;
+    const want = platform ? parsePlatform(platform, this.deps.platform) : undefined;
+    if (want && want.os !== this.deps.platform.os) throw invalidArgument(`"${platform}": operating system is not supported: ${want.os}`);
     if (!this.opts.pull) {
+      // A local image of another platform than the one asked for is pulled for that platform.
       const local = this.backend.findImage(name);
-      if (local) return local;
+      if (local && (!want || platformMatches(parseConfig(local.rawConfig), want))) return local;
     }
     return this.backend.pullImage(name, platform, this.out, this.signal);
   }

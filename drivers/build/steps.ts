@@ -10,7 +10,9 @@ import { EngineError, invalidArgument } from '../../lib/errors.ts';
 import { commitLayer } from '../image/commit.ts';
 import type { Platform } from '../image/platform.ts';
 import type { LayerInfo, LayerStore } from '../storage/types.ts';
-import type { StepCache } from './cache.ts';
+import type { LoadedImageLike, StepCache } from './cache.ts';
+import { imageIdOf } from '../image/load-plan.ts';
+import type { LoadedImage } from '../../lib/image-ports.ts';
 import { copyInto, resolveSources, sourcesChecksum } from './copy.ts';
 import type { Instruction } from './dockerfile/instructions.ts';
 import { downloadSources, isUrl } from './fetch-url.ts';
@@ -59,7 +61,7 @@ export class Steps {
   async commitMeta(state: StageState, comment: string, oneArg: boolean): Promise<void> {
     const shell = shellOf(state.runConfig);
     const cc: Config = { ...state.runConfig, Cmd: oneArg ? [...shell, `#(nop) ${comment}`] : [...shell, '#(nop) ', comment] };
-    if (this.fromCache(state, cc)) return;
+    if (await this.fromCache(state, cc)) return;
     await this.commit(state, null, cc, '');
   }
 
@@ -70,7 +72,7 @@ export class Steps {
     const buildEnv = buildArgsEnv(state);
     const saveCmd = buildEnv.length ? prependEnv(state.args, buildEnv, cmd) : cmd;
     const cc: Config = { ...cfg, Cmd: saveCmd };
-    if (this.fromCache(state, cc)) return;
+    if (await this.fromCache(state, cc)) return;
 
     const { backend, out, signal, opts } = this.d;
     const runConfig: Config = {
@@ -123,7 +125,7 @@ export class Steps {
       // The owner and mode options are part of what the step does, so part of its cache key.
       const opts = `${chown ? `--chown=${chown} ` : ''}${ins.chmod ? `--chmod=${ins.chmod} ` : ''}`;
       const cc: Config = { ...state.runConfig, Cmd: [...shell, `#(nop) ${name} ${opts}${checksum} in ${dest} `] };
-      if (this.fromCache(state, cc)) return;
+      if (await this.fromCache(state, cc)) return;
       const layer = await this.withRootfs(state.image?.chainId ?? null, (destRoot) => copyInto({
         instruction: name, srcRoot, sources: names ?? sources, dest, workdir: String(state.runConfig.WorkingDir ?? ''), destRoot,
         chown, chmod: ins.chmod, unpack: ins.kind === 'add' && !names, signal: this.d.signal,
@@ -171,12 +173,20 @@ export class Steps {
     }
   }
 
-  private fromCache(state: StageState, cc: Config): boolean {
-    const hit = this.d.cache.probe(state.image?.id ?? '', cc);
+  private async fromCache(state: StageState, cc: Config): Promise<boolean> {
+    const hit = await this.d.cache.probe(state.image, cc, state.runConfig);
     if (!hit) return false;
     this.d.out.stream(' ---> Using cache\n');
     state.image = hit;
     return true;
+  }
+
+  /** An image the cache restored from a cache-from source, recorded like a built one. */
+  async addRestored(li: LoadedImageLike, parent: BuildImage | null): Promise<BuildImage> {
+    const layer = li.chainId && li.chainId !== (parent?.chainId ?? null) ? this.d.layers.get(li.chainId) : undefined;
+    const img: LoadedImage = { id: imageIdOf(li.rawConfig), ...li, size: (parent?.size ?? 0) + (layer?.size ?? 0), repoTags: [] };
+    await this.d.backend.addImage(img, parent?.id ?? '', this.d.signal);
+    return { id: img.id, rawConfig: img.rawConfig, diffIds: img.diffIds, chainId: img.chainId, size: img.size, parent: parent?.id ?? '' };
   }
 
   private async commit(state: StageState, layer: LayerInfo | null, cc: Config, containerId: string): Promise<void> {
@@ -185,7 +195,7 @@ export class Steps {
       author: state.maintainer, platform: this.d.platform,
     });
     await this.d.backend.addImage(li, state.image?.id ?? '', this.d.signal);
-    state.image = { id: li.id, rawConfig: li.rawConfig, diffIds: li.diffIds, chainId: li.chainId, size: li.size };
+    state.image = { id: li.id, rawConfig: li.rawConfig, diffIds: li.diffIds, chainId: li.chainId, size: li.size, parent: state.image?.id ?? '' };
   }
 }
 

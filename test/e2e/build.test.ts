@@ -289,6 +289,29 @@ CMD ["cat /app/greeting.txt"]
     assert.equal((await docker(d, ['image', 'inspect', 'cancelled:1'])).code, 1);
   });
 
+  test('--cache-from an image loaded without its build history: every step comes from it, no RUN runs', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nENV CF=1\nRUN echo cf > /cf\nCOPY f.txt /f.txt\nCMD ["cat", "/cf"]\n`, 'f.txt': 'f\n' });
+    const first = await build(['-t', 'cf:1', dir]);
+    assert.equal(first.code, 0, first.stderr + first.stdout);
+    const id = await dk('inspect', '-f', '{{.Id}}', 'cf:1');
+    const tarDir = mkdtempSync(join(tmpdir(), 'engine-build-save-'));
+    dirs.push(tarDir);
+    await dk('save', '-o', join(tarDir, 'cf.tar'), 'cf:1');
+    await dk('rmi', 'cf:1');
+    await docker(d, ['image', 'prune', '-f']);
+    await dk('load', '-i', join(tarDir, 'cf.tar'));
+    const plain = await build([dir]);
+    assert.equal(plain.code, 0, plain.stderr + plain.stdout);
+    assert.match(plain.stdout, /Running in/, 'without --cache-from the loaded image is not a cache');
+    await docker(d, ['image', 'prune', '-f']);
+    const r = await build(['--cache-from', 'cf:1', '-t', 'cf:2', dir]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.equal((r.stdout.match(/Using cache/g) ?? []).length, 4, r.stdout);
+    assert.doesNotMatch(r.stdout, /Running in/);
+    assert.equal(await dk('inspect', '-f', '{{.Id}}', 'cf:2'), id);
+    assert.equal(await dk('run', '--rm', 'cf:2'), 'cf');
+  });
+
   test('FROM an image that is not here pulls it from its registry, progress inside the build output', { skip: !registryAvailable() }, async () => {
     const reg = await startRegistry();
     try {

@@ -148,6 +148,25 @@ test('refusals: no stage, nothing generated, a RUN before FROM, a bad instructio
   await assert.rejects(run('FROM base\nEXPOSE 99999\n'), /Invalid containerPort: 99999/);
 });
 
+test('cache-from: an image loaded without its parents gives every step from its history', async () => {
+  const first = fakeBackend();
+  const built = await run('FROM base\nENV A=1\nLABEL b=2\nCMD ["x"]\n', {}, first);
+  // A new daemon that has only the base and the final image (as after docker load).
+  const fb = fakeBackend();
+  fb.images.set(built.id, { img: { ...first.images.get(built.id)!.img, parent: '' }, parent: '' });
+  fb.tags.set('built', built.id);
+  const again = await run('FROM base\nENV A=1\nLABEL b=2\nCMD ["x"]\n', { cacheFrom: ['built', 'not-here'] }, fb);
+  assert.equal((again.text.match(/Using cache/g) ?? []).length, 3, again.text);
+  assert.equal(again.id, built.id);
+  // Without cache-from nothing matches, and a different step stops the reuse there.
+  const fb2 = fakeBackend();
+  fb2.images.set(built.id, { img: first.images.get(built.id)!.img, parent: '' });
+  fb2.tags.set('built', built.id);
+  assert.doesNotMatch((await run('FROM base\nENV A=1\n', {}, fb2)).text, /Using cache/);
+  const partial = await run('FROM base\nENV A=1\nLABEL b=3\n', { cacheFrom: ['built'] }, fb2);
+  assert.equal((partial.text.match(/Using cache/g) ?? []).length, 1, partial.text);
+});
+
 test('sameStep compares what the reference compares', () => {
   const a = { Cmd: ['sh', '-c', 'x'], Env: ['A=1'], Labels: { a: 'b' }, ExposedPorts: { '80/tcp': {} } };
   assert.ok(sameStep(a, structuredClone(a)));
@@ -155,4 +174,14 @@ test('sameStep compares what the reference compares', () => {
   assert.ok(!sameStep(a, { ...a, Env: ['A=2'] }));
   assert.ok(!sameStep(a, { ...a, Labels: { a: 'c' } }));
   assert.ok(!sameStep({ ...a, OpenStdin: true }, a));
+});
+
+test('FROM --platform: a local image of that platform is used; another OS is refused', async () => {
+  const fb = fakeBackend();
+  const base = fb.images.get(BASE.id)!;
+  fb.images.set(BASE.id, { ...base, img: { ...base.img, rawConfig: JSON.stringify({ ...JSON.parse(base.img.rawConfig), os: 'linux', architecture: 'amd64' }) } });
+  const r = await run('FROM --platform=linux/amd64 base\nENV A=1\n', {}, fb);
+  assert.ok((r.config.Env as string[]).includes('A=1'));
+  await assert.rejects(run('FROM --platform=linux/arm64 base\nENV A=1\n', {}, fb), /no pull in tests: base/);
+  await assert.rejects(run('FROM --platform=windows/amd64 base\n', {}, fb), /operating system is not supported: windows/);
 });
