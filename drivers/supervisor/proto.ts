@@ -118,6 +118,24 @@ export function nsMetadata(namespace: string): grpc.Metadata {
   return md;
 }
 
+const waitingByNamespace = new Map<string, grpc.Metadata>();
+
+/**
+ * The namespace header with waitForReady set (grpc-js takes that option from the metadata): a call
+ * waits for a connection within its deadline instead of failing at once with "No connection
+ * established" while the channel is in reconnect backoff after a supervisor restart. A call that
+ * was never sent is safe to hold back.
+ */
+function waitingMetadata(namespace: string): grpc.Metadata {
+  let md = waitingByNamespace.get(namespace);
+  if (!md) {
+    md = nsMetadata(namespace).clone();
+    md.setOptions({ waitForReady: true });
+    waitingByNamespace.set(namespace, md);
+  }
+  return md;
+}
+
 /** Map a gRPC status to the engine's error classes, keeping containerd's message intact. */
 export function mapGrpcError(err: unknown, what: string): EngineError {
   if (err instanceof EngineError) return err;
@@ -183,7 +201,7 @@ export function unary(
       (o) => encode(reqType, o),
       (b) => decode(resType, b),
       req,
-      nsMetadata(opts.namespace),
+      waitingMetadata(opts.namespace),
       callOpts,
       (err, res) => {
         if (onAbort) opts.signal?.removeEventListener('abort', onAbort);

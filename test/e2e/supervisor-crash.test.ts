@@ -1,0 +1,171 @@
+// The supervisor (containerd) killed with kill -9 under a running daemon (issue 13): the
+// containers' processes keep running (their shims do not depend on it), the daemon restarts the
+// supervisor and re-attaches: `docker ps` shows them running with the same PIDs, exec, logs (new
+// lines after the crash), stop (with an exit code), kill, start and `run --rm` all work, and once
+// everything is removed no shim of this daemon is left. A container stopped while the supervisor
+// was killed starts again.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { docker, dockerOk, type TestImages } from './harness/clients.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function ppidOf(pid: number | string): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return -1;
+  }
+}
+
+function comm(pid: number | string): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Alive and not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
+}
+
+/** The `containerd` child of this test's daemon (never another daemon's), 0 when there is none. */
+function supervisorPid(d: DaemonHandle): number {
+  if (!d.pid) return 0;
+  for (const p of readdirSync('/proc')) {
+    if (/^\d+$/.test(p) && ppidOf(p) === d.pid && comm(p) === 'containerd' && alive(Number(p))) return Number(p);
+  }
+  return 0;
+}
+
+/** Shim processes serving this daemon's supervisor socket. */
+function shimsOf(d: DaemonHandle): number[] {
+  const address = join(d.execRoot, 'containerd', 'containerd.sock');
+  const out: number[] = [];
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p) || !comm(p).startsWith('containerd-shim')) continue;
+    try {
+      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (argv[argv.indexOf('-address') + 1] === address) out.push(Number(p));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** kill -9 the supervisor; resolves to its old PID once the daemon has started a new one. */
+async function killSupervisor(d: DaemonHandle, during?: () => void): Promise<{ old: number; next: number }> {
+  const old = supervisorPid(d);
+  assert.ok(old > 0, 'the daemon has a containerd child');
+  process.kill(old, 'SIGKILL');
+  let next = 0;
+  for (const until = Date.now() + 20_000; Date.now() < until; await sleep(100)) {
+    during?.();
+    next = supervisorPid(d);
+    if (next && next !== old) break;
+  }
+  assert.ok(next && next !== old, `the daemon restarted the supervisor (old ${old}, now ${next})`);
+  return { old, next };
+}
+
+describe('supervisor crash', () => {
+  let d: DaemonHandle | undefined;
+  let imgs: TestImages;
+  const dk = dockerOk(() => d!);
+  before(async () => {
+    ({ d, imgs } = await startWithImages());
+  });
+  after(async () => {
+    await removeAllAndCleanup(d);
+  });
+
+  test('kill -9 of the supervisor: containers keep running, the daemon re-attaches, everything works after', async () => {
+    await dk('run', '-d', '--network', 'none', '--name', 'sleeper', imgs.tag, 'sleep', '300');
+    await dk('run', '-d', '--network', 'none', '--name', 'ticker', imgs.tag, 'sh', '-c', 'while true; do echo tick $(date +%s); sleep 0.1; done');
+    const pids = {
+      sleeper: Number(await dk('inspect', '-f', '{{.State.Pid}}', 'sleeper')),
+      ticker: Number(await dk('inspect', '-f', '{{.State.Pid}}', 'ticker')),
+    };
+    assert.ok(pids.sleeper > 0 && pids.ticker > 0, JSON.stringify(pids));
+    const shimsBefore = shimsOf(d!);
+    assert.equal(shimsBefore.length, 2, 'one shim per container');
+
+    const crashedAt = Math.floor(Date.now() / 1000);
+    await killSupervisor(d!, () => {
+      assert.ok(alive(pids.sleeper) && alive(pids.ticker), 'container processes alive while the supervisor is down');
+    });
+    assert.ok(alive(pids.sleeper) && alive(pids.ticker), 'container processes alive after the supervisor restart');
+    assert.deepEqual(shimsOf(d!).sort(), shimsBefore.sort(), 'the same shims serve the containers');
+
+    // Within a bounded time `docker ps` shows both running, with the same PIDs.
+    let seen = '';
+    const want = `sleeper running ${pids.sleeper}\nticker running ${pids.ticker}`;
+    for (const until = Date.now() + 20_000; Date.now() < until; await sleep(250)) {
+      const r = await docker(d!, ['inspect', '-f', '{{.Name}} {{.State.Status}} {{.State.Pid}}', 'sleeper', 'ticker']);
+      seen = r.stdout.trim().replace(/^\//gm, '');
+      if (r.code === 0 && seen === want) break;
+    }
+    assert.equal(seen, want);
+    const ps = await dk('ps', '--format', '{{.Names}} {{.State}}');
+    assert.deepEqual(ps.split('\n').sort(), ['sleeper running', 'ticker running']);
+
+    assert.equal(await dk('exec', 'sleeper', 'echo', 'exec-ok'), 'exec-ok');
+
+    // Logs keep flowing: lines stamped after the crash reach `docker logs`.
+    let late: string[] = [];
+    for (const until = Date.now() + 10_000; Date.now() < until && late.length < 5; await sleep(250)) {
+      const logs = await dk('logs', 'ticker');
+      late = logs.split('\n').filter((l) => Number(l.split(' ')[1]) > crashedAt + 1);
+    }
+    assert.ok(late.length >= 5, `new log lines after the crash (got ${late.length})`);
+
+    // stop records an exit code (sleep as PID 1 ignores SIGTERM: killed after the timeout).
+    await dk('stop', '-t', '1', 'sleeper');
+    assert.equal(await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'sleeper'), 'exited 137');
+    assert.ok(!alive(pids.sleeper), 'sleeper process gone');
+    await dk('kill', 'ticker');
+    let state = '';
+    for (const until = Date.now() + 10_000; Date.now() < until && !state.startsWith('exited'); await sleep(100)) {
+      state = await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'ticker');
+    }
+    assert.equal(state, 'exited 137');
+    assert.ok(!alive(pids.ticker), 'ticker process gone');
+
+    assert.equal(await dk('run', '--rm', '--network', 'none', imgs.tag, 'echo', 'ok'), 'ok');
+
+    await dk('rm', '-f', 'sleeper', 'ticker');
+    assert.equal(await dk('ps', '-aq'), '');
+    let shims = shimsOf(d!);
+    for (const until = Date.now() + 10_000; shims.length && Date.now() < until; await sleep(200)) shims = shimsOf(d!);
+    assert.deepEqual(shims, [], 'no shim of this daemon left');
+  });
+
+  test('kill -9 of the supervisor while a container is stopped: docker start runs it', async () => {
+    await dk('run', '-d', '--network', 'none', '--name', 'later', imgs.tag, 'sleep', '300');
+    await dk('stop', '-t', '0', 'later');
+    assert.equal(await dk('inspect', '-f', '{{.State.Status}}', 'later'), 'exited');
+    await killSupervisor(d!);
+    await dk('start', 'later');
+    assert.equal(await dk('inspect', '-f', '{{.State.Status}}', 'later'), 'running');
+    const pid = Number(await dk('inspect', '-f', '{{.State.Pid}}', 'later'));
+    assert.ok(alive(pid), 'the started container runs');
+    assert.equal(await dk('exec', 'later', 'echo', 'hi'), 'hi');
+    await dk('rm', '-f', 'later');
+    let shims = shimsOf(d!);
+    for (const until = Date.now() + 10_000; shims.length && Date.now() < until; await sleep(200)) shims = shimsOf(d!);
+    assert.deepEqual(shims, [], 'no shim of this daemon left');
+  });
+});
