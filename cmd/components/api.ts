@@ -23,6 +23,7 @@ import { buildBackend } from '../../api/build/backend.ts';
 import { buildRoutes } from '../../api/build/routes.ts';
 import type { CreateDefaults } from '../../api/containers/create-request.ts';
 import { createBuilder } from '../../drivers/build/builder.ts';
+import { removeLeftoverScratch } from '../../drivers/build/scratch.ts';
 import { buildPull } from '../../api/build/pull.ts';
 import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
@@ -130,6 +131,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       };
       const pullJobs: PullJobsPort = { watch: (name, fn) => pulls.progress.subscribe(name, fn), setCredentials: (name, auth) => pulls.setCredentials(name, auth) };
       const puller = createPuller({ store, jobs: pullJobs });
+      // Before the API serves: a build started now must not lose its own scratch layers.
+      await removeLeftoverScratch(layers, log).catch((err) => log.warn({ err }, 'removing scratch layers of interrupted builds failed'));
       const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir });
       const backend = buildBackend({ store, resolveImage: (ref) => resolveImage(store, ref), defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
       const app = createApp({

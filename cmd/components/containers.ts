@@ -51,6 +51,7 @@ export interface Runs {
 export interface Controllers {
   readonly manager: Manager;
   readonly stopTriggers: Array<() => void>;
+  readonly images: ImageReconciler;
 }
 
 export function containerComponents({ cfg, log }: DaemonEnv) {
@@ -136,7 +137,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
           endpointTriggers(store, (key) => endpointCtl.enqueue(key)),
           primaryEndpointTriggers(store, (id) => containerCtl.enqueue(id)),
         ];
-        return { manager, stopTriggers };
+        return { manager, stopTriggers, images };
       },
       close: ({ stopTriggers }) => {
         for (const stop of stopTriggers.reverse()) stop();
@@ -184,8 +185,10 @@ export function runningComponent({ cfg, log }: DaemonEnv) {
     id: 'running',
     requires: ['controllers', 'pulls', 'containers', 'supervisor-events', 'migrations', 'events'],
     init: async (ctx) => {
-      const { manager } = ctx.get<Controllers>('controllers');
+      const { manager, images } = ctx.get<Controllers>('controllers');
       const containers = ctx.get<ContainerReconciler>('containers');
+      // Before pulls resume and the API serves: nothing is in the middle of making a layer.
+      await images.collectUnreferenced().catch((err: unknown) => log.warn({ err }, 'collecting layers no image uses failed'));
       await manager.start();
       // Beside the first reconciles, not before them: the API serves while orphans are killed.
       void containers

@@ -18,6 +18,7 @@ import type { Instruction } from './dockerfile/instructions.ts';
 import { downloadSources, isUrl } from './fetch-url.ts';
 import type { ShellLex } from './dockerfile/lex.ts';
 import { stepImage } from './image.ts';
+import { SCRATCH_PREFIX } from './scratch.ts';
 import { buildArgsEnv, expansionEnv, shellOf, type Config, type StageState } from './state.ts';
 import type { BuildArgs } from './build-args.ts';
 
@@ -150,7 +151,7 @@ export class Steps {
     if (from === undefined) return fn(this.d.contextRoot);
     const img = await this.d.stageImage(from);
     const { layers } = this.d;
-    const id = `build-src-${randomBytes(8).toString('hex')}`;
+    const id = `${SCRATCH_PREFIX}src-${randomBytes(8).toString('hex')}`;
     await layers.createRW(id, img?.chainId ?? null);
     try {
       await fn(await layers.mountRW(id));
@@ -162,7 +163,7 @@ export class Steps {
   /** A writable rootfs on top of `parentChain`; what `fn` changes in it becomes a layer (null: nothing). */
   private async withRootfs(parentChain: string | null, fn: (root: string) => Promise<void>): Promise<LayerInfo | null> {
     const { layers } = this.d;
-    const id = `build-${randomBytes(8).toString('hex')}`;
+    const id = `${SCRATCH_PREFIX}${randomBytes(8).toString('hex')}`;
     await layers.createRW(id, parentChain);
     try {
       await fn(await layers.mountRW(id));

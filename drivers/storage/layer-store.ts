@@ -513,6 +513,10 @@ class Store implements LayerStore {
     return this.rws.has(id);
   }
 
+  listRW(): string[] {
+    return [...this.rws.keys()];
+  }
+
   async sizeRW(id: string): Promise<number> {
     const rw = this.rw(id);
     return this.driver.diffSize(rw.cacheId, this.cacheIdOf(rw.parent));

@@ -112,6 +112,8 @@ export interface LayerStore {
   /** Unmount if needed and delete the RW layer. Idempotent (a missing layer is not an error). */
   removeRW(id: string): Promise<void>;
   hasRW(id: string): boolean;
+  /** Ids of every read-write layer. */
+  listRW(): string[];
   /** Bytes used by the RW layer's own changes. */
   sizeRW(id: string): Promise<number>;
   /** Changes of the RW layer against its parent (docker diff). */

@@ -36,6 +36,8 @@ export interface ImageLayersPort {
   removeLayer(chainId: string, opts?: { keep?: (chainId: string) => boolean }): Promise<void>;
   /** Layers a lease release left unheld. */
   onRelease?(fn: (chainIds: string[]) => void): () => void;
+  /** Every layer present. */
+  list?(): Array<{ chainId: string }>;
 }
 
 export interface ImageReconcilerOptions {
@@ -171,6 +173,19 @@ export class ImageReconciler {
       }
       if (this.layers.has(chainId)) break; // kept: an image took it up meanwhile
     }
+  }
+
+  /**
+   * Layers no image uses, left by a pull or a build step that a crash cut off after the layer
+   * and before the image record: collected like released ones (leased and busy ones are skipped).
+   * Run at start-up, before pulls resume and before the API serves.
+   */
+  collectUnreferenced(): Promise<void> {
+    const used = this.usedLayers();
+    const stray = (this.layers.list?.() ?? []).map((l) => l.chainId).filter((c) => !used.has(c));
+    if (stray.length) this.log?.info({ layers: stray.length }, 'collecting layers no image uses');
+    this.collect(stray);
+    return this.collecting ?? Promise.resolve();
   }
 
   private collect(chainIds: string[]): void {

@@ -1,17 +1,26 @@
-// Crash consistency: rounds of concurrent create/start/stop/rm/connect and network create/rm work with the daemon
-// killed (kill -9) at a seeded random moment in each. After every restart each acknowledged
-// create is there and each acknowledged removal is not; after removing everything nothing is
-// left: no supervisor containers or tasks, no shims, no mounts, no veths on the bridges, no
-// published-port rules, no address or port leases in the store.
+// Crash consistency: rounds of concurrent create/start/stop/rm/connect, network create/rm, pulls
+// from a local registry and builds, with the daemon killed (kill -9) at a seeded random moment in
+// each. After every restart each acknowledged create, pull and build is there and each
+// acknowledged removal is not; after removing everything nothing is left: no supervisor
+// containers or tasks, no shims, no mounts, no veths on the bridges, no published-port rules, no
+// address or port leases in the store, no layer but the base image's.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { docker, testImages, type TestImages } from './harness/clients.ts';
+import { layerOf, noise, writeImage } from './registry/images.ts';
+import { registryAvailable, startRegistry, type TestRegistry } from './registry/registry.ts';
+
+const GOARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64' };
+/** Images in the registry that the rounds pull (one small layer of their own each). */
+const PULLABLE = 6;
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -31,8 +40,18 @@ function rng(seed: number): () => number {
 describe('crash consistency', () => {
   let d: DaemonHandle;
   let imgs: TestImages;
+  let reg: TestRegistry | undefined;
+  let buildDir = '';
   const net = 'crashnet';
   before(async () => {
+    if (registryAvailable()) {
+      reg = await startRegistry();
+      for (let i = 0; i < PULLABLE; i++) {
+        const layer = await layerOf({ [`data/p${i}`]: noise(`crash-${i}`, 512 << 10) });
+        await writeImage(reg.url, 'crash/img', `t${i}`, { layers: [layer], architecture: GOARCH[process.arch] ?? process.arch });
+      }
+    }
+    buildDir = mkdtempSync(join(tmpdir(), 'engine-crash-build-'));
     d = await startDaemon({ bridge: true });
     imgs = await testImages();
     assert.equal((await docker(d, ['load', '-i', imgs.dockerArchive])).code, 0);
@@ -41,9 +60,12 @@ describe('crash consistency', () => {
   });
   after(async () => {
     await d?.cleanup();
+    await reg?.stop();
+    if (buildDir) rmSync(buildDir, { recursive: true, force: true });
   });
 
-  test('kill -9 during rounds of concurrent work: acknowledged writes survive, nothing is left after removing everything', async () => {
+  // Rounds with pulls and builds run well past the suite's default test deadline on a slow machine.
+  test('kill -9 during rounds of concurrent work: acknowledged writes survive, nothing is left after removing everything', { timeout: 180_000 }, async () => {
     const random = rng(20261125);
     const created = new Set<string>();
     /** Removals acknowledged; and asked for at all (one cut off by the kill may or may not have been written). */
@@ -54,6 +76,10 @@ describe('crash consistency', () => {
     const netsRemoved = new Set<string>();
     const netsAsked = new Set<string>();
     let netSeq = 0;
+    /** Pulls and builds acknowledged (references). */
+    const images = new Set<string>();
+    const t0 = Date.now();
+    const mark = (what: string) => process.env.CRASH_DEBUG && console.log(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
     for (let round = 0; round < 3; round++) {
       let alive = true;
       const worker = async (w: number) => {
@@ -61,7 +87,16 @@ describe('crash consistency', () => {
         while (alive) {
           const ids = [...created].filter((id) => !removed.has(id));
           const pick = random();
-          if (pick < 0.5 || ids.length === 0) {
+          if (pick < 0.06 && reg) {
+            const ref = `${reg.hostPort}/crash/img:t${Math.floor(random() * PULLABLE)}`;
+            if ((await docker(d, ['pull', '-q', ref])).code === 0) images.add(ref);
+          } else if (pick < 0.1) {
+            const tag = `crashbuild:r${round}w${w}n${n++}`;
+            const dir = join(buildDir, tag.replace(':', '-'));
+            mkdirSync(dir, { recursive: true });
+            writeFileSync(join(dir, 'Dockerfile'), `FROM ${imgs.tag}\nCOPY Dockerfile /\nRUN echo ${tag} > /tag\nENV TAG=${tag}\n`);
+            if ((await docker(d, ['build', '-q', '-t', tag, dir], { env: { DOCKER_BUILDKIT: '0' } })).code === 0) images.add(tag);
+          } else if (pick < 0.5 || ids.length === 0) {
             const netArgs = random() < 0.5 ? ['--network', net] : ['--network', 'bridge', '-p', '127.0.0.1::80'];
             const c = await docker(d, ['create', '--stop-timeout', '1', ...netArgs, '--name', `r${round}w${w}n${n++}`, imgs.tag, 'sleep', '300']);
             if (c.code !== 0) continue;
@@ -91,9 +126,12 @@ describe('crash consistency', () => {
       const workers = [0, 1, 2, 3].map(worker);
       await sleep(1500 + Math.floor(random() * 2500));
       await d.stop({ signal: 'SIGKILL' });
+      mark(`round ${round} killed`);
       alive = false;
       await Promise.all(workers);
+      mark('workers done');
       await d.restart();
+      mark('restarted');
       const ps = await docker(d, ['ps', '-a', '--no-trunc', '--format', '{{.ID}}']);
       assert.equal(ps.code, 0, ps.stderr);
       const present = new Set(ps.stdout.split('\n').filter(Boolean));
@@ -104,6 +142,10 @@ describe('crash consistency', () => {
         else if (!netsAsked.has(n)) assert.ok(netsPresent.has(n), `round ${round}: acknowledged network ${n} is missing`);
         else if (!netsPresent.has(n)) netsRemoved.add(n);
       }
+      for (const ref of images) {
+        const r = await docker(d, ['image', 'inspect', '-f', '{{.Id}}', ref]);
+        assert.equal(r.code, 0, `round ${round}: acknowledged image ${ref} is missing: ${r.stderr}`);
+      }
       for (const id of created) {
         if (removed.has(id)) assert.ok(!present.has(id), `round ${round}: ${id} was removed (acknowledged) but is back`);
         else if (!asked.has(id)) assert.ok(present.has(id), `round ${round}: acknowledged create ${id} is missing`);
@@ -111,7 +153,9 @@ describe('crash consistency', () => {
       }
     }
     assert.ok(created.size > 4, `only ${created.size} creates were acknowledged`);
+    assert.ok(images.size > 0, 'no pull or build was acknowledged');
 
+    mark('rounds done');
     // Everything goes; then nothing of it may be left anywhere.
     const all = (await docker(d, ['ps', '-aq', '--no-trunc'])).stdout.split('\n').filter(Boolean);
     for (const id of all) {
@@ -124,6 +168,7 @@ describe('crash consistency', () => {
       left = (await docker(d, ['ps', '-aq', '--no-trunc'])).stdout.split('\n').filter(Boolean);
     }
     assert.deepEqual(left, [], 'containers left after removing everything');
+    mark('containers removed');
     assert.equal((await docker(d, ['network', 'rm', net])).code, 0);
     const bridges: string[] = [];
     // Every network but the builtins: a create cut off by the kill may have been written too.
@@ -135,6 +180,19 @@ describe('crash consistency', () => {
       assert.equal(rm.code, 0, rm.stderr);
     }
     assert.deepEqual((await docker(d, ['network', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean).sort(), ['bridge', 'host', 'none']);
+    // Every image but the base goes (a pull or build cut off by a kill may have left one more):
+    // then no layer may be left but the base image's.
+    const imageIds = (await docker(d, ['images', '-aq', '--no-trunc'])).stdout.split('\n').filter((x) => x && x !== imgs.id);
+    for (const id of new Set(imageIds)) {
+      const rmi = await docker(d, ['rmi', '-f', id]);
+      // An intermediate build image goes with the image it was the parent of.
+      if (rmi.code !== 0) assert.match(rmi.stderr, /No such image/);
+    }
+    assert.deepEqual((await docker(d, ['images', '-aq', '--no-trunc'])).stdout.split('\n').filter(Boolean), [imgs.id], 'images left');
+    mark('images removed');
+    const layerdb = join(d.dataRoot, 'image', readdirSync(join(d.dataRoot, 'image'))[0]!, 'layerdb');
+    assert.equal(readdirSync(join(layerdb, 'sha256')).length, 1, 'layers left besides the base image\'s');
+    assert.deepEqual(readdirSync(join(layerdb, 'mounts')), [], 'read-write layers left');
     const supervisor = join(d.execRoot, 'containerd', 'containerd.sock');
     const ctr = async (...args: string[]) => (await run('ctr', ['-a', supervisor, '-n', 'engine', ...args])).stdout.trim();
     assert.equal(await ctr('containers', 'ls', '-q'), '', 'supervisor containers');

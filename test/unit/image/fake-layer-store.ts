@@ -99,6 +99,7 @@ export class FakeLayerStore implements LayerStore {
   unmountRW(): Promise<void> { throw notImplemented('fake'); }
   removeRW(): Promise<void> { throw notImplemented('fake'); }
   hasRW(): boolean { return false; }
+  listRW(): string[] { return []; }
   sizeRW(): Promise<number> { throw notImplemented('fake'); }
   changesRW(): Promise<never> { throw notImplemented('fake'); }
   metadataRW(): Record<string, string> { return {}; }

@@ -131,3 +131,21 @@ test('whether a layer is in use is decided at its removal: an image recorded mea
   await images.idle();
   assert.equal(layers.list().length, 2);
 });
+
+test('at start-up, layers no image uses (a pull or build step cut off by a crash) are collected; leased and used ones stay', async () => {
+  const used = await applyChain(['u1', 'u2']);
+  recordImage(imageId(1), used.diffIds, used.chain[1]!);
+  // A build step's layer on top of the image, its image record never written.
+  const strayTar = await makeTar([{ name: 'stray', data: 'stray' }]);
+  const stray = await layers.applyLayer(used.chain[1]!, Readable.from([strayTar]));
+  // An unrelated chain of two, and a layer a pull in flight holds.
+  const lone = await applyChain(['l1', 'l2']);
+  const lease = layers.lease();
+  const held = await applyChain(['h1'], lease);
+  await images.collectUnreferenced();
+  assert.ok(layers.has(used.chain[0]!) && layers.has(used.chain[1]!), 'the image keeps its layers');
+  assert.ok(!layers.has(stray.chainId), 'the stray build layer is collected');
+  assert.ok(!layers.has(lone.chain[0]!) && !layers.has(lone.chain[1]!), 'the unused chain is collected, child first');
+  assert.ok(layers.has(held.chain[0]!), 'a leased layer stays');
+  lease.release();
+});
