@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tarOf } from './images/build-busybox.ts';
 import { buildTimes } from './bench-build.ts';
+import { loadFigures } from './bench-load.ts';
 import { crashRestart, stopStorm, CRASH_CONTAINERS, STORM_CONTAINERS, type LifecycleClient } from './bench-lifecycle.ts';
 import { REPO, startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
 import { DOCKER_CLI, testImages } from '../test/e2e/harness/clients.ts';
@@ -30,15 +31,15 @@ const PULL_SETTLE_MS = 3_000;
 const { values: flags } = parseArgs({ options: { reference: { type: 'boolean', default: false }, quick: { type: 'boolean', default: false } } });
 const QUICK = !!flags.quick;
 const SIZES = QUICK
-  ? { warmups: 1, cycles: 5, cliRuns: 3, parallelMs: 3_000, parallelMin: 16, listContainers: 50, listMs: 2_000, logRuns: 1, pullRuns: 1, buildRuns: 1 }
-  : { warmups: 3, cycles: 30, cliRuns: 10, parallelMs: 10_000, parallelMin: 64, listContainers: 200, listMs: 5_000, logRuns: 3, pullRuns: 3, buildRuns: 3 };
+  ? { warmups: 1, cycles: 5, cliRuns: 3, parallelMs: 3_000, parallelMin: 16, listContainers: 50, listMs: 2_000, logRuns: 1, pullRuns: 1, buildRuns: 1, load: { containers: 200, clients: 20, ms: 2_000 } }
+  : { warmups: 3, cycles: 30, cliRuns: 10, parallelMs: 10_000, parallelMin: 64, listContainers: 200, listMs: 5_000, logRuns: 3, pullRuns: 3, buildRuns: 3, load: { containers: 1000, clients: 100, ms: 5_000 } };
 const WORKERS = 16;
 const LIST_CLIENTS = 4;
 
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'buildCold' | 'buildCached' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -63,6 +64,9 @@ const METRICS: readonly Metric[] = [
   { key: 'pull', title: `pull ${LAYERS}x${LAYER_BYTES / MB} MB layers, local registry`, unit: 's', reference: 0.8, target: { op: 'le', factor: 0.7 } },
   { key: 'buildCold', title: 'docker build, 10 steps (3 RUN, 2 COPY), no cache (median)', unit: 's', reference: null, target: null },
   { key: 'buildCached', title: 'docker build, the same 10 steps from the cache (median)', unit: 's', reference: null, target: null },
+  { key: 'loadRate', title: `load: ${SIZES.load.clients} clients list+inspect, ${SIZES.load.containers} ctrs`, unit: 'req/s', reference: null, target: null },
+  { key: 'loadP99', title: 'load: p99 latency of those requests', unit: 'ms', reference: null, target: null },
+  { key: 'loadWedgedP99', title: 'load: p99 latency while a stop waits out its grace', unit: 'ms', reference: null, target: null },
   { key: 'stormRun', title: `stop storm: docker run --rm true during ${STORM_CONTAINERS} stops`, unit: 's', reference: 0.3, target: null },
   { key: 'stormStops', title: `stop storm: all ${STORM_CONTAINERS} stops (10 s grace) answered`, unit: 's', reference: 11.2, target: null },
   { key: 'crashRun', title: `kill -9 + restart, ${CRASH_CONTAINERS} ctrs: ping -> docker run (target 1.5 s)`, unit: 's', reference: null, target: null },
@@ -736,6 +740,15 @@ async function measure(t: Target, tmp: string, repo: string | Error, breakdown: 
   await step(['buildCold', 'buildCached'], 'build', async () => {
     const r = await buildTimes({ name: t.name, cli: (args, env) => dockerCli(t, configDir, args, env), log }, tmp, image, SIZES.buildRuns);
     return [r.cold, r.cached];
+  });
+  await step(['loadRate', 'loadP99', 'loadWedgedP99'], 'load', async () => {
+    const agent = keepAlive(SIZES.load.clients);
+    try {
+      const r = await loadFigures({ name: t.name, call: (method, path, body) => call(t, agent, method, path, body), log }, image, SIZES.load);
+      return [r.rate, r.p99, r.wedgedP99];
+    } finally {
+      agent.destroy();
+    }
   });
   // No keep-alive: connections must not outlive the daemon killed in the crash phase.
   const lifecycleAgent = new Agent({ keepAlive: false });
