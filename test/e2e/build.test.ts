@@ -169,6 +169,16 @@ CMD ["cat /app/greeting.txt"]
     const missing = await build(['--target', 'nope', dir]);
     assert.notEqual(missing.code, 0);
     assert.match(missing.stderr, /failed to reach build target nope in Dockerfile/);
+
+    // FROM scratch with files from a stage; exec-form RUN; -q prints only the image ID.
+    const scratch = context({
+      Dockerfile: `FROM ${imgs.tag} AS tools\nRUN ["sh", "-c", "echo exec-form > /made.txt"]\nFROM scratch\nCOPY --from=tools /made.txt /\nCOPY --from=tools /bin/busybox /bin/busybox\nCMD ["/bin/busybox", "cat", "/made.txt"]\n`,
+    });
+    const q = await build(['-q', '-t', 'multi:scratch', scratch]);
+    assert.equal(q.code, 0, q.stderr + q.stdout);
+    assert.match(q.stdout.trim(), /^sha256:[0-9a-f]{64}$/);
+    assert.equal(await dk('inspect', '-f', '{{len .RootFS.Layers}}', 'multi:scratch'), '2');
+    assert.equal(await dk('run', '--rm', 'multi:scratch'), 'exec-form');
   });
 
   test('.dockerignore, a Dockerfile elsewhere (-f), and bad Dockerfiles with the reference messages', async () => {
