@@ -5,6 +5,7 @@
 import { connect } from 'node:net';
 import { request } from 'node:http';
 import { parseArgs } from 'node:util';
+import { buildBody, buildQuery } from './fuzz-build.ts';
 import { fileURLToPath } from 'node:url';
 
 export interface FuzzOptions {
@@ -92,7 +93,7 @@ export interface Rng {
   bytes(n: number): Buffer;
 }
 
-const WEIRD_STRINGS = [
+export const WEIRD_STRINGS = [
   '', ' ', 'a', '-1', '0', '1e309', 'null', 'true', '{}', '[]', '::::', ':', '/', '//', '../../..', '/etc/passwd',
   '\u0000', 'a\u0000b', '\n', '\r\n', '\ud800', '😀', 'é', '%', '%zz', '%00', '${HOME}', '$(id)', 'a=b', '=', 'a:b:c:d:e',
   'host', 'none', 'bridge', 'container:', 'container:nope', 'default', 'always', 'on-failure', 'unless-stopped', 'no:1',
@@ -217,7 +218,7 @@ function someContainer(rng: Rng, ctx: FuzzContext): string {
 }
 
 /** encodeURIComponent, but a lone surrogate (a weird string on purpose) goes through as is. */
-function enc(s: string): string {
+export function enc(s: string): string {
   try {
     return encodeURIComponent(s);
   } catch {
@@ -331,6 +332,11 @@ const GENERATORS: Array<[weight: number, gen: Gen]> = [
   [3, (rng, ctx) => http('image-tag', 'POST', `${version(rng)}/images/${enc(rng.chance(0.5) ? ctx.image : rng.pick(WEIRD_STRINGS.slice(0, 30)))}/tag?repo=${enc(rng.pick(['', 'UPPER', ':', 'a/b/c/d', `${ctx.prefix}/img`, '%']))}&tag=${enc(rng.pick(['', 'a', ':', 'x'.repeat(200), '-']))}`)],
   [3, (rng, ctx) => http('image-rmi', 'DELETE', `${version(rng)}/images/${enc(rng.pick(['nope', '', ':', 'sha256:', 'sha256:zz', 'x'.repeat(300), `${ctx.prefix}/img:a`]))}${garbageQuery(rng)}`)],
   [2, (rng) => http('image-load', 'POST', `${version(rng)}/images/load${garbageQuery(rng)}`, rng.bytes(rng.int(5000)), { headers: { 'Content-Type': 'application/x-tar' } })],
+  [2, (rng, ctx) => {
+    // Builds: junk bodies and Dockerfiles; nothing that reaches outside loopback (FROM and ADD name 127.0.0.1:1, never `pull`).
+    const q = rng.chance(0.6) ? buildQuery(rng, ctx) : garbageQuery(rng, ['pull', 'remote']);
+    return http('build', 'POST', `${version(rng)}/build${q}`, buildBody(rng, ctx), { headers: { 'Content-Type': 'application/x-tar' } });
+  }],
   // Networks and volumes.
   [5, (rng, ctx) => {
     const body: Record<string, unknown> = { Name: uniqueName(rng, ctx), Driver: 'bridge' };
