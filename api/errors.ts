@@ -1,7 +1,7 @@
 // The one table that turns error classes into HTTP statuses, and the fastify hooks that answer
 // every failure with the `{"message": ...}` body Engine API clients parse.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { EngineError, errorCode, type ErrorCode } from '../lib/errors.ts';
+import { EngineError, errorCode, isSystemError, systemErrorMessage, type ErrorCode } from '../lib/errors.ts';
 
 /**
  * EngineError code → HTTP status, as the reference daemon maps its error classes.
@@ -42,6 +42,7 @@ export function toHttpError(err: unknown): HttpError {
       return { status: fe.statusCode, message: String(fe.message ?? '') };
     }
   }
+  if (isSystemError(err)) return { status: 500, message: systemErrorMessage(err) };
   const message = err instanceof Error ? err.message : String(err);
   return { status: 500, message: message || 'internal error' };
 }

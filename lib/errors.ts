@@ -55,3 +55,17 @@ const CODES = new Set<string>([
 function isErrorCode(c: string): c is ErrorCode {
   return CODES.has(c);
 }
+
+/** An error from a system call (Node's fs, net): it has an errno and names the call. */
+export function isSystemError(err: unknown): err is NodeJS.ErrnoException & { syscall: string } {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string' && typeof (err as NodeJS.ErrnoException).errno === 'number';
+}
+
+/**
+ * A system error as the reference words it (Go's *PathError): `write /var/lib/engine/tmp/x: no
+ * space left on device`, not Node's `ENOSPC: no space left on device, write`.
+ */
+export function systemErrorMessage(err: NodeJS.ErrnoException & { syscall: string }): string {
+  const text = /^[A-Z0-9_]+: ([^,]+)/.exec(err.message)?.[1] ?? err.message;
+  return `${err.syscall}${err.path ? ` ${err.path}` : ''}: ${text}`;
+}

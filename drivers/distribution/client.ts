@@ -144,6 +144,8 @@ export function isRetryable(err: unknown): boolean {
   if (err instanceof EngineError) return err.code === 'Unavailable';
   const e = err as Error & { code?: string };
   if (e?.name === 'AbortError') return false;
+  // Our own disk full is not the registry's fault, and waiting will not help (as the reference).
+  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') return false;
   return typeof e?.code === 'string' || e instanceof Error;
 }
 

@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { open, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EngineError, internal, invalidArgument, notFound } from '../../lib/errors.ts';
+import { EngineError, internal, invalidArgument, isSystemError, notFound } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
 import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import { ChunkWriter } from '../storage/chunk-writer.ts';
@@ -437,6 +437,8 @@ async function downloadBlob(ctx: DistContext, s: Session, path: string, d: Descr
         sink?.end();
         return;
       } catch (err) {
+        // Name the spool file a failed write was for, as the reference does (`write <tmp>: no space left on device`).
+        if (isSystemError(err) && err.syscall === 'write' && (err.code === 'ENOSPC' || err.code === 'EDQUOT')) err.path ??= file;
         if (sink && sink.sent > 0) {
           sink.restart();
           sink = undefined;

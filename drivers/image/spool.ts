@@ -6,7 +6,7 @@ import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { posix, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import tarStream from 'tar-stream';
-import { EngineError, invalidArgument } from '../../lib/errors.ts';
+import { EngineError, invalidArgument, isSystemError } from '../../lib/errors.ts';
 
 export interface SpooledFile {
   /** Where the bytes are on disk. */
@@ -69,7 +69,9 @@ export class Spool {
     const feeding = (async () => {
       try {
         for await (const chunk of body) {
-          if (stopped) break;
+          // After a failure the rest of the body is read and dropped, not cut off: a socket
+          // closed with unread data is reset, and the client would lose the error answer.
+          if (stopped) continue;
           if (!extract.write(chunk as Buffer)) await drainOrClose(extract);
         }
         if (!stopped) extract.end(null);
@@ -105,9 +107,10 @@ export class Spool {
       await feeding;
     } catch (err) {
       stopped = true;
-      body.destroy();
       if (signal.aborted) throw new EngineError('Canceled', 'context canceled', { cause: err });
       if (err instanceof EngineError) throw err;
+      // Our own write failing (no space left on device) is not the archive's fault.
+      if (bodyError === undefined && isSystemError(err)) throw err;
       const cause = bodyError ?? err;
       if (bodyError !== undefined && !isDecodeError(bodyError)) throw bodyError;
       throw invalidArgument(`invalid tar archive: ${(cause as Error).message ?? String(cause)}`, cause);
@@ -129,6 +132,9 @@ export class Spool {
         size += chunk.length;
         await fh.write(chunk);
       }
+    } catch (err) {
+      if (isSystemError(err)) err.path ??= path;
+      throw err;
     } finally {
       await fh.close();
     }

@@ -7,15 +7,19 @@
 // Entries are batched: log() only encodes and queues; one writer drains the queue with a
 // single write per batch. close() flushes everything and resolves when the data has been
 // written to the file (no fsync). The `compress` option is accepted but rotated files are kept
-// uncompressed. Labels/env/tag attributes are not recorded.
+// uncompressed. Labels/env/tag attributes are not recorded. When the file system is (nearly)
+// full, output is dropped a whole batch at a time and the file keeps only complete entries.
 import { closeSync, fstatSync, openSync } from 'node:fs';
-import { close as closeCb, open as openCb, rename, unlink, write as writeCb } from 'node:fs';
+import { close as closeCb, ftruncate, open as openCb, rename, unlink, write as writeCb } from 'node:fs';
+import { statfs as statfsAsync } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { fileLogOptions } from './options.ts';
 import type { FileLogOptions } from './options.ts';
 
-const writeAsync = promisify(writeCb) as unknown as (fd: number, s: string) => Promise<unknown>;
+const writeAsync = (fd: number, b: Buffer, off: number, len: number) =>
+  new Promise<number>((res, rej) => writeCb(fd, b, off, len, null, (err, n) => (err ? rej(err) : res(n))));
+const ftruncateAsync = promisify(ftruncate);
 const openAsync = promisify(openCb);
 const closeAsync = promisify(closeCb);
 const renameAsync = promisify(rename);
@@ -73,6 +77,8 @@ class JsonFileWriter implements LogSink {
   private writing: Promise<void> | null = null;
   private scheduled = false;
   private closed = false;
+  /** Bytes dropped since writes started failing; 0 while they work. */
+  private failing = 0;
   private readonly pending: { stdout: Buffer | null; stderr: Buffer | null } = { stdout: null, stderr: null };
 
   constructor(path: string, opts: FileLogOptions, log: Logger) {
@@ -185,13 +191,7 @@ class JsonFileWriter implements LogSink {
         const seg = this.segments.shift()!;
         if (this.segments.length === 0) this.segments.push({ parts: [], rotate: false });
         this.queued -= seg.parts.reduce((n, p) => n + p.length, 0);
-        if (seg.parts.length > 0) {
-          try {
-            await writeAsync(this.fd, seg.parts.join(''));
-          } catch (err) {
-            this.log_.warn({ err, path: this.path }, 'writing container log failed');
-          }
-        }
+        if (seg.parts.length > 0) await this.write(Buffer.from(seg.parts.join('')));
         if (seg.rotate) await this.rotate();
         this.wake();
       }
@@ -200,6 +200,43 @@ class JsonFileWriter implements LogSink {
       this.wake();
     }
     if (this.hasQueued()) this.kick();
+  }
+
+  /**
+   * One batch of whole entries. A file system out of space (or any failed write) drops what did
+   * not fit, never half an entry: a short write is cut back to its last complete line, so the
+   * file stays readable and later entries start on a line of their own. One warning per run of
+   * failures, not one per batch.
+   */
+  private async write(buf: Buffer): Promise<void> {
+    let n = 0;
+    let err: unknown = null;
+    try {
+      // Once failing, wait for a MiB more than the batch: no warning and recovery every batch.
+      if (!(await roomFor(this.path, buf.length + (this.failing ? 1 << 20 : 0)))) throw keepFree();
+      while (n < buf.length) {
+        const w = await writeAsync(this.fd, buf, n, buf.length - n);
+        if (w <= 0) break;
+        n += w;
+      }
+    } catch (e) {
+      err = e;
+    }
+    if (n === buf.length) {
+      if (this.failing) this.log_.info({ path: this.path, dropped: this.failing }, 'writing container log works again');
+      this.failing = 0;
+      return;
+    }
+    const keep = n > 0 ? buf.lastIndexOf(10, n - 1) + 1 : 0;
+    if (keep < n) {
+      try {
+        await ftruncateAsync(this.fd, fstatSync(this.fd).size - (n - keep));
+      } catch {
+        // nothing more to do: the reader skips a line it cannot parse
+      }
+    }
+    if (this.failing === 0) this.log_.warn({ err, path: this.path }, 'writing container log failed; output is dropped until writes succeed');
+    this.failing += buf.length - keep;
   }
 
   private async rotate(): Promise<void> {
@@ -243,6 +280,25 @@ class JsonFileWriter implements LogSink {
     // close(2) of a regular file returns at once: not worth a threadpool round trip.
     closeSafe(this.fd);
   }
+}
+
+/**
+ * Container logs leave the last few MiB of their file system free (4 %, at least 1 MiB, at most
+ * 32 MiB): on a data root that logs have filled, the daemon can still record a container's exit
+ * and its removal, which gives the space back.
+ */
+export async function roomFor(path: string, bytes: number): Promise<boolean> {
+  try {
+    const s = await statfsAsync(path);
+    const reserve = Math.min(32 << 20, Math.max(1 << 20, s.blocks * s.bsize * 0.04));
+    return s.bavail * s.bsize - bytes >= reserve;
+  } catch {
+    return true;
+  }
+}
+
+function keepFree(): NodeJS.ErrnoException {
+  return Object.assign(new Error('ENOSPC: no space left on device, write (the last MiBs are kept for the daemon)'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
 }
 
 function closeSafe(fd: number): void {

@@ -32,8 +32,9 @@ export class StagedStatus {
   flush(id: string): void {
     const fn = this.staged.get(id);
     if (!fn) return;
-    this.staged.delete(id);
+    // Dropped once written: a write that fails (a full disk) leaves it staged for the next one.
     if (this.store.get(KIND.container, id)) this.store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, id, fn);
+    this.staged.delete(id);
   }
 
   /** Written now, together with anything staged before it. */

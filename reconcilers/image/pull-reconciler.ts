@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState } from '../../controllers/machine-driver.ts';
 import type { AuthConfig, Distribution } from '../../drivers/distribution/types.ts';
-import { errorCode } from '../../lib/errors.ts';
+import { errorCode, isSystemError, systemErrorMessage } from '../../lib/errors.ts';
 import { parseReference } from '../../lib/reference.ts';
 import { PULL_KIND, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
 import type { Resource } from '../../store/types.ts';
@@ -153,7 +153,7 @@ export class PullReconciler {
       }
     } catch (err) {
       if (!signal.aborted) this.log?.info({ err, pull: name }, 'pull failed');
-      return { ok: false, imageId: '', changed: false, error: err instanceof Error ? err.message : String(err), errorCode: errorCode(err) };
+      return { ok: false, imageId: '', changed: false, error: isSystemError(err) ? systemErrorMessage(err) : err instanceof Error ? err.message : String(err), errorCode: errorCode(err) };
     }
   }
 

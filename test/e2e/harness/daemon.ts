@@ -1,6 +1,6 @@
 // Starts a real engined on private temp roots and socket for one test file, and leaves nothing
 // behind: the daemon, its supervisor and shims, mounts, the default bridge it made, the roots.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
@@ -25,6 +25,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** How long to wait for /_ping. Default 30 s. */
   startTimeoutMs?: number;
+  /** Put the data root on a tmpfs of this size (e.g. '48m'), mounted under the daemon's temp root. */
+  dataRootTmpfs?: string;
 }
 
 export interface StopOptions {
@@ -148,6 +150,16 @@ class Handle implements DaemonHandle {
     writeFileSync(this.configFile, JSON.stringify(opts.daemonJson ?? {}, null, 2));
     // If this process dies without cleanup() (a runner's timeout kill), the reaper does it.
     this.reaperPid = startReaper(this.root, this.state, NODE);
+    if (opts.dataRootTmpfs) {
+      // Unmounted by reapRoot (every mount under the root), like the daemon's own mounts.
+      try {
+        mkdirSync(this.dataRoot);
+        execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${opts.dataRootTmpfs},mode=0711`, 'tmpfs', this.dataRoot], { stdio: 'pipe', timeout: 10_000 });
+      } catch (err) {
+        this.cleanupSync();
+        throw err;
+      }
+    }
   }
 
   get pid(): number {

@@ -252,3 +252,17 @@ test('a writer that falls behind asks its caller to wait; everything is written'
     t.cleanup();
   }
 });
+
+test('a disk out of space (/dev/full): output is dropped, one warning per run of failures, close resolves', { skip: !existsSync('/dev/full') }, async () => {
+  const warnings: string[] = [];
+  const counting = pino({ level: 'warn' }, { write: (s: string) => void warnings.push(s) });
+  const l = createLogging({ log: counting }).open('c', '/dev/full', { Type: 'json-file', Config: {} })!;
+  for (let i = 0; i < 50; i++) {
+    await l.log('stdout', Buffer.from(`${'x'.repeat(64 << 10)}\n`));
+    await new Promise((r) => setImmediate(r));
+  }
+  await l.close();
+  assert.equal(warnings.length, 1, warnings.join(''));
+  assert.match(warnings[0]!, /ENOSPC/);
+  assert.match(warnings[0]!, /output is dropped until writes succeed/);
+});
