@@ -8,6 +8,8 @@ import type { ReconcilerStore } from '../store-like.ts';
 
 type Mutate = (s: ContainerStatus) => ContainerStatus;
 
+const STORAGE_FULL = /disk is full|SQLITE_FULL|ENOSPC|no space left/i;
+
 export class StagedStatus {
   private readonly staged = new Map<string, Mutate>();
   private readonly store: ReconcilerStore;
@@ -32,8 +34,14 @@ export class StagedStatus {
   flush(id: string): void {
     const fn = this.staged.get(id);
     if (!fn) return;
-    // Dropped once written: a write that fails (a full disk) leaves it staged for the next one.
-    if (this.store.get(KIND.container, id)) this.store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, id, fn);
+    try {
+      if (this.store.get(KIND.container, id)) this.store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, id, fn);
+    } catch (err) {
+      // A full disk is passing: what failed to be written stays staged for the next write. Any
+      // other failure would fail the same way again, so it is dropped as before.
+      if (!STORAGE_FULL.test(err instanceof Error ? err.message : String(err))) this.staged.delete(id);
+      throw err;
+    }
     this.staged.delete(id);
   }
 
