@@ -185,3 +185,10 @@ test('FROM --platform: a local image of that platform is used; another OS is ref
   await assert.rejects(run('FROM --platform=linux/arm64 base\nENV A=1\n', {}, fb), /no pull in tests: base/);
   await assert.rejects(run('FROM --platform=windows/amd64 base\n', {}, fb), /operating system is not supported: windows/);
 });
+
+test('predefined proxy args: usable without an ARG, never warned about as unused', async () => {
+  const r = await run('FROM base\nENV P=${HTTP_PROXY:-none} Q=${no_proxy:-none}\n', { buildArgs: { HTTP_PROXY: 'http://proxy:3128', no_proxy: 'localhost' } });
+  assert.ok((r.config.Env as string[]).includes('P=http://proxy:3128'), String(r.config.Env));
+  assert.ok((r.config.Env as string[]).includes('Q=localhost'));
+  assert.doesNotMatch(r.text, /not consumed/);
+});
