@@ -2,15 +2,15 @@
 // zstd compressed, unpacked into a fresh directory; its Dockerfile read; paths its .dockerignore
 // names removed. Unpacking never follows a symlink of the tree: an entry below one is refused.
 import { spawn } from 'node:child_process';
-import type { Stats } from 'node:fs';
 import { constants as fsc } from 'node:fs';
-import { chmod, link, lstat, lutimes, mkdir, mkdtemp, open, readdir, readFile, rm, rmdir, symlink, utimes } from 'node:fs/promises';
+import { chmod, link, lutimes, mkdir, mkdtemp, open, readdir, readFile, rm, rmdir, symlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline, Readable } from 'node:stream';
 import { EngineError, failedPrecondition, invalidArgument } from '../../lib/errors.ts';
 import { chunksOf } from '../storage/chunks.ts';
 import { decompress, peek } from '../storage/compression.ts';
 import { readTar, type TarEntry } from '../storage/tar-reader.ts';
+import { lstatOrNull } from '../storage/unpack.ts';
 import { resolveInRoot } from './copy-paths.ts';
 import { IgnoreMatcher, parseDockerignore } from './dockerignore.ts';
 
@@ -149,15 +149,6 @@ function components(name: string, what: string): string[] {
     } else out.push(c);
   }
   return out;
-}
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
 }
 
 /** Errors of reading the archive (not of writing files) say the context is bad. */

@@ -31,7 +31,8 @@ export interface UnpackResult {
 
 const ENOTSUP = 95;
 
-async function lstatOrNull(p: string): Promise<Stats | null> {
+/** lstat, or null when nothing is there. */
+export async function lstatOrNull(p: string): Promise<Stats | null> {
   try {
     return await lstat(p);
   } catch (err) {
