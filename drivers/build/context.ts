@@ -11,7 +11,7 @@ import { chunksOf } from '../storage/chunks.ts';
 import { decompress, peek } from '../storage/compression.ts';
 import { readTar, type TarEntry } from '../storage/tar-reader.ts';
 import { lstatOrNull } from '../storage/unpack.ts';
-import { resolveInRoot } from './copy-paths.ts';
+import { resolveInRoot } from '../sys/rootfs-files.ts';
 import { IgnoreMatcher, parseDockerignore } from './dockerignore.ts';
 
 export interface OpenedContext {

@@ -2,7 +2,8 @@
 // /etc/passwd and /etc/group (resolved inside the rootfs), modes parsed as octal.
 import { readFile } from 'node:fs/promises';
 import { invalidArgument } from '../../lib/errors.ts';
-import { resolveInRoot, type Ids } from './copy-paths.ts';
+import { resolveInRoot } from '../sys/rootfs-files.ts';
+import type { Ids } from './copy-paths.ts';
 
 const NUMERIC = /^[0-9]+$/;
 

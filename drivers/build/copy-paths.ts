@@ -21,10 +21,10 @@ function isMissing(err: unknown): boolean {
 
 /**
  * Walk `p` (taken as absolute inside `root`) component by component, following every symlink
- * inside root. A missing component is created when `create` is given, else kept lexically.
+ * inside root and creating a missing component.
  * Returns the components of the resolved path, relative to root.
  */
-async function walk(root: string, p: string, create: Ids | null): Promise<string[]> {
+async function walk(root: string, p: string, create: Ids): Promise<string[]> {
   // As the reference's FollowSymlinkInScope, the path itself is cleaned lexically first; only
   // symlink targets have their `..` taken after the link.
   let todo = parts(posix.normalize('/' + p));
@@ -42,12 +42,10 @@ async function walk(root: string, p: string, create: Ids | null): Promise<string
       st = await lstat(host);
     } catch (err) {
       if (!isMissing(err)) throw err;
-      if (create) {
-        await mkdir(host);
-        await lchown(host, create.uid, create.gid);
-        // Not the umask's idea of 0755.
-        await chmod(host, 0o755);
-      }
+      await mkdir(host);
+      await lchown(host, create.uid, create.gid);
+      // Not the umask's idea of 0755.
+      await chmod(host, 0o755);
       cur.push(c);
       continue;
     }
@@ -58,7 +56,7 @@ async function walk(root: string, p: string, create: Ids | null): Promise<string
       todo = [...parts(target), ...todo];
       continue;
     }
-    if (create && !st.isDirectory()) {
+    if (!st.isDirectory()) {
       throw invalidArgument(`failed to copy files: mkdir ${'/' + [...cur, c].join('/')}: not a directory`);
     }
     cur.push(c);
@@ -66,12 +64,11 @@ async function walk(root: string, p: string, create: Ids | null): Promise<string
   return cur;
 }
 
-/** The host path of `p` inside `root`, every symlink followed without leaving root. */
-export async function resolveInRoot(root: string, p: string): Promise<string> {
-  return join(root, ...(await walk(root, p, null)));
-}
-
-/** Like resolveInRoot, creating missing directories (mode 0755, owned by `ids`) on the way. */
+/**
+ * The host path of directory `p` inside `root` (symlinks followed without leaving root, as
+ * drivers/sys/rootfs-files.ts resolveInRoot does), creating missing directories (mode 0755,
+ * owned by `ids`) on the way.
+ */
 export async function mkdirInRoot(root: string, p: string, ids: Ids): Promise<string> {
   return join(root, ...(await walk(root, p, ids)));
 }

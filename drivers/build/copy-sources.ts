@@ -5,7 +5,8 @@ import { createReadStream, type Stats } from 'node:fs';
 import { lstat, readdir, readlink, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { invalidArgument } from '../../lib/errors.ts';
-import { compilePattern, escapes, hasWildcards, resolveInRoot } from './copy-paths.ts';
+import { resolveInRoot } from '../sys/rootfs-files.ts';
+import { compilePattern, escapes, hasWildcards } from './copy-paths.ts';
 
 export interface ResolvedSource {
   /** The source as written (or the wildcard it matched). */

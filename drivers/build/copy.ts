@@ -7,12 +7,14 @@ import { join, posix, relative } from 'node:path';
 import { EngineError, internal, invalidArgument } from '../../lib/errors.ts';
 import { archiveKind, extractArchive } from './copy-archive.ts';
 import { parseChmod, parseChown } from './copy-owner.ts';
-import { mkdirInRoot, resolveInRoot, type Ids } from './copy-paths.ts';
+import { resolveInRoot } from '../sys/rootfs-files.ts';
+import { mkdirInRoot, type Ids } from './copy-paths.ts';
 import type { ResolvedSource } from './copy-sources.ts';
 
 export type { ResolvedSource } from './copy-sources.ts';
 export { resolveSources, sourcesChecksum } from './copy-sources.ts';
-export { resolveInRoot, mkdirInRoot } from './copy-paths.ts';
+export { mkdirInRoot } from './copy-paths.ts';
+export { resolveInRoot } from '../sys/rootfs-files.ts';
 
 export interface CopyOptions {
   instruction: 'COPY' | 'ADD';
