@@ -6,6 +6,7 @@ import { EngineError, internal, isCode, notFound } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import { createContainer, type CreateDeps } from '../containers/create.ts';
+import { isRunning } from '../containers/routes.ts';
 import { ensureImageRecord } from '../images/records.ts';
 import { findImage, isUsable, type ImageResource } from '../images/resolve.ts';
 import type { ContainerStreamsPort, StreamHub } from '../ports.ts';
@@ -21,11 +22,10 @@ export interface BuildBackendDeps extends CreateDeps {
 /** How long a finished RUN's output may take to drain after its exit. */
 const DRAIN_MS = 5_000;
 
-const asBuildImage = (r: ImageResource): BuildImage => ({
+/** An image record as the builder sees it. */
+export const asBuildImage = (r: ImageResource): BuildImage => ({
   id: r.name, rawConfig: r.spec.rawConfig, diffIds: r.spec.diffIds, chainId: r.spec.chainId, size: r.spec.size, parent: r.spec.parent,
 });
-
-const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullImage'> {
   const { store, timeoutMs } = deps;

@@ -5,9 +5,10 @@ import type { FastifyRequest } from 'fastify';
 import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, withTag } from '../../lib/reference.ts';
-import { decodeRegistryAuth, type RegistryAuth } from '../distribution/port.ts';
+import { authConfigOf, type RegistryAuth } from '../distribution/port.ts';
 import type { Puller } from '../distribution/pull-handler.ts';
 import type { ImageStore } from '../images/store.ts';
+import { asBuildImage } from './backend.ts';
 import { findImage } from '../images/resolve.ts';
 
 /** X-Registry-Config: base64url JSON of registry address -> AuthConfig; garbage means none. */
@@ -24,7 +25,7 @@ export function registryConfigs(req: FastifyRequest): Map<string, RegistryAuth> 
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return out;
   for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
-    const auth = decodeRegistryAuth(Buffer.from(JSON.stringify(value ?? {})).toString('base64'));
+    const auth = authConfigOf(value);
     if (auth) out.set(registryHost(key), auth);
   }
   return out;
@@ -46,6 +47,6 @@ export function buildPull(puller: Puller, store: ImageStore, req: FastifyRequest
     out.progress({ status: `Status: ${changed ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarName(reference)}` });
     const img = findImage(store, reference);
     if (!img) throw notFound(`No such image: ${familiarName(reference)}`);
-    return { id: img.name, rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId, size: img.spec.size };
+    return asBuildImage(img);
   };
 }

@@ -84,7 +84,8 @@ export function findContainer(store: ApiStore, ref: string): CR {
 /** How long `docker kill` with SIGKILL waits for the container to go down before answering. */
 const KILL_WAIT_MS = 5_000;
 
-const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
+/** Has a task: running, paused or between restarts. */
+export const isRunning = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 export function containerRoutes(deps: ContainerRouteDeps) {
   const { store } = deps;

@@ -54,15 +54,19 @@ export function decodeRegistryAuth(header: string | string[] | undefined): Regis
   const h = Array.isArray(header) ? header[0] : header;
   if (!h) return undefined;
   try {
-    const v = JSON.parse(Buffer.from(h, 'base64').toString('utf8')) as unknown;
-    if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
-    const out: RegistryAuth = {};
-    for (const k of ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const) {
-      const x = (v as Record<string, unknown>)[k];
-      if (typeof x === 'string' && x) out[k] = x;
-    }
-    return Object.keys(out).length ? out : undefined;
+    return authConfigOf(JSON.parse(Buffer.from(h, 'base64').toString('utf8')));
   } catch {
     return undefined;
   }
+}
+
+/** The credentials of one decoded AuthConfig object; anything else means anonymous. */
+export function authConfigOf(v: unknown): RegistryAuth | undefined {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const out: RegistryAuth = {};
+  for (const k of ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const) {
+    const x = (v as Record<string, unknown>)[k];
+    if (typeof x === 'string' && x) out[k] = x;
+  }
+  return Object.keys(out).length ? out : undefined;
 }
