@@ -79,6 +79,8 @@ class JsonFileWriter implements LogSink {
   private closed = false;
   /** Bytes dropped since writes started failing; 0 while they work. */
   private failing = 0;
+  /** Bytes writable before the reserve, as last seen at `at` (ms), less what was written since. */
+  private room = { at: 0, bytes: 0 };
   private readonly pending: { stdout: Buffer | null; stderr: Buffer | null } = { stdout: null, stderr: null };
 
   constructor(path: string, opts: FileLogOptions, log: Logger) {
@@ -213,7 +215,7 @@ class JsonFileWriter implements LogSink {
     let err: unknown = null;
     try {
       // Once failing, wait for a MiB more than the batch: no warning and recovery every batch.
-      if (!(await roomFor(this.path, buf.length + (this.failing ? 1 << 20 : 0)))) throw keepFree();
+      if (!(await this.hasRoom(buf.length, this.failing ? 1 << 20 : 0))) throw keepFree();
       while (n < buf.length) {
         const w = await writeAsync(this.fd, buf, n, buf.length - n);
         if (w <= 0) break;
@@ -237,6 +239,18 @@ class JsonFileWriter implements LogSink {
     }
     if (this.failing === 0) this.log_.warn({ err, path: this.path }, 'writing container log failed; output is dropped until writes succeed');
     this.failing += buf.length - keep;
+  }
+
+  /**
+   * Whether `bytes` (plus `margin`) fit before the reserve. The file system is asked at most every
+   * ROOM_CHECK_MS while the last answer leaves room, not at every batch: a busy log writes many.
+   */
+  private async hasRoom(bytes: number, margin: number): Promise<boolean> {
+    const now = Date.now();
+    if (margin > 0 || now - this.room.at > ROOM_CHECK_MS || this.room.bytes < bytes) this.room = { at: now, bytes: await roomLeft(this.path) };
+    if (this.room.bytes < bytes + margin) return false;
+    this.room.bytes -= bytes;
+    return true;
   }
 
   private async rotate(): Promise<void> {
@@ -287,15 +301,18 @@ class JsonFileWriter implements LogSink {
  * 32 MiB): on a data root that logs have filled, the daemon can still record a container's exit
  * and its removal, which gives the space back.
  */
-export async function roomFor(path: string, bytes: number): Promise<boolean> {
+async function roomLeft(path: string): Promise<number> {
   try {
     const s = await statfsAsync(path);
     const reserve = Math.min(32 << 20, Math.max(1 << 20, s.blocks * s.bsize * 0.04));
-    return s.bavail * s.bsize - bytes >= reserve;
+    return s.bavail * s.bsize - reserve;
   } catch {
-    return true;
+    return Infinity;
   }
 }
+
+/** How long one look at the free space is trusted (less what was written since). */
+const ROOM_CHECK_MS = 250;
 
 function keepFree(): NodeJS.ErrnoException {
   return Object.assign(new Error('ENOSPC: no space left on device, write (the last MiBs are kept for the daemon)'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
