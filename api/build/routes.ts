@@ -2,6 +2,7 @@
 // before any output (a 400 then); from there on progress, the image ID and any failure travel
 // in the JSON-lines stream, as the reference writes them: `stream` lines, `aux` with the ID, and
 // an errorDetail carrying a failed RUN's exit code (the CLI exits with it).
+import { shortId } from '../../lib/ids.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BuildBackend, BuilderPort, BuildOutput } from '../../lib/build-ports.ts';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -22,8 +23,6 @@ export interface BuildRouteDeps {
   events?: { image(action: string, id: string, name: string): void };
 }
 
-const short = (id: string): string => id.replace(/^sha256:/, '').slice(0, 12);
-
 export function buildRoutes(deps: BuildRouteDeps) {
   async function build(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { options, tags, quiet } = parseBuildRequest(req, deps.experimental);
@@ -38,7 +37,7 @@ export function buildRoutes(deps: BuildRouteDeps) {
     };
     try {
       const id = await deps.builder.build(req.raw, options, deps.backend(req), out, w.signal);
-      out.stream(`Successfully built ${short(id)}\n`);
+      out.stream(`Successfully built ${shortId(id)}\n`);
       for (const tag of tags) {
         setImageTag(deps.store, tag, id);
         deps.events?.image('tag', id, familiarName(tag));

@@ -3,6 +3,7 @@
 // instructions commit an empty layer, RUN runs a container through the backend and commits its
 // changes, COPY/ADD write into a scratch rootfs that becomes a layer. Each step looks in the
 // cache first. The backend (images, containers) is the daemon's; the layer work is here.
+import { shortId } from '../../lib/ids.ts';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BuildBackend, BuildImage, BuilderPort, BuildOptions, BuildOutput } from '../../lib/build-ports.ts';
@@ -27,8 +28,6 @@ export interface BuilderDeps {
   /** Where build contexts are unpacked. */
   tmpDir: string;
 }
-
-export const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(0, 12);
 
 export function createBuilder(deps: BuilderDeps): BuilderPort {
   return {
@@ -137,7 +136,7 @@ class Build {
   private async dispatch(state: StageState, ins: Instruction): Promise<void> {
     switch (ins.kind) {
       case 'run':
-        return this.steps.run(state, ins, this.lex);
+        return this.steps.run(state, ins);
       case 'copy':
       case 'add':
         return this.steps.copy(state, ins, this.lex);

@@ -1,6 +1,7 @@
 // The steps that make an image: a config instruction's empty layer, RUN (a container run through
 // the backend, its changes committed) and COPY/ADD (files written into a scratch rootfs on top of
 // the current image, its changes committed). Each looks in the cache first.
+import { shortId } from '../../lib/ids.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,8 +51,6 @@ export class RunFailedError extends EngineError {
   }
 }
 
-const short = (id: string): string => id.replace(/^sha256:/, '').slice(0, 12);
-
 export class Steps {
   private readonly d: StepDeps;
   constructor(d: StepDeps) {
@@ -66,7 +65,7 @@ export class Steps {
     await this.commit(state, null, cc, '');
   }
 
-  async run(state: StageState, ins: RunInstruction, _lex: ShellLex): Promise<void> {
+  async run(state: StageState, ins: RunInstruction): Promise<void> {
     if (!state.image) throw invalidArgument('Please provide a source image with `from` prior to run');
     const cfg = state.runConfig;
     const cmd = ins.shell ? [...shellOf(cfg), ...ins.cmd] : ins.cmd;
@@ -82,7 +81,7 @@ export class Steps {
       AttachStdout: true, AttachStderr: true, ArgsEscaped: true, Labels: {},
     };
     const id = await backend.createContainer(runConfig, { ...opts.hostConfig }, signal);
-    out.stream(` ---> Running in ${short(id)}\n`);
+    out.stream(` ---> Running in ${shortId(id)}\n`);
     let code: number;
     try {
       code = await backend.runContainer(id, (stream, chunk) => {
@@ -102,7 +101,7 @@ export class Steps {
       await this.commit(state, layer, cc, id);
     } finally {
       if (opts.remove || opts.forceRemove) {
-        out.stream(`Removing intermediate container ${short(id)}\n`);
+        out.stream(`Removing intermediate container ${shortId(id)}\n`);
         await backend.removeContainer(id).catch((err) => this.d.log.warn({ err, container: id }, 'intermediate container not removed'));
       }
     }
