@@ -13,7 +13,7 @@ export const DEFAULT_BRIDGE = 'engine0';
 
 /** What existed before the daemon started, so cleanup removes only what the test made. */
 export interface RootState {
-  /** Remove the daemon's bridge and iptables chains at the end. */
+  /** Remove the daemon's bridge at the end (its chains, by chainPrefix, are removed whenever there is one). */
   ownsNetwork: boolean;
   /** This daemon's own bridge name and iptables chain prefix (unique per test daemon). */
   bridge?: string;
@@ -124,16 +124,35 @@ export function unmountUnder(root: string): void {
   }
 }
 
-/** The daemon's bridge and every iptables rule and chain with its chain prefix or bridge name. */
-export function removeNetwork(bridge: string = DEFAULT_BRIDGE, prefix = 'ENGINE'): void {
-  if (linkExists(bridge)) run('ip', ['link', 'del', bridge]);
-  const esc = (x: string) => x.replace(/[^A-Za-z0-9]/g, (c) => `\\${c}`);
-  const ours = new RegExp(`\\b${esc(prefix)}(-[A-Z0-9-]+)?\\b|\\b${esc(bridge)}\\b`);
+/**
+ * The daemon's bridge, the bridges of its user networks, and every iptables rule and chain with
+ * its chain prefix or one of those bridge names. bridge null: the default bridge is not ours (a
+ * daemon run with --bridge none still makes its chains and user networks). A user network's
+ * bridge (br-<id>) is known by the rules in the daemon's own chains that name it.
+ */
+export function removeNetwork(bridge: string | null = DEFAULT_BRIDGE, prefix = 'ENGINE'): void {
   const ownChain = (c: string) => c === prefix || c.startsWith(`${prefix}-`);
+  const bins = ['iptables', 'ip6tables'] as const;
+  const tables = ['filter', 'nat'] as const;
+  const rulesOf = new Map<string, string[]>();
+  const userBridges = new Set<string>();
   // ip6tables too: a daemon with --ip6tables programs the same chains there.
-  for (const bin of ['iptables', 'ip6tables']) {
-    for (const table of ['filter', 'nat']) {
+  for (const bin of bins) {
+    for (const table of tables) {
       const rules = run(bin, ['-t', table, '-S']).split('\n');
+      rulesOf.set(`${bin} ${table}`, rules);
+      for (const r of rules) {
+        const m = /^-A (\S+) (.*)$/.exec(r);
+        if (m && ownChain(m[1])) for (const b of m[2].match(/\bbr-[0-9a-f]{12}\b/g) ?? []) userBridges.add(b);
+      }
+    }
+  }
+  const names = [...(bridge ? [bridge] : []), ...userBridges];
+  const esc = (x: string) => x.replace(/[^A-Za-z0-9]/g, (c) => `\\${c}`);
+  const ours = new RegExp([`\\b${esc(prefix)}(-[A-Z0-9-]+)?\\b`, ...names.map((n) => `\\b${esc(n)}\\b`)].join('|'));
+  for (const bin of bins) {
+    for (const table of tables) {
+      const rules = rulesOf.get(`${bin} ${table}`) ?? [];
       for (const r of rules) {
         const m = /^-A (\S+) (.*)$/.exec(r);
         if (!m || ownChain(m[1])) continue;
@@ -144,6 +163,7 @@ export function removeNetwork(bridge: string = DEFAULT_BRIDGE, prefix = 'ENGINE'
       for (const c of chains) run(bin, ['-t', table, '-X', c]);
     }
   }
+  for (const n of names) if (linkExists(n)) run('ip', ['link', 'del', n]);
 }
 
 /** Full cleanup of one test root; safe to repeat. */
@@ -151,7 +171,9 @@ export function reapRoot(root: string, state: RootState): void {
   if (!root.startsWith('/tmp/engine-e2e-')) throw new Error(`refusing to reap ${root}`);
   killTree(root);
   unmountUnder(root);
+  // The chain prefix is this root's own; the bridge only when the harness made it.
   if (state.ownsNetwork) removeNetwork(state.bridge, state.chainPrefix);
+  else if (state.chainPrefix) removeNetwork(null, state.chainPrefix);
   try {
     rmSync(root, { recursive: true, force: true, maxRetries: 3 });
   } catch (err) {
