@@ -34,12 +34,14 @@ const SIZES = QUICK
   ? { warmups: 1, cycles: 5, cliRuns: 3, parallelMs: 3_000, parallelMin: 16, listContainers: 50, listMs: 2_000, logRuns: 1, pullRuns: 1, buildRuns: 1, load: { containers: 200, clients: 20, ms: 2_000 } }
   : { warmups: 3, cycles: 30, cliRuns: 10, parallelMs: 10_000, parallelMin: 64, listContainers: 200, listMs: 5_000, logRuns: 3, pullRuns: 3, buildRuns: 3, load: { containers: 1000, clients: 100, ms: 5_000 } };
 const WORKERS = 16;
+/** How long a freshly started daemon is left alone before its idle memory is read. */
+const IDLE_SETTLE_MS = 5000;
 const LIST_CLIENTS = 4;
 
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'idleMemory' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -70,7 +72,8 @@ const METRICS: readonly Metric[] = [
   { key: 'stormRun', title: `stop storm: docker run --rm true during ${STORM_CONTAINERS} stops`, unit: 's', reference: 0.3, target: null },
   { key: 'stormStops', title: `stop storm: all ${STORM_CONTAINERS} stops (10 s grace) answered`, unit: 's', reference: 11.2, target: null },
   { key: 'crashRun', title: `kill -9 + restart, ${CRASH_CONTAINERS} ctrs: ping -> docker run (target 1.5 s)`, unit: 's', reference: null, target: null },
-  { key: 'memory', title: 'RSS daemon + supervisor, after all but the crash', unit: 'MiB', reference: 150, target: { op: 'le', factor: 0.7 } },
+  { key: 'idleMemory', title: `RSS daemon + supervisor, idle ${IDLE_SETTLE_MS / 1000} s after start-up`, unit: 'MiB', reference: null, target: { op: 'le', factor: 1 } },
+  { key: 'memory', title: 'RSS daemon + supervisor, after all but the crash', unit: 'MiB', reference: 150, target: { op: 'le', factor: 0.8 } },
 ];
 
 type Figures = Partial<Record<MetricKey, number | Error>>;
@@ -704,10 +707,6 @@ async function measure(t: Target, tmp: string, repo: string | Error, breakdown: 
   const figures: Figures = {};
   const configDir = join(tmp, `docker-config-${t.name}`);
   mkdirSync(configDir, { recursive: true });
-  const images = await testImages();
-  await dockerCli(t, configDir, ['load', '-i', images.dockerArchive]);
-  log(`${t.name}: loaded ${images.tag}; rss daemon ${(rssKiB(t.daemonPid()) / 1024).toFixed(0)} MiB, supervisor ${(rssKiB(t.supervisorPid()) / 1024).toFixed(0)} MiB`);
-  const image = images.tag;
   const step = async (key: MetricKey | MetricKey[], what: string, fn: () => Promise<number | number[]>) => {
     const keys = Array.isArray(key) ? key : [key];
     const t0 = now();
@@ -722,6 +721,17 @@ async function measure(t: Target, tmp: string, repo: string | Error, breakdown: 
       log(`${t.name}: ${what}: FAILED: ${errMsg(err)}`);
     }
   };
+  const images = await testImages();
+  // Before any work: what the daemon needs to exist.
+  await step('idleMemory', 'idle memory', async () => {
+    await sleep(IDLE_SETTLE_MS);
+    const m = memory(t);
+    log(`${t.name}: idle RSS daemon ${m.daemon.toFixed(1)} MiB, supervisor ${m.supervisor.toFixed(1)} MiB`);
+    return m.total;
+  });
+  await dockerCli(t, configDir, ['load', '-i', images.dockerArchive]);
+  log(`${t.name}: loaded ${images.tag}; rss daemon ${(rssKiB(t.daemonPid()) / 1024).toFixed(0)} MiB, supervisor ${(rssKiB(t.supervisorPid()) / 1024).toFixed(0)} MiB`);
+  const image = images.tag;
   await step('cycleNone', 'run cycle, network none', () => cycleMedian(t, image, 'none', breakdown));
   await step('cycleBridge', 'run cycle, default bridge', () => cycleMedian(t, image, 'default', breakdown));
   await step('cycleUser', 'run cycle, user-defined network', () => userNetworkCycle(t, image, breakdown));

@@ -7,6 +7,8 @@ import type { DaemonEnv, Paths } from './env.ts';
 import type { DaemonConfig } from '../../config/load.ts';
 import { createLogging } from '../../drivers/logging/index.ts';
 import { createSpecBuilder } from '../../drivers/oci/index.ts';
+import { memoryReducingCollection, startMemoryReclaimer } from '../../drivers/sys/memory-reclaim.ts';
+import { mallocTrim } from '../../drivers/sys/syscalls.ts';
 import { createLayerStore } from '../../drivers/storage/layer-store.ts';
 import type { LayerStore } from '../../drivers/storage/types.ts';
 import { createStdio } from '../../drivers/stdio/stdio.ts';
@@ -109,6 +111,20 @@ export function coreComponents({ cfg, log }: DaemonEnv) {
           },
         };
       },
+    }),
+    component({
+      id: 'memory',
+      requires: [],
+      init: () => {
+        const mlog = log.child({ component: 'memory' });
+        const mib = (b: number) => Math.round(b / 1048576);
+        return startMemoryReclaimer({
+          collect: memoryReducingCollection(),
+          trim: mallocTrim,
+          onReclaim: (before, after, ms) => mlog.debug(`reclaimed: rss ${mib(before)} -> ${mib(after)} MiB in ${ms.toFixed(1)} ms`),
+        });
+      },
+      close: (r) => r.stop(),
     }),
     component({ id: 'stdio', requires: [], init: () => createStdio(log.child({ component: 'stdio' })) }),
     component({ id: 'logging', requires: [], init: () => createLogging({ log: log.child({ component: 'logging' }) }) }),

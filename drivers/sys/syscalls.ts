@@ -1,4 +1,4 @@
-// Thin koffi bindings to libc for the few syscalls Node lacks: mount, umount2, mkfifo.
+// Thin koffi bindings to libc for the few syscalls Node lacks: mount, umount2, mkfifo, malloc_trim.
 // Read errno only after a -1 return (koffi keeps a stale value after success).
 import koffi from 'koffi';
 import { spawn } from 'node:child_process';
@@ -9,6 +9,7 @@ const mountFn = libc.func('int mount(const char *source, const char *target, con
 const umount2Fn = libc.func('int umount2(const char *target, int flags)');
 const mkfifoFn = libc.func('int mkfifo(const char *path, uint32_t mode)');
 const strerrorFn = libc.func('const char *strerror(int errnum)');
+const mallocTrimFn = libc.func('int malloc_trim(size_t pad)');
 
 export const MS_RDONLY = 0x1;
 export const MS_NOSUID = 0x2;
@@ -76,6 +77,11 @@ export function umountSync(target: string, flags = 0): void {
 }
 
 /** mkfifo(3); an existing FIFO at `path` is accepted. */
+/** malloc_trim(0): hands the free pages of every malloc arena back to the system. */
+export function mallocTrim(): void {
+  mallocTrimFn(0);
+}
+
 export function mkfifo(path: string, mode = 0o600): void {
   const ret = mkfifoFn(path, mode) as number;
   if (ret !== 0) {

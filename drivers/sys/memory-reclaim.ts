@@ -1,0 +1,95 @@
+// Gives memory back to the system once the daemon goes quiet after work that made it grow.
+//
+// V8 keeps the pages a burst of requests needed (its heap shrinks only after a memory-reducing
+// collection, run late or never on a busy process), and glibc keeps freed Buffers' memory in its
+// arenas (returned only from the top of the heap, so one live allocation pins everything below
+// it). Neither matters while the daemon is busy; both leave a resident set that stays at its peak
+// once the work is done. So: sample the event loop's utilisation; when it has stayed low for a
+// while and the resident set has grown since the last reclaim, run one memory-reducing collection
+// (when the runtime exposes one) and trim malloc's arenas. A busy daemon never pays for it.
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+
+export interface MemoryReclaimOptions {
+  /** How often utilisation is sampled. Default 1 s. */
+  intervalMs?: number;
+  /** How long the loop must stay quiet before a reclaim. Default 2 s. */
+  quietMs?: number;
+  /** Utilisation below this counts as quiet. Default 0.1. */
+  quietBelow?: number;
+  /** Growth of the resident set since the last reclaim that makes one worth it. Default 8 MiB. */
+  minGrowthBytes?: number;
+  /** A full, memory-reducing collection (none: only the arenas are trimmed). */
+  collect?: (() => void) | null;
+  /** Returns freed malloc memory to the system. */
+  trim: () => void;
+  /** The resident set in bytes. */
+  rss?: () => number;
+  /** Utilisation since the previous sample (0..1). */
+  utilisation?: () => number;
+  /** Told after each reclaim (for the debug log). */
+  onReclaim?: (before: number, after: number, ms: number) => void;
+}
+
+export interface MemoryReclaimer {
+  /** One sampling step (what the timer runs); exposed for tests. */
+  tick(): void;
+  stop(): void;
+}
+
+/** The V8 collection that also releases pooled pages, when node runs with --expose-gc. */
+export function memoryReducingCollection(): (() => void) | null {
+  const gc = globalThis.gc;
+  if (typeof gc !== 'function') return null;
+  return () => void gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+function loopUtilisation(): () => number {
+  let last: EventLoopUtilization = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const u = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return u;
+  };
+}
+
+export function startMemoryReclaimer(o: MemoryReclaimOptions): MemoryReclaimer {
+  const intervalMs = o.intervalMs ?? 1000;
+  const quietTicks = Math.max(1, Math.ceil((o.quietMs ?? 2000) / intervalMs));
+  const quietBelow = o.quietBelow ?? 0.1;
+  const minGrowth = o.minGrowthBytes ?? 8 * 1024 * 1024;
+  const rss = o.rss ?? (() => process.memoryUsage.rss());
+  const utilisation = o.utilisation ?? loopUtilisation();
+  let baseline = rss();
+  let quiet = 0;
+
+  const reclaim = () => {
+    const before = rss();
+    const t0 = performance.now();
+    try {
+      o.collect?.();
+      o.trim();
+    } catch {
+      // Best effort: nothing depends on it.
+    }
+    baseline = rss();
+    o.onReclaim?.(before, baseline, performance.now() - t0);
+  };
+
+  const tick = () => {
+    if (utilisation() >= quietBelow) {
+      quiet = 0;
+      return;
+    }
+    quiet++;
+    if (quiet < quietTicks) return;
+    const now = rss();
+    // Lower the baseline when memory went down by itself, so growth is counted from there.
+    if (now < baseline) baseline = now;
+    if (now - baseline >= minGrowth) reclaim();
+  };
+
+  const timer = setInterval(tick, intervalMs);
+  timer.unref();
+  return { tick, stop: () => clearInterval(timer) };
+}
