@@ -1,5 +1,5 @@
 // Fills the API's SystemInfoPort from the config, the machine and the drivers. Machine facts are
-// read once; component versions are asked of the supervisor once and cached.
+// read once; the supervisor's version is asked at creation and cached (requests never wait long on it).
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -38,17 +38,31 @@ function runcVersion(): { version: string; commit: string } {
   }
 }
 
+const UNKNOWN_VERSION = { version: '', revision: '' };
+const SUPERVISOR_VERSION_WAIT_MS = 1000;
+
 export function createSystemInfo(deps: Deps): SystemInfoPort {
   const facts = machineFacts();
   const id = engineId(deps.config.dataRoot);
   const runc = runcVersion();
+  // The supervisor's version, asked once (again after a failure). Asked at once, so that /info and
+  // /version do not wait on a supervisor that hangs later; while it is unknown they wait at most
+  // SUPERVISOR_VERSION_WAIT_MS and answer with empty fields.
   let sup: Promise<{ version: string; revision: string }> | null = null;
-  const supVersion = () => {
+  const learn = () => {
     sup ??= deps.supervisor.version().catch(() => {
       sup = null;
-      return { version: '', revision: '' };
+      return UNKNOWN_VERSION;
     });
     return sup;
+  };
+  void learn();
+  const supVersion = () => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<typeof UNKNOWN_VERSION>((resolve) => {
+      timer = setTimeout(() => resolve(UNKNOWN_VERSION), SUPERVISOR_VERSION_WAIT_MS);
+    });
+    return Promise.race([learn(), late]).finally(() => clearTimeout(timer));
   };
   const cfg = deps.config;
   return {

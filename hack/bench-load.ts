@@ -1,6 +1,7 @@
 // The load phase of hack/bench.ts: many containers (created, not running) and many concurrent
 // clients listing and inspecting them, first as they are, then while one container ignores its
-// stop signal (a stop waiting out its grace period): the figures are requests per second and the
+// stop signal (a stop waiting out its grace period), then while the supervisor is frozen
+// (SIGSTOP) with a container running: the figures are requests per second and the
 // 99th-percentile latency, so a request starved behind a slow one shows.
 
 export interface LoadReply {
@@ -11,6 +12,8 @@ export interface LoadClient {
   name: string;
   /** One Engine API call (path without the version prefix), body discarded. */
   call(method: string, path: string, body?: unknown): Promise<LoadReply & { body?: Buffer }>;
+  /** SIGSTOP the daemon's supervisor; returns what resumes it. */
+  freezeSupervisor(): () => void;
   log(msg: string): void;
 }
 
@@ -24,6 +27,7 @@ export interface LoadFigures {
   rate: number;
   p99: number;
   wedgedP99: number;
+  frozenP99: number;
 }
 
 const LABEL = 'engine.bench.load';
@@ -67,6 +71,7 @@ async function hammer(c: LoadClient, ids: string[], sizes: LoadSizes): Promise<{
 export async function loadFigures(c: LoadClient, image: string, sizes: LoadSizes): Promise<LoadFigures> {
   const ids: string[] = [];
   let wedged = '';
+  let running = '';
   try {
     const t0 = now();
     await pool(Array.from({ length: sizes.containers }, (_, i) => i), 8, async () => {
@@ -84,9 +89,26 @@ export async function loadFigures(c: LoadClient, image: string, sizes: LoadSizes
     const during = await hammer(c, [...ids, wedged], sizes);
     await c.call('POST', `/containers/${wedged}/kill`).catch(() => undefined);
     await stopping.catch(() => undefined);
-    return { rate: plain.count / plain.seconds, p99: percentile(plain.latencies, 99), wedgedP99: percentile(during.latencies, 99) };
+
+    // The supervisor frozen, with a running container among those inspected.
+    running = await createOne(c, { Image: image, Cmd: ['sleep', '300'], Labels: { [LABEL]: '1' }, HostConfig: { NetworkMode: 'none' } });
+    const runStarted = await c.call('POST', `/containers/${running}/start`);
+    if (runStarted.status !== 204) throw new Error(`${c.name}: start: ${runStarted.status}`);
+    const thaw = c.freezeSupervisor();
+    let frozen: Awaited<ReturnType<typeof hammer>>;
+    try {
+      frozen = await hammer(c, [...ids, running], sizes);
+    } finally {
+      thaw();
+    }
+    return {
+      rate: plain.count / plain.seconds,
+      p99: percentile(plain.latencies, 99),
+      wedgedP99: percentile(during.latencies, 99),
+      frozenP99: percentile(frozen.latencies, 99),
+    };
   } finally {
-    await pool([...ids, ...(wedged ? [wedged] : [])], 8, async (id) => {
+    await pool([...ids, ...(wedged ? [wedged] : []), ...(running ? [running] : [])], 8, async (id) => {
       await c.call('DELETE', `/containers/${id}?force=1`).catch(() => undefined);
     });
   }

@@ -3,7 +3,9 @@
 // supervisor and re-attaches: `docker ps` shows them running with the same PIDs, exec, logs (new
 // lines after the crash), stop (with an exit code), kill, start and `run --rm` all work, and once
 // everything is removed no shim of this daemon is left. A container stopped while the supervisor
-// was killed starts again.
+// was killed starts again. A supervisor that hangs (SIGSTOP) starves no request that does not need
+// it: ps, inspect, logs, images, networks, volumes, version and info answer while it is frozen, and
+// a stop issued meanwhile completes once it resumes.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -151,6 +153,43 @@ describe('supervisor crash', () => {
     let shims = shimsOf(d!);
     for (const until = Date.now() + 10_000; shims.length && Date.now() < until; await sleep(200)) shims = shimsOf(d!);
     assert.deepEqual(shims, [], 'no shim of this daemon left');
+  });
+
+  test('a frozen supervisor (SIGSTOP) starves no read; a stop issued meanwhile completes after it resumes', async () => {
+    await dk('run', '-d', '--network', 'none', '--name', 'frozen', imgs.tag, 'sh', '-c', 'echo started; exec sleep 300');
+    const pid = Number(await dk('inspect', '-f', '{{.State.Pid}}', 'frozen'));
+    const sup = supervisorPid(d!);
+    assert.ok(sup > 0);
+    process.kill(sup, 'SIGSTOP');
+    let stopping: Promise<{ code: number | null; stdout: string; stderr: string }> | undefined;
+    try {
+      stopping = docker(d!, ['stop', '-t', '1', 'frozen']);
+      await sleep(300);
+      // Each answers while the supervisor stays frozen (it is resumed only after all of them).
+      const reads: string[][] = [
+        ['ps', '-a', '--format', '{{.Names}} {{.State}}'],
+        ['inspect', '-f', '{{.State.Status}} {{.State.Pid}}', 'frozen'],
+        ['logs', 'frozen'],
+        ['images', '-q'],
+        ['network', 'ls', '-q'],
+        ['volume', 'ls', '-q'],
+        ['version', '-f', '{{.Server.Version}}'],
+        ['info', '-f', '{{.Containers}}'],
+      ];
+      const results = await Promise.all(reads.map((args) => docker(d!, args, { timeoutMs: 8_000 })));
+      reads.forEach((args, i) => assert.equal(results[i]!.code, 0, `docker ${args[0]} while the supervisor is frozen: ${results[i]!.stderr}`));
+      assert.equal(results[0]!.stdout.trim(), 'frozen running');
+      assert.equal(results[1]!.stdout.trim(), `running ${pid}`);
+      assert.equal(results[2]!.stdout.trim(), 'started');
+      assert.ok(alive(pid), 'the container still runs: its stop waits for the supervisor');
+    } finally {
+      process.kill(sup, 'SIGCONT');
+    }
+    const stopped = await stopping!;
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.equal(await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'frozen'), 'exited 137');
+    assert.ok(!alive(pid), 'the container process is gone');
+    await dk('rm', 'frozen');
   });
 
   test('kill -9 of the supervisor while a container is stopped: docker start runs it', async () => {
