@@ -116,6 +116,7 @@ export function coreComponents({ cfg, log }: DaemonEnv) {
       id: 'memory',
       requires: [],
       init: () => {
+        if (process.env.ENGINE_MEMORY_RECLAIM === '0') return { tick: () => {}, stop: () => {} };
         const mlog = log.child({ component: 'memory' });
         const mib = (b: number) => Math.round(b / 1048576);
         return startMemoryReclaimer({

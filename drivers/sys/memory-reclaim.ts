@@ -6,13 +6,16 @@
 // it). Neither matters while the daemon is busy; both leave a resident set that stays at its peak
 // once the work is done. So: sample the event loop's utilisation; when it has stayed low for a
 // while and the resident set has grown since the last reclaim, run one memory-reducing collection
-// (when the runtime exposes one) and trim malloc's arenas. A busy daemon never pays for it.
+// (when the runtime exposes one) and trim malloc's arenas. A busy daemon never pays for it. The
+// quiet period is long enough (3 s) not to fall between the steps of one client's work: after a
+// memory-reducing collection V8 sizes its heap from scratch, so the next burst of allocation (a
+// long log read, a pull) runs a few more collections while it grows again.
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 
 export interface MemoryReclaimOptions {
-  /** How often utilisation is sampled. Default 1 s. */
+  /** How often utilisation is sampled. Default 0.5 s. */
   intervalMs?: number;
-  /** How long the loop must stay quiet before a reclaim. Default 2 s. */
+  /** How long the loop must stay quiet before a reclaim. Default 3 s. */
   quietMs?: number;
   /** Utilisation below this counts as quiet. Default 0.1. */
   quietBelow?: number;
@@ -54,13 +57,14 @@ function loopUtilisation(): () => number {
 }
 
 export function startMemoryReclaimer(o: MemoryReclaimOptions): MemoryReclaimer {
-  const intervalMs = o.intervalMs ?? 1000;
-  const quietTicks = Math.max(1, Math.ceil((o.quietMs ?? 2000) / intervalMs));
+  const intervalMs = o.intervalMs ?? 500;
+  const quietTicks = Math.max(1, Math.ceil((o.quietMs ?? 3000) / intervalMs));
   const quietBelow = o.quietBelow ?? 0.1;
   const minGrowth = o.minGrowthBytes ?? 8 * 1024 * 1024;
   const rss = o.rss ?? (() => process.memoryUsage.rss());
   const utilisation = o.utilisation ?? loopUtilisation();
-  let baseline = rss();
+  // 0: the first quiet period after start-up always reclaims (start-up's own garbage).
+  let baseline = 0;
   let quiet = 0;
 
   const reclaim = () => {
