@@ -11,6 +11,7 @@
 // is available for callers that need the stronger guarantee.
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Logger } from 'pino';
+import { isStorageFull, StoreReserve } from './reserve.ts';
 import { EngineError, conflict, internal, notFound, unavailable } from '../lib/errors.ts';
 import { Indexes } from './indexes.ts';
 import { loadRecords, prepareRecordTables, quarantinedRecords, type QuarantinedRecord } from './load.ts';
@@ -27,6 +28,8 @@ export interface StoreOptions {
   eventHistory?: number;
   /** The schema of each kind: writes are checked, loaded records migrated (or quarantined). Kinds without one are stored as given. */
   schemas?: StoreSchemas;
+  /** Bytes kept free for the store beside the database (store/reserve.ts). Default 0: none. */
+  reserveBytes?: number;
 }
 
 export interface PutOptions {
@@ -113,6 +116,7 @@ export class Store {
   private readonly indexes = new Indexes();
   private rev = 0;
   private closed = false;
+  private readonly reserve: StoreReserve | null;
 
   private readonly stmt: {
     insert: StatementSync;
@@ -165,6 +169,7 @@ export class Store {
       throw err;
     }
     this.db = db;
+    this.reserve = opts.reserveBytes ? new StoreReserve(`${path}.reserve`, opts.reserveBytes, opts.log) : null;
     this.stmt = {
       insert: db.prepare(
         'INSERT INTO resources (kind, name, spec, status, generation, resource_version, created_at, schema_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -297,6 +302,17 @@ export class Store {
    * revision are as before. Nested calls are savepoints. `fn` must be synchronous.
    */
   transaction<R>(fn: (tx: StoreTx) => R): R {
+    if (this.depth > 0 || !this.reserve) return this.runTransaction(fn);
+    try {
+      return this.runTransaction(fn);
+    } catch (err) {
+      // Nothing of it was applied: with the reserve freed it is tried once more.
+      if (!isStorageFull(err) || !this.reserve.release()) throw err;
+      return this.runTransaction(fn);
+    }
+  }
+
+  private runTransaction<R>(fn: (tx: StoreTx) => R): R {
     this.assertOpen();
     const outer = this.depth === 0;
     const sp = `sp${this.depth}`;
@@ -522,6 +538,7 @@ export class Store {
     if (this.closed) return;
     if (this.depth > 0) throw internal('store closed inside a transaction');
     this.closed = true;
+    this.reserve?.close();
     this.listeners.clear();
     for (const set of [...this.waiters.values()]) for (const w of [...set]) w.check();
     this.waiters.clear();

@@ -33,6 +33,9 @@ export interface SwappableRuntimes extends Runtimes {
   swap(next: Runtimes): void;
 }
 
+/** Room kept for the store on the data root's file system (store/reserve.ts). */
+const STORE_RESERVE_BYTES = 4 * 1024 * 1024;
+
 export function coreComponents({ cfg, log }: DaemonEnv) {
   return [
     component<Paths>({
@@ -47,7 +50,8 @@ export function coreComponents({ cfg, log }: DaemonEnv) {
     component<Store>({
       id: 'store',
       requires: ['paths'],
-      init: (ctx) => openStore(join(ctx.get<Paths>('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), schemas: STORE_SCHEMAS }),
+      init: (ctx) =>
+        openStore(join(ctx.get<Paths>('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), schemas: STORE_SCHEMAS, reserveBytes: STORE_RESERVE_BYTES }),
       close: (store) => store.close(),
     }),
     component<LayerStore>({

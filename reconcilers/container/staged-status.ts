@@ -5,10 +5,9 @@
 import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
+import { isStorageFull } from '../../store/reserve.ts';
 
 type Mutate = (s: ContainerStatus) => ContainerStatus;
-
-const STORAGE_FULL = /disk is full|SQLITE_FULL|ENOSPC|no space left/i;
 
 export class StagedStatus {
   private readonly staged = new Map<string, Mutate>();
@@ -39,7 +38,7 @@ export class StagedStatus {
     } catch (err) {
       // A full disk is passing: what failed to be written stays staged for the next write. Any
       // other failure would fail the same way again, so it is dropped as before.
-      if (!STORAGE_FULL.test(err instanceof Error ? err.message : String(err))) this.staged.delete(id);
+      if (!isStorageFull(err)) this.staged.delete(id);
       throw err;
     }
     this.staged.delete(id);

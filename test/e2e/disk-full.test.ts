@@ -1,6 +1,7 @@
 // The disk filling up under the daemon (issue 13): its data root is a small tmpfs, so a container
-// writing logs without end, a pull of an image larger than the free space and a load of such an
-// archive each run out of room. The daemon stays up (same PID, still answering), says clearly
+// writing logs without end, a container writing into its own file system until not a byte is left
+// (its exit is still recorded: the store keeps a reserve beside its database), a pull of an image
+// larger than the free space and a load of such an archive each run out of room. The daemon stays up (same PID, still answering), says clearly
 // "no space left on device" where a client asked for the write, leaves no partial image, layer or
 // temp file behind, gets the space back when the culprit is removed, and restarts clean.
 import assert from 'node:assert/strict';
@@ -123,6 +124,27 @@ describe('disk full under the data root', { skip }, () => {
     await ok(['rm', '-f', id]);
     assert.ok(free(d.dataRoot) >= before - (1 << 20), `the space came back: ${free(d.dataRoot)} free, ${before} before`);
     assert.equal(await ok(['run', '--rm', '--network', 'none', imgs.tag, 'echo', 'ok']), 'ok\n');
+    healthy();
+  });
+
+  test('a container filling its own file system to the last byte: its exit is recorded, rm gives the space back', async () => {
+    const before = free(d.dataRoot);
+    const id = (await ok(['run', '-d', '--network', 'none', imgs.tag, 'sh', '-c', 'dd if=/dev/zero of=/fill bs=1M 2>/dev/null; echo dd $?; exit 3'])).trim();
+    let state = '';
+    for (const until = Date.now() + 90_000; Date.now() < until && !state.startsWith('exited'); await sleep(250)) {
+      state = (await ok(['inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', id])).trim();
+    }
+    // The store recorded the exit although the container had taken every byte (its reserve went to it).
+    assert.equal(state, 'exited 3');
+    assert.match(d.logs(), /released the store reserve/);
+    assert.match(await ok(['ps', '-a', '--no-trunc', '--format', '{{.ID}} {{.Status}}']), new RegExp(`${id} Exited \\(3\\)`));
+    healthy();
+    await ok(['rm', id]);
+    assert.ok(free(d.dataRoot) >= before - (1 << 20), `the space came back: ${free(d.dataRoot)} free, ${before} before`);
+    assert.equal(await ok(['run', '--rm', '--network', 'none', imgs.tag, 'echo', 'ok']), 'ok\n');
+    // The reserve is made again once there is room for it.
+    for (const until = Date.now() + 20_000; Date.now() < until && !readdirSync(d.dataRoot).includes('engine.db.reserve'); await sleep(250));
+    assert.ok(readdirSync(d.dataRoot).includes('engine.db.reserve'), 'the store reserve is back');
     healthy();
   });
 
