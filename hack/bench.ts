@@ -35,7 +35,7 @@ const SIZES = QUICK
   : { warmups: 3, cycles: 30, cliRuns: 10, parallelMs: 10_000, parallelMin: 64, listContainers: 200, listMs: 5_000, logRuns: 3, pullRuns: 3, buildRuns: 3, load: { containers: 1000, clients: 100, ms: 5_000 } };
 const WORKERS = 16;
 /** How long a freshly started daemon is left alone before its idle memory is read. */
-const IDLE_SETTLE_MS = 10_000;
+const IDLE_SETTLE_MS = 15_000;
 const LIST_CLIENTS = 4;
 
 // ---------------------------------------------------------------------------------------------
