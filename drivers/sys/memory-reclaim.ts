@@ -64,8 +64,9 @@ export function startMemoryReclaimer(o: MemoryReclaimOptions): MemoryReclaimer {
   const minGrowth = o.minGrowthBytes ?? 8 * 1024 * 1024;
   const rss = o.rss ?? (() => process.memoryUsage.rss());
   const utilisation = o.utilisation ?? loopUtilisation();
-  // 0: the first quiet period after start-up always reclaims (start-up's own garbage).
-  let baseline = 0;
+  // Set when the daemon first goes quiet: what start-up left is the floor, only what work added
+  // since is given back, so a reclaim never precedes a new daemon's first work.
+  let baseline: number | null = null;
   let quiet = 0;
 
   const reclaim = () => {
@@ -90,7 +91,7 @@ export function startMemoryReclaimer(o: MemoryReclaimOptions): MemoryReclaimer {
     if (quiet < quietTicks) return;
     const now = rss();
     // Lower the baseline when memory went down by itself, so growth is counted from there.
-    if (now < baseline) baseline = now;
+    if (baseline === null || now < baseline) baseline = now;
     if (now - baseline >= minGrowth) reclaim();
   };
 

@@ -27,6 +27,8 @@ function harness(opts: { quietMs?: number; minGrowthBytes?: number } = {}) {
 test('a quiet daemon that grew is reclaimed once, after the quiet period', () => {
   const { s, r } = harness();
   try {
+    r.tick();
+    r.tick();
     s.rss = 150 * MiB;
     s.util = 0.9;
     r.tick();
@@ -45,12 +47,19 @@ test('a quiet daemon that grew is reclaimed once, after the quiet period', () =>
   }
 });
 
-test('the first quiet period after start-up reclaims; then a busy sample restarts the quiet period, and small growth is left alone', () => {
+test('the first quiet period after start-up sets the floor; then a busy sample restarts the quiet period, and small growth is left alone', () => {
   const { s, r } = harness();
   try {
+    s.rss = 130 * MiB;
     r.tick();
     r.tick();
-    assert.equal(s.trims, 1, 'start-up garbage reclaimed once quiet');
+    assert.equal(s.trims, 0, 'what start-up left is the floor');
+    s.rss = 132 * MiB;
+    r.tick();
+    assert.equal(s.trims, 0);
+    s.rss = 140 * MiB;
+    r.tick();
+    assert.equal(s.trims, 1, '10 MiB above the floor');
     s.rss = 104 * MiB;
     for (let i = 0; i < 4; i++) r.tick();
     assert.equal(s.trims, 1, 'below the growth threshold');
@@ -83,13 +92,13 @@ test('growth counts from the lowest resident set seen, and a failing trim does n
   });
   try {
     r.tick();
-    assert.equal(calls, 1, 'the start-up reclaim, failing');
+    assert.equal(calls, 0, 'the floor is set');
     s.rss = 150 * MiB;
     r.tick();
-    assert.equal(calls, 1, 'shrank by itself: nothing to do');
+    assert.equal(calls, 0, 'shrank by itself: nothing to do');
     s.rss = 160 * MiB;
     r.tick();
-    assert.equal(calls, 2, '10 MiB above the low point');
+    assert.equal(calls, 1, '10 MiB above the low point, and the failing trim did not throw');
   } finally {
     r.stop();
   }
