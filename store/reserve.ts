@@ -5,7 +5,8 @@
 // the database; a write refused for want of space removes it and is tried once more, and the file
 // is made again once the file system has room for it (three times its size free, looked at every
 // few seconds while it is missing).
-import { renameSync, rmSync, statfsSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 
 const REFILL_EVERY_MS = 5000;
@@ -46,7 +47,7 @@ export class StoreReserve {
   private fill(): boolean {
     if (existsSync(this.path)) return true;
     try {
-      const fs = statfsSync(this.path.slice(0, this.path.lastIndexOf('/')) || '/');
+      const fs = statfsSync(dirname(this.path));
       if (fs.bavail * fs.bsize < 3 * this.bytes) return false;
       const tmp = `${this.path}.tmp`;
       writeFileSync(tmp, Buffer.alloc(this.bytes));

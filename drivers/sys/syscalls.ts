@@ -76,12 +76,12 @@ export function umountSync(target: string, flags = 0): void {
   }
 }
 
-/** mkfifo(3); an existing FIFO at `path` is accepted. */
 /** malloc_trim(0): hands the free pages of every malloc arena back to the system. */
 export function mallocTrim(): void {
   mallocTrimFn(0);
 }
 
+/** mkfifo(3); an existing FIFO at `path` is accepted. */
 export function mkfifo(path: string, mode = 0o600): void {
   const ret = mkfifoFn(path, mode) as number;
   if (ret !== 0) {
