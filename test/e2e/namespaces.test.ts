@@ -3,7 +3,7 @@
 // container: shares a shareable donor's /dev/shm (a private one is refused with the reference's
 // hint), --ulimit and --shm-size reach the container; docker-py's init and ipc_mode.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -93,15 +93,18 @@ describe("the daemon's container defaults: --init, --default-ulimit, --no-new-pr
   let d: DaemonHandle;
   let imgs: TestImages;
   const dk = dockerOk(() => d);
+  const profile = join(tmpdir(), `engine-seccomp-${process.pid}.json`);
   before(async () => {
-    const profile = join(tmpdir(), `engine-seccomp-${process.pid}.json`);
     // Everything allowed but mkdir/mkdirat, refused with EPERM.
     writeFileSync(profile, JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO' }] }));
     ({ d, imgs } = await startWithImages({
       args: ['--init', '--default-ulimit', 'nofile=321:654', '--no-new-privileges', '--seccomp-profile', profile, '--default-shm-size', '32M', '--default-cgroupns-mode', 'host', '--default-ipc-mode', 'shareable'],
     }));
   });
-  after(() => d?.cleanup());
+  after(async () => {
+    await d?.cleanup();
+    rmSync(profile, { force: true });
+  });
 
   test('a container that says nothing gets them all; its own settings win', async () => {
     const out = await dk('run', '--rm', imgs.tag, 'sh', '-c', [

@@ -5,7 +5,7 @@ import { startMemoryReclaimer } from '../../../drivers/sys/memory-reclaim.ts';
 const MiB = 1024 * 1024;
 
 function harness(opts: { quietMs?: number; minGrowthBytes?: number } = {}) {
-  const s = { rss: 100 * MiB, util: 0, collects: 0, trims: 0, reclaims: [] as [number, number][] };
+  const s = { rss: 100 * MiB, trimTo: 100 * MiB, util: 0, collects: 0, trims: 0, reclaims: [] as [number, number][] };
   const r = startMemoryReclaimer({
     intervalMs: 1000,
     quietMs: opts.quietMs ?? 2000,
@@ -17,7 +17,7 @@ function harness(opts: { quietMs?: number; minGrowthBytes?: number } = {}) {
     },
     trim: () => {
       s.trims++;
-      s.rss = 100 * MiB;
+      s.rss = Math.min(s.rss, s.trimTo);
     },
     onReclaim: (before, after) => s.reclaims.push([before / MiB, after / MiB]),
   });
@@ -29,48 +29,54 @@ test('a quiet daemon that grew is reclaimed once, after the quiet period', () =>
   try {
     r.tick();
     r.tick();
+    assert.equal(s.trims, 1, "start-up's leftovers trimmed once");
     s.rss = 150 * MiB;
     s.util = 0.9;
     r.tick();
     r.tick();
-    assert.equal(s.trims, 0, 'never while busy');
+    assert.equal(s.trims, 1, 'never while busy');
     s.util = 0.01;
     r.tick();
-    assert.equal(s.trims, 0, 'not before the quiet period');
+    assert.equal(s.trims, 1, 'not before the quiet period');
     r.tick();
     assert.deepEqual(s.reclaims, [[150, 100]]);
     assert.equal(s.collects, 1);
     for (let i = 0; i < 5; i++) r.tick();
-    assert.equal(s.trims, 1, 'nothing grew since: no second reclaim');
+    assert.equal(s.trims, 2, 'nothing grew since: no second reclaim');
   } finally {
     r.stop();
   }
 });
 
-test('the first quiet period after start-up sets the floor; then a busy sample restarts the quiet period, and small growth is left alone', () => {
+test('the first quiet period after start-up trims malloc only and sets the floor; then a busy sample restarts the quiet period, and small growth is left alone', () => {
   const { s, r } = harness();
   try {
-    s.rss = 130 * MiB;
+    s.rss = 134 * MiB;
+    s.trimTo = 130 * MiB;
     r.tick();
     r.tick();
-    assert.equal(s.trims, 0, 'what start-up left is the floor');
+    assert.equal(s.trims, 1, "start-up's freed malloc memory is given back");
+    assert.equal(s.collects, 0, 'but no collection before the first work');
+    assert.equal(s.rss, 130 * MiB);
+    s.trimTo = 100 * MiB;
     s.rss = 132 * MiB;
     r.tick();
-    assert.equal(s.trims, 0);
+    assert.equal(s.trims, 1, 'what start-up left is the floor');
     s.rss = 140 * MiB;
     r.tick();
-    assert.equal(s.trims, 1, '10 MiB above the floor');
+    assert.equal(s.trims, 2, '10 MiB above the floor');
+    assert.equal(s.collects, 1);
     s.rss = 104 * MiB;
     for (let i = 0; i < 4; i++) r.tick();
-    assert.equal(s.trims, 1, 'below the growth threshold');
+    assert.equal(s.trims, 2, 'below the growth threshold');
     s.util = 0.5;
     s.rss = 120 * MiB;
     r.tick();
     s.util = 0;
     r.tick();
-    assert.equal(s.trims, 1, 'quiet period restarted by the busy sample');
+    assert.equal(s.trims, 2, 'quiet period restarted by the busy sample');
     r.tick();
-    assert.equal(s.trims, 2);
+    assert.equal(s.trims, 3);
   } finally {
     r.stop();
   }
@@ -92,13 +98,13 @@ test('growth counts from the lowest resident set seen, and a failing trim does n
   });
   try {
     r.tick();
-    assert.equal(calls, 0, 'the floor is set');
+    assert.equal(calls, 1, 'the floor is set after the start-up trim, which failed without throwing');
     s.rss = 150 * MiB;
     r.tick();
-    assert.equal(calls, 0, 'shrank by itself: nothing to do');
+    assert.equal(calls, 1, 'shrank by itself: nothing to do');
     s.rss = 160 * MiB;
     r.tick();
-    assert.equal(calls, 1, '10 MiB above the low point, and the failing trim did not throw');
+    assert.equal(calls, 2, '10 MiB above the low point, and the failing trim did not throw');
   } finally {
     r.stop();
   }
