@@ -2,7 +2,7 @@
 // matched case-insensitively, unknown keys kept (Go ignores them), null wherever Go takes null,
 // and a value of the wrong type refused with the decoder's own message. Each route's schema
 // sits beside it and is built from these.
-import { z } from 'zod';
+import * as z from 'zod';
 import { invalidArgument } from '../lib/errors.ts';
 
 /** The JSON type Go names in an unmarshal error; a number a Go integer cannot hold is quoted, as Go quotes it. */

@@ -1,7 +1,7 @@
 // The shape of a container create body, checked as the reference daemon's JSON decoder checks it
 // (see go-json.ts). What the values mean (restart rules, modes, resources) is
 // create-request.ts's business; Init, newer than the loosely read flags, is checked as Go checks it.
-import { z } from 'zod';
+import * as z from 'zod';
 import { anyMap, at, bool, body, int, list, parseWith, str, strArray, strList, strMap, strSlice, struct, unmarshal } from '../go-json.ts';
 
 const hc = at('HostConfig', 'HostConfig');

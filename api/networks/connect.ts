@@ -4,7 +4,7 @@
 // reconciler) has done it while the container runs. The reference daemon's refusals come first,
 // in its order of checks.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { conflict, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';

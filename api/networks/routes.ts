@@ -2,7 +2,7 @@
 // user-defined bridge networks live in the store; create and remove write desired state and wait
 // for the network reconciler. Connect and disconnect are connect.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { compareVersions } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';

@@ -1,7 +1,7 @@
 // The body of POST /volumes/create, a volume.VolumeCreateBody checked as the reference's decoder
 // checks it (see go-json.ts). A cluster volume spec is decoded only to be refused: this node is
 // never a swarm manager.
-import { z } from 'zod';
+import * as z from 'zod';
 import { at, body, parseWith, str, strMap, struct, unmarshal } from '../go-json.ts';
 
 const co = at('VolumeCreateBody', '');

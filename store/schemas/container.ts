@@ -1,7 +1,7 @@
 // Schema of kind 'container' (store/types.ts ContainerSpec/ContainerStatus). Client-shaped parts
 // (Config, HostConfig) keep unknown keys, as the reference keeps fields it does not know; every
 // field the daemon reads is typed.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { KindSchema, StoredRecord } from '../schema.ts';
 import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig } from '../types.ts';
 import { KIND } from '../types.ts';

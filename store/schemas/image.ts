@@ -1,5 +1,5 @@
 // Schemas of kinds 'image' (ImageSpec/ImageStatus) and 'reference' (a tag pointing at an image).
-import { z } from 'zod';
+import * as z from 'zod';
 import type { KindSchema } from '../schema.ts';
 import type { ImageSpec, ImageStatus, ReferenceSpec } from '../types.ts';
 import { KIND } from '../types.ts';

@@ -1,5 +1,5 @@
 // Schemas of the networking kinds: 'network', 'ipam-allocation', 'port-allocation' and 'endpoint'.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { KindSchema } from '../schema.ts';
 import type { EndpointSpec, EndpointStatus } from '../endpoint-types.ts';
 import { ENDPOINT_KIND } from '../endpoint-types.ts';

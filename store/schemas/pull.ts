@@ -1,5 +1,5 @@
 // Schema of kind 'pull' (store/pull-types.ts).
-import { z } from 'zod';
+import * as z from 'zod';
 import type { KindSchema } from '../schema.ts';
 import { PULL_KIND, type PullSpec, type PullStatus } from '../pull-types.ts';
 

@@ -1,6 +1,6 @@
 // Schemas of kind 'volume' (VolumeSpec/VolumeStatus) and kind 'migration' (a one-time rewrite of
 // the store has run; name: which one).
-import { z } from 'zod';
+import * as z from 'zod';
 import type { KindSchema } from '../schema.ts';
 import type { VolumeSpec, VolumeStatus } from '../volume-types.ts';
 import { KIND } from '../types.ts';
