@@ -2,13 +2,14 @@
 // requests to `app.routing` (so rewriteUrl, hooks and routes are shared) and forwards `upgrade`
 // events to `app.server` when a route area listens for them there (attach, exec).
 import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
+import { http } from '../lib/node-http.ts';
 
 export type HostAddress =
   | { kind: 'unix'; path: string }
@@ -192,7 +193,7 @@ function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onU
   const handler = (req: IncomingMessage, res: ServerResponse) => app.routing(req, res);
   const srv: Server = tls
     ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.verify, rejectUnauthorized: tls.verify, minVersion: 'TLSv1', maxHeaderSize: MAX_HEADER_BYTES }, handler)
-    : createServer({ maxHeaderSize: MAX_HEADER_BYTES }, handler);
+    : http.createServer({ maxHeaderSize: MAX_HEADER_BYTES }, handler);
   srv.requestTimeout = 0;
   srv.keepAliveTimeout = 72_000;
   srv.on('connection', (s: Socket) => {

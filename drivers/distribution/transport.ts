@@ -1,10 +1,11 @@
 // One HTTP(S) exchange with a registry: per-registry TLS material, optional proxy (absolute-URI
 // requests for http, a CONNECT tunnel for https), abort and a deadline for the response head.
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
+import { http } from '../../lib/node-http.ts';
 import type { TlsFiles } from './registry-config.ts';
 
 export interface TlsSettings extends TlsFiles {
@@ -38,7 +39,7 @@ export interface HttpResponse {
 }
 
 export class Transport {
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
+  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   private readonly httpsAgents = new Map<string, HttpsAgent>();
 
   private httpsAgent(t: TlsSettings): HttpsAgent {
@@ -86,7 +87,7 @@ export class Transport {
 
     return new Promise<HttpResponse>((resolve, reject) => {
       // Through a tunnel the TLS socket is ours already: plain http.request speaks over it.
-      const req = (https && !r.proxy ? httpsRequest : httpRequest)({ ...options, method: r.method, headers });
+      const req = (https && !r.proxy ? httpsRequest : http.request)({ ...options, method: r.method, headers });
       // Linked by hand (not `signal:`) so the listener goes away with the request, and a late
       // abort cannot raise an unhandled error on a response that was already consumed.
       let complete = false;
@@ -143,7 +144,7 @@ function connectTunnel(proxy: URL, target: URL, signal: AbortSignal, timeoutMs?:
   const auth = proxyAuth(proxy);
   if (auth) headers['Proxy-Authorization'] = auth;
   return new Promise((resolve, reject) => {
-    const req = httpRequest({
+    const req = http.request({
       host: proxy.hostname, port: proxy.port || 80, method: 'CONNECT', path: `${target.hostname}:${target.port || 443}`, headers, signal, agent: false,
     });
     const timer = timeoutMs ? setTimeout(() => req.destroy(new Error('proxyconnect: timed out')), timeoutMs) : undefined;
