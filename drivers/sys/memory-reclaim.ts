@@ -64,8 +64,8 @@ export function startMemoryReclaimer(o: MemoryReclaimOptions): MemoryReclaimer {
   const minGrowth = o.minGrowthBytes ?? 8 * 1024 * 1024;
   const rss = o.rss ?? (() => process.memoryUsage.rss());
   const utilisation = o.utilisation ?? loopUtilisation();
-  // Set when the daemon first goes quiet: what start-up left (once malloc is trimmed) is the floor,
-  // only what work added since is given back, so a collection never precedes a new daemon's first work.
+  // Set when the daemon first goes quiet, after one reclaim: what start-up left is the floor, and
+  // only what work adds beyond it is worth a reclaim later.
   let baseline: number | null = null;
   let quiet = 0;
 
@@ -90,14 +90,10 @@ export function startMemoryReclaimer(o: MemoryReclaimOptions): MemoryReclaimer {
     quiet++;
     if (quiet < quietTicks) return;
     if (baseline === null) {
-      // Start-up's compiling leaves freed parser and compiler memory in malloc's arenas: trimming
-      // them costs a few milliseconds and leaves V8's heap alone (no resizing before the first work).
-      try {
-        o.trim();
-      } catch {
-        // Best effort.
-      }
-      baseline = rss();
+      // Start-up leaves garbage in V8's heap (module evaluation, the store's first read), pages
+      // sized for it, and freed parser and compiler memory in malloc's arenas: one reclaim gives
+      // back ~10 MiB. What is left is the floor.
+      reclaim();
       return;
     }
     const now = rss();
