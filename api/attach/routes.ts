@@ -12,8 +12,9 @@ import { errorStatus } from '../errors.ts';
 import type { ContainerLogReader, ContainerStreamsPort, ExecCreateConfig, ExecPort } from '../ports.ts';
 import { findContainer } from '../containers/routes.ts';
 import type { ApiStore } from '../containers/store.ts';
+import { frame } from '../stdcopy.ts';
 import { readUpgradeBody } from './request-body.ts';
-import { AttachSession, frame, parseDetachKeys } from './session.ts';
+import { AttachSession, parseDetachKeys } from './session.ts';
 import { handshakeResponse, notAWebsocket, OP, WebSocketStream } from './websocket.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;

@@ -4,13 +4,7 @@
 import type { Duplex } from 'node:stream';
 import { invalidArgument } from '../../lib/errors.ts';
 import type { StreamHub } from '../ports.ts';
-
-export function frame(stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(8);
-  h[0] = stream;
-  h.writeUInt32BE(payload.length, 4);
-  return Buffer.concat([h, payload]);
-}
+import { frame } from '../stdcopy.ts';
 
 /** Parse `detachKeys` ("ctrl-p,ctrl-q", "a,ctrl-@", ...) into bytes; InvalidArgument when malformed. */
 export function parseDetachKeys(spec: string | undefined): Buffer {

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ContainerLogReader } from '../ports.ts';
+import { frame } from '../stdcopy.ts';
 import type { ApiStore } from './store.ts';
 
 export interface LogsQuery {
@@ -16,13 +17,6 @@ export interface LogsQuery {
   until: number;
   tail: number;
   apiVersion: number;
-}
-
-export function frame(stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(8);
-  h[0] = stream;
-  h.writeUInt32BE(payload.length, 4);
-  return Buffer.concat([h, payload]);
 }
 
 /** History goes out in writes of about this size. */
