@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
 const bundle = new URL('./engined.bundle.mjs', import.meta.url).href;
-registerHooks({
+// Only for the bundle: the hook is removed once it is loaded, so later loads take node's own path.
+const hooks = registerHooks({
   load: (url, context, next) => (url === bundle ? { format: 'module', source: readFileSync(new URL(url), 'latin1'), shortCircuit: true } : next(url, context)),
 });
 await import(bundle);
+hooks.deregister();

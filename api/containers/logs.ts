@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ContainerLogReader } from '../ports.ts';
-import { frame } from '../stdcopy.ts';
+import { FRAME_HEADER_BYTES, frame, writeFrameHeader } from '../stdcopy.ts';
 import type { ApiStore } from './store.ts';
 
 export interface LogsQuery {
@@ -45,7 +45,7 @@ class FrameBatch {
 
   add(stream: number, prefix: Buffer | null, line: Buffer): void {
     const payload = (prefix?.length ?? 0) + line.length;
-    const need = (this.raw ? 0 : 8) + payload;
+    const need = (this.raw ? 0 : FRAME_HEADER_BYTES) + payload;
     if (!this.buf || this.buf.length - this.off < need) {
       const next = Buffer.allocUnsafeSlow(Math.max(this.batchBytes, this.off + need));
       if (this.buf) this.buf.copy(next, 0, 0, this.off);
@@ -53,9 +53,8 @@ class FrameBatch {
     }
     const b = this.buf;
     if (!this.raw) {
-      b.writeUInt32BE(stream << 24, this.off);
-      b.writeUInt32BE(payload, this.off + 4);
-      this.off += 8;
+      writeFrameHeader(b, this.off, stream, payload);
+      this.off += FRAME_HEADER_BYTES;
     }
     if (prefix) this.off += prefix.copy(b, this.off);
     this.off += line.copy(b, this.off);
