@@ -5,7 +5,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-SRC=(cmd api store controllers reconcilers drivers config lib tsconfig.json tsconfig.build.json package-lock.json hack/build.sh hack/bundle-entry.mjs)
+SRC=(cmd api store controllers reconcilers drivers config lib tsconfig.json tsconfig.build.json package-lock.json hack/build.sh hack/bundle-entry.mjs hack/bundle-no-long.cjs)
 stale() {
   [ ! -f build/.stamp ] && return 0
   [ -n "$(find "${SRC[@]}" -newer build/.stamp -print -quit 2>/dev/null)" ]
@@ -32,7 +32,7 @@ cp -r drivers/supervisor/protos "$tmp/out/drivers/supervisor/"
 # drivers/supervisor/proto.ts looks for them.
 if [ -x node_modules/.bin/esbuild ]; then
   node_modules/.bin/esbuild "$tmp/out/cmd/engined.js" --bundle --platform=node --format=esm --target=node24 \
-    --minify --charset=ascii --legal-comments=none --external:koffi --external:@grpc/proto-loader --log-level=error \
+    --minify --charset=ascii --legal-comments=none --external:koffi --external:@grpc/proto-loader --alias:long=./hack/bundle-no-long.cjs --log-level=error \
     --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
     --outfile="$tmp/out/engined.bundle.mjs"
   cp hack/bundle-entry.mjs "$tmp/out/engined.mjs"
