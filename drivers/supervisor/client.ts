@@ -2,7 +2,7 @@
 // Every call carries the namespace metadata and a deadline (except Wait); gRPC statuses become
 // EngineErrors with containerd's message kept intact (callers match "executable file not found").
 import type { Logger } from 'pino';
-import type * as grpc from '@grpc/grpc-js';
+import type { GrpcClient } from './grpc.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { anyOf, jsonAny, newGrpcClient, toDate, unary } from './proto.ts';
 import type { Decoded } from './proto.ts';
@@ -109,7 +109,7 @@ function taskState(p: Decoded | undefined): TaskState {
 }
 
 export function createSupervisorClient(opts: SupervisorClientOptions): SupervisorClient {
-  const grpcClient: grpc.Client = newGrpcClient(opts.address);
+  const grpcClient: GrpcClient = newGrpcClient(opts.address);
   const ns = opts.namespace;
   const fast = opts.timeoutMs ?? 30_000;
   const slow = opts.slowTimeoutMs ?? 120_000;

@@ -3,7 +3,7 @@
 // returns, so each (re)subscription publishes a sync event until it echoes back, then calls onReady:
 // the caller reconciles there, because events emitted while the stream was down are lost.
 import type { Logger } from 'pino';
-import type * as grpc from '@grpc/grpc-js';
+import type { GrpcClient, ServerStream } from './grpc.ts';
 import { decode, decodeAny, encode, newGrpcClient, nsMetadata, toDate, unary } from './proto.ts';
 
 export interface ExitEvent {
@@ -39,14 +39,14 @@ const SVC = 'containerd.services.events.v1.Events';
 
 export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription {
   const log = opts.log.child({ component: 'supervisor-events', namespace: opts.namespace });
-  const client: grpc.Client = newGrpcClient(opts.address);
+  const client: GrpcClient = newGrpcClient(opts.address);
   const ns = opts.namespace;
   const quoted = JSON.stringify(ns);
   // Only the topics handled below: every other task event (create, start, delete, exec...) would
   // be sent, decoded and dropped, several per container run.
   const filters = [...HANDLED_TOPICS, SYNC_TOPIC].map((t) => `namespace==${quoted},topic==${JSON.stringify(t)}`);
   let closed = false;
-  let stream: grpc.ClientReadableStream<Buffer> | null = null;
+  let stream: ServerStream | null = null;
   let liveGen: { synced: boolean } | null = null;
   let retryTimer: NodeJS.Timeout | null = null;
   let backoff = 100;
@@ -86,7 +86,7 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
   };
 
   /** Publish a sync event until this subscription echoes it (bounded), so onReady means "live". */
-  const barrier = async (gen: { synced: boolean; token: string }, s: grpc.ClientReadableStream<Buffer>) => {
+  const barrier = async (gen: { synced: boolean; token: string }, s: ServerStream) => {
     const until = Date.now() + 10_000;
     // The token rides in a TaskPaused payload: any message type works, this one is already in our protos.
     const event = { type_url: 'containerd.events.TaskPaused', value: encode('containerd.events.TaskPaused', { container_id: gen.token }) };
@@ -103,14 +103,7 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
   const subscribe = () => {
     if (closed) return;
     const gen = { synced: false, token: `sync-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}` };
-    const s = client.makeServerStreamRequest<object, Buffer>(
-      `/${SVC}/Subscribe`,
-      (o) => encode('containerd.services.events.v1.SubscribeRequest', o),
-      (b) => b,
-      { filters },
-      nsMetadata(ns),
-      {},
-    );
+    const s = client.serverStream(`/${SVC}/Subscribe`, encode('containerd.services.events.v1.SubscribeRequest', { filters }), { headers: nsMetadata(ns) });
     stream = s;
     s.on('data', (buf: Buffer) => {
       try {

@@ -1,11 +1,12 @@
-// One protobufjs Root for every supervisor RPC and Any payload, plus thin grpc-js call helpers.
+// One protobufjs Root for every supervisor RPC and Any payload, plus thin gRPC call helpers.
 // Field names stay snake_case (keepCase) inside this folder; the public API is camelCase.
 import protobuf from 'protobufjs';
-import * as grpc from '@grpc/grpc-js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineError } from '../../lib/errors.ts';
 import type { ErrorCode } from '../../lib/errors.ts';
+import { GrpcClient, status } from './grpc.ts';
+import type { GrpcError } from './grpc.ts';
 
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), 'protos');
 const FILES = [
@@ -86,83 +87,53 @@ export function toDate(ts: { seconds?: string | number; nanos?: number } | null 
   return new Date(Number(s) * 1000 + Math.floor(n / 1e6));
 }
 
-export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.max_receive_message_length': 16 * 1024 * 1024,
-  'grpc.max_send_message_length': 16 * 1024 * 1024,
-  // After a supervisor restart the channel must find the new socket quickly, not after minutes.
-  'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 2_000,
-  // Nobody reads channelz; tracking it costs every call.
-  'grpc.enable_channelz': 0,
-};
-
-export function grpcTarget(address: string): string {
-  if (address.startsWith('unix:')) return address;
-  return `unix://${address}`;
+/** The socket path of a supervisor address: `unix:<path>`, `unix://<absolute path>` or a plain path. */
+export function socketPath(address: string): string {
+  if (address.startsWith('unix://')) return address.slice('unix://'.length);
+  if (address.startsWith('unix:')) return address.slice('unix:'.length);
+  return address;
 }
 
-export function newGrpcClient(address: string): grpc.Client {
-  return new grpc.Client(grpcTarget(address), grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+export function newGrpcClient(address: string): GrpcClient {
+  return new GrpcClient(socketPath(address));
 }
 
-const metadataByNamespace = new Map<string, grpc.Metadata>();
+const metadataByNamespace = new Map<string, Readonly<Record<string, string>>>();
 
-/** The namespace header; one shared instance per namespace (grpc-js clones metadata per call). */
-export function nsMetadata(namespace: string): grpc.Metadata {
+/** The namespace header; one shared object per namespace (the client copies headers per call). */
+export function nsMetadata(namespace: string): Readonly<Record<string, string>> {
   let md = metadataByNamespace.get(namespace);
-  if (!md) {
-    md = new grpc.Metadata();
-    md.set('containerd-namespace', namespace);
-    metadataByNamespace.set(namespace, md);
-  }
-  return md;
-}
-
-const waitingByNamespace = new Map<string, grpc.Metadata>();
-
-/**
- * The namespace header with waitForReady set (grpc-js takes that option from the metadata): a call
- * waits for a connection within its deadline instead of failing at once with "No connection
- * established" while the channel is in reconnect backoff after a supervisor restart. A call that
- * was never sent is safe to hold back.
- */
-function waitingMetadata(namespace: string): grpc.Metadata {
-  let md = waitingByNamespace.get(namespace);
-  if (!md) {
-    md = nsMetadata(namespace).clone();
-    md.setOptions({ waitForReady: true });
-    waitingByNamespace.set(namespace, md);
-  }
+  if (!md) metadataByNamespace.set(namespace, (md = Object.freeze({ 'containerd-namespace': namespace })));
   return md;
 }
 
 /** Map a gRPC status to the engine's error classes, keeping containerd's message intact. */
 export function mapGrpcError(err: unknown, what: string): EngineError {
   if (err instanceof EngineError) return err;
-  const e = err as Partial<grpc.ServiceError>;
+  const e = err as Partial<GrpcError>;
   const code = typeof e.code === 'number' ? e.code : -1;
   const detail = e.details || e.message || String(err);
   let ec: ErrorCode;
   switch (code) {
-    case grpc.status.NOT_FOUND:
+    case status.NOT_FOUND:
       ec = 'NotFound';
       break;
-    case grpc.status.ALREADY_EXISTS:
+    case status.ALREADY_EXISTS:
       ec = 'AlreadyExists';
       break;
-    case grpc.status.FAILED_PRECONDITION:
+    case status.FAILED_PRECONDITION:
       ec = 'FailedPrecondition';
       break;
-    case grpc.status.INVALID_ARGUMENT:
+    case status.INVALID_ARGUMENT:
       ec = 'InvalidArgument';
       break;
-    case grpc.status.UNAVAILABLE:
+    case status.UNAVAILABLE:
       ec = 'Unavailable';
       break;
-    case grpc.status.CANCELLED:
+    case status.CANCELLED:
       ec = 'Canceled';
       break;
-    case grpc.status.DEADLINE_EXCEEDED:
+    case status.DEADLINE_EXCEEDED:
       ec = 'Unavailable';
       break;
     default:
@@ -181,9 +152,13 @@ export interface UnaryOpts {
   signal?: AbortSignal;
 }
 
-/** One unary call: `/<package>.<Service>/<Method>` with request/response types from our protos. */
+/**
+ * One unary call: `/<package>.<Service>/<Method>` with request/response types from our protos. It
+ * waits for a connection within its deadline (see GrpcClient.unary) instead of failing at once while
+ * the supervisor restarts.
+ */
 export function unary(
-  client: grpc.Client,
+  client: GrpcClient,
   service: string,
   method: string,
   reqType: string,
@@ -191,30 +166,25 @@ export function unary(
   req: object,
   opts: UnaryOpts,
 ): Promise<Decoded> {
-  return new Promise((resolve, reject) => {
-    if (opts.signal?.aborted) return reject(new EngineError('Canceled', `${method}: canceled`));
-    const callOpts: grpc.CallOptions = {};
-    if (opts.timeoutMs) callOpts.deadline = Date.now() + opts.timeoutMs;
-    let onAbort: (() => void) | undefined;
-    const call = client.makeUnaryRequest<object, Decoded>(
-      `/${service}/${method}`,
-      (o) => encode(reqType, o),
-      (b) => decode(resType, b),
-      req,
-      waitingMetadata(opts.namespace),
-      callOpts,
-      (err, res) => {
-        if (onAbort) opts.signal?.removeEventListener('abort', onAbort);
-        if (err) {
-          if (opts.signal?.aborted) return reject(new EngineError('Canceled', `${method}: canceled`, { cause: err }));
-          return reject(mapGrpcError(err, `${service}/${method}`));
-        }
-        resolve(res ?? {});
-      },
-    );
-    if (opts.signal) {
-      onAbort = () => call.cancel();
-      opts.signal.addEventListener('abort', onAbort, { once: true });
-    }
-  });
+  if (opts.signal?.aborted) return Promise.reject(new EngineError('Canceled', `${method}: canceled`));
+  let body: Buffer;
+  try {
+    body = encode(reqType, req);
+  } catch (err) {
+    return Promise.reject(mapGrpcError(err, `${service}/${method}`));
+  }
+  const deadline = opts.timeoutMs ? Date.now() + opts.timeoutMs : undefined;
+  return client.unary(`/${service}/${method}`, body, { headers: nsMetadata(opts.namespace), deadline, signal: opts.signal }).then(
+    (res) => {
+      try {
+        return decode(resType, res);
+      } catch (err) {
+        throw mapGrpcError(err, `${service}/${method}`);
+      }
+    },
+    (err: GrpcError) => {
+      if (opts.signal?.aborted) throw new EngineError('Canceled', `${method}: canceled`, { cause: err });
+      throw mapGrpcError(err, `${service}/${method}`);
+    },
+  );
 }
