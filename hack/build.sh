@@ -24,15 +24,14 @@ mkdir -p "$tmp/out/drivers/supervisor"
 cp -r drivers/supervisor/protos "$tmp/out/drivers/supervisor/"
 # The daemon and its dependencies as one minified ASCII module: ~10 MiB less V8 heap than ~850
 # modules loaded one by one (their sources, module records) and a faster start. Left outside:
-# koffi (a native addon) and @grpc/proto-loader (grpc-js requires it only for channelz and ORCA
-# services, which the daemon does not serve; node_modules still has it if that ever changes).
+# koffi (a native addon).
 # Names are minified too (--keep-names cost ~2 MiB of heap: a property on each of ~2900
 # functions); nothing compares a function's or class's name. bin/engined runs the bundle through
 # build/engined.mjs when it is there; the protos go beside it, where the bundled
 # drivers/supervisor/proto.ts looks for them.
 if [ -x node_modules/.bin/esbuild ]; then
   node_modules/.bin/esbuild "$tmp/out/cmd/engined.js" --bundle --platform=node --format=esm --target=node24 \
-    --minify --charset=ascii --legal-comments=none --external:koffi --external:@grpc/proto-loader --alias:long=./hack/bundle-no-long.cjs --log-level=error \
+    --minify --charset=ascii --legal-comments=none --external:koffi --alias:long=./hack/bundle-no-long.cjs --log-level=error \
     --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
     --outfile="$tmp/out/engined.bundle.mjs"
   cp hack/bundle-entry.mjs "$tmp/out/engined.mjs"

@@ -1,6 +1,7 @@
 // One protobufjs Root for every supervisor RPC and Any payload, plus thin gRPC call helpers.
 // Field names stay snake_case (keepCase) inside this folder; the public API is camelCase.
-import protobuf from 'protobufjs';
+import protobuf from 'protobufjs/light.js';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineError } from '../../lib/errors.ts';
@@ -9,22 +10,16 @@ import { GrpcClient, status } from './grpc.ts';
 import type { GrpcError } from './grpc.ts';
 
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), 'protos');
-const FILES = [
-  'version.proto',
-  'containers.proto',
-  'tasks.proto',
-  'events.proto',
-  'task-events.proto',
-  'runc-options.proto',
-  'runtime-options.proto',
-];
 
 let rootCache: protobuf.Root | undefined;
 
+/**
+ * The definitions from protos/descriptor.json, made from the .proto files beside it by
+ * hack/gen-protos.ts: loading the JSON needs no .proto parser (protobufjs's light build).
+ */
 export function protoRoot(): protobuf.Root {
   if (!rootCache) {
-    const root = new protobuf.Root();
-    rootCache = root.loadSync(FILES.map((f) => join(PROTO_DIR, f)), { keepCase: true });
+    rootCache = protobuf.Root.fromJSON(JSON.parse(readFileSync(join(PROTO_DIR, 'descriptor.json'), 'utf8')));
     rootCache.resolveAll();
   }
   return rootCache;
