@@ -13,27 +13,37 @@ const RESOURCE_INTS = {
   MemoryReservation: 'int64', KernelMemory: 'int64', PidsLimit: 'int64', KernelMemoryTCP: 'int64',
   MemorySwappiness: 'int64', CpuCount: 'int64', CpuPercent: 'int64', IOMaximumIOps: 'uint64', IOMaximumBandwidth: 'uint64',
 } as const satisfies Record<string, GoInt>;
-const resourceInts = Object.fromEntries(Object.entries(RESOURCE_INTS).map(([k, t]) => [k, int(uc(k), t)])) as { [K in keyof typeof RESOURCE_INTS]: ReturnType<typeof int> };
+/** The schema, made on the first update (an idle daemon need not hold it). */
+function buildUpdateSchema() {
+  const resourceInts = Object.fromEntries(Object.entries(RESOURCE_INTS).map(([k, t]) => [k, int(uc(k), t)])) as { [K in keyof typeof RESOURCE_INTS]: ReturnType<typeof int> };
 
-export const updateSchema = struct(body('UpdateConfig'), 'container.UpdateConfig', {
-  ...resourceInts,
-  CpusetCpus: str(uc('CpusetCpus')),
-  CpusetMems: str(uc('CpusetMems')),
-  CgroupParent: str(uc('CgroupParent')),
-  // Not applied by update, but Go decodes them, so a value of the wrong type is refused all the same.
-  BlkioWeightDevice: list(uc('BlkioWeightDevice'), '[]*blkiodev.WeightDevice'),
-  BlkioDeviceReadBps: list(uc('BlkioDeviceReadBps'), '[]*blkiodev.ThrottleDevice'),
-  BlkioDeviceWriteBps: list(uc('BlkioDeviceWriteBps'), '[]*blkiodev.ThrottleDevice'),
-  BlkioDeviceReadIOps: list(uc('BlkioDeviceReadIOps'), '[]*blkiodev.ThrottleDevice'),
-  BlkioDeviceWriteIOps: list(uc('BlkioDeviceWriteIOps'), '[]*blkiodev.ThrottleDevice'),
-  Devices: list(uc('Devices'), '[]container.DeviceMapping'),
-  DeviceCgroupRules: strArray(uc('DeviceCgroupRules')),
-  DeviceRequests: list(uc('DeviceRequests'), '[]container.DeviceRequest'),
-  Ulimits: list(uc('Ulimits'), '[]*units.Ulimit'),
-  RestartPolicy: struct(uc('RestartPolicy'), 'container.RestartPolicy', {
-    Name: str(rp('Name'), 'container.RestartPolicyMode'),
-    MaximumRetryCount: int(rp('MaximumRetryCount'), 'int'),
-  }),
-});
+  return struct(body('UpdateConfig'), 'container.UpdateConfig', {
+    ...resourceInts,
+    CpusetCpus: str(uc('CpusetCpus')),
+    CpusetMems: str(uc('CpusetMems')),
+    CgroupParent: str(uc('CgroupParent')),
+    // Not applied by update, but Go decodes them, so a value of the wrong type is refused all the same.
+    BlkioWeightDevice: list(uc('BlkioWeightDevice'), '[]*blkiodev.WeightDevice'),
+    BlkioDeviceReadBps: list(uc('BlkioDeviceReadBps'), '[]*blkiodev.ThrottleDevice'),
+    BlkioDeviceWriteBps: list(uc('BlkioDeviceWriteBps'), '[]*blkiodev.ThrottleDevice'),
+    BlkioDeviceReadIOps: list(uc('BlkioDeviceReadIOps'), '[]*blkiodev.ThrottleDevice'),
+    BlkioDeviceWriteIOps: list(uc('BlkioDeviceWriteIOps'), '[]*blkiodev.ThrottleDevice'),
+    Devices: list(uc('Devices'), '[]container.DeviceMapping'),
+    DeviceCgroupRules: strArray(uc('DeviceCgroupRules')),
+    DeviceRequests: list(uc('DeviceRequests'), '[]container.DeviceRequest'),
+    Ulimits: list(uc('Ulimits'), '[]*units.Ulimit'),
+    RestartPolicy: struct(uc('RestartPolicy'), 'container.RestartPolicy', {
+      Name: str(rp('Name'), 'container.RestartPolicyMode'),
+      MaximumRetryCount: int(rp('MaximumRetryCount'), 'int'),
+    }),
+  });
+}
 
-export type UpdateBody = NonNullable<z.output<typeof updateSchema>>;
+let updateSchema: ReturnType<typeof buildUpdateSchema> | undefined;
+
+/** The schema (made once, on first use). */
+export function updateBodySchema(): ReturnType<typeof buildUpdateSchema> {
+  return (updateSchema ??= buildUpdateSchema());
+}
+
+export type UpdateBody = NonNullable<z.output<ReturnType<typeof buildUpdateSchema>>>;

@@ -10,7 +10,7 @@ import { KIND } from '../../store/types.ts';
 import { parseWith } from '../go-json.ts';
 import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
 import { findContainer } from './routes.ts';
-import { updateSchema } from './update-schema.ts';
+import { updateBodySchema } from './update-schema.ts';
 import type { ApiStore } from './store.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -27,7 +27,7 @@ type Update = Partial<Record<(typeof NUMBERS)[number], number>> & Partial<Record
 /** The body as an update: types checked as Go's decoder checks them, unknown fields ignored, zeros dropped. */
 export function parseUpdate(input: unknown): Update {
   if (input === '') return {};
-  const body = parseWith(updateSchema, input);
+  const body = parseWith(updateBodySchema(), input);
   const u: Update = {};
   for (const k of NUMBERS) {
     const v = body[k];
