@@ -24,7 +24,7 @@ export interface StoreOptions {
   log?: Logger;
   /** See the file comment. Default NORMAL. */
   synchronous?: 'NORMAL' | 'FULL';
-  /** How many recent events `watch(kind, fn, fromRevision)` can replay (each holds its resource). Default 1024. */
+  /** How many recent events `watch(kind, fn, fromRevision)` can replay (each holds its resource). Default DEFAULT_EVENT_HISTORY. */
   eventHistory?: number;
   /** The schema of each kind: writes are checked, loaded records migrated (or quarantined). Kinds without one are stored as given. */
   schemas?: StoreSchemas;
@@ -86,6 +86,13 @@ interface Waiter {
   check: () => void;
 }
 
+/**
+ * Events kept for watches that resume from a revision (a controller restarted in-process; one that
+ * finds its revision gone lists again). Each holds a whole resource, often the last version of a
+ * removed container that nothing else holds: 1024 of them kept several MiB after a busy session.
+ */
+const DEFAULT_EVENT_HISTORY = 256;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS resources (
   kind TEXT NOT NULL,
@@ -146,7 +153,7 @@ export class Store {
   constructor(path: string, opts: StoreOptions = {}) {
     this.log = opts.log;
     this.schemas = opts.schemas ?? new Map();
-    this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? 1024));
+    this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? DEFAULT_EVENT_HISTORY));
     const db = new DatabaseSync(path);
     try {
       // One daemon per store: its memory is the only view of the data. EXCLUSIVE locking makes a
