@@ -121,28 +121,27 @@ export class HttpReply {
     this.done = true;
     const res = this.raw;
     const type = res.getHeader('content-type');
-    const setType = (t: string) => {
+    if (typeof type === 'string' && type.startsWith('application/json')) res.setHeader('Content-Type', 'application/json');
+    const defaultType = (t: string) => {
       if (type === undefined) res.setHeader('Content-Type', t);
-      else if (typeof type === 'string' && type.startsWith('application/json')) res.setHeader('Content-Type', 'application/json');
     };
     if (payload === undefined || payload === null) {
-      if (typeof type === 'string' && type.startsWith('application/json')) res.setHeader('Content-Type', 'application/json');
       res.end();
     } else if (typeof payload === 'string') {
-      setType('text/plain; charset=utf-8');
+      defaultType('text/plain; charset=utf-8');
       res.end(payload);
     } else if (payload instanceof Uint8Array) {
-      setType('application/octet-stream');
+      defaultType('application/octet-stream');
       res.end(payload);
     } else if (isStream(payload)) {
-      setType('application/octet-stream');
+      defaultType('application/octet-stream');
       payload.on('error', (err) => res.destroy(err));
       res.on('close', () => {
         if (!res.writableFinished) payload.destroy();
       });
       payload.pipe(res);
     } else {
-      setType('application/json');
+      defaultType('application/json');
       res.end(JSON.stringify(payload));
     }
     return this;
