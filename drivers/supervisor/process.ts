@@ -38,11 +38,30 @@ const LOG_MAX_BYTES = 16 * 1024 * 1024;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * Plugins engined never calls (it keeps images, layers and mounts itself and asks the supervisor only
+ * for containers, tasks, events and its version), which the CRI plugin needs. Without them the
+ * supervisor holds less: no image, lease, snapshot or diff services, no metadata collector, no
+ * per-task cgroup metrics (the shims report OOMs themselves), no restart monitor. The metadata store
+ * still needs a content store and one snapshotter (native, the simplest), and the task service the
+ * v1 runtime type.
+ */
+const UNUSED_WITHOUT_CRI = [
+  'io.containerd.grpc.v1.images', 'io.containerd.service.v1.images-service',
+  'io.containerd.grpc.v1.content',
+  'io.containerd.grpc.v1.diff', 'io.containerd.service.v1.diff-service', 'io.containerd.differ.v1.walking',
+  'io.containerd.grpc.v1.leases', 'io.containerd.service.v1.leases-service',
+  'io.containerd.grpc.v1.snapshots', 'io.containerd.service.v1.snapshots-service', 'io.containerd.snapshotter.v1.overlayfs',
+  'io.containerd.gc.v1.scheduler',
+  'io.containerd.monitor.v1.cgroups',
+  'io.containerd.internal.v1.restart',
+];
+
 /** containerd's generated config (version 2). */
 export function supervisorConfig(o: { root: string; state: string; address: string; debug?: boolean; cri?: boolean }): string {
   const q = (s: string) => JSON.stringify(s);
   const disabled = [
-    ...(o.cri ? [] : ['io.containerd.grpc.v1.cri']),
+    ...(o.cri ? [] : ['io.containerd.grpc.v1.cri', ...UNUSED_WITHOUT_CRI]),
     // We mount container filesystems ourselves; these only log "skip plugin" lines.
     'io.containerd.snapshotter.v1.aufs',
     'io.containerd.snapshotter.v1.btrfs',

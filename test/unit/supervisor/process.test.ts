@@ -24,7 +24,11 @@ test('generated config disables CRI unless asked and points everything at our di
   assert.match(c, /state = "\/r\/containerd\/state"/);
   assert.match(c, /address = "\/r\/containerd\/containerd.sock"/);
   assert.match(c, /"io\.containerd\.grpc\.v1\.cri"/);
-  assert.doesNotMatch(supervisorConfig({ root: '/a', state: '/b', address: '/c', cri: true }), /grpc\.v1\.cri/);
+  assert.match(c, /"io\.containerd\.grpc\.v1\.images"/);
+  const cri = supervisorConfig({ root: '/a', state: '/b', address: '/c', cri: true });
+  assert.doesNotMatch(cri, /grpc\.v1\.cri/);
+  // The CRI plugin needs the image, snapshot and lease services.
+  assert.doesNotMatch(cri, /grpc\.v1\.images|snapshotter\.v1\.overlayfs|leases/);
 });
 
 describe('supervisor process', { skip: skip ?? false, timeout: 60_000 }, () => {
