@@ -12,6 +12,7 @@ import { GrpcClient, status } from '../../../drivers/supervisor/grpc.ts';
 import type { GrpcError } from '../../../drivers/supervisor/grpc.ts';
 import { decode, encode, unary } from '../../../drivers/supervisor/proto.ts';
 import { EngineError } from '../../../lib/errors.ts';
+import { fakeGrpcServer } from './helpers.ts';
 
 const VERSION = '/containerd.services.version.v1.Version/Version';
 const VERSION_RES = 'containerd.services.version.v1.VersionResponse';
@@ -99,28 +100,14 @@ async function rejectsWith(p: Promise<unknown>, code: number, details?: RegExp):
 
 test('unary call and error status against a grpc-js server', async () => {
   const { socket, cleanup } = await tmpSocket();
-  const server = new grpc.Server();
   const seen: grpc.Metadata[] = [];
-  const def = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
-    path,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: (b: Buffer) => b,
-    requestDeserialize: (b: Buffer) => b,
-    responseSerialize: (b: Buffer) => b,
-    responseDeserialize: (b: Buffer) => b,
-  });
-  server.addService(
-    { Version: def(VERSION), Get: def('/containerd.services.tasks.v1.Tasks/Get') },
-    {
-      Version: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-        seen.push(call.metadata);
-        cb(null, encode(VERSION_RES, { version: 'fake', revision: 'r1' }));
-      },
-      Get: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: 'container "x": not found, 100%' }),
+  const server = await fakeGrpcServer(socket, { Version: VERSION, Get: '/containerd.services.tasks.v1.Tasks/Get' }, {
+    Version: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      seen.push(call.metadata);
+      cb(null, encode(VERSION_RES, { version: 'fake', revision: 'r1' }));
     },
-  );
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    Get: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: 'container "x": not found, 100%' }),
+  });
   const client = new GrpcClient(socket);
   try {
     const res = await unary(client, 'containerd.services.version.v1.Version', 'Version', 'google.protobuf.Empty', VERSION_RES, {}, { namespace: 'ns1', timeoutMs: 5_000 });

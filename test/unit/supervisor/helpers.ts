@@ -1,7 +1,8 @@
 // Shared fixtures for the supervisor tests: a busybox rootfs, a minimal OCI spec, a quiet logger,
-// and clean-up of the shims a test's private containerd started.
+// clean-up of the shims a test's private containerd started, and fake gRPC supervisors (grpc-js).
 import { copyFile, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
+import * as grpc from '@grpc/grpc-js';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Logger } from 'pino';
@@ -119,4 +120,25 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 5000, stepM
     if (Date.now() > end) throw new Error('timed out waiting for condition');
     await sleep(stepMs);
   }
+}
+
+/** A unary gRPC method whose messages pass through as bytes (the test encodes and decodes them). */
+export function bytesMethod(path: string): grpc.MethodDefinition<Buffer, Buffer> {
+  return {
+    path,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (b: Buffer) => b,
+    requestDeserialize: (b: Buffer) => b,
+    responseSerialize: (b: Buffer) => b,
+    responseDeserialize: (b: Buffer) => b,
+  };
+}
+
+/** A grpc-js server with `methods` (name -> path) and their handlers, listening on a unix socket. */
+export async function fakeGrpcServer(socket: string, methods: Record<string, string>, handlers: grpc.UntypedServiceImplementation): Promise<grpc.Server> {
+  const server = new grpc.Server();
+  server.addService(Object.fromEntries(Object.entries(methods).map(([name, path]) => [name, bytesMethod(path)])), handlers);
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  return server;
 }

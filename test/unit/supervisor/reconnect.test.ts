@@ -3,33 +3,19 @@
 // instead of failing with "No connection established" (issue 13).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSupervisorClient } from '../../../drivers/supervisor/client.ts';
 import { encode } from '../../../drivers/supervisor/proto.ts';
-import { testLogger } from './helpers.ts';
+import { fakeGrpcServer, testLogger } from './helpers.ts';
 
 /** A fake supervisor with only the Version service, on a unix socket. */
-async function fakeSupervisor(socket: string): Promise<grpc.Server> {
-  const server = new grpc.Server();
-  const definition: grpc.ServiceDefinition = {
-    Version: {
-      path: '/containerd.services.version.v1.Version/Version',
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (b: Buffer) => b,
-      requestDeserialize: (b: Buffer) => b,
-      responseSerialize: (b: Buffer) => b,
-      responseDeserialize: (b: Buffer) => b,
-    },
-  };
-  server.addService(definition, {
+function fakeSupervisor(socket: string): Promise<grpc.Server> {
+  return fakeGrpcServer(socket, { Version: '/containerd.services.version.v1.Version/Version' }, {
     Version: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, encode('containerd.services.version.v1.VersionResponse', { version: 'fake', revision: 'r1' })),
   });
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
-  return server;
 }
 
 test('a call made while the channel reconnects waits for the supervisor instead of failing', async () => {
