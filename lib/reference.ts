@@ -48,18 +48,22 @@ export function parseReference(s: string): Reference {
   const tagSep = remainder.indexOf(':');
   const remote = tagSep >= 0 ? remainder.slice(0, tagSep) : remainder;
   if (remote.toLowerCase() !== remote) {
-    throw invalidArgument(`invalid reference format: repository name (${remote}) must be lowercase`);
+    throw invalidArgument('invalid reference format: repository name must be lowercase');
   }
   return parseCanonical(`${domain}/${remainder}`);
 }
 
-/** Split off the registry: a first component counts as one only when it cannot be a Hub user. */
+/**
+ * Split off the registry: a first component counts as one only when it has a dot or a port, or is
+ * `localhost`, as in the reference daemon (dockerd 20.10): `UPPER/case` is a Hub repository with
+ * an upper-case name, refused, not a registry host named UPPER to be looked up.
+ */
 function splitDomain(s: string): { domain: string; remainder: string } {
   const i = s.indexOf('/');
   let domain: string;
   let remainder: string;
   const first = i >= 0 ? s.slice(0, i) : '';
-  if (i < 0 || (!/[.:]/.test(first) && first !== 'localhost' && first.toLowerCase() === first)) {
+  if (i < 0 || (!/[.:]/.test(first) && first !== 'localhost')) {
     domain = DEFAULT_DOMAIN;
     remainder = s;
   } else {

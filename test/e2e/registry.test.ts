@@ -152,8 +152,15 @@ describe('registry: push, pull and login with real clients', { skip }, () => {
       print(json.dumps({'id': img.id, 'tags': img.tags, 'digests': img.attrs['RepoDigests']}))
       statuses = [l.get('status') for l in api.pull(repo, tag='v2', stream=True, decode=True)]
       print(json.dumps({'again': statuses}))
+      try:
+        api.pull('UPPER/case', tag='latest')
+        print(json.dumps({'upper': 'pulled'}))
+      except docker.errors.APIError as e:
+        print(json.dumps({'upper': [e.status_code, e.explanation]}))
     `);
-    const [pushLine, pullLine, againLine] = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const [pushLine, pullLine, againLine, upperLine] = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    // As dockerd 20.10: a Hub repository name in upper case, refused before any registry is asked.
+    assert.deepEqual(upperLine!.upper, [400, 'invalid reference format: repository name must be lowercase']);
     const lines = pushLine!.push as Array<{ status?: string; id?: string; aux?: { Tag: string; Digest: string; Size: number }; error?: string }>;
     assert.ok(!lines.some((l) => l.error), JSON.stringify(lines));
     assert.equal(lines[0]!.status, `The push refers to repository [${repo}]`);

@@ -32,8 +32,11 @@ test('parseReference normalises', () => {
 test('parseReference rejects bad input with the reference messages', () => {
   const cases: Array<[string, RegExp]> = [
     ['', /^invalid reference format$/],
-    ['Busybox', /^invalid reference format: repository name \(library\/Busybox\) must be lowercase$/],
-    ['user/Repo:tag', /repository name \(user\/Repo\) must be lowercase/],
+    ['Busybox', /^invalid reference format: repository name must be lowercase$/],
+    ['user/Repo:tag', /^invalid reference format: repository name must be lowercase$/],
+    // As dockerd 20.10: an upper-case first component is a Hub user, not a registry host.
+    ['UPPER/case', /^invalid reference format: repository name must be lowercase$/],
+    ['UPPER/case:tag', /^invalid reference format: repository name must be lowercase$/],
     [HEX, /^invalid repository name \(a{64}\), cannot specify 64-byte hexadecimal strings$/],
     ['busybox:', /^invalid reference format$/],
     ['busybox:-x', /^invalid reference format$/],
