@@ -1,4 +1,5 @@
 // engined: parse options, then run the daemon until SIGTERM/SIGINT.
+import '../lib/zod-config.ts';
 import { loadDaemonConfig } from '../config/load.ts';
 import { EngineError } from '../lib/errors.ts';
 import { runDaemon } from './daemon.ts';
