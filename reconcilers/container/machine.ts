@@ -10,6 +10,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import type { ContainerPhase, RestartPolicy } from '../../store/types.ts';
 import { decideRestart } from './restart-policy.ts';
+import { notProvidedFor } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass: the spec's wishes and the clock. */
 export interface ContainerFacts {
@@ -80,7 +81,7 @@ export const KILL_RECHECK_MS = 5_000;
 /** Every effect gets the container id. */
 const idInput = ({ context }: { context: ContainerContext }) => ({ id: context.id });
 
-const notProvided = (name: string) => () => Promise.reject(new Error(`container effect ${name} not provided`));
+const notProvided = notProvidedFor('container');
 
 /** The reference daemon's back-off: 100 ms, doubling while runs last under 10 s, at most 1 min. */
 export function nextRestartDelay(prevMs: number, ranMs: number): number {

@@ -19,6 +19,7 @@
 // "detached" needs no effect; the address stays claimed for the next run.
 import { assign, fromPromise, setup } from 'xstate';
 import type { EndpointAddresses } from '../../store/endpoint-types.ts';
+import { messageOf, notProvidedFor } from '../machine-kit.ts';
 
 export interface EndpointFacts {
   /** The record's name (the effects' input). */
@@ -62,8 +63,7 @@ export interface EffectInput {
 }
 
 const effectInput = ({ context }: { context: EndpointContext }): EffectInput => ({ name: context.name, plugged: context.plugged, pid: context.running ? context.pid : 0 });
-const notProvided = (name: string) => () => Promise.reject(new Error(`endpoint effect ${name} not provided`));
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const notProvided = notProvidedFor('endpoint');
 
 export const INITIAL_FACTS: EndpointFacts = { name: '', running: false, pid: 0, networkExists: true, startPlugged: null };
 

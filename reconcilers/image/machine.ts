@@ -13,6 +13,7 @@
 // the reconciler (the controller retries it with back-off); the record still says removed.
 import { assign, fromPromise, setup } from 'xstate';
 import type { ImageStatus } from '../../store/types.ts';
+import { notProvidedFor } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass. */
 export interface ImageFacts {
@@ -48,7 +49,7 @@ export interface VerifyOutput {
 
 const idInput = ({ context }: { context: ImageContext }) => ({ id: context.id });
 
-const notProvided = (name: string) => () => Promise.reject(new Error(`image effect ${name} not provided`));
+const notProvided = notProvidedFor('image');
 
 export const INITIAL_FACTS: ImageFacts = { id: '', now: 0, chainId: null };
 

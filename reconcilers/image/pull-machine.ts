@@ -8,6 +8,7 @@
 //   pulling --PULL (the job is gone: a daemon restart)--> starting
 //   any --REMOVE--> cancelling --job stopped--> removed
 import { assign, fromPromise, setup } from 'xstate';
+import { notProvidedFor } from '../machine-kit.ts';
 
 /** How a job ended. */
 export interface PullOutcome {
@@ -29,7 +30,7 @@ export interface PullContext {
 export type PullEvent = { type: 'PULL' } | { type: 'FINISHED'; outcome: PullOutcome } | { type: 'REMOVE' };
 
 const nameInput = ({ context }: { context: PullContext }) => ({ name: context.name });
-const notProvided = (name: string) => () => Promise.reject(new Error(`pull effect ${name} not provided`));
+const notProvided = notProvidedFor('pull');
 
 export const pullLifecycle = setup({
   types: {

@@ -16,6 +16,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { isCode } from '../../lib/errors.ts';
 import type { NetworkStatus } from '../../store/network-types.ts';
+import { messageOf, notProvidedFor } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass. */
 export interface NetworkFacts {
@@ -51,9 +52,7 @@ export const RECHECK_MS = 30_000;
 
 const idInput = ({ context }: { context: NetworkContext }) => ({ id: context.id });
 
-const notProvided = (name: string) => () => Promise.reject(new Error(`network effect ${name} not provided`));
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const notProvided = notProvidedFor('network');
 
 export const INITIAL_FACTS: NetworkFacts = { id: '', now: 0, bridge: false, recheckMs: RECHECK_MS };
 

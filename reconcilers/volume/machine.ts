@@ -13,6 +13,7 @@
 // never torn down, whatever its spec says.
 import { assign, fromPromise, setup } from 'xstate';
 import type { VolumeStatus } from '../../store/volume-types.ts';
+import { messageOf, notProvidedFor } from '../machine-kit.ts';
 
 export interface VolumeFacts {
   name: string;
@@ -42,8 +43,7 @@ export interface EffectInput {
 export const IN_USE_RETRY_MS = 500;
 
 const nameInput = ({ context }: { context: VolumeContext }) => ({ name: context.name });
-const notProvided = (name: string) => () => Promise.reject(new Error(`volume effect ${name} not provided`));
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const notProvided = notProvidedFor('volume');
 
 export const INITIAL_FACTS: VolumeFacts = { name: '', now: 0, inUse: false };
 
