@@ -25,6 +25,14 @@ const KNOWN: KnownFinding[] = [
   },
 ];
 
+/** The daemon's log lines naming an object the failed requests name (ids of 64 hex digits), for a finding's report. */
+function logLinesFor(d: DaemonHandle, requests: string[]): string {
+  const ids = [...new Set(requests.flatMap((r) => [...r.matchAll(/[0-9a-f]{64}/g)].map((m) => m[0])))];
+  if (ids.length === 0) return '';
+  const lines = d.logs().split('\n').filter((l) => ids.some((id) => l.includes(id) || l.includes(id.slice(0, 12))));
+  return `daemon log lines naming ${ids.map((id) => id.slice(0, 12)).join(', ')}:\n${lines.slice(-60).join('\n')}`;
+}
+
 describe('fuzz', () => {
   let d: DaemonHandle;
   let image = '';
@@ -47,7 +55,7 @@ describe('fuzz', () => {
     assert.equal(report.crashed, false, `daemon stopped answering:\n${JSON.stringify(report.findings, null, 1)}\n${d.logs().split('\n').slice(-40).join('\n')}`);
     assert.ok(d.pid > 0, 'daemon process alive');
     assert.equal(await ping(d.socket), true, '/_ping after the run');
-    assert.deepEqual(report.findings, [], `findings:\n${JSON.stringify(report.findings, null, 1)}`);
+    assert.deepEqual(report.findings, [], `findings:\n${JSON.stringify(report.findings, null, 1)}\n${logLinesFor(d, report.findings.map((f) => f.request))}`);
   });
 
   test('the findings fixed since: events with filters=null (no filter, as Go decodes it), a fractional integer at create, resource values no cgroup takes', async () => {
