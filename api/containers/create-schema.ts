@@ -3,6 +3,7 @@
 // create-request.ts's business; Init, newer than the loosely read flags, is checked as Go checks it.
 import * as z from 'zod';
 import { anyMap, at, bool, body, int, list, parseWith, str, strArray, strList, strMap, strSlice, struct, unmarshal } from '../go-json.ts';
+import { resourceFields } from './resources-schema.ts';
 
 const hc = at('HostConfig', 'HostConfig');
 const rp = at('RestartPolicy', 'HostConfig.RestartPolicy');
@@ -11,23 +12,15 @@ const pb = at('PortBinding', 'HostConfig.PortBindings');
 const health = at('HealthConfig', 'Healthcheck');
 const top = at('ContainerConfigWrapper', '');
 
-/** HostConfig fields Go decodes as integers, with their Go types (Resources is embedded, so its fields sit here). */
-const HOST_INTS = {
-  Memory: 'int64', MemorySwap: 'int64', MemoryReservation: 'int64', KernelMemory: 'int64', KernelMemoryTCP: 'int64',
-  CpuShares: 'int64', CpuPeriod: 'int64', CpuQuota: 'int64', NanoCpus: 'int64', CpuRealtimePeriod: 'int64',
-  CpuRealtimeRuntime: 'int64', CpuCount: 'int64', CpuPercent: 'int64', PidsLimit: 'int64', BlkioWeight: 'uint16',
-  ShmSize: 'int64', OomScoreAdj: 'int', MemorySwappiness: 'int64', IOMaximumIOps: 'uint64', IOMaximumBandwidth: 'uint64',
-} as const;
-
 /**
  * The schema, made on the first create: ~0.6 MiB of schema objects that an idle daemon does not
  * need to hold.
  */
 function buildCreateSchema() {
-  const hostInts = Object.fromEntries(Object.entries(HOST_INTS).map(([k, t]) => [k, int(hc(k), t)])) as { [K in keyof typeof HOST_INTS]: ReturnType<typeof int> };
-
   const hostConfig = struct(top('HostConfig'), 'container.HostConfig', {
-    ...hostInts,
+    ...resourceFields(hc),
+    ShmSize: int(hc('ShmSize'), 'int64'),
+    OomScoreAdj: int(hc('OomScoreAdj'), 'int'),
     Binds: strList(hc('Binds')),
     NetworkMode: str(hc('NetworkMode'), 'container.NetworkMode'),
     RestartPolicy: struct(hc('RestartPolicy'), 'container.RestartPolicy', {
@@ -62,19 +55,8 @@ function buildCreateSchema() {
     IpcMode: str(hc('IpcMode'), 'container.IpcMode'),
     PidMode: str(hc('PidMode'), 'container.PidMode'),
     CgroupnsMode: str(hc('CgroupnsMode'), 'container.CgroupnsMode'),
-    CpusetCpus: str(hc('CpusetCpus')),
-    CpusetMems: str(hc('CpusetMems')),
     Mounts: list(hc('Mounts'), '[]mount.Mount'),
     Tmpfs: strMap(hc('Tmpfs')),
-    Ulimits: list(hc('Ulimits'), '[]*units.Ulimit'),
-    BlkioWeightDevice: list(hc('BlkioWeightDevice'), '[]*blkiodev.WeightDevice'),
-    BlkioDeviceReadBps: list(hc('BlkioDeviceReadBps'), '[]*blkiodev.ThrottleDevice'),
-    BlkioDeviceWriteBps: list(hc('BlkioDeviceWriteBps'), '[]*blkiodev.ThrottleDevice'),
-    BlkioDeviceReadIOps: list(hc('BlkioDeviceReadIOps'), '[]*blkiodev.ThrottleDevice'),
-    BlkioDeviceWriteIOps: list(hc('BlkioDeviceWriteIOps'), '[]*blkiodev.ThrottleDevice'),
-    Devices: list(hc('Devices'), '[]container.DeviceMapping'),
-    DeviceRequests: list(hc('DeviceRequests'), '[]container.DeviceRequest'),
-    DeviceCgroupRules: strList(hc('DeviceCgroupRules')),
     GroupAdd: strList(hc('GroupAdd')),
     SecurityOpt: strList(hc('SecurityOpt')),
     StorageOpt: strMap(hc('StorageOpt')),
@@ -82,7 +64,6 @@ function buildCreateSchema() {
     UTSMode: str(hc('UTSMode'), 'container.UTSMode'),
     UsernsMode: str(hc('UsernsMode'), 'container.UsernsMode'),
     Cgroup: str(hc('Cgroup'), 'container.CgroupSpec'),
-    CgroupParent: str(hc('CgroupParent')),
     ContainerIDFile: str(hc('ContainerIDFile')),
     VolumeDriver: str(hc('VolumeDriver')),
     Isolation: str(hc('Isolation'), 'container.Isolation'),
