@@ -35,6 +35,12 @@ const BAD: Array<[unknown, string]> = [
   [{ Image: 'x', HostConfig: { PortBindings: { '80/tcp': [{ HostPort: 8080 }] } } }, 'json: cannot unmarshal number into Go struct field PortBinding.HostConfig.PortBindings.HostPort of type string'],
   // The message dockerd 20.10 gives here, word for word (the fuzzer's create of this body was accepted).
   [{ Image: 'x', HostConfig: { BlkioDeviceWriteBps: 'xx' } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.BlkioDeviceWriteBps of type []*blkiodev.ThrottleDevice'],
+  // Elements of the small-struct lists, as dockerd 20.10 words them (checked live).
+  [{ Image: 'x', HostConfig: { BlkioDeviceWriteBps: ['x'] } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.BlkioDeviceWriteBps of type blkiodev.ThrottleDevice'],
+  [{ Image: 'x', HostConfig: { BlkioDeviceWriteBps: [{ Path: '/dev/sda', Rate: 'x' }] } }, 'json: cannot unmarshal string into Go struct field ThrottleDevice.HostConfig.BlkioDeviceWriteBps.Rate of type uint64'],
+  [{ Image: 'x', HostConfig: { Ulimits: [{ Name: 'nofile', Soft: '1' }] } }, 'json: cannot unmarshal string into Go struct field Ulimit.HostConfig.Ulimits.Soft of type int64'],
+  [{ Image: 'x', HostConfig: { BlkioWeightDevice: [{ Path: '/dev/sda', Weight: 70000 }] } }, 'json: cannot unmarshal number 70000 into Go struct field WeightDevice.HostConfig.BlkioWeightDevice.Weight of type uint16'],
+  [{ Image: 'x', HostConfig: { DeviceCgroupRules: 'c 1:3 rwm' } }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.DeviceCgroupRules of type []string'],
   [{ Image: 'x', HostConfig: { DeviceRequests: {} } }, 'json: cannot unmarshal object into Go struct field HostConfig.HostConfig.DeviceRequests of type []container.DeviceRequest'],
   [{ Image: 'x', HostConfig: { Sysctls: { 'net.ipv4.ip_forward': 1 } } }, 'json: cannot unmarshal number into Go struct field HostConfig.HostConfig.Sysctls of type string'],
   [{ Image: 'x', HostConfig: { SecurityOpt: [true] } }, 'json: cannot unmarshal bool into Go struct field HostConfig.HostConfig.SecurityOpt of type string'],
@@ -55,6 +61,8 @@ function refusedWith(body: unknown, message: string): void {
 describe('create body schema', () => {
   test('valid bodies: minimal, lowercase keys matched as Go matches them, nulls, a lone string for a list', () => {
     assert.equal(parseCreateBody({ Image: 'x' }).Image, 'x');
+    // A null element of a list of pointers is taken, as Go takes it; lowercase field names too.
+    assert.deepEqual(parseCreateBody({ Image: 'x', HostConfig: { Ulimits: [null, { name: 'nofile', soft: 1, hard: 2 }] } }).HostConfig?.Ulimits, [null, { Name: 'nofile', Soft: 1, Hard: 2 }]);
     const lower = parseCreateBody({ image: 'x', cmd: ['sh'], hostconfig: { memory: 67108864, restartpolicy: { name: 'always' } } });
     assert.equal(lower.Image, 'x');
     assert.deepEqual(lower.Cmd, ['sh']);
