@@ -63,4 +63,22 @@ print(json.dumps({'wait': res, 'out': out.decode(), 'err': err.decode(), 'status
     const list = await api.listContainers({ all: true });
     assert.ok(!list.some((x) => x.Id === c.id));
   });
+
+  test('dockerode: a HostConfig field of the wrong type is a 400 with the reference message, and nothing is created', async () => {
+    const api = dockerode(d);
+    const before = (await api.listContainers({ all: true })).length;
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ BlkioDeviceWriteBps: 'xx' }, 'json: cannot unmarshal string into Go struct field HostConfig.HostConfig.BlkioDeviceWriteBps of type []*blkiodev.ThrottleDevice'],
+      [{ Ulimits: [{ Name: 'nofile', Soft: '1' }] }, 'json: cannot unmarshal string into Go struct field Ulimit.HostConfig.Ulimits.Soft of type int64'],
+      [{ Sysctls: { 'net.ipv4.ip_forward': 1 } }, 'json: cannot unmarshal number into Go struct field HostConfig.HostConfig.Sysctls of type string'],
+    ];
+    for (const [hc, message] of cases) {
+      await assert.rejects(api.createContainer({ Image: imgs.tag, Cmd: ['true'], HostConfig: { NetworkMode: 'none', ...hc } }), (err: { statusCode?: number; json?: { message?: string } }) => {
+        assert.equal(err.statusCode, 400, JSON.stringify(hc));
+        assert.equal(err.json?.message, message);
+        return true;
+      });
+    }
+    assert.equal((await api.listContainers({ all: true })).length, before);
+  });
 });
