@@ -1,15 +1,22 @@
-// The API application: version prefix and range check, the headers every response carries,
+// The fastify application: version prefix and range check, the headers every response carries,
 // body parsing the way Engine API clients send bodies, and the error table. Areas plug their
 // routes in through `plugins`.
 import type { IncomingMessage } from 'node:http';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
-import { notFound, sendError } from './errors.ts';
-import { HttpApp } from './server/http-app.ts';
+import { installErrorHandling } from './errors.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API version of this request: the `/vX.Y` prefix, or the daemon's maximum for bare paths. */
+    apiVersion: string;
+  }
+}
 
 export interface AppOptions {
   log: Logger;
-  plugins: Array<(app: HttpApp) => Promise<void>>;
+  plugins: Array<(app: FastifyInstance) => Promise<void>>;
   experimental?: boolean;
   version: { api: string; min: string };
   /** Daemon version for the `Server` header. */
@@ -35,17 +42,28 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export function createApp(opts: AppOptions): HttpApp {
+function noSchemaCompiler(): never {
+  throw new Error('route schemas are not used: validate in the handler');
+}
+
+export function createApp(opts: AppOptions): FastifyInstance {
   const max = opts.version.api;
   const min = opts.version.min;
   const experimental = String(opts.experimental ?? false);
   const server = `Engine/${opts.engineVersion ?? max} (linux)`;
-  const debugEnabled = () => opts.log.isLevelEnabled?.('debug') ?? true;
 
-  const app = new HttpApp({
-    log: opts.log,
+  const app = Fastify({
+    loggerInstance: opts.log,
+    logController: new LogController({ disableRequestLogging: true }),
+    // Streams (wait, logs, events, attach) live as long as they need to.
+    requestTimeout: 0,
+    connectionTimeout: 0,
     bodyLimit: JSON_BODY_LIMIT,
-    maxParamLength: 4096,
+    routerOptions: { maxParamLength: 4096 },
+    // No route declares a JSON schema (bodies are checked with zod by the handlers), so fastify's
+    // default compilers (ajv, fast-json-stringify: ~1.5 MiB of heap once loaded) are never needed;
+    // giving it these keeps them from being loaded at all.
+    schemaController: { compilersFactory: { buildValidator: noSchemaCompiler, buildSerializer: noSchemaCompiler } },
     rewriteUrl(req) {
       const url = req.url ?? '/';
       const m = VERSION_PREFIX.exec(url);
@@ -54,37 +72,59 @@ export function createApp(opts: AppOptions): HttpApp {
       const rest = url.slice(m[0].length);
       return rest.startsWith('/') ? rest : `/${rest}`;
     },
-    onRequest(req, reply) {
-      // Set on the raw response so hijacked and streamed answers carry them too.
-      const res = reply.raw;
-      res.setHeader('Api-Version', max);
-      res.setHeader('Server', server);
-      res.setHeader('Ostype', 'linux');
-      const requested = (req.raw as RawWithVersion)[REQUESTED_VERSION];
-      req.apiVersion = requested ?? max;
-      if (requested !== undefined && !req.is404) {
-        if (compareVersions(requested, min) < 0) {
-          const msg = `client version ${requested} is too old. Minimum supported API version is ${min}, please upgrade your client to a newer version`;
-          // Clients older than 1.24 cannot parse the JSON error form.
-          if (compareVersions(requested, '1.24') < 0) {
-            reply.code(400).type('text/plain; charset=utf-8').send(`${msg}\n`);
-            return;
-          }
-          throw invalidArgument(msg);
+  }) as unknown as FastifyInstance;
+
+  app.decorateRequest('apiVersion', '');
+
+  const debugEnabled = () => opts.log.isLevelEnabled?.('debug') ?? true;
+
+  // Hooks in callback form: an async hook costs a promise and a microtask hop on every request.
+  app.addHook('onRequest', (req, reply, done) => {
+    // Set on the raw response so hijacked and streamed answers carry them too.
+    const res = reply.raw;
+    res.setHeader('Api-Version', max);
+    res.setHeader('Server', server);
+    res.setHeader('Ostype', 'linux');
+    const requested = (req.raw as RawWithVersion)[REQUESTED_VERSION];
+    req.apiVersion = requested ?? max;
+    if (requested !== undefined && !req.is404) {
+      if (compareVersions(requested, min) < 0) {
+        const msg = `client version ${requested} is too old. Minimum supported API version is ${min}, please upgrade your client to a newer version`;
+        // Clients older than 1.24 cannot parse the JSON error form.
+        if (compareVersions(requested, '1.24') < 0) {
+          reply.code(400).type('text/plain; charset=utf-8').send(`${msg}\n`);
+          return;
         }
-        if (compareVersions(requested, max) > 0) throw invalidArgument(`client version ${requested} is too new. Maximum supported API version is ${max}`);
+        done(invalidArgument(msg));
+        return;
       }
-      res.setHeader('Docker-Experimental', experimental);
-    },
-    parseJson,
-    onError: sendError,
-    notFound,
-    onResponse(req, reply) {
-      if (debugEnabled()) req.log.debug({ method: req.method, url: req.originalUrl, status: reply.statusCode }, 'request');
-    },
+      if (compareVersions(requested, max) > 0) {
+        done(invalidArgument(`client version ${requested} is too new. Maximum supported API version is ${max}`));
+        return;
+      }
+    }
+    res.setHeader('Docker-Experimental', experimental);
+    done();
   });
 
-  for (const plugin of opts.plugins) void app.register(plugin);
+  // The Go client parses error bodies only when Content-Type is exactly `application/json`.
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    const ct = reply.getHeader('content-type');
+    if (typeof ct === 'string' && ct.startsWith('application/json')) reply.header('content-type', 'application/json');
+    done(null, payload);
+  });
+
+  app.addHook('onResponse', (req, reply, done) => {
+    if (debugEnabled()) {
+      req.log.debug({ method: req.method, url: (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url, status: reply.statusCode }, 'request');
+    }
+    done();
+  });
+
+  installBodyParsers(app);
+  installErrorHandling(app);
+
+  for (const plugin of opts.plugins) app.register(plugin);
   return app;
 }
 
@@ -92,12 +132,21 @@ export function createApp(opts: AppOptions): HttpApp {
  * JSON bodies may be empty (= no options); every other content type is left unread so handlers
  * can stream `req.raw` (tar uploads for load, import, build, archive).
  */
-function parseJson(text: string): unknown {
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    const detail = err instanceof Error ? err.message : String(err);
-    throw invalidArgument(/after JSON/i.test(detail) ? 'unexpected content after JSON' : `invalid JSON: ${detail}`);
-  }
+function installBodyParsers(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : String(err);
+      const message = /after JSON/i.test(detail) ? 'unexpected content after JSON' : `invalid JSON: ${detail}`;
+      done(invalidArgument(message), undefined);
+    }
+  });
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 }

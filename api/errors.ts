@@ -1,6 +1,6 @@
-// The one table that turns error classes into HTTP statuses, and the answers to every failure with
-// the `{"message": ...}` body Engine API clients parse.
-import type { HttpReply, HttpRequest } from './server/reply.ts';
+// The one table that turns error classes into HTTP statuses, and the fastify hooks that answer
+// every failure with the `{"message": ...}` body Engine API clients parse.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EngineError, errorCode, isSystemError, systemErrorMessage, type ErrorCode } from '../lib/errors.ts';
 
 /**
@@ -28,12 +28,14 @@ export interface HttpError {
   message: string;
 }
 
-/** Status and message for anything a handler may throw: EngineErrors, HTTP-level errors (HttpStatusError), zod errors, junk. */
+/** Status and message for anything a handler may throw: EngineErrors, fastify's own errors, zod errors, junk. */
 export function toHttpError(err: unknown): HttpError {
   if (err instanceof EngineError) return { status: HTTP_STATUS[err.code], message: err.message };
-  const fe = err as { issues?: unknown[]; name?: string; message?: unknown; statusCode?: unknown };
+  const fe = err as Partial<FastifyError> & { issues?: unknown[]; name?: string };
   if (fe && typeof fe === 'object') {
     if (fe.name === 'ZodError' && Array.isArray(fe.issues)) return { status: 400, message: zodMessage(fe.issues) };
+    if (typeof fe.code === 'string' && fe.code.startsWith('FST_')) return fastifyError(fe);
+    if (fe.validation) return { status: 400, message: String(fe.message ?? 'invalid request') };
     const code = errorCode(err);
     if (code !== 'Internal') return { status: HTTP_STATUS[code], message: String(fe.message ?? '') };
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
@@ -43,6 +45,24 @@ export function toHttpError(err: unknown): HttpError {
   if (isSystemError(err)) return { status: 500, message: systemErrorMessage(err) };
   const message = err instanceof Error ? err.message : String(err);
   return { status: 500, message: message || 'internal error' };
+}
+
+function fastifyError(fe: Partial<FastifyError>): HttpError {
+  const message = String(fe.message ?? '');
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, message: 'request body too large' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_VALIDATION':
+      return { status: 400, message };
+    default: {
+      const status = typeof fe.statusCode === 'number' && fe.statusCode >= 400 ? fe.statusCode : 500;
+      return { status: status === 415 ? 400 : status, message };
+    }
+  }
 }
 
 function zodMessage(issues: unknown[]): string {
@@ -58,7 +78,7 @@ export function errorStatus(err: unknown): number {
 }
 
 /** Send an error response, or only log it when the response is already under way (streams, hijack). */
-export function sendError(err: unknown, req: HttpRequest, reply: HttpReply): void {
+export function sendError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const { status, message } = toHttpError(err);
   if (status >= 500) req.log.error({ err }, 'request failed');
   else req.log.debug({ err: message, status }, 'request rejected');
@@ -73,11 +93,14 @@ export function sendError(err: unknown, req: HttpRequest, reply: HttpReply): voi
   reply.code(status).type('application/json').send({ message });
 }
 
-/** The answer when no route matches; an OPTIONS pre-flight is simply 200. */
-export function notFound(req: HttpRequest, reply: HttpReply): void {
-  if (req.method === 'OPTIONS') {
-    reply.code(200).send();
-    return;
-  }
-  reply.code(404).type('application/json').send({ message: 'page not found' });
+/** Error handler, 404 handler and the OPTIONS pre-flight answer. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, req, reply) => sendError(err, req, reply));
+  app.setNotFoundHandler((req, reply) => {
+    if (req.method === 'OPTIONS') {
+      reply.code(200).send();
+      return;
+    }
+    reply.code(404).type('application/json').send({ message: 'page not found' });
+  });
 }

@@ -1,12 +1,12 @@
-// Serve one API app on every -H address. Each listener is a plain node http server that hands
-// requests to `app.routing` (so the URL rewrite, checks and routes are shared) and `upgrade`
-// requests to the handler given for them (attach, exec).
+// Serve one fastify app on every -H address. Each listener is a plain node http server that hands
+// requests to `app.routing` (so rewriteUrl, hooks and routes are shared) and forwards `upgrade`
+// events to `app.server` when a route area listens for them there (attach, exec).
 import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { HttpApp } from './server/http-app.ts';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
 import { http } from '../lib/node-http.ts';
@@ -81,14 +81,14 @@ export interface Listeners {
 }
 
 export async function listenAll(
-  app: HttpApp,
+  app: FastifyInstance,
   hosts: string[],
   opts: {
     socketGroup?: string;
     log: Logger;
     /** TLS for tcp listeners (unix sockets and activated fds stay plain); `verify` requires client certificates signed by `ca`. */
     tls?: ListenTls;
-    /** Handles requests carrying `Upgrade:` (attach, exec start); the app never sees them. */
+    /** Handles requests carrying `Upgrade:` (attach, exec start); fastify never sees them. */
     onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   },
 ): Promise<Listeners> {
@@ -189,7 +189,7 @@ export function clientErrorResponse(code: string | undefined): string {
 
 type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
-function makeServer(app: HttpApp, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler, tls?: ListenTls): Server {
+function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler, tls?: ListenTls): Server {
   const handler = (req: IncomingMessage, res: ServerResponse) => app.routing(req, res);
   const srv: Server = tls
     ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.verify, rejectUnauthorized: tls.verify, minVersion: 'TLSv1', maxHeaderSize: MAX_HEADER_BYTES }, handler)
@@ -210,6 +210,8 @@ function makeServer(app: HttpApp, log: Logger, sockets: Set<Socket>, onUpgrade?:
         socket.destroy();
       }
     });
+  } else if (app.server.listenerCount('upgrade') > 0) {
+    srv.on('upgrade', (req, socket, head) => app.server.emit('upgrade', req, socket, head));
   }
   srv.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code !== 'ECONNRESET') log.debug({ err }, 'client error');

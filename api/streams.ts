@@ -1,7 +1,7 @@
 // JSON-lines progress responses (load, import, pull, push, build): a chunked `application/json`
 // body of one JSON object per line, flushed as written. Errors before the first line can still be
 // real HTTP errors; after it they travel in band as `{"errorDetail":{...},"error":...}`.
-import type { HttpReply } from './server/http-app.ts';
+import type { FastifyReply } from 'fastify';
 import { toHttpError } from './errors.ts';
 
 export interface JsonMessage {
@@ -38,7 +38,7 @@ export function errorLine(err: unknown): JsonMessage {
 }
 
 /** Take over the reply and write JSON lines to it; nothing is sent until `begin()` or the first write. */
-export function jsonLines(reply: HttpReply): JsonLinesWriter {
+export function jsonLines(reply: FastifyReply): JsonLinesWriter {
   const res = reply.raw;
   const abort = new AbortController();
   let started = false;
@@ -93,7 +93,7 @@ export function jsonLines(reply: HttpReply): JsonLinesWriter {
  * final in-band error line. The response is always ended.
  */
 export async function runJsonLines(
-  reply: HttpReply,
+  reply: FastifyReply,
   fn: (out: JsonLinesWriter) => Promise<void>,
   opts: { errorsBeforeStartAsHttp?: boolean } = {},
 ): Promise<void> {

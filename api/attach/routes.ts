@@ -4,7 +4,7 @@
 // `GET /containers/{id}/attach/ws` is the same attach on a websocket (websocket.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { HttpApp, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { conflict, EngineError, invalidArgument, notFound } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
@@ -222,10 +222,10 @@ export function attachController(deps: AttachDeps) {
 /** Plugin with the non-hijacked routes. */
 export function attachRoutes(deps: AttachDeps) {
   const ctl = attachController(deps);
-  type Req = HttpRequest<{ Params: { id: string }; Querystring: Record<string, string> }>;
-  const apiOf = (req: HttpRequest) => apiNum((req as unknown as { apiVersion?: string }).apiVersion ?? deps.version.api);
+  type Req = FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string> }>;
+  const apiOf = (req: FastifyRequest) => apiNum((req as unknown as { apiVersion?: string }).apiVersion ?? deps.version.api);
 
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.post('/containers/:id/attach', async (req: Req, reply) => {
       const q = new URLSearchParams(req.query as Record<string, string>);
       const { c, keys } = ctl.prepareAttach(req.params.id, q);
@@ -234,7 +234,7 @@ export function attachRoutes(deps: AttachDeps) {
       await ctl.runAttach(sock, c, keys, attachWants(q), { kind: 'hijack', upgrade: false, apiVersion: apiOf(req) });
     });
 
-    // A websocket attach always arrives as an upgrade request; one that reaches the app is not.
+    // A websocket attach always arrives as an upgrade request; one that reaches fastify is not.
     app.get('/containers/:id/attach/ws', async (req: Req) => {
       ctl.prepareAttach(req.params.id, new URLSearchParams(req.query as Record<string, string>));
       throw notAWebsocket();
@@ -288,7 +288,7 @@ function dims(q: Record<string, string>): { h: number; w: number } {
 }
 
 /**
- * The server 'upgrade' listener: routes attach and exec start by hand (the app never sees
+ * The server 'upgrade' listener: routes attach and exec start by hand (fastify never sees
  * upgraded requests) and answers anything else with 404 JSON.
  */
 export function upgradeHandler(deps: AttachDeps, log: { warn(o: object, m: string): void }) {

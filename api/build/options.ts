@@ -1,7 +1,7 @@
 // POST /build's query, read and checked as the reference does before any output: the tags, the
 // JSON-valued parameters, the options the classic builder refuses on Linux, and the HostConfig
 // every RUN container gets.
-import type { HttpRequest } from '../server/http-app.ts';
+import type { FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../lib/errors.ts';
 import type { BuildOptions } from '../../lib/build-ports.ts';
 import { formatReference, parseReference, withTag } from '../../lib/reference.ts';
@@ -14,7 +14,7 @@ export interface BuildRequest {
   quiet: boolean;
 }
 
-export function parseBuildRequest(req: HttpRequest, experimental: boolean): BuildRequest {
+export function parseBuildRequest(req: FastifyRequest, experimental: boolean): BuildRequest {
   const q = queryOf(req);
   const version = apiVersionNumber(req);
   const builder = qStr(q, 'version') ?? '';

@@ -1,7 +1,7 @@
 // FROM (and COPY --from) of an image that is not here: pulled through the same pull records as
 // `docker pull`, with the credentials the client sent for that registry in X-Registry-Config,
 // the progress lines inside the build's stream.
-import type { HttpRequest } from '../server/http-app.ts';
+import type { FastifyRequest } from 'fastify';
 import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, withTag } from '../../lib/reference.ts';
@@ -12,7 +12,7 @@ import { asBuildImage } from './backend.ts';
 import { findImage } from '../images/resolve.ts';
 
 /** X-Registry-Config: base64url JSON of registry address -> AuthConfig; garbage means none. */
-export function registryConfigs(req: HttpRequest): Map<string, RegistryAuth> {
+export function registryConfigs(req: FastifyRequest): Map<string, RegistryAuth> {
   const out = new Map<string, RegistryAuth>();
   const h = req.headers['x-registry-config'];
   const raw = Array.isArray(h) ? h[0] : h;
@@ -37,7 +37,7 @@ function registryHost(address: string): string {
   return host === 'index.docker.io' || host === 'registry-1.docker.io' ? 'docker.io' : host;
 }
 
-export function buildPull(puller: Puller, store: ImageStore, req: HttpRequest): BuildBackend['pullImage'] {
+export function buildPull(puller: Puller, store: ImageStore, req: FastifyRequest): BuildBackend['pullImage'] {
   const configs = registryConfigs(req);
   return async (refText, platform, out, signal): Promise<BuildImage> => {
     const parsed = parseReference(refText);

@@ -3,7 +3,7 @@
 // in the JSON-lines stream, as the reference writes them: `stream` lines, `aux` with the ID, and
 // an errorDetail carrying a failed RUN's exit code (the CLI exits with it).
 import { shortId } from '../../lib/ids.ts';
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BuildBackend, BuilderPort, BuildOutput } from '../../lib/build-ports.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName } from '../../lib/reference.ts';
@@ -18,13 +18,13 @@ export interface BuildRouteDeps {
   store: ImageStore;
   builder: BuilderPort;
   /** The backend for one build (its own pulls carry the request's credentials). */
-  backend: (req: HttpRequest) => BuildBackend;
+  backend: (req: FastifyRequest) => BuildBackend;
   experimental: boolean;
   events?: { image(action: string, id: string, name: string): void };
 }
 
 export function buildRoutes(deps: BuildRouteDeps) {
-  async function build(req: HttpRequest, reply: HttpReply): Promise<void> {
+  async function build(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { options, tags, quiet } = parseBuildRequest(req, deps.experimental);
     const w = jsonLines(reply);
     const held: JsonMessage[] = [];
@@ -56,7 +56,7 @@ export function buildRoutes(deps: BuildRouteDeps) {
     }
   }
 
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.post('/build', build);
     // Only the classic builder: it keeps no cache besides images, so there is nothing to prune.
     app.post('/build/prune', async (req) => {

@@ -1,6 +1,6 @@
 // GET /containers/{id}/logs: headers flushed at once, one frame per entry (multiplexed without a
 // TTY), follow until the container stops, errors after the header go in band.
-import type { HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ContainerLogReader } from '../ports.ts';
@@ -74,8 +74,8 @@ const DONE = new Error('logs request ended');
 const running = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 export async function streamLogs(
-  req: HttpRequest,
-  reply: HttpReply,
+  req: FastifyRequest,
+  reply: FastifyReply,
   c: Resource<ContainerSpec, ContainerStatus>,
   store: ApiStore,
   reader: ContainerLogReader,

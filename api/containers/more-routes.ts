@@ -1,6 +1,6 @@
 // The rest of the container API: pause/unpause, rename, prune, top, stats, changes, export and
 // the archive endpoints (`docker cp`).
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { pipeline } from 'node:stream/promises';
 import { conflict, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
@@ -12,7 +12,7 @@ import type { ApiStore } from './store.ts';
 import { parsePruneFilters, pruneMatches } from './prune-filters.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
-type Req = HttpRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
+type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
 
 export interface MoreRouteDeps {
   store: ApiStore;
@@ -40,8 +40,8 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
     return r;
   }
 
-  return async function register(app: HttpApp): Promise<void> {
-    app.post('/containers/:id/pause', async (req: Req, reply: HttpReply) => {
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.post('/containers/:id/pause', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       if (c.status.phase === 'paused') throw conflict(`Container ${c.name} is already paused`);
       if (c.status.phase !== 'running') throw conflict(`Container ${c.name} is not running`);
@@ -49,14 +49,14 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       reply.code(204).send();
     });
 
-    app.post('/containers/:id/unpause', async (req: Req, reply: HttpReply) => {
+    app.post('/containers/:id/unpause', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       if (c.status.phase !== 'paused') throw conflict(`Container ${c.name} is not paused`);
       await setDesired(c, 'running');
       reply.code(204).send();
     });
 
-    app.post('/containers/:id/rename', async (req: Req, reply: HttpReply) => {
+    app.post('/containers/:id/rename', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       const raw = req.query.name;
       if (!raw) throw invalidArgument('Neither old nor new names may be empty');
@@ -97,7 +97,7 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       return deps.ops.top(c.name, req.query.ps_args ?? '-ef');
     });
 
-    app.get('/containers/:id/stats', async (req: Req, reply: HttpReply) => {
+    app.get('/containers/:id/stats', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       const stream = req.query.stream === undefined ? true : truthy(req.query.stream);
       const oneShot = truthy(req.query['one-shot']);
@@ -148,7 +148,7 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       return ch.length ? ch : null;
     });
 
-    app.get('/containers/:id/export', async (req: Req, reply: HttpReply) => {
+    app.get('/containers/:id/export', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       const abort = new AbortController();
       const stream = await deps.ops.exportRootfs(c.name, abort.signal);
@@ -165,13 +165,13 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       return p;
     };
 
-    app.head('/containers/:id/archive', async (req: Req, reply: HttpReply) => {
+    app.head('/containers/:id/archive', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       const st = await deps.ops.statPath(c.name, archivePath(req));
       reply.header('X-Docker-Container-Path-Stat', statHeader(st)).code(200).send();
     });
 
-    app.get('/containers/:id/archive', async (req: Req, reply: HttpReply) => {
+    app.get('/containers/:id/archive', async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       const abort = new AbortController();
       const { stat, stream } = await deps.ops.getArchive(c.name, archivePath(req), abort.signal);
@@ -182,7 +182,7 @@ export function moreContainerRoutes(deps: MoreRouteDeps) {
       await pipeline(stream, res).catch(() => res.destroy());
     });
 
-    app.put('/containers/:id/archive', async (req: Req, reply: HttpReply) => {
+    app.put('/containers/:id/archive', { bodyLimit: 1 << 30 }, async (req: Req, reply: FastifyReply) => {
       const c = findContainer(store, req.params.id);
       if (c.spec.hostConfig.ReadonlyRootfs) throw conflict('container rootfs is marked read-only');
       const abort = new AbortController();

@@ -1,6 +1,6 @@
 // Container routes: each handler validates, writes desired state into the store, and waits for
 // the container reconciler to report the observed result in status.
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { conflict, EngineError, invalidArgument, isCode, notFound, notImplemented, notModified, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { containerByName, KIND } from '../../store/types.ts';
@@ -39,9 +39,9 @@ export interface ContainerRouteDeps {
   waitTimeoutMs?: number;
 }
 
-type Req = HttpRequest<{ Params: Record<string, string>; Querystring: Record<string, string | string[] | undefined> }>;
+type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | string[] | undefined> }>;
 
-export function apiVersionOf(req: HttpRequest): number {
+export function apiVersionOf(req: FastifyRequest): number {
   const v = (req as unknown as { apiVersion?: string }).apiVersion;
   if (!v) return 1.47;
   const [maj, min] = v.split('.').map(Number);
@@ -112,7 +112,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
     return r;
   }
 
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.post('/containers/create', async (req: Req, reply) => {
       const { id, warnings } = await createContainer({ store, resolveImage: deps.resolveImage, defaults: deps.defaults, timeoutMs }, req.body, {
         name: q(req, 'name'),
@@ -176,7 +176,7 @@ export function containerRoutes(deps: ContainerRouteDeps) {
       reply.code(204).send();
     });
 
-    async function stopLike(req: Req, reply: HttpReply, restart: boolean): Promise<void> {
+    async function stopLike(req: Req, reply: FastifyReply, restart: boolean): Promise<void> {
       const c = findContainer(store, req.params.id);
       const t = qInt(req, 't');
       const signal = apiVersionOf(req) >= 1.42 ? q(req, 'signal') : undefined;

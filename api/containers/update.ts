@@ -3,7 +3,7 @@
 // HostConfig (the level); the container reconciler gives a running task the new limits. A
 // running container's update answers once it is applied; when the task refuses it, the old
 // values are put back and the reason answered, as the reference does.
-import type { HttpApp, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolicy } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -14,7 +14,7 @@ import { updateBodySchema } from './update-schema.ts';
 import type { ApiStore } from './store.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
-type Req = HttpRequest<{ Params: Record<string, string> }>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 /** The numeric limits `docker update` changes; 0 (or absent) leaves one as it is. */
 const NUMBERS = ['BlkioWeight', 'CpuShares', 'NanoCpus', 'CpuPeriod', 'CpuQuota', 'CpuRealtimePeriod', 'CpuRealtimeRuntime', 'Memory', 'MemorySwap', 'MemoryReservation', 'KernelMemory'] as const;
@@ -77,7 +77,7 @@ export function applyUpdate(c: CR, u: Update): HostConfig {
 export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number; blkioWeight?: boolean }) {
   const { store } = deps;
   const timeoutMs = deps.waitTimeoutMs ?? 60_000;
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.post('/containers/:id/update', async (req: Req) => {
       const c = findContainer(store, req.params.id);
       const u = parseUpdate(req.body);

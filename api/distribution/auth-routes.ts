@@ -1,6 +1,6 @@
 // POST /auth (check registry credentials) and GET /distribution/{name}/json (what a registry holds
 // for a reference: its descriptor and platforms).
-import type { HttpApp, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
 import { at, body, parseWith, str, struct } from '../go-json.ts';
@@ -58,14 +58,14 @@ function authBody(input: unknown): RegistryAuth {
 }
 
 export function authRoutes(deps: AuthRouteDeps) {
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.post('/auth', async (req) => {
       const auth = authBody(req.body);
       const res = await deps.distribution.checkAuth(auth.serveraddress ?? '', auth);
       return { IdentityToken: res.IdentityToken ?? '', Status: res.Status };
     });
 
-    app.get('/images/search', async (req: HttpRequest<{ Querystring: Record<string, string | undefined> }>) => {
+    app.get('/images/search', async (req: FastifyRequest<{ Querystring: Record<string, string | undefined> }>) => {
       const term = req.query.term ?? '';
       if (!term) throw invalidArgument('term is required');
       const limitText = req.query.limit;
@@ -76,7 +76,7 @@ export function authRoutes(deps: AuthRouteDeps) {
       return results.filter(keep);
     });
 
-    app.get('/distribution/*', async (req: HttpRequest<{ Params: Record<string, string> }>) => {
+    app.get('/distribution/*', async (req: FastifyRequest<{ Params: Record<string, string> }>) => {
       const path = req.params['*'] ?? '';
       if (!path.endsWith('/json')) throw notFound(`page not found`);
       const name = decodeURIComponent(path.slice(0, -'/json'.length));

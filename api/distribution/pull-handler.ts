@@ -1,7 +1,7 @@
 // POST /images/create?fromImage=&tag=&platform=: a pull record (desired state) per reference,
 // converged by the pull reconciler; this route writes it and streams the CLI's progress lines
 // from the reconciler's reports until the record says done or failed.
-import type { HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EngineError, errorCode, invalidArgument } from '../../lib/errors.ts';
 import { familiarName, formatReference, isDigest, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
 import { NEW_PULL_STATUS, PULL_KIND, pullName, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
@@ -19,7 +19,7 @@ export interface PullDeps {
   puller?: Puller;
 }
 
-type Req = HttpRequest<{ Querystring: Record<string, string | string[] | undefined> }>;
+type Req = FastifyRequest<{ Querystring: Record<string, string | string[] | undefined> }>;
 
 function q(req: Req, key: string): string | undefined {
   const v = (req.query ?? {})[key];
@@ -99,7 +99,7 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
 }
 
 /** POST /images/create?fromImage=: the pull of one tag, or of every tag of a repository. */
-export function pullHandler(deps: PullDeps): (req: HttpRequest, reply: HttpReply) => Promise<void> {
+export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const { distribution } = deps;
   const { pullOne } = deps.puller ?? createPuller(deps);
   return async (request, reply) => {

@@ -1,6 +1,6 @@
 // POST /images/{name}/push?tag=: push one tag, or every tag of the repository when none is given,
 // streaming the CLI's progress lines; the pushed digest is recorded in the image's repoDigests.
-import type { HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
 import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
@@ -15,7 +15,7 @@ export interface PushDeps {
   onEvent?: (action: string, id: string, name: string) => void;
 }
 
-type Req = HttpRequest<{ Params: Record<string, string | undefined>; Querystring: Record<string, string | string[] | undefined> }>;
+type Req = FastifyRequest<{ Params: Record<string, string | undefined>; Querystring: Record<string, string | string[] | undefined> }>;
 
 /** The image name from the route: `:name` when the router captured it, else the wildcard minus `/push`. */
 function nameParam(req: Req): string {
@@ -24,7 +24,7 @@ function nameParam(req: Req): string {
   return decodeURIComponent((p['*'] ?? '').replace(/\/push$/, ''));
 }
 
-export function pushHandler(deps: PushDeps): (req: HttpRequest, reply: HttpReply) => Promise<void> {
+export function pushHandler(deps: PushDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const { distribution, store } = deps;
   return async (request, reply) => {
     const req = request as Req;

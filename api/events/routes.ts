@@ -1,6 +1,6 @@
 // GET /events: past events from the ring (since/until), then live ones until `until` or the
 // client leaves. Headers are flushed at once; one JSON object per line.
-import type { HttpApp, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../lib/errors.ts';
 import type { EngineEvent, EventRecorder } from './recorder.ts';
 
@@ -73,8 +73,8 @@ export function matches(e: EngineEvent, f: Filters): boolean {
 }
 
 export function eventRoutes(recorder: EventRecorder) {
-  return async function register(app: HttpApp): Promise<void> {
-    app.get('/events', async (req: HttpRequest<{ Querystring: Record<string, string> }>, reply) => {
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.get('/events', async (req: FastifyRequest<{ Querystring: Record<string, string> }>, reply) => {
       const q = req.query;
       const filters = parseFilters(q.filters);
       const now = BigInt(Date.now()) * 1_000_000n;

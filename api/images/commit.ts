@@ -2,7 +2,7 @@
 // The layer work and the image config are the driver's (ImageCommitPort, filled by cmd); this
 // module validates the request, pauses a running container around the commit, and records the
 // image, its tag and the container's `commit` event.
-import type { HttpRequest } from '../server/http-app.ts';
+import type { FastifyRequest } from 'fastify';
 import { conflict, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -27,7 +27,7 @@ export interface ParsedCommit {
 const NOT_CONFIG = new Set(['hostconfig', 'networkingconfig']);
 
 /** The body is a container Config (the create wrapper's embedded part); `{}` and null mean none. */
-function bodyConfig(req: HttpRequest): Record<string, unknown> | null {
+function bodyConfig(req: FastifyRequest): Record<string, unknown> | null {
   const body = req.body;
   if (body === undefined || body === null) {
     const ct = req.headers['content-type'];
@@ -44,7 +44,7 @@ function bodyConfig(req: HttpRequest): Record<string, unknown> | null {
 }
 
 /** Read and check the request the way the reference daemon does before touching anything. */
-export function parseCommit(store: ImageStore, req: HttpRequest): ParsedCommit {
+export function parseCommit(store: ImageStore, req: FastifyRequest): ParsedCommit {
   const q = queryOf(req);
   const config = bodyConfig(req);
   const c = findContainer(store, qStr(q, 'container') ?? '');

@@ -1,9 +1,9 @@
 // Query-string readers with the reference daemon's parsing rules (PROTOCOL §2).
-import type { HttpRequest } from '../server/http-app.ts';
+import type { FastifyRequest } from 'fastify';
 
 export type Query = Record<string, string | string[] | undefined>;
 
-export function queryOf(req: HttpRequest): Query {
+export function queryOf(req: FastifyRequest): Query {
   return (req.query ?? {}) as Query;
 }
 
@@ -28,7 +28,7 @@ export function qBool(q: Query, key: string, dflt = false): boolean {
 }
 
 /** The request's API version as a comparable number: "1.47" → 1.47, "1.9" → 1.09. */
-export function apiVersionNumber(req: HttpRequest): number {
+export function apiVersionNumber(req: FastifyRequest): number {
   const v = req.apiVersion;
   if (!v) return 1.47;
   const [maj, min] = v.split('.').map((x) => Number.parseInt(x, 10) || 0);

@@ -2,7 +2,7 @@
 // present) and wait for the image reconciler to mark them ready; tags are 'reference' records;
 // delete and prune untag and mark images removed in one transaction each, then wait for the
 // reconciler to drop them. Image events are recorded once each change is committed.
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EngineError, invalidArgument, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
 import type { ContainerSpec, ContainerStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
@@ -28,7 +28,7 @@ export interface ImageEventsPort {
 }
 
 /** A route handler another area plugs in (pull, push); `name` is the image named in the path. */
-export type ImageStreamHandler = (req: HttpRequest, reply: HttpReply, name?: string) => Promise<void>;
+export type ImageStreamHandler = (req: FastifyRequest, reply: FastifyReply, name?: string) => Promise<void>;
 
 export interface ImageRouteDeps {
   store: ImageStore;
@@ -51,7 +51,7 @@ export interface ImageRouteDeps {
   push?: ImageStreamHandler;
 }
 
-type Req = HttpRequest<{ Params: Record<string, string> }>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 const DEFAULT_GRAPH_DRIVER: GraphDriverInfo = { Name: 'overlay2', Data: null };
 
@@ -78,7 +78,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
   const ensureImage = (li: LoadedImage, signal: AbortSignal, parent = '') => ensureImageRecord(store, li, { signal, parent, timeoutMs });
   const setTag = (fullName: string, imageId: string) => setImageTag(store, fullName, imageId);
 
-  async function load(req: Req, reply: HttpReply): Promise<void> {
+  async function load(req: Req, reply: FastifyReply): Promise<void> {
     const quiet = qBool(queryOf(req), 'quiet', true);
     await runJsonLines(reply, async (out) => {
       out.begin();
@@ -101,7 +101,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     });
   }
 
-  async function importRootfs(req: Req, reply: HttpReply): Promise<void> {
+  async function importRootfs(req: Req, reply: FastifyReply): Promise<void> {
     const q = queryOf(req);
     const src = qStr(q, 'fromSrc');
     if (src !== '-') throw notImplemented('importing from a URL is not supported');
@@ -120,7 +120,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     );
   }
 
-  async function save(reply: HttpReply, names: string[]): Promise<void> {
+  async function save(reply: FastifyReply, names: string[]): Promise<void> {
     const images = collectForSave(store, names);
     const abort = new AbortController();
     reply.raw.on('close', () => {
@@ -149,7 +149,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     imageEvent('tag', imageId, familiarName(fullName));
   }
 
-  async function tag(req: Req, reply: HttpReply, name: string): Promise<void> {
+  async function tag(req: Req, reply: FastifyReply, name: string): Promise<void> {
     const q = queryOf(req);
     const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
     if (!target) throw invalidArgument('repository name must have at least one component');
@@ -200,7 +200,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     });
   }
 
-  async function commit(req: Req, reply: HttpReply): Promise<void> {
+  async function commit(req: Req, reply: FastifyReply): Promise<void> {
     if (!deps.commit) throw notImplemented('committing containers is not supported');
     const committer = deps.commit;
     const q = queryOf(req);
@@ -220,7 +220,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     reply.code(201).send({ Id: img.name });
   }
 
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.get('/images/json', async (req: Req) => {
       const q = queryOf(req);
       return listImages(store, {
@@ -282,7 +282,7 @@ function pageNotFound(): Error {
 }
 
 /** Until the distribution area exists: the CLI shows the in-band error and fails the pull. */
-async function pullNotImplemented(reply: HttpReply): Promise<void> {
+async function pullNotImplemented(reply: FastifyReply): Promise<void> {
   await runJsonLines(reply, async () => {
     throw notImplemented('pulling images is not supported by this daemon yet');
   });

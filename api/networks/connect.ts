@@ -3,7 +3,7 @@
 // handlers answer once the endpoint reconciler (and, for the NetworkMode network, the container
 // reconciler) has done it while the container runs. The reference daemon's refusals come first,
 // in its order of checks.
-import type { HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { conflict, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
@@ -18,7 +18,7 @@ import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from '.
 import { findNetwork, isPredefinedName, liveNetworks, networkNameOf, type NetworkResource } from './views.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
-type Req = HttpRequest<{ Params: Record<string, string> }>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 const SHARED_NAMESPACE = 'container sharing network namespace with another container or host cannot be connected to any other network';
 const HOST_ONLY = 'cannot connect container to host network - container must be created in host network mode';
@@ -115,7 +115,7 @@ export function connectHandlers(store: ApiStore, timeoutMs: number) {
     if (!gone(r)) throw unavailable(`container ${c.name} was not disconnected from network ${net.spec.name} in time`);
   }
 
-  async function connect(req: Req, reply: HttpReply): Promise<void> {
+  async function connect(req: Req, reply: FastifyReply): Promise<void> {
     const body = parseBody(ConnectBody, req.body);
     const c = containerFor(body.Container);
     const net = findNetwork(store, req.params.id);
@@ -146,7 +146,7 @@ export function connectHandlers(store: ApiStore, timeoutMs: number) {
     reply.code(200).send();
   }
 
-  async function disconnect(req: Req, reply: HttpReply): Promise<void> {
+  async function disconnect(req: Req, reply: FastifyReply): Promise<void> {
     const body = parseBody(DisconnectBody, req.body);
     const c = containerFor(body.Container);
     const net = findNetwork(store, req.params.id);

@@ -1,7 +1,7 @@
 // Network routes. The builtin networks (`bridge` unless --bridge none, `host`, `none`) and
 // user-defined bridge networks live in the store; create and remove write desired state and wait
 // for the network reconciler. Connect and disconnect are connect.ts.
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { compareVersions } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
@@ -24,7 +24,7 @@ export interface NetworkRouteDeps {
   waitTimeoutMs?: number;
 }
 
-type Req = HttpRequest<{ Params: Record<string, string> }>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 export const USER_DEFINED_UNSUPPORTED = 'user-defined networks are not supported by this daemon yet';
 
@@ -90,8 +90,8 @@ export function networkRoutes(deps: NetworkRouteDeps) {
   }
   const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
 
-  return async function register(app: HttpApp): Promise<void> {
-    const list = async (req: HttpRequest) => {
+  return async function register(app: FastifyInstance): Promise<void> {
+    const list = async (req: FastifyRequest) => {
       const filters = parseFilters(qStr(queryOf(req), 'filters') ?? '');
       return listNetworks(store, filters, { detailed: apiVersionNumber(req) < 1.28 });
     };
@@ -108,14 +108,14 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       return networkView(net, attachedContainers(store, net));
     });
 
-    app.delete('/networks/:id', async (req: Req, reply: HttpReply) => {
+    app.delete('/networks/:id', async (req: Req, reply: FastifyReply) => {
       const net = findNetwork(store, req.params.id);
       if (isPredefinedName(net.spec.name)) throw permissionDenied(`${net.spec.name} is a pre-defined network and cannot be removed`);
       await removeNetwork(net);
       reply.code(204).send();
     });
 
-    app.post('/networks/create', async (req: HttpRequest, reply: HttpReply) => {
+    app.post('/networks/create', async (req: FastifyRequest, reply: FastifyReply) => {
       const body = parseBody(CreateBody, req.body);
       const name = body.Name ?? '';
       // The reference daemon's text, trailing space included.
@@ -140,7 +140,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     app.post('/networks/:id/connect', connect);
     app.post('/networks/:id/disconnect', disconnect);
 
-    app.post('/networks/prune', async (req: HttpRequest) => {
+    app.post('/networks/prune', async (req: FastifyRequest) => {
       if (compareVersions(req.apiVersion || '1.47', '1.25') < 0) {
         const path = (req.originalUrl ?? req.url).split('?')[0];
         throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);

@@ -1,7 +1,7 @@
 // System routes: ping, version, info, data usage, and the swarm-mode answers of a node that is not
 // in a swarm.
 import { arch, release } from 'node:os';
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
@@ -68,7 +68,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
   const { store, versionInfo } = deps;
   const experimental = deps.experimental;
 
-  function pingHeaders(reply: HttpReply): void {
+  function pingHeaders(reply: FastifyReply): void {
     reply.header('Api-Version', versionInfo.apiVersion);
     reply.header('Builder-Version', '1');
     reply.header('Docker-Experimental', String(experimental));
@@ -135,7 +135,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
     };
   }
 
-  async function dataUsage(req: HttpRequest): Promise<Record<string, unknown>> {
+  async function dataUsage(req: FastifyRequest): Promise<Record<string, unknown>> {
     const types = new Set(qList(queryOf(req), 'type'));
     const want = (t: string) => types.size === 0 || types.has(t);
     const apiVersion = apiVersionNumber(req);
@@ -166,10 +166,11 @@ export function systemRoutes(deps: SystemRouteDeps) {
     return out;
   }
 
-  return async function register(app: HttpApp): Promise<void> {
+  return async function register(app: FastifyInstance): Promise<void> {
     app.route({
       method: 'GET',
       url: '/_ping',
+      exposeHeadRoute: false,
       handler: async (_req, reply) => {
         pingHeaders(reply);
         reply.send('OK');

@@ -1,7 +1,7 @@
 // Volume routes: create, inspect, list, remove and prune. Handlers write the volume record and
 // wait for the volume reconciler (which makes or removes the data) before answering, 503 when it
 // does not finish in time. A volume some container names is in use and is never removed.
-import type { HttpApp, HttpReply, HttpRequest } from '../server/http-app.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { compareVersions } from '../app.ts';
 import { conflict, EngineError, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -26,7 +26,7 @@ export interface VolumeRouteDeps {
   waitTimeoutMs?: number;
 }
 
-type Req = HttpRequest<{ Params: Record<string, string> }>;
+type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 const SWARM_ONLY = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
 
@@ -58,8 +58,8 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
     if (left) throw unavailable(`removal of volume ${v.name} did not finish in time`);
   }
 
-  return async function register(app: HttpApp): Promise<void> {
-    app.post('/volumes/create', async (req: HttpRequest, reply: HttpReply) => {
+  return async function register(app: FastifyInstance): Promise<void> {
+    app.post('/volumes/create', async (req: FastifyRequest, reply: FastifyReply) => {
       const body = parseVolumeCreate(req.body);
       if (body.ClusterVolumeSpec) throw unavailable(SWARM_ONLY);
       const rawName = body.Name;
@@ -90,7 +90,7 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       return volumeView(r);
     });
 
-    app.get('/volumes', async (req: HttpRequest) => {
+    app.get('/volumes', async (req: FastifyRequest) => {
       const vols = listVolumes(store, qStr(queryOf(req), 'filters') ?? '');
       return { Volumes: vols.map((v) => volumeView(v)), Warnings: [] };
     });
@@ -101,7 +101,7 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       throw unavailable(SWARM_ONLY);
     });
 
-    app.delete('/volumes/:name', async (req: Req, reply: HttpReply) => {
+    app.delete('/volumes/:name', async (req: Req, reply: FastifyReply) => {
       const force = qBool(queryOf(req), 'force');
       let v: VolumeResource;
       try {
@@ -114,7 +114,7 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       reply.code(204).send();
     });
 
-    app.post('/volumes/prune', async (req: HttpRequest) => {
+    app.post('/volumes/prune', async (req: FastifyRequest) => {
       if (compareVersions(req.apiVersion || '1.47', '1.25') < 0) {
         const path = (req.originalUrl ?? req.url).split('?')[0];
         throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);

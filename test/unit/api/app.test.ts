@@ -2,7 +2,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import type { HttpApp } from '../../../api/server/http-app.ts';
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { createApp, compareVersions } from '../../../api/app.ts';
 import { listenAll, parseHost } from '../../../api/listen.ts';
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { conflict, notModified, unavailable } from '../../../lib/errors.ts';
 
-function testApp(): HttpApp {
+function testApp(): FastifyInstance {
   return createApp({
     log: pino({ level: 'silent' }),
     version: { api: '1.47', min: '1.24' },

@@ -1,10 +1,10 @@
 // POST /build's query as the reference reads it: defaults, tags, JSON parameters and refusals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { HttpRequest } from '../../../api/server/http-app.ts';
+import type { FastifyRequest } from 'fastify';
 import { parseBuildRequest } from '../../../api/build/options.ts';
 
-const req = (query: Record<string, string | string[]>, apiVersion = '1.41') => ({ query, apiVersion }) as unknown as HttpRequest;
+const req = (query: Record<string, string | string[]>, apiVersion = '1.41') => ({ query, apiVersion }) as unknown as FastifyRequest;
 
 test('defaults: rm on, the Dockerfile named Dockerfile, no tags', () => {
   const r = parseBuildRequest(req({}), false);

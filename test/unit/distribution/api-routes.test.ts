@@ -1,11 +1,11 @@
-// The pull, push, auth and distribution routes driven through the app's inject, with the real
+// The pull, push, auth and distribution routes driven through fastify inject, with the real
 // distribution driver against docker-registry on 127.0.0.1 and the real store.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { HttpApp } from '../../../api/server/http-app.ts';
+import type { FastifyInstance } from 'fastify';
 import { createApp } from '../../../api/app.ts';
 import { authRoutes } from '../../../api/distribution/auth-routes.ts';
 import { pullHandler } from '../../../api/distribution/pull-handler.ts';
@@ -22,7 +22,7 @@ import { buildImage, MemLayerStore, quietLog, type TestImage } from './helpers.t
 const skip = !registryAvailable() && 'docker-registry is not installed';
 
 interface Daemon {
-  app: HttpApp;
+  app: FastifyInstance;
   store: Store;
   layers: MemLayerStore;
   dist: DistributionDriver;
