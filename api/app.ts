@@ -1,11 +1,20 @@
 // The fastify application: version prefix and range check, the headers every response carries,
 // body parsing the way Engine API clients send bodies, and the error table. Areas plug their
 // routes in through `plugins`.
-import type { IncomingMessage } from 'node:http';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
 import { installErrorHandling } from './errors.ts';
+import { compareVersions, validationError } from './request.ts';
+
+export { compareVersions } from './request.ts';
+
+/** The app every area's plugin receives: routes declare zod schemas and get typed input. */
+export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
+/** One area's routes. */
+export type Plugin = (app: App) => Promise<void>;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,7 +25,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   log: Logger;
-  plugins: Array<(app: FastifyInstance) => Promise<void>>;
+  plugins: Plugin[];
   experimental?: boolean;
   version: { api: string; min: string };
   /** Daemon version for the `Server` header. */
@@ -30,23 +39,11 @@ type RawWithVersion = IncomingMessage & { [REQUESTED_VERSION]?: string };
 const VERSION_PREFIX = /^\/v([0-9.]+)(?=[/?]|$)/;
 const JSON_BODY_LIMIT = 64 << 20;
 
-/** Numeric, part-by-part comparison (1.9 < 1.10); missing parts count as 0. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split('.');
-  const pb = b.split('.');
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const x = Number.parseInt(pa[i] ?? '0', 10) || 0;
-    const y = Number.parseInt(pb[i] ?? '0', 10) || 0;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
-
 function noSchemaCompiler(): never {
-  throw new Error('route schemas are not used: validate in the handler');
+  throw new Error('routes declare zod schemas only, for their input');
 }
 
-export function createApp(opts: AppOptions): FastifyInstance {
+export function createApp(opts: AppOptions): App {
   const max = opts.version.api;
   const min = opts.version.min;
   const experimental = String(opts.experimental ?? false);
@@ -60,10 +57,11 @@ export function createApp(opts: AppOptions): FastifyInstance {
     connectionTimeout: 0,
     bodyLimit: JSON_BODY_LIMIT,
     routerOptions: { maxParamLength: 4096 },
-    // No route declares a JSON schema (bodies are checked with zod by the handlers), so fastify's
-    // default compilers (ajv, fast-json-stringify: ~1.5 MiB of heap once loaded) are never needed;
-    // giving it these keeps them from being loaded at all.
+    // Routes declare zod schemas (validated by the type provider's compiler) and no response
+    // schema, so fastify's default compilers (ajv, fast-json-stringify: ~1.5 MiB of heap once
+    // loaded) are never needed; giving it these keeps them from being loaded at all.
     schemaController: { compilersFactory: { buildValidator: noSchemaCompiler, buildSerializer: noSchemaCompiler } },
+    schemaErrorFormatter: validationError,
     rewriteUrl(req) {
       const url = req.url ?? '/';
       const m = VERSION_PREFIX.exec(url);
@@ -72,8 +70,9 @@ export function createApp(opts: AppOptions): FastifyInstance {
       const rest = url.slice(m[0].length);
       return rest.startsWith('/') ? rest : `/${rest}`;
     },
-  }) as unknown as FastifyInstance;
+  }).withTypeProvider<ZodTypeProvider>() as unknown as App;
 
+  app.setValidatorCompiler(validatorCompiler);
   app.decorateRequest('apiVersion', '');
 
   const debugEnabled = () => opts.log.isLevelEnabled?.('debug') ?? true;

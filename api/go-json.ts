@@ -87,11 +87,16 @@ export function struct<S extends z.ZodRawShape>(f: At, goType: string, shape: S)
 }
 
 /**
- * The body checked against a schema built from these pieces; no body (or JSON null) is an empty
- * request, as Go decodes it. The first problem is the answer, as Go reports only its first.
+ * A route's body schema built from these pieces: no body (or JSON null) is an empty request, as Go
+ * decodes it. The first problem is the answer, as Go reports only its first.
  */
+export function goBody<S extends z.ZodType>(schema: S) {
+  return z.preprocess((v) => v ?? {}, schema).transform((v) => (v ?? {}) as NonNullable<z.output<S>>);
+}
+
+/** The same check outside a route (unit tests, bodies read by hand). */
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown): NonNullable<z.output<S>> {
-  const r = schema.safeParse(input ?? {});
+  const r = goBody(schema).safeParse(input);
   if (!r.success) throw invalidArgument(r.error.issues[0].message);
-  return (r.data ?? {}) as NonNullable<z.output<S>>;
+  return r.data;
 }

@@ -5,7 +5,7 @@ import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import { upgradeListener } from './upgrade.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
@@ -88,8 +88,6 @@ export async function listenAll(
     log: Logger;
     /** TLS for tcp listeners (unix sockets and activated fds stay plain); `verify` requires client certificates signed by `ca`. */
     tls?: ListenTls;
-    /** Handles requests carrying `Upgrade:` (attach, exec start); fastify never sees them. */
-    onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   },
 ): Promise<Listeners> {
   await app.ready();
@@ -121,7 +119,7 @@ export async function listenAll(
       const addr = parseHost(raw, { tls: !!opts.tls });
       if (addr.kind === 'fd') {
         for (const fd of activatedFds(addr.fd)) {
-          const srv = makeServer(app, opts.log, sockets, opts.onUpgrade);
+          const srv = makeServer(app, opts.log, sockets);
           servers.push(srv);
           await listen(srv, { fd });
           addresses.push(`fd://${fd}`);
@@ -129,7 +127,7 @@ export async function listenAll(
         }
         continue;
       }
-      const srv = makeServer(app, opts.log, sockets, opts.onUpgrade, addr.kind === 'tcp' ? opts.tls : undefined);
+      const srv = makeServer(app, opts.log, sockets, addr.kind === 'tcp' ? opts.tls : undefined);
       servers.push(srv);
       if (addr.kind === 'unix') {
         removeStale(addr.path);
@@ -187,9 +185,7 @@ export function clientErrorResponse(code: string | undefined): string {
   return `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
-
-function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onUpgrade?: UpgradeHandler, tls?: ListenTls): Server {
+function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, tls?: ListenTls): Server {
   const handler = (req: IncomingMessage, res: ServerResponse) => app.routing(req, res);
   const srv: Server = tls
     ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.verify, rejectUnauthorized: tls.verify, minVersion: 'TLSv1', maxHeaderSize: MAX_HEADER_BYTES }, handler)
@@ -200,19 +196,7 @@ function makeServer(app: FastifyInstance, log: Logger, sockets: Set<Socket>, onU
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  // Node routes upgrade requests through the normal path unless someone listens for them.
-  if (onUpgrade) {
-    srv.on('upgrade', (req, socket, head) => {
-      try {
-        onUpgrade(req, socket, head);
-      } catch (err) {
-        log.warn({ err }, 'upgrade handler failed');
-        socket.destroy();
-      }
-    });
-  } else if (app.server.listenerCount('upgrade') > 0) {
-    srv.on('upgrade', (req, socket, head) => app.server.emit('upgrade', req, socket, head));
-  }
+  srv.on('upgrade', upgradeListener(handler));
   srv.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code !== 'ECONNRESET') log.debug({ err }, 'client error');
     if (!socket.writable || socket.destroyed) {

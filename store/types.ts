@@ -202,6 +202,9 @@ export interface HealthState {
 
 export type ContainerPhase = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
 
+/** The container has a task: running, paused, or between a restart policy's runs (the reference's State.Running). */
+export const isRunning = (s: Pick<ContainerStatus, 'phase'>): boolean => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
+
 export interface ContainerStatus {
   observedGeneration: number;
   phase: ContainerPhase;

@@ -1,18 +1,20 @@
-// Attach, exec and resize. Attach and exec start take over the connection: through the server's
-// 'upgrade' event when the client asks for `Upgrade: tcp` (docker CLI, docker-py, dockerode with
-// hijack), or as a connection-close-delimited 200 body otherwise (curl, plain dockerode).
+// Attach, exec and resize. Attach and exec start take over the connection with reply.hijack(): a
+// 101 when the client asked for `Upgrade: tcp` (docker CLI, docker-py, dockerode with hijack), or a
+// connection-close-delimited 200 body otherwise (curl, plain dockerode).
 // `GET /containers/{id}/attach/ws` is the same attach on a websocket (websocket.ts).
-import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { conflict, EngineError, invalidArgument, notFound } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import type { App } from '../app.ts';
 import { errorStatus } from '../errors.ts';
+import { goBody, parseWith } from '../go-json.ts';
 import type { ContainerLogReader, ContainerStreamsPort, ExecCreateConfig, ExecPort } from '../ports.ts';
-import { findContainer } from '../containers/routes.ts';
+import { findContainer } from '../containers/find.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { frame } from '../stdcopy.ts';
+import { apiVersion, first, idParams, q, strconvError } from '../request.ts';
+import { upgradeHead } from '../upgrade.ts';
 import { readUpgradeBody } from './request-body.ts';
 import { AttachSession, parseDetachKeys } from './session.ts';
 import { handshakeResponse, notAWebsocket, OP, WebSocketStream } from './websocket.ts';
@@ -24,8 +26,6 @@ export interface AttachDeps {
   streams: ContainerStreamsPort;
   execs: ExecPort;
   logs: ContainerLogReader;
-  /** Version window for hand-routed upgrade requests. */
-  version: { api: string; min: string };
   /** Publishes `detach` and `exec_detach` when a client leaves with the detach keys. */
   events?: { container(action: string, c: CR, extra?: Record<string, string>): void };
 }
@@ -42,16 +42,15 @@ interface AttachWants {
 /** How the attach reaches its client: a hijacked connection (101 or plain 200) or a websocket. */
 type AttachTransport = { kind: 'hijack'; upgrade: boolean; apiVersion: number } | { kind: 'websocket' };
 
-function attachWants(q: URLSearchParams): AttachWants {
-  return { stdin: truthy(q.get('stdin')), stdout: truthy(q.get('stdout')), stderr: truthy(q.get('stderr')), logs: truthy(q.get('logs')), stream: truthy(q.get('stream')) };
-}
+const attachQuery = z.looseObject({ stdin: q.bool(), stdout: q.bool(), stderr: q.bool(), logs: q.bool(), stream: q.bool(), detachKeys: q.str() });
 
-const truthy = (v: string | null | undefined) => v != null && !['', '0', 'false', 'no', 'none'].includes(v.toLowerCase());
-
-function apiNum(v: string): number {
-  const [a, b] = v.split('.').map(Number);
-  return a + (b ?? 0) / 100;
-}
+/** A terminal dimension: strconv.Atoi of the value, refused in its words when absent or bad, as the reference does. */
+const dim = z.preprocess(first, z.string().optional()).transform((v, ctx) => {
+  if (v !== undefined && /^\d+$/.test(v)) return Number(v);
+  ctx.addIssue({ code: 'custom', message: strconvError('Atoi', v ?? ''), input: v });
+  return z.NEVER;
+});
+const resizeQuery = z.looseObject({ h: dim, w: dim });
 
 function contentType(tty: boolean, apiVersion: number): string {
   return tty || apiVersion < 1.42 ? 'application/vnd.docker.raw-stream' : 'application/vnd.docker.multiplexed-stream';
@@ -73,7 +72,7 @@ function jsonError(sock: Duplex, err: unknown): void {
   );
 }
 
-const ExecCreateBody = z
+const ExecCreateBody = goBody(z
   .object({
     User: z.string().nullish(),
     Privileged: z.boolean().nullish(),
@@ -87,27 +86,21 @@ const ExecCreateBody = z
     Cmd: z.union([z.array(z.string()), z.string()]).nullish(),
     ConsoleSize: z.tuple([z.number(), z.number()]).nullish(),
   })
-  .passthrough();
+  .passthrough());
 
-const ExecStartBody = z
+const ExecStartBody = goBody(z
   .object({
     Detach: z.boolean().nullish(),
     Tty: z.boolean().nullish(),
     ConsoleSize: z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]).nullish(),
   })
-  .passthrough();
-
-function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
-  const r = schema.safeParse(body ?? {});
-  if (!r.success) throw invalidArgument(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-  return r.data;
-}
+  .passthrough());
 
 export function attachController(deps: AttachDeps) {
   /** Validate an attach request; throws before anything is written. */
-  function prepareAttach(id: string, q: URLSearchParams): { c: CR; keys: Buffer } {
+  function prepareAttach(id: string, detachKeys: string | undefined): { c: CR; keys: Buffer } {
     const c = findContainer(deps.store, id);
-    const keys = parseDetachKeys(q.get('detachKeys') ?? undefined);
+    const keys = parseDetachKeys(detachKeys);
     if (c.status.phase === 'paused') throw conflict(`container ${c.name} is paused, unpause the container before attach`);
     if (c.status.phase === 'restarting') throw conflict(`container ${c.name} is restarting, wait until the container is running`);
     if (c.status.phase === 'removing' || c.spec.desired === 'removed') throw conflict(`container ${c.name} is marked for removal and cannot be started`);
@@ -159,8 +152,8 @@ export function attachController(deps: AttachDeps) {
     unsub();
   }
 
-  function createExec(containerRef: string, body: unknown): string {
-    const b = parseBody(ExecCreateBody, body);
+  function createExec(containerRef: string, body: z.output<typeof ExecCreateBody>): string {
+    const b = body;
     const c = findContainer(deps.store, containerRef);
     const cmd = typeof b.Cmd === 'string' ? [b.Cmd] : (b.Cmd ?? []);
     if (cmd.length === 0) throw invalidArgument('No exec command specified');
@@ -219,50 +212,76 @@ export function attachController(deps: AttachDeps) {
   return { prepareAttach, runAttach, createExec, runExec };
 }
 
-/** Plugin with the non-hijacked routes. */
+/** Attach, exec and resize routes; attach and exec start hijack the connection. */
 export function attachRoutes(deps: AttachDeps) {
   const ctl = attachController(deps);
-  type Req = FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string> }>;
-  const apiOf = (req: FastifyRequest) => apiNum((req as unknown as { apiVersion?: string }).apiVersion ?? deps.version.api);
 
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.post('/containers/:id/attach', async (req: Req, reply) => {
-      const q = new URLSearchParams(req.query as Record<string, string>);
-      const { c, keys } = ctl.prepareAttach(req.params.id, q);
+  return async function register(app: App): Promise<void> {
+    app.post('/containers/:id/attach', { schema: { params: idParams, querystring: attachQuery } }, async (req, reply) => {
+      const { c, keys } = ctl.prepareAttach(req.params.id, req.query.detachKeys);
       reply.hijack();
       const sock = req.raw.socket;
-      await ctl.runAttach(sock, c, keys, attachWants(q), { kind: 'hijack', upgrade: false, apiVersion: apiOf(req) });
+      const head = upgradeHead(req.raw);
+      try {
+        // The body (dockerode's options) is not stdin; only the bytes after it are.
+        if (head) {
+          const { rest } = await readUpgradeBody(req.raw, sock, head);
+          if (rest.length) sock.unshift(rest);
+        }
+        await ctl.runAttach(sock, c, keys, req.query, { kind: 'hijack', upgrade: !!head, apiVersion: apiVersion(req) });
+      } catch (err) {
+        failHijacked(sock, err, req.log);
+      }
     });
 
-    // A websocket attach always arrives as an upgrade request; one that reaches fastify is not.
-    app.get('/containers/:id/attach/ws', async (req: Req) => {
-      ctl.prepareAttach(req.params.id, new URLSearchParams(req.query as Record<string, string>));
-      throw notAWebsocket();
+    // Binary frames from API 1.28 (text before); the stream flags count from 1.42, before which
+    // all three streams are attached. Only an upgrade request is a websocket.
+    app.get('/containers/:id/attach/ws', { schema: { params: idParams, querystring: attachQuery } }, async (req, reply) => {
+      const { c, keys } = ctl.prepareAttach(req.params.id, req.query.detachKeys);
+      const head = upgradeHead(req.raw);
+      if (!head) throw notAWebsocket();
+      const handshake = handshakeResponse(req.raw);
+      reply.hijack();
+      const sock = req.raw.socket;
+      const version = apiVersion(req);
+      sock.write(handshake);
+      if (head.length) sock.unshift(head);
+      const ws = new WebSocketStream(sock, { opcode: version >= 1.28 ? OP.binary : OP.text });
+      ws.on('error', () => {});
+      const want = version < 1.42 ? { ...req.query, stdin: true, stdout: true, stderr: true } : req.query;
+      await ctl.runAttach(ws, c, keys, want, { kind: 'websocket' });
     });
 
-    app.post('/containers/:id/resize', async (req: Req, reply) => {
+    app.post('/containers/:id/resize', { schema: { params: idParams, querystring: resizeQuery } }, async (req, reply) => {
       const c = findContainer(deps.store, req.params.id);
-      const { h, w } = dims(req.query);
       if (c.status.phase !== 'running' && c.status.phase !== 'paused') throw conflict(`Container ${c.name} is not running`);
-      await deps.streams.resize(c.name, w, h);
+      await deps.streams.resize(c.name, req.query.w, req.query.h);
       reply.code(200).type('text/plain').send('');
     });
 
-    app.post('/containers/:id/exec', async (req: Req, reply) => {
+    app.post('/containers/:id/exec', { schema: { params: idParams, body: ExecCreateBody } }, async (req, reply) => {
       const id = ctl.createExec(req.params.id, req.body);
       reply.code(201).send({ Id: id });
     });
 
-    app.get('/exec/:id/json', async (req: Req) => deps.execs.inspect(req.params.id));
+    app.get('/exec/:id/json', { schema: { params: idParams } }, async (req) => deps.execs.inspect(req.params.id));
 
-    app.post('/exec/:id/resize', async (req: Req, reply) => {
-      const { h, w } = dims(req.query);
-      await deps.execs.resize(req.params.id, w, h);
+    app.post('/exec/:id/resize', { schema: { params: idParams, querystring: resizeQuery } }, async (req, reply) => {
+      await deps.execs.resize(req.params.id, req.query.w, req.query.h);
       reply.code(200).type('text/plain').send('');
     });
 
-    app.post('/exec/:id/start', async (req: Req, reply) => {
-      const body = parseBody(ExecStartBody, req.body);
+    app.post('/exec/:id/start', { schema: { params: idParams, body: ExecStartBody } }, async (req, reply) => {
+      const head = upgradeHead(req.raw);
+      const sock = req.raw.socket;
+      // An upgrade request's body is on the socket, read here; the bytes after it are stdin.
+      let body = req.body;
+      let rest: Buffer | undefined;
+      if (head) {
+        const got = await readUpgradeBody(req.raw, sock, head);
+        body = parseWith(ExecStartBody, jsonOf(got.body));
+        rest = got.rest;
+      }
       const ex = deps.execs.inspect(req.params.id);
       if (body.Detach) {
         if (ex.Running || ex.ExitCode !== null) throw conflict(ex.Running ? `exec command ${ex.ID} is already running` : `exec command ${ex.ID} has already run`);
@@ -271,96 +290,28 @@ export function attachRoutes(deps: AttachDeps) {
         return;
       }
       reply.hijack();
+      if (rest?.length) sock.unshift(rest);
       try {
-        await ctl.runExec(req.raw.socket, false, ex.ID, body, apiOf(req));
+        await ctl.runExec(sock, !!head, ex.ID, body, apiVersion(req));
       } catch (err) {
-        jsonError(req.raw.socket, err);
+        failHijacked(sock, err, req.log);
       }
     });
   };
 }
 
-function dims(q: Record<string, string>): { h: number; w: number } {
-  const h = Number(q.h ?? 0);
-  const w = Number(q.w ?? 0);
-  if (!Number.isInteger(h) || !Number.isInteger(w) || h < 0 || w < 0) throw invalidArgument('strconv.Atoi: parsing: invalid syntax');
-  return { h, w };
-}
-
-/**
- * The server 'upgrade' listener: routes attach and exec start by hand (fastify never sees
- * upgraded requests) and answers anything else with 404 JSON.
- */
-export function upgradeHandler(deps: AttachDeps, log: { warn(o: object, m: string): void }) {
-  const ctl = attachController(deps);
-  const max = apiNum(deps.version.api);
-  const min = apiNum(deps.version.min);
-  return (req: IncomingMessage, sock: Duplex, head: Buffer): void => {
-    // Hold client bytes (stdin, a half-close) until the session listens: a flowing socket drops them.
-    sock.pause();
-    sock.on('error', () => {});
-    handle(req, sock, head).catch((err) => {
-      if (!(err instanceof EngineError)) log.warn({ err }, 'upgrade request failed');
-      if (sock.writable) jsonError(sock, err);
-    });
-  };
-
-  async function handle(req: IncomingMessage, sock: Duplex, head: Buffer): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://engine');
-    let path = url.pathname;
-    let apiVersion = max;
-    const vm = /^\/v(\d+\.\d+)(\/.*)$/.exec(path);
-    if (vm) {
-      apiVersion = apiNum(vm[1]);
-      path = vm[2];
-      if (apiVersion > max) throw invalidArgument(`client version ${vm[1]} is too new. Maximum supported API version is ${deps.version.api}`);
-      if (apiVersion < min) throw invalidArgument(`client version ${vm[1]} is too old. Minimum supported API version is ${deps.version.min}, please upgrade your client to a newer version`);
-    }
-    let m = /^\/containers\/([^/]+)\/attach$/.exec(path);
-    if (m && req.method === 'POST') {
-      const { c, keys } = ctl.prepareAttach(decodeURIComponent(m[1]), url.searchParams);
-      // The body (dockerode's options) is not stdin; only the bytes after it are.
-      const { rest } = await readUpgradeBody(req, sock, head);
-      if (rest.length) sock.unshift(rest);
-      await ctl.runAttach(sock, c, keys, attachWants(url.searchParams), { kind: 'hijack', upgrade: true, apiVersion });
-      return;
-    }
-    m = /^\/containers\/([^/]+)\/attach\/ws$/.exec(path);
-    if (m && req.method === 'GET') {
-      const { c, keys } = ctl.prepareAttach(decodeURIComponent(m[1]), url.searchParams);
-      sock.write(handshakeResponse(req));
-      if (head.length) sock.unshift(head);
-      // Binary frames from API 1.28 (text before); the stream flags count from 1.42, before which
-      // all three streams are attached.
-      const ws = new WebSocketStream(sock, { opcode: apiVersion >= 1.28 ? OP.binary : OP.text });
-      ws.on('error', () => {});
-      const want = attachWants(url.searchParams);
-      if (apiVersion < 1.42) Object.assign(want, { stdin: true, stdout: true, stderr: true });
-      await ctl.runAttach(ws, c, keys, want, { kind: 'websocket' });
-      return;
-    }
-    m = /^\/exec\/([^/]+)\/start$/.exec(path);
-    if (m && req.method === 'POST') {
-      const { body, rest } = await readUpgradeBody(req, sock, head);
-      let parsed: unknown = undefined;
-      if (body.length) {
-        try {
-          parsed = JSON.parse(body.toString('utf8'));
-        } catch {
-          throw invalidArgument('invalid character in exec start body');
-        }
-      }
-      const b = parseBody(ExecStartBody, parsed);
-      const execId = decodeURIComponent(m[1]);
-      if (b.Detach) {
-        await deps.execs.start(execId, { tty: !!b.Tty });
-        sock.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
-        return;
-      }
-      if (rest.length) sock.unshift(rest);
-      await ctl.runExec(sock, true, execId, b, apiVersion);
-      return;
-    }
-    throw notFound('page not found');
+/** An upgrade request's JSON body, read from the socket by hand (empty: no options). */
+function jsonOf(body: Buffer): unknown {
+  if (!body.length) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw invalidArgument('invalid character in exec start body');
   }
+}
+
+/** A failure after the route took the connection: the answer, if nothing was written yet, or the log. */
+function failHijacked(sock: Duplex, err: unknown, log: { warn(o: object, m: string): void }): void {
+  if (!(err instanceof EngineError)) log.warn({ err }, 'attach failed');
+  if (sock.writable) jsonError(sock, err);
 }

@@ -4,9 +4,8 @@
 import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
 import { EngineError, internal, isCode, notFound } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { isRunning, KIND } from '../../store/types.ts';
 import { createContainer, type CreateDeps } from '../containers/create.ts';
-import { isRunning } from '../containers/routes.ts';
 import { ensureImageRecord } from '../images/records.ts';
 import { findImage, isUsable, type ImageResource } from '../images/resolve.ts';
 import type { ContainerStreamsPort, StreamHub } from '../ports.ts';

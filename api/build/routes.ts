@@ -3,16 +3,18 @@
 // in the JSON-lines stream, as the reference writes them: `stream` lines, `aux` with the ID, and
 // an errorDetail carrying a failed RUN's exit code (the CLI exits with it).
 import { shortId } from '../../lib/ids.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as z from 'zod';
+import type { App } from '../app.ts';
 import type { BuildBackend, BuilderPort, BuildOutput } from '../../lib/build-ports.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName } from '../../lib/reference.ts';
 import { toHttpError } from '../errors.ts';
 import { setImageTag } from '../images/records.ts';
-import { qStr, queryOf } from '../images/query.ts';
+import { apiVersion, first, q, strconvError } from '../request.ts';
 import type { ImageStore } from '../images/store.ts';
 import { jsonLines, type JsonMessage } from '../streams.ts';
-import { parseBuildRequest } from './options.ts';
+import { buildQuery, parseBuildRequest, type BuildQuery } from './options.ts';
 
 export interface BuildRouteDeps {
   store: ImageStore;
@@ -23,9 +25,17 @@ export interface BuildRouteDeps {
   events?: { image(action: string, id: string, name: string): void };
 }
 
+/** keep-storage of POST /build/prune: strconv.Atoi, its error wrapped in the reference's words (a 400 here). */
+const keepStorage = z.preprocess(first, z.string().optional()).transform((v, ctx): number | undefined => {
+  if (v === undefined || v === '') return undefined;
+  if (/^[+-]?\d+$/.test(v)) return Number(v);
+  ctx.addIssue({ code: 'custom', message: `keep-storage is in bytes and expects an integer, got ${v}: ${strconvError('Atoi', v)}`, input: v });
+  return z.NEVER;
+});
+
 export function buildRoutes(deps: BuildRouteDeps) {
-  async function build(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const { options, tags, quiet } = parseBuildRequest(req, deps.experimental);
+  async function build(req: FastifyRequest, reply: FastifyReply, query: BuildQuery): Promise<void> {
+    const { options, tags, quiet } = parseBuildRequest(query, apiVersion(req), deps.experimental);
     const w = jsonLines(reply);
     const held: JsonMessage[] = [];
     // Quiet builds keep their output back: it is shown only when the build fails.
@@ -56,18 +66,15 @@ export function buildRoutes(deps: BuildRouteDeps) {
     }
   }
 
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.post('/build', build);
+  return async function register(app: App): Promise<void> {
+    // The context tar is the body, streamed from req.raw: no body schema.
+    app.post('/build', { schema: { querystring: buildQuery } }, (req, reply) => build(req, reply, req.query));
     // Only the classic builder: it keeps no cache besides images, so there is nothing to prune.
-    app.post('/build/prune', async (req) => {
-      const ks = qStr(queryOf(req), 'keep-storage');
-      if (ks !== undefined && ks !== '' && !/^-?\d+$/.test(ks)) {
-        throw invalidArgument(`keep-storage is in bytes and expects an integer, got ${ks}`);
-      }
+    app.post('/build/prune', { schema: { querystring: z.looseObject({ 'keep-storage': keepStorage }) } }, async () => {
       return { CachesDeleted: null, SpaceReclaimed: 0 };
     });
-    app.post('/build/cancel', async (req, reply) => {
-      if (!qStr(queryOf(req), 'id')) throw invalidArgument('build ID not provided');
+    app.post('/build/cancel', { schema: { querystring: z.looseObject({ id: q.str() }) } }, async (req, reply) => {
+      if (!req.query.id) throw invalidArgument('build ID not provided');
       reply.code(200).send();
     });
   };

@@ -2,7 +2,7 @@
 // (see go-json.ts). What the values mean (restart rules, modes, resources) is
 // create-request.ts's business; Init, newer than the loosely read flags, is checked as Go checks it.
 import * as z from 'zod';
-import { anyMap, at, bool, body, int, list, parseWith, str, strArray, strList, strMap, strSlice, struct, unmarshal } from '../go-json.ts';
+import { anyMap, at, bool, body, goBody, int, list, parseWith, str, strArray, strList, strMap, strSlice, struct, unmarshal } from '../go-json.ts';
 import { resourceFields } from './resources-schema.ts';
 
 const hc = at('HostConfig', 'HostConfig');
@@ -125,7 +125,12 @@ let createSchema: ReturnType<typeof buildCreateSchema> | undefined;
 export type CreateBody = NonNullable<z.output<ReturnType<typeof buildCreateSchema>>>;
 export type CreateHostConfig = NonNullable<CreateBody['HostConfig']>;
 
-/** The body checked; no body (or JSON null) is an empty request, as Go decodes it. */
+const schema = () => (createSchema ??= buildCreateSchema());
+
+/** The route's body schema; the schema itself is made on the first request that needs it. */
+export const createBody = goBody(z.lazy(schema));
+
+/** The body checked outside a route (the builder's RUN containers, tests). */
 export function parseCreateBody(input: unknown): CreateBody {
-  return parseWith((createSchema ??= buildCreateSchema()), input);
+  return parseWith(schema(), input);
 }

@@ -15,7 +15,7 @@ import { parseCreateBody } from './create-schema.ts';
 import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { normalizeLinks } from './links.ts';
 import { generateName, normalizeName } from './names.ts';
-import { findContainer } from './routes.ts';
+import { findContainer } from './find.ts';
 
 export interface CreateDeps {
   store: ImageStore;

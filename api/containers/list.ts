@@ -1,7 +1,7 @@
 // GET /containers/json: newest first, from the store's memory (never waits on the supervisor).
 import { invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { isRunning, KIND } from '../../store/types.ts';
 import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
 import { linkNamesOf } from './links.ts';
@@ -95,7 +95,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
 
   items = items.filter((c) => {
     const st = stateName(c.status);
-    if (!all && !(c.status.phase === 'running' || c.status.phase === 'paused' || c.status.phase === 'restarting')) return false;
+    if (!all && !isRunning(c.status)) return false;
     const ids = f.get('id');
     if (ids && !ids.some((p) => c.name.startsWith(p) || regexMatch(p, c.name))) return false;
     const names = f.get('name');

@@ -1,8 +1,8 @@
 // GET /containers/{id}/logs: headers flushed at once, one frame per entry (multiplexed without a
 // TTY), follow until the container stops, errors after the header go in band.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { isRunning, KIND } from '../../store/types.ts';
 import type { ContainerLogReader } from '../ports.ts';
 import { FRAME_HEADER_BYTES, frame, writeFrameHeader } from '../stdcopy.ts';
 import type { ApiStore } from './store.ts';
@@ -71,10 +71,7 @@ class FrameBatch {
 /** The abort reason when the answer ends (made once: a default AbortError costs a stack trace per request). */
 const DONE = new Error('logs request ended');
 
-const running = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
-
 export async function streamLogs(
-  req: FastifyRequest,
   reply: FastifyReply,
   c: Resource<ContainerSpec, ContainerStatus>,
   store: ApiStore,
@@ -89,13 +86,13 @@ export async function streamLogs(
   const res = reply.raw;
   res.on('close', () => abort.abort(DONE));
   res.writeHead(200, { 'Content-Type': contentType });
-  const follow = o.follow && running(c.status);
+  const follow = o.follow && isRunning(c.status);
   // A follower learns at once that the stream is open; history alone goes out with its first
   // bytes (a short log: headers and body in one write).
   if (follow) {
     res.flushHeaders();
     store
-      .waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || !running(r.status), { signal: abort.signal })
+      .waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || !isRunning(r.status), { signal: abort.signal })
       .then(() => stopFollowing.abort(), () => {});
   }
   try {
@@ -124,5 +121,4 @@ export async function streamLogs(
     abort.abort(DONE);
     if (!res.writableEnded) res.end();
   }
-  void req;
 }

@@ -9,7 +9,7 @@ import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolic
 import { KIND } from '../../store/types.ts';
 import { parseWith } from '../go-json.ts';
 import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
-import { findContainer } from './routes.ts';
+import { findContainer } from './find.ts';
 import { updateBodySchema } from './update-schema.ts';
 import type { ApiStore } from './store.ts';
 

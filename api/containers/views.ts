@@ -3,6 +3,7 @@ import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ContainerSpec, ContainerStatus, HealthState, Resource } from '../../store/types.ts';
+import { isRunning } from '../../store/types.ts';
 import { pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -15,8 +16,7 @@ export function stateName(s: ContainerStatus): string {
 }
 
 function liveEndpoint(status: ContainerStatus) {
-  const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
-  return running && status.endpoint ? status.endpoint : null;
+  return isRunning(status) && status.endpoint ? status.endpoint : null;
 }
 
 const BUILTIN = new Set(['bridge', 'host', 'none']);
@@ -63,7 +63,7 @@ function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkN
   }
   // (A bridge network without its primary record: the container was disconnected from it.)
   // The other networks it is connected to: its endpoint records, with addresses while plugged into this run.
-  const running = status.phase === 'running' || status.phase === 'paused' || status.phase === 'restarting';
+  const running = isRunning(status);
   for (const e of records ?? []) {
     if (e.spec.desired !== 'present' || e.spec.primary) continue;
     const name = nameOf(e.spec.networkId) === e.spec.networkId ? e.spec.networkName : nameOf(e.spec.networkId);

@@ -1,9 +1,11 @@
 // POST /auth (check registry credentials) and GET /distribution/{name}/json (what a registry holds
 // for a reference: its descriptor and platforms).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import * as z from 'zod';
+import type { App } from '../app.ts';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
-import { at, body, parseWith, str, struct } from '../go-json.ts';
+import { at, body, goBody, str, struct } from '../go-json.ts';
+import { q, restParams } from '../request.ts';
 import { decodeRegistryAuth, type DistributionPort, type RegistryAuth, type SearchResult } from './port.ts';
 
 export interface AuthRouteDeps {
@@ -46,9 +48,10 @@ const ac = at('AuthConfig', '');
 /** A types.AuthConfig as the reference's decoder reads it: the JSON names, in any case. */
 const authSchema = struct(body('AuthConfig'), 'types.AuthConfig', Object.fromEntries(AUTH_FIELDS.map((k) => [k, str(ac(k))])) as Record<(typeof AUTH_FIELDS)[number], ReturnType<typeof str>>);
 
+const authBody = goBody(authSchema);
+
 /** The credentials given; empty ones are left out. */
-function authBody(input: unknown): RegistryAuth {
-  const b = parseWith(authSchema, input);
+function credentials(b: z.output<typeof authBody>): RegistryAuth {
   const out: RegistryAuth = {};
   for (const k of AUTH_FIELDS) {
     const v = b[k];
@@ -58,26 +61,27 @@ function authBody(input: unknown): RegistryAuth {
 }
 
 export function authRoutes(deps: AuthRouteDeps) {
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.post('/auth', async (req) => {
-      const auth = authBody(req.body);
+  return async function register(app: App): Promise<void> {
+    app.post('/auth', { schema: { body: authBody } }, async (req) => {
+      const auth = credentials(req.body);
       const res = await deps.distribution.checkAuth(auth.serveraddress ?? '', auth);
       return { IdentityToken: res.IdentityToken ?? '', Status: res.Status };
     });
 
-    app.get('/images/search', async (req: FastifyRequest<{ Querystring: Record<string, string | undefined> }>) => {
+    // limit: strconv.Atoi (a bad one refused in Go's words), absent or empty 25, then the range check.
+    const searchQuery = z.looseObject({ term: q.str(), limit: q.atoi(), filters: q.str() });
+    app.get('/images/search', { schema: { querystring: searchQuery } }, async (req) => {
       const term = req.query.term ?? '';
       if (!term) throw invalidArgument('term is required');
-      const limitText = req.query.limit;
-      const limit = limitText === undefined || limitText === '' ? 25 : Number(limitText);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidArgument('limit must be between 1 and 100');
+      const limit = req.query.limit ?? 25;
+      if (limit < 1 || limit > 100) throw invalidArgument(`Limit ${limit} is outside the range of [1, 100]`);
       const keep = searchFilters(req.query.filters);
       const results = await deps.distribution.search(term, limit, decodeRegistryAuth(req.headers['x-registry-auth']));
       return results.filter(keep);
     });
 
-    app.get('/distribution/*', async (req: FastifyRequest<{ Params: Record<string, string> }>) => {
-      const path = req.params['*'] ?? '';
+    app.get('/distribution/*', { schema: { params: restParams } }, async (req) => {
+      const path = req.params['*'];
       if (!path.endsWith('/json')) throw notFound(`page not found`);
       const name = decodeURIComponent(path.slice(0, -'/json'.length));
       const ref = normalizeName(name);

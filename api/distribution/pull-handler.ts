@@ -2,9 +2,12 @@
 // converged by the pull reconciler; this route writes it and streams the CLI's progress lines
 // from the reconciler's reports until the record says done or failed.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as z from 'zod';
 import { EngineError, errorCode, invalidArgument } from '../../lib/errors.ts';
 import { familiarName, formatReference, isDigest, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
 import { NEW_PULL_STATUS, PULL_KIND, pullName, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
+import { parseQuery } from '../request.ts';
+import { q } from '../request.ts';
 import { runJsonLines, type JsonMessage } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PullJobsPort, type RegistryAuth } from './port.ts';
 
@@ -19,12 +22,8 @@ export interface PullDeps {
   puller?: Puller;
 }
 
-type Req = FastifyRequest<{ Querystring: Record<string, string | string[] | undefined> }>;
-
-function q(req: Req, key: string): string | undefined {
-  const v = (req.query ?? {})[key];
-  return Array.isArray(v) ? v[v.length - 1] : v;
-}
+/** The pull's keys of POST /images/create (each the first value, as Go's Form.Get). */
+export const pullQuery = z.looseObject({ fromImage: q.str(), tag: q.str(), platform: q.str() });
 
 /** fromImage + tag as the reference daemon combines them; a tag that is a digest pins the digest. */
 export function pullReference(fromImage: string, tag: string | undefined): Reference {
@@ -102,12 +101,13 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
 export function pullHandler(deps: PullDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const { distribution } = deps;
   const { pullOne } = deps.puller ?? createPuller(deps);
-  return async (request, reply) => {
-    const req = request as Req;
-    const fromImage = q(req, 'fromImage');
+  return async (req, reply) => {
+    // Also registered alone (tests) and reached from the images routes: the query is read here.
+    const query = parseQuery(pullQuery, req.query);
+    const fromImage = query.fromImage;
     if (!fromImage) throw invalidArgument('fromImage or fromSrc is required');
-    const ref = pullReference(fromImage, q(req, 'tag'));
-    const platform = q(req, 'platform') || '';
+    const ref = pullReference(fromImage, query.tag);
+    const platform = query.platform || '';
     if (platform && !/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){0,2}$/.test(platform)) {
       throw invalidArgument(`"${platform}": unknown operating system or architecture: invalid argument`);
     }

@@ -1,10 +1,13 @@
 // POST /images/{name}/push?tag=: push one tag, or every tag of the repository when none is given,
 // streaming the CLI's progress lines; the pushed digest is recorded in the image's repoDigests.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as z from 'zod';
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
 import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
+import { parseQuery } from '../request.ts';
+import { q } from '../request.ts';
 import { runJsonLines } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore } from './port.ts';
 
@@ -15,22 +18,23 @@ export interface PushDeps {
   onEvent?: (action: string, id: string, name: string) => void;
 }
 
-type Req = FastifyRequest<{ Params: Record<string, string | undefined>; Querystring: Record<string, string | string[] | undefined> }>;
+/** The push's path (`/images/{name}/push` as `:name` or the `*` rest) and query. */
+const pushParams = z.looseObject({ name: z.string().optional(), '*': z.string().optional() });
+export const pushQuery = z.looseObject({ tag: q.str() });
 
 /** The image name from the route: `:name` when the router captured it, else the wildcard minus `/push`. */
-function nameParam(req: Req): string {
-  const p = req.params ?? {};
+function nameParam(params: unknown): string {
+  const p = parseQuery(pushParams, params);
   if (p.name) return decodeURIComponent(p.name);
   return decodeURIComponent((p['*'] ?? '').replace(/\/push$/, ''));
 }
 
 export function pushHandler(deps: PushDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const { distribution, store } = deps;
-  return async (request, reply) => {
-    const req = request as Req;
-    const rawTag = req.query?.tag;
-    const tag = Array.isArray(rawTag) ? rawTag.at(-1) : rawTag;
-    let ref: Reference = parseReference(nameParam(req));
+  return async (req, reply) => {
+    // Also registered alone (tests) and reached from the images routes: path and query are read here.
+    const { tag } = parseQuery(pushQuery, req.query);
+    let ref: Reference = parseReference(nameParam(req.params));
     if (tag) ref = withTag(ref, tag);
     const repo = repositoryName(ref);
     const targets = ref.tag !== undefined

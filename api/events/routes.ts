@@ -1,7 +1,9 @@
 // GET /events: past events from the ring (since/until), then live ones until `until` or the
 // client leaves. Headers are flushed at once; one JSON object per line.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import * as z from 'zod';
+import type { App } from '../app.ts';
 import { invalidArgument } from '../../lib/errors.ts';
+import { q } from '../request.ts';
 import type { EngineEvent, EventRecorder } from './recorder.ts';
 
 type Filters = Record<string, string[]>;
@@ -39,8 +41,7 @@ function parseFilters(raw: string | undefined): Filters {
     else if (v && typeof v === 'object') out[k] = Object.entries(v).filter(([, on]) => on).map(([x]) => x);
     else throw invalidArgument(`invalid filter '${k}'`);
   }
-  const known = ['container', 'event', 'image', 'label', 'type', 'daemon', 'network', 'volume', 'plugin', 'scope', 'node', 'service', 'secret', 'config'];
-  for (const k of Object.keys(out)) if (!known.includes(k)) throw invalidArgument(`invalid filter '${k}'`);
+  // The reference does not validate the keys of /events: an unknown one is ignored.
   return out;
 }
 
@@ -72,15 +73,21 @@ export function matches(e: EngineEvent, f: Filters): boolean {
   return true;
 }
 
+/** `-1` is the reference's "not given" (ParseTimestamps(v, -1)), as is an empty value. */
+const timeQ = () => q.str().transform((v) => (v === '-1' ? undefined : v));
+const eventsQuery = z.looseObject({ since: timeQ(), until: timeQ(), filters: q.str() });
+
 export function eventRoutes(recorder: EventRecorder) {
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.get('/events', async (req: FastifyRequest<{ Querystring: Record<string, string> }>, reply) => {
-      const q = req.query;
-      const filters = parseFilters(q.filters);
+  return async function register(app: App): Promise<void> {
+    app.get('/events', { schema: { querystring: eventsQuery } }, async (req, reply) => {
+      const query = req.query;
+      const filters = parseFilters(query.filters);
       const now = BigInt(Date.now()) * 1_000_000n;
-      const since = q.since ? parseTimeNano(q.since) : undefined;
-      const until = q.until ? parseTimeNano(q.until) : undefined;
-      if (since !== undefined && until !== undefined && until < since) throw invalidArgument('`since` time must be before `until` time');
+      const since = query.since ? parseTimeNano(query.since) : undefined;
+      const until = query.until ? parseTimeNano(query.until) : undefined;
+      if (since !== undefined && until !== undefined && until < since) {
+        throw invalidArgument(`\`since\` time (${query.since}) cannot be after \`until\` time (${query.until})`);
+      }
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, { 'Content-Type': 'application/json' });

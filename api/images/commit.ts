@@ -3,19 +3,38 @@
 // module validates the request, pauses a running container around the commit, and records the
 // image, its tag and the container's `commit` event.
 import type { FastifyRequest } from 'fastify';
+import * as z from 'zod';
 import { conflict, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { CommitRequest } from '../../lib/image-ports.ts';
 import { parseCreateBody } from '../containers/create-schema.ts';
-import { findContainer } from '../containers/routes.ts';
-import { qBool, qList, qStr, queryOf } from './query.ts';
+import { findContainer } from '../containers/find.ts';
+import { boolValue, first, q } from '../request.ts';
 import { noSuchImage } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 
 export type { CommitRequest, ImageCommitPort } from '../../lib/image-ports.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
+
+/**
+ * POST /commit's query. `pause` is BoolValue except that absent or empty is true (the
+ * reference's `FormValue("pause") == ""` check, every API version this daemon serves).
+ */
+export const commitQuery = z.looseObject({
+  container: q.str(),
+  repo: q.str(),
+  tag: q.str(),
+  author: q.str(),
+  comment: q.str(),
+  changes: q.list(),
+  pause: z.preprocess((v) => {
+    const s = first(v);
+    return s === undefined || s === '' ? true : boolValue(s);
+  }, z.boolean()),
+});
+export type CommitQuery = z.output<typeof commitQuery>;
 
 export interface ParsedCommit {
   container: CR;
@@ -44,25 +63,24 @@ function bodyConfig(req: FastifyRequest): Record<string, unknown> | null {
 }
 
 /** Read and check the request the way the reference daemon does before touching anything. */
-export function parseCommit(store: ImageStore, req: FastifyRequest): ParsedCommit {
-  const q = queryOf(req);
+export function parseCommit(store: ImageStore, req: FastifyRequest, query: CommitQuery): ParsedCommit {
   const config = bodyConfig(req);
-  const c = findContainer(store, qStr(q, 'container') ?? '');
+  const c = findContainer(store, query.container ?? '');
   if (c.status.phase === 'dead') throw conflict(`You cannot commit container ${c.name} which is Dead`);
   if (c.spec.desired === 'removed' || c.status.phase === 'removing') throw conflict(`You cannot commit container ${c.name} which is being removed`);
   const img = c.spec.imageId ? store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId) : undefined;
   if (c.spec.imageId && !img) throw noSuchImage(c.spec.imageId);
   return {
     container: c,
-    pause: qBool(q, 'pause', true),
+    pause: query.pause,
     request: {
       containerId: c.name,
       parent: img ? { rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId, size: img.spec.size } : null,
       config,
       containerConfig: c.spec.config as Record<string, unknown>,
-      changes: qList(q, 'changes'),
-      author: qStr(q, 'author') ?? '',
-      comment: qStr(q, 'comment') ?? '',
+      changes: query.changes,
+      author: query.author ?? '',
+      comment: query.comment ?? '',
     },
   };
 }

@@ -2,20 +2,22 @@
 // present) and wait for the image reconciler to mark them ready; tags are 'reference' records;
 // delete and prune untag and mark images removed in one transaction each, then wait for the
 // reconciler to drop them. Image events are recorded once each change is committed.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as z from 'zod';
+import type { App } from '../app.ts';
 import { EngineError, invalidArgument, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
 import type { ContainerSpec, ContainerStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
 import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
-import { parseCommit, withPaused, type ImageCommitPort } from './commit.ts';
+import { apiVersion, filtersQuery, q, requireApiVersion, restParams } from '../request.ts';
+import { commitQuery, parseCommit, withPaused, type CommitQuery, type ImageCommitPort } from './commit.ts';
 import { deleteImage, type DeleteResult } from './delete.ts';
 import { imageHistory } from './history.ts';
 import type { LayerSizes } from './layers.ts';
 import { listImages } from './list.ts';
 import { parseImagePruneFilters, pruneGuard, pruneImages } from './prune.ts';
-import { apiVersionNumber, qBool, qList, qStr, queryOf } from './query.ts';
 import { findImage, resolveImage, type ImageResource } from './resolve.ts';
 import { ensureImageRecord, setImageTag } from './records.ts';
 import type { ImageStore } from './store.ts';
@@ -51,7 +53,11 @@ export interface ImageRouteDeps {
   push?: ImageStreamHandler;
 }
 
-type Req = FastifyRequest<{ Params: Record<string, string> }>;
+/** POST /images/create: the union of the pull's and the import's keys (the pull handler reads its own). */
+const createQuery = z.looseObject({ fromImage: q.str(), fromSrc: q.str(), repo: q.str(), tag: q.str(), message: q.str(), changes: q.list(), platform: q.str() });
+type CreateQuery = z.output<typeof createQuery>;
+/** POST /images/{name}/tag and /push: `tag` is the push's, `repo` and `tag` the tag's. */
+const repoTagQuery = z.looseObject({ repo: q.str(), tag: q.str() });
 
 const DEFAULT_GRAPH_DRIVER: GraphDriverInfo = { Name: 'overlay2', Data: null };
 
@@ -78,8 +84,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
   const ensureImage = (li: LoadedImage, signal: AbortSignal, parent = '') => ensureImageRecord(store, li, { signal, parent, timeoutMs });
   const setTag = (fullName: string, imageId: string) => setImageTag(store, fullName, imageId);
 
-  async function load(req: Req, reply: FastifyReply): Promise<void> {
-    const quiet = qBool(queryOf(req), 'quiet', true);
+  async function load(req: FastifyRequest, reply: FastifyReply, quiet: boolean): Promise<void> {
     await runJsonLines(reply, async (out) => {
       out.begin();
       const progress = quiet ? undefined : (msg: string) => out.write(progressLine(msg));
@@ -101,15 +106,13 @@ export function imageRoutes(deps: ImageRouteDeps) {
     });
   }
 
-  async function importRootfs(req: Req, reply: FastifyReply): Promise<void> {
-    const q = queryOf(req);
-    const src = qStr(q, 'fromSrc');
-    if (src !== '-') throw notImplemented('importing from a URL is not supported');
-    const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
+  async function importRootfs(req: FastifyRequest, reply: FastifyReply, query: CreateQuery): Promise<void> {
+    if (query.fromSrc !== '-') throw notImplemented('importing from a URL is not supported');
+    const target = repoTagReference(query.repo ?? '', query.tag ?? '');
     await runJsonLines(
       reply,
       async (out) => {
-        const opts = { changes: qList(q, 'changes'), message: qStr(q, 'message') ?? '', platform: qStr(q, 'platform') || undefined };
+        const opts = { changes: query.changes, message: query.message ?? '', platform: query.platform || undefined };
         const li = await archive.importRootfs(req.raw, opts, out.signal);
         await ensureImage(li, out.signal);
         if (target) tagImage(target, li.id);
@@ -134,9 +137,9 @@ export function imageRoutes(deps: ImageRouteDeps) {
     await reply.send(body);
   }
 
-  function inspect(req: Req, name: string): Record<string, unknown> {
+  function inspect(req: FastifyRequest, name: string): Record<string, unknown> {
     const img = resolveImage(store, name);
-    return inspectView(store, img, { apiVersion: apiVersionNumber(req), graphDriver: graphDriver(img) });
+    return inspectView(store, img, { apiVersion: apiVersion(req), graphDriver: graphDriver(img) });
   }
 
   function history(name: string): unknown[] {
@@ -149,9 +152,8 @@ export function imageRoutes(deps: ImageRouteDeps) {
     imageEvent('tag', imageId, familiarName(fullName));
   }
 
-  async function tag(req: Req, reply: FastifyReply, name: string): Promise<void> {
-    const q = queryOf(req);
-    const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
+  async function tag(reply: FastifyReply, name: string, query: z.output<typeof repoTagQuery>): Promise<void> {
+    const target = repoTagReference(query.repo ?? '', query.tag ?? '');
     if (!target) throw invalidArgument('repository name must have at least one component');
     if (familiarRepository(target) === 'sha256') throw invalidArgument('refusing to create an ambiguous tag using digest algorithm as name');
     let img: ImageResource;
@@ -177,20 +179,16 @@ export function imageRoutes(deps: ImageRouteDeps) {
     }
   }
 
-  async function remove(req: Req, name: string): Promise<unknown[]> {
-    const q = queryOf(req);
-    const r = deleteImage(store, name, { force: qBool(q, 'force'), prune: !qBool(q, 'noprune'), layers: deps.layers });
+  async function remove(name: string, opts: { force: boolean; noprune: boolean }): Promise<unknown[]> {
+    const r = deleteImage(store, name, { force: opts.force, prune: !opts.noprune, layers: deps.layers });
     deleteEvents(r);
     await removed(r.removed);
     return r.records;
   }
 
-  async function prune(req: Req): Promise<unknown> {
-    if (apiVersionNumber(req) < 1.25) {
-      const path = ((req.raw as { originalUrl?: string }).originalUrl ?? req.url).split('?')[0];
-      throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
-    }
-    const sel = parseImagePruneFilters(qStr(queryOf(req), 'filters') ?? '');
+  async function prune(req: FastifyRequest, filters: string | undefined): Promise<unknown> {
+    requireApiVersion(req, '1.25');
+    const sel = parseImagePruneFilters(filters ?? '');
     return onePrune(async () => {
       const r = pruneImages(store, sel, deps.layers);
       for (const d of r.deletes) deleteEvents(d);
@@ -200,13 +198,12 @@ export function imageRoutes(deps: ImageRouteDeps) {
     });
   }
 
-  async function commit(req: Req, reply: FastifyReply): Promise<void> {
+  async function commit(req: FastifyRequest, reply: FastifyReply, query: CommitQuery): Promise<void> {
     if (!deps.commit) throw notImplemented('committing containers is not supported');
     const committer = deps.commit;
-    const q = queryOf(req);
     // The reference is checked before anything happens to the container.
-    const target = repoTagReference(qStr(q, 'repo') ?? '', qStr(q, 'tag') ?? '');
-    const { container, pause, request } = parseCommit(store, req);
+    const target = repoTagReference(query.repo ?? '', query.tag ?? '');
+    const { container, pause, request } = parseCommit(store, req, query);
     const abort = new AbortController();
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) abort.abort();
@@ -220,40 +217,39 @@ export function imageRoutes(deps: ImageRouteDeps) {
     reply.code(201).send({ Id: img.name });
   }
 
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.get('/images/json', async (req: Req) => {
-      const q = queryOf(req);
+  return async function register(app: App): Promise<void> {
+    const listQuery = z.looseObject({ all: q.bool(), filters: q.str(), digests: q.bool(), 'shared-size': q.bool() });
+    app.get('/images/json', { schema: { querystring: listQuery } }, async (req) => {
+      const version = apiVersion(req);
       return listImages(store, {
-        all: qBool(q, 'all'),
-        filters: qStr(q, 'filters') ?? '',
-        digests: qBool(q, 'digests'),
-        sharedSize: apiVersionNumber(req) >= 1.42 && qBool(q, 'shared-size'),
-        apiVersion: apiVersionNumber(req),
+        all: req.query.all,
+        filters: req.query.filters ?? '',
+        digests: req.query.digests,
+        sharedSize: version >= 1.42 && req.query['shared-size'],
+        apiVersion: version,
         layers: deps.layers,
       });
     });
 
-    app.post('/images/load', (req: Req, reply) => load(req, reply));
-    app.post('/images/prune', (req: Req) => prune(req));
-    app.post('/commit', (req: Req, reply) => commit(req, reply));
+    app.post('/images/load', { schema: { querystring: z.looseObject({ quiet: q.bool(true) }) } }, (req, reply) => load(req, reply, req.query.quiet));
+    app.post('/images/prune', { schema: { querystring: filtersQuery } }, (req) => prune(req, req.query.filters));
+    app.post('/commit', { schema: { querystring: commitQuery } }, (req, reply) => commit(req, reply, req.query));
 
-    app.post('/images/create', async (req: Req, reply) => {
-      const q = queryOf(req);
-      if (qStr(q, 'fromImage')) {
+    app.post('/images/create', { schema: { querystring: createQuery } }, async (req, reply) => {
+      if (req.query.fromImage) {
         if (deps.pull) return deps.pull(req, reply);
         return pullNotImplemented(reply);
       }
-      if (qStr(q, 'fromSrc') === undefined) throw invalidArgument('fromImage or fromSrc is required');
-      return importRootfs(req, reply);
+      if (req.query.fromSrc === undefined) throw invalidArgument('fromImage or fromSrc is required');
+      return importRootfs(req, reply, req.query);
     });
 
-    app.get('/images/get', async (req: Req, reply) => {
-      const names = qList(queryOf(req), 'names');
-      await save(reply, names);
+    app.get('/images/get', { schema: { querystring: z.looseObject({ names: q.list() }) } }, async (req, reply) => {
+      await save(reply, req.query.names);
     });
 
-    app.get('/images/*', async (req: Req, reply) => {
-      const split = splitImagePath(req.params['*'] ?? '', ['json', 'history', 'get']);
+    app.get('/images/*', { schema: { params: restParams } }, async (req, reply) => {
+      const split = splitImagePath(req.params['*'], ['json', 'history', 'get']);
       if (!split) throw pageNotFound();
       switch (split.action) {
         case 'json':
@@ -265,15 +261,16 @@ export function imageRoutes(deps: ImageRouteDeps) {
       }
     });
 
-    app.post('/images/*', async (req: Req, reply) => {
-      const split = splitImagePath(req.params['*'] ?? '', ['tag', 'push']);
+    app.post('/images/*', { schema: { params: restParams, querystring: repoTagQuery } }, async (req, reply) => {
+      const split = splitImagePath(req.params['*'], ['tag', 'push']);
       if (!split) throw pageNotFound();
-      if (split.action === 'tag') return tag(req, reply, split.name);
+      if (split.action === 'tag') return tag(reply, split.name, req.query);
       if (deps.push) return deps.push(req, reply, split.name);
       throw notImplemented('pushing images is not supported yet');
     });
 
-    app.delete('/images/*', async (req: Req) => remove(req, req.params['*'] ?? ''));
+    const deleteQuery = z.looseObject({ force: q.bool(), noprune: q.bool() });
+    app.delete('/images/*', { schema: { params: restParams, querystring: deleteQuery } }, async (req) => remove(req.params['*'], req.query));
   };
 }
 

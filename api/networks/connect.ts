@@ -3,45 +3,43 @@
 // handlers answer once the endpoint reconciler (and, for the NetworkMode network, the container
 // reconciler) has done it while the container runs. The reference daemon's refusals come first,
 // in its order of checks.
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { conflict, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import { ENDPOINT_KIND, endpointConfigOf, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { ipv4Pool, ipv6Pool, liveNetworksNamed, NETWORK_KIND } from '../../store/network-types.ts';
-import { KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
-import { findContainer } from '../containers/routes.ts';
+import { isRunning, KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
+import { findContainer } from '../containers/find.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { parseBody } from './body.ts';
+import type { App } from '../app.ts';
+import { idParams } from '../request.ts';
+import { networkBody } from './body.ts';
 import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from './endpoints.ts';
 import { findNetwork, isPredefinedName, liveNetworks, networkNameOf, type NetworkResource } from './views.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
-type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 const SHARED_NAMESPACE = 'container sharing network namespace with another container or host cannot be connected to any other network';
 const HOST_ONLY = 'cannot connect container to host network - container must be created in host network mode';
 const PRIVATE_NONE = 'container cannot be connected to multiple networks with one of the networks in private (none) mode';
 const HOST_DISCONNECT = 'container cannot be disconnected from host network or connected to host network';
 
-const ConnectBody = z
+const ConnectBody = networkBody(z
   .object({
     Container: z.string().nullish(),
     EndpointConfig: z.object({}).passthrough().nullish(),
   })
-  .passthrough();
+  .passthrough());
 
-const DisconnectBody = z
+const DisconnectBody = networkBody(z
   .object({
     Container: z.string().nullish(),
     Force: z.boolean().nullish(),
   })
-  .passthrough();
+  .passthrough());
 
-const isRunning = (c: CR) => c.status.phase === 'running' || c.status.phase === 'paused' || c.status.phase === 'restarting';
-
-export function connectHandlers(store: ApiStore, timeoutMs: number) {
+export function connectRoutes(store: ApiStore, timeoutMs: number) {
   const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
   const exists = (c: CR, net: NetworkResource) => permissionDenied(`endpoint with name ${c.spec.name.replace(/^\//, '')} already exists in network ${net.spec.name}`);
 
@@ -72,7 +70,7 @@ export function connectHandlers(store: ApiStore, timeoutMs: number) {
     const current = networkNameOf(mode, bridgeEnabled());
     if (current === net.spec.name) {
       // A running container already has its endpoint there; a stopped one is left as it is.
-      return isRunning(c) ? exists(c, net) : null;
+      return isRunning(c.status) ? exists(c, net) : null;
     }
     if (net.spec.driver === 'host') return invalidArgument(HOST_ONLY);
     if (current === 'host') return invalidArgument(SHARED_NAMESPACE);
@@ -110,53 +108,45 @@ export function connectHandlers(store: ApiStore, timeoutMs: number) {
 
   /** The running container has let go of its NetworkMode network (ports, link rules, status.endpoint). */
   async function primaryLeft(c: CR, net: NetworkResource): Promise<void> {
-    const gone = (x: CR | undefined) => !x || !isRunning(x) || x.status.endpoint?.NetworkID !== net.spec.id;
+    const gone = (x: CR | undefined) => !x || !isRunning(x.status) || x.status.endpoint?.NetworkID !== net.spec.id;
     const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, gone, { timeoutMs });
     if (!gone(r)) throw unavailable(`container ${c.name} was not disconnected from network ${net.spec.name} in time`);
   }
 
-  async function connect(req: Req, reply: FastifyReply): Promise<void> {
-    const body = parseBody(ConnectBody, req.body);
+  async function connect(id: string, body: z.output<typeof ConnectBody>): Promise<void> {
     const c = containerFor(body.Container);
-    const net = findNetwork(store, req.params.id);
+    const net = findNetwork(store, id);
     if (primaryNetworkOf(c)?.spec.id === net.spec.id) {
       const own = endpointOn(store, c.name, net.spec.id);
       if (own) {
         // A running container has its endpoint there already; for a stopped one the endpoint's
         // settings (aliases) are what the next start uses.
-        if (isRunning(c)) throw exists(c, net);
+        if (isRunning(c.status)) throw exists(c, net);
         store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, own.name, (sp) => ({ ...sp, config: endpointConfigOf(body.EndpointConfig) }));
       } else {
         // Back on its NetworkMode network after a disconnect.
         await join(c, net, body.EndpointConfig, true);
       }
-      reply.code(200).send();
       return;
     }
     const refusal = connectRefusal(c, net);
     if (refusal) throw refusal;
     // Already on this builtin network (and stopped): nothing to do.
-    if (networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled()) === net.spec.name) {
-      reply.code(200).send();
-      return;
-    }
+    if (networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled()) === net.spec.name) return;
     // One more network: an endpoint record, which the endpoint reconciler plugs in.
     if (endpointOn(store, c.name, net.spec.id)) throw exists(c, net);
     await join(c, net, body.EndpointConfig, false);
-    reply.code(200).send();
   }
 
-  async function disconnect(req: Req, reply: FastifyReply): Promise<void> {
-    const body = parseBody(DisconnectBody, req.body);
+  async function disconnect(id: string, body: z.output<typeof DisconnectBody>): Promise<void> {
     const c = containerFor(body.Container);
-    const net = findNetwork(store, req.params.id);
+    const net = findNetwork(store, id);
     const rec = endpointOn(store, c.name, net.spec.id);
     if (rec) {
       // Running: unplugged (the NetworkMode network's published ports and link rules go with it).
       disconnectEndpoint(store, rec);
       await waitEndpoint(store, c.name, net, false, timeoutMs);
       if (rec.spec.primary) await primaryLeft(c, net);
-      reply.code(200).send();
       return;
     }
     const mode = c.spec.hostConfig?.NetworkMode ?? '';
@@ -167,5 +157,14 @@ export function connectHandlers(store: ApiStore, timeoutMs: number) {
     throw invalidArgument(`disconnecting a container from the ${net.spec.name} network is not supported by this daemon yet`);
   }
 
-  return { connect, disconnect };
+  return async function register(app: App): Promise<void> {
+    app.post('/networks/:id/connect', { schema: { params: idParams, body: ConnectBody } }, async (req, reply) => {
+      await connect(req.params.id, req.body);
+      reply.code(200).send();
+    });
+    app.post('/networks/:id/disconnect', { schema: { params: idParams, body: DisconnectBody } }, async (req, reply) => {
+      await disconnect(req.params.id, req.body);
+      reply.code(200).send();
+    });
+  };
 }

@@ -1,20 +1,19 @@
 // Network routes. The builtin networks (`bridge` unless --bridge none, `host`, `none`) and
 // user-defined bridge networks live in the store; create and remove write desired state and wait
 // for the network reconciler. Connect and disconnect are connect.ts.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import { compareVersions } from '../app.ts';
+import type { App } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
 import { liveNetworksNamed, NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { apiVersionNumber, qStr, queryOf } from '../images/query.ts';
+import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, findNetwork, isPredefinedName, listNetworks, liveNetworks, networkView, type NetworkResource } from './views.ts';
-import { connectHandlers } from './connect.ts';
-import { parseBody } from './body.ts';
+import { connectRoutes } from './connect.ts';
+import { networkBody } from './body.ts';
 
 export interface NetworkRouteDeps {
   store: ApiStore;
@@ -24,11 +23,9 @@ export interface NetworkRouteDeps {
   waitTimeoutMs?: number;
 }
 
-type Req = FastifyRequest<{ Params: Record<string, string> }>;
-
 export const USER_DEFINED_UNSUPPORTED = 'user-defined networks are not supported by this daemon yet';
 
-const CreateBody = z
+const CreateBody = networkBody(z
   .object({
     Name: z.string().nullish(),
     Driver: z.string().nullish(),
@@ -63,14 +60,16 @@ const CreateBody = z
     Options: z.record(z.string(), z.string()).nullish(),
     Labels: z.record(z.string(), z.string()).nullish(),
   })
-  .passthrough();
+  .passthrough());
 
-/** strconv.ParseBool, which the reference daemon uses for `verbose`. */
-function parseGoBool(v: string): boolean | undefined {
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
-  return undefined;
-}
+/** strconv.ParseBool, which the reference daemon uses for `verbose`: the one flag it refuses a bad value of. */
+const GO_BOOLS = new Map<string, boolean>([...['1', 't', 'T', 'TRUE', 'true', 'True'].map((v) => [v, true] as const), ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((v) => [v, false] as const)]);
+const verboseFlag = z.preprocess(first, z.string().optional()).transform((v, ctx) => {
+  if (!v) return false;
+  const b = GO_BOOLS.get(v);
+  if (b === undefined) ctx.addIssue({ code: 'custom', message: `invalid value for verbose: ${v}: strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`, input: v });
+  return b ?? false;
+});
 
 
 export function networkRoutes(deps: NetworkRouteDeps) {
@@ -90,33 +89,28 @@ export function networkRoutes(deps: NetworkRouteDeps) {
   }
   const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
 
-  return async function register(app: FastifyInstance): Promise<void> {
-    const list = async (req: FastifyRequest) => {
-      const filters = parseFilters(qStr(queryOf(req), 'filters') ?? '');
-      return listNetworks(store, filters, { detailed: apiVersionNumber(req) < 1.28 });
-    };
-    app.get('/networks', list);
-    app.get('/networks/', list);
+  return async function register(app: App): Promise<void> {
+    for (const url of ['/networks', '/networks/']) {
+      app.get(url, { schema: { querystring: filtersQuery } }, async (req) => {
+        const filters = parseFilters(req.query.filters ?? '');
+        return listNetworks(store, filters, { detailed: apiVersion(req) < 1.28 });
+      });
+    }
 
-    app.get('/networks/:id', async (req: Req) => {
-      const q = queryOf(req);
-      const verbose = qStr(q, 'verbose');
-      if (verbose && parseGoBool(verbose) === undefined) {
-        throw invalidArgument(`invalid value for verbose: ${verbose}: strconv.ParseBool: parsing "${verbose}": invalid syntax`);
-      }
-      const net = findNetwork(store, req.params.id, { scope: qStr(q, 'scope') || undefined });
+    app.get('/networks/:id', { schema: { params: idParams, querystring: z.looseObject({ verbose: verboseFlag, scope: q.str() }) } }, async (req) => {
+      const net = findNetwork(store, req.params.id, { scope: req.query.scope || undefined });
       return networkView(net, attachedContainers(store, net));
     });
 
-    app.delete('/networks/:id', async (req: Req, reply: FastifyReply) => {
+    app.delete('/networks/:id', { schema: { params: idParams } }, async (req, reply) => {
       const net = findNetwork(store, req.params.id);
       if (isPredefinedName(net.spec.name)) throw permissionDenied(`${net.spec.name} is a pre-defined network and cannot be removed`);
       await removeNetwork(net);
       reply.code(204).send();
     });
 
-    app.post('/networks/create', async (req: FastifyRequest, reply: FastifyReply) => {
-      const body = parseBody(CreateBody, req.body);
+    app.post('/networks/create', { schema: { body: CreateBody } }, async (req, reply) => {
+      const body = req.body;
       const name = body.Name ?? '';
       // The reference daemon's text, trailing space included.
       if (isPredefinedName(name)) throw permissionDenied(`operation is not permitted on predefined ${name} network `);
@@ -136,16 +130,11 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       reply.code(201).send({ Id: id, Warning: '' });
     });
 
-    const { connect, disconnect } = connectHandlers(store, timeoutMs);
-    app.post('/networks/:id/connect', connect);
-    app.post('/networks/:id/disconnect', disconnect);
+    await connectRoutes(store, timeoutMs)(app);
 
-    app.post('/networks/prune', async (req: FastifyRequest) => {
-      if (compareVersions(req.apiVersion || '1.47', '1.25') < 0) {
-        const path = (req.originalUrl ?? req.url).split('?')[0];
-        throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
-      }
-      const filters = parsePruneFilters(qStr(queryOf(req), 'filters'));
+    app.post('/networks/prune', { schema: { querystring: filtersQuery } }, async (req) => {
+      requireApiVersion(req, '1.25');
+      const filters = parsePruneFilters(req.query.filters);
       const unused = liveNetworks(store).filter(
         (n) => !isPredefinedName(n.spec.name) && Object.keys(attachedContainers(store, n)).length === 0 && pruneMatches(filters, n.spec.labels ?? {}, Date.parse(n.spec.created)),
       );

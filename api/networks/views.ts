@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { liveNetworksNamed, NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { isRunning, KIND } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { ENDPOINT_KIND, endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 
@@ -68,11 +68,6 @@ export function bridgeNetworkTest(store: Pick<ApiStore, 'list'>): (ref: string) 
   return (ref) => !!ref && (nets.some((n) => n.spec.id === ref || n.spec.name === ref) || nets.filter((n) => n.spec.id.startsWith(ref)).length === 1);
 }
 
-/** As container inspect counts it: a container has its endpoint while its task exists. */
-function isLive(s: ContainerStatus): boolean {
-  return s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
-}
-
 /** The builtin network a container's NetworkMode puts it on ("bridge", "host", "none"), or null. */
 export function networkNameOf(mode: string, bridgeEnabled: boolean): string | null {
   const m = mode || 'default';
@@ -94,7 +89,7 @@ export function attachedContainers(store: Pick<ApiStore, 'list' | 'get' | 'byInd
   const out: Record<string, NetworkContainer> = {};
   const bridgeEnabled = liveNetworksNamed(store, 'bridge').length > 0;
   for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
-    if (!c.status || !isLive(c.status)) continue;
+    if (!c.status || !isRunning(c.status)) continue;
     const entry = containerEntry(store, c, net, bridgeEnabled);
     if (entry) out[c.name] = entry;
   }

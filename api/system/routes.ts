@@ -1,14 +1,16 @@
 // System routes: ping, version, info, data usage, and the swarm-mode answers of a node that is not
 // in a swarm.
 import { arch, release } from 'node:os';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import * as z from 'zod';
 import { unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
 import type { SystemInfoPort } from '../ports.ts';
 import { isUsable } from '../images/resolve.ts';
-import { apiVersionNumber, qList, queryOf } from '../images/query.ts';
+import type { App } from '../app.ts';
+import { apiVersion, q, restParams } from '../request.ts';
 import type { LayerSizes } from '../images/layers.ts';
 import { imageDiskUsage } from '../images/usage.ts';
 import { summaryView as containerSummary } from '../containers/views.ts';
@@ -135,10 +137,8 @@ export function systemRoutes(deps: SystemRouteDeps) {
     };
   }
 
-  async function dataUsage(req: FastifyRequest): Promise<Record<string, unknown>> {
-    const types = new Set(qList(queryOf(req), 'type'));
+  async function dataUsage(types: Set<string>, apiVersion: number): Promise<Record<string, unknown>> {
     const want = (t: string) => types.size === 0 || types.has(t);
-    const apiVersion = apiVersionNumber(req);
     const out: Record<string, unknown> = {};
     if (want('image')) Object.assign(out, imageDiskUsage(store, { apiVersion, layers: deps.layers }));
     if (want('container')) {
@@ -166,7 +166,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
     return out;
   }
 
-  return async function register(app: FastifyInstance): Promise<void> {
+  return async function register(app: App): Promise<void> {
     app.route({
       method: 'GET',
       url: '/_ping',
@@ -184,7 +184,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
 
     app.get('/version', version);
     app.get('/info', info);
-    app.get('/system/df', async (req) => dataUsage(req));
+    app.get('/system/df', { schema: { querystring: z.looseObject({ type: q.list() }) } }, async (req) => dataUsage(new Set(req.query.type), apiVersion(req)));
 
     const notManager = async () => {
       throw unavailable(NOT_A_MANAGER);
@@ -193,9 +193,8 @@ export function systemRoutes(deps: SystemRouteDeps) {
       throw unavailable('This node is not part of a swarm');
     });
     for (const area of ['swarm', 'nodes', 'services', 'tasks', 'secrets', 'configs']) {
-      for (const url of [`/${area}`, `/${area}/*`]) {
-        app.route({ method: ['GET', 'POST', 'DELETE', 'PUT'], url, handler: notManager });
-      }
+      app.route({ method: ['GET', 'POST', 'DELETE', 'PUT'], url: `/${area}`, handler: notManager });
+      app.route({ method: ['GET', 'POST', 'DELETE', 'PUT'], url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
     }
   };
 }

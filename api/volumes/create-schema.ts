@@ -2,7 +2,7 @@
 // checks it (see go-json.ts). A cluster volume spec is decoded only to be refused: this node is
 // never a swarm manager.
 import * as z from 'zod';
-import { at, body, parseWith, str, strMap, struct, unmarshal } from '../go-json.ts';
+import { at, body, goBody, parseWith, str, strMap, struct, unmarshal } from '../go-json.ts';
 
 const co = at('VolumeCreateBody', '');
 
@@ -15,6 +15,9 @@ const createOptions = struct(body('VolumeCreateBody'), 'volume.VolumeCreateBody'
 });
 
 export type VolumeCreateBody = NonNullable<z.output<typeof createOptions>>;
+
+/** The route's body schema. */
+export const volumeCreateBody = goBody(createOptions);
 
 export function parseVolumeCreate(input: unknown): VolumeCreateBody {
   return parseWith(createOptions, input);

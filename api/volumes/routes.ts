@@ -1,17 +1,17 @@
 // Volume routes: create, inspect, list, remove and prune. Handlers write the volume record and
 // wait for the volume reconciler (which makes or removes the data) before answering, 503 when it
 // does not finish in time. A volume some container names is in use and is never removed.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { compareVersions } from '../app.ts';
+import * as z from 'zod';
+import type { App } from '../app.ts';
 import { conflict, EngineError, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { validateLocalOptions, volumeNameError } from '../../lib/volume-options.ts';
 import { ANONYMOUS_LABEL, VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { apiVersionNumber, qBool, qStr, queryOf } from '../images/query.ts';
+import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
 import { volumeSpec } from './container-mounts.ts';
-import { parseVolumeCreate } from './create-schema.ts';
+import { volumeCreateBody } from './create-schema.ts';
 import { findVolume, listVolumes, liveVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
 
 export interface VolumeUsagePort {
@@ -25,8 +25,6 @@ export interface VolumeRouteDeps {
   /** How long a handler waits for the volume reconciler before answering 503. */
   waitTimeoutMs?: number;
 }
-
-type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 const SWARM_ONLY = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
 
@@ -58,9 +56,9 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
     if (left) throw unavailable(`removal of volume ${v.name} did not finish in time`);
   }
 
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.post('/volumes/create', async (req: FastifyRequest, reply: FastifyReply) => {
-      const body = parseVolumeCreate(req.body);
+  return async function register(app: App): Promise<void> {
+    app.post('/volumes/create', { schema: { body: volumeCreateBody } }, async (req, reply) => {
+      const body = req.body;
       if (body.ClusterVolumeSpec) throw unavailable(SWARM_ONLY);
       const rawName = body.Name;
       const driver = body.Driver || 'local';
@@ -90,19 +88,19 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       return volumeView(r);
     });
 
-    app.get('/volumes', async (req: FastifyRequest) => {
-      const vols = listVolumes(store, qStr(queryOf(req), 'filters') ?? '');
+    app.get('/volumes', { schema: { querystring: filtersQuery } }, async (req) => {
+      const vols = listVolumes(store, req.query.filters ?? '');
       return { Volumes: vols.map((v) => volumeView(v)), Warnings: [] };
     });
 
-    app.get('/volumes/:name', async (req: Req) => volumeView(findVolume(store, req.params.name)));
+    app.get('/volumes/:name', { schema: { params: nameParams } }, async (req) => volumeView(findVolume(store, req.params.name)));
 
-    app.put('/volumes/:name', async () => {
+    app.put('/volumes/:name', { schema: { params: nameParams } }, async () => {
       throw unavailable(SWARM_ONLY);
     });
 
-    app.delete('/volumes/:name', async (req: Req, reply: FastifyReply) => {
-      const force = qBool(queryOf(req), 'force');
+    app.delete('/volumes/:name', { schema: { params: nameParams, querystring: z.looseObject({ force: q.bool() }) } }, async (req, reply) => {
+      const force = req.query.force;
       let v: VolumeResource;
       try {
         v = findVolume(store, req.params.name);
@@ -114,16 +112,13 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       reply.code(204).send();
     });
 
-    app.post('/volumes/prune', async (req: FastifyRequest) => {
-      if (compareVersions(req.apiVersion || '1.47', '1.25') < 0) {
-        const path = (req.originalUrl ?? req.url).split('?')[0];
-        throw invalidArgument(`${req.method} ${path} requires minimum API version 1.25`);
-      }
-      const { all, rest } = splitAll(qStr(queryOf(req), 'filters'));
+    app.post('/volumes/prune', { schema: { querystring: filtersQuery } }, async (req) => {
+      requireApiVersion(req, '1.25');
+      const { all, rest } = splitAll(req.query.filters);
       const filters = parsePruneFilters(rest);
       if (filters.until !== undefined) throw invalidArgument(`invalid filter 'until'`);
       // From API 1.42 only anonymous volumes, unless all=true; before it, every unused one.
-      const onlyAnonymous = apiVersionNumber(req) >= 1.42 && !all;
+      const onlyAnonymous = apiVersion(req) >= 1.42 && !all;
       const used = volumesInUse(store);
       const candidates = liveVolumes(store).filter(
         (v) => !used.has(v.name) && (!onlyAnonymous || ANONYMOUS_LABEL in v.spec.labels) && pruneMatches(filters, v.spec.labels, Date.parse(v.spec.created)),

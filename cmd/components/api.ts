@@ -7,8 +7,7 @@ import type { SwappableRuntimes } from './core.ts';
 import type { Runs, Volumes } from './containers.ts';
 import { createApp } from '../../api/app.ts';
 import { listenAll } from '../../api/listen.ts';
-import { attachRoutes, upgradeHandler } from '../../api/attach/routes.ts';
-import { moreContainerRoutes } from '../../api/containers/more-routes.ts';
+import { attachRoutes } from '../../api/attach/routes.ts';
 import { containerRoutes } from '../../api/containers/routes.ts';
 import { updateRoutes } from '../../api/containers/update.ts';
 import { authRoutes } from '../../api/distribution/auth-routes.ts';
@@ -112,7 +111,6 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
         streams: { watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn), resize: (id: string, w: number, h: number) => runs.resize(id, w, h) },
         execs: ctx.get<ExecManager>('execs'),
         logs: logReader,
-        version: { api: API_VERSION, min: MIN_API_VERSION },
         events,
       };
       const createDefaults: CreateDefaults = {
@@ -177,11 +175,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             parseSignal: (s) => parseSignal(s),
             graphDriverData: (id) => layers.metadataRW(id),
             sizeRw: (id) => layers.sizeRW(id),
-          }),
-          moreContainerRoutes({
-            store,
             ops: createContainerOps({ cgroupParent: cfg.cgroupParent || '/engine', runInfo: (id) => runs.runInfo(id), pids: (id) => supervisor.pids(id), layers }),
-            sizeRw: (id) => layers.sizeRW(id),
           }),
           updateRoutes({ store, blkioWeight: blkioWeightSupported() }),
           attachRoutes(attachDeps),
@@ -208,7 +202,6 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
         socketGroup: cfg.group,
         log,
         tls: listenTls(cfg),
-        onUpgrade: upgradeHandler(attachDeps, log.child({ component: 'attach' })),
       });
       log.info({ hosts: listeners.addresses, version: ENGINE_VERSION, storage: layers.driverName }, 'API listen');
       return { app, listeners };

@@ -10,7 +10,8 @@ import { connect, type AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from '../../../api/app.ts';
 import { errorStatus } from '../../../api/errors.ts';
-import { attachRoutes, upgradeHandler, type AttachDeps } from '../../../api/attach/routes.ts';
+import { attachRoutes, type AttachDeps } from '../../../api/attach/routes.ts';
+import { upgradeListener } from '../../../api/upgrade.ts';
 import { AttachSession } from '../../../api/attach/session.ts';
 import { acceptKey, encodeFrame, FrameDecoder, handshakeResponse, OP, ProtocolError, WebSocketStream } from '../../../api/attach/websocket.ts';
 import type { ExecInspect } from '../../../api/ports.ts';
@@ -238,12 +239,14 @@ async function server(store: FakeStore, extra: Partial<AttachDeps> = {}) {
     },
     execs: {} as AttachDeps['execs'],
     logs: { read: async function* () {} },
-    version: { api: '1.47', min: '1.24' },
     events: { container: (action, c, x) => events.push({ action, name: c.spec.name, extra: x }) },
     ...extra,
   };
-  const srv = createServer();
-  srv.on('upgrade', upgradeHandler(deps, { warn() {} }));
+  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [attachRoutes(deps)] });
+  await app.ready();
+  const handler = app.routing.bind(app);
+  const srv = createServer(handler);
+  srv.on('upgrade', upgradeListener(handler));
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   const port = (srv.address() as AddressInfo).port;
   return { port, hubs, events, close: () => srv.close() };

@@ -1,10 +1,13 @@
 // POST /build's query as the reference reads it: defaults, tags, JSON parameters and refusals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { FastifyRequest } from 'fastify';
-import { parseBuildRequest } from '../../../api/build/options.ts';
+import { buildQuery, parseBuildRequest as parseRequest } from '../../../api/build/options.ts';
+import { parseQuery } from '../../../api/request.ts';
 
-const req = (query: Record<string, string | string[]>, apiVersion = '1.41') => ({ query, apiVersion }) as unknown as FastifyRequest;
+// The query through the route's schema (as fastify applies it), then the handler's checks.
+const req = (query: Record<string, string | string[]>) => query;
+const parseBuildRequest = (query: Record<string, string | string[]>, experimental: boolean, version = 1.41) =>
+  parseRequest(parseQuery(buildQuery, query), version, experimental);
 
 test('defaults: rm on, the Dockerfile named Dockerfile, no tags', () => {
   const r = parseBuildRequest(req({}), false);
@@ -15,6 +18,15 @@ test('defaults: rm on, the Dockerfile named Dockerfile, no tags', () => {
   assert.deepEqual(r.options.hostConfig, {});
   assert.equal(parseBuildRequest(req({ rm: '0' }), false).options.remove, false);
   assert.equal(parseBuildRequest(req({ rm: '0', forcerm: '1' }), false).options.remove, true);
+  // rm absent or empty is true; otherwise Go's BoolValue.
+  assert.equal(parseBuildRequest(req({ rm: '' }), false).options.remove, true);
+  assert.equal(parseBuildRequest(req({ rm: 'off' }), false).options.remove, true);
+  assert.equal(parseBuildRequest(req({ rm: ' no ' }), false).options.remove, false);
+});
+
+test('memory and CPU limits are Int64ValueOrZero: a bad value is 0, not a refusal', () => {
+  const r = parseBuildRequest(req({ memory: 'abc', cpushares: 'x', cpuquota: '-5', memswap: '1.5' }), false);
+  assert.deepEqual(r.options.hostConfig, { CpuQuota: -5 });
 });
 
 test('tags are normalised with latest; build args, labels, cache-from and limits are read', () => {
@@ -42,7 +54,7 @@ test('refusals before any output, with the reference messages', () => {
     [{ securityopt: 'seccomp=unconfined' }, /does not support setting security options on build/],
     [{ isolation: 'hyperv' }, /Unsupported isolation: "hyperv"/],
     [{ version: '2' }, /buildkit is not enabled on daemon/],
-    [{ shmsize: 'lots' }, /invalid syntax/],
+    [{ shmsize: 'lots' }, /strconv\.ParseInt: parsing "lots": invalid syntax$/],
     [{ platform: 'windows/amd64' }, /unsupported platform/],
   ];
   for (const [q, re] of cases) assert.throws(() => parseBuildRequest(req(q), false), re, JSON.stringify(q));

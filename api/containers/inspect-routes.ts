@@ -1,0 +1,53 @@
+// Reading containers: the list, one container's inspect, and its filesystem changes. Answers come
+// from the store's view (and the layer store for sizes and changes), never from the supervisor.
+import * as z from 'zod';
+import type { ImageSpec, ImageStatus } from '../../store/types.ts';
+import { KIND } from '../../store/types.ts';
+import { endpointsOfContainer } from '../../store/endpoint-types.ts';
+import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import type { App } from '../app.ts';
+import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
+import { apiVersion, idParams, q } from '../request.ts';
+import { findContainer } from './find.ts';
+import { listContainers } from './list.ts';
+import type { ContainerRouteDeps } from './routes.ts';
+import { inspectView } from './views.ts';
+
+export function inspectRoutes(deps: ContainerRouteDeps) {
+  const { store } = deps;
+  return async function register(app: App): Promise<void> {
+    const listQuery = z.looseObject({ all: q.bool(), limit: q.atoi(), size: q.bool(), filters: q.str() });
+    app.get('/containers/json', { schema: { querystring: listQuery } }, async (req) => {
+      return listContainers(store, {
+        all: req.query.all,
+        limit: req.query.limit ?? -1,
+        size: req.query.size,
+        filters: req.query.filters ?? '',
+        sizeRw: deps.sizeRw,
+        findContainer: (ref) => findContainer(store, ref),
+        resolveImageId: (ref) => deps.resolveImage(ref).name,
+      });
+    });
+
+    app.get('/containers/:id/json', { schema: { params: idParams, querystring: z.looseObject({ size: q.bool() }) } }, async (req) => {
+      const c = findContainer(store, req.params.id);
+      const size = req.query.size ? { rw: await deps.sizeRw(c.name), rootFs: 0 } : undefined;
+      if (size) size.rootFs = size.rw + (store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId)?.spec.size ?? 0);
+      return inspectView(c, {
+        apiVersion: apiVersion(req),
+        graphDriverData: deps.graphDriverData(c.name),
+        size,
+        volumeSource: (name) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '',
+        networkName: networkNameResolver(store),
+        endpoints: endpointsOfContainer(store, c.name),
+        isBridgeNetwork: bridgeNetworkTest(store),
+      });
+    });
+
+    app.get('/containers/:id/changes', { schema: { params: idParams } }, async (req) => {
+      const c = findContainer(store, req.params.id);
+      const ch = await deps.ops.changes(c.name);
+      return ch.length ? ch : null;
+    });
+  };
+}

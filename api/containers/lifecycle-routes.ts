@@ -1,0 +1,261 @@
+// A container's lifecycle: create, start, stop, restart, kill, wait, pause, unpause, rename,
+// remove and prune. Each handler writes desired state into the store and waits for the container
+// reconciler to report the observed result in status.
+import * as z from 'zod';
+import { conflict, EngineError, invalidArgument, isCode, notFound, notModified, unavailable } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import { containerByName, isRunning, KIND } from '../../store/types.ts';
+import type { App } from '../app.ts';
+import { waitEndpointsPlugged } from '../networks/endpoints.ts';
+import { apiVersion, filtersQuery, idParams, q } from '../request.ts';
+import { createContainer } from './create.ts';
+import { createBody } from './create-schema.ts';
+import { findContainer } from './find.ts';
+import { removeLink } from './links.ts';
+import { normalizeName } from './names.ts';
+import { parsePruneFilters, pruneMatches } from './prune-filters.ts';
+import type { ContainerRouteDeps } from './routes.ts';
+
+type CR = Resource<ContainerSpec, ContainerStatus>;
+
+/** How long `docker kill` with SIGKILL waits for the container to go down before answering. */
+const KILL_WAIT_MS = 5_000;
+
+const stopQuery = z.looseObject({ t: q.atoi(), signal: q.str() });
+
+export function lifecycleRoutes(deps: ContainerRouteDeps) {
+  const { store } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 120_000;
+
+  function bump(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
+    return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).generation;
+  }
+
+  /** Writes a spec asking for a new run; answers the run generation to wait for. */
+  function bumpRun(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
+    return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).spec.runGeneration;
+  }
+
+  /**
+   * Waits until the reconciler has started (or failed to start) the run `want`. A wait that ends
+   * first answers 503: the request is not known to have worked.
+   */
+  async function runStarted(id: string, want: number, waitMs: number | undefined): Promise<CR | undefined> {
+    // The reconciler writes the run generation together with the start's outcome.
+    const done = (r: CR | undefined) => !r || r.status.runGeneration >= want;
+    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, done, { timeoutMs: waitMs });
+    if (r && !done(r)) throw unavailable(`container ${id} did not start in time: it is still ${r.status.phase}`);
+    return r;
+  }
+
+  /** Pause and unpause: the desired level, answered once the reconciler has observed it. */
+  async function setDesired(c: CR, desired: 'paused' | 'running'): Promise<void> {
+    const gen = bump(c.name, (s) => ({ ...s, desired }));
+    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.observedGeneration >= gen, { timeoutMs });
+    if (r && r.status.observedGeneration < gen) throw unavailable(`container ${c.name}: the change to ${desired} was not applied in time`);
+  }
+
+  return async function register(app: App): Promise<void> {
+    app.post('/containers/create', { schema: { querystring: z.looseObject({ name: q.str(), platform: q.str() }), body: createBody } }, async (req, reply) => {
+      const { id, warnings } = await createContainer({ store, resolveImage: deps.resolveImage, defaults: deps.defaults, timeoutMs }, req.body, {
+        name: req.query.name,
+        platform: req.query.platform,
+      });
+      reply.code(201).send({ Id: id, Warnings: warnings.length ? warnings : null });
+    });
+
+    app.post('/containers/:id/start', { schema: { params: idParams } }, async (req, reply) => {
+      const len = req.headers['content-length'];
+      if ((len !== undefined && Number(len) > 7) || req.headers['transfer-encoding']) {
+        if (req.body && typeof req.body === 'object' && Object.keys(req.body).length) {
+          throw invalidArgument('starting container with non-empty request body was deprecated since API v1.22 and removed in v1.24');
+        }
+      }
+      const c = findContainer(store, req.params.id);
+      const s = c.status;
+      if (s.phase === 'paused') throw conflict('cannot start a paused container, try unpause instead');
+      if (s.phase === 'running') throw notModified();
+      if (c.spec.desired === 'removed' || s.phase === 'removing') throw conflict(`container is marked for removal and cannot be started`);
+      const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1, manuallyStopped: false }));
+      const r = await runStarted(c.name, want, timeoutMs);
+      if (!r) throw notFound(`No such container: ${req.params.id}`);
+      if (r.status.error && r.status.phase !== 'running') {
+        const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
+        // As the reference daemon: an auto-remove container that cannot start is removed (`run --rm` waits for it).
+        if (r.spec.hostConfig.AutoRemove) {
+          store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
+        }
+        throw new EngineError(code, `failed to create task for container: ${r.status.error}`);
+      }
+      // Its other networks are plugged into the new run by the endpoint reconciler: answered once they are.
+      await waitEndpointsPlugged(store, c.name, timeoutMs ?? 10_000);
+      reply.code(204).send();
+    });
+
+    for (const restart of [false, true]) {
+      app.post(`/containers/:id/${restart ? 'restart' : 'stop'}`, { schema: { params: idParams, querystring: stopQuery } }, async (req, reply) => {
+        const c = findContainer(store, req.params.id);
+        const t = req.query.t;
+        const signal = apiVersion(req) >= 1.42 ? req.query.signal : undefined;
+        if (signal) deps.parseSignal(signal);
+        if (!restart && !isRunning(c.status)) throw notModified();
+        const stopOptions = { signal: signal || undefined, timeout: t ?? null };
+        // Long enough for the grace period, the SIGKILL after it and the teardown; none when the
+        // grace period has no end (as the reference, the client decides how long to wait).
+        const grace = t ?? c.spec.config.StopTimeout ?? 10;
+        const wait = grace < 0 ? undefined : grace * 1000 + timeoutMs;
+        if (restart) {
+          const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', manuallyStopped: false, stopOptions, runGeneration: sp.runGeneration + 1 }));
+          const r = await runStarted(c.name, want, wait);
+          if (r?.status.error && r.status.phase !== 'running') {
+            // A start refused for bad input is a 400 here too, as with start.
+            const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
+            throw new EngineError(code, `Cannot restart container ${req.params.id}: ${r.status.error}`);
+          }
+          await waitEndpointsPlugged(store, c.name, timeoutMs);
+        } else {
+          bump(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }));
+          const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x.status), { timeoutMs: wait });
+          if (r && isRunning(r.status)) throw unavailable(`container ${c.name} did not stop in time: it is still ${r.status.phase}`);
+        }
+        reply.code(204).send();
+      });
+    }
+
+    app.post('/containers/:id/kill', { schema: { params: idParams, querystring: z.looseObject({ signal: q.str() }) } }, async (req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const sig = deps.parseSignal(req.query.signal || 'SIGKILL');
+      if (!isRunning(c.status)) throw conflict(`cannot kill container: ${req.params.id}: container ${c.name} is not running`);
+      const exits = c.status.exitSeq;
+      try {
+        await deps.signals.kill(c.name, sig);
+      } catch (err) {
+        if (isCode(err, 'NotFound')) throw conflict(`cannot kill container: ${req.params.id}: container ${c.name} is not running`);
+        throw err;
+      }
+      deps.events?.container('kill', c, { signal: String(sig) });
+      // As the reference: a SIGKILL answers once the container is down (or after a short wait).
+      if (sig === 9) await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.exitSeq > exits, { timeoutMs: KILL_WAIT_MS });
+      reply.code(204).send();
+    });
+
+    app.post('/containers/:id/wait', { schema: { params: idParams, querystring: z.looseObject({ condition: q.str() }) } }, async (req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const condition = req.query.condition || 'not-running';
+      if (!['not-running', 'next-exit', 'removed'].includes(condition)) throw invalidArgument(`invalid condition: "${condition}"`);
+      const startExitSeq = c.status.exitSeq;
+      const abort = new AbortController();
+      let waiting = true;
+      // Only a client gone while waiting needs the abort (an answered one would pay an AbortError).
+      reply.raw.on('close', () => {
+        if (waiting) abort.abort();
+      });
+      const early = apiVersion(req) >= 1.3;
+      reply.hijack();
+      const res = reply.raw;
+      if (early) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.flushHeaders();
+      }
+      let last: CR = c;
+      const done = (r: CR | undefined): boolean => {
+        if (!r) return true;
+        last = r;
+        if (condition === 'removed') return false;
+        if (condition === 'next-exit') return r.status.exitSeq > startExitSeq && r.status.phase !== 'running';
+        return !isRunning(r.status);
+      };
+      try {
+        await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, done, { signal: abort.signal });
+      } catch {
+        res.destroy();
+        return;
+      } finally {
+        waiting = false;
+      }
+      const body: Record<string, unknown> = { StatusCode: last.status.exitCode };
+      if (last.status.error) body.Error = { Message: last.status.error };
+      if (!early) res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(`${JSON.stringify(body)}\n`);
+    });
+
+    app.post('/containers/:id/pause', { schema: { params: idParams } }, async (req, reply) => {
+      const c = findContainer(store, req.params.id);
+      if (c.status.phase === 'paused') throw conflict(`Container ${c.name} is already paused`);
+      if (c.status.phase !== 'running') throw conflict(`Container ${c.name} is not running`);
+      await setDesired(c, 'paused');
+      reply.code(204).send();
+    });
+
+    app.post('/containers/:id/unpause', { schema: { params: idParams } }, async (req, reply) => {
+      const c = findContainer(store, req.params.id);
+      if (c.status.phase !== 'paused') throw conflict(`Container ${c.name} is not paused`);
+      await setDesired(c, 'running');
+      reply.code(204).send();
+    });
+
+    app.post('/containers/:id/rename', { schema: { params: idParams, querystring: z.looseObject({ name: q.str() }) } }, async (req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const raw = req.query.name;
+      if (!raw) throw invalidArgument('Neither old nor new names may be empty');
+      const name = normalizeName(raw);
+      if (name === c.spec.name) throw invalidArgument(`Renaming a container with the same name as its current name`);
+      const other = containerByName(store, name);
+      if (other) throw conflict(`Error when allocating new name: Conflict. The container name "${name}" is already in use by container "${other.name}". You have to remove (or rename) that container to be able to reuse that name.`);
+      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, name }));
+      reply.code(204).send();
+    });
+
+    const removeQuery = z.looseObject({ force: q.bool(), v: q.bool(), link: q.bool() });
+
+    // A link's name has the parent's name in it: DELETE /containers/<parent>/<alias>?link=1.
+    app.delete('/containers/:parent/:alias', { schema: { params: z.object({ parent: z.string(), alias: z.string() }), querystring: removeQuery } }, async (req, reply) => {
+      const linkName = `${req.params.parent}/${req.params.alias}`;
+      if (!req.query.link) throw notFound(`No such container: ${linkName}`);
+      removeLink(store, linkName, (ref) => findContainer(store, ref));
+      reply.code(204).send();
+    });
+
+    app.delete('/containers/:id', { schema: { params: idParams, querystring: removeQuery } }, async (req, reply) => {
+      const c = findContainer(store, req.params.id);
+      const { force, v: volumes } = req.query;
+      if (req.query.link) {
+        removeLink(store, req.params.id, (ref) => findContainer(store, ref));
+        return reply.code(204).send();
+      }
+      if (c.spec.desired === 'removed') throw conflict(`removal of container ${req.params.id} is already in progress`);
+      if (!force && c.status.phase === 'paused') {
+        throw conflict(`cannot remove container "${c.spec.name}": container is paused and must be unpaused first`);
+      }
+      if (!force && (c.status.phase === 'running' || c.status.phase === 'restarting')) {
+        throw conflict(`cannot remove container "${c.spec.name}": container is running: stop the container before removing or force remove`);
+      }
+      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }));
+      const left = await store.waitFor(KIND.container, c.name, (r) => !r, { timeoutMs });
+      if (left) throw unavailable(`removal of container ${c.name} did not finish in time`);
+      reply.code(204).send();
+    });
+
+    app.post('/containers/prune', { schema: { querystring: filtersQuery } }, async (req) => {
+      const filters = parsePruneFilters(req.query.filters);
+      const victims = store
+        .list<ContainerSpec, ContainerStatus>(KIND.container)
+        .filter((c) => (c.status.phase === 'exited' || c.status.phase === 'created' || c.status.phase === 'dead') && c.spec.desired !== 'removed')
+        .filter((c) => pruneMatches(filters, c.spec.config.Labels ?? {}, Date.parse(c.spec.created)));
+      const deleted: string[] = [];
+      // Measured before the layers go: what the removal gives back.
+      const sizes = new Map(await Promise.all(victims.map(async (c) => [c.name, await deps.sizeRw(c.name).catch(() => 0)] as const)));
+      for (const c of victims) {
+        try {
+          store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, desired: 'removed', remove: { force: false, volumes: false } }));
+          deleted.push(c.name);
+        } catch {
+          // raced with another change; skip
+        }
+      }
+      await Promise.all(deleted.map((id) => store.waitFor(KIND.container, id, (r) => !r, { timeoutMs })));
+      const space = deleted.filter((id) => !store.get(KIND.container, id)).reduce((n, id) => n + (sizes.get(id) ?? 0), 0);
+      return { ContainersDeleted: deleted.length ? deleted : null, SpaceReclaimed: space };
+    });
+  };
+}
