@@ -36,6 +36,9 @@ export interface AppOptions {
 const REQUESTED_VERSION = Symbol('requestedApiVersion');
 type RawWithVersion = IncomingMessage & { [REQUESTED_VERSION]?: string };
 
+/** Headers that carry credentials (registry auth, HTTP auth): redacted from the request log. */
+const REDACTED_HEADERS = ['request.headers.authorization', 'request.headers["x-registry-auth"]', 'request.headers["x-registry-config"]', 'request.headers.cookie'];
+
 const VERSION_PREFIX = /^\/v([0-9.]+)(?=[/?]|$)/;
 const JSON_BODY_LIMIT = 64 << 20;
 
@@ -50,7 +53,8 @@ export function createApp(opts: AppOptions): App {
   const server = `Engine/${opts.engineVersion ?? max} (linux)`;
 
   const app = Fastify({
-    loggerInstance: opts.log,
+    // Request logs name the request's headers; those that carry credentials are never written.
+    loggerInstance: opts.log.child({}, { redact: { paths: REDACTED_HEADERS, censor: '[redacted]' } }),
     logController: new LogController({ disableRequestLogging: true }),
     // Streams (wait, logs, events, attach) live as long as they need to.
     requestTimeout: 0,
@@ -115,7 +119,8 @@ export function createApp(opts: AppOptions): App {
 
   app.addHook('onResponse', (req, reply, done) => {
     if (debugEnabled()) {
-      req.log.debug({ method: req.method, url: (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url, status: reply.statusCode }, 'request');
+      const url = (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url;
+      req.log.debug({ request: { method: req.method, url, headers: req.headers }, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     }
     done();
   });

@@ -3,18 +3,19 @@
 // HostConfig (the level); the container reconciler gives a running task the new limits. A
 // running container's update answers once it is applied; when the task refuses it, the old
 // values are put back and the reason answered, as the reference does.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolicy } from '../../store/types.ts';
 import { KIND } from '../../store/types.ts';
-import { parseWith } from '../go-json.ts';
+import type { App } from '../app.ts';
+import { goBody, parseWith } from '../go-json.ts';
+import { idParams } from '../request.ts';
 import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
 import { findContainer } from './find.ts';
-import { updateBodySchema } from './update-schema.ts';
+import * as z from 'zod';
+import { updateBodySchema, type UpdateBody } from './update-schema.ts';
 import type { ApiStore } from './store.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
-type Req = FastifyRequest<{ Params: Record<string, string> }>;
 
 /** The numeric limits `docker update` changes; 0 (or absent) leaves one as it is. */
 const NUMBERS = ['BlkioWeight', 'CpuShares', 'NanoCpus', 'CpuPeriod', 'CpuQuota', 'CpuRealtimePeriod', 'CpuRealtimeRuntime', 'Memory', 'MemorySwap', 'MemoryReservation', 'KernelMemory'] as const;
@@ -24,10 +25,17 @@ const RESTART_NAMES = new Set(['no', 'always', 'unless-stopped', 'on-failure']);
 
 type Update = Partial<Record<(typeof NUMBERS)[number], number>> & Partial<Record<(typeof STRINGS)[number], string>> & { PidsLimit?: number; RestartPolicy?: RestartPolicy };
 
-/** The body as an update: types checked as Go's decoder checks them, unknown fields ignored, zeros dropped. */
+/** The route's body schema: types checked as Go's decoder checks them, unknown fields ignored (made on first use). */
+const updateBody = goBody(z.lazy(updateBodySchema));
+
+/** A body checked outside a route (tests). */
 export function parseUpdate(input: unknown): Update {
   if (input === '') return {};
-  const body = parseWith(updateBodySchema(), input);
+  return toUpdate(parseWith(updateBodySchema(), input));
+}
+
+/** The checked body as an update: zeros dropped, the restart policy checked as the reference checks it. */
+function toUpdate(body: UpdateBody): Update {
   const u: Update = {};
   for (const k of NUMBERS) {
     const v = body[k];
@@ -77,10 +85,10 @@ export function applyUpdate(c: CR, u: Update): HostConfig {
 export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number; blkioWeight?: boolean }) {
   const { store } = deps;
   const timeoutMs = deps.waitTimeoutMs ?? 60_000;
-  return async function register(app: FastifyInstance): Promise<void> {
-    app.post('/containers/:id/update', async (req: Req) => {
+  return async function register(app: App): Promise<void> {
+    app.post('/containers/:id/update', { schema: { params: idParams, body: updateBody } }, async (req) => {
       const c = findContainer(store, req.params.id);
-      const u = parseUpdate(req.body);
+      const u = toUpdate(req.body);
       const warnings: string[] = [];
       if (u.BlkioWeight !== undefined && deps.blkioWeight === false) {
         delete u.BlkioWeight;

@@ -233,3 +233,23 @@ describe('api app', () => {
     }
   });
 });
+
+test('the request log line comes from the app logger, with credentials redacted', async () => {
+  const lines: string[] = [];
+  const log = pino({ level: 'debug' }, { write: (l: string) => lines.push(l) });
+  const app = createApp({ log, version: { api: '1.47', min: '1.24' }, plugins: [async (a) => void a.get('/x', async () => ({}))] });
+  try {
+    const r = await app.inject({ url: '/v1.47/x', headers: { authorization: 'Basic c2VjcmV0', 'x-registry-auth': 'eyJwYXNzd29yZCI6InNlY3JldCJ9', 'x-other': 'kept' } });
+    assert.equal(r.statusCode, 200);
+    const rec = lines.map((l) => JSON.parse(l)).find((o) => o.msg === 'request');
+    assert.ok(rec, lines.join('\n'));
+    assert.equal(rec.request.url, '/v1.47/x');
+    assert.equal(rec.status, 200);
+    assert.equal(rec.request.headers['x-other'], 'kept');
+    assert.equal(rec.request.headers.authorization, '[redacted]');
+    assert.equal(rec.request.headers['x-registry-auth'], '[redacted]');
+    assert.ok(!lines.join('').includes('c2VjcmV0') && !lines.join('').includes('eyJwYXNz'));
+  } finally {
+    await app.close();
+  }
+});

@@ -1,24 +1,23 @@
 // The websocket attach without a daemon: the RFC 6455 handshake and framing (masked client
 // frames, unmasked server frames, the three length forms, fragments, ping and close), the
 // websocket as a stream under an attach session, and the routes end to end on a real HTTP server
-// with an in-memory container: echo through a websocket, refusal of a plain request, and the
+// with a container in the real store: echo through a websocket, refusal of a plain request, and the
 // `detach` / `exec_detach` events of a detach-key exit.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import { errorStatus } from '../../../api/errors.ts';
 import { attachRoutes, type AttachDeps } from '../../../api/attach/routes.ts';
 import { upgradeListener } from '../../../api/upgrade.ts';
 import { AttachSession } from '../../../api/attach/session.ts';
 import { acceptKey, encodeFrame, FrameDecoder, handshakeResponse, OP, ProtocolError, WebSocketStream } from '../../../api/attach/websocket.ts';
 import type { ExecInspect } from '../../../api/ports.ts';
-import type { ApiStore } from '../../../api/containers/store.ts';
+import type { Store } from '../../../store/store.ts';
 import { KIND } from '../../../store/types.ts';
 import { clientFrame, serverFrames, wsClient, type WsClient } from '../../e2e/harness/ws-client.ts';
-import { FakeStore } from './fake-store.ts';
+import { containerRecord } from '../container/fake-world.ts';
+import { routeHarness } from './route-harness.ts';
 import { fakeHub, fakeSocket } from './socket-fakes.ts';
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -206,22 +205,22 @@ test('an attach session on a websocket: raw output without a tty (one frame per 
 
 // ---- the routes on a real server ---------------------------------------------------------------
 
-function containerStore(tty: boolean): FakeStore {
-  const store = new FakeStore();
-  store.create(
-    KIND.container,
-    'c'.repeat(64),
-    { name: '/box', desired: 'running', config: { Image: 'img', Tty: tty, OpenStdin: true, StdinOnce: false, Labels: { l: 'v' } } },
-    { phase: 'running' },
-  );
-  return store;
+/** The running container `/box` the route tests attach to. */
+function addContainer(store: Store, tty: boolean): void {
+  const id = 'c'.repeat(64);
+  const r = containerRecord(id, {
+    spec: { name: '/box', desired: 'running' },
+    config: { Image: 'img', Tty: tty, OpenStdin: true, StdinOnce: false, Labels: { l: 'v' } },
+    status: { phase: 'running' },
+  });
+  store.create(KIND.container, id, r.spec, r.status);
 }
 
-async function server(store: FakeStore, extra: Partial<AttachDeps> = {}) {
+async function server(tty: boolean, extra: Partial<AttachDeps> = {}) {
   const hubs: ReturnType<typeof fakeHub>[] = [];
   const events: { action: string; name: string; extra?: Record<string, string> }[] = [];
-  const deps: AttachDeps = {
-    store: store as unknown as ApiStore,
+  const deps = (store: Store): AttachDeps => ({
+    store,
     streams: {
       watchRuns: (_id, fn) => {
         const h = fakeHub();
@@ -241,15 +240,23 @@ async function server(store: FakeStore, extra: Partial<AttachDeps> = {}) {
     logs: { read: async function* () {} },
     events: { container: (action, c, x) => events.push({ action, name: c.spec.name, extra: x }) },
     ...extra,
-  };
-  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [attachRoutes(deps)] });
-  await app.ready();
-  const handler = app.routing.bind(app);
+  });
+  const h = await routeHarness((store) => [attachRoutes(deps(store))]);
+  addContainer(h.store, tty);
+  const handler = h.app.routing.bind(h.app);
   const srv = createServer(handler);
   srv.on('upgrade', upgradeListener(handler));
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   const port = (srv.address() as AddressInfo).port;
-  return { port, hubs, events, close: () => srv.close() };
+  return {
+    port,
+    hubs,
+    events,
+    close: async () => {
+      srv.close();
+      await h.close();
+    },
+  };
 }
 
 /** A websocket client on a new connection to the test server, with the RFC 6455 example key. */
@@ -266,7 +273,7 @@ async function until(what: string, cond: () => boolean): Promise<void> {
 }
 
 test('GET /containers/{id}/attach/ws: handshake, stdin in text and binary frames, raw output, close', async () => {
-  const s = await server(containerStore(false));
+  const s = await server(false);
   try {
     const c = wsConnect(s.port, '/v1.47/containers/box/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
     const head = await c.head;
@@ -284,12 +291,12 @@ test('GET /containers/{id}/attach/ws: handshake, stdin in text and binary frames
     await c.ended;
     assert.deepEqual(s.events, []);
   } finally {
-    s.close();
+    await s.close();
   }
 });
 
 test('attach/ws refusals: 404 for an unknown container, 400 for a bad handshake or detachKeys', async () => {
-  const s = await server(containerStore(false));
+  const s = await server(false);
   try {
     for (const [path, headers, status] of [
       ['/containers/nope/attach/ws?stream=1', {}, 404],
@@ -302,20 +309,23 @@ test('attach/ws refusals: 404 for an unknown container, 400 for a bad handshake 
       c.sock.destroy();
     }
   } finally {
-    s.close();
+    await s.close();
   }
   // Without an upgrade the request reaches the routes: 400 once the container is known.
-  const store = containerStore(false);
-  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [attachRoutes({ store: store as unknown as ApiStore } as AttachDeps)] });
-  const plain = await app.inject({ method: 'GET', url: '/v1.47/containers/box/attach/ws?stream=1' });
-  assert.equal(plain.statusCode, 400);
-  assert.match(plain.json().message, /not a websocket upgrade/);
-  assert.equal((await app.inject({ method: 'GET', url: '/containers/nope/attach/ws' })).statusCode, 404);
-  await app.close();
+  const { app, store, close } = await routeHarness((store) => [attachRoutes({ store } as unknown as AttachDeps)]);
+  try {
+    addContainer(store, false);
+    const plain = await app.inject({ method: 'GET', url: '/v1.47/containers/box/attach/ws?stream=1' });
+    assert.equal(plain.statusCode, 400);
+    assert.match(plain.json().message, /not a websocket upgrade/);
+    assert.equal((await app.inject({ method: 'GET', url: '/containers/nope/attach/ws' })).statusCode, 404);
+  } finally {
+    await close();
+  }
 });
 
 test('detach keys on a tty websocket attach end it and publish a `detach` event', async () => {
-  const s = await server(containerStore(true));
+  const s = await server(true);
   try {
     const c = wsConnect(s.port, '/containers/box/attach/ws?stream=1&stdin=1&stdout=1&detachKeys=ctrl-a,b');
     await c.head;
@@ -325,12 +335,11 @@ test('detach keys on a tty websocket attach end it and publish a `detach` event'
     assert.equal(s.hubs[0].stdin(), 'ls');
     assert.deepEqual(s.events, [{ action: 'detach', name: '/box', extra: undefined }]);
   } finally {
-    s.close();
+    await s.close();
   }
 });
 
 test('detach keys on a hijacked exec publish `exec_detach` with the exec id', async () => {
-  const store = containerStore(true);
   const execId = 'e'.repeat(64);
   let started = false;
   const inspect = (): ExecInspect =>
@@ -348,7 +357,7 @@ test('detach keys on a hijacked exec publish `exec_detach` with the exec id', as
       Pid: 1,
     }) as ExecInspect;
   const h = fakeHub();
-  const s = await server(store, {
+  const s = await server(true, {
     execs: {
       create: () => execId,
       inspect,
@@ -371,6 +380,6 @@ test('detach keys on a hijacked exec publish `exec_detach` with the exec id', as
     assert.equal(h.stdin(), 'echo');
     assert.deepEqual(s.events, [{ action: 'exec_detach', name: '/box', extra: { execID: execId } }]);
   } finally {
-    s.close();
+    await s.close();
   }
 });

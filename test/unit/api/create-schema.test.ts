@@ -3,13 +3,11 @@
 // "json: cannot unmarshal" message and nothing written.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import { parseCreateBody } from '../../../api/containers/create-schema.ts';
 import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
 import { EngineError } from '../../../lib/errors.ts';
 import { KIND } from '../../../store/types.ts';
-import { FakeStore } from './fake-store.ts';
+import { routeHarness } from './route-harness.ts';
 
 /** Each bad body with the reference daemon's message for it. */
 const BAD: Array<[unknown, string]> = [
@@ -85,12 +83,10 @@ describe('create body schema', () => {
   });
 
   test('over HTTP: 400 with the message, nothing written', async () => {
-    const store = new FakeStore();
-    const deps = {
-      store,
-      resolveImage: () => assert.fail('the image is looked up only after the body is checked'),
-    } as unknown as ContainerRouteDeps;
-    const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, engineVersion: '0.1.0', plugins: [containerRoutes(deps)] });
+    const { app, store, close } = await routeHarness(
+      (store) => [containerRoutes({ store, resolveImage: () => assert.fail('the image is looked up only after the body is checked') } as unknown as ContainerRouteDeps)],
+      { engineVersion: '0.1.0' },
+    );
     try {
       for (const [body, message] of BAD) {
         const r = await app.inject({ method: 'POST', url: '/v1.47/containers/create', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
@@ -102,7 +98,7 @@ describe('create body schema', () => {
       assert.equal(none.json().message, 'No image was specified');
       assert.deepEqual(store.list(KIND.container), []);
     } finally {
-      await app.close();
+      await close();
     }
   });
 });

@@ -1,16 +1,17 @@
-// Image routes against the in-memory store, a fake archive port and a fake image reconciler.
-import { describe, test } from 'node:test';
+// Image routes against the real store, a fake archive port and a fake image reconciler.
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import { imageRoutes } from '../../../api/images/routes.ts';
 import { resolveImage } from '../../../api/images/resolve.ts';
 import type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../../../api/ports.ts';
 import { invalidArgument } from '../../../lib/errors.ts';
+import type { Store } from '../../../store/store.ts';
+import type { ContainerStatus } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
-import { FakeStore, fakeImageReconciler } from './fake-store.ts';
+import { containerRecord } from '../container/fake-world.ts';
+import { imageReconciler, routeHarness } from './route-harness.ts';
 
 function makeImage(seed: string, created: string, repoTags: string[] = [], labels: Record<string, string> = {}): LoadedImage {
   const diff = `sha256:${createHash('sha256').update(`layer-${seed}`).digest('hex')}`;
@@ -54,19 +55,18 @@ const BUSYBOX = makeImage('busybox', '2024-01-01T00:00:00Z', ['docker.io/library
 const ALPINE = makeImage('alpine', '2024-02-01T00:00:00Z', ['docker.io/library/alpine:3.19', 'docker.io/library/alpine:latest']);
 const UNTAGGED = makeImage('untagged', '2023-06-01T00:00:00Z');
 
-function setup(opts: { fail?: (id: string) => string | undefined } = {}) {
-  const store = new FakeStore();
-  fakeImageReconciler(store, opts);
+/** The image routes on a fresh real store, closed when the test ends. */
+async function setup(t: TestContext, opts: { fail?: (id: string) => string | undefined } = {}) {
   const archive = new FakeArchive();
-  const app = createApp({
-    log: pino({ level: 'silent' }),
-    version: { api: '1.47', min: '1.24' },
-    plugins: [imageRoutes({ store, archive, waitTimeoutMs: 2000, layers: { driverName: 'overlay2' } })],
-  });
-  return { store, archive, app };
+  const h = await routeHarness(
+    (store) => [imageRoutes({ store, archive, waitTimeoutMs: 2000, layers: { driverName: 'overlay2' } })],
+    { react: imageReconciler(opts) },
+  );
+  t.after(() => h.close());
+  return { store: h.store, archive, app: h.app };
 }
 
-async function load(app: ReturnType<typeof setup>['app'], images: LoadedImage[] | string, query = '') {
+async function load(app: Awaited<ReturnType<typeof setup>>['app'], images: LoadedImage[] | string, query = '') {
   const r = await app.inject({
     method: 'POST', url: `/v1.47/images/load${query}`, headers: { 'content-type': 'application/x-tar' },
     payload: typeof images === 'string' ? images : JSON.stringify(images),
@@ -74,13 +74,14 @@ async function load(app: ReturnType<typeof setup>['app'], images: LoadedImage[] 
   return { r, lines: r.body.split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
 }
 
-function addContainer(store: FakeStore, id: string, imageId: string, phase: string): void {
-  store.create(KIND.container, id, { imageId, name: `/${id.slice(0, 4)}` }, { phase });
+function addContainer(store: Store, id: string, imageId: string, phase: ContainerStatus['phase']): void {
+  const r = containerRecord(id, { spec: { imageId, name: `/${id.slice(0, 4)}` }, status: { phase } });
+  store.create(KIND.container, id, r.spec, r.status);
 }
 
 describe('image routes', () => {
-  test('load creates ready images and tags, JSON-lines output', async () => {
-    const { app, store } = setup();
+  test('load creates ready images and tags, JSON-lines output', async (t) => {
+    const { app, store } = await setup(t);
     const { r, lines } = await load(app, [BUSYBOX, UNTAGGED]);
     assert.equal(r.statusCode, 200);
     assert.equal(r.headers['content-type'], 'application/json');
@@ -92,8 +93,8 @@ describe('image routes', () => {
     assert.deepEqual(again.lines, [{ stream: 'Loaded image: busybox:latest\n' }]);
   });
 
-  test('load moving a tag prints the rename line; quiet=0 shows progress', async () => {
-    const { app } = setup();
+  test('load moving a tag prints the rename line; quiet=0 shows progress', async (t) => {
+    const { app } = await setup(t);
     await load(app, [BUSYBOX]);
     const other = makeImage('busybox-new', '2024-05-01T00:00:00Z', ['docker.io/library/busybox:latest']);
     const { lines } = await load(app, [other], '?quiet=0');
@@ -106,18 +107,18 @@ describe('image routes', () => {
     assert.equal(insp.Id, other.id);
   });
 
-  test('load errors are in-band', async () => {
-    const { app } = setup();
+  test('load errors are in-band', async (t) => {
+    const { app } = await setup(t);
     const { r, lines } = await load(app, 'garbage');
     assert.equal(r.statusCode, 200);
     assert.deepEqual(lines, [{ errorDetail: { message: 'archive/tar: invalid tar header' }, error: 'archive/tar: invalid tar header' }]);
-    const failing = setup({ fail: () => 'layer sha256:x is missing' });
+    const failing = await setup(t, { fail: () => 'layer sha256:x is missing' });
     const f = await load(failing.app, [BUSYBOX]);
     assert.equal(f.lines.at(-1).error, 'layer sha256:x is missing');
   });
 
-  test('list: newest first, familiar tags, version-gated fields, filters', async () => {
-    const { app } = setup();
+  test('list: newest first, familiar tags, version-gated fields, filters', async (t) => {
+    const { app } = await setup(t);
     await load(app, [BUSYBOX, ALPINE, UNTAGGED]);
     const list = (await app.inject('/images/json')).json();
     assert.deepEqual(list.map((i: any) => i.Id), [ALPINE.id, BUSYBOX.id, UNTAGGED.id]);
@@ -149,8 +150,8 @@ describe('image routes', () => {
     assert.equal((await app.inject(q({ dangling: ['maybe'] }))).statusCode, 400);
   });
 
-  test('inspect by tag, id, bare hex, prefixes; 404 messages', async () => {
-    const { app } = setup();
+  test('inspect by tag, id, bare hex, prefixes; 404 messages', async (t) => {
+    const { app } = await setup(t);
     await load(app, [BUSYBOX]);
     const hex = BUSYBOX.id.slice(7);
     for (const name of ['busybox', 'busybox:latest', 'docker.io/library/busybox:latest', BUSYBOX.id, hex, hex.slice(0, 12), `sha256:${hex.slice(0, 8)}`]) {
@@ -185,8 +186,8 @@ describe('image routes', () => {
     assert.equal((await app.inject('/images/UPPER/json')).statusCode, 400);
   });
 
-  test('a digest reference resolves through repoDigests', async () => {
-    const { app, store } = setup();
+  test('a digest reference resolves through repoDigests', async (t) => {
+    const { app, store } = await setup(t);
     await load(app, [BUSYBOX]);
     const digest = `sha256:${'d'.repeat(64)}`;
     store.updateSpec<any, any>(KIND.image, BUSYBOX.id, (s) => ({ ...s, repoDigests: [`docker.io/library/busybox@${digest}`] }));
@@ -196,8 +197,8 @@ describe('image routes', () => {
     assert.deepEqual(list[0].RepoDigests, [`busybox@${digest}`]);
   });
 
-  test('tag', async () => {
-    const { app } = setup();
+  test('tag', async (t) => {
+    const { app } = await setup(t);
     await load(app, [BUSYBOX]);
     const r = await app.inject({ method: 'POST', url: '/v1.47/images/busybox/tag?repo=localhost:5000/team/bb&tag=1.0' });
     assert.equal(r.statusCode, 201);
@@ -216,8 +217,8 @@ describe('image routes', () => {
     assert.equal(missing.statusCode, 404);
   });
 
-  test('delete by tag with other tags only untags', async () => {
-    const { app, store } = setup();
+  test('delete by tag with other tags only untags', async (t) => {
+    const { app, store } = await setup(t);
     await load(app, [ALPINE]);
     const r = await app.inject({ method: 'DELETE', url: '/v1.47/images/alpine:3.19' });
     assert.equal(r.statusCode, 200);
@@ -229,8 +230,8 @@ describe('image routes', () => {
     assert.equal((await app.inject('/images/alpine/json')).statusCode, 404);
   });
 
-  test('delete by id with several tags needs force', async () => {
-    const { app, store } = setup();
+  test('delete by id with several tags needs force', async (t) => {
+    const { app, store } = await setup(t);
     await load(app, [ALPINE]);
     await app.inject({ method: 'POST', url: '/images/alpine/tag?repo=other/repo&tag=x' });
     const short = ALPINE.id.slice(7, 19);
@@ -243,15 +244,15 @@ describe('image routes', () => {
     assert.equal(store.list(KIND.reference).length, 0);
   });
 
-  test('delete by id with one repository untags and deletes', async () => {
-    const { app } = setup();
+  test('delete by id with one repository untags and deletes', async (t) => {
+    const { app } = await setup(t);
     await load(app, [ALPINE]);
     const r = await app.inject({ method: 'DELETE', url: `/images/${ALPINE.id}` });
     assert.deepEqual(r.json(), [{ Untagged: 'alpine:3.19' }, { Untagged: 'alpine:latest' }, { Deleted: ALPINE.id }]);
   });
 
-  test('delete conflicts with containers', async () => {
-    const { app, store } = setup();
+  test('delete conflicts with containers', async (t) => {
+    const { app, store } = await setup(t);
     await load(app, [BUSYBOX]);
     const short = BUSYBOX.id.slice(7, 19);
     const stoppedId = 'a'.repeat(64);
@@ -280,8 +281,8 @@ describe('image routes', () => {
     assert.equal((await app.inject({ method: 'DELETE', url: '/images/nosuch' })).statusCode, 404);
   });
 
-  test('save one image or several', async () => {
-    const { app, archive } = setup();
+  test('save one image or several', async (t) => {
+    const { app, archive } = await setup(t);
     await load(app, [BUSYBOX, ALPINE]);
     const one = await app.inject('/v1.47/images/busybox/get');
     assert.equal(one.statusCode, 200);
@@ -299,8 +300,8 @@ describe('image routes', () => {
     assert.equal(missing.statusCode, 404);
   });
 
-  test('import a rootfs with repo, tag, message and changes', async () => {
-    const { app, archive } = setup();
+  test('import a rootfs with repo, tag, message and changes', async (t) => {
+    const { app, archive } = await setup(t);
     const r = await app.inject({
       method: 'POST',
       url: '/v1.47/images/create?fromSrc=-&repo=engine-test/imported&tag=v1&message=hi&changes=CMD%20%5B%22echo%22%5D&changes=ENV%20A%3Db',
@@ -317,16 +318,16 @@ describe('image routes', () => {
     assert.equal(bad.statusCode, 400);
   });
 
-  test('pull is answered with an in-band error until implemented; push is 501', async () => {
-    const { app } = setup();
+  test('pull is answered with an in-band error until implemented; push is 501', async (t) => {
+    const { app } = await setup(t);
     const r = await app.inject({ method: 'POST', url: '/images/create?fromImage=docker.io/library/alpine&tag=latest' });
     assert.equal(r.statusCode, 200);
     assert.ok(JSON.parse(r.body.trim()).errorDetail.message);
     assert.equal((await app.inject({ method: 'POST', url: '/images/localhost:5000/a/b/push?tag=1' })).statusCode, 501);
   });
 
-  test('history', async () => {
-    const { app } = setup();
+  test('history', async (t) => {
+    const { app } = await setup(t);
     await load(app, [BUSYBOX]);
     const h = (await app.inject('/images/busybox/history')).json();
     assert.equal(h[0].Id, BUSYBOX.id);

@@ -1,29 +1,31 @@
-// Network routes against the in-memory store holding the daemon's builtin networks, as
+// Network routes against the real store holding the daemon's builtin networks, as
 // ensureDefaultNetwork writes them at start-up, and containers with and without endpoints.
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import { networkRoutes, USER_DEFINED_UNSUPPORTED } from '../../../api/networks/routes.ts';
 import { ensureDefaultNetwork } from '../../../reconcilers/network/default-network.ts';
-import type { ContainerEndpoint } from '../../../store/types.ts';
+import type { ContainerEndpoint, ContainerStatus } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
-import { FakeStore } from './fake-store.ts';
 import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, type EndpointSpec, type EndpointStatus } from '../../../store/endpoint-types.ts';
 import type { NetworkSpec } from '../../../store/network-types.ts';
+import type { Store } from '../../../store/store.ts';
+import { containerRecord } from '../container/fake-world.ts';
+import { routeHarness } from './route-harness.ts';
 
 const cid = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
 
-async function setup(opts: { bridge?: boolean } = {}) {
-  const store = new FakeStore();
-  const nets = await ensureDefaultNetwork(store, opts.bridge === false ? { bridge: 'none' } : { bridge: 'etunit0', bip: '10.231.7.1/24' });
-  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [networkRoutes({ store })] });
-  return { store, app, nets };
+/** The network routes on a fresh real store holding the builtin networks; closed when the test ends. */
+async function setup(t: TestContext, opts: { bridge?: boolean } = {}) {
+  const h = await routeHarness((store) => [networkRoutes({ store })]);
+  t.after(() => h.close());
+  const nets = await ensureDefaultNetwork(h.store, opts.bridge === false ? { bridge: 'none' } : { bridge: 'etunit0', bip: '10.231.7.1/24' });
+  return { store: h.store, app: h.app, nets };
 }
 
-function addContainer(store: FakeStore, n: number, name: string, mode: string, phase: string, endpoint?: ContainerEndpoint): string {
+function addContainer(store: Store, n: number, name: string, mode: string, phase: ContainerStatus['phase'], endpoint?: ContainerEndpoint): string {
   const id = cid(n);
-  store.create(KIND.container, id, { id, name: `/${name}`, desired: 'running', hostConfig: { NetworkMode: mode } }, { phase, endpoint: endpoint ?? null });
+  const r = containerRecord(id, { spec: { name: `/${name}`, desired: 'running' }, hostConfig: { NetworkMode: mode }, status: { phase, endpoint: endpoint ?? null } });
+  store.create(KIND.container, id, r.spec, r.status);
   // As create writes it: the record of its NetworkMode network, when that is a bridge network.
   const net = store.list<NetworkSpec, unknown>('network').find((x) => x.spec.name === (mode === 'default' ? 'bridge' : mode) && x.spec.driver === 'bridge' && x.spec.desired !== 'removed');
   if (net) store.create(ENDPOINT_KIND, endpointName(id, net.spec.id), { containerId: id, networkId: net.spec.id, networkName: net.spec.name, config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
@@ -35,8 +37,8 @@ function endpointOn(networkId: string, ip: string): ContainerEndpoint {
 }
 
 describe('network routes', () => {
-  test('GET /networks lists bridge, host and none in the reference shape', async () => {
-    const { app, nets } = await setup();
+  test('GET /networks lists bridge, host and none in the reference shape', async (t) => {
+    const { app, nets } = await setup(t);
     for (const url of ['/networks', '/networks/', '/v1.47/networks']) {
       const r = await app.inject(url);
       assert.equal(r.statusCode, 200, url);
@@ -67,16 +69,16 @@ describe('network routes', () => {
     }
   });
 
-  test('without a default bridge there is no bridge network', async () => {
-    const { app } = await setup({ bridge: false });
+  test('without a default bridge there is no bridge network', async (t) => {
+    const { app } = await setup(t, { bridge: false });
     assert.deepEqual((await app.inject('/networks')).json().map((n: { Name: string }) => n.Name), ['host', 'none']);
     const r = await app.inject('/networks/bridge');
     assert.equal(r.statusCode, 404);
     assert.deepEqual(r.json(), { message: 'network bridge not found' });
   });
 
-  test('list filters', async () => {
-    const { app, nets, store } = await setup();
+  test('list filters', async (t) => {
+    const { app, nets, store } = await setup(t);
     const names = async (filters: unknown) => {
       const r = await app.inject({ url: '/networks', query: { filters: JSON.stringify(filters) } });
       assert.equal(r.statusCode, 200, r.body);
@@ -111,8 +113,8 @@ describe('network routes', () => {
     assert.equal(store.list('network').length, 3);
   });
 
-  test('GET /networks/{id} by name, full id and unique prefix; Containers holds running containers', async () => {
-    const { app, nets, store } = await setup();
+  test('GET /networks/{id} by name, full id and unique prefix; Containers holds running containers', async (t) => {
+    const { app, nets, store } = await setup(t);
     const bridgeId = nets.bridge!.spec.id;
     const web = addContainer(store, 1, 'web', 'default', 'running', endpointOn(bridgeId, '10.231.7.2'));
     addContainer(store, 2, 'stopped', 'default', 'exited', endpointOn(bridgeId, '10.231.7.3'));
@@ -140,8 +142,8 @@ describe('network routes', () => {
     assert.deepEqual(Object.keys((await app.inject('/v1.27/networks')).json()[0].Containers), [web]);
   });
 
-  test('GET /networks/{id} errors', async () => {
-    const { app } = await setup();
+  test('GET /networks/{id} errors', async (t) => {
+    const { app } = await setup(t);
     const missing = await app.inject('/networks/nope');
     assert.equal(missing.statusCode, 404);
     assert.deepEqual(missing.json(), { message: 'network nope not found' });
@@ -152,8 +154,8 @@ describe('network routes', () => {
     assert.equal((await app.inject('/networks/bridge?verbose=1')).statusCode, 200);
   });
 
-  test('builtin networks cannot be removed', async () => {
-    const { app, store } = await setup();
+  test('builtin networks cannot be removed', async (t) => {
+    const { app, store } = await setup(t);
     for (const name of ['bridge', 'host', 'none']) {
       const r = await app.inject({ method: 'DELETE', url: `/networks/${name}` });
       assert.equal(r.statusCode, 403);
@@ -165,8 +167,8 @@ describe('network routes', () => {
     assert.equal(store.list('network').length, 3);
   });
 
-  test('POST /networks/create', async () => {
-    const { app, store } = await setup();
+  test('POST /networks/create', async (t) => {
+    const { app, store } = await setup(t);
     const builtin = await app.inject({ method: 'POST', url: '/networks/create', payload: { Name: 'bridge', Driver: 'bridge' } });
     assert.equal(builtin.statusCode, 403);
     assert.equal(builtin.json().message, 'operation is not permitted on predefined bridge network ');
@@ -191,8 +193,8 @@ describe('network routes', () => {
     assert.equal(store.list('network').length, 3);
   });
 
-  test('connect and disconnect on builtin networks', async () => {
-    const { app, store } = await setup();
+  test('connect and disconnect on builtin networks', async (t) => {
+    const { app, store } = await setup(t);
     const nets = (await app.inject('/networks')).json();
     const bridgeId = nets[0].Id;
     addContainer(store, 1, 'web', 'default', 'running', endpointOn(bridgeId, '10.231.7.2'));
@@ -237,8 +239,8 @@ describe('network routes', () => {
     assert.equal(twice.json().message, `container ${cid(2)} is not connected to network bridge`);
   });
 
-  test('POST /networks/prune with only builtin networks deletes nothing', async () => {
-    const { app, store } = await setup();
+  test('POST /networks/prune with only builtin networks deletes nothing', async (t) => {
+    const { app, store } = await setup(t);
     const r = await app.inject({ method: 'POST', url: '/networks/prune' });
     assert.equal(r.statusCode, 200);
     assert.deepEqual(r.json(), { NetworksDeleted: null });

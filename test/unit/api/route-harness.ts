@@ -8,7 +8,7 @@ import pino from 'pino';
 import { createApp, type Plugin } from '../../../api/app.ts';
 import { STORE_SCHEMAS } from '../../../store/schemas/index.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import type { WatchEvent } from '../../../store/types.ts';
+import { KIND, type ImageSpec, type ImageStatus, type WatchEvent } from '../../../store/types.ts';
 
 export interface RouteHarness {
   app: ReturnType<typeof createApp>;
@@ -18,22 +18,56 @@ export interface RouteHarness {
 
 export async function routeHarness(
   plugins: (store: Store) => Plugin[],
-  opts: { react?: (store: Store, ev: WatchEvent) => void; experimental?: boolean } = {},
+  opts: { react?: (store: Store, ev: WatchEvent) => void; experimental?: boolean; engineVersion?: string } = {},
 ): Promise<RouteHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'engine-routes-'));
   const store = openStore(join(dir, 'engine.db'), { schemas: STORE_SCHEMAS });
   const react = opts.react;
-  const unwatch = react ? store.watch(null, (ev) => queueMicrotask(() => react(store, ev))) : () => {};
-  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, experimental: opts.experimental, plugins: plugins(store) });
-  await app.ready();
+  let closed = false;
+  // A reaction queued before close() must not write to the closed store.
+  const unwatch = react ? store.watch(null, (ev) => queueMicrotask(() => closed || react(store, ev))) : () => {};
+  let app: ReturnType<typeof createApp> | undefined;
+  try {
+    app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, experimental: opts.experimental, engineVersion: opts.engineVersion, plugins: plugins(store) });
+    await app.ready();
+  } catch (err) {
+    // Nothing of a harness that did not start is left behind.
+    closed = true;
+    unwatch();
+    await app?.close();
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     app,
     store,
     async close() {
+      if (closed) return;
+      closed = true;
       unwatch();
       await app.close();
       store.close();
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/** The image reconciler's observable behaviour: pending → ready (or failed); desired removed → record deleted. */
+export function imageReconciler(opts: { fail?: (id: string) => string | undefined } = {}) {
+  return (store: Store, ev: WatchEvent): void => {
+    if (ev.kind !== KIND.image) return;
+    const r = store.get<ImageSpec, ImageStatus>(KIND.image, ev.name);
+    if (!r) return;
+    if (r.spec.desired === 'removed') {
+      store.delete(KIND.image, r.name);
+      return;
+    }
+    if (r.status.observedGeneration < r.generation) {
+      const error = opts.fail?.(r.name);
+      store.updateStatus<ImageSpec, ImageStatus>(KIND.image, r.name, (s) => ({
+        ...s, phase: error ? 'failed' : 'ready', error: error ?? '', observedGeneration: r.generation,
+      }));
+    }
   };
 }

@@ -1,35 +1,43 @@
 // System routes: ping, version, info (live counts), swarm answers, data usage.
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
+import { createHash } from 'node:crypto';
 import { systemRoutes } from '../../../api/system/routes.ts';
+import type { ContainerStatus, ImageSpec, ImageStatus } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
-import { FakeStore } from './fake-store.ts';
+import { containerRecord } from '../container/fake-world.ts';
+import { routeHarness, type RouteHarness } from './route-harness.ts';
 
-function setup() {
-  const store = new FakeStore();
-  const app = createApp({
-    log: pino({ level: 'silent' }),
-    version: { api: '1.47', min: '1.24' },
-    plugins: [
-      systemRoutes({
-        store,
-        info: {
-          info: async () => ({ Driver: 'overlay2', NCPU: 4, MemTotal: 1024, KernelVersion: '6.1.0', Containers: 99 }),
-          components: async () => [{ Name: 'supervisor', Version: '2.0.0' }],
-        },
-        versionInfo: { version: '0.1.0', apiVersion: '1.47', minApiVersion: '1.24', gitCommit: 'abc123' },
-        experimental: false,
-      }),
-    ],
-  });
-  return { store, app };
+/** The system routes on a fresh real store, closed when the test ends. */
+async function setup(t: TestContext): Promise<RouteHarness> {
+  const h = await routeHarness((store) => [
+    systemRoutes({
+      store,
+      info: {
+        info: async () => ({ Driver: 'overlay2', NCPU: 4, MemTotal: 1024, KernelVersion: '6.1.0', Containers: 99 }),
+        components: async () => [{ Name: 'supervisor', Version: '2.0.0' }],
+      },
+      versionInfo: { version: '0.1.0', apiVersion: '1.47', minApiVersion: '1.24', gitCommit: 'abc123' },
+      experimental: false,
+    }),
+  ]);
+  t.after(() => h.close());
+  return h;
+}
+
+/** A complete image record (as api/images/records.ts writes one); `seed` picks its id. */
+function image(seed: string, phase: ImageStatus['phase'], spec: Partial<ImageSpec> = {}): [string, ImageSpec, ImageStatus] {
+  const id = `sha256:${createHash('sha256').update(seed).digest('hex')}`;
+  return [
+    id,
+    { id, rawConfig: '{}', diffIds: [], chainId: null, size: 0, repoDigests: [], parent: '', loadedAt: '2024-01-01T00:00:00Z', desired: 'present', ...spec },
+    { observedGeneration: phase === 'pending' ? 0 : 1, phase, error: '' },
+  ];
 }
 
 describe('system routes', () => {
-  test('GET and HEAD /_ping', async () => {
-    const { app } = setup();
+  test('GET and HEAD /_ping', async (t) => {
+    const { app } = await setup(t);
     for (const url of ['/_ping', '/v1.24/_ping']) {
       const r = await app.inject(url);
       assert.equal(r.statusCode, 200);
@@ -51,8 +59,8 @@ describe('system routes', () => {
     assert.equal(h.headers.swarm, 'inactive');
   });
 
-  test('GET /version', async () => {
-    const { app } = setup();
+  test('GET /version', async (t) => {
+    const { app } = await setup(t);
     const v = (await app.inject('/version')).json();
     assert.equal(v.ApiVersion, '1.47');
     assert.equal(v.MinAPIVersion, '1.24');
@@ -67,12 +75,16 @@ describe('system routes', () => {
     assert.equal(v.Components[1].Name, 'supervisor');
   });
 
-  test('GET /info merges machine facts with live counts', async () => {
-    const { app, store } = setup();
-    const phases = ['running', 'running', 'paused', 'exited', 'created'];
-    phases.forEach((phase, i) => store.create(KIND.container, `c${i}`, { imageId: 'sha256:x' }, { phase }));
-    store.create(KIND.image, 'sha256:a', { desired: 'present' }, { phase: 'ready' });
-    store.create(KIND.image, 'sha256:b', { desired: 'present' }, { phase: 'pending' });
+  test('GET /info merges machine facts with live counts', async (t) => {
+    const { app, store } = await setup(t);
+    const phases: ContainerStatus['phase'][] = ['running', 'running', 'paused', 'exited', 'created'];
+    phases.forEach((phase, i) => {
+      const id = String(i).repeat(64);
+      const r = containerRecord(id, { spec: { imageId: 'sha256:x' }, status: { phase } });
+      store.create(KIND.container, id, r.spec, r.status);
+    });
+    store.create(KIND.image, ...image('a', 'ready'));
+    store.create(KIND.image, ...image('b', 'pending'));
     const info = (await app.inject('/info')).json();
     assert.equal(info.Containers, 5);
     assert.equal(info.ContainersRunning, 2);
@@ -90,8 +102,8 @@ describe('system routes', () => {
     assert.equal(typeof info.SystemTime, 'string');
   });
 
-  test('swarm routes are 503 not a manager', async () => {
-    const { app } = setup();
+  test('swarm routes are 503 not a manager', async (t) => {
+    const { app } = await setup(t);
     for (const [method, url] of [['GET', '/swarm'], ['GET', '/v1.47/nodes'], ['POST', '/services/create'], ['GET', '/tasks/x'], ['POST', '/swarm/init']] as const) {
       const r = await app.inject({ method, url });
       assert.equal(r.statusCode, 503, url);
@@ -102,9 +114,9 @@ describe('system routes', () => {
     assert.equal(leave.json().message, 'This node is not part of a swarm');
   });
 
-  test('GET /system/df', async () => {
-    const { app, store } = setup();
-    store.create(KIND.image, 'sha256:a', { desired: 'present', rawConfig: '{}', diffIds: [], size: 10, repoDigests: [], parent: '' }, { phase: 'ready' });
+  test('GET /system/df', async (t) => {
+    const { app, store } = await setup(t);
+    store.create(KIND.image, ...image('a', 'ready', { size: 10 }));
     const df = (await app.inject('/system/df')).json();
     assert.equal(df.LayersSize, 10);
     assert.equal(df.Images.length, 1);

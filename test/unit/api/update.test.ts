@@ -1,12 +1,11 @@
 // `docker update` requests: what the body may change, and the reference's refusals before any write.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import { applyUpdate, parseUpdate, updateRoutes } from '../../../api/containers/update.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
-import { FakeStore } from './fake-store.ts';
+import { containerRecord } from '../container/fake-world.ts';
+import { routeHarness } from './route-harness.ts';
 
 const MB = 1024 * 1024;
 const ctr = (hostConfig: Record<string, unknown>) => ({ name: 'c'.repeat(64), spec: { hostConfig: { RestartPolicy: { Name: 'no', MaximumRetryCount: 0 }, ...hostConfig } } }) as unknown as Resource<ContainerSpec, ContainerStatus>;
@@ -55,27 +54,30 @@ test('parse: each field refused in the Go type the reference decodes it into, ke
 });
 
 test('POST /containers/{id}/update: a body of the wrong type is 400 with Go\'s message and changes nothing', async () => {
-  const store = new FakeStore();
   const id = 'a'.repeat(64);
-  store.create(KIND.container, id, { id, name: '/web', desired: 'created', hostConfig: { Memory: 0, CpuShares: 0, RestartPolicy: { Name: 'no', MaximumRetryCount: 0 } } }, { phase: 'created', observedGeneration: 1 });
-  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [updateRoutes({ store })] });
-  const post = (payload: string) => app.inject({ method: 'POST', url: `/containers/web/update`, headers: { 'content-type': 'application/json' }, payload });
-  const refused: Array<[string, string]> = [
-    ['{"Memory":"64m"}', 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64'],
-    ['[]', 'json: cannot unmarshal array into Go value of type container.UpdateConfig'],
-    ['"x"', 'json: cannot unmarshal string into Go value of type container.UpdateConfig'],
-    ['{"Memory":1048576}', 'Minimum memory limit allowed is 6MB'],
-  ];
-  for (const [payload, message] of refused) {
-    const r = await post(payload);
-    assert.equal(r.statusCode, 400, payload);
-    assert.equal(r.json().message, message);
+  const { app, store, close } = await routeHarness((store) => [updateRoutes({ store })]);
+  try {
+    const r = containerRecord(id, { spec: { name: '/web' }, hostConfig: { Memory: 0, CpuShares: 0 }, status: { observedGeneration: 1 } });
+    store.create(KIND.container, id, r.spec, r.status);
+    const post = (payload: string) => app.inject({ method: 'POST', url: `/containers/web/update`, headers: { 'content-type': 'application/json' }, payload });
+    const refused: Array<[string, string]> = [
+      ['{"Memory":"64m"}', 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64'],
+      ['[]', 'json: cannot unmarshal array into Go value of type container.UpdateConfig'],
+      ['"x"', 'json: cannot unmarshal string into Go value of type container.UpdateConfig'],
+      ['{"Memory":1048576}', 'Minimum memory limit allowed is 6MB'],
+    ];
+    for (const [payload, message] of refused) {
+      const r = await post(payload);
+      assert.equal(r.statusCode, 400, payload);
+      assert.equal(r.json().message, message);
+    }
+    assert.equal(store.get(KIND.container, id)?.generation, 1);
+    const ok = await post(JSON.stringify({ Memory: 64 * MB, CpuShares: 512 }));
+    assert.equal(ok.statusCode, 200, ok.body);
+    assert.deepEqual(ok.json(), { Warnings: [] });
+    const h = store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec.hostConfig as unknown as Record<string, unknown>;
+    assert.deepEqual([h.Memory, h.CpuShares], [64 * MB, 512]);
+  } finally {
+    await close();
   }
-  assert.equal(store.get(KIND.container, id)?.generation, 1);
-  const ok = await post(JSON.stringify({ Memory: 64 * MB, CpuShares: 512 }));
-  assert.equal(ok.statusCode, 200, ok.body);
-  assert.deepEqual(ok.json(), { Warnings: [] });
-  const h = store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec.hostConfig as unknown as Record<string, unknown>;
-  assert.deepEqual([h.Memory, h.CpuShares], [64 * MB, 512]);
-  await app.close();
 });

@@ -2,60 +2,64 @@
 // a refused one writes nothing; a good one makes the volume.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import { volumeRoutes } from '../../../api/volumes/routes.ts';
 import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../../store/volume-types.ts';
-import { FakeStore } from './fake-store.ts';
+import { routeHarness } from './route-harness.ts';
 
-function setup() {
-  const store = new FakeStore();
-  // The volume reconciler's observable behaviour: a pending volume becomes ready.
-  store.onChange = (kind, name) => {
-    const r = kind === VOLUME_KIND ? store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name) : undefined;
-    if (r && r.status.observedGeneration < r.generation) {
-      store.updateStatus<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, (s) => ({ ...s, phase: 'ready', mountpoint: `/v/${name}`, observedGeneration: r.generation }));
-    }
-  };
-  const app = createApp({ log: pino({ level: 'silent' }), version: { api: '1.47', min: '1.24' }, plugins: [volumeRoutes({ store, usage: { size: async () => 0 } })] });
-  const post = (payload: string) => app.inject({ method: 'POST', url: '/volumes/create', headers: { 'content-type': 'application/json' }, payload });
-  return { store, app, post };
+async function setup() {
+  const h = await routeHarness((store) => [volumeRoutes({ store, usage: { size: async () => 0 } })], {
+    // The volume reconciler's observable behaviour: a pending volume becomes ready.
+    react(store, ev) {
+      const r = ev.kind === VOLUME_KIND ? store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, ev.name) : undefined;
+      if (r && r.status.observedGeneration < r.generation) {
+        store.updateStatus<VolumeSpec, VolumeStatus>(VOLUME_KIND, r.name, (s) => ({ ...s, phase: 'ready', mountpoint: `/v/${r.name}`, observedGeneration: r.generation }));
+      }
+    },
+  });
+  const post = (payload: string) => h.app.inject({ method: 'POST', url: '/volumes/create', headers: { 'content-type': 'application/json' }, payload });
+  return { ...h, post };
 }
 
 test('a body of the wrong type is 400 with the decoder\'s message and no volume is made', async () => {
-  const { store, app, post } = setup();
-  const refused: Array<[string, string]> = [
-    ['{"Labels":{"a":1}}', 'json: cannot unmarshal number into Go struct field VolumeCreateBody.Labels of type string'],
-    ['{"Labels":["a"]}', 'json: cannot unmarshal array into Go struct field VolumeCreateBody.Labels of type map[string]string'],
-    ['{"DriverOpts":{"type":true}}', 'json: cannot unmarshal bool into Go struct field VolumeCreateBody.DriverOpts of type string'],
-    ['{"name":5}', 'json: cannot unmarshal number into Go struct field VolumeCreateBody.Name of type string'],
-    ['{"Driver":{}}', 'json: cannot unmarshal object into Go struct field VolumeCreateBody.Driver of type string'],
-    ['{"ClusterVolumeSpec":"x"}', 'json: cannot unmarshal string into Go struct field VolumeCreateBody.ClusterVolumeSpec of type volume.ClusterVolumeSpec'],
-    ['[]', 'json: cannot unmarshal array into Go value of type volume.VolumeCreateBody'],
-    ['"vol"', 'json: cannot unmarshal string into Go value of type volume.VolumeCreateBody'],
-    ['{"Name":"a/b"}', 'create a/b: "a/b" includes invalid characters for a local volume name, only "[a-zA-Z0-9][a-zA-Z0-9_.-]" are allowed. If you intended to pass a host directory, use absolute path'],
-  ];
-  for (const [payload, message] of refused) {
-    const r = await post(payload);
-    assert.equal(r.statusCode, 400, payload);
-    assert.equal(r.json().message, message, payload);
+  const { store, post, close } = await setup();
+  try {
+    const refused: Array<[string, string]> = [
+      ['{"Labels":{"a":1}}', 'json: cannot unmarshal number into Go struct field VolumeCreateBody.Labels of type string'],
+      ['{"Labels":["a"]}', 'json: cannot unmarshal array into Go struct field VolumeCreateBody.Labels of type map[string]string'],
+      ['{"DriverOpts":{"type":true}}', 'json: cannot unmarshal bool into Go struct field VolumeCreateBody.DriverOpts of type string'],
+      ['{"name":5}', 'json: cannot unmarshal number into Go struct field VolumeCreateBody.Name of type string'],
+      ['{"Driver":{}}', 'json: cannot unmarshal object into Go struct field VolumeCreateBody.Driver of type string'],
+      ['{"ClusterVolumeSpec":"x"}', 'json: cannot unmarshal string into Go struct field VolumeCreateBody.ClusterVolumeSpec of type volume.ClusterVolumeSpec'],
+      ['[]', 'json: cannot unmarshal array into Go value of type volume.VolumeCreateBody'],
+      ['"vol"', 'json: cannot unmarshal string into Go value of type volume.VolumeCreateBody'],
+      ['{"Name":"a/b"}', 'create a/b: "a/b" includes invalid characters for a local volume name, only "[a-zA-Z0-9][a-zA-Z0-9_.-]" are allowed. If you intended to pass a host directory, use absolute path'],
+    ];
+    for (const [payload, message] of refused) {
+      const r = await post(payload);
+      assert.equal(r.statusCode, 400, payload);
+      assert.equal(r.json().message, message, payload);
+    }
+    assert.deepEqual(store.list(VOLUME_KIND), []);
+    const swarm = await post('{"ClusterVolumeSpec":{}}');
+    assert.equal(swarm.statusCode, 503);
+    assert.match(swarm.json().message, /not a swarm manager/);
+  } finally {
+    await close();
   }
-  assert.deepEqual(store.list(VOLUME_KIND), []);
-  const swarm = await post('{"ClusterVolumeSpec":{}}');
-  assert.equal(swarm.statusCode, 503);
-  assert.match(swarm.json().message, /not a swarm manager/);
-  await app.close();
 });
 
 test('good bodies still make volumes: keys in any case, nulls as absent, no body an anonymous volume', async () => {
-  const { store, app, post } = setup();
-  const r = await post(JSON.stringify({ name: 'data', driver: 'local', labels: { team: 'a' }, DriverOpts: null, ClusterVolumeSpec: null }));
-  assert.equal(r.statusCode, 201, r.body);
-  assert.equal(r.json().Name, 'data');
-  assert.deepEqual(r.json().Labels, { team: 'a' });
-  assert.equal(r.json().Driver, 'local');
-  const anon = await app.inject({ method: 'POST', url: '/volumes/create' });
-  assert.equal(anon.statusCode, 201, anon.body);
-  assert.equal(store.list(VOLUME_KIND).length, 2);
-  await app.close();
+  const { store, app, post, close } = await setup();
+  try {
+    const r = await post(JSON.stringify({ name: 'data', driver: 'local', labels: { team: 'a' }, DriverOpts: null, ClusterVolumeSpec: null }));
+    assert.equal(r.statusCode, 201, r.body);
+    assert.equal(r.json().Name, 'data');
+    assert.deepEqual(r.json().Labels, { team: 'a' });
+    assert.equal(r.json().Driver, 'local');
+    const anon = await app.inject({ method: 'POST', url: '/volumes/create' });
+    assert.equal(anon.statusCode, 201, anon.body);
+    assert.equal(store.list(VOLUME_KIND).length, 2);
+  } finally {
+    await close();
+  }
 });

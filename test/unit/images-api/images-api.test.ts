@@ -1,20 +1,20 @@
-// The rest of the image API against the in-memory store: history, prune, commit, delete with
+// The rest of the image API against the real store: history, prune, commit, delete with
 // layers and parents, disk usage and the image events the routes record.
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import pino from 'pino';
-import { createApp } from '../../../api/app.ts';
 import type { CommitRequest, ImageCommitPort } from '../../../api/images/commit.ts';
 import { chainOf } from '../../../api/images/layers.ts';
 import { imageRoutes, type ImageEventsPort } from '../../../api/images/routes.ts';
 import type { ImageArchivePort, LoadedImage } from '../../../api/ports.ts';
 import { systemRoutes } from '../../../api/system/routes.ts';
 import { invalidArgument } from '../../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../../store/types.ts';
+import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, WatchEvent } from '../../../store/types.ts';
 import { KIND } from '../../../store/types.ts';
-import { FakeStore, fakeImageReconciler } from '../api/fake-store.ts';
+import type { Store } from '../../../store/store.ts';
+import { imageReconciler, routeHarness } from '../api/route-harness.ts';
+import { containerRecord } from '../container/fake-world.ts';
 
 const sha = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
 
@@ -69,7 +69,7 @@ class FakeCommit implements ImageCommitPort {
   requests: CommitRequest[] = [];
   /** Phase of the committed container while the commit ran. */
   phases: string[] = [];
-  store?: FakeStore;
+  store?: Store;
   next?: LoadedImage;
   async commit(req: CommitRequest): Promise<LoadedImage> {
     this.requests.push(req);
@@ -94,32 +94,27 @@ class FakeEvents implements ImageEventsPort {
 }
 
 /** Image reconciler plus a container reconciler that follows desired paused/running. */
-function fakeReconcilers(store: FakeStore): void {
-  fakeImageReconciler(store);
-  const images = store.onChange!;
-  store.onChange = (kind, name) => {
-    images(kind, name);
-    if (kind !== KIND.container) return;
-    const c = store.get<ContainerSpec, ContainerStatus>(KIND.container, name);
+function fakeReconcilers(): (store: Store, ev: WatchEvent) => void {
+  const images = imageReconciler();
+  return (store, ev) => {
+    images(store, ev);
+    if (ev.kind !== KIND.container) return;
+    const c = store.get<ContainerSpec, ContainerStatus>(KIND.container, ev.name);
     if (!c || c.status.observedGeneration >= c.generation) return;
     let phase = c.status.phase;
     if (c.spec.desired === 'paused' && phase === 'running') phase = 'paused';
     if (c.spec.desired === 'running' && phase === 'paused') phase = 'running';
-    store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, name, (s) => ({ ...s, phase, observedGeneration: c.generation }));
+    store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, phase, observedGeneration: c.generation }));
   };
 }
 
-function setup(opts: { commit?: boolean } = {}) {
-  const store = new FakeStore();
-  fakeReconcilers(store);
+/** The image and system routes on a fresh real store, closed when the test ends. */
+async function setup(t: TestContext, opts: { commit?: boolean } = {}) {
   const layers = new FakeLayers();
   const events = new FakeEvents();
   const commit = new FakeCommit();
-  commit.store = store;
-  const app = createApp({
-    log: pino({ level: 'silent' }),
-    version: { api: '1.47', min: '1.24' },
-    plugins: [
+  const h = await routeHarness(
+    (store) => [
       imageRoutes({ store, archive: new FakeArchive(), waitTimeoutMs: 2000, layers, events, commit: opts.commit === false ? undefined : commit }),
       systemRoutes({
         store,
@@ -130,7 +125,11 @@ function setup(opts: { commit?: boolean } = {}) {
         sizeRw: async () => 7,
       }),
     ],
-  });
+    { react: fakeReconcilers() },
+  );
+  t.after(() => h.close());
+  const { store, app } = h;
+  commit.store = store;
   const load = async (...images: LoadedImage[]) => {
     for (const i of images) layers.add(i);
     const r = await app.inject({ method: 'POST', url: '/images/load', headers: { 'content-type': 'application/x-tar' }, payload: JSON.stringify(images) });
@@ -140,19 +139,23 @@ function setup(opts: { commit?: boolean } = {}) {
   return { store, app, layers, events, commit, load };
 }
 
-function addContainer(store: FakeStore, id: string, imageId: string, phase: string, extra: Partial<ContainerSpec> = {}): void {
-  store.create(KIND.container, id, {
-    id, imageId, name: `/${id.slice(0, 4)}`, desired: phase === 'running' ? 'running' : 'stopped',
-    config: { Image: 'busybox', Cmd: ['sh'], Labels: {} }, ...extra,
-  }, { phase, observedGeneration: 1 });
+function addContainer(store: Store, id: string, imageId: string, phase: ContainerStatus['phase'], extra: Partial<ContainerSpec> = {}): void {
+  const { config, hostConfig, ...spec } = extra;
+  const r = containerRecord(id, {
+    spec: { imageId, name: `/${id.slice(0, 4)}`, desired: phase === 'running' ? 'running' : 'stopped', ...spec },
+    config: { Image: 'busybox', Cmd: ['sh'], Labels: {}, ...config },
+    hostConfig,
+    status: { phase, observedGeneration: 1 },
+  });
+  store.create(KIND.container, id, r.spec, r.status);
 }
 
-const prune = (app: ReturnType<typeof setup>['app'], filters?: unknown) =>
+const prune = (app: Awaited<ReturnType<typeof setup>>['app'], filters?: unknown) =>
   app.inject({ method: 'POST', url: `/v1.47/images/prune${filters ? `?filters=${encodeURIComponent(JSON.stringify(filters))}` : ''}` });
 
 describe('image history', () => {
-  test('newest first, layer sizes, empty layers, parents named, missing below', async () => {
-    const { app, store, load, layers } = setup();
+  test('newest first, layer sizes, empty layers, parents named, missing below', async (t) => {
+    const { app, store, load, layers } = await setup(t);
     const created = '2024-01-01T00:00:00Z';
     const base = makeImage('base', {
       tags: ['docker.io/library/base:1'],
@@ -193,8 +196,8 @@ describe('image history', () => {
 });
 
 describe('image prune', () => {
-  test('default: dangling images only; in use and tagged stay; events and reclaimed space', async () => {
-    const { app, store, load, events, layers } = setup();
+  test('default: dangling images only; in use and tagged stay; events and reclaimed space', async (t) => {
+    const { app, store, load, events, layers } = await setup(t);
     const tagged = makeImage('tagged', { tags: ['docker.io/library/tagged:latest'] });
     const dangling = makeImage('dangling');
     const used = makeImage('used');
@@ -218,8 +221,8 @@ describe('image prune', () => {
     assert.deepEqual(again.json(), { ImagesDeleted: null, SpaceReclaimed: 0 });
   });
 
-  test('dangling=false removes every unused image, untagging first; shared layers stay', async () => {
-    const { app, store, load, events } = setup();
+  test('dangling=false removes every unused image, untagging first; shared layers stay', async (t) => {
+    const { app, store, load, events } = await setup(t);
     const a = makeImage('a', { tags: ['docker.io/library/a:1', 'docker.io/library/a:2'], layers: ['shared', 'a'] });
     const b = makeImage('b', { tags: ['docker.io/library/b:latest'], layers: ['shared', 'b'] });
     const used = makeImage('used', { tags: ['docker.io/library/used:latest'] });
@@ -244,8 +247,8 @@ describe('image prune', () => {
     assert.equal(events.events.find((e) => e.action === 'untag')!.attrs.name.startsWith('sha256:'), true);
   });
 
-  test('label, label! and until filters; bad filters are 400; minimum API version', async () => {
-    const { app, store, load } = setup();
+  test('label, label! and until filters; bad filters are 400; minimum API version', async (t) => {
+    const { app, store, load } = await setup(t);
     const old = makeImage('old', { labels: { keep: 'no', team: 'x' }, created: '2020-01-01T00:00:00Z' });
     const fresh = makeImage('fresh', { labels: { keep: 'no' }, created: new Date().toISOString() });
     const keep = makeImage('keep', { labels: { keep: 'yes' }, created: '2020-01-01T00:00:00Z' });
@@ -266,8 +269,8 @@ describe('image prune', () => {
     assert.equal(v124.json().message, 'POST /v1.24/images/prune requires minimum API version 1.25');
   });
 
-  test('an untagged parent goes with its last child; intermediate images are not pruned alone', async () => {
-    const { app, store, load } = setup();
+  test('an untagged parent goes with its last child; intermediate images are not pruned alone', async (t) => {
+    const { app, store, load } = await setup(t);
     const parent = makeImage('parent');
     await load(parent);
     const child = makeImage('child', { layers: ['parent', 'child'], tags: ['docker.io/library/child:latest'] });
@@ -284,8 +287,8 @@ describe('image prune', () => {
 });
 
 describe('image delete with layers and parents', () => {
-  test('rmi reports released layers and deletes untagged unused parents unless noprune', async () => {
-    const { app, store, load, events } = setup();
+  test('rmi reports released layers and deletes untagged unused parents unless noprune', async (t) => {
+    const { app, store, load, events } = await setup(t);
     const parent = makeImage('p', { layers: ['p'] });
     const child = makeImage('c', { layers: ['p', 'c'], tags: ['docker.io/library/c:latest'] });
     await load(parent, child);
@@ -317,8 +320,8 @@ describe('image delete with layers and parents', () => {
 describe('commit', () => {
   const committed = makeImage('committed', { layers: ['base', 'rw'] });
 
-  test('pauses a running container, records the image with its parent, tags it, answers 201', async () => {
-    const { app, store, load, commit, events } = setup();
+  test('pauses a running container, records the image with its parent, tags it, answers 201', async (t) => {
+    const { app, store, load, commit, events } = await setup(t);
     const base = makeImage('base', { tags: ['docker.io/library/busybox:latest'] });
     await load(base);
     const id = 'e'.repeat(64);
@@ -351,8 +354,8 @@ describe('commit', () => {
     ]);
   });
 
-  test('pause=0 and stopped containers are committed as they are; no body means the container config', async () => {
-    const { app, store, load, commit } = setup();
+  test('pause=0 and stopped containers are committed as they are; no body means the container config', async (t) => {
+    const { app, store, load, commit } = await setup(t);
     const base = makeImage('base');
     await load(base);
     addContainer(store, 'f'.repeat(64), base.id, 'running');
@@ -366,8 +369,8 @@ describe('commit', () => {
     assert.equal(commit.requests[0].config, null);
   });
 
-  test('errors: missing container, bad reference, dead container, wrong content type, no committer', async () => {
-    const { app, store, load, commit } = setup();
+  test('errors: missing container, bad reference, dead container, wrong content type, no committer', async (t) => {
+    const { app, store, load, commit } = await setup(t);
     const base = makeImage('base');
     await load(base);
     const nf = await app.inject({ method: 'POST', url: '/commit?container=nosuch' });
@@ -396,12 +399,12 @@ describe('commit', () => {
       assert.equal(r.json().message, message);
     }
     assert.equal(commit.requests.length, 0);
-    const none = setup({ commit: false });
+    const none = await setup(t, { commit: false });
     assert.equal((await none.app.inject({ method: 'POST', url: '/commit?container=x' })).statusCode, 501);
   });
 
-  test('a failing commit still unpauses the container', async () => {
-    const { app, store, load } = setup();
+  test('a failing commit still unpauses the container', async (t) => {
+    const { app, store, load } = await setup(t);
     const base = makeImage('base');
     await load(base);
     const id = '4'.repeat(64);
@@ -414,8 +417,8 @@ describe('commit', () => {
 });
 
 describe('events recorded by image routes', () => {
-  test('load, tag, save', async () => {
-    const { app, load, events } = setup();
+  test('load, tag, save', async (t) => {
+    const { app, load, events } = await setup(t);
     const img = makeImage('ev', { tags: ['docker.io/library/ev:latest'] });
     await load(img);
     await app.inject({ method: 'POST', url: '/images/ev/tag?repo=other&tag=1' });
@@ -430,8 +433,8 @@ describe('events recorded by image routes', () => {
 });
 
 describe('disk usage', () => {
-  test('distinct layer bytes, shared sizes, container counts and sizes', async () => {
-    const { app, store, load } = setup();
+  test('distinct layer bytes, shared sizes, container counts and sizes', async (t) => {
+    const { app, store, load } = await setup(t);
     const a = makeImage('a', { layers: ['shared', 'a'], tags: ['docker.io/library/a:latest'] });
     const b = makeImage('b', { layers: ['shared', 'b'], created: '2025-01-01T00:00:00Z' });
     await load(a, b);
@@ -454,10 +457,11 @@ describe('disk usage', () => {
 });
 
 describe('events recorder for images', () => {
-  test('image() adds the image labels; tags are not derived from the store; deletes are', async () => {
+  test('image() adds the image labels; tags are not derived from the store; deletes are', async (t) => {
     const { EventRecorder } = await import('../../../api/events/recorder.ts');
-    const store = new FakeStore();
-    fakeImageReconciler(store);
+    const h = await routeHarness(() => [], { react: imageReconciler() });
+    t.after(() => h.close());
+    const store = h.store;
     let watcher: ((ev: import('../../../store/types.ts').WatchEvent) => void) | undefined;
     const rec = new EventRecorder({
       list: (k) => store.list(k),
