@@ -5,7 +5,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-SRC=(cmd api store controllers reconcilers drivers config lib tsconfig.json tsconfig.build.json package-lock.json hack/build.sh hack/bundle-entry.mjs hack/bundle-no-long.cjs)
+SRC=(cmd api store controllers reconcilers drivers config lib tsconfig.json tsconfig.build.json package-lock.json hack/build.sh hack/bundle-entry.mjs)
 stale() {
   [ ! -f build/.stamp ] && return 0
   [ -n "$(find "${SRC[@]}" -newer build/.stamp -print -quit 2>/dev/null)" ]
@@ -20,22 +20,18 @@ touch "$tmp/.started"
 # Type errors do not stop the emit (the typecheck is the test suite's job), syntax errors do.
 node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp/out" >/dev/null || true
 [ -f "$tmp/out/cmd/engined.js" ] || { echo "build.sh: compile failed" >&2; exit 1; }
-mkdir -p "$tmp/out/drivers/supervisor"
-cp -r drivers/supervisor/protos "$tmp/out/drivers/supervisor/"
 # The daemon and its dependencies as one minified ASCII module: ~10 MiB less V8 heap than ~850
 # modules loaded one by one (their sources, module records) and a faster start. Left outside:
 # koffi (a native addon).
 # Names are minified too (--keep-names cost ~2 MiB of heap: a property on each of ~2900
 # functions); nothing compares a function's or class's name. bin/engined runs the bundle through
-# build/engined.mjs when it is there; the protos go beside it, where the bundled
-# drivers/supervisor/proto.ts looks for them.
+# build/engined.mjs when it is there.
 if [ -x node_modules/.bin/esbuild ]; then
   node_modules/.bin/esbuild "$tmp/out/cmd/engined.js" --bundle --platform=node --format=esm --target=node24 \
-    --minify --charset=ascii --legal-comments=none --external:koffi --alias:long=./hack/bundle-no-long.cjs --log-level=error \
+    --minify --charset=ascii --legal-comments=none --external:koffi --log-level=error \
     --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
     --outfile="$tmp/out/engined.bundle.mjs"
   cp hack/bundle-entry.mjs "$tmp/out/engined.mjs"
-  cp -r drivers/supervisor/protos "$tmp/out/"
 fi
 # The stamp is as old as the start of this build: a source saved during it triggers the next one.
 mv "$tmp/.started" "$tmp/out/.stamp"

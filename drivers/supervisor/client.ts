@@ -2,22 +2,24 @@
 // Every call carries the namespace metadata and a deadline (except Wait); gRPC statuses become
 // EngineErrors with containerd's message kept intact (callers match "executable file not found").
 import type { Logger } from 'pino';
-import type { GrpcClient } from './grpc.ts';
 import { invalidArgument } from '../../lib/errors.ts';
-import { anyOf, jsonAny, newGrpcClient, toDate, unary } from './proto.ts';
-import type { Decoded } from './proto.ts';
+import { CreateContainerRequest, DeleteContainerRequest, ListContainersRequest } from './gen/containers.ts';
+import { Empty } from './gen/google/protobuf/empty.ts';
+import { Options as RuncOptions } from './gen/runc-options.ts';
+import { Options as RuntimeOptions } from './gen/runtime-options.ts';
+import type { Process } from './gen/task-types.ts';
+import {
+  CloseIORequest, CreateTaskRequest, DeleteProcessRequest, DeleteTaskRequest, ExecProcessRequest, GetRequest, KillRequest, ListPidsRequest,
+  ListTasksRequest, PauseTaskRequest, ResizePtyRequest, ResumeTaskRequest, StartRequest, UpdateTaskRequest, WaitRequest,
+} from './gen/tasks.ts';
+import { anyOf, connectSupervisor, jsonAny, toDate, unary, type UnaryMethod } from './rpc.ts';
 import { killShim, listShims, startTicks } from './shims.ts';
 
 const SPEC_URL = 'types.containerd.io/opencontainers/runtime-spec/1/Spec';
 const PROCESS_URL = 'types.containerd.io/opencontainers/runtime-spec/1/Process';
 const RESOURCES_URL = 'types.containerd.io/opencontainers/runtime-spec/1/LinuxResources';
-
-const VERSION_SVC = 'containerd.services.version.v1.Version';
-const CONTAINERS_SVC = 'containerd.services.containers.v1.Containers';
-const TASKS_SVC = 'containerd.services.tasks.v1.Tasks';
-const C = 'containerd.services.containers.v1.';
-const T = 'containerd.services.tasks.v1.';
-const EMPTY = 'google.protobuf.Empty';
+const RUNC_OPTIONS_URL = 'containerd.runc.v1.Options';
+const RUNTIME_OPTIONS_URL = 'runtimeoptions.v1.Options';
 
 export type TaskStatus = 'UNKNOWN' | 'CREATED' | 'RUNNING' | 'STOPPED' | 'PAUSED' | 'PAUSING';
 
@@ -37,14 +39,10 @@ export interface TaskInfo extends TaskState {
   terminal: boolean;
 }
 
-/**
- * Shim options as runtimes.ts produces them: `typeUrl` names a message of our protos
- * (`containerd.runc.v1.Options` or `runtimeoptions.v1.Options`), `fields` uses its proto field names.
- */
-export interface ShimOptions {
-  typeUrl: string;
-  fields: Record<string, unknown>;
-}
+/** Shim options as runtimes.ts produces them: the runc shim's, or a generic shim's, by their proto field names. */
+export type ShimOptions =
+  | { typeUrl: typeof RUNC_OPTIONS_URL; fields: Partial<RuncOptions> }
+  | { typeUrl: typeof RUNTIME_OPTIONS_URL; fields: Partial<RuntimeOptions> };
 
 export interface SupervisorClient {
   version(): Promise<{ version: string; revision: string }>;
@@ -89,17 +87,20 @@ export function isShimOptions(o: unknown): o is ShimOptions {
   return !!o && typeof o === 'object' && typeof (o as ShimOptions).typeUrl === 'string' && typeof (o as ShimOptions).fields === 'object';
 }
 
-function encodeShimOptions(o: object | undefined): { type_url: string; value: Buffer } | undefined {
+/** Shim options as the Any a container record carries (bare type URL, as containerd writes it). */
+export function encodeShimOptions(o: object | undefined): { type_url: string; value: Buffer } | undefined {
   if (o === undefined) return undefined;
   if (!isShimOptions(o)) throw invalidArgument('runtime options must be {typeUrl, fields}');
   try {
-    return anyOf(o.typeUrl, o.fields);
+    if (o.typeUrl === RUNC_OPTIONS_URL) return anyOf(o.typeUrl, RuncOptions, RuncOptions.fromPartial(o.fields));
+    if (o.typeUrl === RUNTIME_OPTIONS_URL) return anyOf(o.typeUrl, RuntimeOptions, RuntimeOptions.fromPartial(o.fields));
   } catch (err) {
     throw invalidArgument(`invalid runtime options for ${o.typeUrl}: ${(err as Error).message}`, err);
   }
+  throw invalidArgument(`unknown runtime options type ${(o as { typeUrl: string }).typeUrl}`);
 }
 
-function taskState(p: Decoded | undefined): TaskState {
+function taskState(p: Process | undefined): TaskState {
   return {
     pid: p?.pid ?? 0,
     status: (p?.status ?? 'UNKNOWN') as TaskStatus,
@@ -109,43 +110,41 @@ function taskState(p: Decoded | undefined): TaskState {
 }
 
 export function createSupervisorClient(opts: SupervisorClientOptions): SupervisorClient {
-  const grpcClient: GrpcClient = newGrpcClient(opts.address);
+  const conn = connectSupervisor(opts.address);
+  const { containers, tasks } = conn;
   const ns = opts.namespace;
   const fast = opts.timeoutMs ?? 30_000;
   const slow = opts.slowTimeoutMs ?? 120_000;
   const log = opts.log.child({ component: 'supervisor-client', namespace: ns });
 
-  const call = (svc: string, method: string, reqType: string, resType: string, req: object, timeoutMs = fast, signal?: AbortSignal) =>
-    unary(grpcClient, svc, method, reqType, resType, req, { namespace: ns, timeoutMs, signal });
-  const task = (method: string, reqType: string, resType: string, req: object, timeoutMs = fast) =>
-    call(TASKS_SVC, method, T + reqType, resType.includes('.') ? resType : T + resType, req, timeoutMs);
+  const call = <Req, Res>(what: string, method: UnaryMethod<Req, Res>, req: Req, timeoutMs = fast, signal?: AbortSignal) =>
+    unary(what, method, req, { namespace: ns, timeoutMs, signal: signal ? AbortSignal.any([signal, conn.closed]) : conn.closed });
 
   return {
     async version() {
-      const r = await call(VERSION_SVC, 'Version', EMPTY, 'containerd.services.version.v1.VersionResponse', {}, 5_000);
+      const r = await call('Version', conn.version.version.bind(conn.version), Empty.fromPartial({}), 5_000);
       return { version: r.version, revision: r.revision };
     },
 
     async createContainer(req) {
       const options = encodeShimOptions(req.runtime.options);
-      await call(CONTAINERS_SVC, 'Create', C + 'CreateContainerRequest', C + 'CreateContainerResponse', {
-        container: {
-          id: req.id,
-          labels: req.labels ?? {},
-          runtime: { name: req.runtime.name, ...(options ? { options } : {}) },
-          spec: jsonAny(SPEC_URL, req.spec),
-        },
-      });
+      const container = {
+        id: req.id,
+        labels: req.labels ?? {},
+        runtime: { name: req.runtime.name, options },
+        spec: jsonAny(SPEC_URL, req.spec),
+      };
+      await call('Containers.Create', containers.create.bind(containers), CreateContainerRequest.fromPartial({ container }));
       log.debug({ id: req.id, runtime: req.runtime.name }, 'container record created');
     },
 
     async deleteContainer(id) {
-      await call(CONTAINERS_SVC, 'Delete', C + 'DeleteContainerRequest', EMPTY, { id });
+      await call('Containers.Delete', containers.delete.bind(containers), DeleteContainerRequest.fromPartial({ id }));
     },
 
     async listContainers() {
-      const r = await call(CONTAINERS_SVC, 'List', C + 'ListContainersRequest', C + 'ListContainersResponse', {});
-      return (r.containers as Decoded[]).map((c) => c.id as string);
+      const r = await call('Containers.List', containers.list.bind(containers), ListContainersRequest.fromPartial({}));
+      return r.containers.map((c) => c.id);
     },
 
     async staleShimIds() {
@@ -161,35 +160,28 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
     },
 
     async createTask(req) {
-      const r = await task(
-        'Create',
-        'CreateTaskRequest',
-        'CreateTaskResponse',
-        {
-          container_id: req.containerId,
-          stdin: req.stdin ?? '',
-          stdout: req.stdout ?? '',
-          stderr: req.stderr ?? '',
-          terminal: req.terminal,
-        },
+      const r = await call(
+        'Tasks.Create',
+        tasks.create.bind(tasks),
+        CreateTaskRequest.fromPartial({ container_id: req.containerId, stdin: req.stdin ?? '', stdout: req.stdout ?? '', stderr: req.stderr ?? '', terminal: req.terminal }),
         slow,
       );
       return { pid: r.pid };
     },
 
     async startTask(containerId) {
-      const r = await task('Start', 'StartRequest', 'StartResponse', { container_id: containerId }, slow);
+      const r = await call('Tasks.Start', tasks.start.bind(tasks), StartRequest.fromPartial({ container_id: containerId }), slow);
       return { pid: r.pid };
     },
 
     async getTask(containerId) {
-      const r = await task('Get', 'GetRequest', 'GetResponse', { container_id: containerId });
+      const r = await call('Tasks.Get', tasks.get.bind(tasks), GetRequest.fromPartial({ container_id: containerId }));
       return taskState(r.process);
     },
 
     async listTasks() {
-      const r = await task('List', 'ListTasksRequest', 'ListTasksResponse', {});
-      return (r.tasks as Decoded[]).map((p) => ({
+      const r = await call('Tasks.List', tasks.list.bind(tasks), ListTasksRequest.fromPartial({}));
+      return r.tasks.map((p) => ({
         ...taskState(p),
         // Tasks.List and Get leave container_id empty: the task's id is the container id.
         containerId: p.container_id || p.id,
@@ -202,33 +194,33 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
     },
 
     async killTask(containerId, signal, o) {
-      await task('Kill', 'KillRequest', EMPTY, { container_id: containerId, signal, all: !!o?.all });
+      await call('Tasks.Kill', tasks.kill.bind(tasks), KillRequest.fromPartial({ container_id: containerId, signal, all: !!o?.all }));
     },
 
     async waitTask(containerId, execId, o) {
-      const r = await call(TASKS_SVC, 'Wait', T + 'WaitRequest', T + 'WaitResponse', { container_id: containerId, exec_id: execId ?? '' }, 0, o?.signal);
+      const r = await call('Tasks.Wait', tasks.wait.bind(tasks), WaitRequest.fromPartial({ container_id: containerId, exec_id: execId ?? '' }), 0, o?.signal);
       return { exitStatus: r.exit_status, exitedAt: toDate(r.exited_at) };
     },
 
     async deleteTask(containerId) {
-      const r = await task('Delete', 'DeleteTaskRequest', 'DeleteResponse', { container_id: containerId }, slow);
+      const r = await call('Tasks.Delete', tasks.delete.bind(tasks), DeleteTaskRequest.fromPartial({ container_id: containerId }), slow);
       return { pid: r.pid, exitStatus: r.exit_status, exitedAt: toDate(r.exited_at) };
     },
 
     async pause(id) {
-      await task('Pause', 'PauseTaskRequest', EMPTY, { container_id: id });
+      await call('Tasks.Pause', tasks.pause.bind(tasks), PauseTaskRequest.fromPartial({ container_id: id }));
     },
 
     async resume(id) {
-      await task('Resume', 'ResumeTaskRequest', EMPTY, { container_id: id });
+      await call('Tasks.Resume', tasks.resume.bind(tasks), ResumeTaskRequest.fromPartial({ container_id: id }));
     },
 
     async updateTask(containerId, resources) {
-      await task('Update', 'UpdateTaskRequest', EMPTY, { container_id: containerId, resources: jsonAny(RESOURCES_URL, resources) });
+      await call('Tasks.Update', tasks.update.bind(tasks), UpdateTaskRequest.fromPartial({ container_id: containerId, resources: jsonAny(RESOURCES_URL, resources) }));
     },
 
     async execProcess(req) {
-      await task('Exec', 'ExecProcessRequest', EMPTY, {
+      const exec = {
         container_id: req.containerId,
         exec_id: req.execId,
         stdin: req.stdin ?? '',
@@ -236,38 +228,39 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
         stderr: req.stderr ?? '',
         terminal: req.terminal,
         spec: jsonAny(PROCESS_URL, req.spec),
-      });
+      };
+      await call('Tasks.Exec', tasks.exec.bind(tasks), ExecProcessRequest.fromPartial(exec));
     },
 
     async startProcess(containerId, execId) {
-      const r = await task('Start', 'StartRequest', 'StartResponse', { container_id: containerId, exec_id: execId }, slow);
+      const r = await call('Tasks.Start', tasks.start.bind(tasks), StartRequest.fromPartial({ container_id: containerId, exec_id: execId }), slow);
       return { pid: r.pid };
     },
 
     async killProcess(containerId, execId, signal) {
-      await task('Kill', 'KillRequest', EMPTY, { container_id: containerId, exec_id: execId, signal, all: false });
+      await call('Tasks.Kill', tasks.kill.bind(tasks), KillRequest.fromPartial({ container_id: containerId, exec_id: execId, signal, all: false }));
     },
 
     async deleteProcess(containerId, execId) {
-      const r = await task('DeleteProcess', 'DeleteProcessRequest', 'DeleteResponse', { container_id: containerId, exec_id: execId }, slow);
+      const r = await call('Tasks.DeleteProcess', tasks.deleteProcess.bind(tasks), DeleteProcessRequest.fromPartial({ container_id: containerId, exec_id: execId }), slow);
       return { exitStatus: r.exit_status, exitedAt: toDate(r.exited_at) };
     },
 
     async resizePty(containerId, execId, width, height) {
-      await task('ResizePty', 'ResizePtyRequest', EMPTY, { container_id: containerId, exec_id: execId ?? '', width, height });
+      await call('Tasks.ResizePty', tasks.resizePty.bind(tasks), ResizePtyRequest.fromPartial({ container_id: containerId, exec_id: execId ?? '', width, height }));
     },
 
     async closeIO(containerId, execId) {
-      await task('CloseIO', 'CloseIORequest', EMPTY, { container_id: containerId, exec_id: execId ?? '', stdin: true });
+      await call('Tasks.CloseIO', tasks.closeIo.bind(tasks), CloseIORequest.fromPartial({ container_id: containerId, exec_id: execId ?? '', stdin: true }));
     },
 
     async pids(containerId) {
-      const r = await task('ListPids', 'ListPidsRequest', 'ListPidsResponse', { container_id: containerId });
-      return (r.processes as Decoded[]).map((p) => p.pid as number);
+      const r = await call('Tasks.ListPids', tasks.listPids.bind(tasks), ListPidsRequest.fromPartial({ container_id: containerId }));
+      return r.processes.map((p) => p.pid);
     },
 
     close() {
-      grpcClient.close();
+      conn.close();
     },
   };
 }

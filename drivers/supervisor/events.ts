@@ -3,8 +3,10 @@
 // returns, so each (re)subscription publishes a sync event until it echoes back, then calls onReady:
 // the caller reconciles there, because events emitted while the stream was down are lost.
 import type { Logger } from 'pino';
-import type { GrpcClient, ServerStream } from './grpc.ts';
-import { decode, decodeAny, encode, newGrpcClient, nsMetadata, toDate, unary } from './proto.ts';
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import { PublishRequest, SubscribeRequest, type Envelope } from './gen/events.ts';
+import { TaskExit, TaskOOM, TaskPaused } from './gen/task-events.ts';
+import { anyOf, connectSupervisor, nsMetadata, toDate, unary } from './rpc.ts';
 
 export interface ExitEvent {
   containerId: string;
@@ -34,30 +36,35 @@ export interface EventSubscription {
 }
 
 const SYNC_TOPIC = '/engine/sync';
+const SYNC_TYPE = 'containerd.events.TaskPaused';
 const HANDLED_TOPICS = ['/tasks/exit', '/tasks/oom'];
-const SVC = 'containerd.services.events.v1.Events';
+
+/** The payloads read here, by their bare type URLs. */
+function payload<T>(env: Envelope, typeUrl: string, type: { decode(b: Uint8Array): T }): T | null {
+  return env.event?.type_url === typeUrl ? type.decode(env.event.value) : null;
+}
 
 export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription {
   const log = opts.log.child({ component: 'supervisor-events', namespace: opts.namespace });
-  const client: GrpcClient = newGrpcClient(opts.address);
+  const conn = connectSupervisor(opts.address);
   const ns = opts.namespace;
   const quoted = JSON.stringify(ns);
   // Only the topics handled below: every other task event (create, start, delete, exec...) would
   // be sent, decoded and dropped, several per container run.
   const filters = [...HANDLED_TOPICS, SYNC_TOPIC].map((t) => `namespace==${quoted},topic==${JSON.stringify(t)}`);
   let closed = false;
-  let stream: ServerStream | null = null;
+  let stream: ClientReadableStream<Envelope> | null = null;
   let liveGen: { synced: boolean } | null = null;
   let retryTimer: NodeJS.Timeout | null = null;
   let backoff = 100;
   let resolveReady!: () => void;
   const ready = new Promise<void>((r) => (resolveReady = r));
 
-  const handle = (env: Record<string, any>, gen: { synced: boolean; token: string }) => {
+  const handle = (env: Envelope, gen: { synced: boolean; token: string }) => {
     if (env.namespace !== ns) return;
     if (env.topic === SYNC_TOPIC) {
-      const d = decodeAny(env.event);
-      if (!gen.synced && d?.value.container_id === gen.token) {
+      const d = payload(env, SYNC_TYPE, TaskPaused);
+      if (!gen.synced && d?.container_id === gen.token) {
         gen.synced = true;
         liveGen = gen;
         backoff = 100;
@@ -71,27 +78,23 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
       return;
     }
     if (env.topic !== '/tasks/exit' && env.topic !== '/tasks/oom') return;
-    const d = decodeAny(env.event);
-    if (!d) return;
     try {
-      if (d.type === 'containerd.events.TaskExit') {
-        const v = d.value;
-        opts.onExit({ containerId: v.container_id, id: v.id || v.container_id, pid: v.pid, exitStatus: v.exit_status, exitedAt: toDate(v.exited_at) });
-      } else if (d.type === 'containerd.events.TaskOOM') {
-        opts.onOom(d.value.container_id);
-      }
+      const exit = payload(env, 'containerd.events.TaskExit', TaskExit);
+      if (exit) opts.onExit({ containerId: exit.container_id, id: exit.id || exit.container_id, pid: exit.pid, exitStatus: exit.exit_status, exitedAt: toDate(exit.exited_at) });
+      const oom = payload(env, 'containerd.events.TaskOOM', TaskOOM);
+      if (oom) opts.onOom(oom.container_id);
     } catch (err) {
       log.warn({ err, topic: env.topic }, 'event handler failed');
     }
   };
 
   /** Publish a sync event until this subscription echoes it (bounded), so onReady means "live". */
-  const barrier = async (gen: { synced: boolean; token: string }, s: ServerStream) => {
+  const barrier = async (gen: { synced: boolean; token: string }, s: ClientReadableStream<Envelope>) => {
     const until = Date.now() + 10_000;
     // The token rides in a TaskPaused payload: any message type works, this one is already in our protos.
-    const event = { type_url: 'containerd.events.TaskPaused', value: encode('containerd.events.TaskPaused', { container_id: gen.token }) };
+    const request = PublishRequest.fromPartial({ topic: SYNC_TOPIC, event: anyOf(SYNC_TYPE, TaskPaused, TaskPaused.fromPartial({ container_id: gen.token })) });
     while (!gen.synced && !closed && stream === s && Date.now() < until) {
-      await unary(client, SVC, 'Publish', 'containerd.services.events.v1.PublishRequest', 'google.protobuf.Empty', { topic: SYNC_TOPIC, event }, { namespace: ns, timeoutMs: 2_000 }).catch(() => {});
+      await unary('Events.Publish', conn.events.publish.bind(conn.events), request, { namespace: ns, timeoutMs: 2_000 }).catch(() => {});
       await new Promise((r) => setTimeout(r, 20));
     }
     if (!gen.synced && !closed && stream === s) {
@@ -103,13 +106,13 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
   const subscribe = () => {
     if (closed) return;
     const gen = { synced: false, token: `sync-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}` };
-    const s = client.serverStream(`/${SVC}/Subscribe`, encode('containerd.services.events.v1.SubscribeRequest', { filters }), { headers: nsMetadata(ns) });
+    const s = conn.events.subscribe(SubscribeRequest.fromPartial({ filters }), nsMetadata(ns));
     stream = s;
-    s.on('data', (buf: Buffer) => {
+    s.on('data', (env: Envelope) => {
       try {
-        handle(decode('containerd.services.events.v1.Envelope', buf), gen);
+        handle(env, gen);
       } catch (err) {
-        log.warn({ err }, 'undecodable event envelope');
+        log.warn({ err }, 'undecodable event');
       }
     });
     let ended = false;
@@ -146,7 +149,7 @@ export function subscribeEvents(opts: SubscribeEventsOptions): EventSubscription
       stream?.cancel();
       stream = null;
       resolveReady();
-      client.close();
+      conn.close();
     },
   };
 }

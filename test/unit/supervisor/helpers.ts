@@ -122,23 +122,10 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 5000, stepM
   }
 }
 
-/** A unary gRPC method whose messages pass through as bytes (the test encodes and decodes them). */
-export function bytesMethod(path: string): grpc.MethodDefinition<Buffer, Buffer> {
-  return {
-    path,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: (b: Buffer) => b,
-    requestDeserialize: (b: Buffer) => b,
-    responseSerialize: (b: Buffer) => b,
-    responseDeserialize: (b: Buffer) => b,
-  };
-}
-
-/** A grpc-js server with `methods` (name -> path) and their handlers, listening on a unix socket. */
-export async function fakeGrpcServer(socket: string, methods: Record<string, string>, handlers: grpc.UntypedServiceImplementation): Promise<grpc.Server> {
+/** A grpc-js server with the given services (generated definitions and handlers), listening on a unix socket. */
+export async function fakeGrpcServer(socket: string, services: Array<[grpc.ServiceDefinition, grpc.UntypedServiceImplementation]>): Promise<grpc.Server> {
   const server = new grpc.Server();
-  server.addService(Object.fromEntries(Object.entries(methods).map(([name, path]) => [name, bytesMethod(path)])), handlers);
+  for (const [def, impl] of services) server.addService(def, impl);
   await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   return server;
 }

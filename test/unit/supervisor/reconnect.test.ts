@@ -8,14 +8,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSupervisorClient } from '../../../drivers/supervisor/client.ts';
-import { encode } from '../../../drivers/supervisor/proto.ts';
+import { VersionService } from '../../../drivers/supervisor/gen/version.ts';
 import { fakeGrpcServer, testLogger } from './helpers.ts';
 
 /** A fake supervisor with only the Version service, on a unix socket. */
 function fakeSupervisor(socket: string): Promise<grpc.Server> {
-  return fakeGrpcServer(socket, { Version: '/containerd.services.version.v1.Version/Version' }, {
-    Version: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, encode('containerd.services.version.v1.VersionResponse', { version: 'fake', revision: 'r1' })),
-  });
+  return fakeGrpcServer(socket, [[VersionService, { version: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { version: 'fake', revision: 'r1' }) }]]);
 }
 
 test('a call made while the channel reconnects waits for the supervisor instead of failing', async () => {

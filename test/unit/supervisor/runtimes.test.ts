@@ -5,7 +5,11 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRuntimes } from '../../../drivers/supervisor/runtimes.ts';
-import { anyOf, decodeAny } from '../../../drivers/supervisor/proto.ts';
+import { encodeShimOptions } from '../../../drivers/supervisor/client.ts';
+import { Options as RuncOptions } from '../../../drivers/supervisor/gen/runc-options.ts';
+
+/** The runc shim's options of a resolved runtime. */
+const runcFields = (o: { fields: object } | undefined) => (o?.fields ?? {}) as Partial<RuncOptions>;
 
 const execRoot = '/run/engine-test';
 
@@ -29,7 +33,7 @@ test('a path runtime is a drop-in: runc shim with BinaryName = path', () => {
   assert.equal(r.default, 'mine');
   const x = r.resolve('');
   assert.equal(x.name, 'io.containerd.runc.v2');
-  assert.equal(x.options?.fields.binary_name, '/usr/local/bin/my-runc');
+  assert.equal(runcFields(x.options).binary_name, '/usr/local/bin/my-runc');
   assert.deepEqual(r.names().sort(), ['mine', 'runc', 'stdrt']);
 });
 
@@ -37,7 +41,7 @@ test('runtimeArgs get a wrapper script', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'engrt-'));
   try {
     const r = createRuntimes({ defaultRuntime: 'stdrt', runtimes: { dbg: { path: '/usr/sbin/runc', runtimeArgs: ['--debug', "it's"] } }, execRoot: dir });
-    const bin = r.resolve('dbg').options?.fields.binary_name as string;
+    const bin = runcFields(r.resolve('dbg').options).binary_name as string;
     assert.equal(bin, join(dir, 'runtimes', 'dbg'));
     assert.equal(await readFile(bin, 'utf8'), `#!/bin/sh\nexec '/usr/sbin/runc' '--debug' 'it'\\''s' "$@"\n`);
   } finally {
@@ -80,11 +84,11 @@ test('bad configs are rejected', () => {
 test('resolved options encode as the bare-URL Any containerd expects', () => {
   const r = createRuntimes({ defaultRuntime: 'stdrt', runtimes: {}, execRoot });
   const o = r.resolve('stdrt').options!;
-  const any = anyOf(o.typeUrl, o.fields);
+  const any = encodeShimOptions(o)!;
   assert.equal(any.type_url, 'containerd.runc.v1.Options');
   // binary_name is field 6 (tag 0x32), root field 7 (tag 0x3a).
   assert.equal(any.value[0], 0x32);
-  const back = decodeAny(any);
-  assert.equal(back?.value.binary_name, 'runc');
-  assert.equal(back?.value.root, `${execRoot}/runtime-runc`);
+  const back = RuncOptions.decode(any.value);
+  assert.equal(back.binary_name, 'runc');
+  assert.equal(back.root, `${execRoot}/runtime-runc`);
 });
