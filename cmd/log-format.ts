@@ -3,6 +3,7 @@
 // and `json`, one object per line with level (a name), msg and time (RFC 3339, nanoseconds).
 import pino, { type Logger } from 'pino';
 import { nowRfc3339Nano } from '../drivers/logging/json-file.ts';
+import { sourceMappedStack } from './source-stack.ts';
 
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warning', 50: 'error', 60: 'fatal' };
 
@@ -22,9 +23,26 @@ export function textLine(json: string): string {
   }
   const { time, level, msg, err, ...rest } = rec;
   let line = `time=${JSON.stringify(String(time ?? ''))} level=${typeof level === 'number' ? (LEVELS[level] ?? level) : String(level)} msg=${JSON.stringify(String(msg ?? ''))}`;
-  if (err && typeof err === 'object') line += ` error=${value((err as { message?: unknown }).message ?? err)}`;
+  if (err && typeof err === 'object') {
+    const e = err as { message?: unknown; stack?: unknown };
+    line += ` error=${value(e.message ?? err)}`;
+    // Where a failure came from, for the errors only: a warning's stack is noise.
+    if (typeof level === 'number' && level >= 50 && typeof e.stack === 'string') line += ` stack=${JSON.stringify(sourceMappedStack(e.stack))}`;
+  }
   for (const [k, v] of Object.entries(rest)) if (v !== undefined) line += ` ${k}=${value(v)}`;
   return `${line}\n`;
+}
+
+/** A JSON record whose error stack names the TypeScript sources. */
+function withSourceStack(json: string): string {
+  try {
+    const rec = JSON.parse(json) as { err?: { stack?: unknown } };
+    if (typeof rec.err?.stack !== 'string') return json;
+    rec.err.stack = sourceMappedStack(rec.err.stack);
+    return `${JSON.stringify(rec)}\n`;
+  } catch {
+    return json;
+  }
 }
 
 export function makeLogger(opts: { level: string; format: string }): Logger {
@@ -35,7 +53,15 @@ export function makeLogger(opts: { level: string; format: string }): Logger {
     timestamp: () => `,"time":"${nowRfc3339Nano()}"`,
   };
   if (opts.format === 'json') {
-    return pino({ ...base, formatters: { level: (_label: string, n: number) => ({ level: LEVELS[n] ?? String(n) }) } }, dest);
+    const json = {
+      write(chunk: string): void {
+        dest.write(chunk.includes('"stack":"') ? withSourceStack(chunk) : chunk);
+      },
+      flush(): void {
+        dest.flush();
+      },
+    };
+    return pino({ ...base, formatters: { level: (_label: string, n: number) => ({ level: LEVELS[n] ?? String(n) }) } }, json);
   }
   const text = {
     write(chunk: string): void {

@@ -15,11 +15,13 @@ exec 9>"$REPO/.build.lock"
 flock 9
 stale || exit 0
 tmp="$(mktemp -d "$REPO/.build-XXXXXX")"
+chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 touch "$tmp/.started"
 # Type errors do not stop the emit (the typecheck is the test suite's job), syntax errors do.
-node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp/out" >/dev/null || true
-[ -f "$tmp/out/cmd/engined.js" ] || { echo "build.sh: compile failed" >&2; exit 1; }
+# The output sits at the depth of build/ (its source maps name the sources as ../<dir>/<file>.ts).
+node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp" >/dev/null || true
+[ -f "$tmp/cmd/engined.js" ] || { echo "build.sh: compile failed" >&2; exit 1; }
 # The daemon and its dependencies as one minified ASCII module: ~10 MiB less V8 heap than ~850
 # modules loaded one by one (their sources, module records) and a faster start. Left outside:
 # koffi (a native addon).
@@ -27,15 +29,15 @@ node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp/out" >/dev/null || t
 # functions); nothing compares a function's or class's name. bin/engined runs the bundle through
 # build/engined.mjs when it is there.
 if [ -x node_modules/.bin/esbuild ]; then
-  node_modules/.bin/esbuild "$tmp/out/cmd/engined.js" --bundle --platform=node --format=esm --target=node24 \
-    --minify --charset=ascii --legal-comments=none --external:koffi --log-level=error \
+  node_modules/.bin/esbuild "$tmp/cmd/engined.js" --bundle --platform=node --format=esm --target=node24 \
+    --minify --charset=ascii --legal-comments=none --external:koffi --log-level=error --sourcemap=linked --sources-content=false \
     --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
-    --outfile="$tmp/out/engined.bundle.mjs"
-  cp hack/bundle-entry.mjs "$tmp/out/engined.mjs"
+    --outfile="$tmp/engined.bundle.mjs"
+  cp hack/bundle-entry.mjs "$tmp/engined.mjs"
 fi
 # The stamp is as old as the start of this build: a source saved during it triggers the next one.
-mv "$tmp/.started" "$tmp/out/.stamp"
+mv "$tmp/.started" "$tmp/.stamp"
 old="$REPO/.build-old-$$"
 if [ -d build ]; then mv build "$old"; fi
-mv "$tmp/out" build
+mv "$tmp" build
 rm -rf "$old"
