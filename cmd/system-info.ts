@@ -1,7 +1,7 @@
 // Fills the API's SystemInfoPort from the config, the machine and the drivers. Machine facts are
 // read once; the supervisor's version is asked at creation and cached (requests never wait long on it).
 import { randomUUID } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execaSync } from 'execa';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SystemInfoPort } from '../api/ports.ts';
@@ -31,7 +31,8 @@ function engineId(dataRoot: string): string {
 
 function runcVersion(): { version: string; commit: string } {
   try {
-    const out = execFileSync('runc', ['--version'], { stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).toString();
+    // Synchronous (asked once, at creation), so no AbortSignal; the deadline bounds a hung runc.
+    const out = execaSync('runc', ['--version'], { stdin: 'ignore', stderr: 'ignore', timeout: 5000 }).stdout;
     return { version: /runc version (\S+)/.exec(out)?.[1] ?? '', commit: /commit: (\S+)/.exec(out)?.[1] ?? '' };
   } catch {
     return { version: '', commit: '' };

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execaSync } from 'execa';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -6,11 +6,17 @@ export const ENGINE_VERSION = '0.1.0';
 export const API_VERSION = '1.47';
 export const MIN_API_VERSION = '1.24';
 
+const GIT_TIMEOUT_MS = 5_000;
+
 function gitCommit(): string {
   try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dirname(fileURLToPath(import.meta.url)), stdio: ['ignore', 'pipe', 'ignore'] })
-      .toString()
-      .trim();
+    // Synchronous (module initialisation), so no AbortSignal; the deadline bounds a hung git.
+    return execaSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: dirname(fileURLToPath(import.meta.url)),
+      stdin: 'ignore',
+      stderr: 'ignore',
+      timeout: GIT_TIMEOUT_MS,
+    }).stdout.trim();
   } catch {
     return 'unknown';
   }

@@ -1,7 +1,7 @@
 // The context of a classic `docker build` (the POST /build body): a tar, maybe gzip, bzip2, xz or
 // zstd compressed, unpacked into a fresh directory; its Dockerfile read; paths its .dockerignore
 // names removed. Unpacking never follows a symlink of the tree: an entry below one is refused.
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { constants as fsc } from 'node:fs';
 import { chmod, link, lutimes, mkdir, mkdtemp, open, readdir, readFile, rm, rmdir, symlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { chunksOf } from '../storage/chunks.ts';
 import { decompress, peek } from '../storage/compression.ts';
 import { readTar, type TarEntry } from '../storage/tar-reader.ts';
 import { lstatOrNull } from '../storage/unpack.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { resolveInRoot } from '../sys/rootfs-files.ts';
 import { IgnoreMatcher, parseDockerignore } from './dockerignore.ts';
 
@@ -97,7 +98,21 @@ async function decode(body: Readable): Promise<Decoded> {
 
 /** `<cmd> -dc` with the input piped through. The output ends only once it exited 0. */
 function viaCommand(cmd: 'bzip2' | 'xz', src: AsyncIterable<Buffer>, release: () => void): Decoded {
-  const child = spawn(cmd, ['-dc'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // As long as the context is large: no deadline. `stop` (the build ended early, the input failed)
+  // SIGKILLs it; its exit status is read from the 'close' event, so the result is not awaited.
+  const stop = new AbortController();
+  const child = execa(cmd, ['-dc'], {
+    ...EXECA_DEFAULTS,
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    cancelSignal: stop.signal,
+    killSignal: 'SIGKILL',
+    reject: false,
+  });
+  // With buffer: false execa resumes a stdout nobody reads yet after a tick: keep it for out().
+  child.stdout.pause();
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4096)));
   // EPIPE when the decoder quits on bad data: its exit status says why.
@@ -110,7 +125,7 @@ function viaCommand(cmd: 'bzip2' | 'xz', src: AsyncIterable<Buffer>, release: ()
   spawned.catch(() => {});
   child.on('error', () => {}); // a later failure (of kill, say) shows in the exit status
   const kill = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) stop.abort();
   };
   let feedErr: unknown;
   async function* out(): AsyncGenerator<Buffer> {

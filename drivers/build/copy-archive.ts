@@ -1,6 +1,6 @@
 // ADD's local archives: a source file that is a tar (plain, gzip, bzip2 or xz) is extracted into
 // the destination directory instead of copied. bzip2 and xz are decoded by the system tools.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execa } from 'execa';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { chmod, lchown, link, lstat, lutimes, mkdir, open, rm, symlink, utimes } from 'node:fs/promises';
 import { basename, join, posix } from 'node:path';
@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { invalidArgument } from '../../lib/errors.ts';
 import { readTar } from '../storage/tar-reader.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { escapes, mkdirInRoot, type Ids } from './copy-paths.ts';
 
 export type ArchiveKind = 'tar' | 'gzip' | 'bzip2' | 'xz';
@@ -37,9 +38,23 @@ function decode(path: string, kind: ArchiveKind): Decoded {
     finished.catch(() => {});
     return { stream: gunzip, finished, stop: () => gunzip.destroy() };
   }
-  const child: ChildProcess = spawn(kind, ['-dc', path], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // As long as the archive is large: no deadline. stop() aborts `cancel`, which ends the decoder
+  // (SIGTERM, as child.kill() did); its exit status is read from the 'close' event, so the result
+  // is not awaited (reject: false). The caller's signal is checked between entries, as before.
+  const cancel = new AbortController();
+  const child = execa(kind, ['-dc', path], {
+    ...EXECA_DEFAULTS,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    cancelSignal: cancel.signal,
+    reject: false,
+  });
+  // With buffer: false execa resumes a stdout nobody reads yet after a tick: the reader comes later.
+  child.stdout.pause();
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => {
+  child.stderr.on('data', (c: Buffer) => {
     if (stderr.length < 4096) stderr += c.toString();
   });
   let stopped = false;
@@ -53,9 +68,9 @@ function decode(path: string, kind: ArchiveKind): Decoded {
   finished.catch(() => {});
   const stop = () => {
     stopped = true;
-    child.kill();
+    cancel.abort();
   };
-  return { stream: child.stdout!, finished, stop };
+  return { stream: child.stdout, finished, stop };
 }
 
 /** As Go's tar reader: a header block whose checksum (unsigned or signed sum) holds. */

@@ -5,12 +5,14 @@
 // fd 3 status protocol ("0\n" when listening, "1\n<error>" when not).
 // Nothing here may throw out of an event handler: a client or container connection error only ends
 // that connection, never the daemon.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { execa } from 'execa';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { conflict, EngineError, internal, invalidArgument, notImplemented, unavailable } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 
 export interface ProxySpec { proto: 'tcp' | 'udp' | 'sctp'; hostIp: string; hostPort: number; containerIp: string; containerPort: number }
 
@@ -278,7 +280,19 @@ async function startExternal(binary: string, spec: ProxySpec, timeoutMs: number,
     '-container-ip', spec.containerIp,
     '-container-port', String(spec.containerPort),
   ];
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+  // Long-lived: it runs until the binding goes, so there is no deadline (readStatus bounds only the
+  // start). Aborting `cancel` ends it: SIGTERM, then SIGKILL if it has not exited after 2 s. Not
+  // killed when the daemon exits (cleanup off), as before; its output is read here, not buffered.
+  const cancel = new AbortController();
+  const child = execa(binary, args, {
+    ...EXECA_DEFAULTS,
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    buffer: false,
+    cancelSignal: cancel.signal,
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: KILL_AFTER_MS,
+    reject: false,
+  });
   let exited = child.exitCode !== null || child.signalCode !== null;
   const exitPromise = new Promise<void>((resolve) => {
     child.once('exit', () => { exited = true; resolve(); });
@@ -291,7 +305,7 @@ async function startExternal(binary: string, spec: ProxySpec, timeoutMs: number,
   try {
     await readStatus(child, timeoutMs);
   } catch (err) {
-    await stop(child, () => exited, exitPromise);
+    await stop(cancel, () => exited, exitPromise);
     if (err instanceof EngineError) throw err;
     const detail = stderr.trim() ? `${(err as Error).message}: ${stderr.trim()}` : (err as Error).message;
     throw internal(`Error starting userland proxy: ${detail}`, err);
@@ -306,7 +320,7 @@ async function startExternal(binary: string, spec: ProxySpec, timeoutMs: number,
     spec,
     close: once(async () => {
       stopping = true;
-      await stop(child, () => exited, exitPromise);
+      await stop(cancel, () => exited, exitPromise);
     }),
   };
 }
@@ -371,11 +385,9 @@ function statusText(buf: string): string {
   return nl >= 0 && buf.slice(0, nl).trim() === '1' ? buf.slice(nl + 1) : buf;
 }
 
-/** SIGTERM, then SIGKILL if the child has not exited after 2 s. */
-async function stop(child: ChildProcess, exited: () => boolean, exitPromise: Promise<void>): Promise<void> {
+/** SIGTERM, then SIGKILL if the child has not exited after 2 s (execa's cancelSignal and forceKillAfterDelay). */
+async function stop(cancel: AbortController, exited: () => boolean, exitPromise: Promise<void>): Promise<void> {
   if (exited()) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => { if (!exited()) child.kill('SIGKILL'); }, KILL_AFTER_MS);
+  cancel.abort();
   await exitPromise;
-  clearTimeout(timer);
 }

@@ -1,7 +1,8 @@
 // Runs the host's network tools (ip, iptables, nsenter) and translates their failures into the
 // engine's error classes, so callers branch on codes instead of parsing stderr.
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { EngineError, type ErrorCode } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 
 export interface RunOptions {
   /** Written to the tool's stdin (e.g. an `ip -batch -` script). */
@@ -22,49 +23,38 @@ export class CommandError extends EngineError {
 }
 
 /**
- * Run a tool and return its stdout. Plain child_process rather than execa: this sits on the
- * container start path (veth attach) and the wrapper's per-spawn overhead showed up there.
+ * Run a tool and return its stdout. This sits on the container start path (veth attach): execa
+ * costs about 0.7-0.9 ms more per spawn than a bare child_process.spawn (measured with `true`).
  */
-export function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
+export async function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
   const cmd = `${file} ${args.join(' ')}`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, {
-      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-      env: { ...process.env, LC_ALL: 'C' },
-      signal: opts.signal,
-      killSignal: 'SIGKILL',
-    });
-    // Our own timer: spawn's `timeout` outlives a failed spawn (ENOENT) and holds the loop open.
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, opts.timeoutMs ?? 10_000);
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout!.on('data', (b: Buffer) => out.push(b));
-    child.stderr!.on('data', (b: Buffer) => err.push(b));
-    if (opts.input !== undefined) {
-      child.stdin!.on('error', () => {}); // the tool may exit before reading everything
-      child.stdin!.end(opts.input);
-    }
-    let spawnError: NodeJS.ErrnoException | undefined;
-    child.on('error', (e: NodeJS.ErrnoException) => {
-      spawnError = e;
-    });
-    child.on('close', (code, sig) => {
-      clearTimeout(timer);
-      const stdout = Buffer.concat(out).toString('utf8').replace(/\n$/, '');
-      const stderr = Buffer.concat(err).toString('utf8').trim();
-      if (spawnError?.code === 'ENOENT') return reject(new CommandError('Unavailable', `${file} is not installed`, stderr, undefined, spawnError));
-      if (spawnError?.name === 'AbortError' || opts.signal?.aborted) return reject(new CommandError('Canceled', `${cmd}: canceled`, stderr, undefined, spawnError));
-      if (spawnError) return reject(new CommandError('Internal', `${cmd}: ${spawnError.message}`, stderr, undefined, spawnError));
-      if (timedOut) return reject(new CommandError('Unavailable', `${cmd}: timed out after ${opts.timeoutMs ?? 10_000} ms`, stderr, undefined));
-      if (sig) return reject(new CommandError('Internal', `${cmd}: killed by ${sig}`, stderr, undefined));
-      if (code === 0) return resolve(stdout);
-      reject(new CommandError(classify(stderr), `${cmd}: ${stderr || `exit code ${code}`}`, stderr, code ?? undefined));
-    });
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  // execa clears its timer once the child is gone, a failed spawn (ENOENT) included.
+  const r = await execa(file, args, {
+    ...EXECA_DEFAULTS,
+    ...(opts.input === undefined ? { stdin: 'ignore' as const } : { input: opts.input }),
+    env: { LC_ALL: 'C' }, // on top of process.env (extendEnv)
+    cancelSignal: opts.signal,
+    timeout: timeoutMs,
+    killSignal: 'SIGKILL',
+    reject: false,
+    stripFinalNewline: false,
+    maxBuffer: Number.POSITIVE_INFINITY,
   });
+  const stdout = r.stdout.replace(/\n$/, '');
+  const stderr = r.stderr.trim();
+  if (r.failed && r.exitCode === undefined && r.signal === undefined && !r.isCanceled && !r.timedOut) {
+    // The tool did not start (or a pipe failed): execa keeps the original error as `cause`.
+    const spawnError = r.cause as NodeJS.ErrnoException | undefined;
+    if (spawnError?.code === 'ENOENT') throw new CommandError('Unavailable', `${file} is not installed`, stderr, undefined, spawnError);
+    if (opts.signal?.aborted) throw new CommandError('Canceled', `${cmd}: canceled`, stderr, undefined, spawnError);
+    throw new CommandError('Internal', `${cmd}: ${spawnError?.message ?? r.originalMessage ?? r.shortMessage}`, stderr, undefined, spawnError);
+  }
+  if (r.isCanceled || opts.signal?.aborted) throw new CommandError('Canceled', `${cmd}: canceled`, stderr, undefined, r.cause);
+  if (r.timedOut) throw new CommandError('Unavailable', `${cmd}: timed out after ${timeoutMs} ms`, stderr, undefined);
+  if (r.signal) throw new CommandError('Internal', `${cmd}: killed by ${r.signal}`, stderr, undefined);
+  if (r.exitCode === 0) return stdout;
+  throw new CommandError(classify(stderr), `${cmd}: ${stderr || `exit code ${r.exitCode}`}`, stderr, r.exitCode);
 }
 
 function classify(stderr: string): ErrorCode {

@@ -1,11 +1,12 @@
 // Layer blob compression: sniff the magic bytes, then decompress with zlib (gzip, zstd), or with
 // unpigz for gzip blob files when allowed and installed.
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { accessSync, createReadStream, constants as fsc } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { Duplex, Readable, pipeline } from 'node:stream';
 import { createGunzip, createZstdDecompress } from 'node:zlib';
 import { invalidArgument } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import type { BlobMedia } from './types.ts';
 
 const GZIP = [0x1f, 0x8b];
@@ -66,7 +67,10 @@ function findUnpigz(): string | null {
  * 0, so a truncated or corrupt blob is an error, not EOF; ending the iteration early kills it.
  */
 async function* unpigz(bin: string, file: string): AsyncGenerator<Buffer> {
-  const child = spawn(bin, ['-d', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const stop = new AbortController();
+  const child = execa(bin, ['-d', '-c', file], { ...streamingOptions(stop.signal), stdin: 'ignore' });
+  // With buffer: false execa resumes a stdout nobody reads yet after a tick: keep it for the loop below.
+  child.stdout.pause();
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4096)));
   const exited = new Promise<number | string>((resolve) => child.on('close', (code, sig) => resolve(code ?? sig ?? -1)));
@@ -80,8 +84,17 @@ async function* unpigz(bin: string, file: string): AsyncGenerator<Buffer> {
     const code = await exited;
     if (code !== 0) throw invalidArgument(`unpigz: ${stderr.trim() || `exit ${code}`}`);
   } finally {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) stop.abort();
   }
+}
+
+/**
+ * execa options of an unpigz child: it runs as long as the blob is large, so there is no deadline;
+ * aborting `signal` (the reader stopped early, or the input failed) SIGKILLs it. Its exit status
+ * is read from the 'close' event, so the result is not awaited (reject: false).
+ */
+function streamingOptions(signal: AbortSignal) {
+  return { ...EXECA_DEFAULTS, stdout: 'pipe', stderr: 'pipe', buffer: false, cancelSignal: signal, killSignal: 'SIGKILL', reject: false } as const;
 }
 
 /**
@@ -111,7 +124,9 @@ export function decompressStream(src: AsyncIterable<Buffer>, media: BlobMedia, u
 }
 
 async function* unpigzStream(bin: string, src: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  const child = spawn(bin, ['-d', '-c'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const stop = new AbortController();
+  const child = execa(bin, ['-d', '-c'], { ...streamingOptions(stop.signal), stdin: 'pipe' });
+  child.stdout.pause(); // see unpigz()
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4096)));
   child.stdin.on('error', () => {});
@@ -120,7 +135,7 @@ async function* unpigzStream(bin: string, src: AsyncIterable<Buffer>): AsyncGene
   const feeding = pipeline(Readable.from(src, { objectMode: false }), child.stdin, (err) => {
     if (err) {
       feedErr = err;
-      child.kill('SIGKILL');
+      stop.abort();
     }
   });
   void feeding;
@@ -130,7 +145,7 @@ async function* unpigzStream(bin: string, src: AsyncIterable<Buffer>): AsyncGene
     if (feedErr) throw feedErr;
     if (code !== 0) throw invalidArgument(`unpigz: ${stderr.trim() || `exit ${code}`}`);
   } finally {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) stop.abort();
   }
 }
 

@@ -1,17 +1,15 @@
 // The vfs graph driver: every layer is a full copy of its parent (reflinked where the file system
 // can) with its own changes applied; whiteouts are plain deletions. Slow and big, but works on any
 // file system and needs no mounts.
-import { execFile } from 'node:child_process';
+import { execa } from 'execa';
 import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { internal } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { diffTar, naiveChanges, walk } from './diff-walk.ts';
 import type { WalkEntry } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
-
-const run = promisify(execFile);
 
 export class VfsDriver implements GraphDriver {
   readonly name = 'vfs';
@@ -43,7 +41,9 @@ export class VfsDriver implements GraphDriver {
     await mkdir(dir, { mode: 0o755 });
     if (parent === null) return;
     try {
-      await run('cp', ['-a', '--reflink=auto', `${this.dir(parent)}/.`, `${dir}/`]);
+      // No deadline: the copy takes as long as the parent layer is large, and GraphDriver.create
+      // has no AbortSignal to give. stdin stays a pipe and no newline is stripped, as execFile did.
+      await execa('cp', ['-a', '--reflink=auto', `${this.dir(parent)}/.`, `${dir}/`], { ...EXECA_DEFAULTS, stripFinalNewline: false, maxBuffer: 1024 * 1024 });
     } catch (err) {
       throw internal(`vfs: copying layer ${parent}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`, err);
     }

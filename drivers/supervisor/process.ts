@@ -1,13 +1,14 @@
 // Owns the daemon's private supervisor (containerd): writes its config, spawns it in its own
 // process group (so it and the containers' shims outlive a daemon crash or ^C), adopts one left
 // running by a previous daemon, restarts it with backoff if it dies, and stops it on request.
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { execa } from 'execa';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { unavailable } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { createSupervisorClient } from './client.ts';
 
 export interface SupervisorProcess {
@@ -189,13 +190,25 @@ export async function startSupervisor(opts: StartSupervisorOptions): Promise<Sup
     const env = { ...process.env };
     delete env.NOTIFY_SOCKET;
     const args = ['--config', configFile, '--log-level', opts.debug ? 'debug' : 'info'];
-    let c: ChildProcess;
+    // `startAbort` ends it only when it misses the start-up deadline below (SIGKILL); stop()
+    // signals the pid itself, as it does an adopted supervisor.
+    const startAbort = new AbortController();
+    let c: ReturnType<typeof spawnSupervisor>;
     try {
-      c = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd], env });
+      c = spawnSupervisor(binary, args, fd, env, startAbort.signal);
     } finally {
       closeSync(fd);
     }
-    const spawnError = new Promise<never>((_, reject) => c.once('error', (err) => reject(unavailable(`cannot start supervisor ${binary}: ${err.message}`, err))));
+    const spawnError = new Promise<never>((_, reject) => {
+      c.once('error', (err) => reject(unavailable(`cannot start supervisor ${binary}: ${err.message}`, err)));
+      // A spawn that throws at once (execa answers with a pid-less stand-in that emits nothing).
+      void c.then((r) => {
+        if (c.pid === undefined && r.failed) {
+          const msg = r.cause instanceof Error ? r.cause.message : (r.shortMessage ?? 'spawn failed');
+          reject(unavailable(`cannot start supervisor ${binary}: ${msg}`, r.cause));
+        }
+      });
+    });
     spawnError.catch(() => {});
     c.unref();
     child = c;
@@ -216,11 +229,7 @@ export async function startSupervisor(opts: StartSupervisorOptions): Promise<Sup
       if (exited) throw unavailable(`supervisor exited during start-up; see ${logFile}: ${lastLines(logFile)}`);
       if ((await stat(address).catch(() => null)) && (await versionAnswers(address, log, 1_000))) break;
       if (Date.now() > deadline) {
-        try {
-          c.kill('SIGKILL');
-        } catch {
-          // gone
-        }
+        startAbort.abort(); // SIGKILL, should it still run
         throw unavailable(`supervisor did not answer within ${startTimeout} ms; see ${logFile}`);
       }
     }
@@ -305,6 +314,31 @@ export async function startSupervisor(opts: StartSupervisorOptions): Promise<Sup
       log.info({ pid: target }, 'supervisor stopped');
     },
   };
+}
+
+/**
+ * containerd through execa. Long-lived and meant to outlive the daemon: detached (its own process
+ * group and session, so a ^C to the daemon's group does not reach it), never killed by execa when
+ * the daemon exits (cleanup off; execa skips it for detached children anyway), its output written
+ * straight to the log file `fd` (nothing piped or buffered here), no deadline; `signal` SIGKILLs it.
+ * extendEnv off: `env` is process.env without NOTIFY_SOCKET, which execa would otherwise add back.
+ * The result is not awaited for its exit (the 'exit' event is), so reject: false.
+ */
+function spawnSupervisor(binary: string, args: string[], fd: number, env: NodeJS.ProcessEnv, signal: AbortSignal) {
+  // execa's types list only descriptors 3-9 here; at run time any descriptor number is handed to
+  // spawn as it is (a "native" stdio value), as child_process.spawn took it.
+  const logFd = fd as 3;
+  return execa(binary, args, {
+    ...EXECA_DEFAULTS,
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env,
+    extendEnv: false,
+    buffer: false,
+    cancelSignal: signal,
+    killSignal: 'SIGKILL',
+    reject: false,
+  });
 }
 
 async function rotateLog(file: string): Promise<void> {

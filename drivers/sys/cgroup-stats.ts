@@ -2,11 +2,9 @@
 // shaped like the Engine API's stats object so clients can compute CPU and memory percentages.
 import { readFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { execa, type ExecaError } from 'execa';
 import { invalidArgument } from '../../lib/errors.ts';
-
-const run = promisify(execFile);
+import { EXECA_DEFAULTS } from './exec.ts';
 
 async function read(p: string): Promise<string | undefined> {
   try {
@@ -149,10 +147,12 @@ export async function topProcesses(pids: number[], psArgs: string): Promise<{ Ti
   const args = psArgs.trim() ? psArgs.trim().split(/\s+/) : ['-ef'];
   let out: string;
   try {
-    ({ stdout: out } = await run('ps', args, { maxBuffer: 16 << 20, timeout: 10_000 }));
+    // The API gives no AbortSignal for top; the deadline bounds it.
+    ({ stdout: out } = await execa('ps', args, { ...EXECA_DEFAULTS, maxBuffer: 16 << 20, timeout: 10_000 }));
   } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw invalidArgument(`ps: ${e.stderr?.trim() || e.message}`);
+    const e = err as ExecaError;
+    // A failed start keeps its own message ("spawn ps ENOENT"), as execFile gave it.
+    throw invalidArgument(`ps: ${(typeof e.stderr === 'string' ? e.stderr.trim() : '') || (e.cause instanceof Error ? e.cause.message : e.shortMessage ?? e.message)}`);
   }
   const lines = out.split('\n').filter((l) => l.trim());
   const titles = lines[0].trim().split(/\s+/);

@@ -1,7 +1,7 @@
 // Files inside a container's root filesystem (docker cp, export): every path is resolved
 // component by component inside the root, symlinks included, so nothing outside can be read or
 // written through `..` or a link.
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { createWriteStream } from 'node:fs';
 import { chmod, lchown, lstat, mkdir, readlink, rm, symlink, link, utimes } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar-stream';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS } from './exec.ts';
 
 export interface PathStat {
   name: string;
@@ -105,8 +106,18 @@ export async function archiveFromRoot(root: string, path: string, signal: AbortS
   const args = ['-c', '-f', '-', '--numeric-owner', '-C', dir];
   if (name !== base && base !== '.' && base !== '/') args.push(`--transform=s,^${escapeSed(name)},${escapeSed(base)},`);
   args.push(host === root ? '.' : name);
-  const child = spawn('tar', host === root ? ['-c', '-f', '-', '--numeric-owner', '-C', root, '.'] : args, { stdio: ['ignore', 'pipe', 'ignore'], signal });
-  child.on('error', () => {});
+  // A stream as long as the tree is large: no deadline; the request's signal ends tar (SIGTERM).
+  // Failures show as a short stream, as before: the result is not awaited (reject: false).
+  const child = execa('tar', host === root ? ['-c', '-f', '-', '--numeric-owner', '-C', root, '.'] : args, {
+    ...EXECA_DEFAULTS,
+    stdin: 'ignore',
+    stderr: 'ignore',
+    buffer: false,
+    cancelSignal: signal,
+    reject: false,
+  });
+  // With buffer: false execa resumes a stdout nobody reads yet after a tick; the caller reads it later.
+  child.stdout.pause();
   return { stat, stream: child.stdout };
 }
 

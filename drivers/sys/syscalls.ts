@@ -1,8 +1,9 @@
 // Thin koffi bindings to libc for the few syscalls Node lacks: mount, umount2, mkfifo, malloc_trim.
 // Read errno only after a -1 return (koffi keeps a stale value after success).
 import koffi from 'koffi';
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { EngineError } from '../../lib/errors.ts';
+import { EXECA_DEFAULTS, SHORT_COMMAND_TIMEOUT_MS } from './exec.ts';
 
 const libc = koffi.load('libc.so.6');
 const mountFn = libc.func('int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)');
@@ -52,14 +53,21 @@ export function mount(source: string, target: string, fstype: string | null, fla
 }
 
 /** mount(8) run in `cwd`, so overlay lowerdirs can be relative paths (keeps the option string under a page). */
-export function mountWithCwd(source: string, target: string, fstype: string, data: string, cwd: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const p = spawn('mount', ['-t', fstype, '-o', data, source, target], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve() : reject(new EngineError('Internal', `mount ${target}: ${err.trim() || `exit ${code}`}`))));
+export async function mountWithCwd(source: string, target: string, fstype: string, data: string, cwd: string): Promise<void> {
+  // No caller has an AbortSignal to give: a local overlay mount is quick, so a default deadline bounds it.
+  const r = await execa('mount', ['-t', fstype, '-o', data, source, target], {
+    ...EXECA_DEFAULTS,
+    cwd,
+    stdin: 'ignore',
+    stdout: 'ignore',
+    timeout: SHORT_COMMAND_TIMEOUT_MS,
+    reject: false,
   });
+  if (r.exitCode === 0) return;
+  // As before: a failed start rejects with the spawn error itself.
+  if (r.exitCode === undefined && r.signal === undefined && !r.timedOut && r.cause instanceof Error) throw r.cause;
+  const code = r.timedOut ? `timed out after ${SHORT_COMMAND_TIMEOUT_MS} ms` : `exit ${r.exitCode ?? null}`;
+  throw new EngineError('Internal', `mount ${target}: ${r.stderr.trim() || code}`);
 }
 
 /** umount2(2) off the main thread (a busy or hung mount must not block the daemon). EINVAL (not mounted) is ignored. */

@@ -2,11 +2,12 @@
 // `<data-root>/volumes`), optionally with a filesystem mounted on it (DriverOpts type/o/device).
 // Every method is idempotent and safe to run again after a crash at any line; calls on one volume
 // are serialized so two callers never mount the same volume twice.
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { chmod, chown, lstat, mkdir, readdir, realpath, rm, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EngineError, internal, invalidArgument } from '../../lib/errors.ts';
 import { mountArgs, redactMountError } from '../../lib/volume-options.ts';
+import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { MNT_DETACH, isMountPoint, umount } from '../sys/syscalls.ts';
 
 const DATA = '_data';
@@ -59,7 +60,7 @@ export class LocalVolumeDriver {
       if (!args || (await this.#mounted(name))) return mountpoint;
       const argv = [...(args.type ? ['-t', args.type] : []), ...(args.options ? ['-o', args.options] : []), '--', args.device, mountpoint];
       try {
-        await exec('mount', argv);
+        await exec('mount', argv, MOUNT_TIMEOUT_MS);
       } catch (err) {
         // mount(8) ends with a hint line about dmesg: keep the one line that says what went wrong.
         const detail = (err as Error).message.split('\n').filter((l) => !l.includes('dmesg(1)')).map((l) => l.trim()).join(' ');
@@ -250,13 +251,19 @@ function rewrap(err: unknown, prefix: string): EngineError {
   return internal(prefix + String((err as Error)?.message ?? err), err);
 }
 
-/** Run a command without a shell; reject with its stderr (or exit status). */
-function exec(cmd: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code, sig) => (code === 0 ? resolve() : reject(new Error(err.trim() || `${cmd} exited with ${code ?? sig}`))));
-  });
+/** Deadline for mount(8) of a volume: above the 2 minutes an NFS mount retries in the foreground. */
+const MOUNT_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * Run a command without a shell; reject with its stderr (or exit status). `timeoutMs` undefined:
+ * no deadline (cp -a of a volume's initial content takes as long as the data is large, and the
+ * driver's callers have no AbortSignal to give).
+ */
+async function exec(cmd: string, args: string[], timeoutMs?: number): Promise<void> {
+  const r = await execa(cmd, args, { ...EXECA_DEFAULTS, stdin: 'ignore', stdout: 'ignore', timeout: timeoutMs, reject: false });
+  if (r.exitCode === 0) return;
+  // As before: a failed start rejects with the spawn error itself.
+  if (r.exitCode === undefined && r.signal === undefined && !r.timedOut && r.cause instanceof Error) throw r.cause;
+  const status = r.timedOut ? `timed out after ${timeoutMs} ms` : `exited with ${r.exitCode ?? r.signal}`;
+  throw new Error(r.stderr.trim() || `${cmd} ${status}`);
 }
