@@ -17,7 +17,7 @@ import { apiVersion, first, idParams, q, strconvError } from '../request.ts';
 import { upgradeHead } from '../upgrade.ts';
 import { readUpgradeBody } from './request-body.ts';
 import { AttachSession, parseDetachKeys } from './session.ts';
-import { handshakeResponse, notAWebsocket, OP, WebSocketStream } from './websocket.ts';
+import { attachWebSocketServer, checkWebsocketRequest, WebSocketDuplex } from './websocket.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
 
@@ -235,21 +235,24 @@ export function attachRoutes(deps: AttachDeps) {
     });
 
     // Binary frames from API 1.28 (text before); the stream flags count from 1.42, before which
-    // all three streams are attached. Only an upgrade request is a websocket.
+    // all three streams are attached. Only an upgrade request is a websocket; `ws` makes the
+    // handshake (a bad one is answered 400 there) and the framing.
+    const wss = attachWebSocketServer();
     app.get('/containers/:id/attach/ws', { schema: { params: idParams, querystring: attachQuery } }, async (req, reply) => {
       const { c, keys } = ctl.prepareAttach(req.params.id, req.query.detachKeys);
       const head = upgradeHead(req.raw);
-      if (!head) throw notAWebsocket();
-      const handshake = handshakeResponse(req.raw);
+      checkWebsocketRequest(req.raw, head);
       reply.hijack();
-      const sock = req.raw.socket;
       const version = apiVersion(req);
-      sock.write(handshake);
-      if (head.length) sock.unshift(head);
-      const ws = new WebSocketStream(sock, { opcode: version >= 1.28 ? OP.binary : OP.text });
-      ws.on('error', () => {});
       const want = version < 1.42 ? { ...req.query, stdin: true, stdout: true, stderr: true } : req.query;
-      await ctl.runAttach(ws, c, keys, want, { kind: 'websocket' });
+      wss.handleUpgrade(req.raw, req.raw.socket, head, (socket) => {
+        const ws = new WebSocketDuplex(socket, { binary: version >= 1.28 });
+        ws.on('error', () => {});
+        ctl.runAttach(ws, c, keys, want, { kind: 'websocket' }).catch((err: unknown) => {
+          req.log.warn({ err }, 'websocket attach failed');
+          ws.destroy();
+        });
+      });
     });
 
     app.post('/containers/:id/resize', { schema: { params: idParams, querystring: resizeQuery } }, async (req, reply) => {

@@ -298,18 +298,17 @@ describe('stream semantics: request bodies, half-close, detach keys, tty line en
   });
   test('websocket attach: a line sent to a running cat comes back in binary frames; close leaves it running', async () => {
     await dk('run', '-di', '--name', 'wscat', '--network', 'none', img, 'cat');
-    const ws = wsClient(connect(d.socket), '/v1.47/containers/wscat/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
+    const ws = wsClient(`ws+unix://${d.socket}:/v1.47/containers/wscat/attach/ws?stream=1&stdin=1&stdout=1&stderr=1`);
     assert.match(await ws.head, /^HTTP\/1\.1 101 /);
-    ws.send(0x1, 'over-ws\n');
-    await until('echo over the websocket', () => ws.frames().map((f) => f.payload.toString()).join('') === 'over-ws\n');
-    assert.ok(ws.frames().every((f) => f.opcode === 0x2), 'output goes out in binary frames');
-    ws.send(0x2, Buffer.from('binary-in\n'));
-    await until('second echo', () => ws.frames().map((f) => f.payload.toString()).join('').endsWith('binary-in\n'));
-    ws.send(0x9, 'ping');
-    await until('pong', () => ws.frames().some((f) => f.opcode === 0xa && f.payload.toString() === 'ping'));
-    ws.send(0x8, Buffer.from([0x03, 0xe8]));
-    await until('close answered', () => ws.frames().some((f) => f.opcode === 0x8));
-    await ws.ended;
+    ws.ws.send('over-ws\n');
+    await until('echo over the websocket', () => ws.messages().map((m) => m.data.toString()).join('') === 'over-ws\n');
+    assert.ok(ws.messages().every((m) => m.binary), 'output goes out in binary frames');
+    ws.ws.send(Buffer.from('binary-in\n'));
+    await until('second echo', () => ws.messages().map((m) => m.data.toString()).join('').endsWith('binary-in\n'));
+    ws.ws.ping('ping');
+    await until('pong', () => ws.pongs().some((p) => p.toString() === 'ping'));
+    ws.ws.close(1000);
+    assert.equal((await ws.ended).code, 1000, 'close answered');
     assert.equal(await dk('inspect', '--format', '{{.State.Running}}', 'wscat'), 'true');
     // A plain GET (no upgrade) is refused.
     const raw = connect(d.socket);

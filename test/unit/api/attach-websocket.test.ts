@@ -1,206 +1,164 @@
-// The websocket attach without a daemon: the RFC 6455 handshake and framing (masked client
-// frames, unmasked server frames, the three length forms, fragments, ping and close), the
-// websocket as a stream under an attach session, and the routes end to end on a real HTTP server
-// with a container in the real store: echo through a websocket, refusal of a plain request, and the
-// `detach` / `exec_detach` events of a detach-key exit.
+// The websocket attach without a daemon, through the `ws` package's client on real connections:
+// the Duplex over a `ws` WebSocket (stdin from text and binary messages, output as binary or text
+// messages, ping, the closing handshake both ways, the payload limit), an attach session on it,
+// and the routes end to end on a real HTTP server with a container in the real store: echo
+// through a websocket, text frames before API 1.28, the subprotocol echo, refusals (404, 400 for
+// a plain request, a bad handshake or detach keys), and the `detach` / `exec_detach` events of a
+// detach-key exit.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { errorStatus } from '../../../api/errors.ts';
+import type { Duplex } from 'node:stream';
 import { attachRoutes, type AttachDeps } from '../../../api/attach/routes.ts';
 import { upgradeListener } from '../../../api/upgrade.ts';
 import { AttachSession } from '../../../api/attach/session.ts';
-import { acceptKey, encodeFrame, FrameDecoder, handshakeResponse, OP, ProtocolError, WebSocketStream } from '../../../api/attach/websocket.ts';
+import { attachWebSocketServer, WebSocketDuplex } from '../../../api/attach/websocket.ts';
 import type { ExecInspect } from '../../../api/ports.ts';
 import type { Store } from '../../../store/store.ts';
 import { KIND } from '../../../store/types.ts';
-import { clientFrame, serverFrames, wsClient, type WsClient } from '../../e2e/harness/ws-client.ts';
+import { rawRequest, wsClient } from '../../e2e/harness/ws-client.ts';
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness } from './route-harness.ts';
-import { fakeHub, fakeSocket } from './socket-fakes.ts';
+import { fakeHub } from './socket-fakes.ts';
 
-const tick = () => new Promise((r) => setImmediate(r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function wsRequest(headers: Record<string, string>): IncomingMessage {
-  return { headers } as unknown as IncomingMessage;
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
 }
 
-const goodHeaders = { upgrade: 'websocket', connection: 'keep-alive, Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' };
+const text = (c: ReturnType<typeof wsClient>) => c.messages().map((m) => m.data.toString()).join('');
 
-test('handshake: the RFC 6455 accept key, and refusal (400) of what is not a websocket upgrade', () => {
-  assert.equal(acceptKey('dGhlIHNhbXBsZSBub25jZQ=='), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=');
-  const ok = handshakeResponse(wsRequest(goodHeaders));
-  assert.match(ok, /^HTTP\/1\.1 101 Switching Protocols\r\n/);
-  assert.match(ok, /\r\nUpgrade: websocket\r\n/);
-  assert.match(ok, /\r\nConnection: Upgrade\r\n/);
-  assert.match(ok, /\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=\r\n\r\n$/);
-  assert.match(handshakeResponse(wsRequest({ ...goodHeaders, 'sec-websocket-protocol': 'chat, superchat' })), /\r\nSec-WebSocket-Protocol: chat\r\n/);
-  for (const bad of [
-    { ...goodHeaders, upgrade: 'tcp' },
-    { ...goodHeaders, connection: 'keep-alive' },
-    { ...goodHeaders, 'sec-websocket-version': '8' },
-    { ...goodHeaders, 'sec-websocket-key': 'short' },
-    { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-version': '13' },
-  ]) {
-    assert.throws(() => handshakeResponse(wsRequest(bad)), (e: unknown) => errorStatus(e) === 400, JSON.stringify(bad));
-  }
-});
-
-test('server frames are unmasked, with 7-bit, 16-bit and 64-bit lengths', () => {
-  for (const [len, headLen, marker] of [
-    [5, 2, 5],
-    [125, 2, 125],
-    [126, 4, 126],
-    [65535, 4, 126],
-    [65536, 10, 127],
-    [70000, 10, 127],
-  ] as const) {
-    const f = encodeFrame(OP.binary, Buffer.alloc(len, 0x61));
-    assert.equal(f.length, headLen + len);
-    assert.equal(f[0], 0x82);
-    assert.equal(f[1], marker, 'no mask bit, length marker');
-    const [parsed] = serverFrames(f);
-    assert.equal(parsed.payload.length, len);
-  }
-  assert.equal(encodeFrame(OP.text, Buffer.from('x'), false)[0], 0x01);
-});
-
-test('client frames: unmasked, across reads byte by byte, long lengths', () => {
-  const d = new FrameDecoder();
-  const long = Buffer.alloc(70_000, 0x7a);
-  const bytes = Buffer.concat([clientFrame(OP.text, 'hi'), clientFrame(OP.binary, Buffer.alloc(300, 1)), clientFrame(OP.binary, long)]);
-  const frames = [];
-  for (const b of bytes) frames.push(...d.feed(Buffer.from([b])));
-  assert.deepEqual(
-    frames.map((f) => [f.opcode, f.payload.length]),
-    [
-      [OP.text, 2],
-      [OP.binary, 300],
-      [OP.binary, 70_000],
-    ],
-  );
-  assert.equal(frames[0].payload.toString(), 'hi');
-  assert.ok(frames[2].payload.equals(long));
-});
-
-test('client frames: fragments with a ping between them; protocol errors', () => {
-  const d = new FrameDecoder();
-  const frames = d.feed(
-    Buffer.concat([clientFrame(OP.text, 'ab', { fin: false }), clientFrame(OP.ping, 'p'), clientFrame(OP.continuation, 'cd', { fin: false }), clientFrame(OP.continuation, 'e')]),
-  );
-  assert.deepEqual(
-    frames.map((f) => [f.opcode, f.fin, f.payload.toString()]),
-    [
-      [OP.text, false, 'ab'],
-      [OP.ping, true, 'p'],
-      [OP.continuation, false, 'cd'],
-      [OP.continuation, true, 'e'],
-    ],
-  );
-  const code = (bytes: Buffer, maxPayload?: number) => {
-    try {
-      new FrameDecoder({ maxPayload }).feed(bytes);
-      return 0;
-    } catch (e) {
-      assert.ok(e instanceof ProtocolError);
-      return e.closeCode;
-    }
+/**
+ * A server whose upgrades become WebSocketDuplex streams (the attach server's options), and a
+ * `ws` client connected to it: `server` is the daemon's end, `client` the client's.
+ */
+async function wsPair(opts: { binary?: boolean } = {}) {
+  const wss = attachWebSocketServer();
+  const srv: Server = createServer();
+  let resolveServer!: (d: WebSocketDuplex) => void;
+  const server = new Promise<WebSocketDuplex>((r) => (resolveServer = r));
+  srv.on('upgrade', (req, socket, head) => {
+    socket.pause();
+    wss.handleUpgrade(req, socket, head, (ws) => resolveServer(new WebSocketDuplex(ws, opts)));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const client = wsClient(`ws://127.0.0.1:${(srv.address() as AddressInfo).port}/`);
+  const d = await server;
+  d.on('error', () => {});
+  if (client.ws.readyState !== client.ws.OPEN) await new Promise((r) => client.ws.once('open', r));
+  return {
+    server: d,
+    client,
+    close: () => {
+      client.ws.terminate();
+      d.destroy();
+      srv.close();
+    },
   };
-  assert.equal(code(clientFrame(OP.binary, 'x', { masked: false })), 1002, 'unmasked');
-  assert.equal(code(clientFrame(OP.continuation, 'x')), 1002, 'continuation without a start');
-  assert.equal(code(Buffer.concat([clientFrame(OP.text, 'a', { fin: false }), clientFrame(OP.binary, 'b')])), 1002, 'new message inside a fragmented one');
-  assert.equal(code(clientFrame(OP.ping, 'x', { fin: false })), 1002, 'fragmented control frame');
-  assert.equal(code(clientFrame(OP.ping, Buffer.alloc(126))), 1002, 'long control frame');
-  assert.equal(code(clientFrame(0x3, 'x')), 1002, 'reserved opcode');
-  const rsv = clientFrame(OP.binary, 'x');
-  rsv[0] |= 0x40;
-  assert.equal(code(rsv), 1002, 'reserved bit');
-  assert.equal(code(clientFrame(OP.binary, Buffer.alloc(2000)), 1000), 1009, 'too big');
-  const huge = Buffer.from([0x82, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0]);
-  assert.equal(code(huge), 1009, 'a 64-bit length beyond the limit is refused before any payload arrives');
-});
-
-/** The daemon's end of an upgraded socket: `client(bytes)` is what the client sends, `frames()` what the daemon wrote. */
-function wsSocket() {
-  const f = fakeSocket();
-  return { ...f, frames: () => serverFrames(Buffer.concat(f.sent)) };
 }
 
-test('WebSocketStream: data frames are the input, writes are binary frames, ping gets pong, close ends input', async () => {
-  const s = wsSocket();
-  const ws = new WebSocketStream(s.sock);
+function collect(d: Duplex) {
   const input: Buffer[] = [];
-  let inputEnded = false;
-  ws.on('data', (b: Buffer) => input.push(b));
-  ws.on('end', () => (inputEnded = true));
-  s.client(Buffer.concat([clientFrame(OP.text, 'one '), clientFrame(OP.binary, 'two ', { fin: false }), clientFrame(OP.ping, 'are you there')]));
-  s.client(clientFrame(OP.continuation, 'three'));
-  await tick();
-  ws.write(Buffer.from('out'));
-  await tick();
-  assert.equal(Buffer.concat(input).toString(), 'one two three');
-  assert.deepEqual(
-    s.frames().map((f) => [f.opcode, f.payload.toString()]),
-    [
-      [OP.pong, 'are you there'],
-      [OP.binary, 'out'],
-    ],
-  );
-  s.client(clientFrame(OP.close, Buffer.from([0x03, 0xe8])));
-  await tick();
-  assert.equal(inputEnded, true, 'a close frame is the end of the input');
-  assert.equal(s.ended(), false, 'our close waits for the session');
-  ws.end();
-  await tick();
-  const last = s.frames().at(-1)!;
-  assert.equal(last.opcode, OP.close);
-  assert.equal(last.payload.readUInt16BE(0), 1000);
-  assert.equal(s.ended(), true);
+  let ended = false;
+  d.on('data', (b: Buffer) => input.push(b));
+  d.on('end', () => (ended = true));
+  return { input: () => Buffer.concat(input).toString(), ended: () => ended };
+}
+
+test('WebSocketDuplex: text and binary messages are the input, writes are binary messages, ping gets pong, end sends close 1000', async () => {
+  const p = await wsPair();
+  try {
+    const got = collect(p.server);
+    p.client.ws.send('one ');
+    p.client.ws.send(Buffer.from('two'));
+    await until('input', () => got.input() === 'one two');
+    p.server.write(Buffer.from('out'));
+    p.server.write(Buffer.alloc(0));
+    await until('output', () => text(p.client) === 'out');
+    assert.deepEqual(p.client.messages().map((m) => m.binary), [true]);
+    p.client.ws.ping('are you there');
+    await until('pong', () => p.client.pongs().some((b) => b.toString() === 'are you there'));
+    p.server.end();
+    assert.equal((await p.client.ended).code, 1000);
+    await until('input end', () => got.ended());
+    await until('stream closed', () => p.server.destroyed);
+  } finally {
+    p.close();
+  }
 });
 
-test('WebSocketStream: a protocol error closes with 1002; text frames before API 1.28', async () => {
-  const s = wsSocket();
-  const ws = new WebSocketStream(s.sock);
-  ws.on('data', () => {});
-  ws.on('error', () => {});
-  s.client(clientFrame(OP.binary, 'x', { masked: false }));
-  await tick();
-  const [close] = s.frames();
-  assert.equal(close.opcode, OP.close);
-  assert.equal(close.payload.readUInt16BE(0), 1002);
-  assert.equal(s.ended(), true);
-
-  const t = wsSocket();
-  const old = new WebSocketStream(t.sock, { opcode: OP.text });
-  old.write(Buffer.from('legacy'));
-  await tick();
-  assert.deepEqual(t.frames().map((f) => [f.opcode, f.payload.toString()]), [[OP.text, 'legacy']]);
+test('WebSocketDuplex: a close from the client is the end of the input and is answered; later writes are dropped', async () => {
+  const p = await wsPair();
+  try {
+    const got = collect(p.server);
+    let closed = false;
+    let late: unknown = 'not written';
+    p.server.on('close', () => (closed = true));
+    p.server.on('end', () => p.server.write(Buffer.from('too late'), (err) => (late = err)));
+    p.client.ws.send('last');
+    p.client.ws.close(1000);
+    assert.equal((await p.client.ended).code, 1000, 'the client gets our close');
+    await until('input end', () => got.ended());
+    assert.equal(got.input(), 'last');
+    await until('stream closed', () => closed);
+    assert.equal(late ?? null, null, 'a write after the close is dropped, not an error');
+    assert.deepEqual(p.client.messages(), []);
+  } finally {
+    p.close();
+  }
 });
 
-test('an attach session on a websocket: raw output without a tty (one frame per chunk, both streams)', async () => {
-  const s = wsSocket();
-  const ws = new WebSocketStream(s.sock);
-  const session = new AttachSession(ws, { tty: false, multiplex: false, stdin: true, stdout: true, stderr: true, closeStdinOnEof: true, detachKeys: Buffer.from([0x10, 0x11]) });
-  const h = fakeHub();
-  session.bind(h.hub);
-  s.client(clientFrame(OP.binary, 'in\n'));
-  h.out('stdout', 'out\n');
-  h.out('stderr', 'err\n');
-  await tick();
-  assert.equal(h.stdin(), 'in\n');
-  h.end();
-  await session.done;
-  await tick();
-  assert.deepEqual(
-    s.frames().map((f) => [f.opcode, f.opcode === OP.close ? f.payload.readUInt16BE(0) : f.payload.toString()]),
-    [
-      [OP.binary, 'out\n'],
-      [OP.binary, 'err\n'],
-      [OP.close, 1000],
-    ],
-  );
+test('WebSocketDuplex: text messages when asked (API before 1.28); a message beyond 16 MiB is refused with 1009', async () => {
+  const t = await wsPair({ binary: false });
+  try {
+    t.server.write(Buffer.from('legacy'));
+    await until('output', () => text(t.client) === 'legacy');
+    assert.deepEqual(t.client.messages().map((m) => m.binary), [false]);
+  } finally {
+    t.server.end();
+    t.close();
+  }
+  const p = await wsPair();
+  try {
+    const got = collect(p.server);
+    p.client.ws.send(Buffer.alloc((16 << 20) + 1));
+    assert.equal((await p.client.ended).code, 1009);
+    await until('input end', () => got.ended() || p.server.destroyed);
+    assert.equal(got.input(), '');
+  } finally {
+    p.close();
+  }
+});
+
+test('an attach session on a websocket: raw output without a tty (one message per chunk, both streams), then close 1000', async () => {
+  const p = await wsPair();
+  try {
+    const session = new AttachSession(p.server, { tty: false, multiplex: false, stdin: true, stdout: true, stderr: true, closeStdinOnEof: true, detachKeys: Buffer.from([0x10, 0x11]) });
+    const h = fakeHub();
+    session.bind(h.hub);
+    p.client.ws.send(Buffer.from('in\n'));
+    h.out('stdout', 'out\n');
+    h.out('stderr', 'err\n');
+    await until('stdin', () => h.stdin() === 'in\n');
+    h.end();
+    await session.done;
+    assert.equal((await p.client.ended).code, 1000);
+    assert.deepEqual(
+      p.client.messages().map((m) => [m.binary, m.data.toString()]),
+      [
+        [true, 'out\n'],
+        [true, 'err\n'],
+      ],
+    );
+  } finally {
+    p.close();
+  }
 });
 
 // ---- the routes on a real server ---------------------------------------------------------------
@@ -259,37 +217,56 @@ async function server(tty: boolean, extra: Partial<AttachDeps> = {}) {
   };
 }
 
-/** A websocket client on a new connection to the test server, with the RFC 6455 example key. */
-function wsConnect(port: number, path: string, headers: Record<string, string> = {}): WsClient {
-  return wsClient(connect(port, '127.0.0.1'), path, { 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers });
+/** A `ws` client to the test server. */
+function wsConnect(port: number, path: string, opts: Parameters<typeof wsClient>[1] = {}, protocols?: string[]) {
+  return wsClient(`ws://127.0.0.1:${port}${path}`, opts, protocols);
 }
 
-async function until(what: string, cond: () => boolean): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
+/** A websocket handshake written by hand, for what the `ws` client will not send. */
+function rawHandshake(port: number, path: string, headers: Record<string, string>) {
+  const h = { Host: 'engine', Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version': '13', ...headers };
+  const sock = connect(port, '127.0.0.1');
+  const lines = Object.entries(h)
+    .filter(([, v]) => v !== '')
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  return { sock, res: rawRequest(sock, `GET ${path} HTTP/1.1\r\n${lines}\r\n`) };
 }
 
-test('GET /containers/{id}/attach/ws: handshake, stdin in text and binary frames, raw output, close', async () => {
+test('GET /containers/{id}/attach/ws: handshake, stdin in text and binary frames, raw output in binary frames, ping, close', async () => {
   const s = await server(false);
   try {
     const c = wsConnect(s.port, '/v1.47/containers/box/attach/ws?stream=1&stdin=1&stdout=1&stderr=1');
     const head = await c.head;
     assert.match(head, /^HTTP\/1\.1 101 /);
-    assert.match(head, /Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=/);
-    c.sock.write(clientFrame(OP.text, 'hello '));
-    c.sock.write(clientFrame(OP.binary, 'world\n'));
-    await until('echo', () => c.frames().map((f) => f.payload.toString()).join('') === 'hello world\n');
-    assert.ok(c.frames().every((f) => f.opcode === OP.binary));
-    c.sock.write(clientFrame(OP.ping, 'x'));
-    await until('pong', () => c.frames().some((f) => f.opcode === OP.pong));
+    assert.match(head, /\r\nSec-WebSocket-Accept: /);
+    assert.doesNotMatch(head, /Sec-WebSocket-Extensions/i, 'no compression');
+    c.ws.send('hello ');
+    c.ws.send(Buffer.from('world\n'));
+    await until('echo', () => text(c) === 'hello world\n');
+    assert.ok(c.messages().every((m) => m.binary));
+    c.ws.ping('x');
+    await until('pong', () => c.pongs().some((b) => b.toString() === 'x'));
     // Without StdinOnce a close from the client ends the session: our close answers it.
-    c.sock.write(clientFrame(OP.close, Buffer.from([0x03, 0xe8])));
-    await until('close', () => c.frames().some((f) => f.opcode === OP.close));
-    await c.ended;
+    c.ws.close(1000);
+    assert.equal((await c.ended).code, 1000);
     assert.deepEqual(s.events, []);
+  } finally {
+    await s.close();
+  }
+});
+
+test('attach/ws before API 1.28: output in text frames, all streams attached; the first subprotocol is echoed', async () => {
+  const s = await server(false);
+  try {
+    const c = wsConnect(s.port, '/v1.27/containers/box/attach/ws?stream=1', {}, ['chat', 'superchat']);
+    assert.match(await c.head, /^HTTP\/1\.1 101 /);
+    assert.equal(c.ws.protocol, 'chat');
+    c.ws.send(Buffer.from('old\n'));
+    await until('echo', () => text(c) === 'old\n');
+    assert.deepEqual(c.messages().map((m) => m.binary), [false]);
+    c.ws.close(1000);
+    assert.equal((await c.ended).code, 1000);
   } finally {
     await s.close();
   }
@@ -298,15 +275,20 @@ test('GET /containers/{id}/attach/ws: handshake, stdin in text and binary frames
 test('attach/ws refusals: 404 for an unknown container, 400 for a bad handshake or detachKeys', async () => {
   const s = await server(false);
   try {
-    for (const [path, headers, status] of [
+    for (const [path, opts, status] of [
       ['/containers/nope/attach/ws?stream=1', {}, 404],
-      ['/containers/box/attach/ws?stream=1', { 'Sec-WebSocket-Version': '8' }, 400],
-      ['/containers/box/attach/ws?stream=1', { Upgrade: 'tcp' }, 400],
+      ['/containers/box/attach/ws?stream=1', { protocolVersion: 8 }, 400],
       ['/containers/box/attach/ws?stream=1&detachKeys=ctrl-1', {}, 400],
     ] as const) {
-      const c = wsConnect(s.port, path, headers);
-      assert.match(await c.head, new RegExp(`^HTTP/1\\.1 ${status} `), `${path} ${JSON.stringify(headers)}`);
-      c.sock.destroy();
+      const c = wsConnect(s.port, path, opts);
+      assert.match(await c.head, new RegExp(`^HTTP/1\\.1 ${status} `), `${path} ${JSON.stringify(opts)}`);
+      await c.ended;
+    }
+    const bad: Record<string, string>[] = [{ Upgrade: 'tcp' }, { 'Sec-WebSocket-Version': '8' }, { 'Sec-WebSocket-Key': '' }, { 'Sec-WebSocket-Key': 'short' }];
+    for (const headers of bad) {
+      const { sock, res } = rawHandshake(s.port, '/containers/box/attach/ws?stream=1', headers);
+      assert.match(await res.head, /^HTTP\/1\.1 400 /, JSON.stringify(headers));
+      sock.destroy();
     }
   } finally {
     await s.close();
@@ -329,9 +311,9 @@ test('detach keys on a tty websocket attach end it and publish a `detach` event'
   try {
     const c = wsConnect(s.port, '/containers/box/attach/ws?stream=1&stdin=1&stdout=1&detachKeys=ctrl-a,b');
     await c.head;
-    c.sock.write(clientFrame(OP.binary, 'ls\x01'));
-    c.sock.write(clientFrame(OP.binary, 'b'));
-    await c.ended;
+    c.ws.send(Buffer.from('ls\x01'));
+    c.ws.send(Buffer.from('b'));
+    assert.equal((await c.ended).code, 1000);
     assert.equal(s.hubs[0].stdin(), 'ls');
     assert.deepEqual(s.events, [{ action: 'detach', name: '/box', extra: undefined }]);
   } finally {
