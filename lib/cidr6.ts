@@ -1,5 +1,8 @@
-// IPv6 address arithmetic for networks and IPAM, on BigInt: parsing (with "::" and an embedded
-// IPv4 tail), the canonical compressed text form (RFC 5952), subnets and containment. Pure.
+// IPv6 addresses for networks and IPAM, on ipaddr.js: parsing (with "::" and an embedded IPv4
+// tail), the canonical compressed text form (RFC 5952), subnets and containment. Addresses travel
+// as BigInt (sets, +1 steps, range comparisons); ipaddr.js does the parsing, masking and
+// formatting. Pure.
+import ipaddr from 'ipaddr.js';
 import { invalidArgument } from './errors.ts';
 
 export interface Ipv6Cidr {
@@ -10,7 +13,20 @@ export interface Ipv6Cidr {
   last: bigint;
 }
 
-const ALL = (1n << 128n) - 1n;
+/** An embedded IPv4 tail: four decimal parts of one to three digits (ipaddr.js would also take "0x0a" or "0001"). */
+const IPV4_TAIL = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+
+function ipv6Of(n: bigint): ipaddr.IPv6 {
+  const bytes: number[] = [];
+  for (let shift = 120n; shift >= 0n; shift -= 8n) bytes.push(Number((n >> shift) & 0xffn));
+  return new ipaddr.IPv6(bytes);
+}
+
+function bigintOf(a: ipaddr.IPv6): bigint {
+  let n = 0n;
+  for (const b of a.toByteArray()) n = (n << 8n) | BigInt(b);
+  return n;
+}
 
 export function isIpv6(text: string): boolean {
   try {
@@ -24,55 +40,27 @@ export function isIpv6(text: string): boolean {
 export function parseIpv6(text: string): bigint {
   const t = text.trim();
   const bad = () => invalidArgument(`invalid IPv6 address: ${text}`);
+  // Refused before ipaddr.js sees them: a zone id ("fe80::1%eth0"), and anything without a colon.
   if (!t.includes(':') || t.includes('%')) throw bad();
-  let head = t;
-  let v4: number[] = [];
-  const lastColon = t.lastIndexOf(':');
-  if (t.slice(lastColon + 1).includes('.')) {
-    const parts = t.slice(lastColon + 1).split('.');
-    if (parts.length !== 4 || parts.some((p) => !/^\d{1,3}$/.test(p) || Number(p) > 255)) throw bad();
-    v4 = parts.map(Number);
-    head = t.slice(0, lastColon + 1) + '0:0';
+  let s = t;
+  const tail = t.slice(t.lastIndexOf(':') + 1);
+  if (tail.includes('.')) {
+    if (!IPV4_TAIL.test(tail)) throw bad();
+    // "::1.2.3.4" is ::102:304 (IPv4-compatible), where ipaddr.js alone reads ::ffff:102:304.
+    if (t === `::${tail}`) s = `::0:${tail}`;
   }
-  const halves = head.split('::');
-  if (halves.length > 2) throw bad();
-  const groups = (s: string) => (s === '' ? [] : s.split(':'));
-  const left = groups(halves[0]!);
-  const right = halves.length === 2 ? groups(halves[1]!) : [];
-  const missing = 8 - left.length - right.length;
-  if ((halves.length === 1 && missing !== 0) || (halves.length === 2 && missing < 1)) throw bad();
-  const all = [...left, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...right];
-  let n = 0n;
-  for (const g of all) {
-    if (!/^[0-9a-fA-F]{1,4}$/.test(g)) throw bad();
-    n = (n << 16n) | BigInt(parseInt(g, 16));
+  let addr: ipaddr.IPv6;
+  try {
+    addr = ipaddr.IPv6.parse(s);
+  } catch {
+    throw bad();
   }
-  if (v4.length) n = (n & ~0xffffffffn) | BigInt(((v4[0]! << 24) >>> 0) + (v4[1]! << 16) + (v4[2]! << 8) + v4[3]!);
-  return n;
+  return bigintOf(addr);
 }
 
-/** The canonical form: lowercase, leading zeros dropped, the longest run of zero groups (2+) as "::". */
+/** The canonical form (RFC 5952): lowercase, leading zeros dropped, the longest run of zero groups (2+) as "::". */
 export function formatIpv6(n: bigint): string {
-  const g: number[] = [];
-  for (let i = 7; i >= 0; i--) g.push(Number((n >> BigInt(i * 16)) & 0xffffn));
-  let bestStart = -1;
-  let bestLen = 0;
-  for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = g.map((x) => x.toString(16));
-  if (bestLen < 2) return hex.join(':');
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`;
+  return ipv6Of(n).toRFC5952String();
 }
 
 export function parseCidr6(text: string): Ipv6Cidr {
@@ -80,18 +68,21 @@ export function parseCidr6(text: string): Ipv6Cidr {
   if (!m || Number(m[2]) > 128) throw invalidArgument(`invalid CIDR address: ${text}`);
   const prefixLen = Number(m[2]);
   const address = parseIpv6(m[1]!);
-  const hostBits = 128n - BigInt(prefixLen);
-  const mask = (ALL >> hostBits) << hostBits;
-  const network = address & mask;
-  return { address, prefixLen, network, last: network | (ALL ^ mask) };
+  const cidr = `${formatIpv6(address)}/${prefixLen}`;
+  return {
+    address,
+    prefixLen,
+    network: bigintOf(ipaddr.IPv6.networkAddressFromCIDR(cidr)),
+    last: bigintOf(ipaddr.IPv6.broadcastAddressFromCIDR(cidr)),
+  };
 }
 
 /** "fd00:1::/64" for "fd00:1::1/64". */
 export function subnetOf6(text: string): string {
-  const c = parseCidr6(text);
-  return `${formatIpv6(c.network)}/${c.prefixLen}`;
+  return cidr6Text(parseCidr6(text));
 }
 
+/** Whether `ip` lies in the subnet: a range comparison on the bounds ipaddr.js computed (the allocator's hot loop). */
 export function contains6(subnet: Ipv6Cidr, ip: bigint): boolean {
   return ip >= subnet.network && ip <= subnet.last;
 }
