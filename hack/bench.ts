@@ -73,8 +73,8 @@ const METRICS: readonly Metric[] = [
   { key: 'stormRun', title: `stop storm: docker run --rm true during ${STORM_CONTAINERS} stops`, unit: 's', reference: 0.3, target: null },
   { key: 'stormStops', title: `stop storm: all ${STORM_CONTAINERS} stops (10 s grace) answered`, unit: 's', reference: 11.2, target: null },
   { key: 'crashRun', title: `kill -9 + restart, ${CRASH_CONTAINERS} ctrs: ping -> docker run (target 1.5 s)`, unit: 's', reference: null, target: null },
-  { key: 'idleMemory', title: `RSS daemon + supervisor, idle ${IDLE_SETTLE_MS / 1000} s after start-up`, unit: 'MiB', reference: null, target: { op: 'le', factor: 1 } },
-  { key: 'memory', title: `RSS daemon + supervisor, ${IDLE_SETTLE_MS / 1000} s after the session (all but the crash)`, unit: 'MiB', reference: 150, target: { op: 'le', factor: 0.8 } },
+  { key: 'idleMemory', title: `RSS daemon + supervisor, idle ${IDLE_SETTLE_MS / 1000} s after start-up`, unit: 'MiB', reference: null, target: { op: 'le', factor: 1.1 } },
+  { key: 'memory', title: `RSS daemon + supervisor, ${IDLE_SETTLE_MS / 1000} s after the session (all but the crash)`, unit: 'MiB', reference: 150, target: { op: 'le', factor: 1 } },
 ];
 
 type Figures = Partial<Record<MetricKey, number | Error>>;

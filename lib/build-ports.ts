@@ -1,5 +1,5 @@
 // The classic builder's contracts, declared below both api/ (which serves POST /build and fills
-// the backend from the store) and drivers/build/ (which runs the Dockerfile): the builder asks the
+// the backend from the store) and drivers/builder/ (which runs the Dockerfile): the builder asks the
 // backend for images and containers, the way the reference's builder asks its daemon backend.
 import type { Readable } from 'node:stream';
 import type { LoadedImage } from './image-ports.ts';

@@ -2,12 +2,12 @@
 // `docker commit --change` allow: parsed by the Dockerfile parser and applied by the builder's
 // own dispatch, as the reference's BuildFromConfig does. The set of instructions allowed is the
 // reference's; every one is checked before any is applied.
-import { BuildArgs } from '../build/build-args.ts';
-import { dispatchMeta, type MetaInstruction } from '../build/dispatch.ts';
-import { parseInstruction } from '../build/dockerfile/instructions.ts';
-import { ShellLex } from '../build/dockerfile/lex.ts';
-import { parseDockerfile } from '../build/dockerfile/parse.ts';
-import type { StageState } from '../build/state.ts';
+import { BuildArgs } from '../builder/build-args.ts';
+import { dispatchMeta, type MetaInstruction } from '../builder/dispatch.ts';
+import { parseInstruction } from '../builder/dockerfile/instructions.ts';
+import { ShellLex } from '../builder/dockerfile/lex.ts';
+import { parseDockerfile } from '../builder/dockerfile/parse.ts';
+import type { StageState } from '../builder/state.ts';
 import { EngineError, invalidArgument } from '../../lib/errors.ts';
 
 const VALID = new Set(['cmd', 'entrypoint', 'env', 'expose', 'label', 'onbuild', 'stopsignal', 'user', 'volume', 'workdir']);

@@ -5,7 +5,7 @@
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { internal } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { containerByName, KIND } from '../../store/types.ts';
+import { containerByName, isRunning, KIND } from '../../store/types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
 type CR = Resource<ContainerSpec, ContainerStatus>;
@@ -29,10 +29,6 @@ function parse(l: string): { name: string; alias: string } {
   return { name: a!.replace(/^\//, ''), alias: b.split('/').pop()! };
 }
 
-function isLive(s: ContainerStatus): boolean {
-  return s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
-}
-
 /** The containers `spec` links to; throws the reference's error for one that is not running. Default bridge only. */
 export function linkedContainers(store: Pick<ReconcilerStore, 'get' | 'byIndex'>, spec: ContainerSpec): LinkedContainer[] {
   const mode = spec.hostConfig.NetworkMode || 'default';
@@ -44,7 +40,7 @@ export function linkedContainers(store: Pick<ReconcilerStore, 'get' | 'byIndex'>
     const { name, alias } = parse(l);
     const linkName = `${spec.name}/${alias}`;
     const child: CR | undefined = containerByName(store, name) ?? store.get<ContainerSpec, ContainerStatus>(KIND.container, name);
-    if (!child || !isLive(child.status)) throw internal(`Cannot link to a non running container: /${name} AS ${linkName}`);
+    if (!child || !isRunning(child.status)) throw internal(`Cannot link to a non running container: /${name} AS ${linkName}`);
     const ip = child.status.endpoint?.IPAddress ?? '';
     const ports = Object.keys(child.spec.config.ExposedPorts ?? {}).map((k) => {
       const [p, proto = 'tcp'] = k.split('/');

@@ -6,7 +6,7 @@
 // the default bridge has none, as with the reference daemon.
 import type { Logger } from 'pino';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { isRunning, KIND } from '../../store/types.ts';
 import { ENDPOINT_KIND, endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
 import { ipv4Pool, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
 import type { ReconcilerStore } from '../store-like.ts';
@@ -32,8 +32,6 @@ interface Running {
 export function hasEmbeddedDns(net: Pick<NetworkSpec, 'name' | 'driver'>): boolean {
   return net.driver === 'bridge' && net.name !== 'bridge';
 }
-
-const live = (s: ContainerStatus) => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 export class NetworkDns {
   private readonly store: Pick<ReconcilerStore, 'get' | 'list'>;
@@ -113,7 +111,7 @@ export class NetworkDns {
   private attached(networkId: string): Array<{ c: CR; ip: string; ip6: string }> {
     const out: Array<{ c: CR; ip: string; ip6: string }> = [];
     for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
-      if (!live(c.status)) continue;
+      if (!isRunning(c.status)) continue;
       const own = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : undefined;
       const rec = own ? undefined : this.recordOn(c.name, networkId);
       const ep = own ?? (rec && pluggedAddresses(rec.status, c.status.pid));

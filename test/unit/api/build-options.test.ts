@@ -1,7 +1,7 @@
 // POST /build's query as the reference reads it: defaults, tags, JSON parameters and refusals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildQuery, parseBuildRequest as parseRequest } from '../../../api/build/options.ts';
+import { buildQuery, parseBuildRequest as parseRequest } from '../../../api/builder/options.ts';
 import { parseQuery } from '../../../api/request.ts';
 
 // The query through the route's schema (as fastify applies it), then the handler's checks.

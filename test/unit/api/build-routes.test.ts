@@ -3,7 +3,7 @@
 // the options the builder is given, and /build/prune and /build/cancel.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { buildRoutes } from '../../../api/build/routes.ts';
+import { buildRoutes } from '../../../api/builder/routes.ts';
 import type { BuildBackend, BuildOptions } from '../../../lib/build-ports.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 

@@ -9,8 +9,8 @@ import { after, test } from 'node:test';
 import { pino } from 'pino';
 import type { BuildBackend, BuildImage, BuildOptions } from '../../../lib/build-ports.ts';
 import type { LoadedImage } from '../../../lib/image-ports.ts';
-import { createBuilder } from '../../../drivers/build/builder.ts';
-import { sameStep } from '../../../drivers/build/cache.ts';
+import { createBuilder } from '../../../drivers/builder/builder.ts';
+import { sameStep } from '../../../drivers/builder/cache.ts';
 import { encodeHeader, endOfArchive, padding } from '../../../drivers/storage/tar-writer.ts';
 import type { LayerStore } from '../../../drivers/storage/types.ts';
 

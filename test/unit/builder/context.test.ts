@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync, zstdCompressSync } from 'node:zlib';
-import { openContext } from '../../../drivers/build/context.ts';
+import { openContext } from '../../../drivers/builder/context.ts';
 import { encodeHeader, endOfArchive, padding, type TarWriteHeader } from '../../../drivers/storage/tar-writer.ts';
 import { errorCode } from '../../../lib/errors.ts';
 

@@ -7,8 +7,8 @@ import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
 import type { Header } from 'tar-stream';
-import { copyInto, resolveSources, sourcesChecksum, resolveInRoot, type CopyOptions } from '../../../drivers/build/copy.ts';
-import { segmentRegExp } from '../../../drivers/build/copy-paths.ts';
+import { copyInto, resolveSources, sourcesChecksum, resolveInRoot, type CopyOptions } from '../../../drivers/builder/copy.ts';
+import { segmentRegExp } from '../../../drivers/builder/copy-paths.ts';
 
 const temps: string[] = [];
 after(async () => {

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseDockerfile } from '../../../drivers/build/dockerfile/parse.ts';
-import { parseStages, parseInstruction, type Instruction } from '../../../drivers/build/dockerfile/instructions.ts';
-import { ShellLex, envLookup } from '../../../drivers/build/dockerfile/lex.ts';
-import { parseGoDuration } from '../../../drivers/build/dockerfile/flags.ts';
-import { DockerfileError } from '../../../drivers/build/dockerfile/errors.ts';
+import { parseDockerfile } from '../../../drivers/builder/dockerfile/parse.ts';
+import { parseStages, parseInstruction, type Instruction } from '../../../drivers/builder/dockerfile/instructions.ts';
+import { ShellLex, envLookup } from '../../../drivers/builder/dockerfile/lex.ts';
+import { parseGoDuration } from '../../../drivers/builder/dockerfile/flags.ts';
+import { DockerfileError } from '../../../drivers/builder/dockerfile/errors.ts';
 
 const nodes = (text: string) => parseDockerfile(text).instructions;
 const one = (text: string) => nodes(text)[0];

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cleanPath, IgnoreMatcher, parseDockerignore } from '../../../drivers/build/dockerignore.ts';
+import { cleanPath, IgnoreMatcher, parseDockerignore } from '../../../drivers/builder/dockerignore.ts';
 import { isCode } from '../../../lib/errors.ts';
 
 const m = (...patterns: string[]) => new IgnoreMatcher(patterns);
