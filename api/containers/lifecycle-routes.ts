@@ -8,6 +8,7 @@ import { containerByName, isRunning, KIND } from '../../store/types.ts';
 import type { App } from '../app.ts';
 import { waitEndpointsPlugged } from '../networks/endpoints.ts';
 import { apiVersion, filtersQuery, idParams, q } from '../request.ts';
+import { gone, observed, waitUntil, writeAndWait, type WriteAndWaitOptions } from '../write-and-wait.ts';
 import { createContainer } from './create.ts';
 import { createBody } from './create-schema.ts';
 import { findContainer } from './find.ts';
@@ -27,32 +28,30 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
   const { store } = deps;
   const timeoutMs = deps.waitTimeoutMs ?? 120_000;
 
-  function bump(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
-    return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).generation;
-  }
+  /** Writes the container's spec and waits for the reconciler: see api/write-and-wait.ts. */
+  const write = (id: string, mutate: (s: ContainerSpec) => ContainerSpec, done: (r: CR, written: CR) => boolean, o: WriteAndWaitOptions<ContainerSpec, ContainerStatus>) =>
+    writeAndWait<ContainerSpec, ContainerStatus>(store, KIND.container, id, mutate, done, o);
 
-  /** Writes a spec asking for a new run; answers the run generation to wait for. */
-  function bumpRun(id: string, fn: (s: ContainerSpec) => ContainerSpec): number {
-    return store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, fn).spec.runGeneration;
-  }
+  /** The reconciler has started (or failed to start) the run the spec asks for: it writes the run generation with the outcome. */
+  const runStarted = (r: CR) => r.status.runGeneration >= r.spec.runGeneration;
+  const notStarted = (r: CR) => unavailable(`container ${r.name} did not start in time: it is still ${r.status.phase}`);
 
   /**
-   * Waits until the reconciler has started (or failed to start) the run `want`. A wait that ends
-   * first answers 503: the request is not known to have worked.
+   * A stop (or a restart's stop) under way: the reconciler decides its grace period and records
+   * when it ends (status.stopDeadline; -1: no end, as `t=-1` asks). Once the first wait has seen that
+   * deadline instead of `done`, this waits for `done` until the deadline, plus the kill and teardown.
    */
-  async function runStarted(id: string, want: number, waitMs: number | undefined): Promise<CR | undefined> {
-    // The reconciler writes the run generation together with the start's outcome.
-    const done = (r: CR | undefined) => !r || r.status.runGeneration >= want;
-    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, done, { timeoutMs: waitMs });
-    if (r && !done(r)) throw unavailable(`container ${id} did not start in time: it is still ${r.status.phase}`);
-    return r;
+  async function throughStop(r: CR | undefined, done: (r: CR) => boolean, timedOut: (r: CR) => Error): Promise<CR | undefined> {
+    if (!r || done(r)) return r;
+    const end = r.status.stopDeadline ?? null;
+    const timeout = end === null ? timeoutMs : end < 0 ? undefined : Math.max(0, end - Date.now()) + timeoutMs;
+    return waitUntil<ContainerSpec, ContainerStatus>(store, KIND.container, r.name, done, { timeoutMs: timeout, timedOut });
   }
+  const stopping = (r: CR) => r.status.stopDeadline != null;
 
   /** Pause and unpause: the desired level, answered once the reconciler has observed it. */
   async function setDesired(c: CR, desired: 'paused' | 'running'): Promise<void> {
-    const gen = bump(c.name, (s) => ({ ...s, desired }));
-    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.observedGeneration >= gen, { timeoutMs });
-    if (r && r.status.observedGeneration < gen) throw unavailable(`container ${c.name}: the change to ${desired} was not applied in time`);
+    await write(c.name, (s) => ({ ...s, desired }), observed, { timeoutMs, timedOut: () => unavailable(`container ${c.name}: the change to ${desired} was not applied in time`) });
   }
 
   return async function register(app: App): Promise<void> {
@@ -76,8 +75,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
       if (s.phase === 'paused') throw conflict('cannot start a paused container, try unpause instead');
       if (s.phase === 'running') throw notModified();
       if (c.spec.desired === 'removed' || s.phase === 'removing') throw conflict(`container is marked for removal and cannot be started`);
-      const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1, manuallyStopped: false }));
-      const r = await runStarted(c.name, want, timeoutMs);
+      const r = await write(c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1, manuallyStopped: false }), runStarted, { timeoutMs, timedOut: notStarted });
       if (!r) throw notFound(`No such container: ${req.params.id}`);
       if (r.status.error && r.status.phase !== 'running') {
         const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
@@ -100,13 +98,10 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         if (signal) deps.parseSignal(signal);
         if (!restart && !isRunning(c.status)) throw notModified();
         const stopOptions = { signal: signal || undefined, timeout: t ?? null };
-        // Long enough for the grace period, the SIGKILL after it and the teardown; none when the
-        // grace period has no end (as the reference, the client decides how long to wait).
-        const grace = t ?? c.spec.config.StopTimeout ?? 10;
-        const wait = grace < 0 ? undefined : grace * 1000 + timeoutMs;
         if (restart) {
-          const want = bumpRun(c.name, (sp) => ({ ...sp, desired: 'running', manuallyStopped: false, stopOptions, runGeneration: sp.runGeneration + 1 }));
-          const r = await runStarted(c.name, want, wait);
+          const mutate = (sp: ContainerSpec): ContainerSpec => ({ ...sp, desired: 'running', manuallyStopped: false, stopOptions, runGeneration: sp.runGeneration + 1 });
+          const first = await write(c.name, mutate, (r) => runStarted(r) || stopping(r), { timeoutMs, timedOut: notStarted });
+          const r = await throughStop(first, runStarted, notStarted);
           if (r?.status.error && r.status.phase !== 'running') {
             // A start refused for bad input is a 400 here too, as with start.
             const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
@@ -114,9 +109,10 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
           }
           await waitEndpointsPlugged(store, c.name, timeoutMs);
         } else {
-          bump(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }));
-          const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || !isRunning(x.status), { timeoutMs: wait });
-          if (r && isRunning(r.status)) throw unavailable(`container ${c.name} did not stop in time: it is still ${r.status.phase}`);
+          const stopped = (r: CR) => !isRunning(r.status);
+          const notStopped = (r: CR) => unavailable(`container ${r.name} did not stop in time: it is still ${r.status.phase}`);
+          const first = await write(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }), (r) => stopped(r) || stopping(r), { timeoutMs, timedOut: notStopped });
+          await throughStop(first, stopped, notStopped);
         }
         reply.code(204).send();
       });
@@ -230,9 +226,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
       if (!force && (c.status.phase === 'running' || c.status.phase === 'restarting')) {
         throw conflict(`cannot remove container "${c.spec.name}": container is running: stop the container before removing or force remove`);
       }
-      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }));
-      const left = await store.waitFor(KIND.container, c.name, (r) => !r, { timeoutMs });
-      if (left) throw unavailable(`removal of container ${c.name} did not finish in time`);
+      await write(c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }), gone, { timeoutMs, timedOut: () => unavailable(`removal of container ${c.name} did not finish in time`) });
       reply.code(204).send();
     });
 

@@ -9,6 +9,7 @@ import { KIND } from '../../store/types.ts';
 import type { App } from '../app.ts';
 import { goBody, parseWith } from '../go-json.ts';
 import { idParams } from '../request.ts';
+import { observed, writeAndWait } from '../write-and-wait.ts';
 import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
 import { findContainer } from './find.ts';
 import * as z from 'zod';
@@ -99,12 +100,13 @@ export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number; bl
       }
       const old = c.spec.hostConfig;
       const hostConfig = applyUpdate(c, u);
-      const gen = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig })).generation;
+      // A task gets the new limits from the reconciler: answered once it has; without one, once written.
       const running = c.status.phase === 'running' || c.status.phase === 'paused';
-      if (!running) return { Warnings: warnings };
-      const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.observedGeneration >= gen, { timeoutMs });
-      if (r && r.status.observedGeneration < gen) throw unavailable(`Cannot update container ${c.name}: the new limits were not applied in time`);
-      if (r?.status.updateError) {
+      const r = await writeAndWait<ContainerSpec, ContainerStatus>(store, KIND.container, c.name, (s) => ({ ...s, hostConfig }), (x, w) => !running || observed(x, w), {
+        timeoutMs,
+        timedOut: () => unavailable(`Cannot update container ${c.name}: the new limits were not applied in time`),
+      });
+      if (running && r?.status.updateError) {
         store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig: old }));
         throw internal(`Cannot update container ${c.name}: ${r.status.updateError}`);
       }

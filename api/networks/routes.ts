@@ -10,6 +10,7 @@ import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
+import { gone, writeAndWait } from '../write-and-wait.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, findNetwork, isPredefinedName, listNetworks, liveNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
@@ -83,9 +84,10 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       const eps = attached.map(([id, c]) => `name:${JSON.stringify(c.Name)} id:${JSON.stringify(id.slice(0, 12))}`).join(', ');
       throw permissionDenied(`error while removing network: network ${net.spec.name} has active endpoints (${eps})`);
     }
-    store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, net.name, (sp) => ({ ...sp, desired: 'removed' }));
-    const left = await store.waitFor(NETWORK_KIND.network, net.name, (x) => !x, { timeoutMs });
-    if (left) throw unavailable(`removal of network ${net.spec.name} did not finish in time`);
+    await writeAndWait<NetworkSpec, NetworkStatus>(store, NETWORK_KIND.network, net.name, (sp) => ({ ...sp, desired: 'removed' }), gone, {
+      timeoutMs,
+      timedOut: () => unavailable(`removal of network ${net.spec.name} did not finish in time`),
+    });
   }
   const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
 

@@ -10,6 +10,7 @@ import { ANONYMOUS_LABEL, VOLUME_KIND, type VolumeSpec, type VolumeStatus } from
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
+import { gone, writeAndWait } from '../write-and-wait.ts';
 import { volumeSpec } from './container-mounts.ts';
 import { volumeCreateBody } from './create-schema.ts';
 import { findVolume, listVolumes, liveVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
@@ -51,9 +52,10 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
   async function remove(v: VolumeResource): Promise<void> {
     const users = usersOf(store, v.name);
     if (users.length) throw conflict(`remove ${v.name}: volume is in use - [${users.join(', ')}]`);
-    store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, v.name, (s) => ({ ...s, desired: 'removed' }));
-    const left = await store.waitFor(VOLUME_KIND, v.name, (x) => !x, { timeoutMs });
-    if (left) throw unavailable(`removal of volume ${v.name} did not finish in time`);
+    await writeAndWait<VolumeSpec, VolumeStatus>(store, VOLUME_KIND, v.name, (s) => ({ ...s, desired: 'removed' }), gone, {
+      timeoutMs,
+      timedOut: () => unavailable(`removal of volume ${v.name} did not finish in time`),
+    });
   }
 
   return async function register(app: App): Promise<void> {

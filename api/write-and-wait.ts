@@ -1,0 +1,51 @@
+// The one way a route changes something: write the desired state into the store, then wait on the
+// store's watch until the reconciler's status says it is done (or the record is gone), within a
+// deadline. A wait that runs out answers the route's error, never success: the request is not known
+// to have worked.
+import type { Resource } from '../store/types.ts';
+import type { ApiStore } from './containers/store.ts';
+
+export interface WriteAndWaitOptions<S, T> {
+  /** How long the reconciler may take; undefined: no end (a stop whose grace period has none). */
+  timeoutMs: number | undefined;
+  /** The error when the deadline passes first, with the record as it was then. */
+  timedOut: (r: Resource<S, T>) => Error;
+  signal?: AbortSignal;
+}
+
+/**
+ * Applies `mutate` to the spec, then waits until `done(record, written)` holds (`written` is the
+ * record as this write left it: its generation, its levels). Answers the record, or undefined when it
+ * was removed meanwhile.
+ */
+export async function writeAndWait<S, T>(
+  store: ApiStore,
+  kind: string,
+  name: string,
+  mutate: (spec: S) => S,
+  done: (r: Resource<S, T>, written: Resource<S, T>) => boolean,
+  o: WriteAndWaitOptions<S, T>,
+): Promise<Resource<S, T> | undefined> {
+  const written = store.updateSpec<S, T>(kind, name, mutate);
+  return waitUntil(store, kind, name, (r) => done(r, written), o);
+}
+
+/** The waiting half, for a route that waits again on what the reconciler decided (a stop's deadline). */
+export async function waitUntil<S, T>(
+  store: ApiStore,
+  kind: string,
+  name: string,
+  done: (r: Resource<S, T>) => boolean,
+  o: WriteAndWaitOptions<S, T>,
+): Promise<Resource<S, T> | undefined> {
+  const r = await store.waitFor<S, T>(kind, name, (x) => !x || done(x), { timeoutMs: o.timeoutMs, signal: o.signal });
+  if (r && !done(r)) throw o.timedOut(r);
+  return r;
+}
+
+/** Observed: the reconciler has seen (and acted on) the generation this write made. */
+export const observed = <S, T extends { observedGeneration: number }>(r: Resource<S, T>, written: Resource<S, T>): boolean =>
+  r.status.observedGeneration >= written.generation;
+
+/** Gone: for removals, whose only end is the record's deletion. */
+export const gone = (): boolean => false;
