@@ -6,16 +6,32 @@
 // - addRateLimited(key) retries with per-key exponential backoff, forget(key) resets it;
 // - shutdown() stops intake and lets in-flight items finish.
 
+/** What the queue reads time from and schedules delayed adds on; tests pass one they move by hand. */
+export interface Clock {
+  now(): number;
+  /** Calls `fn` after `ms`; the handle goes to clear(). Must not keep the process alive. */
+  schedule(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  schedule: (fn, ms) => setTimeout(fn, ms).unref(),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 export interface WorkQueueOptions {
   /** First retry delay. Default 5 ms. */
   baseDelayMs?: number;
   /** Retry delay cap. Default 60 s. */
   maxDelayMs?: number;
+  /** Default: the real one. */
+  clock?: Clock;
 }
 
 interface Delayed {
   at: number;
-  timer: ReturnType<typeof setTimeout>;
+  timer: unknown;
 }
 
 export class WorkQueue<K = string> {
@@ -32,17 +48,19 @@ export class WorkQueue<K = string> {
   private draining = false;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly clock: Clock;
 
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
+    this.clock = opts.clock ?? realClock;
   }
 
   add(key: K): void {
     if (this.shuttingDown) return;
     const d = this.delayed.get(key);
     if (d) {
-      clearTimeout(d.timer);
+      this.clock.clear(d.timer);
       this.delayed.delete(key);
     }
     if (this.dirty.has(key)) return;
@@ -58,18 +76,17 @@ export class WorkQueue<K = string> {
       this.add(key);
       return;
     }
-    const at = Date.now() + ms;
+    const at = this.clock.now() + ms;
     const cur = this.delayed.get(key);
     if (cur) {
       if (cur.at <= at) return;
-      clearTimeout(cur.timer);
+      this.clock.clear(cur.timer);
     }
-    const timer = setTimeout(() => {
+    const timer = this.clock.schedule(() => {
       if (this.delayed.get(key)?.timer !== timer) return;
       this.delayed.delete(key);
       this.add(key);
     }, ms);
-    timer.unref?.();
     this.delayed.set(key, { at, timer });
   }
 
@@ -134,7 +151,7 @@ export class WorkQueue<K = string> {
   shutdown(drain: boolean): Promise<void> {
     this.shuttingDown = true;
     this.draining = drain;
-    for (const d of this.delayed.values()) clearTimeout(d.timer);
+    for (const d of this.delayed.values()) this.clock.clear(d.timer);
     this.delayed.clear();
     if (!drain) {
       for (let i = this.head; i < this.queue.length; i++) this.dirty.delete(this.queue[i]!);

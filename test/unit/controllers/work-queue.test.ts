@@ -1,7 +1,39 @@
+// The work queue's contract, on a clock the tests move: no test waits on real time.
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
-import { WorkQueue } from '../../../controllers/work-queue.ts';
+import { WorkQueue, type Clock } from '../../../controllers/work-queue.ts';
+
+/** Lets pending promise callbacks and I/O callbacks run (no timers involved). */
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+/** A clock that only moves when advance() says so, running the delayed calls that come due in order. */
+class FakeClock implements Clock {
+  private t = 1_000_000;
+  private seq = 0;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+  now(): number {
+    return this.t;
+  }
+  schedule(fn: () => void, ms: number): number {
+    this.timers.set(++this.seq, { at: this.t + ms, fn });
+    return this.seq;
+  }
+  clear(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const e of this.timers) if (e[1].at <= end && (!next || e[1].at < next[1].at)) next = e;
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.t = next[1].at;
+      next[1].fn();
+    }
+    this.t = end;
+  }
+}
 
 async function drainNow(q: WorkQueue<string>): Promise<string[]> {
   const out: string[] = [];
@@ -32,7 +64,7 @@ describe('WorkQueue', () => {
     assert.equal(q.length, 0, 'a dirty key in flight is not handed out again');
     let second: string | undefined;
     const p = q.get().then((k) => (second = k));
-    await sleep(5);
+    await tick();
     assert.equal(second, undefined);
     q.done('a');
     await p;
@@ -55,7 +87,7 @@ describe('WorkQueue', () => {
         if (active.has(k)) overlaps++;
         active.add(k);
         maxParallel = Math.max(maxParallel, active.size);
-        await sleep(2);
+        await tick();
         counts.set(k, (counts.get(k) ?? 0) + 1);
         active.delete(k);
         q.done(k);
@@ -63,9 +95,8 @@ describe('WorkQueue', () => {
     });
     for (let round = 0; round < 5; round++) {
       for (const k of ['a', 'b', 'c', 'd']) q.add(k);
-      await sleep(1);
+      await tick();
     }
-    await sleep(40);
     await q.shutdown(true);
     await Promise.all(workers);
     assert.equal(overlaps, 0);
@@ -74,40 +105,42 @@ describe('WorkQueue', () => {
   });
 
   test('addAfter delays, the earliest delay wins, add() overrides a delay', async () => {
-    const q = new WorkQueue<string>();
+    const clock = new FakeClock();
+    const q = new WorkQueue<string>({ clock });
     q.addAfter('a', 30);
     q.addAfter('a', 5);
     q.addAfter('a', 100);
     assert.equal(q.length, 0);
-    const t0 = Date.now();
+    clock.advance(4);
+    assert.equal(q.length, 0, 'not before its delay');
+    clock.advance(1);
+    assert.equal(q.length, 1, 'the earliest delay won');
     assert.equal(await q.get(), 'a');
-    const waited = Date.now() - t0;
-    assert.ok(waited < 80, `expected the 5 ms delay, waited ${waited}`);
     q.done('a');
+    clock.advance(200);
+    assert.equal(q.length, 0, 'the later delays were dropped');
     q.addAfter('b', 10_000);
     q.add('b');
     assert.equal(q.length, 1);
     q.done((await q.get())!);
-    await sleep(10);
-    assert.equal(q.length, 0);
+    clock.advance(10_000);
+    assert.equal(q.length, 0, 'the add overrode the delay');
     await q.shutdown(false);
   });
 
   test('rate-limited retries back off exponentially per key, capped; forget resets', async () => {
-    const q = new WorkQueue<string>({ baseDelayMs: 5, maxDelayMs: 40 });
-    const delays: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const t0 = performance.now();
+    const clock = new FakeClock();
+    const q = new WorkQueue<string>({ baseDelayMs: 5, maxDelayMs: 40, clock });
+    // 5, 10, 20, 40, 40 (the cap).
+    for (const delay of [5, 10, 20, 40, 40]) {
       q.addRateLimited('a');
-      const k = (await q.get())!;
-      delays.push(performance.now() - t0);
-      q.done(k);
+      clock.advance(delay - 1);
+      assert.equal(q.length, 0, `not before ${delay} ms`);
+      clock.advance(1);
+      assert.equal(q.length, 1, `after ${delay} ms`);
+      q.done((await q.get())!);
     }
     assert.equal(q.numRequeues('a'), 5);
-    // 5, 10, 20, 40, 40 (cap): timers are at-least.
-    const expected = [5, 10, 20, 40, 40];
-    delays.forEach((d, i) => assert.ok(d >= expected[i]! - 1, `retry ${i} waited ${d.toFixed(1)} < ${expected[i]}`));
-    assert.ok(delays[4]! < 200, 'capped');
     assert.equal(q.numRequeues('other'), 0, 'per key');
     q.forget('a');
     assert.equal(q.numRequeues('a'), 0);
@@ -126,7 +159,7 @@ describe('WorkQueue', () => {
     q.addAfter('delayed', 1);
     assert.equal(await q.get(), 'b');
     q.done('b');
-    await sleep(5);
+    await tick();
     assert.equal(closed, false, 'a is still in flight');
     q.done(a);
     assert.equal(await q.get(), 'a');
@@ -145,7 +178,7 @@ describe('WorkQueue', () => {
     let closed = false;
     const done = q.shutdown(false).then(() => (closed = true));
     assert.equal(await q.get(), undefined);
-    await sleep(5);
+    await tick();
     assert.equal(closed, false);
     q.done(a);
     await done;

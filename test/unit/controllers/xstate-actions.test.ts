@@ -1,0 +1,52 @@
+// The machine driver (controllers/machine-driver.ts) reads XState's own action objects from the
+// pure `transition`: `xstate.spawnChild` (an invoked effect), `xstate.raise` with and without a delay
+// (`after`, `raise`), and `xstate.cancel` (leaving a state with a pending delay). These names and
+// their params are XState internals: this test pins them, so an XState version that changes them
+// fails here before the driver silently drops effects or timers.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createActor, fromPromise, raise, setup, transition } from 'xstate';
+
+const machine = setup({
+  actors: { work: fromPromise(async () => 'done') },
+  delays: { later: 250 },
+}).createMachine({
+  id: 'pin',
+  initial: 'idle',
+  states: {
+    idle: { on: { GO: 'working', WAIT: 'waiting', NOW: { actions: raise({ type: 'GO' }) } } },
+    working: { invoke: { id: 'job', src: 'work' } },
+    waiting: { after: { later: 'idle' }, on: { LEAVE: 'idle' } },
+  },
+});
+
+type Action = { type: string; params?: Record<string, unknown> };
+
+test('XState still names its actions as the machine driver reads them', () => {
+  const start = createActor(machine).getSnapshot();
+
+  const [, spawn] = transition(machine, start, { type: 'GO' });
+  const child = (spawn as unknown as Action[]).find((a) => a.type === 'xstate.spawnChild');
+  assert.ok(child, `an invoke is xstate.spawnChild: ${spawn.map((a) => a.type).join(', ')}`);
+  assert.equal(child.params?.id, 'job');
+  assert.equal(child.params?.src, 'work');
+  assert.ok(child.params?.actorRef, 'with the actor to run');
+
+  const [waiting, delayed] = transition(machine, start, { type: 'WAIT' });
+  const timer = (delayed as unknown as Action[]).find((a) => a.type === 'xstate.raise');
+  assert.ok(timer, `an after delay is xstate.raise: ${delayed.map((a) => a.type).join(', ')}`);
+  assert.equal(timer.params?.delay, 250);
+  assert.equal((timer.params?.event as { type: string }).type.startsWith('xstate.after.'), true);
+  assert.ok(timer.params?.id, 'with the send id that cancel names');
+
+  const [, left] = transition(machine, waiting, { type: 'LEAVE' });
+  const cancel = (left as unknown as Action[]).find((a) => a.type === 'xstate.cancel');
+  assert.ok(cancel, `leaving a state with a pending delay is xstate.cancel: ${left.map((a) => a.type).join(', ')}`);
+  assert.equal(cancel.params?.sendId, timer.params?.id);
+
+  const [, now] = transition(machine, start, { type: 'NOW' });
+  const raised = (now as unknown as Action[]).find((a) => a.type === 'xstate.raise');
+  assert.ok(raised, 'an immediate raise is xstate.raise');
+  assert.equal(raised.params?.delay, undefined);
+  assert.deepEqual(raised.params?.event, { type: 'GO' });
+});
