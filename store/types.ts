@@ -289,6 +289,11 @@ export interface ImageSpec {
   parent: string;
   /** RFC 3339 time the image arrived in this daemon (load, import, pull). */
   loadedAt: string;
+  /**
+   * Bumped when the same content is added again after a failed verification: a new generation
+   * for the reconciler to verify (a level, as a restart's run generation is). Absent: never retried.
+   */
+  retryGeneration?: number;
   desired: 'present' | 'removed';
 }
 

@@ -35,9 +35,9 @@ export async function ensureImageRecord(
       gen = store.get<ImageSpec, ImageStatus>(KIND.image, li.id)?.generation ?? 0;
     }
   } else if (cur.status.phase === 'failed') {
-    // Layers may be back now: this load is a new one, and the reconciler verifies the record again
-    // for it (an unchanged spec would be no write at all, and no new generation to verify).
-    gen = store.updateSpec<ImageSpec, ImageStatus>(KIND.image, li.id, (s) => ({ ...s, loadedAt: rfc3339Nano() })).generation;
+    // Layers may be back now: ask the reconciler to verify it again (an unchanged spec would be no
+    // write at all, and no new generation to verify).
+    gen = store.updateSpec<ImageSpec, ImageStatus>(KIND.image, li.id, (s) => ({ ...s, retryGeneration: (s.retryGeneration ?? 0) + 1 })).generation;
   } else {
     gen = cur.generation;
   }

@@ -15,6 +15,7 @@ export const imageSpecSchema = z.object({
   repoDigests: z.array(z.string()),
   parent: z.string(),
   loadedAt: z.string(),
+  retryGeneration: z.number().int().nonnegative().optional(),
   desired: z.enum(['present', 'removed']),
 }) satisfies z.ZodType<ImageSpec>;
 
