@@ -4,7 +4,7 @@
 // `GET /containers/{id}/attach/ws` is the same attach on a websocket (websocket.ts).
 import type { Duplex } from 'node:stream';
 import * as z from 'zod';
-import { conflict, EngineError, invalidArgument, notFound } from '../../lib/errors.ts';
+import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
 import type { App } from '../app.ts';
 import { errorStatus } from '../errors.ts';
