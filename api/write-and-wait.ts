@@ -2,14 +2,15 @@
 // store's watch until the reconciler's status says it is done (or the record is gone), within a
 // deadline. A wait that runs out answers the route's error, never success: the request is not known
 // to have worked.
+import type { AnyKind, ResourceOf, SpecMutation } from '../store/kind.ts';
 import type { Resource } from '../store/types.ts';
 import type { ApiStore } from './containers/store.ts';
 
-export interface WriteAndWaitOptions<S, T> {
+export interface WriteAndWaitOptions<R> {
   /** How long the reconciler may take; undefined: no end (a stop whose grace period has none). */
   timeoutMs: number | undefined;
   /** The error when the deadline passes first, with the record as it was then. */
-  timedOut: (r: Resource<S, T>) => Error;
+  timedOut: (r: R) => Error;
   signal?: AbortSignal;
 }
 
@@ -18,27 +19,27 @@ export interface WriteAndWaitOptions<S, T> {
  * record as this write left it: its generation, its levels). Answers the record, or undefined when it
  * was removed meanwhile.
  */
-export async function writeAndWait<S, T>(
+export async function writeAndWait<K extends AnyKind>(
   store: ApiStore,
-  kind: string,
+  kind: K,
   name: string,
-  mutate: (spec: S) => S,
-  done: (r: Resource<S, T>, written: Resource<S, T>) => boolean,
-  o: WriteAndWaitOptions<S, T>,
-): Promise<Resource<S, T> | undefined> {
-  const written = store.updateSpec<S, T>(kind, name, mutate);
+  mutate: SpecMutation<K>,
+  done: (r: ResourceOf<K>, written: ResourceOf<K>) => boolean,
+  o: WriteAndWaitOptions<ResourceOf<K>>,
+): Promise<ResourceOf<K> | undefined> {
+  const written = store.updateSpec(kind, name, mutate);
   return waitUntil(store, kind, name, (r) => done(r, written), o);
 }
 
 /** The waiting half, for a route that waits again on what the reconciler decided (a stop's deadline). */
-export async function waitUntil<S, T>(
+export async function waitUntil<K extends AnyKind>(
   store: ApiStore,
-  kind: string,
+  kind: K,
   name: string,
-  done: (r: Resource<S, T>) => boolean,
-  o: WriteAndWaitOptions<S, T>,
-): Promise<Resource<S, T> | undefined> {
-  const r = await store.waitFor<S, T>(kind, name, (x) => !x || done(x), { timeoutMs: o.timeoutMs, signal: o.signal });
+  done: (r: ResourceOf<K>) => boolean,
+  o: WriteAndWaitOptions<ResourceOf<K>>,
+): Promise<ResourceOf<K> | undefined> {
+  const r = await store.waitFor(kind, name, (x) => !x || done(x), { timeoutMs: o.timeoutMs, signal: o.signal });
   if (r && !done(r)) throw o.timedOut(r);
   return r;
 }

@@ -4,7 +4,9 @@
 // triggers (supervisor events, timers) come in through enqueue(). The reconciler gets a key,
 // never an event: it re-reads what it needs.
 import type { Logger } from 'pino';
-import type { Resource, WatchEvent } from '../store/types.ts';
+import type { WatchEvent } from '../store/types.ts';
+import type { Store } from '../store/store.ts';
+import type { AnyKind } from '../store/kind.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface ReconcileContext {
@@ -20,14 +22,11 @@ export interface Reconciler {
   reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult>;
 }
 
-export interface ControllerStore {
-  watch(kind: string | null, fn: (ev: WatchEvent) => void, fromRevision?: number): () => void;
-  list<S, T>(kind: string): Resource<S, T>[];
-}
+export type ControllerStore = Pick<Store, 'watch' | 'list'>;
 
 export interface ControllerOptions {
   name: string;
-  kind: string;
+  kind: AnyKind;
   store: ControllerStore;
   reconciler: Reconciler;
   log: Logger;
@@ -71,7 +70,7 @@ function isTerminal(err: unknown): boolean {
 
 export class Controller {
   readonly name: string;
-  readonly kind: string;
+  readonly kind: AnyKind;
   private readonly store: ControllerStore;
   private readonly reconciler: Reconciler;
   private readonly log: Logger;

@@ -15,7 +15,8 @@ import { isStorageFull, StoreReserve } from './reserve.ts';
 import { EngineError, conflict, internal, notFound, unavailable } from '../lib/errors.ts';
 import { Indexes } from './indexes.ts';
 import { loadRecords, prepareRecordTables, quarantinedRecords, type QuarantinedRecord } from './load.ts';
-import { schemaProblem, type StoreSchemas } from './schema.ts';
+import { schemaProblem } from './schema.ts';
+import type { AnyKind, KindTable, ResourceOf, ResourcePredicate, SpecMutation, SpecOf, StatusMutation, StatusOf } from './kind.ts';
 import type { IndexDef, Resource, WatchEvent } from './types.ts';
 
 export type { QuarantinedRecord } from './load.ts';
@@ -26,8 +27,8 @@ export interface StoreOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** How many recent events `watch(kind, fn, fromRevision)` can replay (each holds its resource). Default DEFAULT_EVENT_HISTORY. */
   eventHistory?: number;
-  /** The schema of each kind: writes are checked, loaded records migrated (or quarantined). Kinds without one are stored as given. */
-  schemas?: StoreSchemas;
+  /** The kinds the store checks writes against and migrates loaded records by (or quarantines them). Kinds not in it are stored as given. */
+  kinds?: KindTable;
   /** Bytes kept free for the store beside the database (store/reserve.ts). Default 0: none. */
   reserveBytes?: number;
 }
@@ -117,7 +118,7 @@ export function openStore(path: string, opts: StoreOptions = {}): Store {
 export class Store {
   private readonly db: DatabaseSync;
   private readonly log: Logger | undefined;
-  private readonly schemas: StoreSchemas;
+  private readonly schemas: KindTable;
   private readonly kinds = new Map<string, Map<string, Entry>>();
   private readonly listCache = new Map<string, Resource[]>();
   private readonly indexes = new Indexes();
@@ -152,7 +153,7 @@ export class Store {
 
   constructor(path: string, opts: StoreOptions = {}) {
     this.log = opts.log;
-    this.schemas = opts.schemas ?? new Map();
+    this.schemas = opts.kinds ?? new Map();
     this.ring = new Array<WatchEvent>(Math.max(16, opts.eventHistory ?? DEFAULT_EVENT_HISTORY));
     const db = new DatabaseSync(path);
     try {
@@ -222,19 +223,19 @@ export class Store {
     return this.rev;
   }
 
-  get<S, T>(kind: string, name: string): Resource<S, T> | undefined {
-    return this.kinds.get(kind)?.get(name)?.res as Resource<S, T> | undefined;
+  get<K extends AnyKind>(kind: K, name: string): ResourceOf<K> | undefined {
+    return this.kinds.get(kind.name)?.get(name)?.res as ResourceOf<K> | undefined;
   }
 
   /** All resources of a kind in creation order. Resources are frozen: copy, don't mutate. */
-  list<S, T>(kind: string): Resource<S, T>[] {
-    let cached = this.listCache.get(kind);
+  list<K extends AnyKind>(kind: K): ResourceOf<K>[] {
+    let cached = this.listCache.get(kind.name);
     if (!cached) {
-      const m = this.kinds.get(kind);
+      const m = this.kinds.get(kind.name);
       cached = m ? Array.from(m.values(), (e) => e.res) : [];
-      this.listCache.set(kind, cached);
+      this.listCache.set(kind.name, cached);
     }
-    return cached.slice() as Resource<S, T>[];
+    return cached.slice() as ResourceOf<K>[];
   }
 
   /** The resources of `def.kind` that `def.keys` maps to `key` (a name lookup without scanning the kind). */
@@ -244,53 +245,54 @@ export class Store {
 
   // ---- writes -----------------------------------------------------------------------------
 
-  create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T> {
+  create<K extends AnyKind>(kind: K, name: string, spec: SpecOf<K>, status: StatusOf<K>): ResourceOf<K> {
     return this.write(() => {
-      if (this.entry(kind, name)) throw new EngineError('AlreadyExists', `resource ${kind}/${name} already exists`);
-      return this.insert(kind, name, json(spec), json(status)) as Resource<S, T>;
+      if (this.entry(kind.name, name)) throw new EngineError('AlreadyExists', `resource ${kind.name}/${name} already exists`);
+      return this.insert(kind.name, name, json(spec), json(status)) as ResourceOf<K>;
     });
   }
 
   /** Replaces the spec with `mutate(spec)`; bumps generation. No write at all if the spec is unchanged. */
-  updateSpec<S, T>(kind: string, name: string, mutate: (spec: S, current: Resource<S, T>) => S): Resource<S, T> {
+  updateSpec<K extends AnyKind>(kind: K, name: string, mutate: SpecMutation<K>): ResourceOf<K> {
     return this.write(() => {
-      const cur = this.mustEntry(kind, name);
-      const res = cur.res as Resource<S, T>;
+      const cur = this.mustEntry(kind.name, name);
+      const res = cur.res as ResourceOf<K>;
       const specJson = json(mutate(res.spec, res));
-      return this.replace(cur, specJson, cur.statusJson) as Resource<S, T>;
+      return this.replace(cur, specJson, cur.statusJson) as ResourceOf<K>;
     });
   }
 
   /** Replaces the status with `mutate(status)`; generation unchanged. No write if the status is unchanged. */
-  updateStatus<S, T>(kind: string, name: string, mutate: (status: T, current: Resource<S, T>) => T): Resource<S, T> {
+  updateStatus<K extends AnyKind>(kind: K, name: string, mutate: StatusMutation<K>): ResourceOf<K> {
     return this.write(() => {
-      const cur = this.mustEntry(kind, name);
-      const res = cur.res as Resource<S, T>;
+      const cur = this.mustEntry(kind.name, name);
+      const res = cur.res as ResourceOf<K>;
       const statusJson = json(mutate(res.status, res));
-      return this.replace(cur, cur.specJson, statusJson) as Resource<S, T>;
+      return this.replace(cur, cur.specJson, statusJson) as ResourceOf<K>;
     });
   }
 
   /** Creates or replaces spec and status, optionally only if the resource is still at `expectedResourceVersion`. */
-  put<S, T>(r: { kind: string; name: string; spec: S; status: T }, opts: PutOptions = {}): Resource<S, T> {
+  put<K extends AnyKind>(kind: K, r: { name: string; spec: SpecOf<K>; status: StatusOf<K> }, opts: PutOptions = {}): ResourceOf<K> {
     return this.write(() => {
-      const cur = this.entry(r.kind, r.name);
+      const cur = this.entry(kind.name, r.name);
       const expected = opts.expectedResourceVersion;
       if (expected !== undefined) {
-        if (expected === 0 && cur) throw new EngineError('AlreadyExists', `resource ${r.kind}/${r.name} already exists`);
-        if (expected !== 0 && !cur) throw notFound(`resource ${r.kind}/${r.name} not found`);
+        if (expected === 0 && cur) throw new EngineError('AlreadyExists', `resource ${kind.name}/${r.name} already exists`);
+        if (expected !== 0 && !cur) throw notFound(`resource ${kind.name}/${r.name} not found`);
         if (cur && expected !== 0 && cur.res.resourceVersion !== expected) {
           throw conflict(
-            `resource ${r.kind}/${r.name} has been modified (resourceVersion ${cur.res.resourceVersion}, expected ${expected})`,
+            `resource ${kind.name}/${r.name} has been modified (resourceVersion ${cur.res.resourceVersion}, expected ${expected})`,
           );
         }
       }
-      if (!cur) return this.insert(r.kind, r.name, json(r.spec), json(r.status)) as Resource<S, T>;
-      return this.replace(cur, json(r.spec), json(r.status)) as Resource<S, T>;
+      if (!cur) return this.insert(kind.name, r.name, json(r.spec), json(r.status)) as ResourceOf<K>;
+      return this.replace(cur, json(r.spec), json(r.status)) as ResourceOf<K>;
     });
   }
 
-  delete(kind: string, name: string): boolean {
+  delete(k: AnyKind, name: string): boolean {
+    const kind = k.name;
     return this.write(() => {
       const cur = this.entry(kind, name);
       if (!cur) return false;
@@ -465,7 +467,8 @@ export class Store {
    * WatchExpiredError, as Kubernetes answers 410: a gap would drop deletes silently, so the caller
    * lists again and watches from now (list after watch: nothing is missed).
    */
-  watch(kind: string | null, fn: WatchFn, fromRevision?: number): () => void {
+  watch(k: AnyKind | null, fn: WatchFn, fromRevision?: number): () => void {
+    const kind = k?.name ?? null;
     const l: Listener = { kind, fn, seen: this.committedRevision(), active: true };
     if (fromRevision !== undefined && fromRevision < l.seen) {
       if (fromRevision < this.ringFloor) throw new WatchExpiredError(fromRevision, this.ringFloor);
@@ -484,18 +487,13 @@ export class Store {
    * once if it already does. On timeout resolves with the current value (re-check the
    * predicate); on abort rejects with an AbortError. The store being closed resolves too.
    */
-  waitFor<S, T>(
-    kind: string,
-    name: string,
-    predicate: (r: Resource<S, T> | undefined) => boolean,
-    opts: WaitForOptions = {},
-  ): Promise<Resource<S, T> | undefined> {
+  waitFor<K extends AnyKind>(kind: K, name: string, predicate: ResourcePredicate<K>, opts: WaitForOptions = {}): Promise<ResourceOf<K> | undefined> {
     const { signal, timeoutMs } = opts;
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    const now = this.get<S, T>(kind, name);
+    const now = this.get(kind, name);
     if (predicate(now) || this.closed) return Promise.resolve(now);
     return new Promise((resolve, reject) => {
-      const key = `${kind}\u0000${name}`;
+      const key = `${kind.name}\u0000${name}`;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const cleanup = () => {
         const set = this.waiters.get(key);
@@ -506,7 +504,7 @@ export class Store {
       };
       const waiter: Waiter = {
         check: () => {
-          const r = this.get<S, T>(kind, name);
+          const r = this.get(kind, name);
           let ok: boolean;
           try {
             ok = this.closed || predicate(r);
@@ -532,7 +530,7 @@ export class Store {
       if (timeoutMs !== undefined && timeoutMs >= 0 && Number.isFinite(timeoutMs)) {
         timer = setTimeout(() => {
           cleanup();
-          resolve(this.get<S, T>(kind, name));
+          resolve(this.get(kind, name));
         }, timeoutMs);
       }
     });

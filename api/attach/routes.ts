@@ -5,12 +5,11 @@
 import type { Duplex } from 'node:stream';
 import * as z from 'zod';
 import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import type { ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { App } from '../app.ts';
 import { errorStatus } from '../errors.ts';
 import { goBody, parseWith } from '../go-json.ts';
 import type { ContainerLogReader, ContainerStreamsPort, ExecCreateConfig, ExecPort } from '../ports.ts';
-import { findContainer } from '../containers/find.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { frame } from '../stdcopy.ts';
 import { apiVersion, first, idParams, q, strconvError } from '../request.ts';
@@ -18,8 +17,8 @@ import { upgradeHead } from '../upgrade.ts';
 import { readUpgradeBody } from './request-body.ts';
 import { AttachSession, parseDetachKeys } from './session.ts';
 import { attachWebSocketServer, checkWebsocketRequest, WebSocketDuplex } from './websocket.ts';
+import { findContainer } from '../../store/kinds/container.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface AttachDeps {
   store: ApiStore;

@@ -3,14 +3,13 @@
 // written, the reconciler's status waited for), so a RUN is an ordinary container.
 import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
 import { EngineError, internal, isCode, notFound } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { isRunning, KIND } from '../../store/types.ts';
+import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import { createContainer, type CreateDeps } from '../containers/create.ts';
 import { ensureImageRecord } from '../images/records.ts';
 import { findImage, isUsable, type ImageResource } from '../images/resolve.ts';
 import type { ContainerStreamsPort, StreamHub } from '../ports.ts';
+import { Images } from '../../store/kinds/image.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface BuildBackendDeps extends CreateDeps {
   streams: Pick<ContainerStreamsPort, 'watchRuns'>;
@@ -31,7 +30,7 @@ export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullIm
 
   function removeSoon(id: string): void {
     try {
-      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
+      store.updateSpec(Containers, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
     } catch (err) {
       if (!isCode(err, 'NotFound')) throw err;
     }
@@ -43,7 +42,7 @@ export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullIm
       return r ? asBuildImage(r) : undefined;
     },
     children(parentId) {
-      return store.list<ImageSpec, ImageStatus>(KIND.image).filter((r) => isUsable(r) && r.spec.parent === parentId).map(asBuildImage);
+      return store.list(Images).filter((r) => isUsable(r) && r.spec.parent === parentId).map(asBuildImage);
     },
     async addImage(img, parentId, signal) {
       await ensureImageRecord(store, img, { signal, parent: parentId, timeoutMs });
@@ -64,19 +63,19 @@ export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullIm
       const onAbort = () => removeSoon(id);
       signal.addEventListener('abort', onAbort, { once: true });
       try {
-        const before = store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+        const before = store.get(Containers, id);
         if (!before) throw notFound(`No such container: ${id}`);
-        const want = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({
+        const want = store.updateSpec(Containers, id, (s) => ({
           ...s, desired: 'running', runGeneration: s.runGeneration + 1, manuallyStopped: false,
         })).spec.runGeneration;
-        const started = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, (r) => !r || r.status.runGeneration >= want, { timeoutMs, signal });
+        const started = await store.waitFor(Containers, id, (r) => !r || r.status.runGeneration >= want, { timeoutMs, signal });
         if (!started || started.status.runGeneration < want) throw internal(`container ${id} did not start`);
         if (started.status.error && started.status.phase !== 'running' && started.status.exitSeq === before.status.exitSeq) {
           const code = started.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
           throw new EngineError(code, `failed to create task for container: ${started.status.error}`);
         }
         const exited = (r: CR | undefined) => !r || (r.status.exitSeq > before.status.exitSeq && !isRunning(r.status));
-        const done = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, exited, { signal });
+        const done = await store.waitFor(Containers, id, exited, { signal });
         if (!done) throw internal(`container ${id} was removed while it ran`);
         if (hub) await Promise.race([hub.ended, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
         return done.status.exitCode;
@@ -88,7 +87,7 @@ export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullIm
     },
     async removeContainer(id) {
       removeSoon(id);
-      const left = await store.waitFor(KIND.container, id, (r) => !r, { timeoutMs });
+      const left = await store.waitFor(Containers, id, (r) => !r, { timeoutMs });
       if (left) throw internal(`removal of container ${id} did not finish in time`);
     },
   };

@@ -6,8 +6,8 @@ import { conflict, invalidArgument } from '../../lib/errors.ts';
 import type { App } from '../app.ts';
 import type { PathStat } from '../ports.ts';
 import { idParams, q } from '../request.ts';
-import { findContainer } from './find.ts';
 import type { ContainerRouteDeps } from './routes.ts';
+import { findContainer } from '../../store/kinds/container.ts';
 
 function statHeader(st: PathStat): string {
   return Buffer.from(JSON.stringify(st)).toString('base64');

@@ -5,7 +5,8 @@ import { mergeHealthcheck, parseHealthcheck } from './healthcheck.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { mergeExposedPorts, normalizeExposedPorts, normalizePortBindings } from './ports.ts';
 import type { CreateBody, CreateHostConfig } from './create-schema.ts';
-import type { ContainerConfig, HostConfig, ImageConfigBlob, RestartPolicy } from '../../store/types.ts';
+import type { ContainerConfig, HostConfig, RestartPolicy } from '../../store/kinds/container.ts';
+import type { ImageConfigBlob } from '../../store/kinds/image.ts';
 
 export interface CreateDefaults {
   runtime: string;

@@ -3,19 +3,19 @@
 // prepared it (or refused it). POST /containers/create and the builder's RUN steps share it.
 import { conflict, EngineError, invalidArgument, isCode, notFound } from '../../lib/errors.ts';
 import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { containerByName, KIND } from '../../store/types.ts';
-import { ENDPOINT_KIND, endpointsFromCreate } from '../../store/endpoint-types.ts';
-import { VOLUME_KIND, type VolumeStatus } from '../../store/volume-types.ts';
+import { type ContainerSpec, type ContainerStatus, containerByName, Containers, findContainer } from '../../store/kinds/container.ts';
+import type { ImageSpec, ImageStatus } from '../../store/kinds/image.ts';
+import type { Resource } from '../../store/types.ts';
+import { endpointsFromCreate, Endpoints } from '../../store/kinds/endpoint.ts';
+import { Volumes } from '../../store/kinds/volume.ts';
 import { newEndpoint } from '../networks/endpoints.ts';
-import { findNetwork } from '../networks/views.ts';
 import { resolveContainerMounts } from '../volumes/container-mounts.ts';
 import type { ImageStore } from '../images/store.ts';
 import { parseCreateBody } from './create-schema.ts';
 import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { normalizeLinks } from './links.ts';
 import { generateName, normalizeName } from './names.ts';
-import { findContainer } from './find.ts';
+import { findNetwork } from '../../store/kinds/network.ts';
 
 export interface CreateDeps {
   store: ImageStore;
@@ -81,22 +81,22 @@ export async function createContainer(
   };
   const created = store.transaction((tx) => {
     for (const v of vols.newVolumes) {
-      tx.create<typeof v, VolumeStatus>(VOLUME_KIND, v.name, v, { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' });
+      tx.create(Volumes, v.name, v, { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' });
     }
     for (const { net, config, primary } of [...(split.primary ? [{ ...split.primary, primary: true }] : []), ...split.extras.map((x) => ({ ...x, primary: false }))]) {
       const e = newEndpoint(id, net, config, primary);
-      tx.create(ENDPOINT_KIND, e.name, e.spec, e.status);
+      tx.create(Endpoints, e.name, e.spec, e.status);
     }
-    return tx.create(KIND.container, id, spec, status);
+    return tx.create(Containers, id, spec, status);
   });
-  const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, id, (x) => !x || x.status.observedGeneration >= created.generation, { timeoutMs: deps.timeoutMs, signal: opts.signal });
+  const r = await store.waitFor(Containers, id, (x) => !x || x.status.observedGeneration >= created.generation, { timeoutMs: deps.timeoutMs, signal: opts.signal });
   // Another request (an rm by id prefix, say) removed it while it was being created: its
   // conflict, not a failure of this daemon.
   if (!r || (!r.status.prepared && !r.status.error && r.spec.desired === 'removed')) {
     throw conflict(`container ${id} was removed while it was being created`);
   }
   if (!r.status.prepared) {
-    store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
+    store.updateSpec(Containers, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
     const code = r.status.errorCode === 'InvalidArgument' || r.status.errorCode === 'Conflict' ? r.status.errorCode : 'Internal';
     throw new EngineError(code, r.status.error || 'container could not be created');
   }

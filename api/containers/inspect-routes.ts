@@ -1,17 +1,17 @@
 // Reading containers: the list, one container's inspect, and its filesystem changes. Answers come
 // from the store's view (and the layer store for sizes and changes), never from the supervisor.
 import * as z from 'zod';
-import type { ImageSpec, ImageStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
-import { endpointsOfContainer } from '../../store/endpoint-types.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+
+import { endpointsOfContainer } from '../../store/kinds/endpoint.ts';
+import { Volumes } from '../../store/kinds/volume.ts';
 import type { App } from '../app.ts';
 import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
 import { apiVersion, idParams, q } from '../request.ts';
-import { findContainer } from './find.ts';
 import { listContainers } from './list.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 import { inspectView } from './views.ts';
+import { Images } from '../../store/kinds/image.ts';
+import { findContainer } from '../../store/kinds/container.ts';
 
 export function inspectRoutes(deps: ContainerRouteDeps) {
   const { store } = deps;
@@ -32,12 +32,12 @@ export function inspectRoutes(deps: ContainerRouteDeps) {
     app.get('/containers/:id/json', { schema: { params: idParams, querystring: z.looseObject({ size: q.bool() }) } }, async (req) => {
       const c = findContainer(store, req.params.id);
       const size = req.query.size ? { rw: await deps.sizeRw(c.name), rootFs: 0 } : undefined;
-      if (size) size.rootFs = size.rw + (store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId)?.spec.size ?? 0);
+      if (size) size.rootFs = size.rw + (store.get(Images, c.spec.imageId)?.spec.size ?? 0);
       return inspectView(c, {
         apiVersion: apiVersion(req),
         graphDriverData: deps.graphDriverData(c.name),
         size,
-        volumeSource: (name) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '',
+        volumeSource: (name) => store.get(Volumes, name)?.status.mountpoint ?? '',
         networkName: networkNameResolver(store),
         endpoints: endpointsOfContainer(store, c.name),
         isBridgeNetwork: bridgeNetworkTest(store),

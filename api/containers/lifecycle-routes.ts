@@ -3,21 +3,18 @@
 // reconciler to report the observed result in status.
 import * as z from 'zod';
 import { conflict, EngineError, invalidArgument, isCode, notFound, notModified, unavailable } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { containerByName, isRunning, KIND } from '../../store/types.ts';
+import { type ContainerSpec, containerByName, isRunning, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 import type { App } from '../app.ts';
 import { waitEndpointsPlugged } from '../networks/endpoints.ts';
 import { apiVersion, filtersQuery, idParams, q } from '../request.ts';
 import { gone, observed, waitUntil, writeAndWait, type WriteAndWaitOptions } from '../write-and-wait.ts';
 import { createContainer } from './create.ts';
 import { createBody } from './create-schema.ts';
-import { findContainer } from './find.ts';
 import { removeLink } from './links.ts';
 import { normalizeName } from './names.ts';
 import { parsePruneFilters, pruneMatches } from './prune-filters.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 /** How long `docker kill` with SIGKILL waits for the container to go down before answering. */
 const KILL_WAIT_MS = 5_000;
@@ -29,8 +26,8 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
   const timeoutMs = deps.waitTimeoutMs ?? 120_000;
 
   /** Writes the container's spec and waits for the reconciler: see api/write-and-wait.ts. */
-  const write = (id: string, mutate: (s: ContainerSpec) => ContainerSpec, done: (r: CR, written: CR) => boolean, o: WriteAndWaitOptions<ContainerSpec, ContainerStatus>) =>
-    writeAndWait<ContainerSpec, ContainerStatus>(store, KIND.container, id, mutate, done, o);
+  const write = (id: string, mutate: (s: ContainerSpec) => ContainerSpec, done: (r: CR, written: CR) => boolean, o: WriteAndWaitOptions<CR>) =>
+    writeAndWait(store, Containers, id, mutate, done, o);
 
   /** The reconciler has started (or failed to start) the run the spec asks for: it writes the run generation with the outcome. */
   const runStarted = (r: CR) => r.status.runGeneration >= r.spec.runGeneration;
@@ -45,7 +42,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
     if (!r || done(r)) return r;
     const end = r.status.stopDeadline ?? null;
     const timeout = end === null ? timeoutMs : end < 0 ? undefined : Math.max(0, end - Date.now()) + timeoutMs;
-    return waitUntil<ContainerSpec, ContainerStatus>(store, KIND.container, r.name, done, { timeoutMs: timeout, timedOut });
+    return waitUntil(store, Containers, r.name, done, { timeoutMs: timeout, timedOut });
   }
   const stopping = (r: CR) => r.status.stopDeadline != null;
 
@@ -81,7 +78,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
         // As the reference daemon: an auto-remove container that cannot start is removed (`run --rm` waits for it).
         if (r.spec.hostConfig.AutoRemove) {
-          store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
+          store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
         }
         throw new EngineError(code, `failed to create task for container: ${r.status.error}`);
       }
@@ -131,7 +128,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
       }
       deps.events?.container('kill', c, { signal: String(sig) });
       // As the reference: a SIGKILL answers once the container is down (or after a short wait).
-      if (sig === 9) await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (x) => !x || x.status.exitSeq > exits, { timeoutMs: KILL_WAIT_MS });
+      if (sig === 9) await store.waitFor(Containers, c.name, (x) => !x || x.status.exitSeq > exits, { timeoutMs: KILL_WAIT_MS });
       reply.code(204).send();
     });
 
@@ -162,7 +159,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         return !isRunning(r.status);
       };
       try {
-        await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, done, { signal: abort.signal });
+        await store.waitFor(Containers, c.name, done, { signal: abort.signal });
       } catch {
         res.destroy();
         return;
@@ -198,7 +195,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
       if (name === c.spec.name) throw invalidArgument(`Renaming a container with the same name as its current name`);
       const other = containerByName(store, name);
       if (other) throw conflict(`Error when allocating new name: Conflict. The container name "${name}" is already in use by container "${other.name}". You have to remove (or rename) that container to be able to reuse that name.`);
-      store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, name }));
+      store.updateSpec(Containers, c.name, (s) => ({ ...s, name }));
       reply.code(204).send();
     });
 
@@ -233,7 +230,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
     app.post('/containers/prune', { schema: { querystring: filtersQuery } }, async (req) => {
       const filters = parsePruneFilters(req.query.filters);
       const victims = store
-        .list<ContainerSpec, ContainerStatus>(KIND.container)
+        .list(Containers)
         .filter((c) => (c.status.phase === 'exited' || c.status.phase === 'created' || c.status.phase === 'dead') && c.spec.desired !== 'removed')
         .filter((c) => pruneMatches(filters, c.spec.config.Labels ?? {}, Date.parse(c.spec.created)));
       const deleted: string[] = [];
@@ -241,14 +238,14 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
       const sizes = new Map(await Promise.all(victims.map(async (c) => [c.name, await deps.sizeRw(c.name).catch(() => 0)] as const)));
       for (const c of victims) {
         try {
-          store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, desired: 'removed', remove: { force: false, volumes: false } }));
+          store.updateSpec(Containers, c.name, (s) => ({ ...s, desired: 'removed', remove: { force: false, volumes: false } }));
           deleted.push(c.name);
         } catch {
           // raced with another change; skip
         }
       }
-      await Promise.all(deleted.map((id) => store.waitFor(KIND.container, id, (r) => !r, { timeoutMs })));
-      const space = deleted.filter((id) => !store.get(KIND.container, id)).reduce((n, id) => n + (sizes.get(id) ?? 0), 0);
+      await Promise.all(deleted.map((id) => store.waitFor(Containers, id, (r) => !r, { timeoutMs })));
+      const space = deleted.filter((id) => !store.get(Containers, id)).reduce((n, id) => n + (sizes.get(id) ?? 0), 0);
       return { ContainersDeleted: deleted.length ? deleted : null, SpaceReclaimed: space };
     });
   };

@@ -3,11 +3,10 @@
 // away from the parent's spec. What a link does at start (hosts entry, variables, the icc
 // exception) is the container reconciler's.
 import { conflict, invalidArgument, isCode, notFound } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, HostConfig, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type HostConfig, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
+
 import type { ApiStore } from './store.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 /** The reference's ParseLink: "name:alias", "name" (alias = name), or the stored "/name:/parent/alias". */
 export function parseLink(val: string): { name: string; alias: string } {
@@ -71,7 +70,7 @@ export function removeLink(store: ApiStore, linkName: string, find: (ref: string
   });
   if (keep.length === links.length) throw notFound(`No such container: ${linkName}`);
   if (parent.spec.desired === 'removed') throw conflict(`removal of container ${parentName} is already in progress`);
-  store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, parent.name, (s) => ({ ...s, hostConfig: { ...s.hostConfig, Links: keep } }));
+  store.updateSpec(Containers, parent.name, (s) => ({ ...s, hostConfig: { ...s.hostConfig, Links: keep } }));
 }
 
 /** Link names under which other containers know `c` ("/parent/alias"), for the Names of `docker ps`. */

@@ -1,16 +1,15 @@
 // GET /containers/json: newest first, from the store's memory (never waits on the supervisor).
 import { invalidArgument } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { isRunning, KIND } from '../../store/types.ts';
+import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
 import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
 import { linkNamesOf } from './links.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { Volumes } from '../../store/kinds/volume.ts';
 import { healthOf, stateName, summaryView } from './views.ts';
 import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
-import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 const HEALTH_VALUES = new Set(['starting', 'healthy', 'unhealthy', 'none']);
 const KEYS = new Set(['ancestor', 'before', 'exited', 'id', 'isolation', 'label', 'name', 'status', 'health', 'since', 'volume', 'network', 'is-task', 'publish', 'expose']);
@@ -69,7 +68,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   for (const h of f.get('health') ?? []) if (!HEALTH_VALUES.has(h)) throw invalidArgument(`Unrecognised filter value for health: ${h}`);
   const all = o.all || o.limit > 0 || f.has('status') || f.has('exited');
 
-  let items = store.list<ContainerSpec, ContainerStatus>(KIND.container).slice();
+  let items = store.list(Containers).slice();
   items.sort((a, b) => (a.spec.created < b.spec.created ? 1 : a.spec.created > b.spec.created ? -1 : 0));
 
   const before = f.get('before')?.map((r) => o.findContainer(r).spec.created);
@@ -118,9 +117,9 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   });
   if (o.limit > 0) items = items.slice(0, o.limit);
   const now = Date.now();
-  const volumeSource = (name: string) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status.mountpoint ?? '';
+  const volumeSource = (name: string) => store.get(Volumes, name)?.status.mountpoint ?? '';
   // A linked container is also listed under its link names ("/parent/alias"), as the reference.
-  const everyone = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+  const everyone = store.list(Containers);
   const withLinks = (c: CR, v: Record<string, unknown>) => {
     const extra = linkNamesOf(everyone, c);
     if (extra.length) v.Names = [c.spec.name, ...extra];
@@ -138,7 +137,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
 /** Endpoint records by container, read once per listing. */
 function endpointIndex(store: Pick<ApiStore, 'list'>): (containerId: string) => Resource<EndpointSpec, EndpointStatus>[] {
   const by = new Map<string, Resource<EndpointSpec, EndpointStatus>[]>();
-  for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) {
+  for (const e of store.list(Endpoints)) {
     const list = by.get(e.spec.containerId);
     if (list) list.push(e);
     else by.set(e.spec.containerId, [e]);

@@ -1,8 +1,8 @@
 // GET /containers/{id}/logs: headers flushed at once, one frame per entry (multiplexed without a
 // TTY), follow until the container stops, errors after the header go in band.
 import type { FastifyReply } from 'fastify';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { isRunning, KIND } from '../../store/types.ts';
+import { type ContainerSpec, type ContainerStatus, isRunning, Containers } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
 import type { ContainerLogReader } from '../ports.ts';
 import { FRAME_HEADER_BYTES, frame, writeFrameHeader } from '../stdcopy.ts';
 import type { ApiStore } from './store.ts';
@@ -92,7 +92,7 @@ export async function streamLogs(
   if (follow) {
     res.flushHeaders();
     store
-      .waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || !isRunning(r.status), { signal: abort.signal })
+      .waitFor(Containers, c.name, (r) => !r || !isRunning(r.status), { signal: abort.signal })
       .then(() => stopFollowing.abort(), () => {});
   }
   try {

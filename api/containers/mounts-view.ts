@@ -3,7 +3,7 @@
 // anonymous, and what VolumesFrom copied) with the volume's data directory as Source.
 import { posix } from 'node:path';
 import { cleanPath, parseBind } from '../../lib/mount-spec.ts';
-import type { ContainerSpec } from '../../store/types.ts';
+import type { ContainerSpec } from '../../store/kinds/container.ts';
 
 export interface MountView {
   Type: string;

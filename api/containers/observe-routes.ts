@@ -1,11 +1,9 @@
 // Watching a container: its logs, its resource usage (stats) and its processes (top).
 import * as z from 'zod';
 import { conflict, invalidArgument, notImplemented } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
-import { isRunning, KIND } from '../../store/types.ts';
+import { isRunning, Containers, findContainer } from '../../store/kinds/container.ts';
 import type { App } from '../app.ts';
 import { apiVersion, idParams, q, strconvError } from '../request.ts';
-import { findContainer } from './find.ts';
 import { streamLogs } from './logs.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 
@@ -59,7 +57,7 @@ export function observeRoutes(deps: ContainerRouteDeps) {
         cpu_stats: ZERO_CPU, precpu_stats: ZERO_CPU, memory_stats: {}, name: c.spec.name, id: c.name,
       };
       const sample = async (prev: Record<string, unknown> | null) => {
-        const cur = store.get<ContainerSpec, ContainerStatus>(KIND.container, c.name);
+        const cur = store.get(Containers, c.name);
         if (!cur || (cur.status.phase !== 'running' && cur.status.phase !== 'paused')) return { s: empty, raw: null };
         const s = await deps.ops.stats(c.name);
         const out = { ...s, preread: (prev?.read as string) ?? NO_TIME, precpu_stats: prev?.cpu_stats ?? ZERO_CPU, name: c.spec.name, id: c.name };

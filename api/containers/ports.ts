@@ -4,7 +4,7 @@
 // (ContainerStatus.ports): inspect's NetworkSettings.Ports and `docker ps`'s Ports.
 import { isIP } from 'node:net';
 import { invalidArgument } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, PublishedPort } from '../../store/types.ts';
+import type { ContainerSpec, ContainerStatus, PublishedPort } from '../../store/kinds/container.ts';
 
 export type Proto = 'tcp' | 'udp' | 'sctp';
 export interface PortBindingJSON {

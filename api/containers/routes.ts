@@ -1,6 +1,8 @@
 // The container API, one plugin per concern: lifecycle (create, start, stop, remove...), inspect
 // and list, logs/stats/top, and the archive endpoints. `docker update` is update.ts's.
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
+import type { ContainerResource as CR } from '../../store/kinds/container.ts';
+import type { ImageSpec, ImageStatus } from '../../store/kinds/image.ts';
+import type { Resource } from '../../store/types.ts';
 import type { App } from '../app.ts';
 import type { ContainerLogReader, ContainerOpsPort, ContainerSignalPort } from '../ports.ts';
 import { archiveRoutes } from './archive-routes.ts';
@@ -10,7 +12,6 @@ import { lifecycleRoutes } from './lifecycle-routes.ts';
 import { observeRoutes } from './observe-routes.ts';
 import type { ImageStore } from '../images/store.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface ContainerRouteDeps {
   /** With transaction: a container and the volumes it creates are written together. */

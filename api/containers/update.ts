@@ -4,19 +4,17 @@
 // running container's update answers once it is applied; when the task refuses it, the old
 // values are put back and the reason answered, as the reference does.
 import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, HostConfig, Resource, RestartPolicy } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type HostConfig, type RestartPolicy, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
+
 import type { App } from '../app.ts';
 import { goBody, parseWith } from '../go-json.ts';
 import { idParams } from '../request.ts';
 import { observed, writeAndWait } from '../write-and-wait.ts';
 import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
-import { findContainer } from './find.ts';
 import * as z from 'zod';
 import { updateBodySchema, type UpdateBody } from './update-schema.ts';
 import type { ApiStore } from './store.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 /** The numeric limits `docker update` changes; 0 (or absent) leaves one as it is. */
 const NUMBERS = ['BlkioWeight', 'CpuShares', 'NanoCpus', 'CpuPeriod', 'CpuQuota', 'CpuRealtimePeriod', 'CpuRealtimeRuntime', 'Memory', 'MemorySwap', 'MemoryReservation', 'KernelMemory'] as const;
@@ -102,12 +100,12 @@ export function updateRoutes(deps: { store: ApiStore; waitTimeoutMs?: number; bl
       const hostConfig = applyUpdate(c, u);
       // A task gets the new limits from the reconciler: answered once it has; without one, once written.
       const running = c.status.phase === 'running' || c.status.phase === 'paused';
-      const r = await writeAndWait<ContainerSpec, ContainerStatus>(store, KIND.container, c.name, (s) => ({ ...s, hostConfig }), (x, w) => !running || observed(x, w), {
+      const r = await writeAndWait(store, Containers, c.name, (s) => ({ ...s, hostConfig }), (x, w) => !running || observed(x, w), {
         timeoutMs,
         timedOut: () => unavailable(`Cannot update container ${c.name}: the new limits were not applied in time`),
       });
       if (running && r?.status.updateError) {
-        store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, hostConfig: old }));
+        store.updateSpec(Containers, c.name, (s) => ({ ...s, hostConfig: old }));
         throw internal(`Cannot update container ${c.name}: ${r.status.updateError}`);
       }
       return { Warnings: warnings };

@@ -2,11 +2,10 @@
 import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
-import type { ContainerSpec, ContainerStatus, HealthState, Resource } from '../../store/types.ts';
-import { isRunning } from '../../store/types.ts';
-import { pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { type ContainerSpec, type ContainerStatus, type HealthState, isRunning, type ContainerResource as CR } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+import { pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/kinds/endpoint.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 /** A container's endpoint record (on its NetworkMode network, marked primary, or another). */
 export type EndpointRecord = Pick<Resource<EndpointSpec, EndpointStatus>, 'spec' | 'status'>;
 

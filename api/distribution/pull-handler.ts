@@ -5,9 +5,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { EngineError, errorCode, invalidArgument } from '../../lib/errors.ts';
 import { familiarName, formatReference, isDigest, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
-import { NEW_PULL_STATUS, PULL_KIND, pullName, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
-import { parseQuery } from '../request.ts';
-import { q } from '../request.ts';
+import { NEW_PULL_STATUS, pullName, Pulls } from '../../store/kinds/pull.ts';
+import { parseQuery, q } from '../request.ts';
 import { runJsonLines, type JsonMessage } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PullJobsPort, type RegistryAuth } from './port.ts';
 
@@ -56,11 +55,11 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
 
   /** Writes the wish; answers the generation whose outcome answers this request. */
   async function ask(name: string, reference: string, platform: string, signal: AbortSignal): Promise<number> {
-    const cur = store.get<PullSpec, PullStatus>(PULL_KIND, name);
-    if (cur?.spec.desired === 'removed') await store.waitFor(PULL_KIND, name, (r) => !r, { signal });
-    const existing = store.get<PullSpec, PullStatus>(PULL_KIND, name);
-    if (!existing) return store.create<PullSpec, PullStatus>(PULL_KIND, name, { reference, platform, request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
-    return store.updateSpec<PullSpec, PullStatus>(PULL_KIND, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
+    const cur = store.get(Pulls, name);
+    if (cur?.spec.desired === 'removed') await store.waitFor(Pulls, name, (r) => !r, { signal });
+    const existing = store.get(Pulls, name);
+    if (!existing) return store.create(Pulls, name, { reference, platform, request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
+    return store.updateSpec(Pulls, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
   }
 
   async function pullOne(ref: Reference, platform: string, auth: RegistryAuth | undefined, out: PullOutput): Promise<boolean> {
@@ -71,8 +70,8 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
     waiting.set(name, (waiting.get(name) ?? 0) + 1);
     try {
       const gen = await ask(name, reference, platform, out.signal);
-      const r = await store.waitFor<PullSpec, PullStatus>(
-        PULL_KIND,
+      const r = await store.waitFor(
+        Pulls,
         name,
         (x) => !x || (x.status.observedGeneration >= gen && (x.status.phase === 'done' || x.status.phase === 'failed')),
         { signal: out.signal },
@@ -82,8 +81,8 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
       return r.status.changed;
     } catch (err) {
       const last = (waiting.get(name) ?? 0) <= 1;
-      if (out.signal.aborted && last && store.get(PULL_KIND, name)) {
-        store.updateSpec<PullSpec, PullStatus>(PULL_KIND, name, (s) => ({ ...s, desired: 'removed' }));
+      if (out.signal.aborted && last && store.get(Pulls, name)) {
+        store.updateSpec(Pulls, name, (s) => ({ ...s, desired: 'removed' }));
       }
       throw err;
     } finally {

@@ -4,12 +4,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
-import { parseQuery } from '../request.ts';
-import { q } from '../request.ts';
+
+import { parseQuery, q } from '../request.ts';
 import { runJsonLines } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore } from './port.ts';
+import { References } from '../../store/kinds/reference.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 export interface PushDeps {
   distribution: DistributionPort;
@@ -39,10 +39,10 @@ export function pushHandler(deps: PushDeps): (req: FastifyRequest, reply: Fastif
     const repo = repositoryName(ref);
     const targets = ref.tag !== undefined
       ? [formatReference({ domain: ref.domain, path: ref.path, tag: ref.tag })]
-      : store.list<ReferenceSpec, ReferenceStatus>(KIND.reference).map((r) => r.name).filter((n) => n.startsWith(`${repo}:`)).sort();
+      : store.list(References).map((r) => r.name).filter((n) => n.startsWith(`${repo}:`)).sort();
     const images = targets.map((name) => {
-      const r = store.get<ReferenceSpec, ReferenceStatus>(KIND.reference, name);
-      const img = r && store.get<ImageSpec, ImageStatus>(KIND.image, r.spec.imageId);
+      const r = store.get(References, name);
+      const img = r && store.get(Images, r.spec.imageId);
       return img && img.spec.desired === 'present' && img.status.phase === 'ready' ? { name, img } : undefined;
     });
     if (!images.length || images.some((i) => !i)) {
@@ -57,8 +57,8 @@ export function pushHandler(deps: PushDeps): (req: FastifyRequest, reply: Fastif
         });
         deps.onEvent?.('push', familiarName(name), familiarRepository(repo));
         const repoDigest = `${repo}@${res.digest}`;
-        if (!store.get<ImageSpec, ImageStatus>(KIND.image, img.name)?.spec.repoDigests.includes(repoDigest)) {
-          store.updateSpec<ImageSpec, ImageStatus>(KIND.image, img.name, (s) => ({ ...s, repoDigests: s.repoDigests.includes(repoDigest) ? s.repoDigests : [...s.repoDigests, repoDigest] }));
+        if (!store.get(Images, img.name)?.spec.repoDigests.includes(repoDigest)) {
+          store.updateSpec(Images, img.name, (s) => ({ ...s, repoDigests: s.repoDigests.includes(repoDigest) ? s.repoDigests : [...s.repoDigests, repoDigest] }));
         }
       }
     }, { errorsBeforeStartAsHttp: true });

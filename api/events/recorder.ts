@@ -3,11 +3,15 @@
 // their cause (pull, push, tag, untag, import, load, save), which routes record through `image()`
 // after their change is committed. Kept in a bounded in-memory ring for `since` queries, fanned
 // out to live `GET /events` subscribers.
-import type { ContainerSpec, ContainerStatus, ImageSpec, Resource, WatchEvent } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
-import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
-import { VOLUME_KIND, type VolumeSpec } from '../../store/volume-types.ts';
-import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
+import { type ImageSpec, Images } from '../../store/kinds/image.ts';
+import type { Resource, WatchEvent } from '../../store/types.ts';
+import type { Store } from '../../store/store.ts';
+import type { AnyKind } from '../../store/kind.ts';
+
+import { type NetworkSpec, Networks } from '../../store/kinds/network.ts';
+import { type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
+import { type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
 import { findImage } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
@@ -23,11 +27,7 @@ export interface EngineEvent {
   timeNano: number;
 }
 
-export interface EventStore {
-  watch(kind: string | null, fn: (ev: WatchEvent) => void, fromRevision?: number): () => void;
-  list<S, T>(kind: string): Resource<S, T>[];
-  get<S, T>(kind: string, name: string): Resource<S, T> | undefined;
-}
+export type EventStore = Pick<Store, 'watch' | 'list' | 'get'>;
 
 const RING = 1024;
 
@@ -44,8 +44,8 @@ export class EventRecorder {
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [KIND.container, KIND.image, NETWORK_KIND.network, VOLUME_KIND, ENDPOINT_KIND]) {
-      for (const r of store.list<unknown, unknown>(k)) this.last.set(`${k}/${r.name}`, r);
+    for (const k of [Containers, Images, Networks, Volumes, Endpoints]) {
+      for (const r of store.list<AnyKind>(k)) this.last.set(`${k.name}/${r.name}`, r);
     }
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
   }
@@ -118,11 +118,11 @@ export class EventRecorder {
     if (ev.type === 'delete') this.last.delete(key);
     else this.last.set(key, ev.resource);
     try {
-      if (ev.kind === KIND.container) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
-      else if (ev.kind === KIND.image) this.imageChange(ev);
-      else if (ev.kind === NETWORK_KIND.network) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
-      else if (ev.kind === VOLUME_KIND) this.volumeChange(prev, ev);
-      else if (ev.kind === ENDPOINT_KIND) this.endpointChange(prev as Resource<EndpointSpec, EndpointStatus> | undefined, ev);
+      if (ev.kind === Containers.name) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
+      else if (ev.kind === Images.name) this.imageChange(ev);
+      else if (ev.kind === Networks.name) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
+      else if (ev.kind === Volumes.name) this.volumeChange(prev, ev);
+      else if (ev.kind === Endpoints.name) this.endpointChange(prev as Resource<EndpointSpec, EndpointStatus> | undefined, ev);
     } catch {
       // events are best effort; never break the store's watch
     }
@@ -184,14 +184,14 @@ export class EventRecorder {
     const was = prev?.status.phase === 'attached' ? prev.status.pid : 0;
     const now = ev.type !== 'delete' && cur.status.phase === 'attached' ? cur.status.pid : 0;
     if (was === now) return;
-    const live = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, cur.spec.containerId);
+    const live = this.store.get(Containers, cur.spec.containerId);
     if (prev?.status.pluggedBy === 'start' || cur.status.pluggedBy === 'start') {
       // The NetworkMode network plugged in by the start step: its connect and disconnect are the
       // container's start and exit (containerChange), but for a disconnect while it runs.
       if (was && !now && live?.status.pid === was) this.networkEvent('disconnect', live, cur.spec.networkId);
       return;
     }
-    const c = live ?? (this.last.get(`${KIND.container}/${cur.spec.containerId}`) as Resource<ContainerSpec, ContainerStatus> | undefined);
+    const c = live ?? (this.last.get(`${Containers.name}/${cur.spec.containerId}`) as Resource<ContainerSpec, ContainerStatus> | undefined);
     if (!c) return;
     if (was) this.networkEvent('disconnect', c, cur.spec.networkId);
     if (now) this.networkEvent('connect', c, cur.spec.networkId);
@@ -204,7 +204,7 @@ export class EventRecorder {
   }
 
   private networkEvent(action: 'connect' | 'disconnect', c: Resource<ContainerSpec, ContainerStatus>, networkId: string): void {
-    const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, networkId);
+    const net = this.store.get(Networks, networkId);
     if (net) this.emit('network', action, net.spec.id, { container: c.name, name: net.spec.name, type: net.spec.driver });
   }
 

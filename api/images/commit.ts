@@ -5,18 +5,17 @@
 import type { FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { conflict, invalidArgument } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ContainerSpec, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
+
 import type { CommitRequest } from '../../lib/image-ports.ts';
 import { parseCreateBody } from '../containers/create-schema.ts';
-import { findContainer } from '../containers/find.ts';
 import { boolValue, first, q } from '../request.ts';
 import { noSuchImage } from './resolve.ts';
 import type { ImageStore } from './store.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 export type { CommitRequest, ImageCommitPort } from '../../lib/image-ports.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 /**
  * POST /commit's query. `pause` is BoolValue except that absent or empty is true (the
@@ -68,7 +67,7 @@ export function parseCommit(store: ImageStore, req: FastifyRequest, query: Commi
   const c = findContainer(store, query.container ?? '');
   if (c.status.phase === 'dead') throw conflict(`You cannot commit container ${c.name} which is Dead`);
   if (c.spec.desired === 'removed' || c.status.phase === 'removing') throw conflict(`You cannot commit container ${c.name} which is being removed`);
-  const img = c.spec.imageId ? store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId) : undefined;
+  const img = c.spec.imageId ? store.get(Images, c.spec.imageId) : undefined;
   if (c.spec.imageId && !img) throw noSuchImage(c.spec.imageId);
   return {
     container: c,
@@ -95,11 +94,11 @@ export async function withPaused<T>(store: ImageStore, c: CR, timeoutMs: number,
   const setDesired = async (from: ContainerSpec['desired'], to: ContainerSpec['desired']) => {
     let gen = 0;
     try {
-      gen = store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => (s.desired === from ? { ...s, desired: to } : s)).generation;
+      gen = store.updateSpec(Containers, c.name, (s) => (s.desired === from ? { ...s, desired: to } : s)).generation;
     } catch {
       return; // gone meanwhile
     }
-    await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs });
+    await store.waitFor(Containers, c.name, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs });
   };
   await setDesired(before, 'paused');
   try {

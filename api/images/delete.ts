@@ -4,11 +4,13 @@
 import { conflict } from '../../lib/errors.ts';
 import { shortId } from '../../lib/ids.ts';
 import { familiarName, normalizeName, parseReference, repositoryName } from '../../lib/reference.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
+
 import { childrenOf, releasedLayers, type LayerSizes } from './layers.ts';
 import { isUsable, referencesOf, resolveImage, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
+import { References } from '../../store/kinds/reference.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 export type DeleteRecord = { Untagged: string } | { Deleted: string };
 
@@ -23,7 +25,6 @@ export interface DeletePlan {
   remove: boolean;
 }
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 const isRunning = (c: CR) => ['running', 'paused', 'restarting'].includes(c.status?.phase);
 
@@ -58,8 +59,8 @@ function conflictError(imageId: string, hard: boolean, message: string): Error {
 export function planImageDelete(store: ImageStore, ref: string, force: boolean): DeletePlan {
   const image = resolveImage(store, ref);
   const id = image.name;
-  const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container).filter((c) => c.spec.imageId === id);
-  const children = store.list<ImageSpec, ImageStatus>(KIND.image).filter((i) => isUsable(i) && i.spec.parent === id);
+  const containers = store.list(Containers).filter((c) => c.spec.imageId === id);
+  const children = store.list(Images).filter((i) => isUsable(i) && i.spec.parent === id);
   let tags = referencesOf(store, id);
   let digests = [...image.spec.repoDigests];
   const plan: DeletePlan = { records: [], image, untag: [], dropDigests: [], remove: false };
@@ -187,11 +188,11 @@ export function deleteImage(store: ImageStore, ref: string, o: DeleteOptions): D
 /** Delete `parentId` when it is dangling and unused; undefined when it stays. */
 function pruneParent(store: ImageStore, parentId: string): ImageResource | undefined {
   if (!parentId) return undefined;
-  const parent = store.get<ImageSpec, ImageStatus>(KIND.image, parentId);
+  const parent = store.get(Images, parentId);
   if (!isUsable(parent)) return undefined;
   if (referencesOf(store, parentId).length > 0 || parent.spec.repoDigests.length > 0) return undefined;
   if (childrenOf(store, parentId).length > 0) return undefined;
-  if (store.list<ContainerSpec, ContainerStatus>(KIND.container).some((c) => c.spec.imageId === parentId)) return undefined;
+  if (store.list(Containers).some((c) => c.spec.imageId === parentId)) return undefined;
   applyImageDelete(store, { records: [], image: parent, untag: [], dropDigests: [], remove: true });
   return parent;
 }
@@ -199,10 +200,10 @@ function pruneParent(store: ImageStore, parentId: string): ImageResource | undef
 /** Apply a plan atomically. */
 export function applyImageDelete(store: ImageStore, plan: DeletePlan): void {
   store.transaction((tx) => {
-    for (const name of plan.untag) tx.delete(KIND.reference, name);
+    for (const name of plan.untag) tx.delete(References, name);
     const drop = new Set(plan.dropDigests);
     if (drop.size > 0 || plan.remove) {
-      tx.updateSpec<ImageSpec, ImageStatus>(KIND.image, plan.image.name, (s) => ({
+      tx.updateSpec(Images, plan.image.name, (s) => ({
         ...s,
         repoDigests: s.repoDigests.filter((d) => !drop.has(d)),
         desired: plan.remove ? 'removed' : s.desired,

@@ -2,10 +2,12 @@
 // space): chain ids are computed here from the diff ids as the OCI image spec defines them; the
 // sizes come from the layer store through the narrow `LayerSizes` port cmd fills.
 import { createHash } from 'node:crypto';
-import type { ContainerSpec, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ContainerSpec, Containers } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+
 import type { ApiStore } from '../containers/store.ts';
 import { isUsable, type ImageResource } from './resolve.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 /** Read-only view of the layer store: a layer's unpacked size, undefined when it is not there. */
 export interface LayerSizes {
@@ -53,12 +55,12 @@ export function sharedSize(img: ImageResource, refs: Map<string, number>, layers
 export function releasedLayers(store: Pick<ApiStore, 'get' | 'list'>, removed: ImageResource, layers: LayerSizes | undefined): string[] {
   if (!layers?.get) return [];
   const used = new Set<string>();
-  for (const img of store.list<ImageSpec, ImageStatus>(KIND.image)) {
+  for (const img of store.list(Images)) {
     if (img.name === removed.name || img.spec.desired === 'removed') continue;
     for (const c of chainOf(img.spec.diffIds)) used.add(c);
   }
-  for (const c of store.list<ContainerSpec, unknown>(KIND.container) as Resource<ContainerSpec, unknown>[]) {
-    const img = store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId);
+  for (const c of store.list(Containers) as Resource<ContainerSpec, unknown>[]) {
+    const img = store.get(Images, c.spec.imageId);
     if (img) for (const ch of chainOf(img.spec.diffIds)) used.add(ch);
   }
   const out: string[] = [];
@@ -71,5 +73,5 @@ export function releasedLayers(store: Pick<ApiStore, 'get' | 'list'>, removed: I
 
 /** Usable images whose parent is `id`. */
 export function childrenOf(store: Pick<ApiStore, 'list'>, id: string): ImageResource[] {
-  return store.list<ImageSpec, ImageStatus>(KIND.image).filter((i) => isUsable(i) && i.spec.parent === id);
+  return store.list(Images).filter((i) => isUsable(i) && i.spec.parent === id);
 }

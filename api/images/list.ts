@@ -1,13 +1,15 @@
 // GET /images/json: newest first, from the store's memory.
 import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, parseReference, repositoryName } from '../../lib/reference.ts';
-import type { ContainerSpec, ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+
 import type { ApiStore } from '../containers/store.ts';
 import { parseFilters } from '../containers/list.ts';
 import { layerRefCounts, sharedSize, type LayerSizes } from './layers.ts';
 import { isUsable, resolveImage, type ImageResource } from './resolve.ts';
 import { createdMs, imageConfig, repoDigestsOf, summaryView } from './views.ts';
+import { References } from '../../store/kinds/reference.ts';
+import { Images } from '../../store/kinds/image.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
 const KEYS = new Set(['dangling', 'label', 'label!', 'before', 'since', 'reference', 'until']);
 
@@ -40,8 +42,8 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
   const notLabels = f.get('label!') ?? [];
   const patterns = (f.get('reference') ?? []).map(globToRegExp);
 
-  const images = store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable);
-  const refs = store.list<ReferenceSpec, ReferenceStatus>(KIND.reference);
+  const images = store.list(Images).filter(isUsable);
+  const refs = store.list(References);
   const tagsById = new Map<string, string[]>();
   for (const r of refs) {
     const list = tagsById.get(r.spec.imageId) ?? [];
@@ -49,7 +51,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
     tagsById.set(r.spec.imageId, list);
   }
   const parents = new Set(images.map((i) => i.spec.parent).filter(Boolean));
-  const containers = o.sharedSize ? store.list<ContainerSpec, unknown>(KIND.container) : [];
+  const containers = o.sharedSize ? store.list(Containers) : [];
   const layerRefs = o.sharedSize ? layerRefCounts(images) : new Map<string, number>();
 
   const out: Array<{ created: number; view: Record<string, unknown> }> = [];

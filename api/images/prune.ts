@@ -2,8 +2,7 @@
 // dangling=false; label, label!, until), each image removed through the ordinary delete rules
 // with conflicts skipped quietly, and the space of the removed layers reported.
 import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+
 import { parseFilters } from '../containers/list.ts';
 import { deleteImage, type DeleteRecord, type DeleteResult } from './delete.ts';
 import { childrenOf, layerSize, type LayerSizes } from './layers.ts';
@@ -11,6 +10,8 @@ import { parseUntil } from './list.ts';
 import { isUsable, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { createdMs, imageConfig } from './views.ts';
+import { References } from '../../store/kinds/reference.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 const ACCEPTED = new Set(['dangling', 'label', 'label!', 'until']);
 
@@ -76,8 +77,8 @@ function selected(img: ImageResource, sel: PruneSelection): boolean {
 }
 
 export function pruneImages(store: ImageStore, sel: PruneSelection, layers?: LayerSizes): PruneResult {
-  const images = store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable);
-  const refsOf = (id: string) => store.list<ReferenceSpec, ReferenceStatus>(KIND.reference).filter((r) => r.spec.imageId === id).map((r) => r.name);
+  const images = store.list(Images).filter(isUsable);
+  const refsOf = (id: string) => store.list(References).filter((r) => r.spec.imageId === id).map((r) => r.name);
   const candidates = images.filter((img) => {
     const hasChildren = childrenOf(store, img.name).length > 0;
     if (sel.danglingOnly && hasChildren) return false;

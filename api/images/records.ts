@@ -3,10 +3,11 @@
 import { internal, isCode, unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { LoadedImage } from '../../lib/image-ports.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ImageSpec, type ImageStatus, Images } from '../../store/kinds/image.ts';
+
 import type { ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
+import { References } from '../../store/kinds/reference.ts';
 
 /** Create the image record if needed and wait until the reconciler has it ready. */
 export async function ensureImageRecord(
@@ -14,11 +15,11 @@ export async function ensureImageRecord(
 ): Promise<ImageResource> {
   const { signal, timeoutMs } = opts;
   const parent = opts.parent ?? '';
-  let cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
+  let cur = store.get(Images, li.id);
   if (cur && cur.spec.desired === 'removed') {
     // The same content is being deleted right now: let that finish, then add it anew.
-    await store.waitFor(KIND.image, li.id, (r) => !r, { timeoutMs, signal });
-    cur = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
+    await store.waitFor(Images, li.id, (r) => !r, { timeoutMs, signal });
+    cur = store.get(Images, li.id);
     if (cur) throw unavailable(`image ${li.id} is being removed`);
   }
   let gen: number;
@@ -29,22 +30,22 @@ export async function ensureImageRecord(
     };
     const status: ImageStatus = { observedGeneration: 0, phase: 'pending', error: '' };
     try {
-      gen = store.create(KIND.image, li.id, spec, status).generation;
+      gen = store.create(Images, li.id, spec, status).generation;
     } catch (err) {
       if (!isCode(err, 'AlreadyExists')) throw err;
-      gen = store.get<ImageSpec, ImageStatus>(KIND.image, li.id)?.generation ?? 0;
+      gen = store.get(Images, li.id)?.generation ?? 0;
     }
   } else if (cur.status.phase === 'failed') {
     // Layers may be back now: ask the reconciler to verify it again (an unchanged spec would be no
     // write at all, and no new generation to verify).
-    gen = store.updateSpec<ImageSpec, ImageStatus>(KIND.image, li.id, (s) => ({ ...s, retryGeneration: (s.retryGeneration ?? 0) + 1 })).generation;
+    gen = store.updateSpec(Images, li.id, (s) => ({ ...s, retryGeneration: (s.retryGeneration ?? 0) + 1 })).generation;
   } else {
     gen = cur.generation;
   }
   const settled = (r: ImageResource | undefined) =>
     !r || r.spec.desired === 'removed' || r.status.phase === 'ready' || (r.status.phase === 'failed' && r.status.observedGeneration >= gen);
-  await store.waitFor<ImageSpec, ImageStatus>(KIND.image, li.id, settled, { timeoutMs, signal });
-  const r = store.get<ImageSpec, ImageStatus>(KIND.image, li.id);
+  await store.waitFor(Images, li.id, settled, { timeoutMs, signal });
+  const r = store.get(Images, li.id);
   if (!r || r.spec.desired === 'removed') throw internal(`image ${li.id} was removed while it was being added`);
   if (r.status.phase === 'failed') throw internal(r.status.error || `image ${li.id} could not be added`);
   if (r.status.phase !== 'ready') throw unavailable(`timed out waiting for image ${li.id}`);
@@ -54,13 +55,13 @@ export async function ensureImageRecord(
 /** Point a tag at an image; returns the image it pointed at before when that was another one. */
 export function setImageTag(store: ImageStore, fullName: string, imageId: string): string | undefined {
   return store.transaction((tx) => {
-    const prev = tx.get<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName);
+    const prev = tx.get(References, fullName);
     if (prev) {
       if (prev.spec.imageId === imageId) return undefined;
-      tx.updateSpec<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName, () => ({ imageId }));
+      tx.updateSpec(References, fullName, () => ({ imageId }));
       return prev.spec.imageId;
     }
-    tx.create<ReferenceSpec, ReferenceStatus>(KIND.reference, fullName, { imageId }, {});
+    tx.create(References, fullName, { imageId }, {});
     return undefined;
   });
 }

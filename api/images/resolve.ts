@@ -2,11 +2,12 @@
 // unique id prefix. Only images that are present and ready count.
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
-import type { ApiStore } from '../containers/store.ts';
+import { Images, type ImageResource } from '../../store/kinds/image.ts';
 
-export type ImageResource = Resource<ImageSpec, ImageStatus>;
+import type { ApiStore } from '../containers/store.ts';
+import { References } from '../../store/kinds/reference.ts';
+export type { ImageResource } from '../../store/kinds/image.ts';
+
 type ImageReader = Pick<ApiStore, 'get' | 'list'>;
 
 const HEX64 = /^[a-f0-9]{64}$/;
@@ -31,7 +32,7 @@ export function resolveImage(store: ImageReader, ref: string): ImageResource {
 export function findImage(store: ImageReader, ref: string): ImageResource | undefined {
   const hex = ref.startsWith('sha256:') ? ref.slice(7) : ref;
   if (HEX64.test(hex)) {
-    const r = store.get<ImageSpec, ImageStatus>(KIND.image, `sha256:${hex}`);
+    const r = store.get(Images, `sha256:${hex}`);
     return isUsable(r) ? r : undefined;
   }
   if (ref.startsWith('sha256:')) return HEX.test(hex) ? byPrefix(store, hex) : undefined;
@@ -39,9 +40,9 @@ export function findImage(store: ImageReader, ref: string): ImageResource | unde
   const parsed = parseReference(ref);
   if (parsed.digest) return byDigest(store, parsed);
   const name = formatReference({ ...parsed, tag: parsed.tag ?? 'latest' });
-  const tagged = store.get<ReferenceSpec, ReferenceStatus>(KIND.reference, name);
+  const tagged = store.get(References, name);
   if (tagged) {
-    const r = store.get<ImageSpec, ImageStatus>(KIND.image, tagged.spec.imageId);
+    const r = store.get(Images, tagged.spec.imageId);
     if (isUsable(r)) return r;
   }
   if (parsed.tag === undefined && HEX.test(ref)) return byPrefix(store, ref);
@@ -50,7 +51,7 @@ export function findImage(store: ImageReader, ref: string): ImageResource | unde
 
 function byDigest(store: ImageReader, ref: Reference): ImageResource | undefined {
   const wanted = `${repositoryName(ref)}@${ref.digest}`;
-  return store.list<ImageSpec, ImageStatus>(KIND.image).find((r) => isUsable(r) && r.spec.repoDigests.some((d) => normalizeDigestRef(d) === wanted));
+  return store.list(Images).find((r) => isUsable(r) && r.spec.repoDigests.some((d) => normalizeDigestRef(d) === wanted));
 }
 
 function normalizeDigestRef(d: string): string {
@@ -64,7 +65,7 @@ function normalizeDigestRef(d: string): string {
 
 /** A unique prefix of the hex id; ambiguous prefixes find nothing, as in the reference daemon. */
 function byPrefix(store: ImageReader, hexPrefix: string): ImageResource | undefined {
-  const matches = store.list<ImageSpec, ImageStatus>(KIND.image).filter((r) => isUsable(r) && r.name.slice(7).startsWith(hexPrefix));
+  const matches = store.list(Images).filter((r) => isUsable(r) && r.name.slice(7).startsWith(hexPrefix));
   return matches.length === 1 ? matches[0] : undefined;
 }
 
@@ -85,7 +86,7 @@ function describe(ref: string): string {
 /** Fully normalised tag references ("docker.io/library/busybox:latest") that point at `imageId`. */
 export function referencesOf(store: Pick<ApiStore, 'list'>, imageId: string): string[] {
   return store
-    .list<ReferenceSpec, ReferenceStatus>(KIND.reference)
+    .list(References)
     .filter((r) => r.spec.imageId === imageId)
     .map((r) => r.name)
     .sort();

@@ -7,8 +7,9 @@ import * as z from 'zod';
 import type { App } from '../app.ts';
 import { EngineError, invalidArgument, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
-import type { ContainerSpec, ContainerStatus, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+
 import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
 import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
 import { apiVersion, filtersQuery, q, requireApiVersion, restParams } from '../request.ts';
@@ -22,6 +23,8 @@ import { findImage, resolveImage, type ImageResource } from './resolve.ts';
 import { ensureImageRecord, setImageTag } from './records.ts';
 import type { ImageStore } from './store.ts';
 import { inspectView, type GraphDriverInfo } from './views.ts';
+import { References } from '../../store/kinds/reference.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 /** Where image events go (the events recorder): ids and names as the reference daemon logs them. */
 export interface ImageEventsPort {
@@ -174,8 +177,8 @@ export function imageRoutes(deps: ImageRouteDeps) {
 
   async function removed(ids: string[]): Promise<void> {
     for (const id of ids) {
-      await store.waitFor(KIND.image, id, (r) => !r, { timeoutMs });
-      if (store.get(KIND.image, id)) throw unavailable(`timed out waiting for image ${id} to be removed`);
+      await store.waitFor(Images, id, (r) => !r, { timeoutMs });
+      if (store.get(Images, id)) throw unavailable(`timed out waiting for image ${id} to be removed`);
     }
   }
 
@@ -212,7 +215,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
     const li = pause ? await withPaused(store, container, timeoutMs, run) : await run();
     const img = await ensureImage(li, abort.signal, container.spec.imageId);
     if (target) tagImage(target, img.name);
-    const current = store.get<ContainerSpec, ContainerStatus>(KIND.container, container.name) ?? container;
+    const current = store.get(Containers, container.name) ?? container;
     deps.events?.container('commit', current, { comment: request.comment, imageID: img.name, imageRef: target ? familiarName(target) : '' });
     reply.code(201).send({ Id: img.name });
   }
@@ -315,7 +318,7 @@ export function collectForSave(store: ImageStore, names: string[]): SaveImage[] 
     if (ref.tag === undefined && ref.digest === undefined) {
       // A bare repository name saves every tag of that repository.
       const repo = repositoryName(ref);
-      const tags = store.list<ReferenceSpec, ReferenceStatus>(KIND.reference).filter((r) => {
+      const tags = store.list(References).filter((r) => {
         try {
           return repositoryName(parseReference(r.name)) === repo;
         } catch {

@@ -1,11 +1,12 @@
 // The image part of GET /system/df: every image with its container count and shared size, and
 // the bytes of all distinct layers the images use.
-import type { ContainerSpec, ImageSpec, ImageStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+
 import type { ApiStore } from '../containers/store.ts';
 import { layerRefCounts, layerSize, sharedSize, type LayerSizes } from './layers.ts';
 import { isUsable } from './resolve.ts';
 import { createdMs, imageConfig, repoDigestsOf, repoTagsOf, summaryView } from './views.ts';
+import { Images } from '../../store/kinds/image.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
 export interface ImageUsage {
   LayersSize: number;
@@ -13,8 +14,8 @@ export interface ImageUsage {
 }
 
 export function imageDiskUsage(store: Pick<ApiStore, 'get' | 'list'>, o: { apiVersion: number; layers?: LayerSizes }): ImageUsage {
-  const images = store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable);
-  const containers = store.list<ContainerSpec, unknown>(KIND.container);
+  const images = store.list(Images).filter(isUsable);
+  const containers = store.list(Containers);
   const refs = layerRefCounts(images);
   // Without the layer store's sizes, fall back to the images' own totals.
   const layersSize = o.layers?.get

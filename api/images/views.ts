@@ -2,8 +2,10 @@
 import { familiarName } from '../../lib/reference.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ApiStore } from '../containers/store.ts';
-import type { ImageConfigBlob, ReferenceSpec, ReferenceStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import type { ImageConfigBlob } from '../../store/kinds/image.ts';
+import { type ReferenceSpec, type ReferenceStatus, References } from '../../store/kinds/reference.ts';
+import type { Resource } from '../../store/types.ts';
+
 import type { ImageResource } from './resolve.ts';
 
 export interface GraphDriverInfo {
@@ -31,7 +33,7 @@ export function createdMs(cfg: ImageConfigBlob): number {
 /** Tags (fully normalised names) and digests of an image, in familiar form. */
 export function repoTagsOf(store: Pick<ApiStore, 'list'>, imageId: string): string[] {
   return store
-    .list<ReferenceSpec, ReferenceStatus>(KIND.reference)
+    .list(References)
     .filter((r) => r.spec.imageId === imageId)
     .map((r) => safeFamiliar(r.name))
     .sort();
@@ -116,7 +118,7 @@ export function inspectView(store: Pick<ApiStore, 'list'>, img: ImageResource, o
 
 function lastTagTime(store: Pick<ApiStore, 'list'>, imageId: string): string {
   let last = '';
-  for (const r of store.list<ReferenceSpec, ReferenceStatus>(KIND.reference) as Resource<ReferenceSpec, ReferenceStatus>[]) {
+  for (const r of store.list(References) as Resource<ReferenceSpec, ReferenceStatus>[]) {
     if (r.spec.imageId === imageId && r.createdAt > last) last = r.createdAt;
   }
   return last || ZERO_TIME;

@@ -1,5 +1,5 @@
 // POST /networks/{id}/connect and /disconnect. Every network a container is on is an endpoint
-// record (store/endpoint-types.ts): connect writes one, disconnect marks it removed, and the
+// record (store/kinds/endpoint.ts): connect writes one, disconnect marks it removed, and the
 // handlers answer once the endpoint reconciler (and, for the NetworkMode network, the container
 // reconciler) has done it while the container runs. The reference daemon's refusals come first,
 // in its order of checks.
@@ -7,18 +7,17 @@ import * as z from 'zod';
 import { conflict, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
-import { ENDPOINT_KIND, endpointConfigOf, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
-import { ipv4Pool, ipv6Pool, liveNetworksNamed, NETWORK_KIND } from '../../store/network-types.ts';
-import { isRunning, KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
-import { findContainer } from '../containers/find.ts';
+import { endpointConfigOf, Endpoints } from '../../store/kinds/endpoint.ts';
+import { ipv4Pool, ipv6Pool, liveNetworksNamed, findNetwork } from '../../store/kinds/network.ts';
+import { isRunning, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
 import type { App } from '../app.ts';
 import { idParams } from '../request.ts';
 import { networkBody } from './body.ts';
 import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from './endpoints.ts';
-import { findNetwork, isPredefinedName, liveNetworks, networkNameOf, type NetworkResource } from './views.ts';
+import { isPredefinedName, networkNameOf, type NetworkResource } from './views.ts';
+import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 const SHARED_NAMESPACE = 'container sharing network namespace with another container or host cannot be connected to any other network';
 const HOST_ONLY = 'cannot connect container to host network - container must be created in host network mode';
@@ -94,7 +93,7 @@ export function connectRoutes(store: ApiStore, timeoutMs: number) {
       const inPool = pool && (family === 4 ? contains(parseCidr(pool.Subnet), parseIpv4(ip)) : contains6(parseCidr6(pool.Subnet), parseIpv6(ip)));
       if (!inPool) throw invalidArgument(`invalid address ${ip}: it is not in subnet ${pool?.Subnet ?? '(none)'}`);
       const key = family === 4 ? ip : formatIpv6(parseIpv6(ip));
-      const held = store.get<{ containerId: string }, unknown>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${key}`);
+      const held = store.get(IpamAllocations, `${net.spec.id}/${key}`);
       if (held && held.spec.containerId !== c.name) throw conflict(`Address already in use: ${ip} on network ${net.spec.name}`);
     }
   }
@@ -109,7 +108,7 @@ export function connectRoutes(store: ApiStore, timeoutMs: number) {
   /** The running container has let go of its NetworkMode network (ports, link rules, status.endpoint). */
   async function primaryLeft(c: CR, net: NetworkResource): Promise<void> {
     const gone = (x: CR | undefined) => !x || !isRunning(x.status) || x.status.endpoint?.NetworkID !== net.spec.id;
-    const r = await store.waitFor<ContainerSpec, ContainerStatus>(KIND.container, c.name, gone, { timeoutMs });
+    const r = await store.waitFor(Containers, c.name, gone, { timeoutMs });
     if (!gone(r)) throw unavailable(`container ${c.name} was not disconnected from network ${net.spec.name} in time`);
   }
 
@@ -122,7 +121,7 @@ export function connectRoutes(store: ApiStore, timeoutMs: number) {
         // A running container has its endpoint there already; for a stopped one the endpoint's
         // settings (aliases) are what the next start uses.
         if (isRunning(c.status)) throw exists(c, net);
-        store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, own.name, (sp) => ({ ...sp, config: endpointConfigOf(body.EndpointConfig) }));
+        store.updateSpec(Endpoints, own.name, (sp) => ({ ...sp, config: endpointConfigOf(body.EndpointConfig) }));
       } else {
         // Back on its NetworkMode network after a disconnect.
         await join(c, net, body.EndpointConfig, true);

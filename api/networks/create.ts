@@ -4,7 +4,7 @@
 // match it.
 import { invalidArgument, notFound, permissionDenied } from '../../lib/errors.ts';
 import { contains, firstHost, formatIpv4, parseCidr, parseIpv4, type Ipv4Cidr } from '../../lib/cidr.ts';
-import type { IpamPoolConfig, NetworkSpec } from '../../store/network-types.ts';
+import type { IpamPoolConfig, NetworkSpec } from '../../store/kinds/network.ts';
 import { cidr6Text, contains6, firstHost6, formatIpv6, overlaps6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import { overlaps, pickSubnet, type AddressPool } from './pools.ts';
 import type { NetworkResource } from './views.ts';

@@ -1,23 +1,13 @@
-// The API side of endpoint records (store/endpoint-types.ts): a container on a network beside its
+// The API side of endpoint records (store/kinds/endpoint.ts): a container on a network beside its
 // NetworkMode one. Connect writes the record (desired present), disconnect marks it removed; the
 // endpoint reconciler plugs and unplugs. The waits here are how a request answers once the
 // reconciler has done it (or 503 when it has not in time).
 import { unavailable } from '../../lib/errors.ts';
-import {
-  EMPTY_ENDPOINT_STATUS,
-  ENDPOINT_KIND,
-  endpointName,
-  endpointsOfContainer,
-  isAttachedTo,
-  type EndpointConfig,
-  type EndpointNet,
-  type EndpointSpec,
-  type EndpointStatus,
-} from '../../store/endpoint-types.ts';
-import { KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
+import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsOfContainer, isAttachedTo, type EndpointConfig, type EndpointNet, type EndpointSpec, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
+import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
 
-type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
 type Net = EndpointNet;
 
 /** The record for a new endpoint of `containerId` on `net` (for a create's transaction). */
@@ -31,7 +21,7 @@ export function newEndpoint(containerId: string, net: Net, config: EndpointConfi
 
 /** The container's endpoint record on `net` that is not being removed, if any. */
 export function endpointOn(store: Pick<ApiStore, 'get'>, containerId: string, networkId: string): EndpointResource | undefined {
-  const r = store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(containerId, networkId));
+  const r = store.get(Endpoints, endpointName(containerId, networkId));
   return r && r.spec.desired === 'present' ? r : undefined;
 }
 
@@ -43,15 +33,15 @@ export function wantedEndpoints(store: Pick<ApiStore, 'byIndex'>, containerId: s
 /** Connect: the record is written (after a removal of an earlier one has finished). */
 export async function connectEndpoint(store: ApiStore, containerId: string, net: Net, config: EndpointConfig, timeoutMs: number | undefined, primary = false): Promise<void> {
   const name = endpointName(containerId, net.spec.id);
-  const leaving = await store.waitFor(ENDPOINT_KIND, name, (r) => !r || (r as EndpointResource).spec.desired === 'present', { timeoutMs });
+  const leaving = await store.waitFor(Endpoints, name, (r) => !r || (r as EndpointResource).spec.desired === 'present', { timeoutMs });
   if (leaving) throw unavailable(`container ${containerId} is still being disconnected from network ${net.spec.name}`);
   const e = newEndpoint(containerId, net, config, primary);
-  store.create(ENDPOINT_KIND, e.name, e.spec, e.status);
+  store.create(Endpoints, e.name, e.spec, e.status);
 }
 
 /** Disconnect: the record is marked removed; the reconciler unplugs it and deletes it. */
 export function disconnectEndpoint(store: ApiStore, r: EndpointResource): void {
-  store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, r.name, (sp) => ({ ...sp, desired: 'removed' }));
+  store.updateSpec(Endpoints, r.name, (sp) => ({ ...sp, desired: 'removed' }));
 }
 
 const runningPid = (c: Resource<ContainerSpec, ContainerStatus> | undefined) =>
@@ -64,11 +54,11 @@ const runningPid = (c: Resource<ContainerSpec, ContainerStatus> | undefined) =>
 export async function waitEndpoint(store: ApiStore, containerId: string, net: Net, present: boolean, timeoutMs: number | undefined): Promise<void> {
   const name = endpointName(containerId, net.spec.id);
   const done = (r: EndpointResource | undefined) => {
-    const pid = runningPid(store.get<ContainerSpec, ContainerStatus>(KIND.container, containerId));
+    const pid = runningPid(store.get(Containers, containerId));
     if (!pid) return true;
     return present ? !r || r.spec.desired !== 'present' || isAttachedTo(r.status, pid) || r.status.phase === 'failed' : !r;
   };
-  const r = await store.waitFor<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, name, done, { timeoutMs });
+  const r = await store.waitFor(Endpoints, name, done, { timeoutMs });
   if (!done(r) || (present && r?.status.phase === 'failed')) {
     const why = r?.status.error ? `: ${r.status.error}` : '';
     throw unavailable(`container ${containerId} was not ${present ? 'connected to' : 'disconnected from'} network ${net.spec.name} in time${why}`);
@@ -78,11 +68,11 @@ export async function waitEndpoint(store: ApiStore, containerId: string, net: Ne
 /** After a start: waits (bounded) until the container's networks are plugged into (or adopted by) the new run. */
 export async function waitEndpointsPlugged(store: ApiStore, containerId: string, timeoutMs: number): Promise<void> {
   for (const e of wantedEndpoints(store, containerId)) {
-    await store.waitFor<EndpointSpec, EndpointStatus>(
-      ENDPOINT_KIND,
+    await store.waitFor(
+      Endpoints,
       e.name,
       (r) => {
-        const pid = runningPid(store.get<ContainerSpec, ContainerStatus>(KIND.container, containerId));
+        const pid = runningPid(store.get(Containers, containerId));
         return !r || !pid || r.spec.desired !== 'present' || r.status.phase === 'failed' || (r.status.phase === 'detached' && r.status.observedGeneration >= r.generation && r.status.conditions[0]?.reason === 'NetworkNotFound') || isAttachedTo(r.status, pid);
       },
       { timeoutMs },

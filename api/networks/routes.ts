@@ -5,14 +5,14 @@ import * as z from 'zod';
 import type { App } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
-import { liveNetworksNamed, NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import { liveNetworksNamed, type NetworkStatus, Networks, findNetwork, liveNetworks } from '../../store/kinds/network.ts';
 import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
 import { gone, writeAndWait } from '../write-and-wait.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
-import { attachedContainers, findNetwork, isPredefinedName, listNetworks, liveNetworks, networkView, type NetworkResource } from './views.ts';
+import { attachedContainers, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
 import { networkBody } from './body.ts';
 
@@ -84,7 +84,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       const eps = attached.map(([id, c]) => `name:${JSON.stringify(c.Name)} id:${JSON.stringify(id.slice(0, 12))}`).join(', ');
       throw permissionDenied(`error while removing network: network ${net.spec.name} has active endpoints (${eps})`);
     }
-    await writeAndWait<NetworkSpec, NetworkStatus>(store, NETWORK_KIND.network, net.name, (sp) => ({ ...sp, desired: 'removed' }), gone, {
+    await writeAndWait(store, Networks, net.name, (sp) => ({ ...sp, desired: 'removed' }), gone, {
       timeoutMs,
       timedOut: () => unavailable(`removal of network ${net.spec.name} did not finish in time`),
     });
@@ -122,10 +122,10 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       const id = newId();
       const spec = buildNetworkSpec(id, rfc3339Nano(), { ...body, Name: name }, liveNetworks(store), deps.defaults);
       const status: NetworkStatus = { observedGeneration: 0, phase: 'pending', error: '', lastRepair: '', lastRepairAt: '' };
-      const created = store.create<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, spec, status);
-      const r = await store.waitFor<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, (x) => !x || (x.status.observedGeneration >= created.generation && x.status.phase !== 'pending'), { timeoutMs });
+      const created = store.create(Networks, id, spec, status);
+      const r = await store.waitFor(Networks, id, (x) => !x || (x.status.observedGeneration >= created.generation && x.status.phase !== 'pending'), { timeoutMs });
       if (!r || r.status.phase === 'failed') {
-        if (r) store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, (sp) => ({ ...sp, desired: 'removed' }));
+        if (r) store.updateSpec(Networks, id, (sp) => ({ ...sp, desired: 'removed' }));
         throw new EngineError('Internal', `failed to create network ${name}: ${r?.status.error || 'it was removed'}`);
       }
       if (r.status.phase === 'pending') throw unavailable(`network ${name} was not set up in time; it will be, or removed with docker network rm`);

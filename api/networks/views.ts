@@ -2,15 +2,13 @@
 // records and the containers' endpoints. Lookup follows the reference daemon: full id, then
 // exact name, then unique id prefix.
 import { createHash } from 'node:crypto';
-import { invalidArgument, notFound } from '../../lib/errors.ts';
-import { liveNetworksNamed, NETWORK_KIND, type IpamPoolConfig, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { isRunning, KIND } from '../../store/types.ts';
+import { invalidArgument } from '../../lib/errors.ts';
+import { liveNetworksNamed, type IpamPoolConfig, type NetworkResource, liveNetworks } from '../../store/kinds/network.ts';
+import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { ENDPOINT_KIND, endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { endpointName, pluggedAddresses, Endpoints } from '../../store/kinds/endpoint.ts';
+export type { NetworkResource } from '../../store/kinds/network.ts';
 
-export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface NetworkContainer {
   Name: string;
@@ -26,27 +24,6 @@ export interface NetworkContainer {
  */
 export function isPredefinedName(name: string): boolean {
   return name === 'bridge' || name === 'host' || name === 'none' || name === 'default' || name.startsWith('container:');
-}
-
-/** The networks the daemon has now (a `bridge` turned off with --bridge none is not one of them). */
-export function liveNetworks(store: Pick<ApiStore, 'list'>): NetworkResource[] {
-  return store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).filter((n) => n.spec.desired !== 'removed');
-}
-
-/** Full id, then exact name (must be unique), then unique id prefix; 404 `network x not found`. */
-export function findNetwork(store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>, ref: string, opts: { scope?: string } = {}): NetworkResource {
-  const inScope = (n: NetworkResource | undefined): n is NetworkResource => !!n && n.spec.desired !== 'removed' && (!opts.scope || n.spec.scope === opts.scope);
-  if (ref) {
-    const exact = store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ref);
-    if (inScope(exact)) return exact;
-    const byName = liveNetworksNamed(store, ref).filter(inScope);
-    if (byName.length === 1) return byName[0];
-    if (byName.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byName.length} matches found based on name)`);
-    const byPrefix = liveNetworks(store).filter((n) => inScope(n) && n.spec.id.startsWith(ref));
-    if (byPrefix.length === 1) return byPrefix[0];
-    if (byPrefix.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byPrefix.length} matches found based on ID prefix)`);
-  }
-  throw notFound(`network ${ref} not found`);
 }
 
 /** A resolver from a network reference (name, id, id prefix) to its name; unknown references stay as they are. */
@@ -88,7 +65,7 @@ function derivedEndpointId(networkId: string, containerId: string): string {
 export function attachedContainers(store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>, net: NetworkResource): Record<string, NetworkContainer> {
   const out: Record<string, NetworkContainer> = {};
   const bridgeEnabled = liveNetworksNamed(store, 'bridge').length > 0;
-  for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
+  for (const c of store.list(Containers)) {
     if (!c.status || !isRunning(c.status)) continue;
     const entry = containerEntry(store, c, net, bridgeEnabled);
     if (entry) out[c.name] = entry;
@@ -98,7 +75,7 @@ export function attachedContainers(store: Pick<ApiStore, 'list' | 'get' | 'byInd
 
 function containerEntry(store: Pick<ApiStore, 'get'>, c: CR, net: NetworkResource, bridgeEnabled: boolean): NetworkContainer | null {
   const name = c.spec.name.replace(/^\//, '');
-  const rec = store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(c.name, net.spec.id));
+  const rec = store.get(Endpoints, endpointName(c.name, net.spec.id));
   const plugged = rec ? pluggedAddresses(rec.status, c.status.pid) : null;
   const extra = plugged ? { ...plugged, NetworkID: net.spec.id } : undefined;
   const ep = extra ?? c.status.endpoint;

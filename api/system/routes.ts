@@ -4,8 +4,7 @@ import { arch, release } from 'node:os';
 import type { FastifyReply } from 'fastify';
 import * as z from 'zod';
 import { unavailable } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+
 import type { ApiStore } from '../containers/store.ts';
 import type { SystemInfoPort } from '../ports.ts';
 import { isUsable } from '../images/resolve.ts';
@@ -15,7 +14,10 @@ import type { LayerSizes } from '../images/layers.ts';
 import { imageDiskUsage } from '../images/usage.ts';
 import { summaryView as containerSummary } from '../containers/views.ts';
 import { defaultInfo } from './info-defaults.ts';
-import { liveVolumes, volumesOf, volumeView } from '../volumes/views.ts';
+import { volumesOf, volumeView } from '../volumes/views.ts';
+import { Images } from '../../store/kinds/image.ts';
+import { Containers } from '../../store/kinds/container.ts';
+import { liveVolumes } from '../../store/kinds/volume.ts';
 
 export interface VersionInfo {
   version: string;
@@ -49,7 +51,7 @@ const GO_ARCH: Record<string, string> = { x64: 'amd64', ia32: '386', arm64: 'arm
 type Counts = { Containers: number; ContainersRunning: number; ContainersPaused: number; ContainersStopped: number; Images: number };
 
 export function liveCounts(store: ApiStore): Counts {
-  const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+  const containers = store.list(Containers);
   let running = 0;
   let paused = 0;
   for (const c of containers) {
@@ -62,7 +64,7 @@ export function liveCounts(store: ApiStore): Counts {
     ContainersRunning: running,
     ContainersPaused: paused,
     ContainersStopped: containers.length - running - paused,
-    Images: store.list<ImageSpec, ImageStatus>(KIND.image).filter(isUsable).length,
+    Images: store.list(Images).filter(isUsable).length,
   };
 }
 
@@ -143,18 +145,18 @@ export function systemRoutes(deps: SystemRouteDeps) {
     if (want('image')) Object.assign(out, imageDiskUsage(store, { apiVersion, layers: deps.layers }));
     if (want('container')) {
       const now = Date.now();
-      const containers = store.list<ContainerSpec, ContainerStatus>(KIND.container);
+      const containers = store.list(Containers);
       out.Containers = await Promise.all(
         containers.map(async (c) => {
           const rw = (await deps.sizeRw?.(c.name).catch(() => 0)) ?? 0;
-          const image = store.get<ImageSpec, ImageStatus>(KIND.image, c.spec.imageId)?.spec.size ?? 0;
+          const image = store.get(Images, c.spec.imageId)?.spec.size ?? 0;
           return containerSummary(c, { now, size: { rw, rootFs: rw + image } });
         }),
       );
     }
     if (want('volume')) {
       const used = new Map<string, number>();
-      for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) for (const n of volumesOf(c)) used.set(n, (used.get(n) ?? 0) + 1);
+      for (const c of store.list(Containers)) for (const n of volumesOf(c)) used.set(n, (used.get(n) ?? 0) + 1);
       out.Volumes = await Promise.all(
         liveVolumes(store).map(async (v) => {
           const size = deps.volumeSize ? await deps.volumeSize(v.name).catch(() => -1) : -1;

@@ -8,11 +8,10 @@ import { posix } from 'node:path';
 import { conflict, invalidArgument } from '../../lib/errors.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
 import { cleanPath, parseBind, PROPAGATION_MODES } from '../../lib/mount-spec.ts';
-import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig, MountPoint, Resource } from '../../store/types.ts';
-import { ANONYMOUS_LABEL, VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import type { ContainerConfig, HostConfig, MountPoint, ContainerResource as CR } from '../../store/kinds/container.ts';
+import { ANONYMOUS_LABEL, type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
 import type { ApiStore } from '../containers/store.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface ResolvedMounts {
   mountPoints: MountPoint[];
@@ -70,7 +69,7 @@ export function resolveContainerMounts(store: Pick<ApiStore, 'get'>, input: Reso
 
   /** A named volume used for the first time is created with the container. */
   const useNamed = (name: string, o: { labels?: Record<string, string>; options?: Record<string, string> } = {}) => {
-    const v = store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+    const v = store.get(Volumes, name);
     if (v?.spec.desired === 'removed') throw conflict(`volume ${name} is being removed`);
     if (!v && !newVolumes.has(name)) newVolumes.set(name, volumeSpec(name, { anonymous: false, ...o }));
   };

@@ -6,14 +6,14 @@ import type { App } from '../app.ts';
 import { conflict, EngineError, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { validateLocalOptions, volumeNameError } from '../../lib/volume-options.ts';
-import { ANONYMOUS_LABEL, VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { ANONYMOUS_LABEL, type VolumeSpec, type VolumeStatus, Volumes, findVolume, liveVolumes } from '../../store/kinds/volume.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
 import { gone, writeAndWait } from '../write-and-wait.ts';
 import { volumeSpec } from './container-mounts.ts';
 import { volumeCreateBody } from './create-schema.ts';
-import { findVolume, listVolumes, liveVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
+import { listVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
 
 export interface VolumeUsagePort {
   /** Bytes used by the volume's data (0 when unknown). */
@@ -38,11 +38,11 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
 
   async function waitReady(name: string, generation: number): Promise<VolumeResource> {
     const done = (x: VolumeResource | undefined) => !x || (x.status.observedGeneration >= generation && x.status.phase !== 'pending');
-    const r = await store.waitFor<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, done, { timeoutMs });
+    const r = await store.waitFor(Volumes, name, done, { timeoutMs });
     if (!r) throw notFound(`get ${name}: no such volume`);
     if (!done(r)) throw unavailable(`volume ${name} was not created in time`);
     if (r.status.phase === 'failed') {
-      store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, (s) => ({ ...s, desired: 'removed' }));
+      store.updateSpec(Volumes, name, (s) => ({ ...s, desired: 'removed' }));
       throw new EngineError('Internal', `create ${name}: ${r.status.error}`);
     }
     return r;
@@ -52,7 +52,7 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
   async function remove(v: VolumeResource): Promise<void> {
     const users = usersOf(store, v.name);
     if (users.length) throw conflict(`remove ${v.name}: volume is in use - [${users.join(', ')}]`);
-    await writeAndWait<VolumeSpec, VolumeStatus>(store, VOLUME_KIND, v.name, (s) => ({ ...s, desired: 'removed' }), gone, {
+    await writeAndWait(store, Volumes, v.name, (s) => ({ ...s, desired: 'removed' }), gone, {
       timeoutMs,
       timedOut: () => unavailable(`removal of volume ${v.name} did not finish in time`),
     });
@@ -75,7 +75,7 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       } catch (err) {
         throw invalidArgument(`create ${name}: ${(err as Error).message}`);
       }
-      const existing = store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+      const existing = store.get(Volumes, name);
       if (existing?.spec.desired === 'removed') throw conflict(`create ${name}: volume is being removed`);
       if (existing) {
         reply.code(201);
@@ -84,7 +84,7 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
       // A volume made without a name is anonymous, as the reference labels it (prune takes it by default).
       const spec: VolumeSpec = volumeSpec(name, { anonymous: !rawName, labels, options });
       const status: VolumeStatus = { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' };
-      const created = store.create<VolumeSpec, VolumeStatus>(VOLUME_KIND, name, spec, status);
+      const created = store.create(Volumes, name, spec, status);
       const r = await waitReady(name, created.generation);
       reply.code(201);
       return volumeView(r);

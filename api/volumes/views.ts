@@ -1,26 +1,13 @@
 // Volumes as clients read them (`volume ls`, `volume inspect`), who uses them, and the list
 // filters of the reference daemon (dangling, driver, label, name).
-import { invalidArgument, notFound } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { invalidArgument } from '../../lib/errors.ts';
+import { Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
+
+import { type VolumeResource, liveVolumes } from '../../store/kinds/volume.ts';
 import { parseFilters } from '../containers/list.ts';
 import type { ApiStore } from '../containers/store.ts';
+export type { VolumeResource } from '../../store/kinds/volume.ts';
 
-export type VolumeResource = Resource<VolumeSpec, VolumeStatus>;
-type CR = Resource<ContainerSpec, ContainerStatus>;
-
-/** The volumes the daemon has (one being removed is gone for clients). */
-export function liveVolumes(store: Pick<ApiStore, 'list'>): VolumeResource[] {
-  return store.list<VolumeSpec, VolumeStatus>(VOLUME_KIND).filter((v) => v.spec.desired !== 'removed');
-}
-
-/** Exact name only, as the reference: 404 `get <name>: no such volume`. */
-export function findVolume(store: Pick<ApiStore, 'get'>, name: string): VolumeResource {
-  const v = store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
-  if (!v || v.spec.desired === 'removed') throw notFound(`get ${name}: no such volume`);
-  return v;
-}
 
 /** Names of the volumes a container mounts. */
 export function volumesOf(c: CR): string[] {
@@ -30,7 +17,7 @@ export function volumesOf(c: CR): string[] {
 /** Ids of the containers (any state) whose mounts name the volume: it is in use while one exists. */
 export function usersOf(store: Pick<ApiStore, 'list'>, name: string): string[] {
   return store
-    .list<ContainerSpec, ContainerStatus>(KIND.container)
+    .list(Containers)
     .filter((c) => volumesOf(c).includes(name))
     .map((c) => c.name);
 }
@@ -38,7 +25,7 @@ export function usersOf(store: Pick<ApiStore, 'list'>, name: string): string[] {
 /** Every volume name some container uses, for the dangling filter and prune. */
 export function volumesInUse(store: Pick<ApiStore, 'list'>): Set<string> {
   const out = new Set<string>();
-  for (const c of store.list<ContainerSpec, ContainerStatus>(KIND.container)) for (const n of volumesOf(c)) out.add(n);
+  for (const c of store.list(Containers)) for (const n of volumesOf(c)) out.add(n);
   return out;
 }
 

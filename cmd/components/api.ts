@@ -41,12 +41,12 @@ import type { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts'
 import { parseSignal } from '../../reconcilers/container/signals.ts';
 import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
 import type { Store } from '../../store/store.ts';
-import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+
 import { createContainerOps } from '../container-ops.ts';
 import { blkioWeightSupported, hostCpus, listenTls, registryOptions } from '../daemon-helpers.ts';
 import { createSystemInfo } from '../system-info.ts';
 import { API_VERSION, BUILD_TIME, ENGINE_VERSION, GIT_COMMIT, MIN_API_VERSION } from '../version.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
 type LogReader = ReturnType<typeof createLogReader>;
 
@@ -74,7 +74,7 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
       init: (ctx) => {
         const store = ctx.get<Store>('store');
         return createLogReader({
-          pathOf: (id) => store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.logPath || undefined,
+          pathOf: (id) => store.get(Containers, id)?.status.logPath || undefined,
           log: log.child({ component: 'log-reader' }),
         });
       },

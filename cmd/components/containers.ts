@@ -30,12 +30,17 @@ import type { PortPublisher } from '../../reconcilers/network/ports.ts';
 import { NetworkReconciler } from '../../reconcilers/network/reconciler.ts';
 import { VolumeMounter } from '../../reconcilers/volume/mounter.ts';
 import { VolumeReconciler } from '../../reconcilers/volume/reconciler.ts';
-import { ENDPOINT_KIND } from '../../store/endpoint-types.ts';
-import { NETWORK_KIND } from '../../store/network-types.ts';
+
+
 import type { Store } from '../../store/store.ts';
-import { KIND } from '../../store/types.ts';
-import { VOLUME_KIND } from '../../store/volume-types.ts';
+
+
 import { recheckMsFromEnv } from '../daemon-helpers.ts';
+import { Networks } from '../../store/kinds/network.ts';
+import { Images } from '../../store/kinds/image.ts';
+import { Endpoints } from '../../store/kinds/endpoint.ts';
+import { Containers } from '../../store/kinds/container.ts';
+import { Volumes as VolumeKind } from '../../store/kinds/volume.ts';
 
 export interface Volumes {
   readonly driver: LocalVolumeDriver;
@@ -122,16 +127,16 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const store = ctx.get<Store>('store');
         const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
         const manager = new Manager();
-        const containerCtl = new Controller({ name: 'container', kind: KIND.container, store, reconciler: ctx.get<ContainerReconciler>('containers'), log, workers: 16, specChangesOnly: true });
-        const imageCtl = new Controller({ name: 'image', kind: KIND.image, store, reconciler: images, log, workers: 2 });
+        const containerCtl = new Controller({ name: 'container', kind: Containers, store, reconciler: ctx.get<ContainerReconciler>('containers'), log, workers: 16, specChangesOnly: true });
+        const imageCtl = new Controller({ name: 'image', kind: Images, store, reconciler: images, log, workers: 2 });
         ctx.get<Runs>('runs').registry.enqueue = (key) => containerCtl.enqueue(key);
         const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv() });
         // Started in this order and stopped in reverse: images are up before the containers made from them.
-        manager.add(new Controller({ name: 'network', kind: NETWORK_KIND.network, store, reconciler: networks, log, workers: 1 }));
-        manager.add(new Controller({ name: 'volume', kind: VOLUME_KIND, store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, workers: 2 }));
+        manager.add(new Controller({ name: 'network', kind: Networks, store, reconciler: networks, log, workers: 1 }));
+        manager.add(new Controller({ name: 'volume', kind: VolumeKind, store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, workers: 2 }));
         manager.add(imageCtl);
         manager.add(containerCtl);
-        const endpointCtl = new Controller({ name: 'endpoint', kind: ENDPOINT_KIND, store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, workers: 4, specChangesOnly: true });
+        const endpointCtl = new Controller({ name: 'endpoint', kind: Endpoints, store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, workers: 4, specChangesOnly: true });
         manager.add(endpointCtl);
         const stopTriggers = [
           endpointTriggers(store, (key) => endpointCtl.enqueue(key)),

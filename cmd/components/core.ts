@@ -15,8 +15,8 @@ import { createStdio } from '../../drivers/stdio/stdio.ts';
 import { createSupervisorClient } from '../../drivers/supervisor/client.ts';
 import { startSupervisor } from '../../drivers/supervisor/process.ts';
 import { createRuntimes, type Runtimes } from '../../drivers/supervisor/runtimes.ts';
-import { findNetworkByName } from '../../reconcilers/network/default-network.ts';
-import { STORE_SCHEMAS } from '../../store/schemas/index.ts';
+import { findNetworkByName } from '../../store/kinds/network.ts';
+import { STORE_KINDS } from '../../store/kinds/index.ts';
 import { openStore, type Store } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
 
@@ -51,7 +51,7 @@ export function coreComponents({ cfg, log }: DaemonEnv) {
       id: 'store',
       requires: ['paths'],
       init: (ctx) =>
-        openStore(join(ctx.get<Paths>('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), schemas: STORE_SCHEMAS, reserveBytes: STORE_RESERVE_BYTES }),
+        openStore(join(ctx.get<Paths>('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), kinds: STORE_KINDS, reserveBytes: STORE_RESERVE_BYTES }),
       close: (store) => store.close(),
     }),
     component<LayerStore>({

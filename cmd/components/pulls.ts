@@ -7,8 +7,9 @@ import type { Controllers } from './containers.ts';
 import { Controller } from '../../controllers/controller.ts';
 import type { DistributionDriver } from '../../drivers/distribution/distribution.ts';
 import { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts';
-import { PULL_KIND } from '../../store/pull-types.ts';
+
 import type { Store } from '../../store/store.ts';
+import { Pulls } from '../../store/kinds/pull.ts';
 
 export function pullComponent({ log }: DaemonEnv) {
   return component<PullReconciler>({
@@ -18,7 +19,7 @@ export function pullComponent({ log }: DaemonEnv) {
       const store = ctx.get<Store>('store');
       const pulls = new PullReconciler(store, ctx.get<DistributionDriver>('distribution'), { log: log.child({ component: 'pulls' }) });
       // As many pulls at once as the registry limits allow; each is a job, so a worker is never held.
-      const ctl = new Controller({ name: 'pull', kind: PULL_KIND, store, reconciler: pulls, log, workers: 2, specChangesOnly: true });
+      const ctl = new Controller({ name: 'pull', kind: Pulls, store, reconciler: pulls, log, workers: 2, specChangesOnly: true });
       pulls.enqueue = (key) => ctl.enqueue(key);
       ctx.get<Controllers>('controllers').manager.add(ctl);
       return pulls;

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Readable, Writable } from 'node:stream';
 import type { ProbePort } from './health.ts';
-import type { ContainerConfig, ContainerEndpoint, HostConfig, PublishedPort } from '../../store/types.ts';
+import type { ContainerConfig, ContainerEndpoint, HostConfig, PublishedPort } from '../../store/kinds/container.ts';
 
 export interface TaskState {
   pid: number;

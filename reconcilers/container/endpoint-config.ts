@@ -1,7 +1,7 @@
 // What the client asked of a container's endpoint on its NetworkMode network, read from the
 // EndpointsConfig of its spec: static addresses (--ip, --ip6) and a MAC. The other networks it is
-// on are endpoint records (store/endpoint-types.ts), plugged in by the endpoint reconciler.
-import type { ContainerSpec } from '../../store/types.ts';
+// on are endpoint records (store/kinds/endpoint.ts), plugged in by the endpoint reconciler.
+import type { ContainerSpec } from '../../store/kinds/container.ts';
 
 type EndpointConfig = { IPAMConfig?: { IPv4Address?: string; IPv6Address?: string } | null; MacAddress?: string } | null;
 

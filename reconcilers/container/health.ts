@@ -8,7 +8,7 @@
 // Not a lifecycle state of its own: a step of the reconcile while the machine is running. The
 // next probe's due time is a fact in status (`healthNextAt`) and the wait is a requeue; a probe
 // runs beside the reconcile (never holding a worker) and its end enqueues the container.
-import type { ContainerConfig, ContainerStatus, HealthState } from '../../store/types.ts';
+import type { ContainerConfig, ContainerStatus, HealthState } from '../../store/kinds/container.ts';
 import type { StagedStatus } from './staged-status.ts';
 
 const MS = 1_000_000; // nanoseconds per millisecond, the API's unit

@@ -4,11 +4,9 @@
 // wins over them); and with --icc=false the two may talk on the linked container's exposed ports.
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { internal } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { containerByName, isRunning, KIND } from '../../store/types.ts';
+import { type ContainerSpec, containerByName, isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface LinkedContainer {
   /** "/parent/alias" */
@@ -39,7 +37,7 @@ export function linkedContainers(store: Pick<ReconcilerStore, 'get' | 'byIndex'>
   for (const l of links) {
     const { name, alias } = parse(l);
     const linkName = `${spec.name}/${alias}`;
-    const child: CR | undefined = containerByName(store, name) ?? store.get<ContainerSpec, ContainerStatus>(KIND.container, name);
+    const child: CR | undefined = containerByName(store, name) ?? store.get(Containers, name);
     if (!child || !isRunning(child.status)) throw internal(`Cannot link to a non running container: /${name} AS ${linkName}`);
     const ip = child.status.endpoint?.IPAddress ?? '';
     const ports = Object.keys(child.spec.config.ExposedPorts ?? {}).map((k) => {

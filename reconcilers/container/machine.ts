@@ -8,7 +8,7 @@
 // container; a transient one lives in memory between reconciles, and after a crash the restored
 // settled state plus what is observed leads back into it, every effect being safe to repeat.
 import { assign, fromPromise, setup } from 'xstate';
-import type { ContainerPhase, RestartPolicy } from '../../store/types.ts';
+import type { ContainerPhase, RestartPolicy } from '../../store/kinds/container.ts';
 import { decideRestart } from './restart-policy.ts';
 import { notProvidedFor } from '../machine-kit.ts';
 

@@ -2,9 +2,8 @@
 // IPC also its /dev/shm, which only a donor created `--ipc shareable` offers (a host-side tmpfs,
 // see drivers/sys/shm.ts), with the reference daemon's refusal otherwise. Pure on the OCI spec.
 import { conflict } from '../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
+import type { ContainerResource as CR } from '../../store/kinds/container.ts';
 
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 export interface JoinContext {
   containers: readonly CR[];

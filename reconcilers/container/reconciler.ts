@@ -14,8 +14,8 @@ import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ContainerSpec, type ContainerStatus, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
+
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps } from './deps.ts';
 import {
@@ -39,7 +39,6 @@ import { StagedStatus } from './staged-status.ts';
 export type { ReconcileContext } from './run-steps.ts';
 
 type C = { spec: ContainerSpec; status: ContainerStatus };
-type CR = Resource<ContainerSpec, ContainerStatus>;
 type Machine = ReturnType<typeof containerLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
@@ -57,7 +56,7 @@ const MAX_ROUNDS = 3;
 
 export class ContainerReconciler {
   readonly name = 'container';
-  readonly kind = KIND.container;
+  readonly kind = Containers.name;
   private readonly store: ReconcilerStore;
   private readonly deps: ContainerReconcilerDeps;
   private readonly runs: RunRegistry;
@@ -101,7 +100,7 @@ export class ContainerReconciler {
   async collectOrphans(): Promise<string[]> {
     const sup = this.deps.supervisor;
     const ids = await sup.listContainers();
-    const orphans = ids.filter((id) => !this.store.get(KIND.container, id));
+    const orphans = ids.filter((id) => !this.store.get(Containers, id));
     await Promise.all(orphans.map((id) => this.steps.clearSupervisor(id)));
     // Shims the supervisor lost (a task create cut off by a crash): an earlier life's, with no
     // task behind them. (One this life started may be in the middle of its create.)
@@ -113,7 +112,7 @@ export class ContainerReconciler {
   }
 
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
-    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+    const r = this.store.get(Containers, id);
     if (!r) {
       this.held.delete(id);
       return;
@@ -133,7 +132,7 @@ export class ContainerReconciler {
       let held = this.held.get(id) ?? this.restore(r);
       // Observe, drive; again when the machine moved (what it now accepts may differ).
       for (let round = 0; round < MAX_ROUNDS; round++) {
-        const cur = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+        const cur = this.store.get(Containers, id);
         if (!cur) break;
         const seen = { ...cur, status: this.status.get(id) };
         const events = await this.observe(seen, held.snapshot);
@@ -148,7 +147,7 @@ export class ContainerReconciler {
       }
       const state = topState(held.snapshot);
       const run = this.runs.get(id);
-      const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec;
+      const spec = this.store.get(Containers, id)?.spec;
       if ((state === 'running' || state === 'paused') && run && !run.exit && spec) {
         await applyResources(id, spec, this.deps, this.status);
         await this.steps.leavePrimary(id);
@@ -161,7 +160,7 @@ export class ContainerReconciler {
         this.health?.forget(id);
       }
       this.keep(id, held);
-      if (this.store.get(KIND.container, id)) {
+      if (this.store.get(Containers, id)) {
         // Seen and acted on, also when what it asked for now waits on a deadline.
         this.status.stage(id, (x) => ({ ...x, observedGeneration: Math.max(x.observedGeneration, r.generation) }));
       }
@@ -187,7 +186,7 @@ export class ContainerReconciler {
   /** Mirror the machine's memory into status; hold a transient machine in memory. */
   private keep(id: string, held: Held): void {
     const state = topState(held.snapshot);
-    if (held.snapshot.status === 'done' || !this.store.get(KIND.container, id)) {
+    if (held.snapshot.status === 'done' || !this.store.get(Containers, id)) {
       this.held.delete(id);
       return;
     }
@@ -272,7 +271,7 @@ export class ContainerReconciler {
   }
 
   private async startEffect(id: string): Promise<StartOutput> {
-    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
+    const r = this.store.get(Containers, id)!;
     const neverRan = this.status.get(id).phase === 'created';
     await this.steps.startRun(id, this.ctx(id));
     // With the start's outcome (running, or the error): what `docker start` waits for.
@@ -282,7 +281,7 @@ export class ContainerReconciler {
   }
 
   private async signalStopEffect(id: string): Promise<void> {
-    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!;
+    const r = this.store.get(Containers, id)!;
     // A stop already signalled before a daemon restart (its deadline is in status) is not signalled again.
     if (r.status.stopDeadline != null) return;
     if (!this.runs.get(id)) this.ctx(id).log.info('stopping container left running by a previous daemon');
@@ -345,11 +344,11 @@ export class ContainerReconciler {
     await this.steps.teardown(id);
     this.status.drop(id);
     this.held.delete(id);
-    const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+    const r = this.store.get(Containers, id);
     // Anonymous volumes go with the container when asked (`rm -v`, `--rm`); the volume reconciler
     // removes their data once this record, the last to name them, is gone.
     if (r) this.deps.volumes?.releaseOwned(id, !!r.spec.remove?.volumes || !!r.spec.hostConfig.AutoRemove);
-    this.store.delete(KIND.container, id);
+    this.store.delete(Containers, id);
     if (this.deps.log.isLevelEnabled?.('debug') ?? true) this.ctx(id).log.debug('container removed');
   }
 
@@ -358,7 +357,7 @@ export class ContainerReconciler {
     await Promise.all(
       this.runs.ids().map(async (id) => {
         const run = this.runs.get(id);
-        const r = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+        const r = this.store.get(Containers, id);
         if (!run || !r) return;
         try {
           if (!run.exit) await this.steps.stopProcess(id, run, r.spec.config.StopSignal, Math.min(timeoutS, r.spec.config.StopTimeout ?? 10));

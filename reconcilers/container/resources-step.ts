@@ -2,7 +2,7 @@
 // task has (status.appliedResources, set at each start), so the task gets them. Not a lifecycle
 // state: a step of the reconcile while the container runs or is paused. A failure is recorded for
 // the API (which puts the old limits back), not retried.
-import type { ContainerSpec } from '../../store/types.ts';
+import type { ContainerSpec } from '../../store/kinds/container.ts';
 import type { ContainerReconcilerDeps } from './deps.ts';
 import type { StagedStatus } from './staged-status.ts';
 

@@ -1,4 +1,4 @@
-import type { RestartPolicy } from '../../store/types.ts';
+import type { RestartPolicy } from '../../store/kinds/container.ts';
 
 /** Whether a container that just exited should be restarted (the reference daemon's rules). */
 export function decideRestart(policy: RestartPolicy, exitCode: number, restartCount: number, manuallyStopped: boolean): boolean {

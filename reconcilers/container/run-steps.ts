@@ -7,21 +7,22 @@ import { appendFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { conflict, errorCode, isCode } from '../../lib/errors.ts';
+import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
-import type { ContainerEndpoint, ContainerSpec, ContainerStatus, ImageSpec, ImageStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ContainerEndpoint, type ContainerSpec, Containers } from '../../store/kinds/container.ts';
+
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
 import { primaryRequest } from './endpoint-config.ts';
-import { ENDPOINT_KIND, endpointName, primaryEndpoint, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
-import { NETWORK_KIND, type IpamAllocationSpec } from '../../store/network-types.ts';
+import { endpointName, primaryEndpoint, Endpoints } from '../../store/kinds/endpoint.ts';
+import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { linkedContainers, linkEnv, renameHostsEntry, writeLinkHosts } from './links.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 export interface ReconcileContext {
   signal: AbortSignal;
@@ -57,7 +58,7 @@ export class RunSteps {
   /** `--network|--pid|--ipc container:<ref>` into the OCI spec (see namespaces.ts). */
   private join(oci: object, type: 'network' | 'pid' | 'ipc', ref: string): void {
     joinNamespaceOf(oci as Record<string, unknown>, type, ref, {
-      containers: this.store.list<ContainerSpec, ContainerStatus>(KIND.container),
+      containers: this.store.list(Containers),
       runOf: (cid) => this.runs.get(cid),
       shmDirOf: this.deps.shm ? (cid) => this.shmDir(cid) : undefined,
     });
@@ -80,7 +81,7 @@ export class RunSteps {
     const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n${ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}\t${spec.config.Hostname}\n` : ''}`);
-    const image = this.store.get<ImageSpec, ImageStatus>(KIND.image, spec.imageId);
+    const image = this.store.get(Images, spec.imageId);
     await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
     await copyUpVolumes(id, spec, this.deps.layers, this.deps.volumes);
     this.status.stage(id, (s) => ({
@@ -96,7 +97,7 @@ export class RunSteps {
   }
 
   async startRun(id: string, ctx: ReconcileContext): Promise<void> {
-    const spec = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.spec;
+    const spec = this.store.get(Containers, id)!.spec;
     const status = this.status.get(id);
     const sup = this.deps.supervisor;
     let io: ProcessIOLike | undefined;
@@ -230,7 +231,7 @@ export class RunSteps {
       return null;
     }
     // The address claimed at create, unless a disconnect (while stopped) let it go since.
-    if (have?.NetworkID === rec.spec.networkId && this.store.get<IpamAllocationSpec, unknown>(NETWORK_KIND.ipamAllocation, `${have.NetworkID}/${have.IPAddress}`)?.spec.containerId === id) return have;
+    if (have?.NetworkID === rec.spec.networkId && this.store.get(IpamAllocations, `${have.NetworkID}/${have.IPAddress}`)?.spec.containerId === id) return have;
     const ep = (await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode, primaryRequest(spec, rec))) ?? null;
     if (ep && have?.IPAddress && have.IPAddress !== ep.IPAddress) renameHostsEntry(this.status.get(id).hostsPath, have.IPAddress, ep.IPAddress);
     this.status.stage(id, (s) => ({ ...s, endpoint: ep }));
@@ -245,7 +246,7 @@ export class RunSteps {
   async leavePrimary(id: string): Promise<void> {
     const ep = this.status.get(id).endpoint;
     // Its record is named by the network it is on: one lookup on every reconcile of a running container.
-    const rec = ep?.IPAddress ? this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(id, ep.NetworkID)) : undefined;
+    const rec = ep?.IPAddress ? this.store.get(Endpoints, endpointName(id, ep.NetworkID)) : undefined;
     if (!ep?.IPAddress || (rec?.spec.primary && rec.spec.desired === 'present')) return;
     await this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
     await this.deps.links?.revoke(id).catch((err) => this.deps.log.warn({ err, id }, 'revoking link rules failed'));

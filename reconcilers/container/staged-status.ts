@@ -2,8 +2,8 @@
 // the reconcile writes them in one store transaction when it ends (each write is a SQLite commit
 // and wakes every watcher); `set` writes at once what others must see without waiting (an exit,
 // a removal). Keys are never reconciled concurrently, so one entry per id suffices.
-import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ContainerStatus, Containers } from '../../store/kinds/container.ts';
+
 import type { ReconcilerStore } from '../store-like.ts';
 import { isStorageFull } from '../../store/reserve.ts';
 
@@ -19,7 +19,7 @@ export class StagedStatus {
 
   /** The status as the reconciler sees it: the store's, with the staged changes applied. */
   get(id: string): ContainerStatus {
-    const s = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)!.status;
+    const s = this.store.get(Containers, id)!.status;
     const fn = this.staged.get(id);
     return fn ? fn(s) : s;
   }
@@ -34,7 +34,7 @@ export class StagedStatus {
     const fn = this.staged.get(id);
     if (!fn) return;
     try {
-      if (this.store.get(KIND.container, id)) this.store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, id, fn);
+      if (this.store.get(Containers, id)) this.store.updateStatus(Containers, id, fn);
     } catch (err) {
       // A full disk is passing: what failed to be written stays staged for the next write. Any
       // other failure would fail the same way again, so it is dropped as before.

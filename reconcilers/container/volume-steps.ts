@@ -3,7 +3,7 @@
 // resolved to host paths for the runtime spec at start.
 import { resolveInRoot } from '../../drivers/sys/rootfs-files.ts';
 import { failedPrecondition } from '../../lib/errors.ts';
-import type { ContainerSpec } from '../../store/types.ts';
+import type { ContainerSpec } from '../../store/kinds/container.ts';
 import type { LayersPort, VolumePort } from './deps.ts';
 
 export interface VolumeMountSource {

@@ -1,6 +1,6 @@
 // What the endpoint reconciler needs: the store and the network attacher's extra-endpoint half
 // (reconcilers/network/attacher.ts), behind narrow interfaces that cmd fills.
-import type { EndpointAddresses } from '../../store/endpoint-types.ts';
+import type { EndpointAddresses } from '../../store/kinds/endpoint.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
 export type EndpointStore = ReconcilerStore;

@@ -18,7 +18,7 @@
 // stale and is plugged again. The interface of a run that ended went with its namespace, so
 // "detached" needs no effect; the address stays claimed for the next run.
 import { assign, fromPromise, setup } from 'xstate';
-import type { EndpointAddresses } from '../../store/endpoint-types.ts';
+import type { EndpointAddresses } from '../../store/kinds/endpoint.ts';
 import { messageOf, notProvidedFor } from '../machine-kit.ts';
 
 export interface EndpointFacts {

@@ -3,11 +3,13 @@
 // start-up, before the controllers start: each network becomes an endpoint record (the NetworkMode
 // one marked primary; the others leave the spec and are plugged into the running container by the
 // endpoint reconciler); the old status field goes.
-import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, endpointsFromCreate, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
-import type { ContainerSpec, ContainerStatus } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsFromCreate, type EndpointSpec, Endpoints } from '../../store/kinds/endpoint.ts';
+import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+
 import { findUserNetwork } from '../network/attacher.ts';
 import type { NetworkStore } from '../network/deps.ts';
+import { Migrations } from '../../store/kinds/migration.ts';
 
 const DONE = 'endpoint-records';
 
@@ -21,23 +23,23 @@ export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'byI
     }
   };
   // Once: afterwards a container without a record of its NetworkMode network was disconnected from it.
-  if (store.get(KIND.migration, DONE)) return 0;
+  if (store.get(Migrations, DONE)) return 0;
   let n = 0;
-  for (const c of store.list<ContainerSpec, ContainerStatus & { extraEndpoints?: unknown }>(KIND.container)) {
+  for (const c of store.list(Containers) as Array<Resource<ContainerSpec, ContainerStatus & { extraEndpoints?: unknown }>>) {
     const split = endpointsFromCreate(c.spec.hostConfig.NetworkMode, c.spec.networkingConfig, find);
     const stale = c.status.extraEndpoints !== undefined;
     const wanted = [...(split.primary ? [{ ...split.primary, primary: true }] : []), ...split.extras.map((x) => ({ ...x, primary: false }))];
-    const missing = wanted.filter((w) => !store.get(ENDPOINT_KIND, endpointName(c.name, w.net.spec.id)));
+    const missing = wanted.filter((w) => !store.get(Endpoints, endpointName(c.name, w.net.spec.id)));
     if (!missing.length && !stale) continue;
     store.transaction(() => {
       for (const { net, config, primary } of missing) {
         const name = endpointName(c.name, net.spec.id);
         const spec: EndpointSpec = { containerId: c.name, networkId: net.spec.id, networkName: net.spec.name, config, ...(primary ? { primary } : {}), desired: 'present' };
-        store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, name, spec, EMPTY_ENDPOINT_STATUS);
+        store.create(Endpoints, name, spec, EMPTY_ENDPOINT_STATUS);
       }
-      if (split.extras.length && missing.length) store.updateSpec<ContainerSpec, ContainerStatus>(KIND.container, c.name, (sp) => ({ ...sp, networkingConfig: split.networkingConfig }));
+      if (split.extras.length && missing.length) store.updateSpec(Containers, c.name, (sp) => ({ ...sp, networkingConfig: split.networkingConfig }));
       if (stale) {
-        store.updateStatus<ContainerSpec, ContainerStatus & { extraEndpoints?: unknown }>(KIND.container, c.name, (s) => {
+        store.updateStatus(Containers, c.name, (s: ContainerStatus & { extraEndpoints?: unknown }) => {
           const { extraEndpoints: _gone, ...rest } = s;
           return rest;
         });
@@ -45,6 +47,6 @@ export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'byI
     });
     n++;
   }
-  store.create(KIND.migration, DONE, { at: new Date().toISOString() }, {});
+  store.create(Migrations, DONE, { at: new Date().toISOString() }, {});
   return n;
 }

@@ -8,15 +8,16 @@
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { ENDPOINT_KIND, endpointsOfContainer, isAttachedTo, type EndpointAddresses, type EndpointCondition, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
-import { NETWORK_KIND, type NetworkSpec } from '../../store/network-types.ts';
-import { KIND, type ContainerSpec, type ContainerStatus, type Resource, type WatchEvent } from '../../store/types.ts';
+import { endpointsOfContainer, isAttachedTo, type EndpointAddresses, type EndpointCondition, type EndpointSpec, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
+import { Networks } from '../../store/kinds/network.ts';
+import { type ContainerStatus, Containers } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+import type { Store } from '../../store/store.ts';
 import type { ReconcileContext } from '../../controllers/controller.ts';
 import { hostVethName } from '../network/attacher.ts';
 import type { EndpointNetworkPort, EndpointStore } from './deps.ts';
 import { endpointLifecycle, restoredContext, type EffectInput, type EndpointEvent, type EndpointFacts, type Plugged } from './machine.ts';
 
-type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
 type Machine = ReturnType<typeof endpointLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
@@ -30,7 +31,7 @@ type Claims = Map<string, { pid: number; index: number }>;
 
 export class EndpointReconciler {
   readonly name = 'endpoint';
-  readonly kind = ENDPOINT_KIND;
+  readonly kind = Endpoints.name;
   private readonly store: EndpointStore;
   private readonly network: EndpointNetworkPort;
   private readonly machine: Machine;
@@ -49,14 +50,14 @@ export class EndpointReconciler {
   }
 
   async reconcile(name: string, ctx: ReconcileContext): Promise<void> {
-    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, name);
+    const r = this.store.get(Endpoints, name);
     if (!r) {
       this.held.delete(name);
       this.claims.delete(name);
       return;
     }
-    const c = this.store.get<ContainerSpec, ContainerStatus>(KIND.container, r.spec.containerId);
-    const net = this.store.get<NetworkSpec, unknown>(NETWORK_KIND.network, r.spec.networkId);
+    const c = this.store.get(Containers, r.spec.containerId);
+    const net = this.store.get(Networks, r.spec.networkId);
     const running = !!c && (c.status.phase === 'running' || c.status.phase === 'paused') && c.status.pid > 0;
     const own = c?.status.endpoint;
     const facts: EndpointFacts = {
@@ -126,7 +127,7 @@ export class EndpointReconciler {
 
   /** Plug into the run of `pid` as the lowest eth<n> (n >= 1) no other endpoint of that run holds. */
   private async attach(input: EffectInput): Promise<Plugged> {
-    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, input.name);
+    const r = this.store.get(Endpoints, input.name);
     if (!r) throw new EngineError('NotFound', `endpoint ${input.name} not found`);
     const { containerId, networkId, config } = r.spec;
     // Claimed synchronously, before any await: two endpoints of one run never pick the same index.
@@ -149,17 +150,17 @@ export class EndpointReconciler {
   }
 
   private async teardown(input: EffectInput): Promise<void> {
-    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, input.name);
+    const r = this.store.get(Endpoints, input.name);
     if (!r) return;
     if (input.plugged && input.pid > 0 && input.plugged.pid === input.pid) await this.network.unplugExtra(input.plugged.hostVeth);
     this.network.releaseOn(r.spec.containerId, r.spec.networkId);
     this.claims.delete(r.name);
-    this.store.delete(ENDPOINT_KIND, r.name);
+    this.store.delete(Endpoints, r.name);
   }
 
   private writeStatus(r: EndpointResource, patch: Partial<EndpointStatus>, status: EndpointCondition['status'], reason: string, message: string): void {
     try {
-      this.store.updateStatus<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, r.name, (s) => ({
+      this.store.updateStatus(Endpoints, r.name, (s) => ({
         ...s,
         ...patch,
         observedGeneration: r.generation,
@@ -195,7 +196,7 @@ function attachedCondition(prev: EndpointCondition | undefined, status: Endpoint
  * removed) and a network's (it appeared or went). Answers the unwatch.
  */
 export function endpointTriggers(
-  store: Pick<EndpointStore, 'list'> & { watch(kind: string | null, fn: (ev: WatchEvent) => void): () => void },
+  store: Pick<Store, 'list' | 'watch'>,
   enqueue: (key: string) => void,
 ): () => void {
   // The endpoints of each container, kept from the endpoint watch (watched before listed): a
@@ -210,13 +211,13 @@ export function endpointTriggers(
       byContainer.delete(e.spec.containerId);
     }
   };
-  const offEndpoints = store.watch(ENDPOINT_KIND, (ev) => note(ev.resource as Resource<EndpointSpec, EndpointStatus>, ev.type !== 'delete'));
-  for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) note(e, true);
-  const offContainers = store.watch(KIND.container, (ev) => {
+  const offEndpoints = store.watch(Endpoints, (ev) => note(ev.resource as Resource<EndpointSpec, EndpointStatus>, ev.type !== 'delete'));
+  for (const e of store.list(Endpoints)) note(e, true);
+  const offContainers = store.watch(Containers, (ev) => {
     for (const name of byContainer.get(ev.name) ?? []) enqueue(name);
   });
-  const offNetworks = store.watch(NETWORK_KIND.network, (ev) => {
-    for (const e of store.list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)) if (e.spec.networkId === ev.name) enqueue(e.name);
+  const offNetworks = store.watch(Networks, (ev) => {
+    for (const e of store.list(Endpoints)) if (e.spec.networkId === ev.name) enqueue(e.name);
   });
   return () => {
     offEndpoints();
@@ -230,8 +231,8 @@ export function endpointTriggers(
  * container reconciler takes back what its start step did for that network (published ports,
  * link rules, status.endpoint). Answers the unwatch.
  */
-export function primaryEndpointTriggers(store: { watch(kind: string | null, fn: (ev: WatchEvent) => void): () => void }, enqueueContainer: (id: string) => void): () => void {
-  return store.watch(ENDPOINT_KIND, (ev) => {
+export function primaryEndpointTriggers(store: Pick<Store, 'watch'>, enqueueContainer: (id: string) => void): () => void {
+  return store.watch(Endpoints, (ev) => {
     const e = ev.resource as Resource<EndpointSpec, EndpointStatus>;
     if (e.spec.primary && (ev.type === 'delete' || e.spec.desired === 'removed')) enqueueContainer(e.spec.containerId);
   });

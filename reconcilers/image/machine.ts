@@ -12,7 +12,7 @@
 // machine has no delays and a reconcile never asks to be requeued. A failed removal is thrown by
 // the reconciler (the controller retries it with back-off); the record still says removed.
 import { assign, fromPromise, setup } from 'xstate';
-import type { ImageStatus } from '../../store/types.ts';
+import type { ImageStatus } from '../../store/kinds/image.ts';
 import { notProvidedFor } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass. */

@@ -1,4 +1,4 @@
-// Pull reconciler: converges kind 'pull' records (store/pull-types.ts). A pull whose generation
+// Pull reconciler: converges kind 'pull' records (store/kinds/pull.ts). A pull whose generation
 // the status has not seen (or one left pending or pulling by a daemon that died) is started as a
 // job: the download runs outside the reconcile, reports its lines to PullProgress, and on its end
 // records the image and tag (pull-record.ts) and enqueues the key; that reconcile writes the
@@ -12,15 +12,13 @@ import { drive, topState } from '../../controllers/machine-driver.ts';
 import type { AuthConfig, Distribution } from '../../drivers/distribution/types.ts';
 import { errorCode, isSystemError, systemErrorMessage } from '../../lib/errors.ts';
 import { parseReference } from '../../lib/reference.ts';
-import { PULL_KIND, type PullSpec, type PullStatus } from '../../store/pull-types.ts';
-import type { Resource } from '../../store/types.ts';
+import { type PullSpec, Pulls, type PullResource } from '../../store/kinds/pull.ts';
 import { pullLifecycle, type PullEvent, type PullOutcome } from './pull-machine.ts';
 import { PullProgress } from './pull-progress.ts';
 import { recordPulledImage, type PullStore } from './pull-record.ts';
 
 type Machine = ReturnType<typeof pullLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
-type PullResource = Resource<PullSpec, PullStatus>;
 
 interface Job {
   generation: number;
@@ -39,7 +37,7 @@ const NEVER = new AbortController().signal;
 
 export class PullReconciler {
   readonly name = 'pull';
-  readonly kind = PULL_KIND;
+  readonly kind = Pulls.name;
   readonly progress = new PullProgress();
   /** Set by cmd: the controller's enqueue, for a job's end. */
   enqueue: (key: string) => void = () => {};
@@ -74,7 +72,7 @@ export class PullReconciler {
 
   async reconcile(name: string): Promise<void> {
     if (this.stopping) return;
-    const r = this.store.get<PullSpec, PullStatus>(PULL_KIND, name);
+    const r = this.store.get(Pulls, name);
     const job = this.jobs.get(name);
     if (!r) {
       job?.abort.abort();
@@ -87,7 +85,7 @@ export class PullReconciler {
       this.progress.clear(name);
       await this.step(r, { type: 'FINISHED', outcome: job.outcome }, job.generation);
     }
-    const now = this.store.get<PullSpec, PullStatus>(PULL_KIND, name);
+    const now = this.store.get(Pulls, name);
     if (!now || now.spec.desired === 'removed') return;
     const unseen = now.status.observedGeneration < now.generation;
     // pending or pulling without a job: never started, or cut off by a daemon restart.
@@ -102,7 +100,7 @@ export class PullReconciler {
     const state = topState(end);
     if (state === 'removed' || state === 'pending') return;
     const at = new Date().toISOString();
-    this.store.updateStatus<PullSpec, PullStatus>(PULL_KIND, r.name, (s) => {
+    this.store.updateStatus(Pulls, r.name, (s) => {
       if (state === 'pulling') return { ...s, phase: 'pulling', error: '', errorCode: '', startedAt: at, finishedAt: '' };
       const o = end.context.outcome!;
       return {
@@ -121,7 +119,7 @@ export class PullReconciler {
   // ---- effects ----------------------------------------------------------------------------
 
   private startJob(name: string): void {
-    const r = this.store.get<PullSpec, PullStatus>(PULL_KIND, name);
+    const r = this.store.get(Pulls, name);
     if (!r || this.jobs.has(name)) return;
     const abort = new AbortController();
     const job: Job = { generation: r.generation, abort, outcome: null, ended: Promise.resolve() };
@@ -166,7 +164,7 @@ export class PullReconciler {
     }
     this.progress.clear(name);
     this.credentials.delete(name);
-    this.store.delete(PULL_KIND, name);
+    this.store.delete(Pulls, name);
   }
 
   /** Aborts every job (daemon shutdown: the records stay wanted, so the next start resumes them). */

@@ -16,12 +16,12 @@ import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState } from '../../controllers/machine-driver.ts';
 import { isCode } from '../../lib/errors.ts';
-import type { ContainerSpec, ImageSpec, ImageStatus, Resource } from '../../store/types.ts';
-import { KIND } from '../../store/types.ts';
+import { type ImageSpec, Images, type ImageResource } from '../../store/kinds/image.ts';
+
 import type { ReconcilerStore } from '../store-like.ts';
 import { imageLifecycle, restoredContext, settledStateOf, type EffectInput, type ImageEvent, type ImageFacts, type VerifyOutput } from './machine.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
-type ImageResource = Resource<ImageSpec, ImageStatus>;
 type Machine = ReturnType<typeof imageLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
@@ -46,7 +46,7 @@ export interface ImageReconcilerOptions {
 
 export class ImageReconciler {
   readonly name = 'image';
-  readonly kind = KIND.image;
+  readonly kind = Images.name;
   private readonly store: ReconcilerStore;
   private readonly layers: ImageLayersPort;
   private readonly log: Logger | undefined;
@@ -74,7 +74,7 @@ export class ImageReconciler {
   }
 
   async reconcile(id: string, ctx: { log: Logger }): Promise<void> {
-    const r = this.store.get<ImageSpec, ImageStatus>(KIND.image, id);
+    const r = this.store.get(Images, id);
     if (!r) return;
     const facts: ImageFacts = { id, now: Date.now(), chainId: r.spec.chainId };
     const snapshot = this.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
@@ -93,7 +93,7 @@ export class ImageReconciler {
     if (end.context.cause != null) throw end.context.cause;
     if (state === 'removed' || !verify || (state !== 'ready' && state !== 'failed')) return;
     const failed = state === 'failed';
-    this.store.updateStatus<ImageSpec, ImageStatus>(KIND.image, id, (s) => ({
+    this.store.updateStatus(Images, id, (s) => ({
       ...s,
       phase: failed ? 'failed' : 'ready',
       error: failed ? end.context.error : '',
@@ -120,7 +120,7 @@ export class ImageReconciler {
     // follows finds no layer "already there" that is about to be removed.
     const chain = this.chainOf(r.spec.diffIds);
     await this.releaseLayers(chain, log);
-    this.store.delete(KIND.image, id);
+    this.store.delete(Images, id);
   }
 
   /** Settles once the released layers queued so far have been looked at (tests, shutdown). */
@@ -147,8 +147,8 @@ export class ImageReconciler {
       chains.set(img.name, chain);
       return chain;
     };
-    const containerImages = new Set(this.store.list<ContainerSpec, unknown>(KIND.container).map((c) => c.spec.imageId));
-    for (const img of this.store.list<ImageSpec, ImageStatus>(KIND.image)) {
+    const containerImages = new Set(this.store.list(Containers).map((c) => c.spec.imageId));
+    for (const img of this.store.list(Images)) {
       if (img.spec.desired === 'removed' && !containerImages.has(img.name)) continue;
       for (const c of chainOfImage(img)) used.add(c);
     }

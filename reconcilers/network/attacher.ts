@@ -7,25 +7,14 @@ import { conflict, invalidArgument, isCode, notFound, unavailable } from '../../
 import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import type { Resource } from '../../store/types.ts';
-import type { EndpointAddresses } from '../../store/endpoint-types.ts';
-import {
-  ipv4Pool,
-  ipv6Pool,
-  NETWORK_KIND,
-  type EndpointSettings,
-  type IpamAllocationSpec,
-  type IpamAllocationStatus,
-  type NetworkSpec,
-  type NetworkStatus,
-  liveNetworksNamed,
-} from '../../store/network-types.ts';
-import { findNetworkByName } from './default-network.ts';
+import type { EndpointAddresses } from '../../store/kinds/endpoint.ts';
+import { type IpamAllocationSpec, type IpamAllocationStatus, IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
+import { ipv4Pool, ipv6Pool, type EndpointSettings, findNetwork, findNetworkByName, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import { EMBEDDED_DNS_ADDRESS } from '../../drivers/network/veth.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import { hasEmbeddedDns } from './dns.ts';
 
 type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
-type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 
 /** What attach needs of an endpoint (the container record keeps at least this much). */
 export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'> &
@@ -74,17 +63,10 @@ export function resolveNetworkMode(mode: string, opts: { bridgeDisabled?: boolea
   return { kind: 'user', networkName: m };
 }
 
-/** A user-defined network by full id, exact name, then unique id prefix (as the API resolves it). */
+/** A user-defined (bridge) network by full id, exact name, then unique id prefix, as the API resolves it. */
 export function findUserNetwork(store: Pick<NetworkStore, 'list' | 'get' | 'byIndex'>, ref: string): NetworkResource {
-  const byId = store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ref);
-  const net =
-    (byId?.spec.desired !== 'removed' ? byId : undefined) ??
-    liveNetworksNamed(store, ref)[0] ??
-    (() => {
-      const byPrefix = store.list<NetworkSpec, NetworkStatus>(NETWORK_KIND.network).filter((n) => n.spec.desired !== 'removed' && n.spec.id.startsWith(ref));
-      return byPrefix.length === 1 ? byPrefix[0] : undefined;
-    })();
-  if (!net || net.spec.driver !== 'bridge') throw notFound(`network ${ref} not found`);
+  const net = findNetwork(store, ref);
+  if (net.spec.driver !== 'bridge') throw notFound(`network ${ref} not found`);
   return net;
 }
 
@@ -139,7 +121,7 @@ export class NetworkAttacher {
 
   /** Plug the running container (its pid, or its netns path) into the endpoint's network. */
   async attach(containerId: string, pid: number | string, ep: AttachEndpoint, signal?: AbortSignal): Promise<void> {
-    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
+    const net = this.store.get(Networks, ep.NetworkID);
     if (!net) throw notFound(`network ${ep.NetworkID} not found`);
     const b = net.spec.bridge;
     if (net.spec.driver !== 'bridge' || !b) return;
@@ -184,7 +166,7 @@ export class NetworkAttacher {
    * (reused when it has one), no default route. Answers the interface and the addresses.
    */
   async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: EndpointRequest = {}): Promise<PluggedEndpoint> {
-    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, networkId);
+    const net = this.store.get(Networks, networkId);
     if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
     const [alloc, alloc6] = this.store.transaction(() => [this.claim(net, containerId, opts.ipv4), this.claim6(net, containerId, opts.ipv6)] as const);
     const ep = endpoint(net, containerId, alloc, opts.mac, alloc6);
@@ -215,13 +197,13 @@ export class NetworkAttacher {
     const mine = this.allocations().filter((a) => a.spec.containerId === containerId && a.spec.networkId === networkId);
     if (!mine.length) return;
     this.store.transaction(() => {
-      for (const a of mine) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+      for (const a of mine) this.store.delete(IpamAllocations, a.name);
     });
   }
 
   /** User-defined networks answer names through their embedded DNS: 127.0.0.11 in the container, redirected to the gateway. */
   nameserverFor(ep: Pick<EndpointSettings, 'NetworkID'>): string | undefined {
-    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, ep.NetworkID);
+    const net = this.store.get(Networks, ep.NetworkID);
     return net && hasEmbeddedDns(net.spec) && ipv4Pool(net.spec)?.Gateway ? EMBEDDED_DNS_ADDRESS : undefined;
   }
 
@@ -235,7 +217,7 @@ export class NetworkAttacher {
     const mine = this.allocations().filter((a) => a.spec.containerId === containerId);
     if (mine.length === 0) return;
     this.store.transaction(() => {
-      for (const a of mine) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+      for (const a of mine) this.store.delete(IpamAllocations, a.name);
     });
     this.log.debug({ containerId, addresses: mine.map((a) => a.spec.address) }, 'addresses released');
   }
@@ -264,7 +246,7 @@ export class NetworkAttacher {
       }
       if (usable(parseIpv4(a.spec.address)) && a.spec.prefixLen === subnet.prefixLen) return a;
       // Claimed under an older --bip or --fixed-cidr, or another static address: let it go.
-      this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+      this.store.delete(IpamAllocations, a.name);
     }
     if (want !== undefined && used.has(want)) throw conflict(`Address already in use: ${preferred} on network ${net.spec.name}`);
     const first = want ?? Math.max(range.network, subnet.network + 1);
@@ -279,7 +261,7 @@ export class NetworkAttacher {
         containerId,
         allocatedAt: new Date().toISOString(),
       };
-      return this.store.create<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${address}`, spec, {});
+      return this.store.create(IpamAllocations, `${net.spec.id}/${address}`, spec, {});
     }
     throw unavailable(`no available IPv4 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
   }
@@ -312,7 +294,7 @@ export class NetworkAttacher {
         continue;
       }
       if (usable(ip) && a.spec.prefixLen === subnet.prefixLen) return a;
-      this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+      this.store.delete(IpamAllocations, a.name);
     }
     if (want !== undefined && used.has(want)) throw conflict(`Address already in use: ${preferred} on network ${net.spec.name}`);
     // A /64 has more addresses than anyone hands out: look through the first million of the range.
@@ -322,13 +304,13 @@ export class NetworkAttacher {
       if (used.has(ip) || !usable(ip)) continue;
       const address = formatIpv6(ip);
       const spec: IpamAllocationSpec = { networkId: net.spec.id, address, prefixLen: subnet.prefixLen, containerId, allocatedAt: new Date().toISOString() };
-      return this.store.create<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation, `${net.spec.id}/${address}`, spec, {});
+      return this.store.create(IpamAllocations, `${net.spec.id}/${address}`, spec, {});
     }
     throw unavailable(`no available IPv6 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
   }
 
   private allocations(): Allocation[] {
-    return this.store.list<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation);
+    return this.store.list(IpamAllocations);
   }
 }
 

@@ -4,15 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { invalidArgument } from '../../lib/errors.ts';
 import { contains, firstHost, formatIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
 import { cidr6Text, contains6, firstHost6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
-import type { Resource } from '../../store/types.ts';
-import {
-  NETWORK_KIND,
-  type BridgeNetworkOptions,
-  type IpamPoolConfig,
-  type NetworkSpec,
-  type NetworkStatus,
-  liveNetworksNamed,
-} from '../../store/network-types.ts';
+import { type BridgeNetworkOptions, type IpamPoolConfig, type NetworkSpec, type NetworkStatus, Networks, type NetworkResource, findNetworkByName } from '../../store/kinds/network.ts';
 import {
   DEFAULT_BIP,
   DEFAULT_BRIDGE,
@@ -23,7 +15,6 @@ import {
   type NetworkStore,
 } from './deps.ts';
 
-type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 
 export interface DefaultNetworks {
   /** null with --bridge none. */
@@ -34,10 +25,6 @@ export interface DefaultNetworks {
 
 export function newNetworkStatus(): NetworkStatus {
   return { observedGeneration: 0, phase: 'pending', error: '', lastRepair: '', lastRepairAt: '' };
-}
-
-export function findNetworkByName(store: Pick<NetworkStore, 'byIndex'>, name: string): NetworkResource | undefined {
-  return liveNetworksNamed(store, name)[0];
 }
 
 /**
@@ -60,7 +47,7 @@ export async function ensureDefaultNetwork(
     const cur = findNetworkByName(store, 'bridge');
     let bridge: NetworkResource | null = null;
     if (!desired) {
-      if (cur) store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, cur.name, (s) => ({ ...s, desired: 'removed' }));
+      if (cur) store.updateSpec(Networks, cur.name, (s) => ({ ...s, desired: 'removed' }));
     } else if (!cur) {
       const id = randomBytes(32).toString('hex');
       const spec: NetworkSpec = {
@@ -70,14 +57,14 @@ export async function ensureDefaultNetwork(
         options: desired.options,
         bridge: desired.bridge,
       };
-      bridge = store.create<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, spec, newNetworkStatus());
+      bridge = store.create(Networks, id, spec, newNetworkStatus());
     } else if (
       JSON.stringify(cur.spec.ipam.Config) !== JSON.stringify(desired.pools) ||
       cur.spec.enableIPv6 !== desired.enableIPv6 ||
       JSON.stringify(cur.spec.options) !== JSON.stringify(desired.options) ||
       JSON.stringify(cur.spec.bridge) !== JSON.stringify(desired.bridge)
     ) {
-      bridge = store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, cur.name, (s) => ({
+      bridge = store.updateSpec(Networks, cur.name, (s) => ({
         ...s,
         enableIPv6: desired.enableIPv6,
         ipam: { ...s.ipam, Config: desired.pools },
@@ -183,7 +170,7 @@ function ensureSimple(store: NetworkStore, name: string, driver: 'host' | 'null'
   if (cur) return cur;
   const id = randomBytes(32).toString('hex');
   const spec: NetworkSpec = { ...baseSpec(id, name, driver, now), ipam: { Driver: 'default', Options: null, Config: [] }, options: {} };
-  return store.create<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id, spec, newNetworkStatus());
+  return store.create(Networks, id, spec, newNetworkStatus());
 }
 
 function baseSpec(id: string, name: string, driver: NetworkSpec['driver'], now: () => Date): Omit<NetworkSpec, 'ipam' | 'options'> {

@@ -1,10 +1,9 @@
 // What the network reconciler and attacher need: the store (with create + transaction, which
 // store/store.ts provides beyond ReconcilerStore), the bridge driver, and the daemon's options.
-import type { Resource } from '../../store/types.ts';
+import type { Store } from '../../store/store.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
-export interface NetworkStore extends ReconcilerStore {
-  create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T>;
+export interface NetworkStore extends ReconcilerStore, Pick<Store, 'create'> {
   transaction<R>(fn: () => R): R;
 }
 

@@ -5,14 +5,12 @@
 // reconciler makes sure a ready user network has its server (and closes it with the network);
 // the default bridge has none, as with the reference daemon.
 import type { Logger } from 'pino';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../store/types.ts';
-import { isRunning, KIND } from '../../store/types.ts';
-import { ENDPOINT_KIND, endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
-import { ipv4Pool, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+import { endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
+import { ipv4Pool, type NetworkSpec, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
-type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 /** What this needs of the DNS server driver (drivers/network/dns-server.ts). */
 export interface DnsServerPort {
@@ -99,7 +97,7 @@ export class NetworkDns {
    * until the container is removed, so it names one container.
    */
   private asker(networkId: string, address: string): CR | undefined {
-    for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
+    for (const c of this.store.list(Containers)) {
       const own = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : undefined;
       const ep = own ?? this.recordOn(c.name, networkId)?.status.addresses;
       if (ep && (ep.IPAddress === address || (!!ep.GlobalIPv6Address && ep.GlobalIPv6Address === address))) return c;
@@ -110,7 +108,7 @@ export class NetworkDns {
   /** Live containers on the network, each with its addresses there (primary or extra endpoint). */
   private attached(networkId: string): Array<{ c: CR; ip: string; ip6: string }> {
     const out: Array<{ c: CR; ip: string; ip6: string }> = [];
-    for (const c of this.store.list<ContainerSpec, ContainerStatus>(KIND.container)) {
+    for (const c of this.store.list(Containers)) {
       if (!isRunning(c.status)) continue;
       const own = c.status.endpoint?.NetworkID === networkId ? c.status.endpoint : undefined;
       const rec = own ? undefined : this.recordOn(c.name, networkId);
@@ -121,7 +119,7 @@ export class NetworkDns {
   }
 
   private lookup(networkId: string, asked: string, type: 'A' | 'AAAA', from?: string): string[] | null {
-    const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
+    const net = this.store.get(Networks, networkId);
     if (!net) return null;
     // A link of the asking container is an alias only it resolves: the linked container's name.
     const name = (from && this.linkTarget(networkId, net.spec, from, asked)) || asked;
@@ -158,14 +156,14 @@ export class NetworkDns {
 
   /** The container's endpoint record on the network, if wanted. */
   private recordOn(containerId: string, networkId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
-    const r = this.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(containerId, networkId));
+    const r = this.store.get(Endpoints, endpointName(containerId, networkId));
     return r?.spec.desired === 'present' ? r : undefined;
   }
 
   private reverse(networkId: string, ip: string): string | null {
     const c = this.attached(networkId).find((x) => x.ip === ip || x.ip6 === ip)?.c;
     if (!c) return null;
-    const net = this.store.get<NetworkSpec, NetworkStatus>('network', networkId);
+    const net = this.store.get(Networks, networkId);
     return net ? `${c.spec.name.replace(/^\//, '')}.${net.spec.name}` : null;
   }
 }

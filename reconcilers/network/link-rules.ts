@@ -3,7 +3,7 @@
 // the container that links to it. Programmed when the linking container starts, taken away when
 // its run ends.
 import type { Logger } from 'pino';
-import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../store/network-types.ts';
+import { Networks } from '../../store/kinds/network.ts';
 import type { NetworkStore } from './deps.ts';
 
 export interface LinkRuleInput {
@@ -33,7 +33,7 @@ export class LinkFirewall {
   }
 
   async allow(containerId: string, networkId: string, parentIp: string, links: Array<{ ip: string; ports: Array<{ port: number; proto: string }> }>): Promise<void> {
-    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, networkId);
+    const net = this.store.get(Networks, networkId);
     const b = net?.spec.bridge;
     if (!b || b.icc || !b.iptables) return;
     const done = this.programmed.get(containerId) ?? [];

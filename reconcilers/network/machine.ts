@@ -15,7 +15,7 @@
 // so the retry's back-off is the controller's, as for any failed reconcile.
 import { assign, fromPromise, setup } from 'xstate';
 import { isCode } from '../../lib/errors.ts';
-import type { NetworkStatus } from '../../store/network-types.ts';
+import type { NetworkStatus } from '../../store/kinds/network.ts';
 import { messageOf, notProvidedFor } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass. */

@@ -7,8 +7,10 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { EngineError } from '../../lib/errors.ts';
-import type { ContainerEndpoint, PublishedPort, Resource } from '../../store/types.ts';
-import { NETWORK_KIND, type NetworkSpec, type NetworkStatus, type PortAllocationSpec, type PortAllocationStatus } from '../../store/network-types.ts';
+import type { ContainerEndpoint, PublishedPort } from '../../store/kinds/container.ts';
+import type { Resource } from '../../store/types.ts';
+import { Networks } from '../../store/kinds/network.ts';
+import { type PortAllocationSpec, type PortAllocationStatus, PortAllocations } from '../../store/kinds/port-allocation.ts';
 import type { NetworkStore } from './deps.ts';
 
 type Proto = PublishedPort['proto'];
@@ -131,7 +133,7 @@ export class PortPublisher {
   async publish(req: PublishRequest, signal?: AbortSignal): Promise<PublishedPort[]> {
     const wanted = wantedBindings(req, this.opts.defaultIp);
     if (wanted.length === 0) return [];
-    const net = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, req.endpoint.NetworkID);
+    const net = this.store.get(Networks, req.endpoint.NetworkID);
     const bridge = net?.spec.bridge;
     if (!bridge) return [];
     const out: PublishedPort[] = [];
@@ -191,11 +193,11 @@ export class PortPublisher {
 
   private async releaseOne(a: Allocation, signal?: AbortSignal): Promise<void> {
     if (a.spec.iptables) await this.rules.unpublishPort(ruleInput(a.spec), signal);
-    this.store.delete(NETWORK_KIND.portAllocation, a.name);
+    this.store.delete(PortAllocations, a.name);
   }
 
   private allocations(): Allocation[] {
-    return this.store.list<PortAllocationSpec, PortAllocationStatus>(NETWORK_KIND.portAllocation);
+    return this.store.list(PortAllocations);
   }
 
   /**
@@ -239,7 +241,7 @@ export class PortPublisher {
         iptables: net.iptables,
         userlandProxy: this.opts.userlandProxy,
       };
-      return this.store.create<PortAllocationSpec, PortAllocationStatus>(NETWORK_KIND.portAllocation, `${w.proto}/${w.hostIp}/${hostPort}`, spec, {});
+      return this.store.create(PortAllocations, `${w.proto}/${w.hostIp}/${hostPort}`, spec, {});
     });
   }
 }

@@ -11,25 +11,18 @@
 // The 30 s drift re-check is the machine's `recheck` delay, which the driver turns into
 // `requeueAfter`. The snapshot and its timer are held in memory between reconciles; after a
 // restart the state is restored from status (its phase) and the next APPLY brings the timer back.
-import { ENDPOINT_KIND, type EndpointSpec, type EndpointStatus } from '../../store/endpoint-types.ts';
+import { Endpoints } from '../../store/kinds/endpoint.ts';
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { KIND, type Resource } from '../../store/types.ts';
-import {
-  NETWORK_KIND,
-  ipv4Pool,
-  ipv6Pool,
-  type AppliedBridge,
-  type IpamAllocationSpec,
-  type IpamAllocationStatus,
-  type NetworkSpec,
-  type NetworkStatus,
-} from '../../store/network-types.ts';
+import type { Resource } from '../../store/types.ts';
+import { type IpamAllocationSpec, type IpamAllocationStatus, IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
+import { ipv4Pool, ipv6Pool, type AppliedBridge, type NetworkStatus, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import type { NetworkDns } from './dns.ts';
 import { networkLifecycle, RECHECK_MS, restoredContext, settledStateOf, type EffectInput, type NetworkEvent, type NetworkFacts } from './machine.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
 export { RECHECK_MS } from './machine.ts';
 
@@ -38,7 +31,6 @@ export interface ReconcileContext {
   log: Logger;
 }
 
-type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 type Machine = ReturnType<typeof networkLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
@@ -56,7 +48,7 @@ interface Active {
 
 export class NetworkReconciler {
   readonly name = 'network';
-  readonly kind = NETWORK_KIND.network;
+  readonly kind = Networks.name;
   private readonly store: NetworkStore;
   private readonly driver: NetworkDriverPort;
   private readonly recheckMs: number;
@@ -82,7 +74,7 @@ export class NetworkReconciler {
   }
 
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
-    const r = this.store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, id);
+    const r = this.store.get(Networks, id);
     if (!r) {
       this.held.delete(id);
       return;
@@ -104,7 +96,7 @@ export class NetworkReconciler {
       this.held.delete(id);
       throw new EngineError('Canceled', `network ${id}: reconcile canceled`, { cause: ctx.signal.reason });
     }
-    if (snap.status === 'done' || !this.store.get(NETWORK_KIND.network, id)) this.held.delete(id);
+    if (snap.status === 'done' || !this.store.get(Networks, id)) this.held.delete(id);
     else this.held.set(id, { snapshot: snap, timers: res.timers });
     return this.writeOutcome(r, snap, ctx, res.requeueAfter);
   }
@@ -192,7 +184,7 @@ export class NetworkReconciler {
   /** Host ends of the endpoints plugged into this network now (the endpoint records say which). */
   private pluggedVeths(networkId: string): string[] {
     return this.store
-      .list<EndpointSpec, EndpointStatus>(ENDPOINT_KIND)
+      .list(Endpoints)
       .filter((e) => e.spec.networkId === networkId && e.status.phase === 'attached' && e.status.hostVeth)
       .map((e) => e.status.hostVeth);
   }
@@ -276,30 +268,30 @@ export class NetworkReconciler {
       await this.driver.deleteBridge(applied.bridgeName, ctx.signal);
     }
     this.store.transaction(() => {
-      for (const a of this.allocations(r.spec.id)) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
-      this.store.delete(NETWORK_KIND.network, r.name);
+      for (const a of this.allocations(r.spec.id)) this.store.delete(IpamAllocations, a.name);
+      this.store.delete(Networks, r.name);
     });
     ctx.log.info({ network: r.spec.name }, 'network removed');
   }
 
   private collectOrphans(networkId: string, log: Logger): void {
-    const orphans = this.allocations(networkId).filter((a) => !this.store.get(KIND.container, a.spec.containerId));
+    const orphans = this.allocations(networkId).filter((a) => !this.store.get(Containers, a.spec.containerId));
     if (orphans.length === 0) return;
     this.store.transaction(() => {
-      for (const a of orphans) this.store.delete(NETWORK_KIND.ipamAllocation, a.name);
+      for (const a of orphans) this.store.delete(IpamAllocations, a.name);
     });
     log.info({ addresses: orphans.map((a) => a.spec.address) }, 'released addresses of removed containers');
   }
 
   private allocations(networkId: string): Resource<IpamAllocationSpec, IpamAllocationStatus>[] {
     return this.store
-      .list<IpamAllocationSpec, IpamAllocationStatus>(NETWORK_KIND.ipamAllocation)
+      .list(IpamAllocations)
       .filter((a) => a.spec.networkId === networkId);
   }
 
   private writeStatus(r: NetworkResource, patch: Partial<NetworkStatus>): void {
     try {
-      this.store.updateStatus<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, r.name, (s) => ({ ...s, ...patch }));
+      this.store.updateStatus(Networks, r.name, (s) => ({ ...s, ...patch }));
     } catch (err) {
       if (!isCode(err, 'NotFound')) throw err;
     }

@@ -12,7 +12,7 @@
 // order): the record stands as the finalizer of its data. A volume a container still names is
 // never torn down, whatever its spec says.
 import { assign, fromPromise, setup } from 'xstate';
-import type { VolumeStatus } from '../../store/volume-types.ts';
+import type { VolumeStatus } from '../../store/kinds/volume.ts';
 import { messageOf, notProvidedFor } from '../machine-kit.ts';
 
 export interface VolumeFacts {

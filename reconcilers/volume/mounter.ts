@@ -5,7 +5,7 @@
 import { posix } from 'node:path';
 import { realpath } from 'node:fs/promises';
 import { conflict, invalidArgument, notFound } from '../../lib/errors.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
 import type { VolumeDriverPort, VolumeStore } from './deps.ts';
 
 export class VolumeMounter {
@@ -23,7 +23,7 @@ export class VolumeMounter {
   }
 
   private record(name: string): VolumeSpec {
-    const v = this.store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+    const v = this.store.get(Volumes, name);
     if (!v) throw notFound(`get ${name}: no such volume`);
     if (v.spec.desired === 'removed') throw conflict(`volume ${name} is being removed`);
     return v.spec;
@@ -71,10 +71,10 @@ export class VolumeMounter {
   /** A container is gone: its anonymous volumes go too when asked (`rm -v`, `--rm`). */
   releaseOwned(containerId: string, removeAnonymous: boolean): void {
     if (!removeAnonymous) return;
-    const owned = this.store.list<VolumeSpec, VolumeStatus>(VOLUME_KIND).filter((v) => v.spec.owner === containerId && v.spec.anonymous && v.spec.desired !== 'removed');
+    const owned = this.store.list(Volumes).filter((v) => v.spec.owner === containerId && v.spec.anonymous && v.spec.desired !== 'removed');
     if (owned.length === 0) return;
     this.store.transaction(() => {
-      for (const v of owned) this.store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, v.name, (s) => ({ ...s, desired: 'removed' }));
+      for (const v of owned) this.store.updateSpec(Volumes, v.name, (s) => ({ ...s, desired: 'removed' }));
     });
   }
 }

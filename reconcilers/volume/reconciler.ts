@@ -6,8 +6,8 @@ import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { KIND, type ContainerSpec, type ContainerStatus, type Resource } from '../../store/types.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../store/volume-types.ts';
+import { Containers } from '../../store/kinds/container.ts';
+import { type VolumeStatus, Volumes, type VolumeResource } from '../../store/kinds/volume.ts';
 import type { VolumeDriverPort, VolumeStore } from './deps.ts';
 import { restoredContext, settledStateOf, volumeLifecycle, type EffectInput, type VolumeEvent, type VolumeFacts } from './machine.ts';
 
@@ -16,7 +16,6 @@ export interface ReconcileContext {
   log: Logger;
 }
 
-type VolumeResource = Resource<VolumeSpec, VolumeStatus>;
 type Machine = ReturnType<typeof volumeLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
@@ -28,13 +27,13 @@ interface Held {
 /** Whether some container record (in any state) mounts the volume. */
 export function volumeInUse(store: Pick<VolumeStore, 'list'>, name: string): boolean {
   return store
-    .list<ContainerSpec, ContainerStatus>(KIND.container)
+    .list(Containers)
     .some((c) => (c.spec.mountPoints ?? []).some((m) => m.type === 'volume' && m.name === name));
 }
 
 export class VolumeReconciler {
   readonly name = 'volume';
-  readonly kind = VOLUME_KIND;
+  readonly kind = Volumes.name;
   private readonly store: VolumeStore;
   private readonly driver: VolumeDriverPort;
   private readonly machine: Machine;
@@ -54,7 +53,7 @@ export class VolumeReconciler {
   }
 
   async reconcile(name: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
-    const r = this.store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name);
+    const r = this.store.get(Volumes, name);
     if (!r) {
       this.held.delete(name);
       return;
@@ -111,13 +110,13 @@ export class VolumeReconciler {
   private async teardown(name: string): Promise<void> {
     const a = this.active.get(name);
     await this.driver.remove(name);
-    this.store.delete(VOLUME_KIND, name);
+    this.store.delete(Volumes, name);
     a?.ctx.log.info({ volume: name }, 'volume removed');
   }
 
   private writeStatus(r: VolumeResource, patch: Partial<VolumeStatus>): void {
     try {
-      this.store.updateStatus<VolumeSpec, VolumeStatus>(VOLUME_KIND, r.name, (s) => ({ ...s, ...patch }));
+      this.store.updateStatus(Volumes, r.name, (s) => ({ ...s, ...patch }));
     } catch (err) {
       if (!isCode(err, 'NotFound')) throw err;
     }

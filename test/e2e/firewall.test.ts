@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, testImages } from './harness/clients.ts';
+import { dockerOk, testImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup } from './harness/setup.ts';
 

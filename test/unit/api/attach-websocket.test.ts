@@ -16,11 +16,12 @@ import { AttachSession } from '../../../api/attach/session.ts';
 import { attachWebSocketServer, WebSocketDuplex } from '../../../api/attach/websocket.ts';
 import type { ExecInspect } from '../../../api/ports.ts';
 import type { Store } from '../../../store/store.ts';
-import { KIND } from '../../../store/types.ts';
+
 import { rawRequest, wsClient } from '../../e2e/harness/ws-client.ts';
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness } from './route-harness.ts';
 import { fakeHub } from './socket-fakes.ts';
+import { Containers } from '../../../store/kinds/container.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -171,7 +172,7 @@ function addContainer(store: Store, tty: boolean): void {
     config: { Image: 'img', Tty: tty, OpenStdin: true, StdinOnce: false, Labels: { l: 'v' } },
     status: { phase: 'running' },
   });
-  store.create(KIND.container, id, r.spec, r.status);
+  store.create(Containers, id, r.spec, r.status);
 }
 
 async function server(tty: boolean, extra: Partial<AttachDeps> = {}) {

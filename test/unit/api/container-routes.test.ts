@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
 import type { ContainerOpsPort } from '../../../api/ports.ts';
 import { notFound } from '../../../lib/errors.ts';
-import { KIND, type ContainerSpec, type ContainerStatus } from '../../../store/types.ts';
+import { Containers } from '../../../store/kinds/container.ts';
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 
@@ -43,9 +43,9 @@ before(async () => {
     return [containerRoutes(deps)];
   });
   const run = containerRecord(RUNNING, { spec: { name: '/web', desired: 'running' }, status: { phase: 'running', pid: 42 }, hostConfig: { LogConfig: { Type: 'json-file', Config: {} } } });
-  h.store.create(KIND.container, RUNNING, run.spec, run.status);
+  h.store.create(Containers, RUNNING, run.spec, run.status);
   const made = containerRecord(CREATED, { spec: { name: '/idle' } });
-  h.store.create(KIND.container, CREATED, made.spec, made.status);
+  h.store.create(Containers, CREATED, made.spec, made.status);
 });
 after(() => h.close());
 
@@ -112,7 +112,7 @@ test('top: ps_args defaults to -ef (empty too); stats refuses stream and one-sho
 test('rename needs a name (the first of repeated ones); archive needs a path', async () => {
   assert.equal((await h.app.inject({ method: 'POST', url: '/containers/idle/rename' })).json().message, 'Neither old nor new names may be empty');
   assert.equal((await h.app.inject({ method: 'POST', url: '/containers/idle/rename?name=idle2&name=idle3' })).statusCode, 204);
-  assert.equal(h.store.get<ContainerSpec, ContainerStatus>(KIND.container, CREATED)?.spec.name, '/idle2');
+  assert.equal(h.store.get(Containers, CREATED)?.spec.name, '/idle2');
   const cp = await h.app.inject('/containers/web/archive');
   assert.equal(cp.statusCode, 400);
   assert.equal(cp.json().message, 'bad parameter: path cannot be empty');
@@ -121,6 +121,6 @@ test('rename needs a name (the first of repeated ones); archive needs a path', a
 test('remove: force is a flag; a running container without it is 409 and stays', async () => {
   const r = await h.app.inject({ method: 'DELETE', url: '/containers/web?force=0' });
   assert.equal(r.statusCode, 409);
-  assert.ok(h.store.get(KIND.container, RUNNING));
+  assert.ok(h.store.get(Containers, RUNNING));
   assert.equal((await h.app.inject({ method: 'DELETE', url: '/containers/nosuch?force=1' })).statusCode, 404);
 });

@@ -6,8 +6,9 @@ import { describe, test } from 'node:test';
 import { parseCreateBody } from '../../../api/containers/create-schema.ts';
 import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
 import { EngineError } from '../../../lib/errors.ts';
-import { KIND } from '../../../store/types.ts';
+
 import { routeHarness } from './route-harness.ts';
+import { Containers } from '../../../store/kinds/container.ts';
 
 /** Each bad body with the reference daemon's message for it. */
 const BAD: Array<[unknown, string]> = [
@@ -96,7 +97,7 @@ describe('create body schema', () => {
       const none = await app.inject({ method: 'POST', url: '/v1.47/containers/create', headers: { 'content-type': 'application/json' }, payload: '{}' });
       assert.equal(none.statusCode, 400);
       assert.equal(none.json().message, 'No image was specified');
-      assert.deepEqual(store.list(KIND.container), []);
+      assert.deepEqual(store.list(Containers), []);
     } finally {
       await close();
     }

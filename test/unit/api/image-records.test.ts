@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ensureImageRecord } from '../../../api/images/records.ts';
-import { KIND, type ImageSpec, type ImageStatus } from '../../../store/types.ts';
+import { Images } from '../../../store/kinds/image.ts';
 import { imageReconciler, routeHarness, type RouteHarness } from './route-harness.ts';
 
 let h: RouteHarness;
@@ -19,10 +19,10 @@ const loaded = { id: `sha256:${'c'.repeat(64)}`, rawConfig: '{}', diffIds: [], c
 test('a failed image is verified again on the next load', async () => {
   const opts = { signal: new AbortController().signal, timeoutMs: 2000 };
   await assert.rejects(ensureImageRecord(h.store, loaded, opts), /layer sha256:0 is missing/);
-  const before = h.store.get<ImageSpec, ImageStatus>(KIND.image, loaded.id)!;
+  const before = h.store.get(Images, loaded.id)!;
   assert.equal(before.status.phase, 'failed');
   await assert.rejects(ensureImageRecord(h.store, loaded, opts), /layer sha256:0 is missing/);
-  assert.ok(h.store.get(KIND.image, loaded.id)!.generation > before.generation, 'the retry made a new generation');
+  assert.ok(h.store.get(Images, loaded.id)!.generation > before.generation, 'the retry made a new generation');
   failing = false;
   const r = await ensureImageRecord(h.store, loaded, opts);
   assert.equal(r.status.phase, 'ready');

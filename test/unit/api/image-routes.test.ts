@@ -9,7 +9,7 @@ import { chainOf } from '../../../api/images/layers.ts';
 import { imageRoutes } from '../../../api/images/routes.ts';
 import type { ImageArchivePort, LoadedImage, SaveImage } from '../../../api/ports.ts';
 import { invalidArgument } from '../../../lib/errors.ts';
-import { KIND, type ImageSpec, type ImageStatus } from '../../../store/types.ts';
+import { Images } from '../../../store/kinds/image.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 
 const sha = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
@@ -44,12 +44,12 @@ before(async () => {
   h = await routeHarness((store) => [imageRoutes({ store, archive, waitTimeoutMs: 2000, layers: { driverName: 'overlay2', get: () => ({ size: 100 }) } })], {
     // The image reconciler's observable behaviour: pending becomes ready, removed goes away.
     react(store, ev) {
-      if (ev.kind !== KIND.image) return;
-      const r = store.get<ImageSpec, ImageStatus>(KIND.image, ev.name);
+      if (ev.kind !== Images.name) return;
+      const r = store.get(Images, ev.name);
       if (!r) return;
-      if (r.spec.desired === 'removed') store.delete(KIND.image, r.name);
+      if (r.spec.desired === 'removed') store.delete(Images, r.name);
       else if (r.status.observedGeneration < r.generation) {
-        store.updateStatus<ImageSpec, ImageStatus>(KIND.image, r.name, (s) => ({ ...s, phase: 'ready', error: '', observedGeneration: r.generation }));
+        store.updateStatus(Images, r.name, (s) => ({ ...s, phase: 'ready', error: '', observedGeneration: r.generation }));
       }
     },
   });

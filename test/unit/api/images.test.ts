@@ -8,10 +8,12 @@ import { resolveImage } from '../../../api/images/resolve.ts';
 import type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../../../api/ports.ts';
 import { invalidArgument } from '../../../lib/errors.ts';
 import type { Store } from '../../../store/store.ts';
-import type { ContainerStatus } from '../../../store/types.ts';
-import { KIND } from '../../../store/types.ts';
+import { type ContainerStatus, Containers } from '../../../store/kinds/container.ts';
+
 import { containerRecord } from '../container/fake-world.ts';
 import { imageReconciler, routeHarness } from './route-harness.ts';
+import { References } from '../../../store/kinds/reference.ts';
+import { Images } from '../../../store/kinds/image.ts';
 
 function makeImage(seed: string, created: string, repoTags: string[] = [], labels: Record<string, string> = {}): LoadedImage {
   const diff = `sha256:${createHash('sha256').update(`layer-${seed}`).digest('hex')}`;
@@ -76,7 +78,7 @@ async function load(app: Awaited<ReturnType<typeof setup>>['app'], images: Loade
 
 function addContainer(store: Store, id: string, imageId: string, phase: ContainerStatus['phase']): void {
   const r = containerRecord(id, { spec: { imageId, name: `/${id.slice(0, 4)}` }, status: { phase } });
-  store.create(KIND.container, id, r.spec, r.status);
+  store.create(Containers, id, r.spec, r.status);
 }
 
 describe('image routes', () => {
@@ -86,8 +88,8 @@ describe('image routes', () => {
     assert.equal(r.statusCode, 200);
     assert.equal(r.headers['content-type'], 'application/json');
     assert.deepEqual(lines, [{ stream: 'Loaded image: busybox:latest\n' }, { stream: `Loaded image ID: ${UNTAGGED.id}\n` }]);
-    assert.equal(store.get<any, any>(KIND.image, BUSYBOX.id)?.status.phase, 'ready');
-    assert.equal(store.get<any, any>(KIND.reference, 'docker.io/library/busybox:latest')?.spec.imageId, BUSYBOX.id);
+    assert.equal(store.get(Images, BUSYBOX.id)?.status.phase, 'ready');
+    assert.equal(store.get(References, 'docker.io/library/busybox:latest')?.spec.imageId, BUSYBOX.id);
     // loading the same archive again is idempotent
     const again = await load(app, [BUSYBOX]);
     assert.deepEqual(again.lines, [{ stream: 'Loaded image: busybox:latest\n' }]);
@@ -190,7 +192,7 @@ describe('image routes', () => {
     const { app, store } = await setup(t);
     await load(app, [BUSYBOX]);
     const digest = `sha256:${'d'.repeat(64)}`;
-    store.updateSpec<any, any>(KIND.image, BUSYBOX.id, (s) => ({ ...s, repoDigests: [`docker.io/library/busybox@${digest}`] }));
+    store.updateSpec(Images, BUSYBOX.id, (s) => ({ ...s, repoDigests: [`docker.io/library/busybox@${digest}`] }));
     await new Promise((r) => setTimeout(r, 10));
     assert.equal(resolveImage(store, `busybox@${digest}`).name, BUSYBOX.id);
     const list = (await app.inject('/images/json')).json();
@@ -223,10 +225,10 @@ describe('image routes', () => {
     const r = await app.inject({ method: 'DELETE', url: '/v1.47/images/alpine:3.19' });
     assert.equal(r.statusCode, 200);
     assert.deepEqual(r.json(), [{ Untagged: 'alpine:3.19' }]);
-    assert.ok(store.get(KIND.image, ALPINE.id));
+    assert.ok(store.get(Images, ALPINE.id));
     const last = await app.inject({ method: 'DELETE', url: '/images/alpine' });
     assert.deepEqual(last.json(), [{ Untagged: 'alpine:latest' }, { Deleted: ALPINE.id }]);
-    assert.equal(store.get(KIND.image, ALPINE.id), undefined);
+    assert.equal(store.get(Images, ALPINE.id), undefined);
     assert.equal((await app.inject('/images/alpine/json')).statusCode, 404);
   });
 
@@ -241,7 +243,7 @@ describe('image routes', () => {
     const f = await app.inject({ method: 'DELETE', url: `/images/${short}?force=1` });
     assert.equal(f.statusCode, 200);
     assert.deepEqual(f.json(), [{ Untagged: 'alpine:3.19' }, { Untagged: 'alpine:latest' }, { Untagged: 'other/repo:x' }, { Deleted: ALPINE.id }]);
-    assert.equal(store.list(KIND.reference).length, 0);
+    assert.equal(store.list(References).length, 0);
   });
 
   test('delete by id with one repository untags and deletes', async (t) => {
@@ -264,7 +266,7 @@ describe('image routes', () => {
     assert.equal(byId.statusCode, 409);
     assert.equal(byId.json().message, `conflict: unable to delete ${short} (must be forced) - image is being used by stopped container aaaaaaaaaaaa`);
 
-    store.delete(KIND.container, stoppedId);
+    store.delete(Containers, stoppedId);
     addContainer(store, 'b'.repeat(64), BUSYBOX.id, 'running');
     const running = await app.inject({ method: 'DELETE', url: `/images/${BUSYBOX.id}?force=1` });
     assert.equal(running.statusCode, 409);
@@ -277,7 +279,7 @@ describe('image routes', () => {
     // Forced removal of the last tag of a used image untags only.
     const forced = await app.inject({ method: 'DELETE', url: '/images/busybox?force=1' });
     assert.deepEqual(forced.json(), [{ Untagged: 'busybox:latest' }]);
-    assert.ok(store.get(KIND.image, BUSYBOX.id));
+    assert.ok(store.get(Images, BUSYBOX.id));
     assert.equal((await app.inject({ method: 'DELETE', url: '/images/nosuch' })).statusCode, 404);
   });
 

@@ -4,13 +4,13 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { networkRoutes, USER_DEFINED_UNSUPPORTED } from '../../../api/networks/routes.ts';
 import { ensureDefaultNetwork } from '../../../reconcilers/network/default-network.ts';
-import type { ContainerEndpoint, ContainerStatus } from '../../../store/types.ts';
-import { KIND } from '../../../store/types.ts';
-import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, type EndpointSpec, type EndpointStatus } from '../../../store/endpoint-types.ts';
-import type { NetworkSpec } from '../../../store/network-types.ts';
+import { type ContainerEndpoint, type ContainerStatus, Containers } from '../../../store/kinds/container.ts';
+
+import { EMPTY_ENDPOINT_STATUS, endpointName, Endpoints } from '../../../store/kinds/endpoint.ts';
 import type { Store } from '../../../store/store.ts';
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness } from './route-harness.ts';
+import { Networks } from '../../../store/kinds/network.ts';
 
 const cid = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
 
@@ -25,10 +25,10 @@ async function setup(t: TestContext, opts: { bridge?: boolean } = {}) {
 function addContainer(store: Store, n: number, name: string, mode: string, phase: ContainerStatus['phase'], endpoint?: ContainerEndpoint): string {
   const id = cid(n);
   const r = containerRecord(id, { spec: { name: `/${name}`, desired: 'running' }, hostConfig: { NetworkMode: mode }, status: { phase, endpoint: endpoint ?? null } });
-  store.create(KIND.container, id, r.spec, r.status);
+  store.create(Containers, id, r.spec, r.status);
   // As create writes it: the record of its NetworkMode network, when that is a bridge network.
-  const net = store.list<NetworkSpec, unknown>('network').find((x) => x.spec.name === (mode === 'default' ? 'bridge' : mode) && x.spec.driver === 'bridge' && x.spec.desired !== 'removed');
-  if (net) store.create(ENDPOINT_KIND, endpointName(id, net.spec.id), { containerId: id, networkId: net.spec.id, networkName: net.spec.name, config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+  const net = store.list(Networks).find((x) => x.spec.name === (mode === 'default' ? 'bridge' : mode) && x.spec.driver === 'bridge' && x.spec.desired !== 'removed');
+  if (net) store.create(Endpoints, endpointName(id, net.spec.id), { containerId: id, networkId: net.spec.id, networkName: net.spec.name, config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
   return id;
 }
 
@@ -110,7 +110,7 @@ describe('network routes', () => {
     }
     const bad = await app.inject({ url: '/networks', query: { filters: '{not json' } });
     assert.equal(bad.statusCode, 400);
-    assert.equal(store.list('network').length, 3);
+    assert.equal(store.list(Networks).length, 3);
   });
 
   test('GET /networks/{id} by name, full id and unique prefix; Containers holds running containers', async (t) => {
@@ -164,7 +164,7 @@ describe('network routes', () => {
     const missing = await app.inject({ method: 'DELETE', url: '/networks/nope' });
     assert.equal(missing.statusCode, 404);
     assert.equal(missing.json().message, 'network nope not found');
-    assert.equal(store.list('network').length, 3);
+    assert.equal(store.list(Networks).length, 3);
   });
 
   test('POST /networks/create', async (t) => {
@@ -190,7 +190,7 @@ describe('network routes', () => {
     assert.equal(broken.statusCode, 400);
     const empty = await app.inject({ method: 'POST', url: '/networks/create' });
     assert.equal(empty.statusCode, 400);
-    assert.equal(store.list('network').length, 3);
+    assert.equal(store.list(Networks).length, 3);
   });
 
   test('connect and disconnect on builtin networks', async (t) => {
@@ -228,7 +228,7 @@ describe('network routes', () => {
     const idle = await post('/networks/bridge/connect', { Container: 'idle', EndpointConfig: { MacAddress: '02:42:00:00:00:09' } });
     assert.equal(idle.statusCode, 200);
     assert.equal(idle.body, '');
-    const rec = () => store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(cid(2), bridgeId));
+    const rec = () => store.get(Endpoints, endpointName(cid(2), bridgeId));
     assert.equal(rec()!.spec.config.MacAddress, '02:42:00:00:00:09');
     // Disconnected from its NetworkMode network while stopped: the record is marked removed (the reconciler deletes it).
     const off = await post('/networks/bridge/disconnect', { Container: 'idle' });
@@ -252,6 +252,6 @@ describe('network routes', () => {
     const old = await app.inject({ method: 'POST', url: '/v1.24/networks/prune' });
     assert.equal(old.statusCode, 400);
     assert.equal(old.json().message, 'POST /v1.24/networks/prune requires minimum API version 1.25');
-    assert.equal(store.list('network').length, 3);
+    assert.equal(store.list(Networks).length, 3);
   });
 });

@@ -6,7 +6,7 @@ import { normalizeCreate, type CreateDefaults } from '../../../api/containers/cr
 import { normalizeExposedPorts, normalizePortBindings, portsView, summaryPorts } from '../../../api/containers/ports.ts';
 import { inspectView, summaryView } from '../../../api/containers/views.ts';
 import { EngineError } from '../../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, HostConfig, PublishedPort, Resource } from '../../../store/types.ts';
+import type { ContainerStatus, HostConfig, PublishedPort, ContainerResource as Rec } from '../../../store/kinds/container.ts';
 
 type PortBindings = HostConfig['PortBindings'];
 import { containerRecord } from '../container/fake-world.ts';
@@ -137,7 +137,6 @@ describe('normalizeExposedPorts', () => {
   });
 });
 
-type Rec = Resource<ContainerSpec, ContainerStatus>;
 
 function record(opts: { phase: ContainerStatus['phase']; ports?: PublishedPort[]; exposed?: string[]; bindings?: PortBindings; mode?: string }): Rec {
   const { spec, status } = containerRecord(ID, {

@@ -6,9 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createApp, type Plugin } from '../../../api/app.ts';
-import { STORE_SCHEMAS } from '../../../store/schemas/index.ts';
+import { STORE_KINDS } from '../../../store/kinds/index.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import { KIND, type ImageSpec, type ImageStatus, type WatchEvent } from '../../../store/types.ts';
+import { Images } from '../../../store/kinds/image.ts';
+import type { WatchEvent } from '../../../store/types.ts';
 
 export interface RouteHarness {
   app: ReturnType<typeof createApp>;
@@ -21,7 +22,7 @@ export async function routeHarness(
   opts: { react?: (store: Store, ev: WatchEvent) => void; experimental?: boolean; engineVersion?: string } = {},
 ): Promise<RouteHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'engine-routes-'));
-  const store = openStore(join(dir, 'engine.db'), { schemas: STORE_SCHEMAS });
+  const store = openStore(join(dir, 'engine.db'), { kinds: STORE_KINDS });
   const react = opts.react;
   let closed = false;
   // A reaction queued before close() must not write to the closed store.
@@ -56,16 +57,16 @@ export async function routeHarness(
 /** The image reconciler's observable behaviour: pending → ready (or failed); desired removed → record deleted. */
 export function imageReconciler(opts: { fail?: (id: string) => string | undefined } = {}) {
   return (store: Store, ev: WatchEvent): void => {
-    if (ev.kind !== KIND.image) return;
-    const r = store.get<ImageSpec, ImageStatus>(KIND.image, ev.name);
+    if (ev.kind !== Images.name) return;
+    const r = store.get(Images, ev.name);
     if (!r) return;
     if (r.spec.desired === 'removed') {
-      store.delete(KIND.image, r.name);
+      store.delete(Images, r.name);
       return;
     }
     if (r.status.observedGeneration < r.generation) {
       const error = opts.fail?.(r.name);
-      store.updateStatus<ImageSpec, ImageStatus>(KIND.image, r.name, (s) => ({
+      store.updateStatus(Images, r.name, (s) => ({
         ...s, phase: error ? 'failed' : 'ready', error: error ?? '', observedGeneration: r.generation,
       }));
     }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
-import { KIND, type ContainerSpec, type ContainerStatus } from '../../../store/types.ts';
+import { Containers } from '../../../store/kinds/container.ts';
 import type { Store } from '../../../store/store.ts';
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
@@ -15,36 +15,36 @@ let graceMs = 0;
 
 /** The container reconciler's observable behaviour: a stop records its deadline, then the exit comes when it passes. */
 function reconcile(store: Store, name: string): void {
-  const r = store.get<ContainerSpec, ContainerStatus>(KIND.container, name);
+  const r = store.get(Containers, name);
   if (!r) return;
   const wantsRun = r.spec.desired === 'running' && r.status.runGeneration < r.spec.runGeneration;
   const wantsStop = (r.spec.desired === 'stopped' || wantsRun) && r.status.phase === 'running';
   if (wantsStop && r.status.stopDeadline == null) {
     const deadline = graceMs < 0 ? -1 : Date.now() + graceMs;
-    store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, name, (s) => ({ ...s, stopDeadline: deadline }));
+    store.updateStatus(Containers, name, (s) => ({ ...s, stopDeadline: deadline }));
     if (graceMs >= 0) {
       setTimeout(() => {
-        store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, name, (s) => ({ ...s, phase: 'exited', stopDeadline: null, observedGeneration: r.generation }));
+        store.updateStatus(Containers, name, (s) => ({ ...s, phase: 'exited', stopDeadline: null, observedGeneration: r.generation }));
       }, graceMs);
     }
     return;
   }
   if (wantsRun && r.status.phase !== 'running') {
-    store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, name, (s) => ({ ...s, phase: 'running', runGeneration: r.spec.runGeneration, observedGeneration: r.generation }));
+    store.updateStatus(Containers, name, (s) => ({ ...s, phase: 'running', runGeneration: r.spec.runGeneration, observedGeneration: r.generation }));
   }
 }
 
 before(async () => {
   h = await routeHarness(
     (store) => [containerRoutes({ store, waitTimeoutMs: WAIT_MS, parseSignal: () => 15 } as unknown as ContainerRouteDeps)],
-    { react: (store, ev) => ev.kind === KIND.container && ev.type === 'put' && reconcile(store, ev.name) },
+    { react: (store, ev) => ev.kind === Containers.name && ev.type === 'put' && reconcile(store, ev.name) },
   );
 });
 after(() => h.close());
 
 function running(id: string): void {
   const r = containerRecord(id, { spec: { name: `/c${id.slice(0, 4)}`, desired: 'running', runGeneration: 1 }, status: { phase: 'running', pid: 7, runGeneration: 1 } });
-  h.store.create(KIND.container, id, r.spec, r.status);
+  h.store.create(Containers, id, r.spec, r.status);
 }
 
 test('stop with t=0 waits for the deadline the reconciler recorded, longer than the route would have guessed', async () => {
@@ -55,7 +55,7 @@ test('stop with t=0 waits for the deadline the reconciler recorded, longer than 
   const r = await h.app.inject({ method: 'POST', url: `/containers/${id}/stop?t=0` });
   assert.equal(r.statusCode, 204, r.body);
   assert.ok(Date.now() - t0 >= graceMs - 20);
-  assert.equal(h.store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.phase, 'exited');
+  assert.equal(h.store.get(Containers, id)?.status.phase, 'exited');
 });
 
 test('restart goes through the recorded stop, then waits for the new run', async () => {
@@ -64,7 +64,7 @@ test('restart goes through the recorded stop, then waits for the new run', async
   graceMs = 2 * WAIT_MS;
   const r = await h.app.inject({ method: 'POST', url: `/containers/${id}/restart?t=0` });
   assert.equal(r.statusCode, 204, r.body);
-  const c = h.store.get<ContainerSpec, ContainerStatus>(KIND.container, id);
+  const c = h.store.get(Containers, id);
   assert.equal(c?.status.phase, 'running');
   assert.equal(c?.status.runGeneration, 2);
 });
@@ -72,7 +72,7 @@ test('restart goes through the recorded stop, then waits for the new run', async
 test('a reconciler that never records the stop answers 503 after the route\'s own wait', async () => {
   const id = '3'.repeat(64);
   const rec = containerRecord(id, { spec: { name: '/stuck', desired: 'running', runGeneration: 1 }, status: { phase: 'paused', pid: 7, runGeneration: 1 } });
-  h.store.create(KIND.container, id, rec.spec, rec.status);
+  h.store.create(Containers, id, rec.spec, rec.status);
   const r = await h.app.inject({ method: 'POST', url: `/containers/${id}/stop` });
   assert.equal(r.statusCode, 503);
   assert.match(r.json().message, /did not stop in time: it is still paused/);

@@ -3,8 +3,9 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { systemRoutes } from '../../../api/system/routes.ts';
-import type { ContainerStatus, ImageSpec, ImageStatus } from '../../../store/types.ts';
-import { KIND } from '../../../store/types.ts';
+import { type ContainerStatus, Containers } from '../../../store/kinds/container.ts';
+import { type ImageSpec, type ImageStatus, Images } from '../../../store/kinds/image.ts';
+
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 
@@ -81,10 +82,10 @@ describe('system routes', () => {
     phases.forEach((phase, i) => {
       const id = String(i).repeat(64);
       const r = containerRecord(id, { spec: { imageId: 'sha256:x' }, status: { phase } });
-      store.create(KIND.container, id, r.spec, r.status);
+      store.create(Containers, id, r.spec, r.status);
     });
-    store.create(KIND.image, ...image('a', 'ready'));
-    store.create(KIND.image, ...image('b', 'pending'));
+    store.create(Images, ...image('a', 'ready'));
+    store.create(Images, ...image('b', 'pending'));
     const info = (await app.inject('/info')).json();
     assert.equal(info.Containers, 5);
     assert.equal(info.ContainersRunning, 2);
@@ -116,7 +117,7 @@ describe('system routes', () => {
 
   test('GET /system/df', async (t) => {
     const { app, store } = await setup(t);
-    store.create(KIND.image, ...image('a', 'ready', { size: 10 }));
+    store.create(Images, ...image('a', 'ready', { size: 10 }));
     const df = (await app.inject('/system/df')).json();
     assert.equal(df.LayersSize, 10);
     assert.equal(df.Images.length, 1);

@@ -2,8 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { applyUpdate, parseUpdate, updateRoutes } from '../../../api/containers/update.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
-import { KIND } from '../../../store/types.ts';
+import { type ContainerSpec, type ContainerStatus, Containers } from '../../../store/kinds/container.ts';
+import type { Resource } from '../../../store/types.ts';
+
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness } from './route-harness.ts';
 
@@ -58,7 +59,7 @@ test('POST /containers/{id}/update: a body of the wrong type is 400 with Go\'s m
   const { app, store, close } = await routeHarness((store) => [updateRoutes({ store })]);
   try {
     const r = containerRecord(id, { spec: { name: '/web' }, hostConfig: { Memory: 0, CpuShares: 0 }, status: { observedGeneration: 1 } });
-    store.create(KIND.container, id, r.spec, r.status);
+    store.create(Containers, id, r.spec, r.status);
     const post = (payload: string) => app.inject({ method: 'POST', url: `/containers/web/update`, headers: { 'content-type': 'application/json' }, payload });
     const refused: Array<[string, string]> = [
       ['{"Memory":"64m"}', 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64'],
@@ -71,11 +72,11 @@ test('POST /containers/{id}/update: a body of the wrong type is 400 with Go\'s m
       assert.equal(r.statusCode, 400, payload);
       assert.equal(r.json().message, message);
     }
-    assert.equal(store.get(KIND.container, id)?.generation, 1);
+    assert.equal(store.get(Containers, id)?.generation, 1);
     const ok = await post(JSON.stringify({ Memory: 64 * MB, CpuShares: 512 }));
     assert.equal(ok.statusCode, 200, ok.body);
     assert.deepEqual(ok.json(), { Warnings: [] });
-    const h = store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec.hostConfig as unknown as Record<string, unknown>;
+    const h = store.get(Containers, id)?.spec.hostConfig as unknown as Record<string, unknown>;
     assert.deepEqual([h.Memory, h.CpuShares], [64 * MB, 512]);
   } finally {
     await close();

@@ -3,16 +3,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { volumeRoutes } from '../../../api/volumes/routes.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../../store/volume-types.ts';
+import { Volumes } from '../../../store/kinds/volume.ts';
 import { routeHarness } from './route-harness.ts';
 
 async function setup() {
   const h = await routeHarness((store) => [volumeRoutes({ store, usage: { size: async () => 0 } })], {
     // The volume reconciler's observable behaviour: a pending volume becomes ready.
     react(store, ev) {
-      const r = ev.kind === VOLUME_KIND ? store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, ev.name) : undefined;
+      const r = ev.kind === Volumes.name ? store.get(Volumes, ev.name) : undefined;
       if (r && r.status.observedGeneration < r.generation) {
-        store.updateStatus<VolumeSpec, VolumeStatus>(VOLUME_KIND, r.name, (s) => ({ ...s, phase: 'ready', mountpoint: `/v/${r.name}`, observedGeneration: r.generation }));
+        store.updateStatus(Volumes, r.name, (s) => ({ ...s, phase: 'ready', mountpoint: `/v/${r.name}`, observedGeneration: r.generation }));
       }
     },
   });
@@ -39,7 +39,7 @@ test('a body of the wrong type is 400 with the decoder\'s message and no volume 
       assert.equal(r.statusCode, 400, payload);
       assert.equal(r.json().message, message, payload);
     }
-    assert.deepEqual(store.list(VOLUME_KIND), []);
+    assert.deepEqual(store.list(Volumes), []);
     const swarm = await post('{"ClusterVolumeSpec":{}}');
     assert.equal(swarm.statusCode, 503);
     assert.match(swarm.json().message, /not a swarm manager/);
@@ -58,7 +58,7 @@ test('good bodies still make volumes: keys in any case, nulls as absent, no body
     assert.equal(r.json().Driver, 'local');
     const anon = await app.inject({ method: 'POST', url: '/volumes/create' });
     assert.equal(anon.statusCode, 201, anon.body);
-    assert.equal(store.list(VOLUME_KIND).length, 2);
+    assert.equal(store.list(Volumes).length, 2);
   } finally {
     await close();
   }

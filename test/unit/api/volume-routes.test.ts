@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { volumeRoutes } from '../../../api/volumes/routes.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../../store/volume-types.ts';
+import { Volumes } from '../../../store/kinds/volume.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 
 let h: RouteHarness;
@@ -12,12 +12,12 @@ before(async () => {
   h = await routeHarness((store) => [volumeRoutes({ store, usage: { size: async () => 0 }, waitTimeoutMs: 2000 })], {
     // The volume reconciler's observable behaviour: pending becomes ready, removed goes away.
     react(store, ev) {
-      if (ev.kind !== VOLUME_KIND) return;
-      const r = store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, ev.name);
+      if (ev.kind !== Volumes.name) return;
+      const r = store.get(Volumes, ev.name);
       if (!r) return;
-      if (r.spec.desired === 'removed') store.delete(VOLUME_KIND, r.name);
+      if (r.spec.desired === 'removed') store.delete(Volumes, r.name);
       else if (r.status.observedGeneration < r.generation) {
-        store.updateStatus<VolumeSpec, VolumeStatus>(VOLUME_KIND, r.name, (s) => ({ ...s, phase: 'ready', mountpoint: `/v/${r.name}`, observedGeneration: r.generation }));
+        store.updateStatus(Volumes, r.name, (s) => ({ ...s, phase: 'ready', mountpoint: `/v/${r.name}`, observedGeneration: r.generation }));
       }
     },
   });

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Controller } from '../../../controllers/controller.ts';
 import { newId } from '../../../lib/ids.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
+import { type ContainerStatus, Containers, type ContainerResource as C } from '../../../store/kinds/container.ts';
 import { containerRecord, fakeWorld, startContainerController, type FakeWorld } from './fake-world.ts';
 
 let world: FakeWorld;
@@ -27,10 +27,9 @@ afterEach(async () => {
   world.cleanup();
 });
 
-type C = Resource<ContainerSpec, ContainerStatus>;
 
 async function waitStatus(id: string, pred: (s: ContainerStatus) => boolean, timeoutMs = 3000): Promise<C> {
-  const r = await store.waitFor<ContainerSpec, ContainerStatus>('container', id, (x) => !!x && pred(x.status), { timeoutMs });
+  const r = await store.waitFor(Containers, id, (x) => !!x && pred(x.status), { timeoutMs });
   assert.ok(r && pred(r.status), `status of ${id} not reached in time: ${JSON.stringify(r?.status)}`);
   return r;
 }
@@ -46,9 +45,9 @@ async function until(cond: () => boolean, ms = 3000): Promise<void> {
 async function startContainer(): Promise<string> {
   const id = newId();
   const { spec, status } = containerRecord(id);
-  store.create('container', id, spec, status);
+  store.create(Containers, id, spec, status);
   await waitStatus(id, (s) => s.prepared);
-  store.updateSpec<ContainerSpec, ContainerStatus>('container', id, (sp) => ({ ...sp, desired: 'running', runGeneration: 1 }));
+  store.updateSpec(Containers, id, (sp) => ({ ...sp, desired: 'running', runGeneration: 1 }));
   await waitStatus(id, (s) => s.phase === 'running');
   return id;
 }
@@ -56,7 +55,7 @@ async function startContainer(): Promise<string> {
 describe('container reconciler in a fake world', () => {
   test('a start request creates and starts a task: phase running', async () => {
     const id = await startContainer();
-    const r = store.get<ContainerSpec, ContainerStatus>('container', id)!;
+    const r = store.get(Containers, id)!;
     const task = world.supervisor.tasks.get(id);
     assert.equal(task?.status, 'RUNNING');
     assert.equal(r.status.pid, task.pid);
@@ -81,7 +80,7 @@ describe('container reconciler in a fake world', () => {
   test('stop with timeout 0 of a task ignoring SIGTERM: SIGTERM, then SIGKILL, exited 137', async () => {
     const id = await startContainer();
     world.ignore(id, 15);
-    store.updateSpec<ContainerSpec, ContainerStatus>('container', id, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions: { timeout: 0 } }));
+    store.updateSpec(Containers, id, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions: { timeout: 0 } }));
     const r = await waitStatus(id, (s) => s.phase === 'exited');
     assert.equal(r.status.exitCode, 137);
     assert.deepEqual(world.signals, [{ id, signal: 15 }, { id, signal: 9 }]);

@@ -26,7 +26,7 @@ import { Controller } from '../../../controllers/controller.ts';
 import { ContainerReconciler } from '../../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../../reconcilers/container/runs.ts';
 import type { Store } from '../../../store/store.ts';
-import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig } from '../../../store/types.ts';
+import { type ContainerConfig, type ContainerSpec, type ContainerStatus, type HostConfig, Containers } from '../../../store/kinds/container.ts';
 import { fakeLog, type LogLine } from '../controllers/fake-log.ts';
 
 type Exit = { exitStatus: number; exitedAt: Date | null };
@@ -467,7 +467,7 @@ export interface ContainerRecordOverrides {
 /**
  * A container record as `POST /containers/create` writes it (api/containers/routes.ts and
  * create-request.ts, for `{Image, Cmd: ['true'], HostConfig: {NetworkMode: 'none', LogConfig: {Type: 'none'}}}`
- * and an image with an empty config): `store.create('container', id, r.spec, r.status)`.
+ * and an image with an empty config): `store.create(Containers, id, r.spec, r.status)`.
  * `config`/`hostConfig` overrides are merged into the defaults; a Cmd/Entrypoint override
  * also sets path/args unless `spec` overrides those.
  */
@@ -511,7 +511,7 @@ export async function startContainerController(world: FakeWorld, store: Store, o
   const runs = new RunRegistry({ supervisor: world.supervisor, exitEventsLive: () => true });
   world.runs = runs;
   const reconciler = new ContainerReconciler(store, world.deps, runs);
-  const controller = new Controller({ name: 'container', kind: 'container', store, reconciler, log: world.log, specChangesOnly: true, workers: opts.workers ?? 2 });
+  const controller = new Controller({ name: 'container', kind: Containers, store, reconciler, log: world.log, specChangesOnly: true, workers: opts.workers ?? 2 });
   runs.enqueue = (key) => controller.enqueue(key);
   await controller.start();
   return controller;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mergeHealthcheck, parseHealthcheck } from '../../../api/containers/healthcheck.ts';
 import { applyProbe, goDuration, HealthChecks, healthConfigOf, type ProbeResult } from '../../../reconcilers/container/health.ts';
-import type { ContainerConfig, ContainerStatus, HealthState } from '../../../store/types.ts';
+import type { ContainerConfig, HealthState } from '../../../store/kinds/container.ts';
 import { stagedFake } from './staged-fake.ts';
 
 const S = 1_000_000_000;

@@ -7,12 +7,11 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Controller } from '../../../controllers/controller.ts';
 import { newId } from '../../../lib/ids.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
+import { type ContainerSpec, type ContainerStatus, Containers, type ContainerResource as C } from '../../../store/kinds/container.ts';
 import { ContainerReconciler } from '../../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../../reconcilers/container/runs.ts';
 import { containerRecord, fakeWorld, startContainerController, type ContainerRecordOverrides, type FakeWorld } from './fake-world.ts';
 
-type C = Resource<ContainerSpec, ContainerStatus>;
 
 let world: FakeWorld;
 let store: Store;
@@ -31,15 +30,15 @@ afterEach(async () => {
 });
 
 function get(id: string): C {
-  return store.get<ContainerSpec, ContainerStatus>('container', id)!;
+  return store.get(Containers, id)!;
 }
 
 function setSpec(id: string, fn: (s: ContainerSpec) => ContainerSpec): void {
-  store.updateSpec<ContainerSpec, ContainerStatus>('container', id, fn);
+  store.updateSpec(Containers, id, fn);
 }
 
 async function waitStatus(id: string, pred: (s: ContainerStatus) => boolean, timeoutMs = 3000): Promise<C> {
-  const r = await store.waitFor<ContainerSpec, ContainerStatus>('container', id, (x) => !!x && pred(x.status), { timeoutMs });
+  const r = await store.waitFor(Containers, id, (x) => !!x && pred(x.status), { timeoutMs });
   assert.ok(r && pred(r.status), `status of ${id} not reached in time: ${JSON.stringify(r?.status)}`);
   return r;
 }
@@ -48,7 +47,7 @@ async function waitStatus(id: string, pred: (s: ContainerStatus) => boolean, tim
 function running(overrides: ContainerRecordOverrides = {}): string {
   const id = newId();
   const { spec, status } = containerRecord(id, { ...overrides, spec: { desired: 'running', runGeneration: 1, ...overrides.spec } });
-  store.create('container', id, spec, status);
+  store.create(Containers, id, spec, status);
   return id;
 }
 
@@ -147,7 +146,7 @@ describe('level-triggered containers', () => {
       status: { phase: 'running', prepared: true, runGeneration: 1, pid: 1 },
       config: { StopTimeout: 1 },
     });
-    store.create('container', id, spec, status);
+    store.create(Containers, id, spec, status);
     world.crashLeftover(id);
     world.ignore(id, 15);
     controller = await startContainerController(world, store, { workers: 1 });
@@ -179,7 +178,7 @@ describe('level-triggered containers', () => {
     const id = running();
     await waitStatus(id, (s) => s.phase === 'running');
     setSpec(id, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: false } }));
-    const gone = await store.waitFor('container', id, (r) => !r, { timeoutMs: 3000 });
+    const gone = await store.waitFor(Containers, id, (r) => !r, { timeoutMs: 3000 });
     assert.equal(gone, undefined);
     assert.deepEqual(world.signals.map((s) => s.signal), [9]);
     assert.equal(world.supervisor.containers.has(id), false);

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { joinNamespaceOf } from '../../../reconcilers/container/namespaces.ts';
-import type { ContainerSpec, ContainerStatus, Resource } from '../../../store/types.ts';
+import type { ContainerSpec, ContainerStatus } from '../../../store/kinds/container.ts';
+import type { Resource } from '../../../store/types.ts';
 
 const ctr = (id: string, name: string, ipc = 'private') => ({ name: id, spec: { name: `/${name}`, hostConfig: { IpcMode: ipc } } }) as unknown as Resource<ContainerSpec, ContainerStatus>;
 const spec = () => ({ linux: { namespaces: [{ type: 'mount' }, { type: 'pid' }, { type: 'ipc' }] }, mounts: [{ destination: '/dev/shm', type: 'tmpfs' }] }) as Record<string, unknown>;

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { applyResources } from '../../../reconcilers/container/resources-step.ts';
-import type { ContainerSpec, ContainerStatus, HostConfig } from '../../../store/types.ts';
+import type { ContainerSpec, HostConfig } from '../../../store/kinds/container.ts';
 import { stagedFake } from './staged-fake.ts';
 
 

@@ -1,6 +1,6 @@
 // A StagedStatus over one in-memory status, for the tests of reconcile steps that stage changes.
 import type { StagedStatus } from '../../../reconcilers/container/staged-status.ts';
-import type { ContainerStatus } from '../../../store/types.ts';
+import type { ContainerStatus } from '../../../store/kinds/container.ts';
 
 export function stagedFake(initial: Partial<ContainerStatus>): StagedStatus & { cur: ContainerStatus } {
   const box = { cur: initial as ContainerStatus };

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { StagedStatus } from '../../../reconcilers/container/staged-status.ts';
 import type { ReconcilerStore } from '../../../reconcilers/store-like.ts';
-import type { ContainerStatus } from '../../../store/types.ts';
+import type { ContainerStatus } from '../../../store/kinds/container.ts';
 
 function fakeStore(fail: () => Error | null) {
   let status = { exitCode: 0 } as ContainerStatus;

@@ -8,6 +8,10 @@ import { Controller, TerminalError, type ReconcileContext, type ReconcileResult 
 import { Manager } from '../../../controllers/manager.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import { fakeLog } from './fake-log.ts';
+import { testKind } from '../store/test-kind.ts';
+
+const K_OTHER_KIND = testKind('other-kind');
+const K_THING = testKind('thing');
 
 let dir: string;
 let store: Store;
@@ -27,7 +31,7 @@ type Fn = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult>;
 
 function makeController(fn: Fn, opts: { workers?: number; stopTimeoutMs?: number; resumeFromRevision?: number } = {}) {
   const log = fakeLog();
-  const c = new Controller({ name: 'test', kind: 'thing', store, reconciler: { reconcile: fn }, log, baseDelayMs: 2, maxDelayMs: 20, ...opts });
+  const c = new Controller({ name: 'test', kind: K_THING, store, reconciler: { reconcile: fn }, log, baseDelayMs: 2, maxDelayMs: 20, ...opts });
   controllers.push(c);
   return { c, log };
 }
@@ -43,10 +47,10 @@ async function until(cond: () => boolean, ms = 2000): Promise<void> {
 /** A reconciler that copies spec.want into status.have: assert the end state, not call order. */
 function converge(): Fn {
   return async (key) => {
-    const r = store.get<{ want: number }, { have: number; observedGeneration: number }>('thing', key);
+    const r = store.get(K_THING, key);
     if (!r) return;
     await sleep(1);
-    store.updateStatus<{ want: number }, { have: number; observedGeneration: number }>('thing', key, (s) => ({
+    store.updateStatus(K_THING, key, (s) => ({
       ...s,
       have: r.spec.want,
       observedGeneration: r.generation,
@@ -56,9 +60,9 @@ function converge(): Fn {
 
 describe('Controller', () => {
   test('resumed from a revision: only the changes since are queued; from one older than the history: told "too old", it relists', async () => {
-    for (let i = 0; i < 5; i++) store.create('thing', `t${i}`, { want: i }, {});
+    for (let i = 0; i < 5; i++) store.create(K_THING, `t${i}`, { want: i }, {});
     const mark = store.revision;
-    store.updateSpec('thing', 't3', () => ({ want: 33 }));
+    store.updateSpec(K_THING, 't3', () => ({ want: 33 }));
     const seen: string[] = [];
     const { c } = makeController(async (key) => void seen.push(key), { resumeFromRevision: mark });
     await c.start();
@@ -69,7 +73,7 @@ describe('Controller', () => {
 
     store.close();
     store = openStore(join(dir, 'engine.db'), { eventHistory: 16 });
-    for (let i = 0; i < 40; i++) store.updateSpec('thing', 't0', () => ({ want: i }));
+    for (let i = 0; i < 40; i++) store.updateSpec(K_THING, 't0', () => ({ want: i }));
     const again: string[] = [];
     const { c: c2, log } = makeController(async (key) => void again.push(key), { resumeFromRevision: mark });
     await c2.start();
@@ -79,8 +83,8 @@ describe('Controller', () => {
   });
 
   test('resyncs existing resources on start and follows store changes', async () => {
-    for (let i = 0; i < 10; i++) store.create('thing', `t${i}`, { want: i }, { have: -1, observedGeneration: 0 });
-    store.create('other-kind', 'x', {}, {});
+    for (let i = 0; i < 10; i++) store.create(K_THING, `t${i}`, { want: i }, { have: -1, observedGeneration: 0 });
+    store.create(K_OTHER_KIND, 'x', {}, {});
     const seen = new Set<string>();
     const inner = converge();
     const { c } = makeController(async (key, ctx) => {
@@ -88,14 +92,14 @@ describe('Controller', () => {
       return inner(key, ctx);
     });
     await c.start();
-    const done = () => store.list<{ want: number }, { have: number }>('thing').every((r) => r.status.have === r.spec.want);
+    const done = () => store.list(K_THING).every((r) => r.status.have === r.spec.want);
     await until(done);
     assert.ok(!seen.has('x'));
-    store.updateSpec<{ want: number }, unknown>('thing', 't3', () => ({ want: 33 }));
-    store.create('thing', 'new', { want: 7 }, { have: -1, observedGeneration: 0 });
-    await until(() => done() && store.list('thing').length === 11);
-    const t3 = await store.waitFor<{ want: number }, { observedGeneration: number }>(
-      'thing',
+    store.updateSpec(K_THING, 't3', () => ({ want: 33 }));
+    store.create(K_THING, 'new', { want: 7 }, { have: -1, observedGeneration: 0 });
+    await until(() => done() && store.list(K_THING).length === 11);
+    const t3 = await store.waitFor(
+      K_THING,
       't3',
       (r) => (r?.status.observedGeneration ?? 0) >= 2,
       { timeoutMs: 2000 },
@@ -128,7 +132,7 @@ describe('Controller', () => {
   });
 
   test('requeueAfter runs the key again later', async () => {
-    store.create('thing', 'poll', {}, {});
+    store.create(K_THING, 'poll', {}, {});
     let runs = 0;
     const { c } = makeController(async () => {
       runs++;
@@ -141,8 +145,8 @@ describe('Controller', () => {
   });
 
   test('errors are logged and retried with backoff until success; terminal errors are not retried', async () => {
-    store.create('thing', 'flaky', {}, {});
-    store.create('thing', 'hopeless', {}, {});
+    store.create(K_THING, 'flaky', {}, {});
+    store.create(K_THING, 'hopeless', {}, {});
     let flaky = 0;
     let hopeless = 0;
     const { c, log } = makeController(async (key) => {
@@ -191,7 +195,7 @@ describe('Controller', () => {
     await c.stop();
     assert.equal(finished, 1);
     c.enqueue('b');
-    store.create('thing', 'c', {}, {});
+    store.create(K_THING, 'c', {}, {});
     await sleep(10);
     assert.equal(started, 1);
   });
@@ -247,9 +251,9 @@ describe('Manager', () => {
     const m = new Manager();
     const { c } = makeController(converge());
     m.add(c);
-    store.create('thing', 'x', { want: 5 }, { have: 0, observedGeneration: 0 });
+    store.create(K_THING, 'x', { want: 5 }, { have: 0, observedGeneration: 0 });
     await m.start();
-    const r = await store.waitFor<{ want: number }, { have: number }>('thing', 'x', (r) => r?.status.have === 5, { timeoutMs: 2000 });
+    const r = await store.waitFor(K_THING, 'x', (r) => r?.status.have === 5, { timeoutMs: 2000 });
     assert.equal(r?.status.have, 5);
     await m.stop();
   });

@@ -13,11 +13,13 @@ import { pushHandler } from '../../../api/distribution/push-handler.ts';
 import { createDistribution, type DistributionDriver } from '../../../drivers/distribution/distribution.ts';
 import { Controller } from '../../../controllers/controller.ts';
 import { PullReconciler } from '../../../reconcilers/image/pull-reconciler.ts';
-import { PULL_KIND } from '../../../store/pull-types.ts';
+
 import { openStore, type Store } from '../../../store/store.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec } from '../../../store/types.ts';
+import { type ImageStatus, Images } from '../../../store/kinds/image.ts';
 import { registryAvailable, startRegistry, type TestRegistry } from '../../e2e/registry/registry.ts';
 import { buildImage, MemLayerStore, quietLog, type TestImage } from './helpers.ts';
+import { References } from '../../../store/kinds/reference.ts';
+import { Pulls } from '../../../store/kinds/pull.ts';
 
 const skip = !registryAvailable() && 'docker-registry is not installed';
 
@@ -33,10 +35,10 @@ interface Daemon {
 async function daemon(): Promise<Daemon> {
   const dir = await mkdtemp(join(tmpdir(), 'engine-dist-api-'));
   const store = openStore(join(dir, 'store.db'));
-  const stopWatch = store.watch('image', (ev) => {
+  const stopWatch = store.watch(Images, (ev) => {
     const r = ev.resource as { status: ImageStatus };
     if (ev.type === 'put' && r.status.phase === 'pending') {
-      setImmediate(() => store.updateStatus<ImageSpec, ImageStatus>('image', ev.name, (s, cur) => ({ ...s, phase: 'ready', observedGeneration: cur.generation })));
+      setImmediate(() => store.updateStatus(Images, ev.name, (s, cur) => ({ ...s, phase: 'ready', observedGeneration: cur.generation })));
     }
   });
   const layers = new MemLayerStore();
@@ -46,7 +48,7 @@ async function daemon(): Promise<Daemon> {
   });
   // The pull reconciler under its controller, as cmd runs it.
   const pulls = new PullReconciler(store, dist, { waitTimeoutMs: 5000 });
-  const pullCtl = new Controller({ name: 'pull', kind: PULL_KIND, store, reconciler: pulls, log: quietLog, specChangesOnly: true });
+  const pullCtl = new Controller({ name: 'pull', kind: Pulls, store, reconciler: pulls, log: quietLog, specChangesOnly: true });
   pulls.enqueue = (key) => pullCtl.enqueue(key);
   await pullCtl.start();
   const app = createApp({
@@ -84,10 +86,10 @@ describe('distribution routes', { skip }, () => {
     reg = await startRegistry();
     src = await daemon();
     img = await buildImage(src.layers, [{ a: 'one' }, { b: 'two' }], { label: 'api' });
-    src.store.create<ImageSpec, ImageStatus>('image', img.id, {
+    src.store.create(Images, img.id, {
       id: img.id, rawConfig: img.rawConfig, diffIds: img.diffIds, chainId: img.chainId, size: 0, repoDigests: [], parent: '', loadedAt: '', desired: 'present',
     }, { observedGeneration: 1, phase: 'ready', error: '' });
-    src.store.create<ReferenceSpec, Record<string, never>>('reference', `${reg.hostPort}/api/img:v1`, { imageId: img.id }, {});
+    src.store.create(References, `${reg.hostPort}/api/img:v1`, { imageId: img.id }, {});
   });
   after(async () => {
     await src?.close();
@@ -101,7 +103,7 @@ describe('distribution routes', { skip }, () => {
     const pl = lines(push.body);
     const aux = pl.at(-1)!.aux as { Digest: string; Tag: string; Size: number };
     assert.equal(aux.Tag, 'v1');
-    assert.ok(src.store.get<ImageSpec, ImageStatus>('image', img.id)!.spec.repoDigests.includes(`${reg.hostPort}/api/img@${aux.Digest}`));
+    assert.ok(src.store.get(Images, img.id)!.spec.repoDigests.includes(`${reg.hostPort}/api/img@${aux.Digest}`));
 
     const dst = await daemon();
     try {
@@ -111,10 +113,10 @@ describe('distribution routes', { skip }, () => {
       assert.deepEqual(ls[0], { status: 'Pulling from api/img', id: 'v1' });
       assert.deepEqual(ls.at(-2), { status: `Digest: ${aux.Digest}` });
       assert.deepEqual(ls.at(-1), { status: `Status: Downloaded newer image for ${reg.hostPort}/api/img:v1` });
-      const rec = dst.store.get<ImageSpec, ImageStatus>('image', img.id)!;
+      const rec = dst.store.get(Images, img.id)!;
       assert.deepEqual(rec.spec.repoDigests, [`${reg.hostPort}/api/img@${aux.Digest}`]);
       assert.deepEqual(rec.spec.diffIds, img.diffIds);
-      assert.equal(dst.store.get<ReferenceSpec, unknown>('reference', `${reg.hostPort}/api/img:v1`)!.spec.imageId, img.id);
+      assert.equal(dst.store.get(References, `${reg.hostPort}/api/img:v1`)!.spec.imageId, img.id);
 
       const again = await dst.app.inject({ method: 'POST', url: `/images/create?fromImage=${reg.hostPort}/api/img:v1` });
       assert.deepEqual(lines(again.body).at(-1), { status: `Status: Image is up to date for ${reg.hostPort}/api/img:v1` });

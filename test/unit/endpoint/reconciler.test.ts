@@ -9,8 +9,11 @@ import { FakeStore } from '../network/fake-store.ts';
 import { EndpointReconciler } from '../../../reconcilers/endpoint/reconciler.ts';
 import { migrateEndpoints } from '../../../reconcilers/endpoint/migrate.ts';
 import type { EndpointNetworkPort } from '../../../reconcilers/endpoint/deps.ts';
-import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName, endpointsFromCreate, type EndpointSpec, type EndpointStatus } from '../../../store/endpoint-types.ts';
-import { KIND } from '../../../store/types.ts';
+import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsFromCreate, Endpoints } from '../../../store/kinds/endpoint.ts';
+import { Networks } from '../../../store/kinds/network.ts';
+import { Containers } from '../../../store/kinds/container.ts';
+import { loose } from '../store/test-kind.ts';
+
 
 const ctx = { signal: new AbortController().signal, log: fakeLog() };
 
@@ -36,14 +39,14 @@ function world() {
       calls.push(`release ${cid} ${nid}`);
     },
   };
-  for (const id of ['n1', 'n2']) store.create('network', id, { id, name: `net-${id}`, driver: 'bridge', desired: 'present' }, {});
+  for (const id of ['n1', 'n2']) store.create(loose(Networks), id, { id, name: `net-${id}`, driver: 'bridge', desired: 'present' }, {});
   const container = (phase: string, pid: number) => {
-    if (store.get(KIND.container, 'c')) store.updateStatus(KIND.container, 'c', (s: object) => ({ ...s, phase, pid }));
-    else store.create(KIND.container, 'c', { id: 'c', hostConfig: { NetworkMode: 'bridge' } }, { phase, pid });
+    if (store.get(loose(Containers), 'c')) store.updateStatus(loose(Containers), 'c', (s: object) => ({ ...s, phase, pid }));
+    else store.create(loose(Containers), 'c', { id: 'c', hostConfig: { NetworkMode: 'bridge' } }, { phase, pid });
   };
   const endpoint = (nid: string, config = {}) =>
-    store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName('c', nid), { containerId: 'c', networkId: nid, networkName: `net-${nid}`, config, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
-  const status = (nid: string) => store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName('c', nid))?.status;
+    store.create(Endpoints, endpointName('c', nid), { containerId: 'c', networkId: nid, networkName: `net-${nid}`, config, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+  const status = (nid: string) => store.get(Endpoints, endpointName('c', nid))?.status;
   return { store, calls, port, container, endpoint, status, failWith: (m: string) => (failNext = m) };
 }
 
@@ -110,12 +113,12 @@ describe('endpoint reconciler', () => {
     await r.reconcile('c/n1', ctx);
     await r.reconcile('c/n2', ctx);
     w.calls.length = 0;
-    w.store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', (s) => ({ ...s, desired: 'removed' }));
+    w.store.updateSpec(Endpoints, 'c/n1', (s) => ({ ...s, desired: 'removed' }));
     await r.reconcile('c/n1', ctx);
     assert.deepEqual(w.calls, ['unplug vxc1', 'release c n1']);
     assert.equal(w.status('n1'), undefined);
     w.calls.length = 0;
-    w.store.delete(KIND.container, 'c');
+    w.store.delete(Containers, 'c');
     await r.reconcile('c/n2', ctx);
     assert.deepEqual(w.calls, ['release c n2'], 'no run to unplug from');
     assert.equal(w.status('n2'), undefined);
@@ -124,23 +127,23 @@ describe('endpoint reconciler', () => {
   test('a primary endpoint the start step plugged in is adopted (no attach); disconnected, it is unplugged; connected again while running, it is plugged as another interface', async () => {
     const w = world();
     const r = new EndpointReconciler(w.store, w.port);
-    w.store.create(KIND.container, 'c', { id: 'c', hostConfig: { NetworkMode: 'net-n1' } }, {
+    w.store.create(loose(Containers), 'c', { id: 'c', hostConfig: { NetworkMode: 'net-n1' } }, {
       phase: 'running', pid: 100, endpoint: { NetworkID: 'n1', EndpointID: 'e1', Gateway: '10.0.0.1', IPAddress: '10.0.0.2', IPPrefixLen: 24, MacAddress: 'm' },
     });
-    w.store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', { containerId: 'c', networkId: 'n1', networkName: 'net-n1', config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    w.store.create(Endpoints, 'c/n1', { containerId: 'c', networkId: 'n1', networkName: 'net-n1', config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
     await r.reconcile('c/n1', ctx);
     assert.deepEqual(w.calls, []);
     assert.equal(w.status('n1')!.phase, 'attached');
     assert.equal(w.status('n1')!.pluggedBy, 'start');
     assert.equal(w.status('n1')!.ifName, 'eth0');
     assert.equal(w.status('n1')!.addresses!.IPAddress, '10.0.0.2');
-    w.store.updateSpec<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', (sp) => ({ ...sp, desired: 'removed' }));
+    w.store.updateSpec(Endpoints, 'c/n1', (sp) => ({ ...sp, desired: 'removed' }));
     await r.reconcile('c/n1', ctx);
     assert.deepEqual(w.calls, ['unplug vethc', 'release c n1']);
     // The container reconciler lets go of status.endpoint; a connect again writes a new record.
-    w.store.updateStatus(KIND.container, 'c', (s: object) => ({ ...s, endpoint: null }));
+    w.store.updateStatus(loose(Containers), 'c', (s: object) => ({ ...s, endpoint: null }));
     w.calls.length = 0;
-    w.store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1', { containerId: 'c', networkId: 'n1', networkName: 'net-n1', config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    w.store.create(Endpoints, 'c/n1', { containerId: 'c', networkId: 'n1', networkName: 'net-n1', config: {}, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
     await r.reconcile('c/n1', ctx);
     assert.deepEqual(w.calls, ['attach n1 pid=100 eth1']);
     assert.equal(w.status('n1')!.pluggedBy, 'endpoint');
@@ -150,7 +153,7 @@ describe('endpoint reconciler', () => {
     const w = world();
     w.container('running', 100);
     w.endpoint('n1');
-    w.store.delete('network', 'n1');
+    w.store.delete(Networks, 'n1');
     await new EndpointReconciler(w.store, w.port).reconcile('c/n1', ctx);
     assert.equal(w.status('n1')!.phase, 'detached');
     assert.equal(w.status('n1')!.conditions[0]!.reason, 'NetworkNotFound');
@@ -173,17 +176,17 @@ describe('EndpointsConfig and endpoint records', () => {
 
   test('migration: a container written with two networks in EndpointsConfig gets a record of each (its NetworkMode one primary), once', () => {
     const w = world();
-    w.store.create(KIND.container, 'c', { id: 'c', hostConfig: { NetworkMode: 'n1' }, networkingConfig: { EndpointsConfig: { n1: {}, 'net-n2': { Aliases: ['x'] } } } }, { phase: 'running', pid: 1, extraEndpoints: [] });
+    w.store.create(loose(Containers), 'c', { id: 'c', hostConfig: { NetworkMode: 'n1' }, networkingConfig: { EndpointsConfig: { n1: {}, 'net-n2': { Aliases: ['x'] } } } }, { phase: 'running', pid: 1, extraEndpoints: [] });
     assert.equal(migrateEndpoints(w.store as never), 1);
-    const rec = w.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n2')!;
+    const rec = w.store.get(Endpoints, 'c/n2')!;
     assert.deepEqual(rec.spec, { containerId: 'c', networkId: 'n2', networkName: 'net-n2', config: { Aliases: ['x'] }, desired: 'present' });
-    assert.equal(w.store.get<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, 'c/n1')!.spec.primary, true);
-    const c = w.store.get<{ networkingConfig: unknown }, Record<string, unknown>>(KIND.container, 'c')!;
+    assert.equal(w.store.get(Endpoints, 'c/n1')!.spec.primary, true);
+    const c = w.store.get(loose(Containers), 'c')!;
     assert.deepEqual(c.spec.networkingConfig, { EndpointsConfig: { n1: {} } });
     assert.equal('extraEndpoints' in c.status, false);
-    w.store.delete(ENDPOINT_KIND, 'c/n1');
+    w.store.delete(Endpoints, 'c/n1');
     assert.equal(migrateEndpoints(w.store as never), 0, 'once: a primary record gone later was disconnected');
-    assert.equal(w.store.get(ENDPOINT_KIND, 'c/n1'), undefined);
+    assert.equal(w.store.get(Endpoints, 'c/n1'), undefined);
   });
 });
 
@@ -196,21 +199,21 @@ test('endpointTriggers: a container change wakes its endpoints (kept from the en
   const dir = mkdtempSync(join(tmpdir(), 'engine-ept-'));
   const store = openStore(join(dir, 'engine.db'));
   try {
-    const ep = (cid: string, nid: string) => store.create<EndpointSpec, EndpointStatus>(ENDPOINT_KIND, endpointName(cid, nid), { containerId: cid, networkId: nid, networkName: nid, config: {}, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    const ep = (cid: string, nid: string) => store.create(Endpoints, endpointName(cid, nid), { containerId: cid, networkId: nid, networkName: nid, config: {}, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
     ep('c1', 'n1');
     const woken: string[] = [];
     const off = endpointTriggers(store, (k) => woken.push(k));
     ep('c1', 'n2');
     ep('c2', 'n1');
     woken.length = 0;
-    store.create(KIND.container, 'c1', {}, {});
+    store.create(loose(Containers), 'c1', {}, {});
     assert.deepEqual(woken.sort(), ['c1/n1', 'c1/n2']);
-    store.delete(ENDPOINT_KIND, 'c1/n1');
+    store.delete(Endpoints, 'c1/n1');
     woken.length = 0;
-    store.updateStatus(KIND.container, 'c1', () => ({ phase: 'running' }));
+    store.updateStatus(loose(Containers), 'c1', () => ({ phase: 'running' }));
     assert.deepEqual(woken, ['c1/n2']);
     woken.length = 0;
-    store.create('network', 'n1', {}, {});
+    store.create(loose(Networks), 'n1', {}, {});
     assert.deepEqual(woken, ['c2/n1']);
     off();
   } finally {

@@ -10,10 +10,11 @@ import { afterEach, beforeEach, test } from 'node:test';
 import pino from 'pino';
 import { ImageReconciler } from '../../../reconcilers/image/reconciler.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import type { ImageSpec, ImageStatus } from '../../../store/types.ts';
-import { KIND } from '../../../store/types.ts';
+import { type ImageSpec, Images } from '../../../store/kinds/image.ts';
+
 import { FakeLayerStore } from './fake-layer-store.ts';
 import { makeTar } from './tar-helpers.ts';
+import { Containers } from '../../../store/kinds/container.ts';
 
 const log = pino({ level: 'silent' });
 let dir: string;
@@ -51,7 +52,7 @@ function recordImage(id: string, diffIds: string[], chainId: string | null): voi
   const spec: ImageSpec = {
     id, rawConfig: '{}', diffIds, chainId, size: 0, repoDigests: [], parent: '', loadedAt: new Date().toISOString(), desired: 'present',
   };
-  store.create<ImageSpec, ImageStatus>(KIND.image, id, spec, { observedGeneration: 0, phase: 'pending', error: '' });
+  store.create(Images, id, spec, { observedGeneration: 0, phase: 'pending', error: '' });
 }
 
 const imageId = (n: number) => `sha256:${String(n).repeat(64).slice(0, 64)}`;
@@ -82,9 +83,9 @@ test('an image removal leaves the layers a pull in flight holds; the pull failin
   const pull = layers.lease();
   pull.add(chain[0]!);
   pull.add(chain[1]!);
-  store.updateSpec<ImageSpec, ImageStatus>(KIND.image, imageId(2), (s) => ({ ...s, desired: 'removed' }));
+  store.updateSpec(Images, imageId(2), (s) => ({ ...s, desired: 'removed' }));
   await images.reconcile(imageId(2), { log });
-  assert.equal(store.get(KIND.image, imageId(2)), undefined);
+  assert.equal(store.get(Images, imageId(2)), undefined);
   assert.deepEqual(layers.list().map((l) => l.chainId), chain.slice(0, 2));
   pull.release();
   await images.idle();
@@ -99,15 +100,15 @@ test('a pull that records its image before letting go keeps the layers', async (
   await images.idle();
   assert.equal(layers.list().length, 2);
   await images.reconcile(imageId(3), { log });
-  assert.equal(store.get<ImageSpec, ImageStatus>(KIND.image, imageId(3))?.status.phase, 'ready');
+  assert.equal(store.get(Images, imageId(3))?.status.phase, 'ready');
 });
 
 test('layers of an image a container was created from stay even when the image is being removed', async () => {
   const lease = layers.lease();
   const { chain, diffIds } = await applyChain(['r'], lease);
   recordImage(imageId(4), diffIds, chain[0]!);
-  store.updateSpec<ImageSpec, ImageStatus>(KIND.image, imageId(4), (s) => ({ ...s, desired: 'removed' }));
-  store.create(KIND.container, 'c1', { id: 'c1', imageId: imageId(4) } as never, {} as never);
+  store.updateSpec(Images, imageId(4), (s) => ({ ...s, desired: 'removed' }));
+  store.create(Containers, 'c1', { id: 'c1', imageId: imageId(4) } as never, {} as never);
   lease.release();
   await images.idle();
   assert.equal(layers.list().length, 1);

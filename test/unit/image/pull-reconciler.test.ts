@@ -11,11 +11,12 @@ import { Controller } from '../../../controllers/controller.ts';
 import type { PullOptions, PullResult } from '../../../drivers/distribution/types.ts';
 import { notFound } from '../../../lib/errors.ts';
 import { PullReconciler } from '../../../reconcilers/image/pull-reconciler.ts';
-import { NEW_PULL_STATUS, PULL_KIND, type PullSpec, type PullStatus } from '../../../store/pull-types.ts';
-import { STORE_SCHEMAS } from '../../../store/schemas/index.ts';
+import { NEW_PULL_STATUS, Pulls } from '../../../store/kinds/pull.ts';
+import { STORE_KINDS } from '../../../store/kinds/index.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import type { ImageSpec, ImageStatus, ReferenceSpec } from '../../../store/types.ts';
+import { type ImageStatus, Images } from '../../../store/kinds/image.ts';
 import { fakeLog } from '../controllers/fake-log.ts';
+import { References } from '../../../store/kinds/reference.ts';
 
 const REF = 'registry.test/app/web:v1';
 
@@ -58,19 +59,19 @@ let stopImages: () => void;
 
 async function startPulls(): Promise<void> {
   pulls = new PullReconciler(store, dist, { waitTimeoutMs: 5000 });
-  ctl = new Controller({ name: 'pull', kind: PULL_KIND, store, reconciler: pulls, log: fakeLog(), specChangesOnly: true });
+  ctl = new Controller({ name: 'pull', kind: Pulls, store, reconciler: pulls, log: fakeLog(), specChangesOnly: true });
   pulls.enqueue = (key) => ctl.enqueue(key);
   await ctl.start();
 }
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'engine-pulls-'));
-  store = openStore(join(dir, 'engine.db'), { schemas: STORE_SCHEMAS });
+  store = openStore(join(dir, 'engine.db'), { kinds: STORE_KINDS });
   // The image reconciler's part: a new image is ready at once.
-  stopImages = store.watch('image', (ev) => {
+  stopImages = store.watch(Images, (ev) => {
     const r = ev.resource as { status: ImageStatus };
     if (ev.type === 'put' && r.status.phase === 'pending') {
-      setImmediate(() => store.updateStatus<ImageSpec, ImageStatus>('image', ev.name, (s, cur) => ({ ...s, phase: 'ready', observedGeneration: cur.generation })));
+      setImmediate(() => store.updateStatus(Images, ev.name, (s, cur) => ({ ...s, phase: 'ready', observedGeneration: cur.generation })));
     }
   });
   dist = new FakeDistribution();
@@ -85,13 +86,13 @@ afterEach(async () => {
 });
 
 function ask(request = 1): number {
-  const cur = store.get<PullSpec, PullStatus>(PULL_KIND, REF);
-  if (!cur) return store.create<PullSpec, PullStatus>(PULL_KIND, REF, { reference: REF, platform: '', request, desired: 'present' }, NEW_PULL_STATUS).generation;
-  return store.updateSpec<PullSpec, PullStatus>(PULL_KIND, REF, (s) => ({ ...s, request: s.request + 1 })).generation;
+  const cur = store.get(Pulls, REF);
+  if (!cur) return store.create(Pulls, REF, { reference: REF, platform: '', request, desired: 'present' }, NEW_PULL_STATUS).generation;
+  return store.updateSpec(Pulls, REF, (s) => ({ ...s, request: s.request + 1 })).generation;
 }
 
 const settled = (gen: number) =>
-  store.waitFor<PullSpec, PullStatus>(PULL_KIND, REF, (r) => !r || (r.status.observedGeneration >= gen && ['done', 'failed'].includes(r.status.phase)), { timeoutMs: 5000 });
+  store.waitFor(Pulls, REF, (r) => !r || (r.status.observedGeneration >= gen && ['done', 'failed'].includes(r.status.phase)), { timeoutMs: 5000 });
 
 test('a pull record is pulled: image and tag recorded, progress reported; asked again, it runs again and changes nothing', async () => {
   const lines: string[] = [];
@@ -100,9 +101,9 @@ test('a pull record is pulled: image and tag recorded, progress reported; asked 
   unsubscribe();
   assert.equal(r?.status.phase, 'done');
   assert.equal(r.status.changed, true);
-  const tag = store.get<ReferenceSpec, unknown>('reference', REF);
+  const tag = store.get(References, REF);
   assert.equal(tag?.spec.imageId, r.status.imageId);
-  assert.equal(store.get<ImageSpec, ImageStatus>('image', r.status.imageId)?.status.phase, 'ready');
+  assert.equal(store.get(Images, r.status.imageId)?.status.phase, 'ready');
   assert.deepEqual(lines, ['v1:Pulling from app/web', 'aaaa:Download complete']);
   const again = await settled(ask());
   assert.equal(again?.status.phase, 'done');
@@ -113,34 +114,34 @@ test('a pull record is pulled: image and tag recorded, progress reported; asked 
 test('a pull a restart cut off (left pulling) runs again at the next start, with no new request', async () => {
   dist.hold = true;
   const gen = ask();
-  await store.waitFor<PullSpec, PullStatus>(PULL_KIND, REF, (r) => r?.status.phase === 'pulling', { timeoutMs: 5000 });
+  await store.waitFor(Pulls, REF, (r) => r?.status.phase === 'pulling', { timeoutMs: 5000 });
   // The daemon goes down in the middle of the download.
   await ctl.stop();
   await pulls.shutdown();
-  assert.equal(store.get<PullSpec, PullStatus>(PULL_KIND, REF)?.status.phase, 'pulling', 'still wanted');
+  assert.equal(store.get(Pulls, REF)?.status.phase, 'pulling', 'still wanted');
   dist.hold = false;
   await startPulls();
   const r = await settled(gen);
   assert.equal(r?.status.phase, 'done');
-  assert.ok(store.get('reference', REF));
+  assert.ok(store.get(References, REF));
   assert.equal(dist.calls.length, 2);
 });
 
 test('desired=removed cancels the download and deletes the record', async () => {
   dist.hold = true;
   ask();
-  await store.waitFor<PullSpec, PullStatus>(PULL_KIND, REF, (r) => r?.status.phase === 'pulling', { timeoutMs: 5000 });
-  store.updateSpec<PullSpec, PullStatus>(PULL_KIND, REF, (s) => ({ ...s, desired: 'removed' }));
-  const gone = await store.waitFor(PULL_KIND, REF, (r) => !r, { timeoutMs: 5000 });
+  await store.waitFor(Pulls, REF, (r) => r?.status.phase === 'pulling', { timeoutMs: 5000 });
+  store.updateSpec(Pulls, REF, (s) => ({ ...s, desired: 'removed' }));
+  const gone = await store.waitFor(Pulls, REF, (r) => !r, { timeoutMs: 5000 });
   assert.equal(gone, undefined);
   assert.equal(dist.calls[0]!.opts.signal.aborted, true);
-  assert.equal(store.get('reference', REF), undefined);
+  assert.equal(store.get(References, REF), undefined);
 });
 
 test('a failed pull is written with its error and class', async () => {
   dist.hold = true;
   const gen = ask();
-  await store.waitFor<PullSpec, PullStatus>(PULL_KIND, REF, (r) => r?.status.phase === 'pulling', { timeoutMs: 5000 });
+  await store.waitFor(Pulls, REF, (r) => r?.status.phase === 'pulling', { timeoutMs: 5000 });
   dist.fail(notFound('manifest unknown'));
   const r = await settled(gen);
   assert.equal(r?.status.phase, 'failed');

@@ -10,11 +10,15 @@ import { imageRoutes, type ImageEventsPort } from '../../../api/images/routes.ts
 import type { ImageArchivePort, LoadedImage } from '../../../api/ports.ts';
 import { systemRoutes } from '../../../api/system/routes.ts';
 import { invalidArgument } from '../../../lib/errors.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec, ImageStatus, WatchEvent } from '../../../store/types.ts';
-import { KIND } from '../../../store/types.ts';
+import { type ContainerSpec, type ContainerStatus, Containers } from '../../../store/kinds/container.ts';
+import type { WatchEvent } from '../../../store/types.ts';
+
 import type { Store } from '../../../store/store.ts';
 import { imageReconciler, routeHarness } from '../api/route-harness.ts';
 import { containerRecord } from '../container/fake-world.ts';
+import { References } from '../../../store/kinds/reference.ts';
+import { Images } from '../../../store/kinds/image.ts';
+import { loose } from '../store/test-kind.ts';
 
 const sha = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
 
@@ -73,7 +77,7 @@ class FakeCommit implements ImageCommitPort {
   next?: LoadedImage;
   async commit(req: CommitRequest): Promise<LoadedImage> {
     this.requests.push(req);
-    this.phases.push(this.store?.get<ContainerSpec, ContainerStatus>(KIND.container, req.containerId)?.status.phase ?? '');
+    this.phases.push(this.store?.get(Containers, req.containerId)?.status.phase ?? '');
     if (!this.next) throw new Error('no image prepared');
     return this.next;
   }
@@ -98,13 +102,13 @@ function fakeReconcilers(): (store: Store, ev: WatchEvent) => void {
   const images = imageReconciler();
   return (store, ev) => {
     images(store, ev);
-    if (ev.kind !== KIND.container) return;
-    const c = store.get<ContainerSpec, ContainerStatus>(KIND.container, ev.name);
+    if (ev.kind !== Containers.name) return;
+    const c = store.get(Containers, ev.name);
     if (!c || c.status.observedGeneration >= c.generation) return;
     let phase = c.status.phase;
     if (c.spec.desired === 'paused' && phase === 'running') phase = 'paused';
     if (c.spec.desired === 'running' && phase === 'paused') phase = 'running';
-    store.updateStatus<ContainerSpec, ContainerStatus>(KIND.container, c.name, (s) => ({ ...s, phase, observedGeneration: c.generation }));
+    store.updateStatus(Containers, c.name, (s) => ({ ...s, phase, observedGeneration: c.generation }));
   };
 }
 
@@ -147,7 +151,7 @@ function addContainer(store: Store, id: string, imageId: string, phase: Containe
     hostConfig,
     status: { phase, observedGeneration: 1 },
   });
-  store.create(KIND.container, id, r.spec, r.status);
+  store.create(Containers, id, r.spec, r.status);
 }
 
 const prune = (app: Awaited<ReturnType<typeof setup>>['app'], filters?: unknown) =>
@@ -179,7 +183,7 @@ describe('image history', () => {
     // A child whose parent is in the store names the parent's entry too.
     const child = makeImage('child', { layers: ['a', 'b', 'c'], history: [{ created, created_by: 'ADD a' }, { created, created_by: 'RUN b' }, { created, created_by: 'sh' }] });
     layers.add(child);
-    store.create<ImageSpec, ImageStatus>(KIND.image, child.id, {
+    store.create(Images, child.id, {
       id: child.id, rawConfig: child.rawConfig, diffIds: child.diffIds, chainId: child.chainId, size: 300,
       repoDigests: [], parent: base.id, loadedAt: created, desired: 'present',
     }, { observedGeneration: 1, phase: 'ready', error: '' });
@@ -212,9 +216,9 @@ describe('image prune', () => {
       ImagesDeleted: [{ Deleted: dangling.id }, { Deleted: chainOf(dangling.diffIds)[0] }],
       SpaceReclaimed: 4096,
     });
-    assert.equal(store.get(KIND.image, dangling.id), undefined);
-    assert.ok(store.get(KIND.image, tagged.id));
-    assert.ok(store.get(KIND.image, used.id));
+    assert.equal(store.get(Images, dangling.id), undefined);
+    assert.ok(store.get(Images, tagged.id));
+    assert.ok(store.get(Images, used.id));
     assert.deepEqual(events.events, [{ kind: 'image', action: 'prune', id: '', attrs: { reclaimed: '4096' } }]);
 
     const again = await prune(app, { dangling: ['true'] });
@@ -241,8 +245,8 @@ describe('image prune', () => {
     assert.ok(deleted.includes(shared), 'the shared layer goes with the second image');
     assert.equal(deleted.filter((d: string) => d === shared).length, 1);
     assert.equal(body.SpaceReclaimed, 300);
-    assert.ok(store.get(KIND.image, used.id));
-    assert.equal(store.list(KIND.reference).length, 1);
+    assert.ok(store.get(Images, used.id));
+    assert.equal(store.list(References).length, 1);
     assert.deepEqual(events.actions().sort(), ['image:prune', 'image:untag', 'image:untag', 'image:untag']);
     assert.equal(events.events.find((e) => e.action === 'untag')!.attrs.name.startsWith('sha256:'), true);
   });
@@ -257,7 +261,7 @@ describe('image prune', () => {
     assert.deepEqual(r.json().ImagesDeleted, [{ Deleted: old.id }, { Deleted: chainOf(old.diffIds)[0] }]);
     const notKeep = await prune(app, { 'label!': ['keep=yes'] });
     assert.deepEqual(notKeep.json().ImagesDeleted.map((x: { Deleted: string }) => x.Deleted), [fresh.id, chainOf(fresh.diffIds)[0]]);
-    assert.ok(store.get(KIND.image, keep.id));
+    assert.ok(store.get(Images, keep.id));
 
     const bad = await prune(app, { nope: ['x'] });
     assert.equal(bad.statusCode, 400);
@@ -275,14 +279,14 @@ describe('image prune', () => {
     await load(parent);
     const child = makeImage('child', { layers: ['parent', 'child'], tags: ['docker.io/library/child:latest'] });
     await load(child);
-    store.updateSpec<ImageSpec, ImageStatus>(KIND.image, child.id, (s) => ({ ...s, parent: parent.id }));
+    store.updateSpec(Images, child.id, (s) => ({ ...s, parent: parent.id }));
     await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual((await prune(app)).json().ImagesDeleted, null);
     const all = (await prune(app, { dangling: ['false'] })).json().ImagesDeleted;
     assert.deepEqual(all.filter((x: object) => !('Deleted' in x && x.Deleted !== child.id && x.Deleted !== parent.id)), [
       { Untagged: 'child:latest' }, { Deleted: child.id }, { Deleted: parent.id },
     ]);
-    assert.equal(store.list(KIND.image).length, 0);
+    assert.equal(store.list(Images).length, 0);
   });
 });
 
@@ -292,7 +296,7 @@ describe('image delete with layers and parents', () => {
     const parent = makeImage('p', { layers: ['p'] });
     const child = makeImage('c', { layers: ['p', 'c'], tags: ['docker.io/library/c:latest'] });
     await load(parent, child);
-    store.updateSpec<ImageSpec, ImageStatus>(KIND.image, child.id, (s) => ({ ...s, parent: parent.id }));
+    store.updateSpec(Images, child.id, (s) => ({ ...s, parent: parent.id }));
     await new Promise((r) => setTimeout(r, 10));
     const short = parent.id.slice(7, 19);
     const conflictRes = await app.inject({ method: 'DELETE', url: `/images/${parent.id}` });
@@ -304,16 +308,16 @@ describe('image delete with layers and parents', () => {
     const [pc, cc] = chainOf(child.diffIds);
     assert.deepEqual(r.json(), [{ Untagged: 'c:latest' }, { Deleted: child.id }, { Deleted: cc }, { Deleted: parent.id }, { Deleted: pc }]);
     assert.deepEqual(events.events, [{ kind: 'image', action: 'untag', id: child.id, attrs: { name: child.id } }]);
-    assert.equal(store.list(KIND.image).length, 0);
+    assert.equal(store.list(Images).length, 0);
 
     const p2 = makeImage('p2');
     const c2 = makeImage('c2', { layers: ['p2', 'c2'], tags: ['docker.io/library/c2:latest'] });
     await load(p2, c2);
-    store.updateSpec<ImageSpec, ImageStatus>(KIND.image, c2.id, (s) => ({ ...s, parent: p2.id }));
+    store.updateSpec(Images, c2.id, (s) => ({ ...s, parent: p2.id }));
     await new Promise((r) => setTimeout(r, 10));
     const kept = await app.inject({ method: 'DELETE', url: '/images/c2?noprune=1' });
     assert.deepEqual(kept.json(), [{ Untagged: 'c2:latest' }, { Deleted: c2.id }, { Deleted: chainOf(c2.diffIds)[1] }]);
-    assert.ok(store.get(KIND.image, p2.id));
+    assert.ok(store.get(Images, p2.id));
   });
 });
 
@@ -344,8 +348,8 @@ describe('commit', () => {
     assert.equal(req.author, 'me');
     assert.equal(req.comment, 'hello');
     assert.equal(req.parent?.rawConfig, base.rawConfig);
-    assert.equal(store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.phase, 'running');
-    const img = store.get<ImageSpec, ImageStatus>(KIND.image, committed.id)!;
+    assert.equal(store.get(Containers, id)?.status.phase, 'running');
+    const img = store.get(Images, committed.id)!;
     assert.equal(img.spec.parent, base.id);
     assert.equal((await app.inject('/images/mine/app:v2/json')).json().Id, committed.id);
     assert.deepEqual(events.events.filter((e) => e.action === 'tag' || e.action === 'commit'), [
@@ -411,8 +415,8 @@ describe('commit', () => {
     addContainer(store, id, base.id, 'running');
     const r = await app.inject({ method: 'POST', url: `/commit?container=${id}` });
     assert.equal(r.statusCode, 500);
-    assert.equal(store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.status.phase, 'running');
-    assert.equal(store.get<ContainerSpec, ContainerStatus>(KIND.container, id)?.spec.desired, 'running');
+    assert.equal(store.get(Containers, id)?.status.phase, 'running');
+    assert.equal(store.get(Containers, id)?.spec.desired, 'running');
   });
 });
 
@@ -472,17 +476,17 @@ describe('events recorder for images', () => {
       },
     });
     const img = makeImage('labelled', { labels: { team: 'x' } });
-    store.create<ImageSpec, ImageStatus>(KIND.image, img.id, {
+    store.create(Images, img.id, {
       id: img.id, rawConfig: img.rawConfig, diffIds: img.diffIds, chainId: img.chainId, size: 1, repoDigests: [], parent: '', loadedAt: '', desired: 'present',
     }, { observedGeneration: 1, phase: 'ready', error: '' });
-    store.create(KIND.reference, 'docker.io/library/labelled:latest', { imageId: img.id }, {});
+    store.create(References, 'docker.io/library/labelled:latest', { imageId: img.id }, {});
     const seen: Array<{ Action: string; Actor: { ID: string; Attributes: Record<string, string> } }> = [];
     rec.subscribe((e) => seen.push(e));
-    const r = store.get(KIND.reference, 'docker.io/library/labelled:latest')!;
-    watcher!({ type: 'put', revision: 1, kind: KIND.reference, name: r.name, resource: r });
+    const r = store.get(References, 'docker.io/library/labelled:latest')!;
+    watcher!({ type: 'put', revision: 1, kind: References.name, name: r.name, resource: r });
     rec.image('tag', img.id, 'labelled:latest');
     rec.image('pull', 'labelled:latest', 'labelled');
-    watcher!({ type: 'delete', revision: 2, kind: KIND.image, name: img.id, resource: store.get(KIND.image, img.id)! });
+    watcher!({ type: 'delete', revision: 2, kind: Images.name, name: img.id, resource: store.get(loose(Images), img.id)! });
     assert.deepEqual(seen.map((e) => [e.Action, e.Actor.ID, e.Actor.Attributes]), [
       ['tag', img.id, { team: 'x', name: 'labelled:latest' }],
       ['pull', 'labelled:latest', { team: 'x', name: 'labelled' }],

@@ -10,9 +10,12 @@ import { chainNames } from '../../../drivers/network/iptables.ts';
 import { NetworkAttacher, hostVethName } from '../../../reconcilers/network/attacher.ts';
 import { ensureDefaultNetwork } from '../../../reconcilers/network/default-network.ts';
 import { NetworkReconciler } from '../../../reconcilers/network/reconciler.ts';
-import { NETWORK_KIND, type NetworkSpec, type NetworkStatus } from '../../../store/network-types.ts';
+import { Networks } from '../../../store/kinds/network.ts';
 import { FakeStore } from './fake-store.ts';
 import { ok, purgeIptables, quiet, sh, silentLog, startSleeper, suffix, type Sleeper } from './helpers.ts';
+import { IpamAllocations } from '../../../store/kinds/ipam-allocation.ts';
+import { Containers } from '../../../store/kinds/container.ts';
+import { loose } from '../store/test-kind.ts';
 
 const S = suffix();
 const BR = `entest${S}`;
@@ -46,7 +49,7 @@ test('bridge network: set up, attach, ping, repair, detach, tear down', async (t
   const att = new NetworkAttacher(store, driver, silentLog);
   const { bridge } = await ensureDefaultNetwork(store, { bridge: BR, bip: `${GW}/24`, chainPrefix: PREFIX, mtu: 1500, ipForward: false });
   const netId = bridge!.name;
-  const status = () => store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, netId)!.status;
+  const status = () => store.get(Networks, netId)!.status;
 
   // Host set up by the reconciler.
   assert.deepEqual(await rec.reconcile(netId, ctx), { requeueAfter: 30_000 });
@@ -57,15 +60,15 @@ test('bridge network: set up, attach, ping, repair, detach, tear down', async (t
   assert.equal(st.up, true);
   const nat = await sh('iptables', ['-w', '-t', 'nat', '-S', 'POSTROUTING']);
   assert.ok(nat.includes(`-A POSTROUTING -s ${SUBNET} ! -o ${BR} -j MASQUERADE`), nat);
-  const rv = store.get(NETWORK_KIND.network, netId)!.resourceVersion;
+  const rv = store.get(Networks, netId)!.resourceVersion;
   await rec.reconcile(netId, ctx);
-  assert.equal(store.get(NETWORK_KIND.network, netId)!.resourceVersion, rv, 'nothing to repair: no status write');
+  assert.equal(store.get(Networks, netId)!.resourceVersion, rv, 'nothing to repair: no status write');
 
   // Two containers by pid, one by a named netns path.
   const timings: number[] = [];
   const pids: number[] = [];
   for (let i = 0; i < 2; i++) {
-    store.create('container', cid(i), { id: cid(i) }, {});
+    store.create(loose(Containers), cid(i), { id: cid(i) }, {});
     const ep = (await att.allocate(cid(i), 'default'))!;
     const s = await startSleeper();
     sleepers.push(s);
@@ -75,7 +78,7 @@ test('bridge network: set up, attach, ping, repair, detach, tear down', async (t
     timings.push(performance.now() - t0);
   }
   await sh('ip', ['netns', 'add', NETNS]);
-  store.create('container', cid(2), { id: cid(2) }, {});
+  store.create(loose(Containers), cid(2), { id: cid(2) }, {});
   const ep2 = (await att.allocate(cid(2), 'default'))!;
   let t0 = performance.now();
   await att.attach(cid(2), `/run/netns/${NETNS}`, ep2);
@@ -117,7 +120,7 @@ test('bridge network: set up, attach, ping, repair, detach, tear down', async (t
 
   // The bridge vanished between checks: attach puts it back instead of failing the start.
   await sh('ip', ['link', 'del', BR]);
-  store.create('container', cid(3), { id: cid(3) }, {});
+  store.create(loose(Containers), cid(3), { id: cid(3) }, {});
   const ep3 = (await att.allocate(cid(3), 'default'))!;
   const s3 = await startSleeper();
   sleepers.push(s3);
@@ -128,20 +131,20 @@ test('bridge network: set up, attach, ping, repair, detach, tear down', async (t
   await att.attach(cid(3), s3.pid, ep3);
 
   // Addresses of containers that are gone are collected by the reconciler.
-  store.delete('container', cid(2));
+  store.delete(Containers, cid(2));
   await rec.reconcile(netId, ctx);
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 3);
+  assert.equal(store.list(IpamAllocations).length, 3);
   await att.release(cid(3));
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 2);
+  assert.equal(store.list(IpamAllocations).length, 2);
 
   t.diagnostic(`attach ms: ${timings.map((x) => x.toFixed(1)).join(', ')}`);
 
   // Removal: bridge and this bridge's rules go, the record and its claims too.
-  store.updateSpec<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, netId, (s) => ({ ...s, desired: 'removed' }));
+  store.updateSpec(Networks, netId, (s) => ({ ...s, desired: 'removed' }));
   assert.equal(await rec.reconcile(netId, ctx), undefined);
   assert.equal(await inspectBridge(BR), null);
-  assert.equal(store.get(NETWORK_KIND.network, netId), undefined);
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 0);
+  assert.equal(store.get(Networks, netId), undefined);
+  assert.equal(store.list(IpamAllocations).length, 0);
   const left = (await sh('iptables', ['-w', '-S'])) + (await sh('iptables', ['-w', '-t', 'nat', '-S']));
   assert.ok(!left.includes(BR), left);
 });
@@ -156,7 +159,7 @@ test('a failing reconcile records the error in status and throws', async () => {
   try {
     const { bridge } = await ensureDefaultNetwork(store, { bridge: name, bip: '10.213.4.1/24', chainPrefix: PREFIX, ipForward: false, iptables: false });
     await assert.rejects(rec.reconcile(bridge!.name, ctx), (e: { code?: string }) => e.code === 'FailedPrecondition');
-    const st = store.get<NetworkSpec, NetworkStatus>(NETWORK_KIND.network, bridge!.name)!.status;
+    const st = store.get(Networks, bridge!.name)!.status;
     assert.equal(st.phase, 'failed');
     assert.match(st.error, /not a bridge/);
   } finally {

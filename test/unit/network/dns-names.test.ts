@@ -6,15 +6,18 @@ import { test } from 'node:test';
 import { fakeLog } from '../controllers/fake-log.ts';
 import { FakeStore } from './fake-store.ts';
 import { NetworkDns } from '../../../reconcilers/network/dns.ts';
-import { EMPTY_ENDPOINT_STATUS, ENDPOINT_KIND, endpointName } from '../../../store/endpoint-types.ts';
-import { KIND } from '../../../store/types.ts';
+import { EMPTY_ENDPOINT_STATUS, endpointName, Endpoints } from '../../../store/kinds/endpoint.ts';
+import { Networks } from '../../../store/kinds/network.ts';
+import { Containers } from '../../../store/kinds/container.ts';
+import { loose } from '../store/test-kind.ts';
+
 
 function world() {
   const store = new FakeStore();
-  store.create('network', 'N', { id: 'N', name: 'front', driver: 'bridge', desired: 'present' }, {});
+  store.create(loose(Networks), 'N', { id: 'N', name: 'front', driver: 'bridge', desired: 'present' }, {});
   const run = (id: string, name: string, ip: string, dns: string[] | null, aliases: string[] = []) => {
-    store.create(KIND.container, id, { id, name: `/${name}`, hostConfig: { NetworkMode: 'front', Dns: dns } }, { phase: 'running', pid: 1, endpoint: { NetworkID: 'N', IPAddress: ip } });
-    store.create(ENDPOINT_KIND, endpointName(id, 'N'), { containerId: id, networkId: 'N', networkName: 'front', config: { Aliases: aliases }, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
+    store.create(loose(Containers), id, { id, name: `/${name}`, hostConfig: { NetworkMode: 'front', Dns: dns } }, { phase: 'running', pid: 1, endpoint: { NetworkID: 'N', IPAddress: ip } });
+    store.create(Endpoints, endpointName(id, 'N'), { containerId: id, networkId: 'N', networkName: 'front', config: { Aliases: aliases }, primary: true, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
   };
   run('a'.repeat(64), 'web', '10.0.0.2', null, ['api']);
   run('b'.repeat(64), 'client', '10.0.0.3', ['10.9.9.9']);
@@ -24,7 +27,7 @@ function world() {
 
 test('a container answers to its name, short id and the aliases of its endpoint record', () => {
   const { store, dns } = world();
-  const web = store.get(KIND.container, 'a'.repeat(64))!;
+  const web = store.get(Containers, 'a'.repeat(64))!;
   assert.deepEqual(dns.namesOf(web as never, { id: 'N', name: 'front' }), ['web', 'a'.repeat(12), 'api']);
 });
 

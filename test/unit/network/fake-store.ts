@@ -1,6 +1,7 @@
 // A small in-memory store with the NetworkStore surface, for the network unit tests.
 // `transaction` rolls back on throw, like the real store.
 import { EngineError } from '../../../lib/errors.ts';
+import type { AnyKind, ResourceOf, SpecMutation, SpecOf, StatusMutation, StatusOf } from '../../../store/kind.ts';
 import type { IndexDef, Resource } from '../../../store/types.ts';
 import type { NetworkStore } from '../../../reconcilers/network/deps.ts';
 
@@ -12,48 +13,52 @@ export class FakeStore implements NetworkStore {
     return `${kind}\u0000${name}`;
   }
 
-  get<S, T>(kind: string, name: string): Resource<S, T> | undefined {
-    const r = this.data.get(this.key(kind, name));
-    return r ? (structuredClone(r) as Resource<S, T>) : undefined;
+  get<K extends AnyKind>(kind: K, name: string): ResourceOf<K> | undefined {
+    const r = this.data.get(this.key(kind.name, name));
+    return r ? (structuredClone(r) as ResourceOf<K>) : undefined;
   }
 
-  list<S, T>(kind: string): Resource<S, T>[] {
-    return [...this.data.values()].filter((r) => r.kind === kind).map((r) => structuredClone(r) as Resource<S, T>);
+  list<K extends AnyKind>(kind: K): ResourceOf<K>[] {
+    return this.listNamed(kind.name) as ResourceOf<K>[];
+  }
+
+  private listNamed(kind: string): Resource[] {
+    return [...this.data.values()].filter((r) => r.kind === kind).map((r) => structuredClone(r));
   }
 
   /** A scan: the fake keeps no indexes. */
   byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] {
-    return this.list<S, T>(def.kind).filter((r) => def.keys(r).includes(key));
+    return (this.listNamed(def.kind) as Resource<S, T>[]).filter((r) => def.keys(r).includes(key));
   }
 
-  create<S, T>(kind: string, name: string, spec: S, status: T): Resource<S, T> {
-    const k = this.key(kind, name);
-    if (this.data.has(k)) throw new EngineError('AlreadyExists', `resource ${kind}/${name} already exists`);
-    const r: Resource<S, T> = { kind, name, spec, status, generation: 1, resourceVersion: ++this.rev, createdAt: new Date().toISOString() };
-    this.data.set(k, structuredClone(r) as Resource);
-    return r;
+  create<K extends AnyKind>(kind: K, name: string, spec: SpecOf<K>, status: StatusOf<K>): ResourceOf<K> {
+    const k = this.key(kind.name, name);
+    if (this.data.has(k)) throw new EngineError('AlreadyExists', `resource ${kind.name}/${name} already exists`);
+    const r: Resource = { kind: kind.name, name, spec, status, generation: 1, resourceVersion: ++this.rev, createdAt: new Date().toISOString() };
+    this.data.set(k, structuredClone(r));
+    return r as ResourceOf<K>;
   }
 
-  updateSpec<S, T>(kind: string, name: string, mutate: (spec: S, current: Resource<S, T>) => S): Resource<S, T> {
-    const cur = this.must<S, T>(kind, name);
+  updateSpec<K extends AnyKind>(kind: K, name: string, mutate: SpecMutation<K>): ResourceOf<K> {
+    const cur = this.must(kind, name);
     const spec = mutate(cur.spec, cur);
     if (JSON.stringify(spec) === JSON.stringify(cur.spec)) return cur;
     const next = { ...cur, spec, generation: cur.generation + 1, resourceVersion: ++this.rev };
-    this.data.set(this.key(kind, name), structuredClone(next) as Resource);
+    this.data.set(this.key(kind.name, name), structuredClone(next) as Resource);
     return next;
   }
 
-  updateStatus<S, T>(kind: string, name: string, mutate: (status: T, current: Resource<S, T>) => T): Resource<S, T> {
-    const cur = this.must<S, T>(kind, name);
+  updateStatus<K extends AnyKind>(kind: K, name: string, mutate: StatusMutation<K>): ResourceOf<K> {
+    const cur = this.must(kind, name);
     const status = mutate(cur.status, cur);
     if (JSON.stringify(status) === JSON.stringify(cur.status)) return cur;
     const next = { ...cur, status, resourceVersion: ++this.rev };
-    this.data.set(this.key(kind, name), structuredClone(next) as Resource);
+    this.data.set(this.key(kind.name, name), structuredClone(next) as Resource);
     return next;
   }
 
-  delete(kind: string, name: string): boolean {
-    return this.data.delete(this.key(kind, name));
+  delete(kind: AnyKind, name: string): boolean {
+    return this.data.delete(this.key(kind.name, name));
   }
 
   transaction<R>(fn: () => R): R {
@@ -68,9 +73,9 @@ export class FakeStore implements NetworkStore {
     }
   }
 
-  private must<S, T>(kind: string, name: string): Resource<S, T> {
-    const r = this.get<S, T>(kind, name);
-    if (!r) throw new EngineError('NotFound', `resource ${kind}/${name} not found`);
+  private must<K extends AnyKind>(kind: K, name: string): ResourceOf<K> {
+    const r = this.get(kind, name);
+    if (!r) throw new EngineError('NotFound', `resource ${kind.name}/${name} not found`);
     return r;
   }
 }

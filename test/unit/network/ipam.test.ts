@@ -7,12 +7,16 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { isCode } from '../../../lib/errors.ts';
 import { NetworkAttacher, hostVethName, resolveNetworkMode } from '../../../reconcilers/network/attacher.ts';
-import { ensureDefaultNetwork, findNetworkByName } from '../../../reconcilers/network/default-network.ts';
+import { ensureDefaultNetwork } from '../../../reconcilers/network/default-network.ts';
+import { findNetworkByName } from '../../../store/kinds/network.ts';
 import type { NetworkDriverPort, NetworkStore } from '../../../reconcilers/network/deps.ts';
-import { NETWORK_KIND, type IpamAllocationSpec, type NetworkSpec } from '../../../store/network-types.ts';
+import { IpamAllocations } from '../../../store/kinds/ipam-allocation.ts';
+import { Networks } from '../../../store/kinds/network.ts';
 import { openStore } from '../../../store/store.ts';
 import { FakeStore } from './fake-store.ts';
 import { silentLog, suffix } from './helpers.ts';
+import { Containers } from '../../../store/kinds/container.ts';
+import { loose } from '../store/test-kind.ts';
 
 // The attacher never touches the host in these tests.
 const noDriver = {
@@ -24,7 +28,7 @@ const noDriver = {
 const cid = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
 
 function addContainer(store: NetworkStore, id: string): void {
-  store.create('container', id, { id }, {});
+  store.create(loose(Containers), id, { id }, {});
 }
 
 test('default networks are created once and follow option changes', async () => {
@@ -41,7 +45,7 @@ test('default networks are created once and follow option changes', async () => 
   const again = await ensureDefaultNetwork(store, { bridge: br, bip: '10.213.5.1/24' });
   assert.equal(again.bridge!.spec.id, a.bridge!.spec.id);
   assert.equal(again.bridge!.generation, a.bridge!.generation, 'unchanged options: no new generation');
-  assert.equal(store.list(NETWORK_KIND.network).length, 3);
+  assert.equal(store.list(Networks).length, 3);
 
   const moved = await ensureDefaultNetwork(store, { bridge: br, bip: '10.213.6.1/24', mtu: 1400, icc: false });
   assert.equal(moved.bridge!.spec.id, a.bridge!.spec.id);
@@ -63,7 +67,7 @@ test('default networks are created once and follow option changes', async () => 
   // --bridge none: the bridge record goes away (marked removed for the reconciler).
   const none = await ensureDefaultNetwork(store, { bridge: 'none' });
   assert.equal(none.bridge, null);
-  assert.equal(store.get<NetworkSpec, unknown>(NETWORK_KIND.network, a.bridge!.name)!.spec.desired, 'removed');
+  assert.equal(store.get(Networks, a.bridge!.name)!.spec.desired, 'removed');
 
   await assert.rejects(ensureDefaultNetwork(new FakeStore(), { bip: '10.213.5.1/24', fixedCidr: '10.213.9.0/25' }), (e) => isCode(e, 'InvalidArgument'));
   await assert.rejects(ensureDefaultNetwork(new FakeStore(), { bip: '10.213.5.1/24', defaultGateway: '10.1.1.1' }), (e) => isCode(e, 'InvalidArgument'));
@@ -95,7 +99,7 @@ test('allocate hands out the lowest free address after the gateway, reuses and r
   assert.match(e1.EndpointID, /^[0-9a-f]{64}$/);
   assert.equal((await att.allocate(cid(2), ''))!.IPAddress, '10.213.5.3');
   assert.equal((await att.allocate(cid(1), 'bridge'))!.IPAddress, '10.213.5.2', 'same container keeps its address');
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 2);
+  assert.equal(store.list(IpamAllocations).length, 2);
 
   // Removal frees the address; the next container gets the lowest free one.
   await att.release(cid(1));
@@ -107,7 +111,7 @@ test('allocate hands out the lowest free address after the gateway, reuses and r
   assert.equal((await att2.allocate(cid(2), 'default'))!.IPAddress, '10.213.5.3');
   assert.equal((await att2.allocate(cid(4), 'default'))!.IPAddress, '10.213.5.4');
 
-  const rec = store.get<IpamAllocationSpec, unknown>(NETWORK_KIND.ipamAllocation, `${bridge!.spec.id}/10.213.5.4`)!;
+  const rec = store.get(IpamAllocations, `${bridge!.spec.id}/10.213.5.4`)!;
   assert.equal(rec.spec.containerId, cid(4));
 });
 
@@ -136,7 +140,7 @@ test('fixed-cidr, default-gateway and an exhausted pool', async () => {
   const t = new NetworkAttacher(tiny, noDriver, silentLog);
   assert.equal((await t.allocate(cid(1), 'default'))!.IPAddress, '10.213.6.2');
   await assert.rejects(t.allocate(cid(2), 'default'), (err) => isCode(err, 'Unavailable'));
-  assert.equal(tiny.list(NETWORK_KIND.ipamAllocation).length, 1);
+  assert.equal(tiny.list(IpamAllocations).length, 1);
 });
 
 test('--ipv6 --fixed-cidr-v6: the default bridge gets an IPv6 pool; containers an IPv6 address beside the IPv4 one', async () => {
@@ -150,7 +154,7 @@ test('--ipv6 --fixed-cidr-v6: the default bridge gets an IPv6 pool; containers a
   assert.deepEqual([e1.GlobalIPv6Address, e1.GlobalIPv6PrefixLen, e1.IPv6Gateway], ['fd00:db8:5::2', 64, 'fd00:db8:5::fe']);
   assert.equal((await att.allocate(cid(1), 'default'))!.GlobalIPv6Address, 'fd00:db8:5::2', 'same container keeps its address');
   assert.equal((await att.allocate(cid(2), 'default'))!.GlobalIPv6Address, 'fd00:db8:5::3');
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 4);
+  assert.equal(store.list(IpamAllocations).length, 4);
   await att.release(cid(1));
   assert.equal((await att.allocate(cid(3), 'default'))!.GlobalIPv6Address, 'fd00:db8:5::2', 'released addresses are handed out again');
   // A static IPv6 address only on user-defined networks, as for IPv4.
@@ -169,7 +173,7 @@ test('a changed --bip moves a container to the new subnet', async () => {
   assert.equal((await att.allocate(cid(1), 'default'))!.IPAddress, '10.213.5.2');
   await ensureDefaultNetwork(store, { bridge: br, bip: '10.213.8.1/24' });
   assert.equal((await att.allocate(cid(1), 'default'))!.IPAddress, '10.213.8.2');
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 1);
+  assert.equal(store.list(IpamAllocations).length, 1);
 });
 
 test('host, none, container: and unknown network modes', async () => {
@@ -186,7 +190,7 @@ test('host, none, container: and unknown network modes', async () => {
   assert.equal(att.endpointFor(cid(1), 'none')!.NetworkID, nets.none.spec.id);
   assert.equal(att.endpointFor(cid(1), 'default'), null);
   assert.equal(await att.allocate(cid(1), 'container:abc'), null);
-  assert.equal(store.list(NETWORK_KIND.ipamAllocation).length, 0);
+  assert.equal(store.list(IpamAllocations).length, 0);
   await assert.rejects(att.allocate(cid(1), 'mynet'), (e) => isCode(e, 'NotFound'));
   assert.equal(att.networkNameFor('default'), 'bridge');
   assert.deepEqual(resolveNetworkMode('container:web'), { kind: 'container', networkName: null, target: 'web' });

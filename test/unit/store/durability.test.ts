@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { openStore } from '../../../store/store.ts';
+import { testKind } from './test-kind.ts';
+
+const K_C = testKind('c');
 
 test('acknowledged writes survive kill -9', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'engine-store-kill-'));
@@ -16,12 +19,13 @@ test('acknowledged writes survive kill -9', async () => {
   const code = `
     import { openStore } from ${JSON.stringify(storeUrl)};
     const s = openStore(${JSON.stringify(dbPath)});
+    const K_C = { name: 'c' };
     let i = 0;
     const tick = () => {
       for (let j = 0; j < 20; j++, i++) {
         const name = 'r' + i;
-        s.create('c', name, { i }, { phase: 'new' });
-        s.updateStatus('c', name, (st) => ({ ...st, phase: 'acked' }));
+        s.create(K_C, name, { i }, { phase: 'new' });
+        s.updateStatus(K_C, name, (st) => ({ ...st, phase: 'acked' }));
         process.stdout.write(name + '\\n');
       }
       setImmediate(tick);
@@ -52,13 +56,13 @@ test('acknowledged writes survive kill -9', async () => {
   const store = openStore(dbPath);
   try {
     for (const name of acked) {
-      const r = store.get<{ i: number }, { phase: string }>('c', name);
+      const r = store.get(K_C, name);
       assert.ok(r, `${name} was acknowledged but is missing after kill -9`);
       assert.equal(r.status.phase, 'acked');
     }
     assert.ok(store.revision >= acked.length * 2);
     // The store is fully usable after recovery.
-    store.create('c', 'after-crash', {}, {});
+    store.create(K_C, 'after-crash', {}, {});
   } finally {
     store.close();
     rmSync(dir, { recursive: true, force: true });

@@ -6,6 +6,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 import { openStore, type Store } from '../../../store/store.ts';
 import type { IndexDef } from '../../../store/types.ts';
+import { testKind } from './test-kind.ts';
+
+const K_OTHER = testKind('other');
+const K_THING = testKind('thing');
 
 interface Spec {
   name: string;
@@ -29,29 +33,29 @@ afterEach(() => {
 const names = (rs: Array<{ name: string }>) => rs.map((r) => r.name).sort();
 
 test('an index built on first use follows creates, renames and deletes', () => {
-  store.create('thing', 'a', { name: '/web', tags: ['x', 'y'] }, {});
-  store.create('thing', 'b', { name: '/db', tags: ['y'] }, {});
-  store.create('other', 'c', { name: '/web' }, {});
+  store.create(K_THING, 'a', { name: '/web', tags: ['x', 'y'] }, {});
+  store.create(K_THING, 'b', { name: '/db', tags: ['y'] }, {});
+  store.create(K_OTHER, 'c', { name: '/web' }, {});
   assert.deepEqual(names(store.byIndex(BY_NAME, '/web')), ['a'], 'only its kind');
   assert.deepEqual(names(store.byIndex(BY_TAG, 'y')), ['a', 'b']);
-  store.updateSpec<Spec, unknown>('thing', 'a', (s) => ({ ...s, name: '/api', tags: ['x'] }));
+  store.updateSpec(K_THING, 'a', (s) => ({ ...s, name: '/api', tags: ['x'] }));
   assert.deepEqual(store.byIndex(BY_NAME, '/web'), []);
   assert.deepEqual(names(store.byIndex(BY_NAME, '/api')), ['a']);
   assert.equal(store.byIndex(BY_NAME, '/api')[0]!.spec.name, '/api', 'the current version');
   assert.deepEqual(names(store.byIndex(BY_TAG, 'y')), ['b']);
-  store.delete('thing', 'b');
+  store.delete(K_THING, 'b');
   assert.deepEqual(store.byIndex(BY_TAG, 'y'), []);
   assert.deepEqual(store.byIndex(BY_NAME, '/db'), []);
 });
 
 test('a transaction that throws leaves the index as it was; reads inside it see its writes', () => {
-  store.create('thing', 'a', { name: '/web' }, {});
+  store.create(K_THING, 'a', { name: '/web' }, {});
   assert.deepEqual(names(store.byIndex(BY_NAME, '/web')), ['a']);
   assert.throws(() =>
     store.transaction((tx) => {
-      tx.delete('thing', 'a');
-      tx.create('thing', 'b', { name: '/web' }, {});
-      tx.updateSpec<Spec, unknown>('thing', 'b', (s) => ({ ...s, name: '/new' }));
+      tx.delete(K_THING, 'a');
+      tx.create(K_THING, 'b', { name: '/web' }, {});
+      tx.updateSpec(K_THING, 'b', (s) => ({ ...s, name: '/new' }));
       assert.deepEqual(names(tx.byIndex(BY_NAME, '/new')), ['b']);
       assert.deepEqual(tx.byIndex(BY_NAME, '/web'), []);
       throw new Error('boom');

@@ -9,14 +9,18 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, test } from 'node:test';
 import { isCode } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
-import { EMPTY_ENDPOINT_STATUS, endpointName, type EndpointSpec } from '../../../store/endpoint-types.ts';
-import type { NetworkSpec, NetworkStatus } from '../../../store/network-types.ts';
-import { STORE_SCHEMAS } from '../../../store/schemas/index.ts';
+import { EMPTY_ENDPOINT_STATUS, endpointName, type EndpointSpec } from '../../../store/kinds/endpoint.ts';
+import type { NetworkSpec, NetworkStatus } from '../../../store/kinds/network.ts';
+import { STORE_KINDS } from '../../../store/kinds/index.ts';
 import { openStore, type Store } from '../../../store/store.ts';
-import type { ContainerSpec, ContainerStatus, ImageSpec } from '../../../store/types.ts';
-import type { VolumeSpec, VolumeStatus } from '../../../store/volume-types.ts';
+import { type ImageSpec, Images } from '../../../store/kinds/image.ts';
+import type { VolumeSpec, VolumeStatus } from '../../../store/kinds/volume.ts';
 import { containerRecord } from '../container/fake-world.ts';
 import { fakeLog } from '../controllers/fake-log.ts';
+import { Containers } from '../../../store/kinds/container.ts';
+import { loose, testKind } from './test-kind.ts';
+
+const K_SCRATCH = testKind('scratch');
 
 let dir: string;
 let dbPath: string;
@@ -25,16 +29,16 @@ let store: Store;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'engine-schema-'));
   dbPath = join(dir, 'engine.db');
-  store = openStore(dbPath, { schemas: STORE_SCHEMAS });
+  store = openStore(dbPath, { kinds: STORE_KINDS });
 });
 afterEach(() => {
   store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function reopen(schemas = STORE_SCHEMAS, log = fakeLog()): Store {
+function reopen(schemas = STORE_KINDS, log = fakeLog()): Store {
   store.close();
-  store = openStore(dbPath, { schemas, log });
+  store = openStore(dbPath, { kinds: schemas, log });
   return store;
 }
 
@@ -42,6 +46,9 @@ const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const now = '2026-11-25T17:00:00.123456789Z';
 
 /** One realistic record of every kind the daemon stores. */
+/** The stored kind named `name`. */
+const kindOf = (name: string) => STORE_KINDS.get(name)!;
+
 function recordsOfEveryKind(): Array<{ kind: string; name: string; spec: unknown; status: unknown }> {
   const cid = newId();
   const c = containerRecord(cid, {
@@ -95,12 +102,12 @@ function recordsOfEveryKind(): Array<{ kind: string; name: string; spec: unknown
 
 test('a record of each kind passes its schema and reads back the same after a reopen', () => {
   const records = recordsOfEveryKind();
-  assert.deepEqual(new Set(records.map((r) => r.kind)), new Set(STORE_SCHEMAS.keys()), 'every kind with a schema has a record here');
-  for (const r of records) store.create(r.kind, r.name, r.spec, r.status);
+  assert.deepEqual(new Set(records.map((r) => r.kind)), new Set(STORE_KINDS.keys()), 'every kind with a schema has a record here');
+  for (const r of records) store.create(kindOf(r.kind), r.name, r.spec, r.status);
   reopen();
   assert.deepEqual(store.quarantined(), []);
   for (const r of records) {
-    const got = store.get(r.kind, r.name);
+    const got = store.get(kindOf(r.kind), r.name);
     assert.ok(got, `${r.kind} kept`);
     assert.deepEqual(got.spec, r.spec, r.kind);
     assert.deepEqual(got.status, r.status, r.kind);
@@ -110,18 +117,18 @@ test('a record of each kind passes its schema and reads back the same after a re
 test('a write that does not match its schema is refused and changes nothing', () => {
   const id = newId();
   const { spec, status } = containerRecord(id);
-  assert.throws(() => store.create('container', id, { ...spec, desired: 'sideways' }, status), /container\/\w+ does not match its schema: spec\.desired/);
-  assert.equal(store.get('container', id), undefined);
+  assert.throws(() => store.create(loose(Containers), id, { ...spec, desired: 'sideways' }, status), /container\/\w+ does not match its schema: spec\.desired/);
+  assert.equal(store.get(Containers, id), undefined);
   const before = store.revision;
-  store.create('container', id, spec, status);
+  store.create(Containers, id, spec, status);
   assert.throws(
-    () => store.updateStatus<ContainerSpec, ContainerStatus>('container', id, (s) => ({ ...s, pid: 'x' as unknown as number })),
+    () => store.updateStatus(Containers, id, (s) => ({ ...s, pid: 'x' as unknown as number })),
     (err: unknown) => isCode(err, 'Internal') && /status\.pid/.test(String(err)),
   );
-  assert.equal(store.get<ContainerSpec, ContainerStatus>('container', id)!.status.pid, 0);
+  assert.equal(store.get(Containers, id)!.status.pid, 0);
   assert.equal(store.revision, before + 1, 'only the create was written');
   // Kinds without a schema are stored as given.
-  store.create('scratch', 'x', { anything: [1, 'two'] }, null);
+  store.create(K_SCRATCH, 'x', { anything: [1, 'two'] }, null);
 });
 
 test('records written before schemas (version 0) migrate at open: container counters become levels', () => {
@@ -132,19 +139,19 @@ test('records written before schemas (version 0) migrate at open: container coun
   const { runGeneration: _b, ...oldStatus } = status;
   // Started twice, the second start not yet seen; stopped once with -t 3; a pending kill.
   const pending = newId();
-  store.create('container', pending, { ...oldSpec, id: pending, desired: 'running', startSeq: 2, stop: { seq: 1, timeout: 3 }, kill: { seq: 1, signal: 'HUP' } }, { ...oldStatus, startSeq: 1, stopSeq: 1, killSeq: 0 });
+  store.create(loose(Containers), pending, { ...oldSpec, id: pending, desired: 'running', startSeq: 2, stop: { seq: 1, timeout: 3 }, kill: { seq: 1, signal: 'HUP' } }, { ...oldStatus, startSeq: 1, stopSeq: 1, killSeq: 0 });
   const current = newId();
-  store.create('container', current, { ...spec, id: current }, status);
+  store.create(Containers, current, { ...spec, id: current }, status);
   const revision = store.revision;
   const log = fakeLog();
-  reopen(STORE_SCHEMAS, log);
-  const r = store.get<ContainerSpec & Record<string, unknown>, ContainerStatus & Record<string, unknown>>('container', pending)!;
+  reopen(STORE_KINDS, log);
+  const r = store.get(Containers, pending)!;
   assert.equal(r.spec.runGeneration, 2);
   assert.equal(r.status.runGeneration, 1, 'the second start is still pending: a new run is wanted');
   assert.equal(r.spec.stopOptions?.timeout, 3);
   for (const k of ['startSeq', 'stop', 'kill']) assert.equal(k in r.spec, false, k);
   for (const k of ['startSeq', 'stopSeq', 'killSeq']) assert.equal(k in r.status, false, k);
-  assert.deepEqual(store.get('container', current)!.spec, { ...spec, id: current });
+  assert.deepEqual(store.get(Containers, current)!.spec, { ...spec, id: current });
   assert.equal(store.revision, revision, 'a migration is not a change: no revision, no event');
   // Written back at the new version: the next open finds nothing to migrate.
   store.close();
@@ -153,12 +160,12 @@ test('records written before schemas (version 0) migrate at open: container coun
   db.close();
   assert.deepEqual(versions, [1]);
   reopen();
-  assert.equal(store.get<ContainerSpec, ContainerStatus>('container', pending)!.spec.runGeneration, 2);
+  assert.equal(store.get(Containers, pending)!.spec.runGeneration, 2);
 });
 
 test('a record that fails its schema or is not JSON is quarantined; the store opens with the rest', () => {
   const records = recordsOfEveryKind();
-  for (const r of records) store.create(r.kind, r.name, r.spec, r.status);
+  for (const r of records) store.create(kindOf(r.kind), r.name, r.spec, r.status);
   const [container, image] = [records[0]!, records[1]!];
   store.close();
   const db = new DatabaseSync(dbPath);
@@ -166,17 +173,17 @@ test('a record that fails its schema or is not JSON is quarantined; the store op
   db.prepare('UPDATE resources SET spec = ? WHERE kind = ? AND name = ?').run('{"id": "sha256:', 'image', image.name);
   db.close();
   const log = fakeLog();
-  reopen(STORE_SCHEMAS, log);
-  assert.equal(store.get('container', container.name), undefined);
-  assert.equal(store.get('image', image.name), undefined);
-  for (const r of records.slice(2)) assert.ok(store.get(r.kind, r.name), `${r.kind} kept`);
+  reopen(STORE_KINDS, log);
+  assert.equal(store.get(Containers, container.name), undefined);
+  assert.equal(store.get(Images, image.name), undefined);
+  for (const r of records.slice(2)) assert.ok(store.get(kindOf(r.kind), r.name), `${r.kind} kept`);
   const q = store.quarantined();
   assert.deepEqual(q.map((x) => `${x.kind}/${x.name}`), [`container/${container.name}`, `image/${image.name}`]);
   assert.match(q[0]!.reason, /status\.phase/);
   assert.match(q[1]!.reason, /not JSON/);
   // The name is free again, and the quarantine is kept across opens (for a human to look at).
-  store.create('container', container.name, container.spec, container.status);
+  store.create(loose(Containers), container.name, container.spec, container.status);
   reopen();
   assert.equal(store.quarantined().length, 2);
-  assert.ok(store.get('container', container.name));
+  assert.ok(store.get(Containers, container.name));
 });

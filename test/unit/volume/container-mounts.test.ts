@@ -6,11 +6,11 @@ import { describe, test } from 'node:test';
 import { errorCode } from '../../../lib/errors.ts';
 import { FakeStore } from '../network/fake-store.ts';
 import { resolveContainerMounts, type ResolveInput } from '../../../api/volumes/container-mounts.ts';
-import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig, MountPoint, Resource } from '../../../store/types.ts';
-import { ANONYMOUS_LABEL, VOLUME_KIND, type VolumeSpec } from '../../../store/volume-types.ts';
+import type { ContainerConfig, HostConfig, MountPoint, ContainerResource as CR } from '../../../store/kinds/container.ts';
+import { ANONYMOUS_LABEL, type VolumeSpec, Volumes } from '../../../store/kinds/volume.ts';
+import { loose } from '../store/test-kind.ts';
 
 const CID = 'c'.repeat(64);
-type CR = Resource<ContainerSpec, ContainerStatus>;
 
 function resolve(h: Partial<HostConfig>, o: { store?: FakeStore; volumes?: string[]; others?: Record<string, CR> } = {}) {
   const input: ResolveInput = {
@@ -65,12 +65,12 @@ describe('resolveContainerMounts: Binds', () => {
 
   test('an existing volume is not created again; one being removed is a Conflict', () => {
     const store = new FakeStore();
-    store.create(VOLUME_KIND, 'data', vol('data'), {});
+    store.create(loose(Volumes), 'data', vol('data'), {});
     const r = resolve({ Binds: ['data:/a', 'data:/b'] }, { store });
     assert.deepEqual(r.newVolumes, []);
     assert.deepEqual(r.mountPoints.map((m) => m.destination), ['/a', '/b']);
     assert.equal(resolve({ Binds: ['fresh:/a', 'fresh:/b'] }).newVolumes.length, 1, 'used twice, created once');
-    store.create(VOLUME_KIND, 'gone', vol('gone', 'removed'), {});
+    store.create(loose(Volumes), 'gone', vol('gone', 'removed'), {});
     refused(() => resolve({ Binds: ['gone:/x'] }, { store }), 'Conflict', 'volume gone is being removed');
   });
 

@@ -8,12 +8,13 @@ import { initialTransition, type SnapshotFrom } from 'xstate';
 import { MachineSim } from '../controllers/machine-sim.ts';
 import { fakeLog } from '../controllers/fake-log.ts';
 import { FakeStore } from '../network/fake-store.ts';
-import { KIND, type ContainerSpec } from '../../../store/types.ts';
-import { VOLUME_KIND, type VolumeSpec, type VolumeStatus } from '../../../store/volume-types.ts';
+import { type ContainerSpec, Containers } from '../../../store/kinds/container.ts';
+import { type VolumeSpec, type VolumeStatus, Volumes } from '../../../store/kinds/volume.ts';
 import { VolumeMounter } from '../../../reconcilers/volume/mounter.ts';
 import type { VolumeDriverPort } from '../../../reconcilers/volume/deps.ts';
 import { VolumeReconciler, type ReconcileContext } from '../../../reconcilers/volume/reconciler.ts';
 import { IN_USE_RETRY_MS, INITIAL_FACTS, restoredContext, settledStateOf, volumeLifecycle, type VolumeFacts } from '../../../reconcilers/volume/machine.ts';
+import { loose } from '../store/test-kind.ts';
 
 type Snap = SnapshotFrom<typeof volumeLifecycle>;
 
@@ -167,13 +168,13 @@ function setup() {
   return { store, driver, log, ctx, rec: new VolumeReconciler(store, driver) };
 }
 
-const statusOf = (store: FakeStore, name: string) => store.get<VolumeSpec, VolumeStatus>(VOLUME_KIND, name)?.status;
+const statusOf = (store: FakeStore, name: string) => store.get(Volumes, name)?.status;
 
 describe('VolumeReconciler', () => {
   test('a new record becomes ready with the driver mountpoint and the observed generation', async () => {
     const { store, driver, ctx, rec } = setup();
-    store.create(VOLUME_KIND, 'data', volSpec('data'), pending);
-    store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, 'data', (s) => ({ ...s, labels: { a: 'b' } })); // generation 2
+    store.create(Volumes, 'data', volSpec('data'), pending);
+    store.updateSpec(Volumes, 'data', (s) => ({ ...s, labels: { a: 'b' } })); // generation 2
     assert.equal(await rec.reconcile('data', ctx), undefined);
     assert.deepEqual(statusOf(store, 'data'), { observedGeneration: 2, phase: 'ready', error: '', mountpoint: '/data/volumes/data/_data' });
     assert.deepEqual(driver.calls, ['ensure data']);
@@ -183,11 +184,11 @@ describe('VolumeReconciler', () => {
 
   test('removal waits while a container names the volume, then removes the data before the record', async () => {
     const { store, driver, log, ctx, rec } = setup();
-    store.create(VOLUME_KIND, 'data', volSpec('data'), pending);
+    store.create(Volumes, 'data', volSpec('data'), pending);
     await rec.reconcile('data', ctx);
     const cspec = { id: 'c1', mountPoints: [{ type: 'volume', name: 'data', source: '', destination: '/d', readOnly: false, mode: 'z', propagation: '', noCopy: false }] };
-    store.create(KIND.container, 'c1', cspec as unknown as ContainerSpec, {});
-    store.updateSpec<VolumeSpec, VolumeStatus>(VOLUME_KIND, 'data', (s) => ({ ...s, desired: 'removed' }));
+    store.create(loose(Containers), 'c1', cspec as unknown as ContainerSpec, {});
+    store.updateSpec(Volumes, 'data', (s) => ({ ...s, desired: 'removed' }));
 
     const r1 = await rec.reconcile('data', ctx);
     assert.ok(r1 && typeof r1.requeueAfter === 'number', 'answers requeueAfter');
@@ -197,27 +198,27 @@ describe('VolumeReconciler', () => {
 
     let recordAtRemove: boolean | undefined;
     driver.onRemove = (name) => {
-      recordAtRemove = store.get(VOLUME_KIND, name) !== undefined;
+      recordAtRemove = store.get(Volumes, name) !== undefined;
     };
-    store.delete(KIND.container, 'c1');
+    store.delete(Containers, 'c1');
     assert.equal(await rec.reconcile('data', ctx), undefined);
     assert.deepEqual(driver.calls, ['ensure data', 'remove data']);
     assert.equal(recordAtRemove, true, 'the record still stood when the data was removed');
-    assert.equal(store.get(VOLUME_KIND, 'data'), undefined, 'then the record is gone');
+    assert.equal(store.get(Volumes, 'data'), undefined, 'then the record is gone');
     assert.ok(log.lines.some((l) => l.msg === 'volume removed'));
   });
 
   test('a removal in a fresh reconciler (restored from phase removing) tears down when free', async () => {
     const { store, driver, ctx, rec } = setup();
-    store.create(VOLUME_KIND, 'old', { ...volSpec('old'), desired: 'removed' }, { ...pending, phase: 'removing', mountpoint: '/x' });
+    store.create(Volumes, 'old', { ...volSpec('old'), desired: 'removed' }, { ...pending, phase: 'removing', mountpoint: '/x' });
     assert.equal(await rec.reconcile('old', ctx), undefined);
     assert.deepEqual(driver.calls, ['remove old']);
-    assert.equal(store.get(VOLUME_KIND, 'old'), undefined);
+    assert.equal(store.get(Volumes, 'old'), undefined);
   });
 
   test('a driver.ensure failure writes phase failed with the message and the reconcile throws', async () => {
     const { store, driver, ctx, rec } = setup();
-    store.create(VOLUME_KIND, 'bad', volSpec('bad'), pending);
+    store.create(Volumes, 'bad', volSpec('bad'), pending);
     driver.ensureError = new Error('no space left on device');
     await assert.rejects(rec.reconcile('bad', ctx), (err) => err === driver.ensureError);
     const st = statusOf(store, 'bad');
@@ -233,7 +234,7 @@ describe('VolumeReconciler', () => {
 
   test('a driver.remove failure keeps the record (phase removing, the message) and throws; the next reconcile retries', async () => {
     const { store, driver, ctx, rec } = setup();
-    store.create(VOLUME_KIND, 'busy', { ...volSpec('busy'), desired: 'removed' }, { ...pending, phase: 'ready', mountpoint: '/x' });
+    store.create(Volumes, 'busy', { ...volSpec('busy'), desired: 'removed' }, { ...pending, phase: 'ready', mountpoint: '/x' });
     const err = new Error('device or resource busy');
     driver.onRemove = () => {
       throw err;
@@ -244,7 +245,7 @@ describe('VolumeReconciler', () => {
     driver.onRemove = () => {};
     assert.equal(await rec.reconcile('busy', ctx), undefined);
     assert.deepEqual(driver.calls, ['remove busy', 'remove busy']);
-    assert.equal(store.get(VOLUME_KIND, 'busy'), undefined);
+    assert.equal(store.get(Volumes, 'busy'), undefined);
   });
 
   test('a reconcile of a missing record is a no-op', async () => {
@@ -259,8 +260,8 @@ describe('VolumeMounter', () => {
   test('a volume with mount options is unmounted after the last run using it, one without is never', async () => {
     const store = new FakeStore();
     const driver = new FakeDriver();
-    store.create('volume', 'tv', { ...volSpec('tv'), options: { type: 'tmpfs', device: 'tmpfs' } }, pending);
-    store.create('volume', 'plain', volSpec('plain'), pending);
+    store.create(Volumes, 'tv', { ...volSpec('tv'), options: { type: 'tmpfs', device: 'tmpfs' } }, pending);
+    store.create(Volumes, 'plain', volSpec('plain'), pending);
     const m = new VolumeMounter(store, driver);
     assert.equal(await m.source('c1', 'tv'), '/data/volumes/tv/_data');
     await m.source('c2', 'tv');

@@ -1,11 +1,13 @@
-// Resource shapes for endpoints: kind 'endpoint', name = `<containerId>/<networkId>`. One
+// The endpoint kind: name = `<containerId>/<networkId>`. One
 // attachment of a container to a network beside its NetworkMode one (`docker network connect`, or
 // a second entry of EndpointsConfig at create), owned by both: the API writes the spec (connect
 // creates it, disconnect marks it removed), the endpoint reconciler plugs it into each run of the
 // container and writes status; it deletes the record once it is unplugged and its address freed,
 // or when its container is gone.
-import type { EndpointSettings } from './network-types.ts';
-import type { IndexDef, Resource } from './types.ts';
+import * as z from 'zod';
+import { defineIndex, defineKind } from '../kind.ts';
+import type { EndpointSettings } from './network.ts';
+import type { IndexDef, Resource } from '../types.ts';
 
 /** What the client asked of the endpoint (EndpointSettings as connect and create take them). */
 export interface EndpointConfig {
@@ -67,10 +69,57 @@ export interface EndpointStatus {
   conditions: EndpointCondition[];
 }
 
-export const ENDPOINT_KIND = 'endpoint';
+const stringMap = z.record(z.string(), z.string());
+const strings = z.array(z.string());
+
+const endpointSpecSchema = z.object({
+  containerId: z.string(),
+  networkId: z.string(),
+  networkName: z.string(),
+  config: z.object({
+    IPAMConfig: z
+      .object({ IPv4Address: z.string().optional(), IPv6Address: z.string().optional(), LinkLocalIPs: strings.nullish() })
+      .nullish(),
+    Aliases: strings.nullish(),
+    Links: strings.nullish(),
+    MacAddress: z.string().optional(),
+    DriverOpts: stringMap.nullish(),
+  }),
+  primary: z.boolean().optional(),
+  desired: z.enum(['present', 'removed']),
+}) satisfies z.ZodType<EndpointSpec>;
+
+const endpointStatusSchema = z.object({
+  observedGeneration: z.number().int().nonnegative(),
+  phase: z.enum(['pending', 'attached', 'detached', 'failed', 'removing']),
+  pid: z.number().int().nonnegative(),
+  ifName: z.string(),
+  hostVeth: z.string(),
+  addresses: z
+    .object({
+      EndpointID: z.string(),
+      MacAddress: z.string(),
+      Gateway: z.string(),
+      IPAddress: z.string(),
+      IPPrefixLen: z.number().int(),
+      IPv6Gateway: z.string(),
+      GlobalIPv6Address: z.string(),
+      GlobalIPv6PrefixLen: z.number().int(),
+    })
+    .nullable(),
+  pluggedBy: z.enum(['start', 'endpoint']).optional(),
+  error: z.string(),
+  conditions: z.array(
+    z.object({ type: z.literal('Attached'), status: z.enum(['True', 'False']), reason: z.string(), message: z.string(), lastTransitionTime: z.string() }),
+  ),
+}) satisfies z.ZodType<EndpointStatus>;
+
+export type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
+
+export const Endpoints = defineKind<EndpointSpec, EndpointStatus>({ name: 'endpoint', version: 1, schema: { spec: endpointSpecSchema, status: endpointStatusSchema } });
 
 /** Endpoints by their container's id. */
-export const ENDPOINTS_BY_CONTAINER: IndexDef<EndpointSpec, EndpointStatus> = { kind: ENDPOINT_KIND, name: 'container', keys: (r) => [r.spec.containerId] };
+export const ENDPOINTS_BY_CONTAINER = defineIndex(Endpoints, 'container', (r) => [r.spec.containerId]);
 
 type IndexedStore = { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] };
 

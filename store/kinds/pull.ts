@@ -1,8 +1,12 @@
-// Resource shapes for pulls: kind 'pull', name = pullName(reference, platform). "This image
+// The pull kind: name = pullName(reference, platform). "This image
 // should be present, from this reference" as desired state: POST /images/create writes it (a
 // repeated pull bumps `request`, so the pull runs again: a tag may have moved), the pull
 // reconciler converges it (downloads, writes the image and its tag, reports progress) and writes
 // status. A pull cut off by a daemon crash is still wanted at the next start and runs again there.
+
+import * as z from 'zod';
+import { defineKind } from '../kind.ts';
+import type { Resource } from '../types.ts';
 
 export interface PullSpec {
   /** Fully normalised reference with a tag or a digest ("docker.io/library/busybox:latest"). */
@@ -31,8 +35,6 @@ export interface PullStatus {
   finishedAt: string;
 }
 
-export const PULL_KIND = 'pull';
-
 export function pullName(reference: string, platform: string): string {
   return platform ? `${reference}|${platform}` : reference;
 }
@@ -47,3 +49,28 @@ export const NEW_PULL_STATUS: PullStatus = {
   startedAt: '',
   finishedAt: '',
 };
+
+export type PullResource = Resource<PullSpec, PullStatus>;
+
+export const Pulls = defineKind<PullSpec, PullStatus>({
+  name: 'pull',
+  version: 1,
+  schema: {
+    spec: z.object({
+      reference: z.string().min(1),
+      platform: z.string(),
+      request: z.number().int().nonnegative(),
+      desired: z.enum(['present', 'removed']),
+    }) satisfies z.ZodType<PullSpec>,
+    status: z.object({
+      observedGeneration: z.number().int().nonnegative(),
+      phase: z.enum(['pending', 'pulling', 'done', 'failed']),
+      imageId: z.string(),
+      changed: z.boolean(),
+      error: z.string(),
+      errorCode: z.string(),
+      startedAt: z.string(),
+      finishedAt: z.string(),
+    }) satisfies z.ZodType<PullStatus>,
+  },
+});

@@ -1,9 +1,11 @@
-// Resource shapes for networking: kind 'network' (the default `bridge`, plus `host` and `none`)
-// and kind 'ipam-allocation' (one durable record per address handed out).
-import type { IndexDef, Resource } from './types.ts';
-
-// ---------------------------------------------------------------------------------------------
-// Networks: kind 'network', name = 64-hex id. The user-facing name lives in spec.name.
+// The network kind: name = 64-hex id (the user-facing name is spec.name): the default `bridge`,
+// `host`, `none` and user-defined bridge networks. The API writes the spec; the network reconciler
+// sets up the bridge and its rules and writes status.
+import * as z from 'zod';
+import { invalidArgument, notFound } from '../../lib/errors.ts';
+import { defineIndex, defineKind } from '../kind.ts';
+import type { Store } from '../store.ts';
+import type { IndexDef, Resource } from '../types.ts';
 
 export type NetworkDriverName = 'bridge' | 'host' | 'null';
 
@@ -95,22 +97,6 @@ export function ipv6Pool(spec: Pick<NetworkSpec, 'ipam' | 'enableIPv6'>): IpamPo
   return spec.enableIPv6 ? spec.ipam.Config.find((p) => p.Subnet.includes(':')) : undefined;
 }
 
-// ---------------------------------------------------------------------------------------------
-// IPAM allocations: kind 'ipam-allocation', name = `<networkId>/<ipv4>` (or the canonical IPv6 text). The record's existence
-// is the claim: creating it fails when the address is taken, so an address cannot be handed out
-// twice, and it survives daemon restarts. Deleted when the container is removed.
-
-export interface IpamAllocationSpec {
-  networkId: string;
-  /** "172.17.0.2", or "fd00:1::2" (canonical) for an IPv6 address. */
-  address: string;
-  prefixLen: number;
-  containerId: string;
-  /** RFC 3339 time of the allocation. */
-  allocatedAt: string;
-}
-export type IpamAllocationStatus = Record<string, never>;
-
 /** What a container's NetworkSettings.Networks[name] holds, as inspect returns it. */
 export interface EndpointSettings {
   IPAMConfig: { IPv4Address?: string; IPv6Address?: string } | null;
@@ -129,34 +115,72 @@ export interface EndpointSettings {
   DNSNames: string[] | null;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Host ports: kind 'port-allocation', name = `<proto>/<host ip>/<host port>`. The record's
-// existence is the claim on the host port, as for addresses; it holds what the rules were made
-// from, so they can be taken away from the record alone (run end, crash recovery).
+const stringMap = z.record(z.string(), z.string());
 
-export interface PortAllocationSpec {
-  containerId: string;
-  proto: 'tcp' | 'udp' | 'sctp';
-  hostIp: string;
-  hostPort: number;
-  containerIp: string;
-  containerPort: number;
-  bridge: string;
-  chainPrefix: string;
-  /** iptables rules were programmed for it (the network has --iptables on). */
-  iptables: boolean;
-  userlandProxy: boolean;
-}
-export type PortAllocationStatus = Record<string, never>;
+const pool = z.object({
+  Subnet: z.string(),
+  Gateway: z.string(),
+  IPRange: z.string().optional(),
+  AuxiliaryAddresses: stringMap.optional(),
+});
 
-export const NETWORK_KIND = {
-  network: 'network',
-  ipamAllocation: 'ipam-allocation',
-  portAllocation: 'port-allocation',
-} as const;
+const bridgeOptions = z.object({
+  bridgeName: z.string(),
+  mtu: z.number().int(),
+  icc: z.boolean(),
+  ipMasq: z.boolean(),
+  iptables: z.boolean(),
+  ipForward: z.boolean(),
+  userlandProxy: z.boolean(),
+  chainPrefix: z.string(),
+  defaultGateway: z.string(),
+  ip6tables: z.boolean().optional(),
+  defaultGatewayV6: z.string().optional(),
+});
+
+const networkSpecSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  driver: z.enum(['bridge', 'host', 'null']),
+  scope: z.literal('local'),
+  created: z.string(),
+  enableIPv6: z.boolean(),
+  internal: z.boolean(),
+  attachable: z.boolean(),
+  ingress: z.boolean(),
+  ipam: z.object({ Driver: z.literal('default'), Options: stringMap.nullable(), Config: z.array(pool) }),
+  options: stringMap,
+  labels: stringMap,
+  bridge: bridgeOptions.optional(),
+  desired: z.enum(['present', 'removed']),
+}) satisfies z.ZodType<NetworkSpec>;
+
+const networkStatusSchema = z.object({
+  observedGeneration: z.number().int().nonnegative(),
+  phase: z.enum(['pending', 'ready', 'failed']),
+  error: z.string(),
+  lastRepair: z.string(),
+  lastRepairAt: z.string(),
+  applied: z
+    .object({
+      bridgeName: z.string(),
+      subnet: z.string(),
+      chainPrefix: z.string(),
+      iptables: z.boolean(),
+      icc: z.boolean(),
+      ipMasq: z.boolean(),
+      subnet6: z.string().optional(),
+      ip6tables: z.boolean().optional(),
+    })
+    .optional(),
+}) satisfies z.ZodType<NetworkStatus>;
+
+export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
+
+export const Networks = defineKind<NetworkSpec, NetworkStatus>({ name: 'network', version: 1, schema: { spec: networkSpecSchema, status: networkStatusSchema } });
 
 /** Networks by name: a name being removed and its successor may share a key for a while. */
-export const NETWORKS_BY_NAME: IndexDef<NetworkSpec, NetworkStatus> = { kind: NETWORK_KIND.network, name: 'name', keys: (r) => [r.spec.name] };
+export const NETWORKS_BY_NAME = defineIndex(Networks, 'name', (r) => [r.spec.name]);
 
 /** The networks named `name` that are not being removed, by the name index. */
 export function liveNetworksNamed(
@@ -164,4 +188,30 @@ export function liveNetworksNamed(
   name: string,
 ): Array<Resource<NetworkSpec, NetworkStatus>> {
   return store.byIndex(NETWORKS_BY_NAME, name).filter((n) => n.spec.desired !== 'removed');
+}
+
+/** The networks the daemon has now (a `bridge` turned off with --bridge none is not one of them). */
+export function liveNetworks(store: Pick<Store, 'list'>): NetworkResource[] {
+  return store.list(Networks).filter((n) => n.spec.desired !== 'removed');
+}
+
+/** Full id, then exact name (must be unique), then unique id prefix; 404 `network x not found`. */
+export function findNetwork(store: Pick<Store, 'list' | 'get' | 'byIndex'>, ref: string, opts: { scope?: string } = {}): NetworkResource {
+  const inScope = (n: NetworkResource | undefined): n is NetworkResource => !!n && n.spec.desired !== 'removed' && (!opts.scope || n.spec.scope === opts.scope);
+  if (ref) {
+    const exact = store.get(Networks, ref);
+    if (inScope(exact)) return exact;
+    const byName = liveNetworksNamed(store, ref).filter(inScope);
+    if (byName.length === 1) return byName[0]!;
+    if (byName.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byName.length} matches found based on name)`);
+    const byPrefix = liveNetworks(store).filter((n) => inScope(n) && n.spec.id.startsWith(ref));
+    if (byPrefix.length === 1) return byPrefix[0]!;
+    if (byPrefix.length > 1) throw invalidArgument(`network ${ref} is ambiguous (${byPrefix.length} matches found based on ID prefix)`);
+  }
+  throw notFound(`network ${ref} not found`);
+}
+
+/** The network named `name` that is not being removed (the first, should a removal and its successor overlap). */
+export function findNetworkByName(store: { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] }, name: string): NetworkResource | undefined {
+  return liveNetworksNamed(store, name)[0];
 }

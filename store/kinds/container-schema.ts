@@ -1,10 +1,9 @@
-// Schema of kind 'container' (store/types.ts ContainerSpec/ContainerStatus). Client-shaped parts
+// The zod schema of the container kind (container.ts) and the migrations of its older records. Client-shaped parts
 // (Config, HostConfig) keep unknown keys, as the reference keeps fields it does not know; every
 // field the daemon reads is typed.
 import * as z from 'zod';
-import type { KindSchema, StoredRecord } from '../schema.ts';
-import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig } from '../types.ts';
-import { KIND } from '../types.ts';
+import type { StoredRecord } from '../kind.ts';
+import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig } from './container.ts';
 
 const strings = z.array(z.string());
 const stringMap = z.record(z.string(), z.string());
@@ -171,11 +170,3 @@ export function levelsFromCounters(r: StoredRecord): StoredRecord {
   if (isObj(stop)) spec.stopOptions = { signal: stop.signal, timeout: stop.timeout ?? null };
   return { spec, status };
 }
-
-export const containerSchema: KindSchema = {
-  kind: KIND.container,
-  version: 1,
-  spec: containerSpecSchema,
-  status: containerStatusSchema,
-  migrations: { 0: levelsFromCounters },
-};

@@ -1,0 +1,26 @@
+// Every kind the daemon stores: the table cmd hands to the store (writes are checked against each
+// kind's schema, loaded records migrated to its version).
+import { kindTable, type KindTable } from '../kind.ts';
+import { Containers } from './container.ts';
+import { Endpoints } from './endpoint.ts';
+import { Images } from './image.ts';
+import { IpamAllocations } from './ipam-allocation.ts';
+import { Migrations } from './migration.ts';
+import { Networks } from './network.ts';
+import { PortAllocations } from './port-allocation.ts';
+import { Pulls } from './pull.ts';
+import { References } from './reference.ts';
+import { Volumes } from './volume.ts';
+
+export const STORE_KINDS: KindTable = kindTable([
+  Containers,
+  Images,
+  References,
+  Networks,
+  IpamAllocations,
+  PortAllocations,
+  Endpoints,
+  Volumes,
+  Migrations,
+  Pulls,
+]);
