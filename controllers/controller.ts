@@ -1,8 +1,9 @@
 // The controller runner: store watch -> keyed work queue -> reconcile(key).
 // Every put/delete of the controller's kind enqueues the resource name; start-up enqueues every
-// existing resource once (that resync is how restarts and crash recovery converge). Outside
-// triggers (supervisor events, timers) come in through enqueue(). The reconciler gets a key,
-// never an event: it re-reads what it needs.
+// existing resource once (that resync is how restarts and crash recovery converge). What else wakes
+// a key (other kinds' changes, supervisor events, a job's end) is declared with the builder
+// (controllers/builder.ts) and runs here as triggers while the controller runs. The reconciler gets
+// a key, never an event: it re-reads what it needs.
 import type { Logger } from 'pino';
 import type { WatchEvent } from '../store/types.ts';
 import type { Store } from '../store/store.ts';
@@ -22,7 +23,15 @@ export interface Reconciler {
   reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult>;
 }
 
-export type ControllerStore = Pick<Store, 'watch' | 'list'>;
+export type ControllerStore = Pick<Store, 'watch' | 'list' | 'get' | 'byIndex'>;
+
+/** Something besides the controller's own kind that wakes keys, subscribed while the controller runs. */
+export interface Trigger {
+  /** For logs: "watches container", "source". */
+  describe: string;
+  /** Starts delivering keys to `enqueue`; answers the stop. */
+  start(store: ControllerStore, enqueue: (key: string) => void): () => void;
+}
 
 export interface ControllerOptions {
   name: string;
@@ -48,6 +57,8 @@ export interface ControllerOptions {
    * again with what it had seen). A revision older than the store's history is relisted.
    */
   resumeFromRevision?: number;
+  /** Other kinds' watches and outside sources (controllers/builder.ts declares them). */
+  triggers?: readonly Trigger[];
 }
 
 /** Thrown by a reconciler when retrying cannot help: logged, not retried. */
@@ -79,6 +90,8 @@ export class Controller {
   private readonly queue: WorkQueue<string>;
   private readonly abort = new AbortController();
   private unwatch: (() => void) | null = null;
+  private readonly triggers: readonly Trigger[];
+  private stopTriggers: Array<() => void> = [];
   private loops: Promise<void>[] = [];
   private started = false;
   private stopped = false;
@@ -98,6 +111,7 @@ export class Controller {
     this.queue = new WorkQueue<string>({ baseDelayMs: opts.baseDelayMs, maxDelayMs: opts.maxDelayMs });
     this.generations = opts.specChangesOnly ? new Map() : null;
     this.resumeFrom = opts.resumeFromRevision;
+    this.triggers = opts.triggers ?? [];
   }
 
   async start(): Promise<void> {
@@ -105,6 +119,7 @@ export class Controller {
     this.started = true;
     const from = this.resumeFrom;
     if (from !== undefined && this.resume(from)) {
+      this.startTriggers();
       for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
       this.log.info({ workers: this.workers, resumedFrom: from }, 'controller started');
       return;
@@ -116,8 +131,14 @@ export class Controller {
       this.generations?.set(r.name, r.generation);
       this.queue.add(r.name);
     }
+    this.startTriggers();
     for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
     this.log.info({ workers: this.workers, resync: existing.length }, 'controller started');
+  }
+
+  private startTriggers(): void {
+    const enqueue = (key: string) => this.enqueue(key);
+    this.stopTriggers = this.triggers.map((t) => t.start(this.store, enqueue));
   }
 
   /**
@@ -161,6 +182,8 @@ export class Controller {
     this.stopped = true;
     this.unwatch?.();
     this.unwatch = null;
+    for (const stop of this.stopTriggers.reverse()) stop();
+    this.stopTriggers = [];
     const drained = this.queue.shutdown(false).then(() => Promise.all(this.loops));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<boolean>((resolve) => {

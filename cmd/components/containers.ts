@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
 import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
-import { Controller } from '../../controllers/controller.ts';
 import { Manager } from '../../controllers/manager.ts';
 import type { Logging } from '../../drivers/logging/index.ts';
 import { resolveUser, type SpecBuilder } from '../../drivers/oci/index.ts';
@@ -21,7 +20,12 @@ import { execProbes } from '../../reconcilers/container/probe.ts';
 import { ContainerReconciler } from '../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../reconcilers/container/runs.ts';
 import { migrateEndpoints } from '../../reconcilers/endpoint/migrate.ts';
-import { EndpointReconciler, endpointTriggers, primaryEndpointTriggers } from '../../reconcilers/endpoint/reconciler.ts';
+import { EndpointReconciler } from '../../reconcilers/endpoint/reconciler.ts';
+import { endpointController } from '../../reconcilers/endpoint/controller.ts';
+import { containerController } from '../../reconcilers/container/controller.ts';
+import { imageController } from '../../reconcilers/image/controller.ts';
+import { networkController } from '../../reconcilers/network/controller.ts';
+import { volumeController } from '../../reconcilers/volume/controller.ts';
 import { ImageReconciler } from '../../reconcilers/image/reconciler.ts';
 import type { NetworkAttacher } from '../../reconcilers/network/attacher.ts';
 import type { NetworkDns } from '../../reconcilers/network/dns.ts';
@@ -36,11 +40,6 @@ import type { Store } from '../../store/store.ts';
 
 
 import { recheckMsFromEnv } from '../daemon-helpers.ts';
-import { Networks } from '../../store/kinds/network.ts';
-import { Images } from '../../store/kinds/image.ts';
-import { Endpoints } from '../../store/kinds/endpoint.ts';
-import { Containers } from '../../store/kinds/container.ts';
-import { Volumes as VolumeKind } from '../../store/kinds/volume.ts';
 
 export interface Volumes {
   readonly driver: LocalVolumeDriver;
@@ -55,7 +54,6 @@ export interface Runs {
 
 export interface Controllers {
   readonly manager: Manager;
-  readonly stopTriggers: Array<() => void>;
   readonly images: ImageReconciler;
 }
 
@@ -127,25 +125,16 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const store = ctx.get<Store>('store');
         const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
         const manager = new Manager();
-        const containerCtl = new Controller({ name: 'container', kind: Containers, store, reconciler: ctx.get<ContainerReconciler>('containers'), log, workers: 16, specChangesOnly: true });
-        const imageCtl = new Controller({ name: 'image', kind: Images, store, reconciler: images, log, workers: 2 });
-        ctx.get<Runs>('runs').registry.enqueue = (key) => containerCtl.enqueue(key);
+        const runs = ctx.get<Runs>('runs').registry;
+        const containers = ctx.get<ContainerReconciler>('containers');
         const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv() });
         // Started in this order and stopped in reverse: images are up before the containers made from them.
-        manager.add(new Controller({ name: 'network', kind: Networks, store, reconciler: networks, log, workers: 1 }));
-        manager.add(new Controller({ name: 'volume', kind: VolumeKind, store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, workers: 2 }));
-        manager.add(imageCtl);
-        manager.add(containerCtl);
-        const endpointCtl = new Controller({ name: 'endpoint', kind: Endpoints, store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, workers: 4, specChangesOnly: true });
-        manager.add(endpointCtl);
-        const stopTriggers = [
-          endpointTriggers(store, (key) => endpointCtl.enqueue(key)),
-          primaryEndpointTriggers(store, (id) => containerCtl.enqueue(id)),
-        ];
-        return { manager, stopTriggers, images };
-      },
-      close: ({ stopTriggers }) => {
-        for (const stop of stopTriggers.reverse()) stop();
+        manager.add(networkController.build({ store, reconciler: networks, log }));
+        manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log }));
+        manager.add(imageController.build({ store, reconciler: images, log }));
+        manager.add(containerController(runs, containers).build({ store, reconciler: containers, log }));
+        manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log }));
+        return { manager, images };
       },
     }),
     component<EventSubscription>({

@@ -1,15 +1,15 @@
-// Pulls as desired state: the pull reconciler (kind 'pull') under its controller, started with
+// Pulls as desired state: the pull reconciler (kind 'pull') under its controller (declared in
+// reconcilers/image/controller.ts), started with
 // the others by 'running'. Its close aborts the downloads still under way: their records stay
 // wanted, and the next start resumes them.
 import { component } from '../components.ts';
 import type { DaemonEnv } from './env.ts';
 import type { Controllers } from './containers.ts';
-import { Controller } from '../../controllers/controller.ts';
 import type { DistributionDriver } from '../../drivers/distribution/distribution.ts';
 import { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts';
+import { pullController } from '../../reconcilers/image/controller.ts';
 
 import type { Store } from '../../store/store.ts';
-import { Pulls } from '../../store/kinds/pull.ts';
 
 export function pullComponent({ log }: DaemonEnv) {
   return component<PullReconciler>({
@@ -19,9 +19,7 @@ export function pullComponent({ log }: DaemonEnv) {
       const store = ctx.get<Store>('store');
       const pulls = new PullReconciler(store, ctx.get<DistributionDriver>('distribution'), { log: log.child({ component: 'pulls' }) });
       // As many pulls at once as the registry limits allow; each is a job, so a worker is never held.
-      const ctl = new Controller({ name: 'pull', kind: Pulls, store, reconciler: pulls, log, workers: 2, specChangesOnly: true });
-      pulls.enqueue = (key) => ctl.enqueue(key);
-      ctx.get<Controllers>('controllers').manager.add(ctl);
+      ctx.get<Controllers>('controllers').manager.add(pullController(pulls).build({ store, reconciler: pulls, log }));
       return pulls;
     },
     close: (pulls) => pulls.shutdown(),

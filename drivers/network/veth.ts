@@ -139,3 +139,13 @@ async function redirectDns(nsenterArg: string, ifName: string, gateway: string, 
   const sh = `echo 1 > /proc/sys/net/ipv4/conf/${ifName}/route_localnet && exec iptables-restore --noflush`;
   await run('nsenter', [nsenterArg, 'sh', '-c', sh], { input: rules.join('\n'), signal });
 }
+
+/** Host end of a container's veth: deterministic, so a repeated attach finds and replaces it. */
+export function hostVethName(containerId: string): string {
+  return `veth${containerId.slice(0, 11)}`;
+}
+
+/** Host end of a container's extra veth (eth1...): distinct from the primary's `veth...`. */
+export function extraVethName(containerId: string, index: number): string {
+  return `vx${containerId.slice(0, 11)}${index}`;
+}

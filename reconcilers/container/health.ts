@@ -10,6 +10,7 @@
 // runs beside the reconcile (never holding a worker) and its end enqueues the container.
 import type { ContainerConfig, ContainerStatus, HealthState } from '../../store/kinds/container.ts';
 import type { StagedStatus } from './staged-status.ts';
+import { KeySource } from '../../controllers/source.ts';
 
 const MS = 1_000_000; // nanoseconds per millisecond, the API's unit
 export const HEALTH_DEFAULTS = { intervalMs: 30_000, timeoutMs: 30_000, startPeriodMs: 0, startIntervalMs: 5_000, retries: 3 } as const;
@@ -102,8 +103,8 @@ interface InFlight {
 export class HealthChecks {
   private readonly probes: ProbePort;
   private readonly inFlight = new Map<string, InFlight>();
-  /** Set by the wiring: wakes the container's reconcile when a probe ends. */
-  enqueue: (id: string) => void = () => {};
+  /** A probe ended: the container's key, for its controller. */
+  readonly ends = new KeySource();
 
   constructor(probes: ProbePort) {
     this.probes = probes;
@@ -142,7 +143,7 @@ export class HealthChecks {
     this.inFlight.set(id, entry);
     void this.probes.run(id, hc.cmd, hc.timeoutMs).then((r) => {
       entry.result = r;
-      this.enqueue(id);
+      this.ends.emit(id);
     });
     return hc.timeoutMs + 1000;
   }

@@ -35,6 +35,7 @@ import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
 import { StagedStatus } from './staged-status.ts';
+import { KeySource, type Source } from '../../controllers/source.ts';
 
 export type { ReconcileContext } from './run-steps.ts';
 
@@ -69,6 +70,8 @@ export class ContainerReconciler {
   private readonly active = new Map<string, ReconcileContext>();
   /** Healthcheck probes of running containers (when the wiring gives a way to run them). */
   private readonly health: HealthChecks | undefined;
+  /** Probe ends (a source of the container controller; silent without probes). */
+  readonly probeEnds: Source<string>;
 
   constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry) {
     this.store = store;
@@ -76,10 +79,8 @@ export class ContainerReconciler {
     this.runs = runs;
     this.status = new StagedStatus(store);
     this.steps = new RunSteps(store, deps, runs, this.status);
-    if (deps.probes) {
-      this.health = new HealthChecks(deps.probes);
-      this.health.enqueue = (key) => this.runs.enqueue(key);
-    }
+    if (deps.probes) this.health = new HealthChecks(deps.probes);
+    this.probeEnds = this.health?.ends ?? new KeySource();
     this.machine = containerLifecycle.provide({
       actors: {
         startRun: fromPromise<StartOutput, EffectInput>(({ input }) => this.startEffect(input.id)),

@@ -2,7 +2,9 @@
 // (stdio hub, log writer, init pid, the OCI spec the run started with), and who listens for them
 // (attach, exec, stats, top). It holds nothing that must survive a restart: what does is in the
 // container's status. The reconciler adds a run when its task starts and drops it once the run
-// is collected; supervisor exit/OOM events land here and wake the reconciler through `enqueue`.
+// is collected; supervisor exit/OOM events land here and wake the reconciler through `exits`
+// (a source its controller declares).
+import { KeySource } from '../../controllers/source.ts';
 import { isCode } from '../../lib/errors.ts';
 import type { HubLike, LoggerLike, ProcessIOLike, SupervisorPort } from './deps.ts';
 
@@ -53,8 +55,8 @@ export class RunRegistry {
   private readonly runs = new Map<string, Run>();
   private readonly watchers = new Map<string, Set<(hub: HubLike) => void>>();
   private readonly deps: RunRegistryDeps;
-  /** Set by cmd once the controller exists: an exit wakes the container's reconcile here. */
-  enqueue: (key: string) => void = () => {};
+  /** A run ended (supervisor event or Wait): the container's key, for its controller. */
+  readonly exits = new KeySource();
 
   constructor(deps: RunRegistryDeps) {
     this.deps = deps;
@@ -119,7 +121,7 @@ export class RunRegistry {
       run.exit = { exitStatus: info.exitStatus, exitedAt: info.exitedAt };
       run.wake();
     }
-    this.enqueue(containerId);
+    this.exits.emit(containerId);
   }
 
   /**
@@ -188,13 +190,13 @@ export class RunRegistry {
       try {
         const res = await this.deps.supervisor.waitTask(id, undefined, { signal: run.waitAbort.signal });
         if (!run.exit) run.exit = res;
-        this.enqueue(id);
+        this.exits.emit(id);
         return run.exit;
       } catch (err) {
         if (run.waitAbort.signal.aborted) return run.exit ?? { exitStatus: 255, exitedAt: null };
         if (isCode(err, 'NotFound')) {
           if (!run.exit) run.exit = { exitStatus: 255, exitedAt: null };
-          this.enqueue(id);
+          this.exits.emit(id);
           return run.exit;
         }
         await sleep(200);

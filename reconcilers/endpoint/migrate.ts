@@ -6,18 +6,20 @@
 import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsFromCreate, type EndpointSpec, Endpoints } from '../../store/kinds/endpoint.ts';
 import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
 import type { Resource } from '../../store/types.ts';
-
-import { findUserNetwork } from '../network/attacher.ts';
-import type { NetworkStore } from '../network/deps.ts';
+import type { Store } from '../../store/store.ts';
+import { findNetwork } from '../../store/kinds/network.ts';
 import { Migrations } from '../../store/kinds/migration.ts';
 
 const DONE = 'endpoint-records';
 
 /** Answers how many containers it rewrote. */
-export function migrateEndpoints(store: Pick<NetworkStore, 'list' | 'get' | 'byIndex' | 'create' | 'updateSpec' | 'updateStatus' | 'transaction'>): number {
+export function migrateEndpoints(store: Pick<Store, 'list' | 'get' | 'byIndex' | 'create' | 'updateSpec' | 'updateStatus' | 'transaction'>): number {
+  // A user-defined (bridge) network by id, name or id prefix; undefined for anything else.
   const find = (ref: string) => {
     try {
-      return findUserNetwork(store, ref);
+      const net = findNetwork(store, ref);
+      // As the attacher's findUserNetwork: a network of another driver is not found.
+      return net.spec.driver === 'bridge' ? net : undefined;
     } catch {
       return undefined;
     }

@@ -8,13 +8,11 @@
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { endpointsOfContainer, isAttachedTo, type EndpointAddresses, type EndpointCondition, type EndpointSpec, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
+import { endpointsOfContainer, isAttachedTo, type EndpointAddresses, type EndpointCondition, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 import { Networks } from '../../store/kinds/network.ts';
 import { type ContainerStatus, Containers } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
-import type { Store } from '../../store/store.ts';
 import type { ReconcileContext } from '../../controllers/controller.ts';
-import { hostVethName } from '../network/attacher.ts';
+import { hostVethName } from '../../drivers/network/veth.ts';
 import type { EndpointNetworkPort, EndpointStore } from './deps.ts';
 import { endpointLifecycle, restoredContext, type EffectInput, type EndpointEvent, type EndpointFacts, type Plugged } from './machine.ts';
 
@@ -189,51 +187,4 @@ function addressesOf(ep: NonNullable<ContainerStatus['endpoint']>): EndpointAddr
 function attachedCondition(prev: EndpointCondition | undefined, status: EndpointCondition['status'], reason: string, message: string): EndpointCondition {
   const lastTransitionTime = prev && prev.status === status ? prev.lastTransitionTime : new Date().toISOString();
   return { type: 'Attached', status, reason, message, lastTransitionTime };
-}
-
-/**
- * Wakes the endpoints a change concerns: a container's (its run started or ended, it was
- * removed) and a network's (it appeared or went). Answers the unwatch.
- */
-export function endpointTriggers(
-  store: Pick<Store, 'list' | 'watch'>,
-  enqueue: (key: string) => void,
-): () => void {
-  // The endpoints of each container, kept from the endpoint watch (watched before listed): a
-  // container's status moves often, and a scan of every endpoint at each move would grow with them.
-  const byContainer = new Map<string, Set<string>>();
-  const note = (e: Resource<EndpointSpec, EndpointStatus>, present: boolean) => {
-    const set = byContainer.get(e.spec.containerId);
-    if (present) {
-      if (set) set.add(e.name);
-      else byContainer.set(e.spec.containerId, new Set([e.name]));
-    } else if (set?.delete(e.name) && set.size === 0) {
-      byContainer.delete(e.spec.containerId);
-    }
-  };
-  const offEndpoints = store.watch(Endpoints, (ev) => note(ev.resource as Resource<EndpointSpec, EndpointStatus>, ev.type !== 'delete'));
-  for (const e of store.list(Endpoints)) note(e, true);
-  const offContainers = store.watch(Containers, (ev) => {
-    for (const name of byContainer.get(ev.name) ?? []) enqueue(name);
-  });
-  const offNetworks = store.watch(Networks, (ev) => {
-    for (const e of store.list(Endpoints)) if (e.spec.networkId === ev.name) enqueue(e.name);
-  });
-  return () => {
-    offEndpoints();
-    offContainers();
-    offNetworks();
-  };
-}
-
-/**
- * Wakes a container whose primary endpoint was disconnected (marked removed, or gone): the
- * container reconciler takes back what its start step did for that network (published ports,
- * link rules, status.endpoint). Answers the unwatch.
- */
-export function primaryEndpointTriggers(store: Pick<Store, 'watch'>, enqueueContainer: (id: string) => void): () => void {
-  return store.watch(Endpoints, (ev) => {
-    const e = ev.resource as Resource<EndpointSpec, EndpointStatus>;
-    if (e.spec.primary && (ev.type === 'delete' || e.spec.desired === 'removed')) enqueueContainer(e.spec.containerId);
-  });
 }

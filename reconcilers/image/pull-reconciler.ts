@@ -16,6 +16,7 @@ import { type PullSpec, Pulls, type PullResource } from '../../store/kinds/pull.
 import { pullLifecycle, type PullEvent, type PullOutcome } from './pull-machine.ts';
 import { PullProgress } from './pull-progress.ts';
 import { recordPulledImage, type PullStore } from './pull-record.ts';
+import { KeySource } from '../../controllers/source.ts';
 
 type Machine = ReturnType<typeof pullLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
@@ -39,8 +40,8 @@ export class PullReconciler {
   readonly name = 'pull';
   readonly kind = Pulls.name;
   readonly progress = new PullProgress();
-  /** Set by cmd: the controller's enqueue, for a job's end. */
-  enqueue: (key: string) => void = () => {};
+  /** A pull job ended: its key, for the controller (the reconcile that follows records the outcome). */
+  readonly jobEnds = new KeySource();
   private readonly jobs = new Map<string, Job>();
   private readonly credentials = new Map<string, AuthConfig>();
   private readonly machine: Machine;
@@ -129,7 +130,7 @@ export class PullReconciler {
     job.ended = this.run(name, r.spec, auth, abort.signal).then((outcome) => {
       if (this.stopping) return;
       job.outcome = outcome;
-      if (this.jobs.get(name) === job) this.enqueue(name);
+      if (this.jobs.get(name) === job) this.jobEnds.emit(name);
     });
     this.jobs.set(name, job);
   }

@@ -3,18 +3,14 @@
 // the address stays), release (on removal; the address becomes free).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { conflict, invalidArgument, isCode, notFound, unavailable } from '../../lib/errors.ts';
-import { contains, formatIpv4, macFromIpv4, parseCidr, parseIpv4 } from '../../drivers/network/cidr.ts';
-import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
-import type { Resource } from '../../store/types.ts';
+import { invalidArgument, isCode, notFound } from '../../lib/errors.ts';
+import { macFromIpv4 } from '../../drivers/network/cidr.ts';
 import type { EndpointAddresses } from '../../store/kinds/endpoint.ts';
-import { type IpamAllocationSpec, type IpamAllocationStatus, IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
 import { ipv4Pool, ipv6Pool, type EndpointSettings, findNetwork, findNetworkByName, Networks, type NetworkResource } from '../../store/kinds/network.ts';
-import { EMBEDDED_DNS_ADDRESS } from '../../drivers/network/veth.ts';
+import { EMBEDDED_DNS_ADDRESS, extraVethName, hostVethName } from '../../drivers/network/veth.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import { hasEmbeddedDns } from './dns.ts';
-
-type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
+import { type Allocation, claimAddresses, releaseContainer, releaseOn as releaseContainerOn } from './ipam.ts';
 
 /** What attach needs of an endpoint (the container record keeps at least this much). */
 export type AttachEndpoint = Pick<EndpointSettings, 'NetworkID' | 'IPAddress' | 'IPPrefixLen' | 'Gateway' | 'MacAddress'> &
@@ -33,8 +29,6 @@ export interface EndpointRequest {
   ipv6?: string;
   mac?: string;
 }
-
-const isV6 = (address: string) => address.includes(':');
 
 /** The IPv6 half of attach: address with prefix and default route, when the endpoint has one. */
 function v6Attach(ep: AttachEndpoint): { address6?: string; gateway6?: string } {
@@ -70,16 +64,6 @@ export function findUserNetwork(store: Pick<NetworkStore, 'list' | 'get' | 'byIn
   return net;
 }
 
-/** Host end of a container's veth: deterministic, so a repeated attach finds and replaces it. */
-export function hostVethName(containerId: string): string {
-  return `veth${containerId.slice(0, 11)}`;
-}
-
-/** Host end of a container's extra veth (eth1...): distinct from the primary's `veth...`. */
-export function extraVethName(containerId: string, index: number): string {
-  return `vx${containerId.slice(0, 11)}${index}`;
-}
-
 export class NetworkAttacher {
   private readonly store: NetworkStore;
   private readonly driver: Pick<NetworkDriverPort, 'attachContainer' | 'detachContainer' | 'ensureBridge'>;
@@ -107,7 +91,7 @@ export class NetworkAttacher {
     const net = mode.kind === 'user' ? findUserNetwork(this.store, mode.networkName!) : findNetworkByName(this.store, 'bridge');
     if (!net) throw notFound('network bridge not found');
     if ((opts.ipv4 || opts.ipv6) && mode.kind !== 'user') throw invalidArgument('user specified IP address is supported on user defined networks only');
-    const [alloc, alloc6] = this.store.transaction(() => [this.claim(net, containerId, opts.ipv4), this.claim6(net, containerId, opts.ipv6)] as const);
+    const [alloc, alloc6] = claimAddresses(this.store, net, containerId, opts);
     return endpoint(net, containerId, alloc, opts.mac, alloc6);
   }
 
@@ -168,7 +152,7 @@ export class NetworkAttacher {
   async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: EndpointRequest = {}): Promise<PluggedEndpoint> {
     const net = this.store.get(Networks, networkId);
     if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
-    const [alloc, alloc6] = this.store.transaction(() => [this.claim(net, containerId, opts.ipv4), this.claim6(net, containerId, opts.ipv6)] as const);
+    const [alloc, alloc6] = claimAddresses(this.store, net, containerId, opts);
     const ep = endpoint(net, containerId, alloc, opts.mac, alloc6);
     const ifName = `eth${index}`;
     const hostVeth = extraVethName(containerId, index);
@@ -194,11 +178,7 @@ export class NetworkAttacher {
 
   /** Free the container's addresses on one network (it left that network). */
   releaseOn(containerId: string, networkId: string): void {
-    const mine = this.allocations().filter((a) => a.spec.containerId === containerId && a.spec.networkId === networkId);
-    if (!mine.length) return;
-    this.store.transaction(() => {
-      for (const a of mine) this.store.delete(IpamAllocations, a.name);
-    });
+    releaseContainerOn(this.store, containerId, networkId);
   }
 
   /** User-defined networks answer names through their embedded DNS: 127.0.0.11 in the container, redirected to the gateway. */
@@ -214,103 +194,9 @@ export class NetworkAttacher {
 
   /** Free the container's addresses (on removal). */
   async release(containerId: string): Promise<void> {
-    const mine = this.allocations().filter((a) => a.spec.containerId === containerId);
+    const mine = releaseContainer(this.store, containerId);
     if (mine.length === 0) return;
-    this.store.transaction(() => {
-      for (const a of mine) this.store.delete(IpamAllocations, a.name);
-    });
     this.log.debug({ containerId, addresses: mine.map((a) => a.spec.address) }, 'addresses released');
-  }
-
-  /** Inside a store transaction: the container's valid claim, or a new one on the lowest free address. */
-  private claim(net: NetworkResource, containerId: string, preferred?: string): Allocation {
-    const pool = ipv4Pool(net.spec);
-    if (!pool) throw unavailable(`network ${net.spec.name} has no address pool`);
-    const subnet = parseCidr(pool.Subnet);
-    const range = pool.IPRange ? parseCidr(pool.IPRange) : subnet;
-    const reserved = new Set<number>([subnet.network, subnet.broadcast, parseIpv4(pool.Gateway)]);
-    for (const a of Object.values(pool.AuxiliaryAddresses ?? {})) reserved.add(parseIpv4(a));
-    const want = preferred ? parseIpv4(preferred) : undefined;
-    // A static address (--ip) may lie anywhere in the subnet; handed-out ones come from the range.
-    const usable = (ip: number) => (want !== undefined ? ip === want : contains(range, ip)) && contains(subnet, ip) && !reserved.has(ip);
-    if (want !== undefined && (!contains(subnet, want) || reserved.has(want))) {
-      throw invalidArgument(`invalid address ${preferred}: it is not a free host address of subnet ${pool.Subnet}`);
-    }
-
-    const onNet = this.allocations().filter((a) => a.spec.networkId === net.spec.id && !isV6(a.spec.address));
-    const used = new Set<number>();
-    for (const a of onNet) {
-      if (a.spec.containerId !== containerId) {
-        used.add(parseIpv4(a.spec.address));
-        continue;
-      }
-      if (usable(parseIpv4(a.spec.address)) && a.spec.prefixLen === subnet.prefixLen) return a;
-      // Claimed under an older --bip or --fixed-cidr, or another static address: let it go.
-      this.store.delete(IpamAllocations, a.name);
-    }
-    if (want !== undefined && used.has(want)) throw conflict(`Address already in use: ${preferred} on network ${net.spec.name}`);
-    const first = want ?? Math.max(range.network, subnet.network + 1);
-    const last = want ?? Math.min(range.broadcast, subnet.broadcast - 1);
-    for (let ip = first; ip <= last; ip++) {
-      if (used.has(ip) || !usable(ip)) continue;
-      const address = formatIpv4(ip);
-      const spec: IpamAllocationSpec = {
-        networkId: net.spec.id,
-        address,
-        prefixLen: subnet.prefixLen,
-        containerId,
-        allocatedAt: new Date().toISOString(),
-      };
-      return this.store.create(IpamAllocations, `${net.spec.id}/${address}`, spec, {});
-    }
-    throw unavailable(`no available IPv4 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
-  }
-
-  /**
-   * The IPv6 twin of claim, for a network with an IPv6 pool (null otherwise): the container's valid
-   * claim, or the lowest free address of the range (or the static one asked for, --ip6).
-   */
-  private claim6(net: NetworkResource, containerId: string, preferred?: string): Allocation | null {
-    const pool = ipv6Pool(net.spec);
-    if (!pool) {
-      if (preferred) throw invalidArgument(`invalid address ${preferred}: network ${net.spec.name} has no IPv6 subnet`);
-      return null;
-    }
-    const subnet = parseCidr6(pool.Subnet);
-    const range = pool.IPRange ? parseCidr6(pool.IPRange) : subnet;
-    const reserved = new Set<bigint>([subnet.network, parseIpv6(pool.Gateway)]);
-    for (const a of Object.values(pool.AuxiliaryAddresses ?? {})) reserved.add(parseIpv6(a));
-    const want = preferred ? parseIpv6(preferred) : undefined;
-    if (want !== undefined && (!contains6(subnet, want) || reserved.has(want))) {
-      throw invalidArgument(`invalid address ${preferred}: it is not a free host address of subnet ${pool.Subnet}`);
-    }
-    const usable = (ip: bigint) => (want !== undefined ? ip === want : contains6(range, ip)) && contains6(subnet, ip) && !reserved.has(ip);
-    const used = new Set<bigint>();
-    for (const a of this.allocations()) {
-      if (a.spec.networkId !== net.spec.id || !isV6(a.spec.address)) continue;
-      const ip = parseIpv6(a.spec.address);
-      if (a.spec.containerId !== containerId) {
-        used.add(ip);
-        continue;
-      }
-      if (usable(ip) && a.spec.prefixLen === subnet.prefixLen) return a;
-      this.store.delete(IpamAllocations, a.name);
-    }
-    if (want !== undefined && used.has(want)) throw conflict(`Address already in use: ${preferred} on network ${net.spec.name}`);
-    // A /64 has more addresses than anyone hands out: look through the first million of the range.
-    const first = want ?? (range.network > subnet.network ? range.network : subnet.network + 1n);
-    const last = want ?? (range.last < subnet.last ? range.last : subnet.last);
-    for (let ip = first, n = 0; ip <= last && n < 1_000_000; ip++, n++) {
-      if (used.has(ip) || !usable(ip)) continue;
-      const address = formatIpv6(ip);
-      const spec: IpamAllocationSpec = { networkId: net.spec.id, address, prefixLen: subnet.prefixLen, containerId, allocatedAt: new Date().toISOString() };
-      return this.store.create(IpamAllocations, `${net.spec.id}/${address}`, spec, {});
-    }
-    throw unavailable(`no available IPv6 addresses on this network's address pools: ${net.spec.name} (${net.spec.id})`);
-  }
-
-  private allocations(): Allocation[] {
-    return this.store.list(IpamAllocations);
   }
 }
 

@@ -16,13 +16,11 @@ import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import type { Resource } from '../../store/types.ts';
-import { type IpamAllocationSpec, type IpamAllocationStatus, IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
 import { ipv4Pool, ipv6Pool, type AppliedBridge, type NetworkStatus, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import type { NetworkDns } from './dns.ts';
+import { releaseNetwork, releaseOrphans } from './ipam.ts';
 import { networkLifecycle, RECHECK_MS, restoredContext, settledStateOf, type EffectInput, type NetworkEvent, type NetworkFacts } from './machine.ts';
-import { Containers } from '../../store/kinds/container.ts';
 
 export { RECHECK_MS } from './machine.ts';
 
@@ -268,25 +266,16 @@ export class NetworkReconciler {
       await this.driver.deleteBridge(applied.bridgeName, ctx.signal);
     }
     this.store.transaction(() => {
-      for (const a of this.allocations(r.spec.id)) this.store.delete(IpamAllocations, a.name);
+      releaseNetwork(this.store, r.spec.id);
       this.store.delete(Networks, r.name);
     });
     ctx.log.info({ network: r.spec.name }, 'network removed');
   }
 
   private collectOrphans(networkId: string, log: Logger): void {
-    const orphans = this.allocations(networkId).filter((a) => !this.store.get(Containers, a.spec.containerId));
+    const orphans = releaseOrphans(this.store, networkId);
     if (orphans.length === 0) return;
-    this.store.transaction(() => {
-      for (const a of orphans) this.store.delete(IpamAllocations, a.name);
-    });
     log.info({ addresses: orphans.map((a) => a.spec.address) }, 'released addresses of removed containers');
-  }
-
-  private allocations(networkId: string): Resource<IpamAllocationSpec, IpamAllocationStatus>[] {
-    return this.store
-      .list(IpamAllocations)
-      .filter((a) => a.spec.networkId === networkId);
   }
 
   private writeStatus(r: NetworkResource, patch: Partial<NetworkStatus>): void {

@@ -26,8 +26,9 @@ import { Controller } from '../../../controllers/controller.ts';
 import { ContainerReconciler } from '../../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../../reconcilers/container/runs.ts';
 import type { Store } from '../../../store/store.ts';
-import { type ContainerConfig, type ContainerSpec, type ContainerStatus, type HostConfig, Containers } from '../../../store/kinds/container.ts';
+import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig } from '../../../store/kinds/container.ts';
 import { fakeLog, type LogLine } from '../controllers/fake-log.ts';
+import { containerController } from '../../../reconcilers/container/controller.ts';
 
 type Exit = { exitStatus: number; exitedAt: Date | null };
 
@@ -511,8 +512,7 @@ export async function startContainerController(world: FakeWorld, store: Store, o
   const runs = new RunRegistry({ supervisor: world.supervisor, exitEventsLive: () => true });
   world.runs = runs;
   const reconciler = new ContainerReconciler(store, world.deps, runs);
-  const controller = new Controller({ name: 'container', kind: Containers, store, reconciler, log: world.log, specChangesOnly: true, workers: opts.workers ?? 2 });
-  runs.enqueue = (key) => controller.enqueue(key);
+  const controller = containerController(runs, reconciler).build({ store, reconciler, log: world.log, workers: opts.workers ?? 2 });
   await controller.start();
   return controller;
 }

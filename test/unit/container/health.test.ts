@@ -86,7 +86,7 @@ describe('the reconcile step', () => {
       },
     });
     const woken: string[] = [];
-    checks.enqueue = (id) => woken.push(id);
+    checks.ends.subscribe((id) => woken.push(id));
     const config = { Healthcheck: { Test: ['CMD', 'check'], Interval: 2 * S, Timeout: S } } as unknown as ContainerConfig;
     const started = Date.parse('2026-01-01T00:00:00Z');
     const st = stagedFake({ startedAt: at(0) });

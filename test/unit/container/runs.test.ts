@@ -37,7 +37,7 @@ describe('run registry', () => {
     const sup = fakeSupervisor();
     const reg = new RunRegistry({ supervisor: sup, exitEventsLive: () => true });
     const queued: string[] = [];
-    reg.enqueue = (k) => queued.push(k);
+    reg.exits.subscribe((k) => queued.push(k));
     const run = addRun(reg, 'c1');
     assert.ok(reg.runInfo('c1'));
     reg.notifyExit('c1', { pid: 100, exitStatus: 3, exitedAt: null });
@@ -64,7 +64,7 @@ describe('run registry', () => {
     let live = false;
     const reg = new RunRegistry({ supervisor: sup, exitEventsLive: () => live });
     const queued: string[] = [];
-    reg.enqueue = (k) => queued.push(k);
+    reg.exits.subscribe((k) => queued.push(k));
     const a = addRun(reg, 'a');
     await new Promise((r) => setImmediate(r));
     assert.equal(sup.waits.length, 1);

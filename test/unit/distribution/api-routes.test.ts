@@ -11,7 +11,6 @@ import { authRoutes } from '../../../api/distribution/auth-routes.ts';
 import { pullHandler } from '../../../api/distribution/pull-handler.ts';
 import { pushHandler } from '../../../api/distribution/push-handler.ts';
 import { createDistribution, type DistributionDriver } from '../../../drivers/distribution/distribution.ts';
-import { Controller } from '../../../controllers/controller.ts';
 import { PullReconciler } from '../../../reconcilers/image/pull-reconciler.ts';
 
 import { openStore, type Store } from '../../../store/store.ts';
@@ -19,7 +18,7 @@ import { type ImageStatus, Images } from '../../../store/kinds/image.ts';
 import { registryAvailable, startRegistry, type TestRegistry } from '../../e2e/registry/registry.ts';
 import { buildImage, MemLayerStore, quietLog, type TestImage } from './helpers.ts';
 import { References } from '../../../store/kinds/reference.ts';
-import { Pulls } from '../../../store/kinds/pull.ts';
+import { pullController } from '../../../reconcilers/image/controller.ts';
 
 const skip = !registryAvailable() && 'docker-registry is not installed';
 
@@ -48,8 +47,7 @@ async function daemon(): Promise<Daemon> {
   });
   // The pull reconciler under its controller, as cmd runs it.
   const pulls = new PullReconciler(store, dist, { waitTimeoutMs: 5000 });
-  const pullCtl = new Controller({ name: 'pull', kind: Pulls, store, reconciler: pulls, log: quietLog, specChangesOnly: true });
-  pulls.enqueue = (key) => pullCtl.enqueue(key);
+  const pullCtl = pullController(pulls).build({ store, reconciler: pulls, log: quietLog });
   await pullCtl.start();
   const app = createApp({
     log: quietLog, version: { api: '1.47', min: '1.24' },

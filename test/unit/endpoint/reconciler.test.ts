@@ -190,19 +190,19 @@ describe('EndpointsConfig and endpoint records', () => {
   });
 });
 
-test('endpointTriggers: a container change wakes its endpoints (kept from the endpoint watch), a network change the endpoints on it', async () => {
+test('endpointController: a container change wakes its endpoints (by the store index), a network change the endpoints on it', async () => {
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { openStore } = await import('../../../store/store.ts');
-  const { endpointTriggers } = await import('../../../reconcilers/endpoint/reconciler.ts');
+  const { endpointController } = await import('../../../reconcilers/endpoint/controller.ts');
   const dir = mkdtempSync(join(tmpdir(), 'engine-ept-'));
   const store = openStore(join(dir, 'engine.db'));
   try {
     const ep = (cid: string, nid: string) => store.create(Endpoints, endpointName(cid, nid), { containerId: cid, networkId: nid, networkName: nid, config: {}, desired: 'present' }, EMPTY_ENDPOINT_STATUS);
     ep('c1', 'n1');
     const woken: string[] = [];
-    const off = endpointTriggers(store, (k) => woken.push(k));
+    const off = store.watch(null, (ev) => woken.push(...endpointController.keysFor(ev, store)));
     ep('c1', 'n2');
     ep('c2', 'n1');
     woken.length = 0;

@@ -17,6 +17,7 @@ import { openStore, type Store } from '../../../store/store.ts';
 import { type ImageStatus, Images } from '../../../store/kinds/image.ts';
 import { fakeLog } from '../controllers/fake-log.ts';
 import { References } from '../../../store/kinds/reference.ts';
+import { pullController } from '../../../reconcilers/image/controller.ts';
 
 const REF = 'registry.test/app/web:v1';
 
@@ -59,8 +60,7 @@ let stopImages: () => void;
 
 async function startPulls(): Promise<void> {
   pulls = new PullReconciler(store, dist, { waitTimeoutMs: 5000 });
-  ctl = new Controller({ name: 'pull', kind: Pulls, store, reconciler: pulls, log: fakeLog(), specChangesOnly: true });
-  pulls.enqueue = (key) => ctl.enqueue(key);
+  ctl = pullController(pulls).build({ store, reconciler: pulls, log: fakeLog() });
   await ctl.start();
 }
 

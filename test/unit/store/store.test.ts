@@ -18,10 +18,6 @@ interface Spec {
   image: string;
   n?: number;
 }
-interface Status {
-  phase: string;
-  observedGeneration?: number;
-}
 
 let dir: string;
 let dbPath: string;
