@@ -21,6 +21,8 @@ export type ReconcileResult = void | { requeueAfter: number };
 
 export interface Reconciler {
   reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult>;
+  /** Shutdown gave up waiting for the reconciles in flight: abort what they started (a machine host's effects). */
+  stop?(): void;
 }
 
 export type ControllerStore = Pick<Store, 'watch' | 'list' | 'get' | 'byIndex'>;
@@ -194,6 +196,7 @@ export class Controller {
     if (late) {
       this.log.warn({ inFlight: this.queue.inFlight, timeoutMs: this.stopTimeoutMs }, 'reconciles still running at stop; aborting them');
       this.abort.abort(new Error(`controller ${this.name} stopped`));
+      this.reconciler.stop?.();
     }
     this.log.info('controller stopped');
   }

@@ -1,13 +1,16 @@
 // Drives an XState v5 machine from a reconciler with the pure `transition` function: no actor
 // lives between reconciles and no timer runs inside XState. What a transition asks for comes back
 // as actions, and this module turns them into the reconciler's terms:
-// - an invoked actor (`xstate.spawnChild`) is an effect: it runs now, with the reconcile's
-//   AbortSignal, and its result (or error) is sent back as the machine's done/error event;
+// - an invoked actor (`xstate.spawnChild`) is an effect: it runs now, as a root actor of the same
+//   logic and input (a promise actor: it gets `{ input, signal }`), and its result (or error) is
+//   sent back as the machine's done/error event; an abort of the drive's signal or the effect's
+//   deadline stops it (aborting its signal) and sends the error event;
 // - a delayed event (`xstate.raise` with a delay, e.g. `after`) becomes a timer at an absolute
 //   time, and the reconcile answers `requeueAfter` for the earliest one; `xstate.cancel` drops it;
 // - an immediate `raise` is sent next.
 // Timers are plain data ({ id, event, at }), so the caller may keep them with the snapshot.
-import { toPromise, transition, type AnyActorRef, type AnyStateMachine, type EventFromLogic, type SnapshotFrom } from 'xstate';
+import { EngineError } from '../lib/errors.ts';
+import { createActor, toPromise, transition, type Actor, type AnyActorLogic, type AnyStateMachine, type EventFromLogic, type SnapshotFrom } from 'xstate';
 
 /** The top-level state of a snapshot ("stopping" for { stopping: "waiting" }). */
 export function topState(snapshot: { value: unknown }): string {
@@ -26,10 +29,23 @@ export interface MachineTimer {
 export interface Stepped<M extends AnyStateMachine> {
   snapshot: SnapshotFrom<M>;
   timers: MachineTimer[];
-  /** Effects the transition started, in order: invoke id, actor source name, the actor to run. */
-  effects: Array<{ id: string; src: string; actorRef: AnyActorRef }>;
+  /** Effects the transition started, in order: invoke id, actor source name, its logic and input. */
+  effects: Effect[];
   /** Events raised for immediate delivery. */
   raised: Array<{ type: string }>;
+}
+
+/** An invoked actor, to be run as an actor of its own (a root actor: the driver can stop it). */
+export interface Effect {
+  id: string;
+  src: string;
+  logic: AnyActorLogic;
+  input: unknown;
+}
+
+/** The effect as an actor of its own, not yet started (its promise gets `{ input, signal }`; stop() aborts the signal). */
+export function effectActor(eff: Effect): Actor<AnyActorLogic> {
+  return createActor(eff.logic, { input: eff.input });
 }
 
 interface ActionLike {
@@ -59,7 +75,9 @@ export function step<M extends AnyStateMachine>(machine: M, snapshot: SnapshotFr
       }
       // A delay of Infinity is a wait with no end: nothing to schedule.
     } else if (a.type === 'xstate.spawnChild') {
-      effects.push({ id: String(p.id), src: String(p.src), actorRef: p.actorRef as AnyActorRef });
+      // XState made a child of an inert parent (`actorRef`), which cannot be stopped directly: the
+      // effect runs as a root actor of the same logic and input instead.
+      effects.push({ id: String(p.id), src: String(p.src), logic: (p.actorRef as Actor<AnyActorLogic>).logic, input: p.input });
     }
   }
   return { snapshot: next, timers: ts, effects, raised };
@@ -73,10 +91,13 @@ export interface DriveResult<M extends AnyStateMachine> {
 }
 
 export interface DriveOptions {
+  /** Aborts the effects under way (the reconcile was cut off, the daemon is stopping). */
   signal: AbortSignal;
   now: () => number;
   /** Upper bound of transitions in one drive (a machine that loops on itself is a bug). */
   maxSteps?: number;
+  /** How long one effect may run; past it, its signal is aborted and the machine gets its error event. Default: no bound. */
+  effectDeadlineMs?: number;
 }
 
 /**
@@ -105,23 +126,45 @@ export async function drive<M extends AnyStateMachine>(
     snap = r.snapshot;
     ts = r.timers;
     queue.unshift(...r.raised);
-    for (const eff of r.effects) queue.push(await runEffect(eff.id, eff.actorRef, opts.signal));
+    for (const eff of r.effects) queue.push(await runEffect(machine.id, eff, opts.signal, opts.effectDeadlineMs));
   }
   const next = ts.length ? Math.min(...ts.map((t) => t.at)) - opts.now() : undefined;
   return { snapshot: snap, timers: ts, requeueAfter: next === undefined ? undefined : Math.max(0, next) };
 }
 
-/** Runs an invoked actor to its end; answers the done or error event the machine expects. */
-async function runEffect(id: string, actor: AnyActorRef, signal: AbortSignal): Promise<{ type: string }> {
-  const onAbort = () => actor.stop();
+/**
+ * Runs an invoked actor (a promise actor: it gets `{ input, signal }`) to its end; answers the done
+ * or error event the machine expects. An abort of `signal`, or the deadline passing, stops the actor
+ * (which aborts the signal its promise was given) and answers the error event at once: an effect
+ * cut off never reads as done.
+ */
+async function runEffect(machineId: string, eff: Effect, signal: AbortSignal, deadlineMs: number | undefined): Promise<{ type: string }> {
+  const { id } = eff;
+  const actor = effectActor(eff);
+  const failed = (error: unknown) => ({ type: `xstate.error.actor.${id}`, error }) as { type: string };
+  if (signal.aborted) return failed(new EngineError('Canceled', `${machineId} effect ${eff.src}: canceled`, { cause: signal.reason }));
+  let cut: (error: unknown) => void = () => {};
+  const cutOff = new Promise<{ type: string }>((resolve) => {
+    cut = (error) => {
+      resolve(failed(error));
+      actor.stop();
+    };
+  });
+  const onAbort = () => cut(new EngineError('Canceled', `${machineId} effect ${eff.src}: canceled`, { cause: signal.reason }));
   signal.addEventListener('abort', onAbort, { once: true });
+  const timer =
+    deadlineMs !== undefined && Number.isFinite(deadlineMs)
+      ? setTimeout(() => cut(new EngineError('Unavailable', `${machineId} effect ${eff.src}: no result within ${deadlineMs} ms`)), deadlineMs)
+      : undefined;
   try {
     actor.start();
-    const output = await toPromise(actor);
-    return { type: `xstate.done.actor.${id}`, output } as { type: string };
-  } catch (error) {
-    return { type: `xstate.error.actor.${id}`, error } as { type: string };
+    const ran = toPromise(actor).then(
+      (output) => ({ type: `xstate.done.actor.${id}`, output }) as { type: string },
+      (error: unknown) => failed(error),
+    );
+    return await Promise.race([cutOff, ran]);
   } finally {
+    clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);
   }
 }

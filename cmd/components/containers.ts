@@ -127,7 +127,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const manager = new Manager();
         const runs = ctx.get<Runs>('runs').registry;
         const containers = ctx.get<ContainerReconciler>('containers');
-        const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv() });
+        const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv(), log: log.child({ component: 'networks' }) });
         // Started in this order and stopped in reverse: images are up before the containers made from them.
         manager.add(networkController.build({ store, reconciler: networks, log }));
         manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log }));

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { fromPromise, initialTransition, toPromise, type SnapshotFrom } from 'xstate';
-import { step } from '../../controllers/machine-driver.ts';
+import { effectActor, step } from '../../controllers/machine-driver.ts';
 import { conflict, notFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
@@ -172,8 +172,9 @@ export class ExecManager {
       if (!effect) throw new Error(`exec ${id}: START did not start the process (state ${stateOf(ex)})`);
       let output: ExecStartOutput;
       try {
-        effect.actorRef.start();
-        output = (await toPromise(effect.actorRef)) as ExecStartOutput;
+        const actor = effectActor(effect);
+        actor.start();
+        output = (await toPromise(actor)) as ExecStartOutput;
       } catch (error) {
         this.advance(ex, { type: `xstate.error.actor.${effect.id}`, error } as { type: string });
         throw error;

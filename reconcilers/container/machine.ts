@@ -120,18 +120,18 @@ export const containerLifecycle = setup({
     collectRun: fromPromise<CollectOutput, EffectInput>(notProvided('collectRun')),
     teardown: fromPromise<void, EffectInput>(notProvided('teardown')),
   },
+  // Guards on an effect's outcome take it as params (`params: ({ event }) => event.output` in the
+  // invoke's onDone), so the output is typed by the actor declared above.
   guards: {
-    started: ({ event }) => (event as unknown as { output: StartOutput }).output.started,
-    neverRan: ({ event }) => (event as unknown as { output: StartOutput }).output.neverRan,
+    started: (_, output: StartOutput) => output.started,
+    neverRan: (_, output: StartOutput) => output.neverRan,
     thenRemove: ({ context }) => context.thenRemove,
     thenStart: ({ context }) => context.thenStart && context.wantUp,
     // A leftover stopped at boot comes back when its policy says so, at once, as the reference does.
-    bootRestart: ({ context, event }) =>
-      (event as unknown as { output: CollectOutput }).output.leftover && context.wantUp && !context.manuallyStopped && (context.policy.Name === 'always' || context.policy.Name === 'unless-stopped'),
-    policyRestarts: ({ context, event }) =>
-      !(event as unknown as { output: CollectOutput }).output.leftover &&
-      context.wantUp &&
-      decideRestart(context.policy, (event as unknown as { output: CollectOutput }).output.exitCode, context.restartCount, context.manuallyStopped),
+    bootRestart: ({ context }, run: CollectOutput) =>
+      run.leftover && context.wantUp && !context.manuallyStopped && (context.policy.Name === 'always' || context.policy.Name === 'unless-stopped'),
+    policyRestarts: ({ context }, run: CollectOutput) =>
+      !run.leftover && context.wantUp && decideRestart(context.policy, run.exitCode, context.restartCount, context.manuallyStopped),
     autoRemove: ({ context }) => context.autoRemove,
     hasDeadline: ({ context }) => context.stopDeadline !== null && context.stopDeadline >= 0,
   },
@@ -159,7 +159,11 @@ export const containerLifecycle = setup({
         id: 'startRun',
         src: 'startRun',
         input: idInput,
-        onDone: [{ guard: 'started', target: 'running' }, { guard: 'neverRan', target: 'created' }, { target: 'exited' }],
+        onDone: [
+          { guard: { type: 'started', params: ({ event }) => event.output }, target: 'running' },
+          { guard: { type: 'neverRan', params: ({ event }) => event.output }, target: 'created' },
+          { target: 'exited' },
+        ],
         onError: 'exited',
       },
     },
@@ -225,9 +229,9 @@ export const containerLifecycle = setup({
         onDone: [
           { guard: 'thenRemove', target: 'removing' },
           { guard: 'thenStart', target: 'starting' },
-          { guard: 'bootRestart', target: 'starting' },
+          { guard: { type: 'bootRestart', params: ({ event }) => event.output }, target: 'starting' },
           {
-            guard: 'policyRestarts',
+            guard: { type: 'policyRestarts', params: ({ event }) => event.output },
             target: 'restarting',
             actions: assign(({ context, event }) => {
               const delay = nextRestartDelay(context.restartDelayMs, event.output.ranMs);

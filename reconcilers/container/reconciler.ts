@@ -10,8 +10,10 @@
 // reconciles and is rebuilt from observation after a crash. Anything that waits on time is a
 // machine delay that becomes `requeueAfter`; a worker never sleeps. Exits reach it as keys
 // through the registry.
+import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { topState } from '../../controllers/machine-driver.ts';
+import { MachineHost, type Held } from '../../controllers/machine-host.ts';
 import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { type ContainerSpec, type ContainerStatus, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
@@ -43,11 +45,6 @@ type C = { spec: ContainerSpec; status: ContainerStatus };
 type Machine = ReturnType<typeof containerLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
-/** A machine between reconciles: its snapshot and pending timers. */
-interface Held {
-  snapshot: Snapshot;
-  timers: MachineTimer[];
-}
 
 /** States in which a task is (or may be) alive. */
 const ALIVE = new Set(['running', 'pausing', 'paused', 'resuming', 'stopping', 'killing']);
@@ -63,11 +60,8 @@ export class ContainerReconciler {
   private readonly runs: RunRegistry;
   private readonly status: StagedStatus;
   private readonly steps: RunSteps;
-  private readonly machine: Machine;
   /** Machines in transient states, kept between reconciles; settled ones are rebuilt from status. */
-  private readonly held = new Map<string, Held>();
-  /** The context of the reconcile in flight per key, for the effects (keys never run concurrently). */
-  private readonly active = new Map<string, ReconcileContext>();
+  private readonly machines: MachineHost<Machine>;
   /** Healthcheck probes of running containers (when the wiring gives a way to run them). */
   private readonly health: HealthChecks | undefined;
   /** Probe ends (a source of the container controller; silent without probes). */
@@ -81,17 +75,23 @@ export class ContainerReconciler {
     this.steps = new RunSteps(store, deps, runs, this.status);
     if (deps.probes) this.health = new HealthChecks(deps.probes);
     this.probeEnds = this.health?.ends ?? new KeySource();
-    this.machine = containerLifecycle.provide({
+    const machine = containerLifecycle.provide({
       actors: {
-        startRun: fromPromise<StartOutput, EffectInput>(({ input }) => this.startEffect(input.id)),
-        signalStop: fromPromise<void, EffectInput>(({ input }) => this.signalStopEffect(input.id)),
+        startRun: fromPromise<StartOutput, EffectInput>(({ input, signal }) => this.startEffect(input.id, signal)),
+        signalStop: fromPromise<void, EffectInput>(({ input, signal }) => this.signalStopEffect(input.id, signal)),
         killRun: fromPromise<void, EffectInput>(({ input }) => this.killEffect(input.id)),
         pauseRun: fromPromise<void, EffectInput>(({ input }) => this.pauseEffect(input.id, true)),
         resumeRun: fromPromise<void, EffectInput>(({ input }) => this.pauseEffect(input.id, false)),
-        collectRun: fromPromise<CollectOutput, EffectInput>(({ input }) => this.collectEffect(input.id)),
-        teardown: fromPromise<void, EffectInput>(({ input }) => this.teardownEffect(input.id)),
+        collectRun: fromPromise<CollectOutput, EffectInput>(({ input, signal }) => this.collectEffect(input.id, signal)),
+        teardown: fromPromise<void, EffectInput>(({ input, signal }) => this.teardownEffect(input.id, signal)),
       },
     });
+    this.machines = new MachineHost(machine, { name: 'container' });
+  }
+
+  /** Daemon shutdown: the effects under way are aborted. */
+  stop(): void {
+    this.machines.stop();
   }
 
   /**
@@ -115,10 +115,9 @@ export class ContainerReconciler {
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
     const r = this.store.get(Containers, id);
     if (!r) {
-      this.held.delete(id);
+      this.machines.forget(id);
       return;
     }
-    this.active.set(id, ctx);
     let requeue: number | undefined;
     try {
       if (!this.status.get(id).prepared && r.spec.desired !== 'removed') {
@@ -130,7 +129,7 @@ export class ContainerReconciler {
           throw err;
         }
       }
-      let held = this.held.get(id) ?? this.restore(r);
+      let held = this.machines.current(id, () => this.restore(r));
       // Observe, drive; again when the machine moved (what it now accepts may differ).
       for (let round = 0; round < MAX_ROUNDS; round++) {
         const cur = this.store.get(Containers, id);
@@ -138,10 +137,7 @@ export class ContainerReconciler {
         const seen = { ...cur, status: this.status.get(id) };
         const events = await this.observe(seen, held.snapshot);
         const before = JSON.stringify(held.snapshot.value);
-        const res = await drive(this.machine, held.snapshot, held.timers, [{ type: 'OBSERVED', facts: this.facts(seen) }, ...events], {
-          signal: ctx.signal,
-          now: Date.now,
-        });
+        const res = await this.machines.run(id, held, [{ type: 'OBSERVED', facts: this.facts(seen) }, ...events], { signal: ctx.signal, now: Date.now });
         held = { snapshot: res.snapshot, timers: res.timers };
         requeue = res.requeueAfter;
         if (res.snapshot.status === 'done' || JSON.stringify(res.snapshot.value) === before) break;
@@ -166,7 +162,6 @@ export class ContainerReconciler {
         this.status.stage(id, (x) => ({ ...x, observedGeneration: Math.max(x.observedGeneration, r.generation) }));
       }
     } finally {
-      this.active.delete(id);
       // Whatever the steps staged, also when one of them threw: what happened is recorded.
       this.status.flush(id);
     }
@@ -174,10 +169,10 @@ export class ContainerReconciler {
   }
 
   /** The settled state the container's status records, with the machine's memory from status. */
-  private restore(r: CR): Held {
+  private restore(r: CR): Held<Machine> {
     const s = r.status;
     const value = settledStateOf(s.phase);
-    const snapshot = this.machine.resolveState({
+    const snapshot = this.machines.machine.resolveState({
       value,
       context: restoredContext(this.facts(r), { stopDeadline: s.stopDeadline ?? null, restartAt: s.restartAt ?? null, restartCount: s.restartCount, restartDelayMs: s.restartDelayMs ?? 0 }),
     }) as Snapshot;
@@ -185,10 +180,10 @@ export class ContainerReconciler {
   }
 
   /** Mirror the machine's memory into status; hold a transient machine in memory. */
-  private keep(id: string, held: Held): void {
+  private keep(id: string, held: Held<Machine>): void {
     const state = topState(held.snapshot);
     if (held.snapshot.status === 'done' || !this.store.get(Containers, id)) {
-      this.held.delete(id);
+      this.machines.forget(id);
       return;
     }
     const c = held.snapshot.context;
@@ -202,8 +197,7 @@ export class ContainerReconciler {
       stopDeadline: c.stopDeadline,
       timers: settled ? held.timers : [],
     }));
-    if (settled) this.held.delete(id);
-    else this.held.set(id, held);
+    this.machines.keep(id, held, settled);
   }
 
   /** The spec's wishes and the clock, as the machine reads them. */
@@ -265,27 +259,33 @@ export class ContainerReconciler {
 
   // ---- effects (the machine's named actors) -------------------------------------------------
 
-  private ctx(id: string): ReconcileContext {
-    const ctx = this.active.get(id);
-    if (!ctx) throw new Error(`container ${id}: effect outside a reconcile`);
-    return ctx;
+  /** What an effect works with: its own signal (the host aborts it), and a logger naming the container (made on first use). */
+  private ctx(id: string, signal: AbortSignal): ReconcileContext {
+    let log: Logger | undefined;
+    const parent = this.deps.log;
+    return {
+      signal,
+      get log() {
+        return (log ??= parent.child({ container: id }));
+      },
+    };
   }
 
-  private async startEffect(id: string): Promise<StartOutput> {
+  private async startEffect(id: string, signal: AbortSignal): Promise<StartOutput> {
     const r = this.store.get(Containers, id)!;
     const neverRan = this.status.get(id).phase === 'created';
-    await this.steps.startRun(id, this.ctx(id));
+    await this.steps.startRun(id, this.ctx(id, signal));
     // With the start's outcome (running, or the error): what `docker start` waits for.
     this.status.stage(id, (s) => ({ ...s, runGeneration: Math.max(s.runGeneration, r.spec.runGeneration), restartOnBoot: false }));
     const run = this.runs.get(id);
     return { started: !!run && !run.exit, neverRan };
   }
 
-  private async signalStopEffect(id: string): Promise<void> {
+  private async signalStopEffect(id: string, signal: AbortSignal): Promise<void> {
     const r = this.store.get(Containers, id)!;
     // A stop already signalled before a daemon restart (its deadline is in status) is not signalled again.
     if (r.status.stopDeadline != null) return;
-    if (!this.runs.get(id)) this.ctx(id).log.info('stopping container left running by a previous daemon');
+    if (!this.runs.get(id)) this.ctx(id, signal).log.info('stopping container left running by a previous daemon');
     if (this.status.get(id).phase === 'paused') {
       await this.deps.supervisor.resume(id).catch(() => {});
       this.status.stage(id, (s) => ({ ...s, phase: 'running' }));
@@ -305,17 +305,17 @@ export class ContainerReconciler {
     this.status.stage(id, (s) => ({ ...s, phase: pause ? 'paused' : 'running' }));
   }
 
-  private async collectEffect(id: string): Promise<CollectOutput> {
+  private async collectEffect(id: string, signal: AbortSignal): Promise<CollectOutput> {
     const run = this.runs.get(id);
     if (run) {
       const ranMs = await this.steps.finishRun(id, run);
       return { exitCode: this.status.get(id).exitCode, ranMs, leftover: false };
     }
-    return { exitCode: await this.collectLeftover(id), ranMs: 0, leftover: true };
+    return { exitCode: await this.collectLeftover(id, signal), ranMs: 0, leftover: true };
   }
 
   /** What a crashed daemon left of a run: the task and record in the supervisor, network, mount. */
-  private async collectLeftover(id: string): Promise<number> {
+  private async collectLeftover(id: string, signal: AbortSignal): Promise<number> {
     const sup = this.deps.supervisor;
     let exitStatus = 255;
     let exitedAt: Date | null = null;
@@ -324,7 +324,7 @@ export class ContainerReconciler {
       exitStatus = d.exitStatus;
       exitedAt = d.exitedAt;
     } catch (err) {
-      if (!isCode(err, 'NotFound')) this.ctx(id).log.warn({ err }, 'deleting a leftover task failed');
+      if (!isCode(err, 'NotFound')) this.ctx(id, signal).log.warn({ err }, 'deleting a leftover task failed');
     }
     await sup.deleteContainer(id).catch(() => {});
     await this.deps.network?.detach(id).catch(() => {});
@@ -341,16 +341,16 @@ export class ContainerReconciler {
     return exitStatus;
   }
 
-  private async teardownEffect(id: string): Promise<void> {
+  private async teardownEffect(id: string, signal: AbortSignal): Promise<void> {
     await this.steps.teardown(id);
     this.status.drop(id);
-    this.held.delete(id);
+    this.machines.forget(id);
     const r = this.store.get(Containers, id);
     // Anonymous volumes go with the container when asked (`rm -v`, `--rm`); the volume reconciler
     // removes their data once this record, the last to name them, is gone.
     if (r) this.deps.volumes?.releaseOwned(id, !!r.spec.remove?.volumes || !!r.spec.hostConfig.AutoRemove);
     this.store.delete(Containers, id);
-    if (this.deps.log.isLevelEnabled?.('debug') ?? true) this.ctx(id).log.debug('container removed');
+    if (this.deps.log.isLevelEnabled?.('debug') ?? true) this.ctx(id, signal).log.debug('container removed');
   }
 
   /** Stop every running container (daemon shutdown), each within its stop timeout capped at `timeoutS`. */

@@ -19,7 +19,7 @@
 // "detached" needs no effect; the address stays claimed for the next run.
 import { assign, fromPromise, setup } from 'xstate';
 import type { EndpointAddresses } from '../../store/kinds/endpoint.ts';
-import { messageOf, notProvidedFor } from '../machine-kit.ts';
+import { errorParams, messageOf, notProvidedFor, type ErrorParams } from '../machine-kit.ts';
 
 export interface EndpointFacts {
   /** The record's name (the effects' input). */
@@ -84,10 +84,8 @@ export const endpointLifecycle = setup({
     teardown: fromPromise<void, EffectInput>(notProvided('teardown')),
   },
   actions: {
-    failure: assign(({ event }) => {
-      const err = (event as unknown as { error: unknown }).error;
-      return { error: messageOf(err), cause: err, reason: 'AttachFailed' };
-    }),
+    /** A failed effect (params: its error event's error, `errorParams`). */
+    failure: assign((_, { error }: ErrorParams) => ({ error: messageOf(error), cause: error, reason: 'AttachFailed' })),
   },
   guards: {
     noNetwork: ({ context }) => !context.networkExists,
@@ -120,7 +118,7 @@ export const endpointLifecycle = setup({
         src: 'attach',
         input: effectInput,
         onDone: { target: 'attached', actions: assign(({ event }) => ({ plugged: event.output, reason: '' })) },
-        onError: { target: 'failed', actions: 'failure' },
+        onError: { target: 'failed', actions: { type: 'failure', params: errorParams } },
       },
     },
     attached: { on: { APPLY: 'checking', REMOVE: 'removing' } },
@@ -130,7 +128,7 @@ export const endpointLifecycle = setup({
       initial: 'tearingDown',
       states: {
         tearingDown: {
-          invoke: { id: 'teardown', src: 'teardown', input: effectInput, onDone: '#endpoint.removed', onError: { target: 'stalled', actions: 'failure' } },
+          invoke: { id: 'teardown', src: 'teardown', input: effectInput, onDone: '#endpoint.removed', onError: { target: 'stalled', actions: { type: 'failure', params: errorParams } } },
         },
         // The teardown failed; the record still says removed, so the next reconcile asks again.
         stalled: { on: { REMOVE: 'tearingDown' } },

@@ -6,7 +6,8 @@
 // (controllers/machine-driver.ts), as the volume and network reconcilers do. The container's
 // changes reach it through `endpointTriggers` (a container's status moving wakes its endpoints).
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { topState } from '../../controllers/machine-driver.ts';
+import { MachineHost, type Held } from '../../controllers/machine-host.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
 import { endpointsOfContainer, isAttachedTo, type EndpointAddresses, type EndpointCondition, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 import { Networks } from '../../store/kinds/network.ts';
@@ -19,11 +20,6 @@ import { endpointLifecycle, restoredContext, type EffectInput, type EndpointEven
 type Machine = ReturnType<typeof endpointLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
-interface Held {
-  snapshot: Snapshot;
-  timers: MachineTimer[];
-}
-
 /** The interface index (eth<n>) each endpoint holds in a run, claimed before the attach runs. */
 type Claims = Map<string, { pid: number; index: number }>;
 
@@ -32,25 +28,30 @@ export class EndpointReconciler {
   readonly kind = Endpoints.name;
   private readonly store: EndpointStore;
   private readonly network: EndpointNetworkPort;
-  private readonly machine: Machine;
-  private readonly held = new Map<string, Held>();
+  private readonly machines: MachineHost<Machine>;
   private readonly claims: Claims = new Map();
 
   constructor(store: EndpointStore, network: EndpointNetworkPort) {
     this.store = store;
     this.network = network;
-    this.machine = endpointLifecycle.provide({
+    const machine = endpointLifecycle.provide({
       actors: {
         attach: fromPromise<Plugged, EffectInput>(({ input }) => this.attach(input)),
         teardown: fromPromise<void, EffectInput>(({ input }) => this.teardown(input)),
       },
     });
+    this.machines = new MachineHost(machine, { name: 'endpoint' });
+  }
+
+  /** Daemon shutdown: the effects under way are aborted. */
+  stop(): void {
+    this.machines.stop();
   }
 
   async reconcile(name: string, ctx: ReconcileContext): Promise<void> {
     const r = this.store.get(Endpoints, name);
     if (!r) {
-      this.held.delete(name);
+      this.machines.forget(name);
       this.claims.delete(name);
       return;
     }
@@ -69,25 +70,19 @@ export class EndpointReconciler {
           ? { pid: c!.status.pid, ifName: 'eth0', hostVeth: hostVethName(r.spec.containerId), addresses: addressesOf(own), by: 'start' }
           : null,
     };
-    const held = this.held.get(name) ?? this.restore(r, facts);
+    const held = this.machines.current(name, () => this.restore(r, facts));
     const remove = r.spec.desired === 'removed' || !c;
     const events: EndpointEvent[] = [{ type: 'OBSERVED', facts }, remove ? { type: 'REMOVE' } : { type: 'APPLY' }];
-    const res = await drive(this.machine, held.snapshot, held.timers, events, { signal: ctx.signal, now: Date.now });
-    const snap = res.snapshot;
-    if (ctx.signal.aborted && snap.status !== 'done') {
-      this.held.delete(name);
-      throw new EngineError('Canceled', `endpoint ${name}: reconcile canceled`, { cause: ctx.signal.reason });
-    }
-    if (snap.status === 'done') this.held.delete(name);
-    else this.held.set(name, { snapshot: snap, timers: res.timers });
-    this.writeOutcome(r, snap);
+    const res = await this.machines.run(name, held, events, { signal: ctx.signal, now: Date.now });
+    this.machines.keep(name, res);
+    this.writeOutcome(r, res.snapshot);
   }
 
-  private restore(r: EndpointResource, facts: EndpointFacts): Held {
+  private restore(r: EndpointResource, facts: EndpointFacts): Held<Machine> {
     const s = r.status;
     const plugged: Plugged | null = s.pid > 0 && s.addresses ? { pid: s.pid, ifName: s.ifName, hostVeth: s.hostVeth, addresses: s.addresses, by: s.pluggedBy ?? 'endpoint' } : null;
     const value = s.phase === 'removing' ? (plugged ? 'attached' : 'detached') : s.phase;
-    const snapshot = this.machine.resolveState({ value, context: restoredContext(facts, plugged) }) as Snapshot;
+    const snapshot = this.machines.machine.resolveState({ value, context: restoredContext(facts, plugged) }) as Snapshot;
     return { snapshot, timers: [] };
   }
 

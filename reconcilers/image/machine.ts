@@ -13,7 +13,7 @@
 // the reconciler (the controller retries it with back-off); the record still says removed.
 import { assign, fromPromise, setup } from 'xstate';
 import type { ImageStatus } from '../../store/kinds/image.ts';
-import { notProvidedFor } from '../machine-kit.ts';
+import { errorParams, notProvidedFor, type ErrorParams } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass. */
 export interface ImageFacts {
@@ -78,11 +78,12 @@ export const imageLifecycle = setup({
     release: fromPromise<void, EffectInput>(notProvided('release')),
   },
   actions: {
-    /** A failed effect: remember it for the reconciler to throw. */
-    failure: assign(({ event }) => ({ cause: (event as unknown as { error: unknown }).error })),
+    /** A failed effect: remember it for the reconciler to throw; params: `errorParams`. */
+    failure: assign((_, { error }: ErrorParams) => ({ cause: error })),
   },
   guards: {
-    missing: ({ event }) => (event as unknown as { output: VerifyOutput }).output.missing,
+    /** params: the verify effect's output, from its done event. */
+    missing: (_, output: VerifyOutput) => output.missing,
   },
 }).createMachine({
   id: 'image',
@@ -102,11 +103,11 @@ export const imageLifecycle = setup({
         src: 'verifyLayers',
         input: idInput,
         onDone: [
-          { guard: 'missing', target: 'failed', actions: assign(({ context }) => ({ error: missingLayerError(context.chainId) })) },
+          { guard: { type: 'missing', params: ({ event }) => event.output }, target: 'failed', actions: assign(({ context }) => ({ error: missingLayerError(context.chainId) })) },
           { target: 'ready' },
         ],
         // Not known (the check itself threw): the status is left as it was.
-        onError: { target: 'pending', actions: 'failure' },
+        onError: { target: 'pending', actions: { type: 'failure', params: errorParams } },
       },
     },
     ready: {
@@ -119,7 +120,7 @@ export const imageLifecycle = setup({
       initial: 'releasing',
       states: {
         releasing: {
-          invoke: { id: 'release', src: 'release', input: idInput, onDone: '#image.removed', onError: { target: 'stalled', actions: 'failure' } },
+          invoke: { id: 'release', src: 'release', input: idInput, onDone: '#image.removed', onError: { target: 'stalled', actions: { type: 'failure', params: errorParams } } },
         },
         // The release failed; the record still says removed, so the next reconcile asks again.
         stalled: { on: { REMOVE: 'releasing' } },

@@ -8,7 +8,7 @@
 //   pulling --PULL (the job is gone: a daemon restart)--> starting
 //   any --REMOVE--> cancelling --job stopped--> removed
 import { assign, fromPromise, setup } from 'xstate';
-import { notProvidedFor } from '../machine-kit.ts';
+import { errorParams, notProvidedFor, type ErrorParams } from '../machine-kit.ts';
 
 /** How a job ended. */
 export interface PullOutcome {
@@ -45,11 +45,14 @@ export const pullLifecycle = setup({
     cancel: fromPromise<void, { name: string }>(notProvided('cancel')),
   },
   actions: {
-    failure: assign(({ event }) => ({ cause: (event as unknown as { error: unknown }).error })),
-    finished: assign(({ event }) => ({ outcome: (event as Extract<PullEvent, { type: 'FINISHED' }>).outcome })),
+    /** An effect that threw (params: `errorParams`). */
+    failure: assign((_, { error }: ErrorParams) => ({ cause: error })),
+    /** params: the FINISHED event's outcome. */
+    finished: assign((_, outcome: PullOutcome) => ({ outcome })),
   },
   guards: {
-    ok: ({ event }) => (event as Extract<PullEvent, { type: 'FINISHED' }>).outcome.ok,
+    /** params: the FINISHED event's outcome. */
+    ok: (_, outcome: PullOutcome) => outcome.ok,
   },
 }).createMachine({
   id: 'pull',
@@ -59,13 +62,13 @@ export const pullLifecycle = setup({
   states: {
     pending: { on: { PULL: 'starting' } },
     starting: {
-      invoke: { id: 'start', src: 'start', input: nameInput, onDone: 'pulling', onError: { target: 'pending', actions: 'failure' } },
+      invoke: { id: 'start', src: 'start', input: nameInput, onDone: 'pulling', onError: { target: 'pending', actions: { type: 'failure', params: errorParams } } },
     },
     pulling: {
       on: {
         FINISHED: [
-          { guard: 'ok', target: 'done', actions: 'finished' },
-          { target: 'failed', actions: 'finished' },
+          { guard: { type: 'ok', params: ({ event }) => event.outcome }, target: 'done', actions: { type: 'finished', params: ({ event }) => event.outcome } },
+          { target: 'failed', actions: { type: 'finished', params: ({ event }) => event.outcome } },
         ],
         PULL: 'starting',
       },
@@ -73,7 +76,7 @@ export const pullLifecycle = setup({
     done: { on: { PULL: 'starting' } },
     failed: { on: { PULL: 'starting' } },
     cancelling: {
-      invoke: { id: 'cancel', src: 'cancel', input: nameInput, onDone: 'removed', onError: { target: 'pending', actions: 'failure' } },
+      invoke: { id: 'cancel', src: 'cancel', input: nameInput, onDone: 'removed', onError: { target: 'pending', actions: { type: 'failure', params: errorParams } } },
     },
     removed: { type: 'final' },
   },

@@ -8,7 +8,8 @@
 // The lifecycle is the machine in pull-machine.ts, driven through controllers/machine-driver.ts.
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, topState } from '../../controllers/machine-driver.ts';
+import { topState } from '../../controllers/machine-driver.ts';
+import { MachineHost } from '../../controllers/machine-host.ts';
 import type { AuthConfig, Distribution } from '../../drivers/distribution/types.ts';
 import { errorCode, isSystemError, systemErrorMessage } from '../../lib/errors.ts';
 import { parseReference } from '../../lib/reference.ts';
@@ -44,7 +45,7 @@ export class PullReconciler {
   readonly jobEnds = new KeySource();
   private readonly jobs = new Map<string, Job>();
   private readonly credentials = new Map<string, AuthConfig>();
-  private readonly machine: Machine;
+  private readonly machines: MachineHost<Machine>;
   private readonly log: Logger | undefined;
   private readonly waitTimeoutMs: number;
   private readonly store: PullStore;
@@ -57,12 +58,14 @@ export class PullReconciler {
     this.distribution = distribution;
     this.log = opts.log;
     this.waitTimeoutMs = opts.waitTimeoutMs ?? 120_000;
-    this.machine = pullLifecycle.provide({
+    const machine = pullLifecycle.provide({
       actors: {
         start: fromPromise<void, { name: string }>(async ({ input }) => this.startJob(input.name)),
         cancel: fromPromise<void, { name: string }>(async ({ input }) => this.cancel(input.name)),
       },
     });
+    // A pull's download is a job beside the reconcile (startJob), never an effect the pass waits on.
+    this.machines = new MachineHost(machine, { name: 'pull' });
   }
 
   /** The credentials the next run of pull `name` uses (memory only, until that run starts; undefined: anonymous). */
@@ -95,8 +98,10 @@ export class PullReconciler {
 
   /** One event through the machine restored from the record's phase; status written from where it ends. */
   private async step(r: PullResource, event: PullEvent, finishedGeneration?: number): Promise<void> {
-    const snapshot = this.machine.resolveState({ value: r.status.phase, context: { name: r.name, outcome: null, cause: null } }) as Snapshot;
-    const end = (await drive(this.machine, snapshot, [], [event], { signal: NEVER, now: Date.now })).snapshot;
+    const snapshot = this.machines.machine.resolveState({ value: r.status.phase, context: { name: r.name, outcome: null, cause: null } }) as Snapshot;
+    const pass = await this.machines.run(r.name, { snapshot, timers: [] }, [event], { signal: NEVER, now: Date.now });
+    this.machines.keep(r.name, pass, true);
+    const end = pass.snapshot;
     if (end.context.cause != null) throw end.context.cause;
     const state = topState(end);
     if (state === 'removed' || state === 'pending') return;

@@ -10,12 +10,14 @@
 // status' phase, sends OBSERVED (the facts, the clock) and the event the record calls for (VERIFY
 // for a generation the status has not seen, REMOVE for an image marked removed), lets it run the
 // effects provided here (verifyLayers, release), and writes status from where it ended. No image
-// state waits on time, so nothing is held between reconciles. The collection of released layers
+// state waits on time, so the machine host (controllers/machine-host.ts) holds nothing between
+// reconciles. The collection of released layers
 // is not an image's lifecycle (it follows lease releases, not records) and stays beside it.
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, topState } from '../../controllers/machine-driver.ts';
-import { isCode } from '../../lib/errors.ts';
+import { topState } from '../../controllers/machine-driver.ts';
+import { MachineHost } from '../../controllers/machine-host.ts';
+import { EngineError, isCode } from '../../lib/errors.ts';
 import { type ImageSpec, Images, type ImageResource } from '../../store/kinds/image.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
@@ -24,9 +26,6 @@ import { Containers } from '../../store/kinds/container.ts';
 
 type Machine = ReturnType<typeof imageLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
-
-/** The image reconciler is never cancelled (its effects take no signal). */
-const NEVER = new AbortController().signal;
 
 export interface ImageLayersPort {
   has(chainId: string): boolean;
@@ -56,39 +55,40 @@ export class ImageReconciler {
   /** Chain ids by image id (ids are config digests, so an image's diff ids never change). */
   private chains = new Map<string, string[]>();
 
-  private readonly machine: Machine;
-  /** The reconcile in flight per key, for the effects (keys never run concurrently). */
-  private readonly active = new Map<string, { r: ImageResource; log: Logger }>();
+  private readonly machines: MachineHost<Machine>;
 
   constructor(store: ReconcilerStore, layers: ImageLayersPort, opts: ImageReconcilerOptions = {}) {
     this.store = store;
     this.layers = layers;
     this.log = opts.log;
-    this.machine = imageLifecycle.provide({
+    const machine = imageLifecycle.provide({
       actors: {
-        verifyLayers: fromPromise<VerifyOutput, EffectInput>(({ input }) => this.verifyEffect(input.id)),
+        verifyLayers: fromPromise<VerifyOutput, EffectInput>(async ({ input }) => this.verifyEffect(input.id)),
         release: fromPromise<void, EffectInput>(({ input }) => this.releaseEffect(input.id)),
       },
     });
+    this.machines = new MachineHost(machine, { name: 'image' });
     layers.onRelease?.((chainIds) => this.collect(chainIds));
   }
 
-  async reconcile(id: string, ctx: { log: Logger }): Promise<void> {
+  /** Daemon shutdown: the effects under way are aborted. */
+  stop(): void {
+    this.machines.stop();
+  }
+
+  async reconcile(id: string, ctx: { log: Logger; signal?: AbortSignal }): Promise<void> {
     const r = this.store.get(Images, id);
     if (!r) return;
     const facts: ImageFacts = { id, now: Date.now(), chainId: r.spec.chainId };
-    const snapshot = this.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
+    const snapshot = this.machines.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
     const verify = r.status.phase === 'pending' || r.status.observedGeneration < r.generation;
     const events: ImageEvent[] = [{ type: 'OBSERVED', facts }];
     if (r.spec.desired === 'removed') events.push({ type: 'REMOVE' });
     else if (verify) events.push({ type: 'VERIFY' });
-    this.active.set(id, { r, log: ctx.log });
-    let end: Snapshot;
-    try {
-      end = (await drive(this.machine, snapshot, [], events, { signal: NEVER, now: () => facts.now })).snapshot;
-    } finally {
-      this.active.delete(id);
-    }
+    // An image's machine is rebuilt from its status every time: nothing is held (settled).
+    const pass = await this.machines.run(id, { snapshot, timers: [] }, events, { signal: ctx.signal ?? new AbortController().signal, now: () => facts.now });
+    this.machines.keep(id, pass, true);
+    const end = pass.snapshot;
     const state = topState(end);
     if (end.context.cause != null) throw end.context.cause;
     if (state === 'removed' || !verify || (state !== 'ready' && state !== 'failed')) return;
@@ -103,19 +103,21 @@ export class ImageReconciler {
 
   // ---- effects (the machine's named actors) -------------------------------------------------
 
-  private current(id: string): { r: ImageResource; log: Logger } {
-    const a = this.active.get(id);
-    if (!a) throw new Error(`image ${id}: effect outside a reconcile`);
-    return a;
+  private current(id: string): ImageResource {
+    const r = this.store.get(Images, id);
+    if (!r) throw new EngineError('NotFound', `image ${id} not found`);
+    return r;
   }
 
-  private async verifyEffect(id: string): Promise<VerifyOutput> {
-    const { r } = this.current(id);
+  private verifyEffect(id: string): VerifyOutput {
+    const r = this.current(id);
     return { missing: !!r.spec.chainId && !this.layers.has(r.spec.chainId) };
   }
 
   private async releaseEffect(id: string): Promise<void> {
-    const { r, log } = this.current(id);
+    const r = this.store.get(Images, id);
+    if (!r) return;
+    const log = this.log;
     // Layers first, the record last: DELETE answers when the record is gone, so a pull that
     // follows finds no layer "already there" that is about to be removed.
     const chain = this.chainOf(r.spec.diffIds);
@@ -160,7 +162,7 @@ export class ImageReconciler {
   private readonly inUse = (chainId: string): boolean => this.usedLayers().has(chainId);
 
   /** Remove this image's layers, top first, unless another image (or a container's RW layer, or a pull) still uses them. */
-  private async releaseLayers(chain: string[], log: Logger): Promise<void> {
+  private async releaseLayers(chain: string[], log: Logger | undefined): Promise<void> {
     for (const chainId of [...chain].reverse()) {
       if (!this.layers.has(chainId)) continue;
       if (this.inUse(chainId)) break; // an image's layer: everything below belongs to it too
@@ -168,7 +170,7 @@ export class ImageReconciler {
         await this.layers.removeLayer(chainId, { keep: this.inUse });
       } catch (err) {
         if (isCode(err, 'Conflict')) break; // a child, RW layer or pull still needs it and everything below
-        log.warn({ err, chainId }, 'removing layer failed');
+        log?.warn({ err, chainId }, 'removing layer failed');
         throw err;
       }
       if (this.layers.has(chainId)) break; // kept: an image took it up meanwhile

@@ -16,7 +16,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { isCode } from '../../lib/errors.ts';
 import type { NetworkStatus } from '../../store/kinds/network.ts';
-import { messageOf, notProvidedFor } from '../machine-kit.ts';
+import { errorParams, messageOf, notProvidedFor, type ErrorParams } from '../machine-kit.ts';
 
 /** What the reconciler read before this pass. */
 export interface NetworkFacts {
@@ -76,15 +76,13 @@ export const networkLifecycle = setup({
     teardown: fromPromise<void, EffectInput>(notProvided('teardown')),
   },
   actions: {
-    /** A failed effect: remember it (message for status, the error to throw). */
-    failure: assign(({ event }) => {
-      const err = (event as unknown as { error: unknown }).error;
-      return { error: messageOf(err), cause: err };
-    }),
+    /** A failed effect: remember it (message for status, the error to throw); params: `errorParams`. */
+    failure: assign((_, { error }: ErrorParams) => ({ error: messageOf(error), cause: error })),
   },
   guards: {
     bridge: ({ context }) => context.bridge,
-    canceled: ({ event }) => isCode((event as unknown as { error: unknown }).error, 'Canceled'),
+    /** The effect's error (params: `errorParams`) is a cancellation. */
+    canceled: (_, { error }: ErrorParams) => isCode(error, 'Canceled'),
   },
   delays: {
     // A network with nothing on the host has nothing to drift: no recheck (Infinity: no timer).
@@ -110,8 +108,8 @@ export const networkLifecycle = setup({
         onDone: { target: 'ready', actions: assign(({ event }) => ({ repairs: event.output })) },
         onError: [
           // Cancelled (the daemon is stopping): not a failure of the network; status stays.
-          { guard: 'canceled', target: 'pending', actions: assign(({ event }) => ({ cause: event.error })) },
-          { target: 'failed', actions: 'failure' },
+          { guard: { type: 'canceled', params: errorParams }, target: 'pending', actions: assign(({ event }) => ({ cause: event.error })) },
+          { target: 'failed', actions: { type: 'failure', params: errorParams } },
         ],
       },
     },
@@ -126,7 +124,7 @@ export const networkLifecycle = setup({
       initial: 'tearingDown',
       states: {
         tearingDown: {
-          invoke: { id: 'teardown', src: 'teardown', input: idInput, onDone: '#network.removed', onError: { target: 'stalled', actions: 'failure' } },
+          invoke: { id: 'teardown', src: 'teardown', input: idInput, onDone: '#network.removed', onError: { target: 'stalled', actions: { type: 'failure', params: errorParams } } },
         },
         // The teardown failed; the record still says removed, so the next reconcile asks again.
         stalled: { on: { REMOVE: 'tearingDown' } },

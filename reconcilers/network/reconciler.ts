@@ -14,7 +14,8 @@
 import { Endpoints } from '../../store/kinds/endpoint.ts';
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
+import { topState } from '../../controllers/machine-driver.ts';
+import { MachineHost, type Held } from '../../controllers/machine-host.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
 import { ipv4Pool, ipv6Pool, type AppliedBridge, type NetworkStatus, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
@@ -32,17 +33,6 @@ export interface ReconcileContext {
 type Machine = ReturnType<typeof networkLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
-/** A machine between reconciles: its snapshot and pending timers (the recheck). */
-interface Held {
-  snapshot: Snapshot;
-  timers: MachineTimer[];
-}
-
-/** What the effects of the reconcile in flight work on: the record as read at its start. */
-interface Active {
-  r: NetworkResource;
-  ctx: ReconcileContext;
-}
 
 export class NetworkReconciler {
   readonly name = 'network';
@@ -50,53 +40,49 @@ export class NetworkReconciler {
   private readonly store: NetworkStore;
   private readonly driver: NetworkDriverPort;
   private readonly recheckMs: number;
-  private readonly machine: Machine;
-  /** Each network's machine between reconciles; rebuilt from status when missing. */
-  private readonly held = new Map<string, Held>();
-  /** The reconcile in flight per key, for the effects (keys never run concurrently). */
-  private readonly active = new Map<string, Active>();
+  /** Each network's machine between reconciles (the recheck's timer); rebuilt from status when missing. */
+  private readonly machines: MachineHost<Machine>;
+  private readonly log: Logger | undefined;
 
   private readonly dns: NetworkDns | undefined;
 
-  constructor(store: NetworkStore, driver: NetworkDriverPort, opts: { recheckMs?: number; dns?: NetworkDns } = {}) {
+  constructor(store: NetworkStore, driver: NetworkDriverPort, opts: { recheckMs?: number; dns?: NetworkDns; log?: Logger } = {}) {
     this.store = store;
     this.driver = driver;
     this.dns = opts.dns;
+    this.log = opts.log;
     this.recheckMs = opts.recheckMs ?? RECHECK_MS;
-    this.machine = networkLifecycle.provide({
+    const machine = networkLifecycle.provide({
       actors: {
-        converge: fromPromise<string[], EffectInput>(({ input }) => this.convergeEffect(input.id)),
-        teardown: fromPromise<void, EffectInput>(({ input }) => this.teardownEffect(input.id)),
+        converge: fromPromise<string[], EffectInput>(({ input, signal }) => this.convergeEffect(input.id, signal)),
+        teardown: fromPromise<void, EffectInput>(({ input, signal }) => this.teardownEffect(input.id, signal)),
       },
     });
+    this.machines = new MachineHost(machine, { name: 'network' });
+  }
+
+  /** Daemon shutdown: the effects under way are aborted. */
+  stop(): void {
+    this.machines.stop();
   }
 
   async reconcile(id: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
     const r = this.store.get(Networks, id);
     if (!r) {
-      this.held.delete(id);
+      this.machines.forget(id);
       return;
     }
     const facts = this.facts(r);
-    const held = this.held.get(id) ?? this.restore(r, facts);
+    const held = this.machines.current(id, () => this.restore(r, facts));
     const events: NetworkEvent[] = [{ type: 'OBSERVED', facts }, r.spec.desired === 'removed' ? { type: 'REMOVE' } : { type: 'APPLY' }];
-    this.active.set(id, { r, ctx });
-    let res;
-    try {
-      // The clock is read once per reconcile (a fact): the recheck is due recheckMs after it.
-      res = await drive(this.machine, held.snapshot, held.timers, events, { signal: ctx.signal, now: () => facts.now });
-    } finally {
-      this.active.delete(id);
-    }
-    const snap = res.snapshot;
-    if (ctx.signal.aborted && snap.status !== 'done') {
-      // An effect stopped half-way (the controller gave up waiting): what it did is unknown.
-      this.held.delete(id);
-      throw new EngineError('Canceled', `network ${id}: reconcile canceled`, { cause: ctx.signal.reason });
-    }
-    if (snap.status === 'done' || !this.store.get(Networks, id)) this.held.delete(id);
-    else this.held.set(id, { snapshot: snap, timers: res.timers });
-    return this.writeOutcome(r, snap, ctx, res.requeueAfter);
+    // The clock is read once per reconcile (a fact): the recheck is due recheckMs after it. A pass
+    // cut off half-way (the controller gave up waiting) throws: what its effect did is unknown.
+    const res = await this.machines.run(id, held, events, { signal: ctx.signal, now: () => facts.now });
+    this.machines.keep(id, res, !this.store.get(Networks, id));
+    const state = topState(res.snapshot);
+    if (state === 'removed') ctx.log.info({ network: r.spec.name }, 'network removed');
+    if (state === 'ready' && r.spec.bridge) this.collectOrphans(r.spec.id, ctx.log);
+    return this.writeOutcome(r, res.snapshot, ctx, res.requeueAfter);
   }
 
   /** The spec's wishes and the clock, as the machine reads them. */
@@ -105,8 +91,8 @@ export class NetworkReconciler {
   }
 
   /** The state the network's status records (after a restart, or a machine never seen). */
-  private restore(r: NetworkResource, facts: NetworkFacts): Held {
-    const snapshot = this.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
+  private restore(r: NetworkResource, facts: NetworkFacts): Held<Machine> {
+    const snapshot = this.machines.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts) }) as Snapshot;
     return { snapshot, timers: [] };
   }
 
@@ -161,22 +147,15 @@ export class NetworkReconciler {
 
   // ---- effects (the machine's named actors) -------------------------------------------------
 
-  private current(id: string): Active {
-    const a = this.active.get(id);
-    if (!a) throw new Error(`network ${id}: effect outside a reconcile`);
-    return a;
+  private async convergeEffect(id: string, signal: AbortSignal): Promise<string[]> {
+    const r = this.store.get(Networks, id);
+    if (!r) throw new EngineError('NotFound', `network ${id} not found`);
+    return this.converge(r, signal);
   }
 
-  private async convergeEffect(id: string): Promise<string[]> {
-    const { r, ctx } = this.current(id);
-    const repairs = await this.converge(r, ctx);
-    this.collectOrphans(r.spec.id, ctx.log);
-    return repairs;
-  }
-
-  private async teardownEffect(id: string): Promise<void> {
-    const { r, ctx } = this.current(id);
-    await this.teardown(r, ctx);
+  private async teardownEffect(id: string, signal: AbortSignal): Promise<void> {
+    const r = this.store.get(Networks, id);
+    if (r) await this.teardown(r, signal);
   }
 
   /** Host ends of the endpoints plugged into this network now (the endpoint records say which). */
@@ -188,7 +167,7 @@ export class NetworkReconciler {
   }
 
   /** Bring bridge, ip_forward and iptables to the spec; returns what had to change. */
-  private async converge(r: NetworkResource, ctx: ReconcileContext): Promise<string[]> {
+  private async converge(r: NetworkResource, signal: AbortSignal): Promise<string[]> {
     const b = r.spec.bridge!;
     const pool = ipv4Pool(r.spec)!;
     const prefixLen = pool.Subnet.split('/')[1];
@@ -199,38 +178,38 @@ export class NetworkReconciler {
 
     // The spec moved (new bridge name, subnet or chains): take the old programming away first.
     if (prev && (prev.bridgeName !== want.bridgeName || prev.subnet !== want.subnet || prev.chainPrefix !== want.chainPrefix)) {
-      if (prev.iptables) await this.driver.removeIptables({ ...prev, bridge: prev.bridgeName }, { chains: prev.chainPrefix !== want.chainPrefix }, ctx.signal);
-      if (prev.bridgeName !== want.bridgeName) await this.driver.deleteBridge(prev.bridgeName, ctx.signal);
+      if (prev.iptables) await this.driver.removeIptables({ ...prev, bridge: prev.bridgeName }, { chains: prev.chainPrefix !== want.chainPrefix }, signal);
+      if (prev.bridgeName !== want.bridgeName) await this.driver.deleteBridge(prev.bridgeName, signal);
       repairs.push(`removed previous ${prev.bridgeName} ${prev.subnet}`);
     } else if (prev?.iptables && !want.iptables) {
-      await this.driver.removeIptables({ ...prev, bridge: prev.bridgeName }, { chains: false }, ctx.signal);
+      await this.driver.removeIptables({ ...prev, bridge: prev.bridgeName }, { chains: false }, signal);
       repairs.push('removed iptables rules');
     }
     if (prev?.ip6tables && prev.subnet6 && (!want.ip6tables || prev.subnet6 !== want.subnet6 || prev.bridgeName !== want.bridgeName)) {
-      await this.driver.removeIptables({ ...prev, subnet: prev.subnet6, bridge: prev.bridgeName, family: 6 }, { chains: false }, ctx.signal);
+      await this.driver.removeIptables({ ...prev, subnet: prev.subnet6, bridge: prev.bridgeName, family: 6 }, { chains: false }, signal);
       repairs.push('removed ip6tables rules');
     }
 
     const address6 = pool6 ? `${pool6.Gateway}/${pool6.Subnet.split('/')[1]}` : undefined;
-    const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu }, ctx.signal);
+    const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu }, signal);
     if (br.created) repairs.push(`created bridge ${b.bridgeName}`);
     if (br.repaired.length > 0) repairs.push(`bridge ${b.bridgeName}: ${br.repaired.join(', ')}`);
     // Its containers' interfaces: ports of the bridge again when it was made anew (or they were taken off it).
     let ports = 0;
-    for (const veth of this.pluggedVeths(r.spec.id)) if (await this.driver.ensureBridgePort(b.bridgeName, veth, ctx.signal)) ports++;
+    for (const veth of this.pluggedVeths(r.spec.id)) if (await this.driver.ensureBridgePort(b.bridgeName, veth, signal)) ports++;
     if (ports > 0) repairs.push(`${ports} container interface(s) back on ${b.bridgeName}`);
 
     if (b.ipForward && (await this.driver.enableIpForward())) {
       repairs.push('enabled ip_forward');
       // As the reference daemon does: a host we just turned into a router forwards only what our rules accept.
-      if (b.iptables) await this.driver.setForwardPolicy('DROP', ctx.signal);
+      if (b.iptables) await this.driver.setForwardPolicy('DROP', signal);
     }
     if (pool6 && b.ipForward && (await this.driver.enableIpv6Forward())) repairs.push('enabled IPv6 forwarding');
 
     if (this.dns) {
       // Name resolution is not worth failing the network for (say, port 53 of the gateway taken).
       const started = await this.dns.ensure(r).catch((err) => {
-        ctx.log.warn({ err, network: r.spec.name }, 'embedded DNS could not start');
+        this.log?.warn({ err, network: r.spec.name }, 'embedded DNS could not start');
         return false;
       });
       if (started) repairs.push('started embedded DNS');
@@ -239,37 +218,36 @@ export class NetworkReconciler {
     if (b.iptables) {
       const n = await this.driver.ensureIptables(
         { chainPrefix: b.chainPrefix, bridge: b.bridgeName, subnet: pool.Subnet, icc: b.icc, ipMasq: b.ipMasq, userlandProxy: b.userlandProxy, internal: r.spec.internal },
-        ctx.signal,
+        signal,
       );
       if (n > 0) repairs.push(`iptables: ${n} changes`);
     }
     if (b.iptables && b.ip6tables && pool6) {
       const n = await this.driver.ensureIptables(
         { chainPrefix: b.chainPrefix, bridge: b.bridgeName, subnet: pool6.Subnet, icc: b.icc, ipMasq: b.ipMasq, userlandProxy: b.userlandProxy, internal: r.spec.internal, family: 6 },
-        ctx.signal,
+        signal,
       );
       if (n > 0) repairs.push(`ip6tables: ${n} changes`);
     }
     return repairs;
   }
 
-  private async teardown(r: NetworkResource, ctx: ReconcileContext): Promise<void> {
+  private async teardown(r: NetworkResource, signal: AbortSignal): Promise<void> {
     await this.dns?.close(r.spec.id);
     const applied = r.status.applied ?? (r.spec.bridge ? appliedOf(r) : undefined);
     if (applied) {
       if (applied.iptables) {
-        await this.driver.removeIptables({ ...applied, bridge: applied.bridgeName }, { chains: false }, ctx.signal);
+        await this.driver.removeIptables({ ...applied, bridge: applied.bridgeName }, { chains: false }, signal);
       }
       if (applied.ip6tables && applied.subnet6) {
-        await this.driver.removeIptables({ ...applied, subnet: applied.subnet6, bridge: applied.bridgeName, family: 6 }, { chains: false }, ctx.signal);
+        await this.driver.removeIptables({ ...applied, subnet: applied.subnet6, bridge: applied.bridgeName, family: 6 }, { chains: false }, signal);
       }
-      await this.driver.deleteBridge(applied.bridgeName, ctx.signal);
+      await this.driver.deleteBridge(applied.bridgeName, signal);
     }
     this.store.transaction(() => {
       releaseNetwork(this.store, r.spec.id);
       this.store.delete(Networks, r.name);
     });
-    ctx.log.info({ network: r.spec.name }, 'network removed');
   }
 
   private collectOrphans(networkId: string, log: Logger): void {

@@ -13,7 +13,7 @@
 // never torn down, whatever its spec says.
 import { assign, fromPromise, setup } from 'xstate';
 import type { VolumeStatus } from '../../store/kinds/volume.ts';
-import { messageOf, notProvidedFor } from '../machine-kit.ts';
+import { errorParams, messageOf, notProvidedFor, type ErrorParams } from '../machine-kit.ts';
 
 export interface VolumeFacts {
   name: string;
@@ -64,10 +64,8 @@ export const volumeLifecycle = setup({
     teardown: fromPromise<void, EffectInput>(notProvided('teardown')),
   },
   actions: {
-    failure: assign(({ event }) => {
-      const err = (event as unknown as { error: unknown }).error;
-      return { error: messageOf(err), cause: err };
-    }),
+    /** A failed effect (params: its error event's error, `errorParams`). */
+    failure: assign((_, { error }: ErrorParams) => ({ error: messageOf(error), cause: error })),
   },
   guards: {
     inUse: ({ context }) => context.inUse,
@@ -91,7 +89,7 @@ export const volumeLifecycle = setup({
         src: 'create',
         input: nameInput,
         onDone: { target: 'ready', actions: assign(({ event }) => ({ mountpoint: event.output })) },
-        onError: { target: 'failed', actions: 'failure' },
+        onError: { target: 'failed', actions: { type: 'failure', params: errorParams } },
       },
     },
     ready: { on: { REMOVE: 'removing' } },
@@ -102,7 +100,7 @@ export const volumeLifecycle = setup({
         checking: { always: [{ guard: 'inUse', target: 'waiting' }, { target: 'tearingDown' }] },
         waiting: { after: { inUseRetry: 'checking' }, on: { REMOVE: 'checking' } },
         tearingDown: {
-          invoke: { id: 'teardown', src: 'teardown', input: nameInput, onDone: '#volume.removed', onError: { target: 'stalled', actions: 'failure' } },
+          invoke: { id: 'teardown', src: 'teardown', input: nameInput, onDone: '#volume.removed', onError: { target: 'stalled', actions: { type: 'failure', params: errorParams } } },
         },
         // The teardown failed; the record still says removed, so the next reconcile asks again.
         stalled: { on: { REMOVE: 'checking' } },

@@ -4,8 +4,9 @@
 // the pure `transition` function (controllers/machine-driver.ts), as the network reconciler does.
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
-import { drive, topState, type MachineTimer } from '../../controllers/machine-driver.ts';
-import { EngineError, isCode } from '../../lib/errors.ts';
+import { topState } from '../../controllers/machine-driver.ts';
+import { MachineHost, type Held } from '../../controllers/machine-host.ts';
+import { isCode } from '../../lib/errors.ts';
 import { Containers } from '../../store/kinds/container.ts';
 import { type VolumeStatus, Volumes, type VolumeResource } from '../../store/kinds/volume.ts';
 import type { VolumeDriverPort, VolumeStore } from './deps.ts';
@@ -19,11 +20,6 @@ export interface ReconcileContext {
 type Machine = ReturnType<typeof volumeLifecycle.provide>;
 type Snapshot = SnapshotFrom<Machine>;
 
-interface Held {
-  snapshot: Snapshot;
-  timers: MachineTimer[];
-}
-
 /** Whether some container record (in any state) mounts the volume. */
 export function volumeInUse(store: Pick<VolumeStore, 'list'>, name: string): boolean {
   return store
@@ -36,50 +32,42 @@ export class VolumeReconciler {
   readonly kind = Volumes.name;
   private readonly store: VolumeStore;
   private readonly driver: VolumeDriverPort;
-  private readonly machine: Machine;
-  private readonly held = new Map<string, Held>();
-  /** The reconcile in flight per key, for the effects. */
-  private readonly active = new Map<string, { r: VolumeResource; ctx: ReconcileContext }>();
+  private readonly machines: MachineHost<Machine>;
 
   constructor(store: VolumeStore, driver: VolumeDriverPort) {
     this.store = store;
     this.driver = driver;
-    this.machine = volumeLifecycle.provide({
+    const machine = volumeLifecycle.provide({
       actors: {
         create: fromPromise<string, EffectInput>(async ({ input }) => (await this.driver.ensure(input.name)).mountpoint),
         teardown: fromPromise<void, EffectInput>(({ input }) => this.teardown(input.name)),
       },
     });
+    this.machines = new MachineHost(machine, { name: 'volume' });
+  }
+
+  /** Daemon shutdown: the effects under way are aborted. */
+  stop(): void {
+    this.machines.stop();
   }
 
   async reconcile(name: string, ctx: ReconcileContext): Promise<void | { requeueAfter: number }> {
     const r = this.store.get(Volumes, name);
     if (!r) {
-      this.held.delete(name);
+      this.machines.forget(name);
       return;
     }
     const facts: VolumeFacts = { name, now: Date.now(), inUse: r.spec.desired === 'removed' && volumeInUse(this.store, name) };
-    const held = this.held.get(name) ?? this.restore(r, facts);
+    const held = this.machines.current(name, () => this.restore(r, facts));
     const events: VolumeEvent[] = [{ type: 'OBSERVED', facts }, r.spec.desired === 'removed' ? { type: 'REMOVE' } : { type: 'APPLY' }];
-    this.active.set(name, { r, ctx });
-    let res;
-    try {
-      res = await drive(this.machine, held.snapshot, held.timers, events, { signal: ctx.signal, now: () => facts.now });
-    } finally {
-      this.active.delete(name);
-    }
-    const snap = res.snapshot;
-    if (ctx.signal.aborted && snap.status !== 'done') {
-      this.held.delete(name);
-      throw new EngineError('Canceled', `volume ${name}: reconcile canceled`, { cause: ctx.signal.reason });
-    }
-    if (snap.status === 'done') this.held.delete(name);
-    else this.held.set(name, { snapshot: snap, timers: res.timers });
-    return this.writeOutcome(r, snap, res.requeueAfter);
+    const res = await this.machines.run(name, held, events, { signal: ctx.signal, now: () => facts.now });
+    this.machines.keep(name, res);
+    if (topState(res.snapshot) === 'removed') ctx.log.info({ volume: name }, 'volume removed');
+    return this.writeOutcome(r, res.snapshot, res.requeueAfter);
   }
 
-  private restore(r: VolumeResource, facts: VolumeFacts): Held {
-    const snapshot = this.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts, r.status.mountpoint) }) as Snapshot;
+  private restore(r: VolumeResource, facts: VolumeFacts): Held<Machine> {
+    const snapshot = this.machines.machine.resolveState({ value: settledStateOf(r.status.phase), context: restoredContext(facts, r.status.mountpoint) }) as Snapshot;
     return { snapshot, timers: [] };
   }
 
@@ -108,10 +96,8 @@ export class VolumeReconciler {
   }
 
   private async teardown(name: string): Promise<void> {
-    const a = this.active.get(name);
     await this.driver.remove(name);
     this.store.delete(Volumes, name);
-    a?.ctx.log.info({ volume: name }, 'volume removed');
   }
 
   private writeStatus(r: VolumeResource, patch: Partial<VolumeStatus>): void {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fromPromise, initialTransition, toPromise, type SnapshotFrom } from 'xstate';
-import { step } from '../../../controllers/machine-driver.ts';
+import { effectActor, step } from '../../../controllers/machine-driver.ts';
 import type { SupervisorPort } from '../../../reconcilers/container/deps.ts';
 import { ExecManager, type ExecConfig } from '../../../reconcilers/container/exec.ts';
 import { execLifecycle, type ExecEffectInput, type ExecStartOutput } from '../../../reconcilers/container/exec-machine.ts';
@@ -129,8 +129,9 @@ describe('exec lifecycle machine', () => {
     const r = step(machine, snap0, { type: 'START' }, [], 0);
     assert.equal(r.effects.length, 1);
     const eff = r.effects[0]!;
-    eff.actorRef.start();
-    const output = await toPromise(eff.actorRef);
+    const actor = effectActor(eff);
+    actor.start();
+    const output = await toPromise(actor);
     assert.deepEqual(inputs, [{ id: 'abc' }]);
     const r2 = step(machine, r.snapshot, { type: `xstate.done.actor.${eff.id}`, output } as never, [], 0);
     assert.equal(r2.snapshot.value, 'running');

@@ -31,6 +31,8 @@ test('XState still names its actions as the machine driver reads them', () => {
   assert.equal(child.params?.id, 'job');
   assert.equal(child.params?.src, 'work');
   assert.ok(child.params?.actorRef, 'with the actor to run');
+  assert.equal((child.params?.actorRef as { logic?: unknown }).logic, machine.implementations.actors.work, 'whose logic the driver runs as a root actor');
+  assert.ok('input' in (child.params ?? {}), 'with the resolved input beside it');
 
   const [waiting, delayed] = transition(machine, start, { type: 'WAIT' });
   const timer = (delayed as unknown as Action[]).find((a) => a.type === 'xstate.raise');
