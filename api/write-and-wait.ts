@@ -1,7 +1,8 @@
 // The one way a route changes something: write the desired state into the store, then wait on the
 // store's watch until the reconciler's status says it is done (or the record is gone), within a
 // deadline. A wait that runs out answers the route's error, never success: the request is not known
-// to have worked.
+// to have worked. A spec change goes through writeAndWait; a create writes its records (store.create,
+// or a transaction of several) and waits with waitUntil, the same waiting half.
 import type { AnyKind, ResourceOf, SpecMutation } from '../store/kind.ts';
 import type { Resource } from '../store/types.ts';
 import type { ApiStore } from './containers/store.ts';

@@ -4,6 +4,7 @@ import type { ContainerOpsPort } from '../api/ports.ts';
 import { conflict } from '../lib/errors.ts';
 import { sampleStats, topProcesses } from '../drivers/sys/cgroup-stats.ts';
 import { archiveFromRoot, extractToRoot, statInRoot } from '../drivers/sys/rootfs-files.ts';
+import { withoutMountPointChanges } from '../drivers/storage/mount-points.ts';
 
 interface Deps {
   cgroupParent: string;
@@ -57,7 +58,7 @@ export function createContainerOps(deps: Deps): ContainerOpsPort {
       const run = deps.runInfo(id);
       return sampleStats({ cgroupPath: `${deps.cgroupParent}/${id}`, pid: run?.pid ?? 0 });
     },
-    changes: (id) => deps.layers.changesRW(id),
+    changes: async (id) => withoutMountPointChanges(await deps.layers.changesRW(id)),
     exportRootfs: (id, signal) => streamWithRoot(id, (root) => archiveFromRoot(root, '/', signal)),
     statPath: (id, path) => withRoot(id, (root) => statInRoot(root, path)),
     async getArchive(id, path, signal) {

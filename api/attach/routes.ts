@@ -178,11 +178,16 @@ export function attachController(deps: AttachDeps) {
 
   async function runExec(sock: Duplex, upgrade: boolean, execId: string, body: z.infer<typeof ExecStartBody>, apiVersion: number): Promise<void> {
     const ex = deps.execs.inspect(execId);
-    const tty = body.Tty ?? ex.ProcessConfig.tty;
+    // As the reference: the process gets a terminal when the exec was created with one, whatever the
+    // start request says; the start's Tty only decides whether the output is framed (docker-py
+    // starts a Tty exec with Tty false and reads frames, all on stdout).
+    const tty = ex.ProcessConfig.tty;
+    const raw = body.Tty ?? tty;
     const keys = parseDetachKeys(ex.DetachKeys || undefined);
     if (ex.Running || ex.ExitCode !== null) throw conflict(ex.Running ? `exec command ${execId} is already running` : `exec command ${execId} has already run`);
     const session = new AttachSession(sock, {
       tty,
+      multiplex: !raw,
       stdin: ex.OpenStdin,
       stdout: ex.OpenStdout,
       stderr: ex.OpenStderr,
@@ -191,7 +196,7 @@ export function attachController(deps: AttachDeps) {
       detachKeys: keys,
       onDetach: () => publish('exec_detach', ex.ContainerID, { execID: ex.ID }),
     });
-    sock.write(header(upgrade, contentType(tty, apiVersion)));
+    sock.write(header(upgrade, contentType(raw, apiVersion)));
     let exited: Promise<number>;
     try {
       const started = deps.execs.start(execId, { tty, consoleSize: body.ConsoleSize ?? null }, (hub) => session.bind(hub));
@@ -199,7 +204,7 @@ export function attachController(deps: AttachDeps) {
       ({ exited } = await started);
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
-      session.write(tty ? Buffer.from(msg + '\r\n') : frame(1, Buffer.from(msg + '\n')));
+      session.write(raw ? Buffer.from(msg + (tty ? '\r\n' : '\n')) : frame(1, Buffer.from(msg + '\n')));
       session.close();
       return;
     }

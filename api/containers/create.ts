@@ -1,9 +1,9 @@
 // Container create: the request checked and normalised against its image, the container, its
 // endpoints and new volumes written in one transaction, and the answer once the reconciler has
 // prepared it (or refused it). POST /containers/create and the builder's RUN steps share it.
-import { conflict, EngineError, invalidArgument, isCode, notFound } from '../../lib/errors.ts';
+import { conflict, EngineError, invalidArgument, isCode, notFound, unavailable } from '../../lib/errors.ts';
 import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
-import { type ContainerSpec, type ContainerStatus, containerByName, Containers, findContainer } from '../../store/kinds/container.ts';
+import { type ContainerSpec, type ContainerStatus, containerByName, type ContainerResource, Containers, findContainer } from '../../store/kinds/container.ts';
 import type { ImageSpec, ImageStatus } from '../../store/kinds/image.ts';
 import type { Resource } from '../../store/types.ts';
 import { endpointsFromCreate, Endpoints } from '../../store/kinds/endpoint.ts';
@@ -16,6 +16,7 @@ import { normalizeCreate, type CreateDefaults } from './create-request.ts';
 import { normalizeLinks } from './links.ts';
 import { generateName, normalizeName } from './names.ts';
 import { findNetwork } from '../../store/kinds/network.ts';
+import { waitUntil } from '../write-and-wait.ts';
 
 export interface CreateDeps {
   store: ImageStore;
@@ -89,17 +90,23 @@ export async function createContainer(
     }
     return tx.create(Containers, id, spec, status);
   });
-  const r = await store.waitFor(Containers, id, (x) => !x || x.status.observedGeneration >= created.generation, { timeoutMs: deps.timeoutMs, signal: opts.signal });
+  /** The create failed (or did not finish in time): the record goes, the reconciler's reason is the answer. */
+  const failed = (x: ContainerResource) => {
+    store.updateSpec(Containers, id, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
+    const code = x.status.errorCode === 'InvalidArgument' || x.status.errorCode === 'Conflict' ? x.status.errorCode : 'Internal';
+    return new EngineError(code, x.status.error || 'container could not be created');
+  };
+  const r = await waitUntil(store, Containers, id, (x) => x.status.observedGeneration >= created.generation, {
+    timeoutMs: deps.timeoutMs,
+    signal: opts.signal,
+    timedOut: (x) => (x.status.prepared ? unavailable(`container ${id} was not created in time`) : failed(x)),
+  });
   // Another request (an rm by id prefix, say) removed it while it was being created: its
   // conflict, not a failure of this daemon.
   if (!r || (!r.status.prepared && !r.status.error && r.spec.desired === 'removed')) {
     throw conflict(`container ${id} was removed while it was being created`);
   }
-  if (!r.status.prepared) {
-    store.updateSpec(Containers, id, (s) => ({ ...s, desired: 'removed', remove: { force: true, volumes: true } }));
-    const code = r.status.errorCode === 'InvalidArgument' || r.status.errorCode === 'Conflict' ? r.status.errorCode : 'Internal';
-    throw new EngineError(code, r.status.error || 'container could not be created');
-  }
+  if (!r.status.prepared) throw failed(r);
   return { id, warnings: n.warnings };
 }
 

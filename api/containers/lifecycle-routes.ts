@@ -156,7 +156,9 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         last = r;
         if (condition === 'removed') return false;
         if (condition === 'next-exit') return r.status.exitSeq > startExitSeq && r.status.phase !== 'running';
-        return !isRunning(r.status);
+        // As the reference: an exit ends the wait also when the policy restarts the container (it is
+        // `restarting`, which counts as running for everything else).
+        return !isRunning(r.status) || r.status.exitSeq > startExitSeq;
       };
       try {
         await store.waitFor(Containers, c.name, done, { signal: abort.signal });
@@ -217,11 +219,11 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         return reply.code(204).send();
       }
       if (c.spec.desired === 'removed') throw conflict(`removal of container ${req.params.id} is already in progress`);
-      if (!force && c.status.phase === 'paused') {
-        throw conflict(`cannot remove container "${c.spec.name}": container is paused and must be unpaused first`);
-      }
-      if (!force && (c.status.phase === 'running' || c.status.phase === 'restarting')) {
-        throw conflict(`cannot remove container "${c.spec.name}": container is running: stop the container before removing or force remove`);
+      // The reference's words (20.10): a container with a task, or one its policy restarts, needs force.
+      if (!force && isRunning(c.status)) {
+        const state = c.status.phase;
+        const procedure = state === 'paused' ? 'Unpause and then stop the container before attempting removal or force remove' : 'Stop the container before attempting removal or force remove';
+        throw conflict(`You cannot remove a ${state} container ${c.name}. ${procedure}`);
       }
       await write(c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }), gone, { timeoutMs, timedOut: () => unavailable(`removal of container ${c.name} did not finish in time`) });
       reply.code(204).send();

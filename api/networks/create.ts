@@ -214,7 +214,7 @@ export function buildNetworkSpec(id: string, created: string, req: CreateRequest
     internal,
     attachable: !!req.Attachable,
     ingress: false,
-    ipam: { Driver: 'default', Options: req.IPAM?.Options ?? {}, Config: ipamPools(req, existing, d) },
+    ipam: { Driver: 'default', Options: req.IPAM?.Options ?? null, Config: ipamPools(req, existing, d) },
     options,
     labels: req.Labels ?? {},
     bridge: {

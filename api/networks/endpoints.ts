@@ -7,6 +7,7 @@ import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsOfContainer, isAttachedTo
 import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
 import type { Resource } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
+import { waitUntil } from '../write-and-wait.ts';
 
 type Net = EndpointNet;
 
@@ -53,16 +54,17 @@ const runningPid = (c: Resource<ContainerSpec, ContainerStatus> | undefined) =>
  */
 export async function waitEndpoint(store: ApiStore, containerId: string, net: Net, present: boolean, timeoutMs: number | undefined): Promise<void> {
   const name = endpointName(containerId, net.spec.id);
-  const done = (r: EndpointResource | undefined) => {
+  const done = (r: EndpointResource) => {
     const pid = runningPid(store.get(Containers, containerId));
     if (!pid) return true;
-    return present ? !r || r.spec.desired !== 'present' || isAttachedTo(r.status, pid) || r.status.phase === 'failed' : !r;
+    return present ? r.spec.desired !== 'present' || isAttachedTo(r.status, pid) || r.status.phase === 'failed' : false;
   };
-  const r = await store.waitFor(Endpoints, name, done, { timeoutMs });
-  if (!done(r) || (present && r?.status.phase === 'failed')) {
+  const notInTime = (r: EndpointResource | undefined) => {
     const why = r?.status.error ? `: ${r.status.error}` : '';
-    throw unavailable(`container ${containerId} was not ${present ? 'connected to' : 'disconnected from'} network ${net.spec.name} in time${why}`);
-  }
+    return unavailable(`container ${containerId} was not ${present ? 'connected to' : 'disconnected from'} network ${net.spec.name} in time${why}`);
+  };
+  const r = await waitUntil(store, Endpoints, name, done, { timeoutMs, timedOut: notInTime });
+  if (present && r?.status.phase === 'failed') throw notInTime(r);
 }
 
 /** After a start: waits (bounded) until the container's networks are plugged into (or adopted by) the new run. */

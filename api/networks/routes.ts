@@ -10,7 +10,7 @@ import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
-import { gone, writeAndWait } from '../write-and-wait.ts';
+import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
@@ -123,12 +123,14 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       const spec = buildNetworkSpec(id, rfc3339Nano(), { ...body, Name: name }, liveNetworks(store), deps.defaults);
       const status: NetworkStatus = { observedGeneration: 0, phase: 'pending', error: '', lastRepair: '', lastRepairAt: '' };
       const created = store.create(Networks, id, spec, status);
-      const r = await store.waitFor(Networks, id, (x) => !x || (x.status.observedGeneration >= created.generation && x.status.phase !== 'pending'), { timeoutMs });
+      const r = await waitUntil(store, Networks, id, (x) => x.status.observedGeneration >= created.generation && x.status.phase !== 'pending', {
+        timeoutMs,
+        timedOut: () => unavailable(`network ${name} was not set up in time; it will be, or removed with docker network rm`),
+      });
       if (!r || r.status.phase === 'failed') {
         if (r) store.updateSpec(Networks, id, (sp) => ({ ...sp, desired: 'removed' }));
         throw new EngineError('Internal', `failed to create network ${name}: ${r?.status.error || 'it was removed'}`);
       }
-      if (r.status.phase === 'pending') throw unavailable(`network ${name} was not set up in time; it will be, or removed with docker network rm`);
       reply.code(201).send({ Id: id, Warning: '' });
     });
 

@@ -10,7 +10,7 @@ import { ANONYMOUS_LABEL, type VolumeSpec, type VolumeStatus, Volumes, findVolum
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
-import { gone, writeAndWait } from '../write-and-wait.ts';
+import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
 import { volumeSpec } from './container-mounts.ts';
 import { volumeCreateBody } from './create-schema.ts';
 import { listVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
@@ -37,10 +37,9 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
   const timeoutMs = deps.waitTimeoutMs ?? 60_000;
 
   async function waitReady(name: string, generation: number): Promise<VolumeResource> {
-    const done = (x: VolumeResource | undefined) => !x || (x.status.observedGeneration >= generation && x.status.phase !== 'pending');
-    const r = await store.waitFor(Volumes, name, done, { timeoutMs });
+    const done = (x: VolumeResource) => x.status.observedGeneration >= generation && x.status.phase !== 'pending';
+    const r = await waitUntil(store, Volumes, name, done, { timeoutMs, timedOut: () => unavailable(`volume ${name} was not created in time`) });
     if (!r) throw notFound(`get ${name}: no such volume`);
-    if (!done(r)) throw unavailable(`volume ${name} was not created in time`);
     if (r.status.phase === 'failed') {
       store.updateSpec(Volumes, name, (s) => ({ ...s, desired: 'removed' }));
       throw new EngineError('Internal', `create ${name}: ${r.status.error}`);

@@ -14,6 +14,7 @@ import type { LayerInfo, LayerStore } from '../storage/types.ts';
 import { applyChanges } from './changes.ts';
 import { imageIdOf } from './load-plan.ts';
 import type { Platform } from './platform.ts';
+import { MOUNT_POINTS } from '../storage/mount-points.ts';
 
 export interface CommitDeps {
   layers: Pick<LayerStore, 'applyLayer' | 'hasRW' | 'tarRW' | 'get'>;
@@ -131,14 +132,6 @@ export function mergeConfig(user: Config, base: Config): Config {
   return out;
 }
 
-/**
- * Files the runtime creates in a container's root only to bind-mount over them. The reference
- * daemon keeps them in an init layer below the container's own, so they never show in its diff;
- * here they sit in the RW layer itself and are left out of the commit. What a process writes to
- * them goes to the mounted file, never to the layer, so an empty file here is always such a
- * placeholder.
- */
-const MOUNT_POINTS = new Set(['etc/hostname', 'etc/hosts', 'etc/resolv.conf']);
 
 function writeHeader(h: TarHeader): TarWriteHeader | null {
   if (h.type === 'other') return null;
@@ -156,6 +149,7 @@ export async function* withoutMountPoints(tar: AsyncIterable<Buffer>): AsyncGene
   let heldEtc: Buffer | null = null;
   for await (const e of readTar(tar)) {
     const name = e.header.name.replace(/^(\.\/|\/)+/, '').replace(/\/+$/, '');
+    // An empty file at a mount point is always the placeholder (drivers/storage/mount-points.ts).
     if (MOUNT_POINTS.has(name) && e.header.type === 'file' && e.header.size === 0) continue;
     const h = writeHeader(e.header);
     if (!h) continue;

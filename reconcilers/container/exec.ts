@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { fromPromise, initialTransition, toPromise, type SnapshotFrom } from 'xstate';
 import { effectActor, step } from '../../controllers/machine-driver.ts';
-import { conflict, notFound } from '../../lib/errors.ts';
+import { conflict, notFound, unavailable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
 import { execLifecycle, type ExecEffectInput, type ExecEvent, type ExecStartOutput, type ExecState } from './exec-machine.ts';
@@ -93,6 +93,8 @@ function mergeEnv(base: string[], extra: string[]): string[] {
 }
 
 const GC_AFTER_MS = 5 * 60_000;
+/** How long a resize waits for an exec that is starting (the reference's 10 s). */
+const RESIZE_WAIT_MS = 10_000;
 
 export class ExecManager {
   private readonly execs = new Map<string, ExecRecord>();
@@ -100,6 +102,8 @@ export class ExecManager {
   private readonly machine: ExecMachine;
   /** The start in flight per exec, for its effect (an exec starts at most once). */
   private readonly starts = new Map<string, StartRequest>();
+  /** Settles when the start in flight has its process running (or failed): a resize waits for it. */
+  private readonly starting = new Map<string, Promise<void>>();
 
   constructor(deps: ExecDeps) {
     this.deps = deps;
@@ -164,6 +168,8 @@ export class ExecManager {
     const run = this.deps.host.runInfo(ex.containerId);
     if (!run) throw conflict(`container ${ex.containerId} is not running`);
     const req: StartRequest = { run, opts, onHub };
+    let settle = () => {};
+    this.starting.set(id, new Promise<void>((r) => (settle = r)));
     try {
       this.starts.set(id, req);
       // Claimed before the first await: a concurrent start now finds it starting.
@@ -188,6 +194,8 @@ export class ExecManager {
       return { exited };
     } finally {
       this.starts.delete(id);
+      this.starting.delete(id);
+      settle();
     }
   }
 
@@ -267,9 +275,22 @@ export class ExecManager {
     }
   }
 
+  /**
+   * As the reference: a resize that comes while the exec is starting waits (up to 10 s) for its
+   * process, then resizes its terminal; one sent before the process existed would be lost.
+   */
   async resize(id: string, width: number, height: number): Promise<void> {
     const ex = this.get(id);
     if (!isRunning(ex)) throw conflict(`Exec ${id} is not running, so it can not be resized.`);
+    const starting = this.starting.get(id);
+    if (starting) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), RESIZE_WAIT_MS)));
+      const ready = await Promise.race([starting.then(() => 'ready' as const), late]);
+      clearTimeout(timer);
+      if (ready === 'late') throw unavailable('timeout waiting for exec session ready');
+      if (!isRunning(this.get(id))) throw conflict(`Exec ${id} is not running, so it can not be resized.`);
+    }
     await this.deps.supervisor.resizePty(ex.containerId, id, width, height);
   }
 

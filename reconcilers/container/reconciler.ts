@@ -36,6 +36,7 @@ import { applyResources } from './resources-step.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
+import { decideRestart } from './restart-policy.ts';
 import { StagedStatus } from './staged-status.ts';
 import { KeySource, type Source } from '../../controllers/source.ts';
 
@@ -308,10 +309,24 @@ export class ContainerReconciler {
   private async collectEffect(id: string, signal: AbortSignal): Promise<CollectOutput> {
     const run = this.runs.get(id);
     if (run) {
-      const ranMs = await this.steps.finishRun(id, run);
+      const ranMs = await this.steps.finishRun(id, run, (exitCode) => this.phaseAfterExit(id, exitCode));
       return { exitCode: this.status.get(id).exitCode, ranMs, leftover: false };
     }
     return { exitCode: await this.collectLeftover(id, signal), ranMs: 0, leftover: true };
+  }
+
+  /**
+   * The phase an exit is recorded with: `restarting` when the machine's collect step will go on to
+   * the policy's restart (the container wants to be up, no restart or removal was asked for, and the
+   * policy restarts it: decideRestart, as the machine's policyRestarts guard), else `exited`.
+   */
+  private phaseAfterExit(id: string, exitCode: number): 'exited' | 'restarting' {
+    const r = this.store.get(Containers, id);
+    if (!r) return 'exited';
+    const spec = r.spec;
+    const wantUp = spec.desired === 'running' || spec.desired === 'paused';
+    if (!wantUp || spec.runGeneration > r.status.runGeneration) return 'exited';
+    return decideRestart(spec.hostConfig.RestartPolicy, exitCode, this.status.get(id).restartCount, spec.manuallyStopped) ? 'restarting' : 'exited';
   }
 
   /** What a crashed daemon left of a run: the task and record in the supervisor, network, mount. */

@@ -288,8 +288,12 @@ export class RunSteps {
     await Promise.race([run.exited, sleep(30_000)]);
   }
 
-  /** Collect an exited run: exit code, drain output, unmount, record exited. Answers how long it ran (ms). */
-  async finishRun(id: string, run: Run): Promise<number> {
+  /**
+   * Collect an exited run: exit code, drain output, unmount, record the exit. Answers how long it ran
+   * (ms). `phaseAfter` names the phase recorded with the exit: `restarting` when the restart policy
+   * starts it again, so a `wait` that returns on this exit never reads `exited` in between.
+   */
+  async finishRun(id: string, run: Run, phaseAfter: (exitCode: number) => 'exited' | 'restarting' = () => 'exited'): Promise<number> {
     const exit = run.exit ?? (await run.exited);
     const exitStatus = exit.exitStatus;
     const exitedAt = exit.exitedAt;
@@ -322,9 +326,11 @@ export class RunSteps {
     run.io.close();
     await run.logger?.close().catch(() => {});
     const ranMs = Date.now() - run.startedAt;
+    // Decided before the write (it reads the status being written).
+    const phase = phaseAfter(exitStatus);
     this.status.set(id, (s) => ({
       ...s,
-      phase: 'exited',
+      phase,
       pid: 0,
       exitCode: exitStatus,
       oomKilled: run.oom,

@@ -81,7 +81,7 @@ describe('core flow with curl', () => {
     assert.equal(dup.status, 409);
     const rm = await curl(d, 'DELETE', '/containers/sleeper');
     assert.equal(rm.status, 409);
-    assert.match(JSON.parse(rm.body).message, /container is running: stop the container before removing or force remove/);
+    assert.match(JSON.parse(rm.body).message, /^You cannot remove a running container [0-9a-f]{64}\. Stop the container before attempting removal or force remove$/);
     const st = await curl(d, 'POST', '/containers/sleeper/stop?t=1');
     assert.equal(st.status, 204);
     const insp = JSON.parse((await curl(d, 'GET', '/containers/sleeper/json')).body);
