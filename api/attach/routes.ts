@@ -176,14 +176,15 @@ export function attachController(deps: AttachDeps) {
     return deps.execs.create(c.name, cfg);
   }
 
-  async function runExec(sock: Duplex, upgrade: boolean, execId: string, body: z.infer<typeof ExecStartBody>, apiVersion: number): Promise<void> {
+  /** `detachKeys`: the start request's own (a query), else the exec's (its create body), else ctrl-p,ctrl-q. */
+  async function runExec(sock: Duplex, upgrade: boolean, execId: string, body: z.infer<typeof ExecStartBody>, apiVersion: number, detachKeys?: string): Promise<void> {
     const ex = deps.execs.inspect(execId);
     // As the reference: the process gets a terminal when the exec was created with one, whatever the
     // start request says; the start's Tty only decides whether the output is framed (docker-py
     // starts a Tty exec with Tty false and reads frames, all on stdout).
     const tty = ex.ProcessConfig.tty;
     const raw = body.Tty ?? tty;
-    const keys = parseDetachKeys(ex.DetachKeys || undefined);
+    const keys = parseDetachKeys(detachKeys ?? (ex.DetachKeys || undefined));
     if (ex.Running || ex.ExitCode !== null) throw conflict(ex.Running ? `exec command ${execId} is already running` : `exec command ${execId} has already run`);
     const session = new AttachSession(sock, {
       tty,
@@ -278,7 +279,7 @@ export function attachRoutes(deps: AttachDeps) {
       reply.code(200).type('text/plain').send('');
     });
 
-    app.post('/exec/:id/start', { schema: { params: idParams, body: ExecStartBody } }, async (req, reply) => {
+    app.post('/exec/:id/start', { schema: { params: idParams, querystring: z.looseObject({ detachKeys: q.str() }), body: ExecStartBody } }, async (req, reply) => {
       const head = upgradeHead(req.raw);
       const sock = req.raw.socket;
       // An upgrade request's body is on the socket, read here; the bytes after it are stdin.
@@ -292,14 +293,14 @@ export function attachRoutes(deps: AttachDeps) {
       const ex = deps.execs.inspect(req.params.id);
       if (body.Detach) {
         if (ex.Running || ex.ExitCode !== null) throw conflict(ex.Running ? `exec command ${ex.ID} is already running` : `exec command ${ex.ID} has already run`);
-        await deps.execs.start(ex.ID, { tty: body.Tty ?? ex.ProcessConfig.tty, consoleSize: body.ConsoleSize ?? null });
+        await deps.execs.start(ex.ID, { tty: ex.ProcessConfig.tty, consoleSize: body.ConsoleSize ?? null });
         reply.code(200).type('text/plain').send('');
         return;
       }
       reply.hijack();
       if (rest?.length) sock.unshift(rest);
       try {
-        await ctl.runExec(sock, !!head, ex.ID, body, apiVersion(req));
+        await ctl.runExec(sock, !!head, ex.ID, body, apiVersion(req), req.query.detachKeys || undefined);
       } catch (err) {
         failHijacked(sock, err, req.log);
       }

@@ -77,7 +77,7 @@ class Build {
       backend,
       chainIdOf: (parent, diffId) => deps.layers.chainIdOf(parent, diffId),
       addImage: (li, parent) => this.steps.addRestored(li, parent),
-    }, opts.noCache, sources);
+    }, opts.noCache, sources, opts.cacheFrom.length > 0);
     this.steps = new Steps({ ...deps, backend, out, signal, opts, cache: this.cache, contextRoot: ctx.root, stageImage: (ref) => this.stageImage(ref) });
   }
 

@@ -70,11 +70,14 @@ export class StepCache {
   private sources: BuildImage[];
   private readonly deps: CacheDeps;
   private readonly disabled: boolean;
-  constructor(deps: CacheDeps, disabled: boolean, sources: BuildImage[] = []) {
+  /** `cachefrom` was given: only its images (those found) are sources, the local cache alone is not. */
+  private readonly restricted: boolean;
+  constructor(deps: CacheDeps, disabled: boolean, sources: BuildImage[] = [], restricted = sources.length > 0) {
     this.deps = deps;
     this.disabled = disabled;
     this.busted = disabled;
     this.sources = sources;
+    this.restricted = restricted;
   }
 
   /** A new stage looks again. */
@@ -102,7 +105,9 @@ export class StepCache {
         bestCreated = created;
       }
     }
-    if (!best || this.sources.length === 0) return best;
+    // As the reference (MakeImageCache): with cachefrom, a local match counts only as an ancestor of
+    // one of its images, and a cachefrom that names nothing found leaves no cache at all.
+    if (!best || !this.restricted) return best;
     return this.sources.some((s) => this.isAncestor(best.id, s)) ? best : undefined;
   }
 

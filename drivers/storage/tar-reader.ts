@@ -81,6 +81,14 @@ class ByteReader {
     }
   }
 
+  /** Skips n bytes; false when the input ends before the first of them (a clean end), true when skipped. */
+  async skipOrEnd(n: number): Promise<boolean> {
+    if (n === 0) return true;
+    if (this.buf.length === 0 && !(await this.more())) return false;
+    await this.skip(n);
+    return true;
+  }
+
   /** Read to the end of input (the bytes after the end-of-archive marker still count for the digest). */
   async drain(): Promise<void> {
     this.buf = Buffer.alloc(0);
@@ -240,6 +248,9 @@ export async function* readTar(src: AsyncIterable<Buffer>): AsyncGenerator<TarEn
       await body.return(undefined);
       await r.skip(dataSize - consumed);
     }
-    await r.skip(padOf(dataSize));
+    // As Go's archive/tar (tryReadFull): input that ends right after the last entry's data, with
+    // neither its padding nor the end-of-archive blocks, is a clean end. The docker CLI sends such a
+    // tar when it adds a Dockerfile from outside the context (`build -f /elsewhere/Dockerfile ctx`).
+    if (!(await r.skipOrEnd(padOf(dataSize)))) break;
   }
 }

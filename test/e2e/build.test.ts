@@ -322,6 +322,36 @@ CMD ["cat /app/greeting.txt"]
     assert.equal(await dk('run', '--rm', 'cf:2'), 'cf');
   });
 
+  test('a Dockerfile outside the context, as the CLI (-f /elsewhere/Dockerfile ctx) and docker-py (dockerfile=outside path) send it', async () => {
+    const ctx = context({ 'hello.txt': 'hi\n', 'ignored.txt': 'no\n', '.dockerignore': 'ignored.txt\n' });
+    const elsewhere = context({ 'Outside.Dockerfile': `FROM ${imgs.tag}\nCOPY . /ctx/\nRUN cat /ctx/hello.txt\n` });
+    const cli = await build(['-f', join(elsewhere, 'Outside.Dockerfile'), '-t', 'outside:cli', ctx]);
+    assert.equal(cli.code, 0, cli.stderr + cli.stdout);
+    assert.match(cli.stdout, /\bhi\b/);
+    const listed = await dk('run', '--rm', 'outside:cli', 'ls', '-A', '/ctx');
+    assert.match(listed, /^hello\.txt$/m);
+    assert.doesNotMatch(listed, /ignored\.txt|\.dockerfile\./, 'the .dockerignore still applies; the added Dockerfile is not part of the context');
+    const out = await pythonDocker(d, `
+      img, logs = client.images.build(path=${JSON.stringify(ctx)}, dockerfile=${JSON.stringify(join(elsewhere, 'Outside.Dockerfile'))}, tag='outside:py')
+      print(json.dumps(img.tags))
+    `);
+    assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), ['outside:py']);
+  });
+
+  test('--cache-from: only the named images are cache sources (a name that matches nothing: no cache at all); a matching chain is used step by step', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nRUN echo one > /one\nRUN echo two > /two\n` });
+    const first = await build(['-t', 'cachesrc:1', dir]);
+    assert.equal(first.code, 0, first.stderr + first.stdout);
+    const local = await build([dir]);
+    assert.equal((local.stdout.match(/Using cache/g) ?? []).length, 2, 'without --cache-from the local cache is used');
+    const none = await build(['--cache-from', 'nothing:here', dir]);
+    assert.equal(none.code, 0, none.stderr + none.stdout);
+    assert.doesNotMatch(none.stdout, /Using cache/, 'a --cache-from that names nothing leaves no cache, not even the local one');
+    const hit = await build(['--cache-from', 'cachesrc:1', dir]);
+    assert.equal(hit.code, 0, hit.stderr + hit.stdout);
+    assert.equal((hit.stdout.match(/Using cache/g) ?? []).length, 2, hit.stdout);
+  });
+
   test('FROM an image that is not here pulls it from its registry, progress inside the build output', { skip: !registryAvailable() }, async () => {
     const reg = await startRegistry();
     try {

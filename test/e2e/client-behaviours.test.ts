@@ -3,7 +3,7 @@
 // removable without force); network inspect shows IPAM.Options as the client sent it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
+import { docker, dockerOk, dockerode, dockerTty, pythonDocker, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
@@ -88,5 +88,25 @@ describe('what clients depend on', () => {
     await ex.resize({ h: 40, w: 100 });
     await ended;
     assert.equal(text, '40 100\r\n');
+  });
+
+  test('detach keys end the session and leave the process running: exec --detach-keys (one key), ctrl-p ctrl-q by default, the detachKeys query of attach', async () => {
+    await dk('run', '-dit', '--name', 'keys', imgs.tag, 'sh');
+    const running = async (pattern: RegExp) => assert.match(await dk('exec', 'keys', 'ps'), pattern);
+    // docker exec --detach-keys goes in the exec's create body (DetachKeys): a single key.
+    const one = await dockerTty(d, ['exec', '-it', '--detach-keys', 'ctrl-p', 'keys', 'sh', '-c', 'echo in-exec; exec sleep 301'], '\x10\n');
+    assert.match(one.out, /in-exec/);
+    await running(/sleep 301/);
+    // The default sequence, on an exec created without DetachKeys.
+    const two = await dockerTty(d, ['exec', '-it', 'keys', 'sh', '-c', 'echo second; exec sleep 302'], '\x10\x11\n');
+    assert.match(two.out, /second/);
+    await running(/sleep 302/);
+    // dockerode: attach with the detachKeys query; the stream ends, the container runs on.
+    const c = dockerode(d).getContainer('keys');
+    const stream = (await c.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true, detachKeys: 'ctrl-x' })) as NodeJS.ReadWriteStream;
+    const ended = new Promise((r) => stream.on('end', r));
+    stream.write(Buffer.from([0x18]));
+    await ended;
+    assert.equal((await c.inspect()).State.Running, true);
   });
 });

@@ -138,3 +138,27 @@ export function testImages(): Promise<TestImages> {
 }
 
 export type { TestImages };
+
+/** Run a docker command under a pseudo-terminal, feeding `input` slowly; returns the transcript. */
+export async function dockerTty(d: DaemonHandle, args: string[], input: string, timeoutMs = 20_000): Promise<{ code: number | null; out: string }> {
+  const cmd = ['docker', ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
+    env: { ...process.env, DOCKER_HOST: d.dockerHost, TERM: 'xterm' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  // Listen before feeding input: the command may be done before the last line is written.
+  const closed = new Promise<number | null>((r) => child.on('close', r));
+  child.stdin.on('error', () => {});
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await new Promise((r) => setTimeout(r, 1500));
+  for (const line of input.split('\n').filter(Boolean)) {
+    child.stdin.write(line + '\r');
+    await new Promise((r) => setTimeout(r, 400));
+  }
+  const code = await closed;
+  clearTimeout(timer);
+  return { code, out };
+}

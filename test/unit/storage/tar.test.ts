@@ -54,3 +54,25 @@ test('an archive made by GNU tar unpacks to the same tree', async () => {
     await removeRoot(root);
   }
 });
+
+test('input that ends right after the last entry data (no padding, no end blocks) is a clean end, as Go reads it; a cut inside data is not', async () => {
+  const a = Buffer.from('first');
+  const b = Buffer.from('FROM x\n');
+  const hdr = (name: string, size: number) => encodeHeader({ name, type: 'file', mode: 0o600, uid: 0, gid: 0, size, mtime: 0 });
+  // What the docker CLI sends for `build -f /elsewhere/Dockerfile ctx`.
+  const cut = Buffer.concat([hdr('a.txt', a.length), a, padding(a.length), hdr('.dockerfile.0123', b.length), b]);
+  const names: string[] = [];
+  const texts: string[] = [];
+  for await (const e of readTar(body(cut))) {
+    const chunks: Buffer[] = [];
+    for await (const c of e.body) chunks.push(c);
+    names.push(e.header.name);
+    texts.push(Buffer.concat(chunks).toString());
+  }
+  assert.deepEqual(names, ['a.txt', '.dockerfile.0123']);
+  assert.deepEqual(texts, ['first', 'FROM x\n']);
+  const inside = Buffer.concat([hdr('a.txt', a.length), a.subarray(0, 2)]);
+  await assert.rejects(async () => {
+    for await (const e of readTar(body(inside))) for await (const _ of e.body);
+  }, /unexpected EOF in tar archive/);
+});
