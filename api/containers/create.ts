@@ -47,6 +47,12 @@ export async function createContainer(
       throw err;
     }
   }
+  // Every other user network its EndpointsConfig names must exist too: 404 `network NAME not
+  // found`, before anything is written (no container, endpoint or volume is left behind).
+  for (const key of endpointsConfigKeys(body.NetworkingConfig)) {
+    if (BUILTIN_NETWORKS.has(key)) continue;
+    findNetwork(store, key);
+  }
   const id = newId();
   const taken = (nm: string) => !!containerByName(store, nm);
   const rawName = opts.name;
@@ -108,6 +114,15 @@ export async function createContainer(
   }
   if (!r.status.prepared) throw failed(r);
   return { id, warnings: n.warnings };
+}
+
+/** The predefined networks (and the default mode's names): not looked up by the create itself. */
+const BUILTIN_NETWORKS = new Set(['', 'default', 'bridge', 'host', 'none']);
+
+/** The networks a create's NetworkingConfig.EndpointsConfig names. */
+function endpointsConfigKeys(networking: unknown): string[] {
+  const eps = (networking as { EndpointsConfig?: unknown } | null | undefined)?.EndpointsConfig;
+  return eps && typeof eps === 'object' ? Object.keys(eps) : [];
 }
 
 const MAC = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;

@@ -20,7 +20,7 @@ function liveEndpoint(status: ContainerStatus) {
 
 const BUILTIN = new Set(['bridge', 'host', 'none']);
 
-type EndpointConfig = { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null } | null;
+type EndpointConfig = { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null; DriverOpts?: Record<string, string> | null } | null;
 
 type EndpointLike = Pick<NonNullable<ContainerStatus['endpoint']>, 'MacAddress' | 'NetworkID' | 'EndpointID' | 'Gateway' | 'IPAddress' | 'IPPrefixLen' | 'GlobalIPv6Address' | 'GlobalIPv6PrefixLen' | 'IPv6Gateway'>;
 
@@ -37,7 +37,7 @@ function networkEntry(spec: ContainerSpec, name: string, cfg: EndpointConfig, ep
     MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
     EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
     IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: ep?.IPv6Gateway ?? '', GlobalIPv6Address: ep?.GlobalIPv6Address ?? '',
-    GlobalIPv6PrefixLen: ep?.GlobalIPv6PrefixLen ?? 0, DriverOpts: null, DNSNames: dnsNames,
+    GlobalIPv6PrefixLen: ep?.GlobalIPv6PrefixLen ?? 0, DriverOpts: cfg?.DriverOpts ?? null, DNSNames: dnsNames,
   };
 }
 

@@ -15,8 +15,8 @@ export interface DnsAnswerSource {
    * asking address (a container's links are names only it resolves).
    */
   lookup(name: string, type: 'A' | 'AAAA', from?: string): string[] | null;
-  /** PTR: the name for an IPv4 address on this network, or null. */
-  reverse?(ip: string): string | null;
+  /** PTR: the name for an IPv4 address on this network (or another of the asker's, `from`), or null. */
+  reverse?(ip: string, from?: string): string | null;
 }
 
 export interface DnsServerOptions {
@@ -149,7 +149,7 @@ function answerLocally(q: dnsPacket.DecodedPacket, question: dnsPacket.Question,
   }
   if (question.type === 'PTR') {
     const ip = ptrToIpv4(name);
-    const target = ip && source.reverse?.(ip);
+    const target = ip && source.reverse?.(ip, from);
     if (!target) return null;
     return reply(q, question, [{ type: 'PTR', name: question.name, ttl: LOCAL_TTL, data: target }]);
   }

@@ -316,12 +316,14 @@ export class RunSteps {
       ]);
       if (gone) this.supervisorClean.add(id);
     })();
+    // The host ports go before the exit is published, as the reference releases the network before
+    // it records the stop: a `docker stop a && docker run -p <a's port> b` must find the port free.
+    const ports = this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
     const net = Promise.all([
       this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
-      this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed')),
       this.deps.links?.revoke(id),
     ]);
-    await within(run.hub.ended, 2000);
+    await Promise.all([within(run.hub.ended, 2000), ports]);
     this.runs.stopWatching(run);
     run.io.close();
     await run.logger?.close().catch(() => {});

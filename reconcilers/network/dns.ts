@@ -1,13 +1,15 @@
 // Name resolution on user-defined networks: one embedded DNS server per network, bound on the
 // network's gateway address (containers there get it as their nameserver), answering the names of
 // the containers attached to that network — container name, short id and the aliases given for
-// that network — from the store, and forwarding every other name upstream. The network
+// that network — from the store, and forwarding every other name upstream. As the reference's
+// per-container resolver does, a container asking also gets the names of its other networks
+// (and its links there: `network connect --link`), its own network's first. The network
 // reconciler makes sure a ready user network has its server (and closes it with the network);
 // the default bridge has none, as with the reference daemon.
 import type { Logger } from 'pino';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { Resource } from '../../store/types.ts';
-import { endpointName, pluggedAddresses, type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
+import { endpointName, endpointsOfContainer, pluggedAddresses, type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
 import { ipv4Pool, type NetworkSpec, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 
@@ -16,7 +18,7 @@ import type { ReconcilerStore } from '../store-like.ts';
 export interface DnsServerPort {
   start(opts: {
     address: string;
-    source: { lookup(name: string, type: 'A' | 'AAAA', from?: string): string[] | null; reverse?(ip: string): string | null };
+    source: { lookup(name: string, type: 'A' | 'AAAA', from?: string): string[] | null; reverse?(ip: string, from?: string): string | null };
     upstreams: (from?: string) => string[];
   }): Promise<{ close(): Promise<void> }>;
 }
@@ -32,13 +34,13 @@ export function hasEmbeddedDns(net: Pick<NetworkSpec, 'name' | 'driver'>): boole
 }
 
 export class NetworkDns {
-  private readonly store: Pick<ReconcilerStore, 'get' | 'list'>;
+  private readonly store: Pick<ReconcilerStore, 'get' | 'list' | 'byIndex'>;
   private readonly servers: DnsServerPort;
   private readonly upstreams: () => string[];
   private readonly log: Logger;
   private readonly running = new Map<string, Running>();
 
-  constructor(store: Pick<ReconcilerStore, 'get' | 'list'>, servers: DnsServerPort, upstreams: () => string[], log: Logger) {
+  constructor(store: Pick<ReconcilerStore, 'get' | 'list' | 'byIndex'>, servers: DnsServerPort, upstreams: () => string[], log: Logger) {
     this.store = store;
     this.servers = servers;
     this.upstreams = upstreams;
@@ -55,7 +57,7 @@ export class NetworkDns {
     const id = net.spec.id;
     const server = await this.servers.start({
       address,
-      source: { lookup: (name, type, from) => this.lookup(id, name, type, from), reverse: (ip) => this.reverse(id, ip) },
+      source: { lookup: (name, type, from) => this.lookup(id, name, type, from), reverse: (ip, from) => this.reverse(id, ip, from) },
       upstreams: (from) => this.upstreamsFor(id, from),
     });
     this.running.set(id, { address, server });
@@ -121,18 +123,36 @@ export class NetworkDns {
   private lookup(networkId: string, asked: string, type: 'A' | 'AAAA', from?: string): string[] | null {
     const net = this.store.get(Networks, networkId);
     if (!net) return null;
-    // A link of the asking container is an alias only it resolves: the linked container's name.
-    const name = (from && this.linkTarget(networkId, net.spec, from, asked)) || asked;
-    const found = this.attached(networkId).filter(({ c }) => this.namesOf(c, net.spec).includes(name));
-    if (!found.length) return null;
-    // The name is ours either way: an empty AAAA answer (no IPv6 here) is not forwarded.
-    return type === 'A' ? found.map((x) => x.ip) : found.map((x) => x.ip6).filter(Boolean);
+    // As the reference's resolver of a container's sandbox: the networks of the asking container,
+    // the one asked first, each with its links there (an alias only that container resolves: the
+    // linked container's name) and the names of the containers on it.
+    const c = from ? this.asker(networkId, from) : undefined;
+    for (const n of [net, ...(c ? this.otherNetworksOf(c, networkId) : [])]) {
+      const name = (c && this.linkTarget(c, n.spec, asked)) || asked;
+      const found = this.attached(n.spec.id).filter(({ c: x }) => this.namesOf(x, n.spec).includes(name));
+      if (!found.length) continue;
+      // The name is ours either way: an empty AAAA answer (no IPv6 here) is not forwarded.
+      return type === 'A' ? found.map((x) => x.ip) : found.map((x) => x.ip6).filter(Boolean);
+    }
+    return null;
   }
 
-  /** The container a link alias of the container at `from` names on this network, lowercased, or undefined. */
-  private linkTarget(networkId: string, net: Pick<NetworkSpec, 'id' | 'name'>, from: string, alias: string): string | undefined {
-    const c = this.asker(networkId, from);
-    if (!c) return undefined;
+  /** The container's other networks with embedded DNS it is on (wanted endpoints, its NetworkMode one included). */
+  private otherNetworksOf(c: CR, networkId: string): NetworkResource[] {
+    const ids = new Set<string>();
+    if (c.status.endpoint?.NetworkID) ids.add(c.status.endpoint.NetworkID);
+    for (const e of endpointsOfContainer(this.store, c.name)) if (e.spec.desired === 'present') ids.add(e.spec.networkId);
+    ids.delete(networkId);
+    const out: NetworkResource[] = [];
+    for (const id of ids) {
+      const n = this.store.get(Networks, id);
+      if (n && n.spec.desired !== 'removed' && hasEmbeddedDns(n.spec)) out.push(n);
+    }
+    return out;
+  }
+
+  /** The container a link alias of `c` names on this network, lowercased, or undefined. */
+  private linkTarget(c: CR, net: Pick<NetworkSpec, 'id' | 'name'>, alias: string): string | undefined {
     const links: string[] = [...((c.spec.hostConfig.Links as string[] | null | undefined) ?? [])];
     links.push(...(this.settingsOn(c, net)?.Links ?? []));
     for (const l of links) {
@@ -160,10 +180,14 @@ export class NetworkDns {
     return r?.spec.desired === 'present' ? r : undefined;
   }
 
-  private reverse(networkId: string, ip: string): string | null {
-    const c = this.attached(networkId).find((x) => x.ip === ip || x.ip6 === ip)?.c;
-    if (!c) return null;
+  private reverse(networkId: string, ip: string, from?: string): string | null {
     const net = this.store.get(Networks, networkId);
-    return net ? `${c.spec.name.replace(/^\//, '')}.${net.spec.name}` : null;
+    if (!net) return null;
+    const c = from ? this.asker(networkId, from) : undefined;
+    for (const n of [net, ...(c ? this.otherNetworksOf(c, networkId) : [])]) {
+      const x = this.attached(n.spec.id).find((a) => a.ip === ip || a.ip6 === ip)?.c;
+      if (x) return `${x.spec.name.replace(/^\//, '')}.${n.spec.name}`;
+    }
+    return null;
   }
 }
