@@ -30,7 +30,7 @@ export function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
  */
 const NOT_APPLIED_YET = [
   'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'execOpts', 'metricsAddr', 'networkControlPlaneMtu',
+  'execOpts', 'networkControlPlaneMtu',
   'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'selinuxEnabled',
   'storageOpts', 'usernsRemap',
 ] as const;

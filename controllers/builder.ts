@@ -16,6 +16,7 @@ import type { AnyKind, ResourceOf } from '../store/kind.ts';
 import type { Store } from '../store/store.ts';
 import type { WatchEvent, WatchEventType } from '../store/types.ts';
 import { Controller, type ControllerOptions, type ControllerStore, type Reconciler, type Trigger } from './controller.ts';
+import type { ControllerFamilies } from './metrics.ts';
 import type { Source } from './source.ts';
 
 /** What a map function may read. */
@@ -108,7 +109,7 @@ export class ControllerBuilder<K extends AnyKind = AnyKind> {
   }
 
   /** Binds the declaration: a Controller, started and stopped by the manager. */
-  build(deps: { store: ControllerStore; reconciler: Reconciler; log: Logger } & Tuning): Controller {
+  build(deps: { store: ControllerStore; reconciler: Reconciler; log: Logger; metrics?: ControllerFamilies } & Tuning): Controller {
     if (!this.kind) throw new Error(`controller ${this.name}: no kind (call .for(kind))`);
     const triggers: Trigger[] = [
       ...this.watchDecls.map(
@@ -130,8 +131,19 @@ export class ControllerBuilder<K extends AnyKind = AnyKind> {
         }),
       ),
     ];
-    const { store, reconciler, log, ...tuning } = deps;
-    return new Controller({ ...this.tuning, ...tuning, name: this.name, kind: this.kind, specChangesOnly: this.specChangesOnly, store, reconciler, log, triggers });
+    const { store, reconciler, log, metrics, ...tuning } = deps;
+    return new Controller({
+      ...this.tuning,
+      ...tuning,
+      name: this.name,
+      kind: this.kind,
+      specChangesOnly: this.specChangesOnly,
+      store,
+      reconciler,
+      log,
+      triggers,
+      metrics: metrics?.forController(this.name),
+    });
   }
 }
 

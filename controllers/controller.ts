@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { WatchEvent } from '../store/types.ts';
 import type { Store } from '../store/store.ts';
 import type { AnyKind } from '../store/kind.ts';
+import type { ControllerMetrics, ReconcileResultLabel } from './metrics.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface ReconcileContext {
@@ -61,6 +62,8 @@ export interface ControllerOptions {
   resumeFromRevision?: number;
   /** Other kinds' watches and outside sources (controllers/builder.ts declares them). */
   triggers?: readonly Trigger[];
+  /** controller_runtime_* and workqueue_* families (controllers/metrics.ts); none by default. */
+  metrics?: ControllerMetrics;
 }
 
 /** Thrown by a reconciler when retrying cannot help: logged, not retried. */
@@ -93,6 +96,8 @@ export class Controller {
   private readonly abort = new AbortController();
   private unwatch: (() => void) | null = null;
   private readonly triggers: readonly Trigger[];
+  private readonly metrics: ControllerMetrics | undefined;
+  private active = 0;
   private stopTriggers: Array<() => void> = [];
   private loops: Promise<void>[] = [];
   private started = false;
@@ -110,7 +115,10 @@ export class Controller {
     this.log = opts.log.child({ controller: opts.name });
     this.workers = Math.max(1, opts.workers ?? 4);
     this.stopTimeoutMs = opts.stopTimeoutMs ?? 30_000;
-    this.queue = new WorkQueue<string>({ baseDelayMs: opts.baseDelayMs, maxDelayMs: opts.maxDelayMs });
+    this.metrics = opts.metrics;
+    this.queue = new WorkQueue<string>({ baseDelayMs: opts.baseDelayMs, maxDelayMs: opts.maxDelayMs, metrics: opts.metrics?.queue });
+    opts.metrics?.watchQueue(this.queue);
+    opts.metrics?.workers(0, this.workers);
     this.generations = opts.specChangesOnly ? new Map() : null;
     this.resumeFrom = opts.resumeFromRevision;
     this.triggers = opts.triggers ?? [];
@@ -225,14 +233,20 @@ export class Controller {
       },
     };
     const started = performance.now();
+    this.metrics?.workers(++this.active, this.workers);
+    let result: ReconcileResultLabel = 'success';
     try {
       const res = await this.reconciler.reconcile(key, ctx);
       this.queue.forget(key);
       const after = res && typeof res === 'object' ? res.requeueAfter : undefined;
-      if (after !== undefined && after >= 0) this.queue.addAfter(key, after);
+      if (after !== undefined && after >= 0) {
+        result = 'requeue_after';
+        this.queue.addAfter(key, after);
+      }
       if (parent.isLevelEnabled?.('debug') ?? true) ctx.log.debug({ ms: Math.round(performance.now() - started), requeueAfter: after }, 'reconciled');
     } catch (err) {
       const log = ctx.log;
+      result = 'error';
       if (isTerminal(err)) {
         this.queue.forget(key);
         log.error({ err }, 'reconcile failed permanently');
@@ -241,6 +255,9 @@ export class Controller {
       const retries = this.queue.numRequeues(key);
       this.queue.addRateLimited(key);
       log[retries >= 5 ? 'error' : 'warn']({ err, retries: retries + 1 }, 'reconcile failed; retrying with backoff');
+    } finally {
+      this.metrics?.reconciled(result, (performance.now() - started) / 1000);
+      this.metrics?.workers(--this.active, this.workers);
     }
   }
 }

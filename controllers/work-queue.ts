@@ -6,6 +6,8 @@
 // - addRateLimited(key) retries with per-key exponential backoff, forget(key) resets it;
 // - shutdown() stops intake and lets in-flight items finish.
 
+import type { QueueMetrics } from './metrics.ts';
+
 /** What the queue reads time from and schedules delayed adds on; tests pass one they move by hand. */
 export interface Clock {
   now(): number;
@@ -27,6 +29,8 @@ export interface WorkQueueOptions {
   maxDelayMs?: number;
   /** Default: the real one. */
   clock?: Clock;
+  /** workqueue_* families (controllers/metrics.ts); none by default. */
+  metrics?: QueueMetrics;
 }
 
 interface Delayed {
@@ -49,11 +53,16 @@ export class WorkQueue<K = string> {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly clock: Clock;
+  private readonly metrics: QueueMetrics | undefined;
+  /** With metrics: when each waiting key was queued, and when each in-flight key was handed out. */
+  private readonly queuedAt = new Map<K, number>();
+  private readonly startedAt = new Map<K, number>();
 
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
     this.clock = opts.clock ?? realClock;
+    this.metrics = opts.metrics;
   }
 
   add(key: K): void {
@@ -64,6 +73,7 @@ export class WorkQueue<K = string> {
       this.delayed.delete(key);
     }
     if (this.dirty.has(key)) return;
+    this.metrics?.added();
     this.dirty.add(key);
     if (this.processing.has(key)) return;
     this.push(key);
@@ -92,6 +102,7 @@ export class WorkQueue<K = string> {
 
   /** Re-adds `key` after its backoff: base * 2^failures, capped. */
   addRateLimited(key: K): void {
+    this.metrics?.retried();
     this.addAfter(key, this.nextDelay(key));
   }
 
@@ -123,6 +134,11 @@ export class WorkQueue<K = string> {
 
   done(key: K): void {
     if (!this.processing.delete(key)) return;
+    if (this.metrics) {
+      const started = this.startedAt.get(key);
+      this.startedAt.delete(key);
+      if (started !== undefined) this.metrics.finished((this.clock.now() - started) / 1000);
+    }
     if (this.dirty.has(key)) {
       if (this.shuttingDown && !this.draining) this.dirty.delete(key);
       else this.push(key);
@@ -157,6 +173,7 @@ export class WorkQueue<K = string> {
       for (let i = this.head; i < this.queue.length; i++) this.dirty.delete(this.queue[i]!);
       this.queue.length = 0;
       this.head = 0;
+      this.queuedAt.clear();
     }
     this.releaseGettersIfEmpty();
     return new Promise((resolve) => {
@@ -170,10 +187,31 @@ export class WorkQueue<K = string> {
     if (getter) {
       this.dirty.delete(key);
       this.processing.add(key);
+      this.handedOut(key, 0);
       getter(key);
       return;
     }
+    if (this.metrics) this.queuedAt.set(key, this.clock.now());
     this.queue.push(key);
+  }
+
+  private handedOut(key: K, waitedMs: number): void {
+    if (!this.metrics) return;
+    this.metrics.handedOut(waitedMs / 1000);
+    this.startedAt.set(key, this.clock.now());
+  }
+
+  /** Seconds of work in progress, in total and the longest (workqueue_unfinished_work_seconds, _longest_running_processor_seconds). */
+  unfinished(): { total: number; longest: number } {
+    const now = this.clock.now();
+    let total = 0;
+    let longest = 0;
+    for (const at of this.startedAt.values()) {
+      const s = (now - at) / 1000;
+      total += s;
+      if (s > longest) longest = s;
+    }
+    return { total, longest };
   }
 
   private take(): K | undefined {
@@ -187,6 +225,11 @@ export class WorkQueue<K = string> {
     }
     this.dirty.delete(key);
     this.processing.add(key);
+    if (this.metrics) {
+      const queued = this.queuedAt.get(key);
+      this.queuedAt.delete(key);
+      this.handedOut(key, queued === undefined ? 0 : this.clock.now() - queued);
+    }
     return key;
   }
 

@@ -21,6 +21,7 @@ import { ContainerReconciler } from '../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../reconcilers/container/runs.ts';
 import { migrateEndpoints } from '../../reconcilers/endpoint/migrate.ts';
 import { EndpointReconciler } from '../../reconcilers/endpoint/reconciler.ts';
+import type { Metrics } from './metrics.ts';
 import { endpointController } from '../../reconcilers/endpoint/controller.ts';
 import { containerController } from '../../reconcilers/container/controller.ts';
 import { imageController } from '../../reconcilers/image/controller.ts';
@@ -120,20 +121,21 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
     }),
     component<Controllers>({
       id: 'controllers',
-      requires: ['store', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs'],
+      requires: ['store', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics'],
       init: (ctx) => {
         const store = ctx.get<Store>('store');
         const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
         const manager = new Manager();
+        const metrics = ctx.get<Metrics>('metrics').controllers;
         const runs = ctx.get<Runs>('runs').registry;
         const containers = ctx.get<ContainerReconciler>('containers');
         const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv(), log: log.child({ component: 'networks' }) });
         // Started in this order and stopped in reverse: images are up before the containers made from them.
-        manager.add(networkController.build({ store, reconciler: networks, log }));
-        manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log }));
-        manager.add(imageController.build({ store, reconciler: images, log }));
-        manager.add(containerController(runs, containers).build({ store, reconciler: containers, log }));
-        manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log }));
+        manager.add(networkController.build({ store, reconciler: networks, log, metrics }));
+        manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, metrics }));
+        manager.add(imageController.build({ store, reconciler: images, log, metrics }));
+        manager.add(containerController(runs, containers).build({ store, reconciler: containers, log, metrics }));
+        manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, metrics }));
         return { manager, images };
       },
     }),

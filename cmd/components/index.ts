@@ -5,6 +5,7 @@ import type { DaemonEnv } from './env.ts';
 import { apiComponent, serviceComponents } from './api.ts';
 import { containerComponents, runningComponent } from './containers.ts';
 import { coreComponents } from './core.ts';
+import { metricsComponent } from './metrics.ts';
 import { networkComponents } from './network.ts';
 import { pullComponent } from './pulls.ts';
 import { reloadComponent } from './reload.ts';
@@ -13,6 +14,7 @@ export type { DaemonEnv } from './env.ts';
 
 export function daemonComponents(env: DaemonEnv): Component[] {
   return [
+    metricsComponent(env),
     ...coreComponents(env),
     ...networkComponents(env),
     ...containerComponents(env),

@@ -1,0 +1,109 @@
+// --metrics-addr: GET /metrics in the text format through one prom-client registry; every
+// controller's controller-runtime and workqueue families move as work happens; without
+// --experimental, or on a port in use, the daemon refuses to start and says why.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { dockerOk, type TestImages } from './harness/clients.ts';
+import { REPO, type DaemonHandle } from './harness/daemon.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+
+const ENGINED = join(REPO, 'bin', 'engined');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** One sample's value from a text exposition, by metric name and label subset. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const want = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
+    if (want) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+async function engined(args: string[]): Promise<{ code: number; stderr: string }> {
+  try {
+    await promisify(execFile)(ENGINED, args, { timeout: 60_000 });
+    return { code: 0, stderr: '' };
+  } catch (err) {
+    const e = err as { code?: number; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stderr: e.stderr ?? '' };
+  }
+}
+
+describe('metrics', () => {
+  let d: DaemonHandle;
+  let imgs: TestImages;
+  let port: number;
+  const dk = dockerOk(() => d);
+  before(async () => {
+    port = await freePort();
+    ({ d, imgs } = await startWithImages({ args: ['--experimental', '--metrics-addr', `127.0.0.1:${port}`] }));
+  });
+  after(() => removeAllAndCleanup(d));
+
+  const scrape = async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+    return res.text();
+  };
+
+  test('GET /metrics: controller-runtime and workqueue families for every controller, and the process collectors; they move as containers run', async () => {
+    const before = await scrape();
+    for (const controller of ['container', 'image', 'network', 'volume', 'endpoint', 'pull']) {
+      assert.notEqual(sample(before, 'controller_runtime_reconcile_total', { controller, result: 'success' }), undefined, `${controller} reconcile_total`);
+      assert.notEqual(sample(before, 'controller_runtime_max_concurrent_reconciles', { controller }), undefined, `${controller} max_concurrent_reconciles`);
+      assert.notEqual(sample(before, 'workqueue_adds_total', { name: controller }), undefined, `${controller} workqueue_adds_total`);
+      assert.notEqual(sample(before, 'workqueue_depth', { name: controller }), undefined, `${controller} workqueue_depth`);
+    }
+    for (const family of ['controller_runtime_reconcile_errors_total', 'controller_runtime_reconcile_time_seconds_count', 'controller_runtime_active_workers', 'workqueue_retries_total', 'workqueue_queue_duration_seconds_count', 'workqueue_work_duration_seconds_count', 'workqueue_unfinished_work_seconds', 'workqueue_longest_running_processor_seconds', 'process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) {
+      assert.match(before, new RegExp(`^${family}[{ ]`, 'm'), family);
+    }
+    const reconciled = sample(before, 'controller_runtime_reconcile_total', { controller: 'container', result: 'success' }) ?? 0;
+    const adds = sample(before, 'workqueue_adds_total', { name: 'container' }) ?? 0;
+    await dk('run', '--rm', imgs.tag, 'true');
+    const afterRun = await scrape();
+    assert.ok((sample(afterRun, 'controller_runtime_reconcile_total', { controller: 'container', result: 'success' }) ?? 0) > reconciled, 'the container reconciler ran');
+    assert.ok((sample(afterRun, 'workqueue_adds_total', { name: 'container' }) ?? 0) > adds, 'its queue took adds');
+    assert.ok((sample(afterRun, 'controller_runtime_reconcile_time_seconds_count', { controller: 'container' }) ?? 0) > 0);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
+  });
+
+  test('--metrics-addr without --experimental, a malformed address, or a port in use: the daemon does not start and says why', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'engine-metrics-'));
+    const held: Server = createServer();
+    await new Promise<void>((r) => held.listen(0, '127.0.0.1', () => r()));
+    const busy = (held.address() as { port: number }).port;
+    const base = (n: string) => ['-H', `unix://${join(root, `${n}.sock`)}`, '--data-root', join(root, n, 'data'), '--exec-root', join(root, n, 'exec'), '-p', join(root, `${n}.pid`), '--bridge', 'none'];
+    try {
+      const noExp = await engined([...base('a'), '--metrics-addr', '127.0.0.1:0']);
+      assert.notEqual(noExp.code, 0);
+      assert.match(noExp.stderr, /metrics-addr is only supported when experimental is enabled/);
+      const bad = await engined([...base('b'), '--experimental', '--metrics-addr', 'nonsense']);
+      assert.notEqual(bad.code, 0);
+      assert.match(bad.stderr, /invalid metrics address "nonsense"/);
+      const inUse = await engined([...base('c'), '--experimental', '--metrics-addr', `127.0.0.1:${busy}`]);
+      assert.notEqual(inUse.code, 0);
+      assert.match(inUse.stderr, /failed to start metrics server: .*EADDRINUSE/);
+    } finally {
+      held.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
