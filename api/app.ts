@@ -30,6 +30,8 @@ export interface AppOptions {
   version: { api: string; min: string };
   /** Daemon version for the `Server` header. */
   engineVersion?: string;
+  /** Told of every answered request: method, route pattern (undefined: no route) and seconds (the action metrics). */
+  onAnswered?: (method: string, route: string | undefined, seconds: number) => void;
 }
 
 /** Where rewriteUrl leaves the prefix version for the onRequest hook. */
@@ -117,7 +119,9 @@ export function createApp(opts: AppOptions): App {
     done(null, payload);
   });
 
+  const answered = opts.onAnswered;
   app.addHook('onResponse', (req, reply, done) => {
+    answered?.(req.method, req.routeOptions.url, reply.elapsedTime / 1000);
     if (debugEnabled()) {
       const url = (req.raw as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url;
       req.log.debug({ request: { method: req.method, url, headers: req.headers }, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

@@ -1,10 +1,16 @@
 // Fills the API's ContainerOpsPort (top, stats, changes, export, docker cp) from the drivers.
+// docker cp works on the container's file tree as its process sees it: the rootfs with its
+// volumes, binds and the daemon's /etc files over it (lib/container-path.ts), running or not.
+import { realpath } from 'node:fs/promises';
+import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ContainerOpsPort } from '../api/ports.ts';
+import { type ContainerTree, mountTable } from '../lib/container-path.ts';
 import { conflict } from '../lib/errors.ts';
 import { sampleStats, topProcesses } from '../drivers/sys/cgroup-stats.ts';
-import { archiveFromRoot, extractToRoot, statInRoot } from '../drivers/sys/rootfs-files.ts';
+import { archiveFromRoot, containerTree, extractToRoot, statInRoot } from '../drivers/sys/rootfs-files.ts';
 import { withoutMountPointChanges } from '../drivers/storage/mount-points.ts';
+import type { ContainerSpec, ContainerStatus } from '../store/kinds/container.ts';
 
 interface Deps {
   cgroupParent: string;
@@ -15,6 +21,16 @@ interface Deps {
     unmountRW(id: string): Promise<void>;
     changesRW(id: string): Promise<Array<{ Path: string; Kind: 0 | 1 | 2 }>>;
   };
+  /** The container's record: its mounts, its /etc files, ReadonlyRootfs. Absent: the bare rootfs. */
+  container?(id: string): { spec: ContainerSpec; status: Pick<ContainerStatus, 'hostnamePath' | 'hostsPath' | 'resolvConfPath'> } | undefined;
+  /** A volume's data directory (made when missing). */
+  volumeDir?(name: string): Promise<string>;
+}
+
+/** A volume's subpath on the host, kept inside the volume (as the start step's mounter does); '' when it is not. */
+async function subpathIn(dir: string, subpath: string): Promise<string> {
+  const [real, root] = await Promise.all([realpath(posix.join(dir, subpath)).catch(() => ''), realpath(dir).catch(() => dir)]);
+  return real && (real === root || real.startsWith(`${root}/`)) ? real : '';
 }
 
 export function createContainerOps(deps: Deps): ContainerOpsPort {
@@ -26,6 +42,33 @@ export function createContainerOps(deps: Deps): ContainerOpsPort {
     } finally {
       await deps.layers.unmountRW(id).catch(() => {});
     }
+  }
+
+  /** The container's file tree over its mounted root (docker cp). */
+  async function treeOf(id: string, rootfs: string): Promise<ContainerTree> {
+    const c = deps.container?.(id);
+    if (!c) return { rootfs, mounts: [], readonlyRootfs: false };
+    const volumes = [];
+    for (const m of c.spec.mountPoints ?? []) {
+      let source = m.source;
+      if (m.type === 'volume') {
+        if (!deps.volumeDir) continue;
+        const dir = await deps.volumeDir(m.name);
+        source = m.subpath ? await subpathIn(dir, m.subpath) : dir;
+        if (!source) continue; // missing, or led out of the volume: the start refuses it too
+      }
+      volumes.push({ type: m.type, source, destination: m.destination, readOnly: m.readOnly });
+    }
+    const mounts = mountTable({
+      hostConfig: c.spec.hostConfig,
+      volumes,
+      etc: { hostname: c.status.hostnamePath, hosts: c.status.hostsPath, resolvConf: c.status.resolvConfPath },
+    });
+    return containerTree(rootfs, mounts, c.spec.hostConfig.ReadonlyRootfs === true);
+  }
+
+  function withTree<T>(id: string, fn: (tree: ContainerTree) => Promise<T>): Promise<T> {
+    return withRoot(id, async (root) => fn(await treeOf(id, root)));
   }
 
   /** Keep the root mounted until the stream ends. */
@@ -60,16 +103,16 @@ export function createContainerOps(deps: Deps): ContainerOpsPort {
     },
     changes: async (id) => withoutMountPointChanges(await deps.layers.changesRW(id)),
     exportRootfs: (id, signal) => streamWithRoot(id, (root) => archiveFromRoot(root, '/', signal)),
-    statPath: (id, path) => withRoot(id, (root) => statInRoot(root, path)),
+    statPath: (id, path) => withTree(id, (tree) => statInRoot(tree, path)),
     async getArchive(id, path, signal) {
       let stat!: Awaited<ReturnType<typeof statInRoot>>;
       const stream = await streamWithRoot(id, async (root) => {
-        const r = await archiveFromRoot(root, path, signal);
+        const r = await archiveFromRoot(await treeOf(id, root), path, signal);
         stat = r.stat;
         return r;
       });
       return { stat, stream };
     },
-    putArchive: (id, path, body, opts, signal) => withRoot(id, (root) => extractToRoot(root, path, body, opts, signal)),
+    putArchive: (id, path, body, opts, signal) => withTree(id, (tree) => extractToRoot(tree, path, body, opts, signal)),
   };
 }

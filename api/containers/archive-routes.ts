@@ -2,7 +2,7 @@
 // a header) and `docker export` of the whole root filesystem.
 import { pipeline } from 'node:stream/promises';
 import * as z from 'zod';
-import { conflict, invalidArgument } from '../../lib/errors.ts';
+import { invalidArgument } from '../../lib/errors.ts';
 import type { App } from '../app.ts';
 import type { PathStat } from '../ports.ts';
 import { idParams, q } from '../request.ts';
@@ -44,7 +44,8 @@ export function archiveRoutes(deps: ContainerRouteDeps) {
     // The body is the tar itself, streamed from the request (never parsed by the app).
     app.put('/containers/:id/archive', { schema: { params: idParams, querystring: putQuery } }, async (req, reply) => {
       const c = findContainer(store, req.params.id);
-      if (c.spec.hostConfig.ReadonlyRootfs) throw conflict('container rootfs is marked read-only');
+      // A read-only rootfs or mount refuses (403) in the ops, where the path is resolved: a
+      // writable volume of a --read-only container takes files.
       const path = archivePath(req.query.path);
       const abort = new AbortController();
       req.raw.on('close', () => {

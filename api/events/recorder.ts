@@ -41,6 +41,7 @@ export class EventRecorder {
   private readonly last = new Map<string, Resource>();
   private readonly store: EventStore;
   private unwatch: (() => void) | null = null;
+  private count = 0;
 
   constructor(store: EventStore) {
     this.store = store;
@@ -54,6 +55,16 @@ export class EventRecorder {
     this.unwatch?.();
   }
 
+  /** Events emitted since start (engine_daemon_events_total). */
+  get emitted(): number {
+    return this.count;
+  }
+
+  /** Current subscribers (engine_daemon_events_subscribers_total). */
+  get subscribers(): number {
+    return this.subs.size;
+  }
+
   subscribe(fn: (e: EngineEvent) => void): () => void {
     this.subs.add(fn);
     return () => this.subs.delete(fn);
@@ -65,6 +76,7 @@ export class EventRecorder {
   }
 
   emit(type: string, action: string, id: string, attributes: Record<string, string>, legacyFrom?: string): void {
+    this.count++;
     const tn = nowNano();
     const e: EngineEvent = {
       Type: type,

@@ -47,6 +47,8 @@ import { blkioWeightSupported, hostCpus, listenTls, registryOptions } from '../d
 import { createSystemInfo } from '../system-info.ts';
 import { API_VERSION, BUILD_TIME, ENGINE_VERSION, GIT_COMMIT, MIN_API_VERSION } from '../version.ts';
 import { Containers } from '../../store/kinds/container.ts';
+import { registerEngineFamilies } from '../engine-metrics.ts';
+import type { Metrics } from './metrics.ts';
 
 type LogReader = ReturnType<typeof createLogReader>;
 
@@ -93,7 +95,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events'],
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const layers = ctx.get<LayerStore>('layers');
@@ -133,14 +135,17 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       await removeLeftoverScratch(layers, log).catch((err) => log.warn({ err }, 'removing scratch layers of interrupted builds failed'));
       const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir });
       const backend = buildBackend({ store, resolveImage: (ref) => resolveImage(store, ref), defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
+      const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
+      const onAnswered = registerEngineFamilies(ctx.get<Metrics>('metrics').registry, { store, info, events });
       const app = createApp({
         log: log.child({ component: 'api' }),
         experimental: !!cfg.experimental,
         version: { api: API_VERSION, min: MIN_API_VERSION },
+        onAnswered,
         plugins: [
           systemRoutes({
             store,
-            info: createSystemInfo({ config: cfg, layers, supervisor, runtimes }),
+            info,
             versionInfo: { version: ENGINE_VERSION, apiVersion: API_VERSION, minApiVersion: MIN_API_VERSION, gitCommit: GIT_COMMIT, buildTime: BUILD_TIME },
             experimental: !!cfg.experimental,
             layers,
@@ -175,7 +180,14 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             parseSignal: (s) => parseSignal(s),
             graphDriverData: (id) => layers.metadataRW(id),
             sizeRw: (id) => layers.sizeRW(id),
-            ops: createContainerOps({ cgroupParent: cfg.cgroupParent || '/engine', runInfo: (id) => runs.runInfo(id), pids: (id) => supervisor.pids(id), layers }),
+            ops: createContainerOps({
+              cgroupParent: cfg.cgroupParent || '/engine',
+              runInfo: (id) => runs.runInfo(id),
+              pids: (id) => supervisor.pids(id),
+              layers,
+              container: (id) => store.get(Containers, id),
+              volumeDir: async (name) => (await volumeDriver.ensure(name)).mountpoint,
+            }),
           }),
           updateRoutes({ store, blkioWeight: blkioWeightSupported() }),
           attachRoutes(attachDeps),

@@ -1,15 +1,33 @@
-// Files inside a container's root filesystem (docker cp, export): every path is resolved
-// component by component inside the root, symlinks included, so nothing outside can be read or
-// written through `..` or a link.
+// Files inside a container's file tree (docker cp, export): every path is resolved component by
+// component inside the container's view (its root filesystem with the mounts over it, see
+// lib/container-path.ts), symlinks included, so nothing outside can be read or written through
+// `..` or a link. A bare root path is a tree without mounts.
 import { execa } from 'execa';
-import { createWriteStream } from 'node:fs';
-import { chmod, lchown, lstat, mkdir, readlink, rm, symlink, link, utimes } from 'node:fs/promises';
-import { basename, dirname, join, posix } from 'node:path';
-import type { Readable } from 'node:stream';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { chmod, lchown, lstat, mkdir, readdir, readlink, realpath, rm, stat, symlink, link, utimes, writeFile } from 'node:fs/promises';
+import { basename, dirname, posix } from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar-stream';
-import { invalidArgument, notFound } from '../../lib/errors.ts';
+import { type ContainerTree, mapContainerPath, mountsBelow, type PathMount, readOnlyReason } from '../../lib/container-path.ts';
+import { invalidArgument, notFound, permissionDenied } from '../../lib/errors.ts';
 import { EXECA_DEFAULTS } from './exec.ts';
+
+/** A container's file tree, or just a root directory (no mounts, writable). */
+export type Tree = string | ContainerTree;
+
+function treeOf(t: Tree): ContainerTree {
+  return typeof t === 'string' ? { rootfs: t, mounts: [], readonlyRootfs: false } : t;
+}
+
+export interface ResolvedInTree {
+  /** Where it is on the host. */
+  host: string;
+  /** The resolved path inside the container (absolute, no symlinks). */
+  path: string;
+  readOnly: boolean;
+  mount: PathMount | null;
+}
 
 export interface PathStat {
   name: string;
@@ -26,8 +44,22 @@ const MAX_LINKS = 40;
  * container would see them. `followLast` false keeps a final symlink itself.
  */
 export async function resolveInRoot(root: string, path: string, followLast = true): Promise<string> {
+  return (await resolveInTree(root, path, followLast)).host;
+}
+
+/**
+ * `path` resolved in the container's view: each component is looked up where the mount table puts
+ * it, and a symlink (absolute or relative, in a volume or bind too) continues inside the
+ * container, never on the host. `followLast` false keeps a final symlink itself.
+ */
+export async function resolveInTree(t: Tree, path: string, followLast = true): Promise<ResolvedInTree> {
+  const tree = treeOf(t);
   const parts = posix.normalize('/' + path).split('/').filter(Boolean);
   const resolved: string[] = [];
+  const done = (comps: string[]): ResolvedInTree => {
+    const inside = '/' + comps.join('/');
+    return { ...mapContainerPath(tree, inside), path: inside };
+  };
   let hops = 0;
   while (parts.length) {
     const part = parts.shift()!;
@@ -36,13 +68,13 @@ export async function resolveInRoot(root: string, path: string, followLast = tru
       resolved.pop();
       continue;
     }
-    const host = join(root, ...resolved, part);
+    const host = mapContainerPath(tree, '/' + [...resolved, part].join('/')).host;
     let st;
     try {
       st = await lstat(host);
     } catch {
       resolved.push(part, ...parts.filter((p) => p !== '.'));
-      return join(root, ...normalizeParts(resolved));
+      return done(normalizeParts(resolved));
     }
     if (st.isSymbolicLink() && (parts.length > 0 || followLast)) {
       if (++hops > MAX_LINKS) throw invalidArgument(`too many levels of symbolic links: ${path}`);
@@ -53,7 +85,41 @@ export async function resolveInRoot(root: string, path: string, followLast = tru
     }
     resolved.push(part);
   }
-  return join(root, ...resolved);
+  return done(resolved);
+}
+
+/**
+ * The tree the runtime builds: each mount's destination resolved (symlinks in the image and the
+ * mounts before it followed, as the runtime does when it mounts), its host source as the kernel
+ * binds it (host symlinks followed), and a mount point missing in the rootfs made there (a
+ * directory, or an empty file for a file), as the runtime and the reference's archive calls do.
+ */
+export async function containerTree(rootfs: string, mounts: readonly PathMount[], readonlyRootfs: boolean): Promise<ContainerTree> {
+  const placed: PathMount[] = [];
+  const tree: ContainerTree = { rootfs, mounts: placed, readonlyRootfs };
+  for (const m of mounts) {
+    const dest = await resolveInTree(tree, m.destination, true);
+    const source = await realpath(m.source).catch(() => m.source);
+    if (dest.mount === null && dest.path !== '/') await makeMountPoint(dest.host, source);
+    placed.push({ ...m, destination: dest.path, source });
+  }
+  return tree;
+}
+
+async function makeMountPoint(host: string, source: string): Promise<void> {
+  if (await lstat(host).then(() => true, () => false)) return;
+  const src = await stat(source).catch(() => null);
+  if (!src) return;
+  try {
+    if (src.isDirectory()) {
+      await mkdir(host, { recursive: true, mode: 0o755 });
+    } else {
+      await mkdir(dirname(host), { recursive: true, mode: 0o755 });
+      await writeFile(host, '', { flag: 'wx', mode: 0o755 });
+    }
+  } catch {
+    // Left as it is: the lookups see it missing, as before.
+  }
 }
 
 function normalizeParts(parts: string[]): string[] {
@@ -80,8 +146,8 @@ function goMode(st: import('node:fs').Stats): number {
   return m >>> 0;
 }
 
-export async function statInRoot(root: string, path: string): Promise<PathStat> {
-  const host = await resolveInRoot(root, path, false);
+export async function statInRoot(root: Tree, path: string): Promise<PathStat> {
+  const { host } = await resolveInTree(root, path, false);
   let st;
   try {
     st = await lstat(host);
@@ -89,26 +155,33 @@ export async function statInRoot(root: string, path: string): Promise<PathStat> 
     throw notFound(`Could not find the file ${path} in container`);
   }
   let linkTarget = '';
-  if (st.isSymbolicLink()) {
-    const t = await resolveInRoot(root, path, true);
-    linkTarget = '/' + t.slice(root.length).replace(/^\/+/, '');
-  }
+  if (st.isSymbolicLink()) linkTarget = (await resolveInTree(root, path, true)).path;
   return { name: basename(path) || '/', size: st.size, mode: goMode(st), mtime: st.mtime.toISOString(), linkTarget };
 }
 
-/** A tar of `path` (the entry names start with its base name), streamed by GNU tar. */
-export async function archiveFromRoot(root: string, path: string, signal: AbortSignal): Promise<{ stat: PathStat; stream: Readable }> {
-  const stat = await statInRoot(root, path);
-  const host = await resolveInRoot(root, path, false);
+/**
+ * A tar of `path` (the entry names start with its base name), streamed by GNU tar; a directory
+ * with mounts below it is walked here instead, each mount's content in its place.
+ */
+export async function archiveFromRoot(root: Tree, path: string, signal: AbortSignal): Promise<{ stat: PathStat; stream: Readable }> {
+  const tree = treeOf(root);
+  const stat = await statInRoot(tree, path);
+  const resolved = await resolveInTree(tree, path, false);
+  const host = resolved.host;
+  const base = basename(posix.normalize(path)) || '.';
+  const isDir = (stat.mode & 2 ** 31) !== 0;
+  if (isDir && mountsBelow(tree.mounts, resolved.path).length > 0) {
+    return { stat, stream: packTree(tree, resolved.path, resolved.path === '/' || base === '/' ? '.' : base, signal) };
+  }
   const dir = dirname(host);
   const name = basename(host);
-  const base = basename(posix.normalize(path)) || '.';
   const args = ['-c', '-f', '-', '--numeric-owner', '-C', dir];
   if (name !== base && base !== '.' && base !== '/') args.push(`--transform=s,^${escapeSed(name)},${escapeSed(base)},`);
-  args.push(host === root ? '.' : name);
+  args.push(name);
+  const atRoot = resolved.path === '/';
   // A stream as long as the tree is large: no deadline; the request's signal ends tar (SIGTERM).
   // Failures show as a short stream, as before: the result is not awaited (reject: false).
-  const child = execa('tar', host === root ? ['-c', '-f', '-', '--numeric-owner', '-C', root, '.'] : args, {
+  const child = execa('tar', atRoot ? ['-c', '-f', '-', '--numeric-owner', '-C', host, '.'] : args, {
     ...EXECA_DEFAULTS,
     stdin: 'ignore',
     stderr: 'ignore',
@@ -121,46 +194,152 @@ export async function archiveFromRoot(root: string, path: string, signal: AbortS
   return { stat, stream: child.stdout };
 }
 
+/** Linux dev_t halves (glibc's major/minor). */
+function devParts(rdev: number): { devmajor: number; devminor: number } {
+  const hi = Math.floor(rdev / 2 ** 32);
+  const lo = rdev >>> 0;
+  return { devmajor: ((lo >>> 8) & 0xfff) | ((hi & 0xfffff000) >>> 0), devminor: (lo & 0xff) | ((lo >>> 12) & 0xfff00) };
+}
+
+/**
+ * A tar of the container directory `inside` as the process sees it: walked in the container's
+ * view, so each mount below it (a volume, a bind, the daemon's /etc files) shows its own content,
+ * mount points the image lacks included. Entry names start with `name`; symlinks are stored, not
+ * followed; files seen twice (hard links) are stored as links.
+ */
+function packTree(tree: ContainerTree, inside: string, name: string, signal: AbortSignal): Readable {
+  const pack = tar.pack();
+  const seen = new Map<string, string>();
+  const onAbort = () => pack.destroy(new Error('canceled'));
+  signal.addEventListener('abort', onAbort, { once: true });
+  const add = async (at: string, entryName: string): Promise<void> => {
+    signal.throwIfAborted();
+    const { host } = mapContainerPath(tree, at);
+    const st = await lstat(host).catch(() => null);
+    if (!st) return; // gone meanwhile, or a mount point not made yet whose source is missing
+    const header: Partial<tar.Header> & { name: string } = { name: entryName, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: st.mtime };
+    if (st.isDirectory()) {
+      await putEntry(pack, { ...header, name: entryName.endsWith('/') ? entryName : `${entryName}/`, type: 'directory' });
+      const names = new Set(await readdir(host).catch(() => [] as string[]));
+      for (const m of tree.mounts) if (m.destination !== '/' && posix.dirname(m.destination) === at) names.add(posix.basename(m.destination));
+      for (const child of [...names].sort()) await add(posix.join(at, child), `${entryName.replace(/\/$/, '')}/${child}`);
+    } else if (st.isFile()) {
+      const key = `${st.dev}:${st.ino}`;
+      const first = st.nlink > 1 ? seen.get(key) : undefined;
+      if (first !== undefined) {
+        await putEntry(pack, { ...header, type: 'link', linkname: first });
+        return;
+      }
+      if (st.nlink > 1) seen.set(key, entryName);
+      const body = st.size > 0 ? createReadStream(host, { start: 0, end: st.size - 1 }) : null;
+      await putEntry(pack, { ...header, type: 'file', size: st.size }, body);
+    } else if (st.isSymbolicLink()) {
+      await putEntry(pack, { ...header, type: 'symlink', linkname: await readlink(host) });
+    } else if (st.isCharacterDevice() || st.isBlockDevice()) {
+      await putEntry(pack, { ...header, type: st.isCharacterDevice() ? 'character-device' : 'block-device', ...devParts(st.rdev) });
+    } else if (st.isFIFO()) {
+      await putEntry(pack, { ...header, type: 'fifo' });
+    } // sockets are left out, as GNU tar does
+  };
+  add(inside, name)
+    .then(() => pack.finalize())
+    .catch((err: unknown) => pack.destroy(err instanceof Error ? err : new Error(String(err))))
+    .finally(() => signal.removeEventListener('abort', onAbort));
+  return Readable.from(pack as AsyncIterable<unknown> as AsyncIterable<Buffer>, { objectMode: false });
+}
+
+/** One entry; a file's bytes fed by hand, honouring the streamx sink's backpressure. */
+async function putEntry(pack: tar.Pack, header: Partial<tar.Header> & { name: string }, body?: Readable | null): Promise<void> {
+  let settle!: (err?: Error | null) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    settle = (err) => (err ? reject(err) : resolve());
+  });
+  const sink = pack.entry(header, (err) => settle(err));
+  try {
+    if (body) {
+      for await (const chunk of body) {
+        if (!sink.write(chunk) && !sink.destroyed) await drainedOrClosed(sink);
+      }
+    }
+    sink.end(null);
+  } catch (err) {
+    body?.destroy();
+    sink.destroy(err as Error);
+    throw err;
+  }
+  await done;
+}
+
+function drainedOrClosed(s: { on(ev: 'drain' | 'close', fn: () => void): unknown; off(ev: 'drain' | 'close', fn: () => void): unknown }): Promise<void> {
+  return new Promise((resolve) => {
+    const fn = () => {
+      s.off('drain', fn);
+      s.off('close', fn);
+      resolve();
+    };
+    s.on('drain', fn);
+    s.on('close', fn);
+  });
+}
+
 function escapeSed(s: string): string {
   return s.replace(/[\\,.*[\]^$]/g, '\\$&');
 }
 
-/** Extract a tar into directory `path` of the root; every entry stays inside the root. */
+/** The reference's refusal of a write at a resolved path (a read-only mount or rootfs), 403. */
+function refuseReadOnly(at: ResolvedInTree | ReturnType<typeof mapContainerPath>): void {
+  const reason = readOnlyReason(at);
+  if (reason) throw permissionDenied(reason);
+}
+
+/**
+ * Extract a tar into directory `path` of the container's tree; every entry stays inside it. A
+ * read-only mount or rootfs refuses (the extraction point before anything is read, an entry that
+ * leads into one when it comes).
+ */
 export async function extractToRoot(
-  root: string,
+  root: Tree,
   path: string,
   body: Readable,
   opts: { noOverwriteDirNonDir: boolean; copyUIDGID: boolean },
   signal: AbortSignal,
 ): Promise<void> {
-  const destHost = await resolveInRoot(root, path, true);
+  const tree = treeOf(root);
+  const dest = await resolveInTree(tree, path, true);
   let st;
   try {
-    st = await lstat(destHost);
+    st = await lstat(dest.host);
   } catch {
     throw notFound(`Could not find the file ${path} in container`);
   }
   if (!st.isDirectory()) throw invalidArgument('extraction point is not a directory');
-  const destInside = '/' + destHost.slice(root.length).replace(/^\/+/, '');
+  refuseReadOnly(dest);
+  const destInside = dest.path;
   const ex = tar.extract();
   const work = (async () => {
     for await (const entry of ex) {
       const h = entry.header;
       const rel = posix.normalize('/' + h.name);
       const insidePath = posix.join(destInside, rel);
-      const parentHost = await resolveInRoot(root, posix.dirname(insidePath), true);
-      const target = join(parentHost, posix.basename(insidePath));
       if (rel === '/') {
         entry.resume();
         continue;
       }
-      await mkdir(parentHost, { recursive: true });
+      const parent = await resolveInTree(tree, posix.dirname(insidePath), true);
+      const mapped = mapContainerPath(tree, posix.join(parent.path, posix.basename(insidePath)));
+      refuseReadOnly(mapped);
+      const target = mapped.host;
+      // A mount point itself (a volume's root, a bound file) is never unlinked: a file is written in place.
+      const mountRoot = mapped.mount !== null && mapped.host === mapped.mount.source;
+      await mkdir(parent.host, { recursive: true });
       const existing = await lstat(target).catch(() => null);
       if (existing && opts.noOverwriteDirNonDir) {
         if (existing.isDirectory() && h.type !== 'directory') throw invalidArgument(`cannot overwrite directory "${insidePath}" with non-directory`);
         if (!existing.isDirectory() && h.type === 'directory') throw invalidArgument(`cannot overwrite non-directory "${insidePath}" with directory`);
       }
-      if (existing && !(existing.isDirectory() && h.type === 'directory')) await rm(target, { recursive: true, force: true });
+      const sameKind = existing && (existing.isDirectory() ? h.type === 'directory' : h.type === 'file' || h.type === 'contiguous-file');
+      if (existing && mountRoot && !sameKind) throw invalidArgument(`cannot replace mount point "${insidePath}": device or resource busy`);
+      if (existing && !mountRoot && !(existing.isDirectory() && h.type === 'directory')) await rm(target, { recursive: true, force: true });
       switch (h.type) {
         case 'directory':
           await mkdir(target, { recursive: true });
@@ -175,8 +354,8 @@ export async function extractToRoot(
           entry.resume();
           break;
         case 'link': {
-          const src = await resolveInRoot(root, posix.join(destInside, posix.normalize('/' + (h.linkname ?? ''))), false);
-          await link(src, target);
+          const src = await resolveInTree(tree, posix.join(destInside, posix.normalize('/' + (h.linkname ?? ''))), false);
+          await link(src.host, target);
           entry.resume();
           break;
         }

@@ -85,6 +85,31 @@ describe('metrics', () => {
     assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
   });
 
+  test('the reference families: engine info, CPUs, memory, container states as docker ps -a counts them, events, action timings that grow', async () => {
+    const before = await scrape();
+    assert.equal(sample(before, 'engine_daemon_engine_info', { graphdriver: 'overlay2', os_type: 'linux' }), 1);
+    assert.match(before, /^engine_daemon_engine_info\{version="[^"]+",commit="[^"]*",architecture="x86_64",graphdriver="overlay2",kernel="[^"]+",os="[^"]+",os_type="linux",os_version="[^"]*",daemon_id="[^"]+"\} 1$/m);
+    assert.ok((sample(before, 'engine_daemon_engine_cpus_cpus') ?? 0) >= 1);
+    assert.ok((sample(before, 'engine_daemon_engine_memory_bytes') ?? 0) > 1 << 20);
+    const starts = sample(before, 'engine_daemon_container_actions_seconds_count', { action: 'start' }) ?? 0;
+    const events = sample(before, 'engine_daemon_events_total') ?? 0;
+    await dk('run', '-d', '--name', 'm-running', imgs.tag, 'sleep', '300');
+    await dk('run', '-d', '--name', 'm-paused', imgs.tag, 'sleep', '300');
+    await dk('pause', 'm-paused');
+    await dk('create', '--name', 'm-created', imgs.tag, 'true');
+    const after = await scrape();
+    assert.ok((sample(after, 'engine_daemon_container_actions_seconds_count', { action: 'start' }) ?? 0) >= starts + 2, 'two starts timed');
+    assert.ok((sample(after, 'engine_daemon_container_actions_seconds_count', { action: 'create' }) ?? 0) >= 3);
+    assert.ok((sample(after, 'engine_daemon_events_total') ?? 0) > events);
+    assert.notEqual(sample(after, 'engine_daemon_events_subscribers_total'), undefined);
+    for (const family of ['engine_daemon_network_actions_seconds_count', 'engine_daemon_image_actions_seconds_count']) assert.match(after, new RegExp(`^${family}\\{action="[a-z]+"\\} \\d+$`, 'm'), family);
+    const states = (await dk('ps', '-a', '--format', '{{.State}}')).split('\n');
+    const count = (pred: (s: string) => boolean) => states.filter(pred).length;
+    assert.equal(sample(after, 'engine_daemon_container_states_containers', { state: 'running' }), count((s) => s === 'running' || s === 'restarting'));
+    assert.equal(sample(after, 'engine_daemon_container_states_containers', { state: 'paused' }), count((s) => s === 'paused'));
+    assert.equal(sample(after, 'engine_daemon_container_states_containers', { state: 'stopped' }), count((s) => !['running', 'restarting', 'paused'].includes(s)));
+  });
+
   test('--metrics-addr without --experimental, a malformed address, or a port in use: the daemon does not start and says why', async () => {
     const root = mkdtempSync(join(tmpdir(), 'engine-metrics-'));
     const held: Server = createServer();
