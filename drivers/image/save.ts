@@ -16,6 +16,7 @@ import {
   ANNOTATION_IMAGE_NAME, ANNOTATION_REF_NAME, MEDIA, OCI_LAYOUT, blobPath,
   type Descriptor, type DockerSaveEntry, type OciIndex, type OciManifest,
 } from './oci.ts';
+import { packEntry } from '../storage/pack-entry.ts';
 
 export interface SaveDeps {
   layers: LayerStore;
@@ -123,45 +124,14 @@ async function addLayer(
   const got = `sha256:${hash.digest('hex')}`;
   if (got !== diffId) throw internal(`layer ${chainId} exported as ${got}, expected ${diffId}`);
   try {
-    await streamEntry(pack, blobPath(diffId), size, createReadStream(file), signal);
+    await packEntry(pack, { name: blobPath(diffId), size, mode: 0o644, mtime: MTIME }, createReadStream(file), signal);
   } finally {
     await rm(file, { force: true });
   }
   return size;
 }
 
-/** Copy `src` into a new entry; streamx sinks are fed by hand, honouring their backpressure. */
-async function streamEntry(pack: tarStream.Pack, name: string, size: number, src: Readable, signal: AbortSignal): Promise<void> {
-  let settle!: (err?: Error | null) => void;
-  const done = new Promise<void>((resolve, reject) => {
-    settle = (err) => (err ? reject(err) : resolve());
-  });
-  const entry = pack.entry({ name, size, mode: 0o644, mtime: MTIME }, (err) => settle(err));
-  try {
-    for await (const chunk of src) {
-      signal.throwIfAborted();
-      if (!entry.write(chunk) && !entry.destroyed) await drainedOrClosed(entry);
-    }
-    entry.end(null);
-  } catch (err) {
-    src.destroy();
-    entry.destroy(err as Error);
-    throw err;
-  }
-  await done;
-}
 
-function drainedOrClosed(s: { on(ev: 'drain' | 'close', fn: () => void): unknown; off(ev: 'drain' | 'close', fn: () => void): unknown }): Promise<void> {
-  return new Promise((resolve) => {
-    const fn = () => {
-      s.off('drain', fn);
-      s.off('close', fn);
-      resolve();
-    };
-    s.on('drain', fn);
-    s.on('close', fn);
-  });
-}
 
 async function addBlobOnce(pack: tarStream.Pack, written: Map<string, number>, digest: string, bytes: Buffer): Promise<void> {
   if (written.has(digest)) return;

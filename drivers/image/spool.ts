@@ -7,6 +7,7 @@ import { posix, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import tarStream from 'tar-stream';
 import { EngineError, invalidArgument, isSystemError } from '../../lib/errors.ts';
+import { drainedOrClosed } from '../storage/pack-entry.ts';
 
 export interface SpooledFile {
   /** Where the bytes are on disk. */
@@ -72,7 +73,7 @@ export class Spool {
           // After a failure the rest of the body is read and dropped, not cut off: a socket
           // closed with unread data is reset, and the client would lose the error answer.
           if (stopped) continue;
-          if (!extract.write(chunk as Buffer)) await drainOrClose(extract);
+          if (!extract.write(chunk as Buffer)) await drainedOrClosed(extract);
         }
         if (!stopped) extract.end(null);
       } catch (err) {
@@ -157,15 +158,3 @@ function isDecodeError(err: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR_ZLIB') || code.startsWith('ERR__ZSTD'));
 }
 
-/** Wait for backpressure to clear; a destroyed extractor never drains, so `close` ends the wait too. */
-function drainOrClose(s: tarStream.Extract): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      s.off('drain', done);
-      s.off('close', done);
-      resolve();
-    };
-    s.on('drain', done);
-    s.on('close', done);
-  });
-}

@@ -12,6 +12,7 @@ import * as tar from 'tar-stream';
 import { type ContainerTree, mapContainerPath, mountsBelow, type PathMount, readOnlyReason } from '../../lib/container-path.ts';
 import { invalidArgument, notFound, permissionDenied } from '../../lib/errors.ts';
 import { EXECA_DEFAULTS } from './exec.ts';
+import { packEntry } from '../storage/pack-entry.ts';
 
 /** A container's file tree, or just a root directory (no mounts, writable). */
 export type Tree = string | ContainerTree;
@@ -219,7 +220,7 @@ function packTree(tree: ContainerTree, inside: string, name: string, signal: Abo
     if (!st) return; // gone meanwhile, or a mount point not made yet whose source is missing
     const header: Partial<tar.Header> & { name: string } = { name: entryName, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: st.mtime };
     if (st.isDirectory()) {
-      await putEntry(pack, { ...header, name: entryName.endsWith('/') ? entryName : `${entryName}/`, type: 'directory' });
+      await packEntry(pack, { ...header, name: entryName.endsWith('/') ? entryName : `${entryName}/`, type: 'directory' });
       const names = new Set(await readdir(host).catch(() => [] as string[]));
       for (const m of tree.mounts) if (m.destination !== '/' && posix.dirname(m.destination) === at) names.add(posix.basename(m.destination));
       for (const child of [...names].sort()) await add(posix.join(at, child), `${entryName.replace(/\/$/, '')}/${child}`);
@@ -227,18 +228,18 @@ function packTree(tree: ContainerTree, inside: string, name: string, signal: Abo
       const key = `${st.dev}:${st.ino}`;
       const first = st.nlink > 1 ? seen.get(key) : undefined;
       if (first !== undefined) {
-        await putEntry(pack, { ...header, type: 'link', linkname: first });
+        await packEntry(pack, { ...header, type: 'link', linkname: first });
         return;
       }
       if (st.nlink > 1) seen.set(key, entryName);
       const body = st.size > 0 ? createReadStream(host, { start: 0, end: st.size - 1 }) : null;
-      await putEntry(pack, { ...header, type: 'file', size: st.size }, body);
+      await packEntry(pack, { ...header, type: 'file', size: st.size }, body);
     } else if (st.isSymbolicLink()) {
-      await putEntry(pack, { ...header, type: 'symlink', linkname: await readlink(host) });
+      await packEntry(pack, { ...header, type: 'symlink', linkname: await readlink(host) });
     } else if (st.isCharacterDevice() || st.isBlockDevice()) {
-      await putEntry(pack, { ...header, type: st.isCharacterDevice() ? 'character-device' : 'block-device', ...devParts(st.rdev) });
+      await packEntry(pack, { ...header, type: st.isCharacterDevice() ? 'character-device' : 'block-device', ...devParts(st.rdev) });
     } else if (st.isFIFO()) {
-      await putEntry(pack, { ...header, type: 'fifo' });
+      await packEntry(pack, { ...header, type: 'fifo' });
     } // sockets are left out, as GNU tar does
   };
   add(inside, name)
@@ -248,39 +249,7 @@ function packTree(tree: ContainerTree, inside: string, name: string, signal: Abo
   return Readable.from(pack as AsyncIterable<unknown> as AsyncIterable<Buffer>, { objectMode: false });
 }
 
-/** One entry; a file's bytes fed by hand, honouring the streamx sink's backpressure. */
-async function putEntry(pack: tar.Pack, header: Partial<tar.Header> & { name: string }, body?: Readable | null): Promise<void> {
-  let settle!: (err?: Error | null) => void;
-  const done = new Promise<void>((resolve, reject) => {
-    settle = (err) => (err ? reject(err) : resolve());
-  });
-  const sink = pack.entry(header, (err) => settle(err));
-  try {
-    if (body) {
-      for await (const chunk of body) {
-        if (!sink.write(chunk) && !sink.destroyed) await drainedOrClosed(sink);
-      }
-    }
-    sink.end(null);
-  } catch (err) {
-    body?.destroy();
-    sink.destroy(err as Error);
-    throw err;
-  }
-  await done;
-}
 
-function drainedOrClosed(s: { on(ev: 'drain' | 'close', fn: () => void): unknown; off(ev: 'drain' | 'close', fn: () => void): unknown }): Promise<void> {
-  return new Promise((resolve) => {
-    const fn = () => {
-      s.off('drain', fn);
-      s.off('close', fn);
-      resolve();
-    };
-    s.on('drain', fn);
-    s.on('close', fn);
-  });
-}
 
 function escapeSed(s: string): string {
   return s.replace(/[\\,.*[\]^$]/g, '\\$&');
