@@ -20,6 +20,8 @@ export interface Kind<S = unknown, T = unknown> {
   readonly schema: { readonly spec: z.ZodType; readonly status: z.ZodType };
   /** `migrations[n]` turns a version-n record into a version-(n+1) one; a missing step changes nothing. */
   readonly migrations?: Partial<Record<number, (r: StoredRecord) => StoredRecord>>;
+  /** Its secondary indexes by name (store.byIndex(Containers.indexes.name, key)). */
+  readonly indexes: Readonly<Record<string, IndexDef<S, T>>>;
   /**
    * Never set: carries the kind's types to the store's methods. They are reached through indexed
    * access (SpecOf<K>), which TypeScript does not infer from, so a callback's return (`{ ...s,
@@ -32,7 +34,6 @@ export interface Kind<S = unknown, T = unknown> {
     mutateSpec: (spec: S, current: Resource<S, T>) => S;
     mutateStatus: (status: T, current: Resource<S, T>) => T;
     predicate: (r: Resource<S, T> | undefined) => boolean;
-    index: IndexDef<S, T>;
   };
 }
 
@@ -50,13 +51,11 @@ export function defineKind<S, T>(def: {
   version: number;
   schema: { spec: z.ZodType<S>; status: z.ZodType<T> };
   migrations?: Kind<S, T>['migrations'];
+  /** Index name -> the keys a resource is found by. */
+  indexes?: Record<string, (r: Resource<S, T>) => readonly string[]>;
 }): Kind<S, T> {
-  return Object.freeze({ name: def.name, version: def.version, schema: def.schema, migrations: def.migrations });
-}
-
-/** A secondary index of `kind` (store.byIndex): declare it once, beside the kind. */
-export function defineIndex<K extends AnyKind>(kind: K, name: string, keys: (r: ResourceOf<K>) => readonly string[]): Types<K>['index'] {
-  return { kind: kind.name, name, keys };
+  const indexes = Object.fromEntries(Object.entries(def.indexes ?? {}).map(([name, keys]) => [name, { kind: def.name, name, keys }]));
+  return Object.freeze({ name: def.name, version: def.version, schema: def.schema, migrations: def.migrations, indexes: Object.freeze(indexes) });
 }
 
 export type KindTable = ReadonlyMap<string, AnyKind>;

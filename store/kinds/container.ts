@@ -3,7 +3,7 @@
 // container reconciler writes ContainerStatus (what it observed). The zod schema and the migrations
 // of older records are in container-schema.ts.
 import { invalidArgument, notFound } from '../../lib/errors.ts';
-import { defineIndex, defineKind } from '../kind.ts';
+import { defineKind } from '../kind.ts';
 import type { Store } from '../store.ts';
 import type { IndexDef, Resource } from '../types.ts';
 import { containerSpecSchema, containerStatusSchema, levelsFromCounters } from './container-schema.ts';
@@ -244,13 +244,14 @@ export const Containers = defineKind<ContainerSpec, ContainerStatus>({
   version: 1,
   schema: { spec: containerSpecSchema, status: containerStatusSchema },
   migrations: { 0: levelsFromCounters },
+  indexes: { name: (r) => [r.spec.name] },
 });
 
 /** The container has a task: running, paused, or between a restart policy's runs (the reference's State.Running). */
 export const isRunning = (s: Pick<ContainerStatus, 'phase'>): boolean => s.phase === 'running' || s.phase === 'paused' || s.phase === 'restarting';
 
 /** Containers by name ("/web"): names are unique, so a key holds one container. */
-export const CONTAINERS_BY_NAME = defineIndex(Containers, 'name', (r) => [r.spec.name]);
+export const CONTAINERS_BY_NAME = Containers.indexes.name!;
 
 /** The container named `name` ("web" or "/web"), by the name index. */
 export function containerByName(

@@ -5,7 +5,7 @@
 // container and writes status; it deletes the record once it is unplugged and its address freed,
 // or when its container is gone.
 import * as z from 'zod';
-import { defineIndex, defineKind } from '../kind.ts';
+import { defineKind } from '../kind.ts';
 import type { EndpointSettings } from './network.ts';
 import type { IndexDef, Resource } from '../types.ts';
 
@@ -116,10 +116,10 @@ const endpointStatusSchema = z.object({
 
 export type EndpointResource = Resource<EndpointSpec, EndpointStatus>;
 
-export const Endpoints = defineKind<EndpointSpec, EndpointStatus>({ name: 'endpoint', version: 1, schema: { spec: endpointSpecSchema, status: endpointStatusSchema } });
+export const Endpoints = defineKind<EndpointSpec, EndpointStatus>({ name: 'endpoint', version: 1, schema: { spec: endpointSpecSchema, status: endpointStatusSchema }, indexes: { container: (r) => [r.spec.containerId] } });
 
 /** Endpoints by their container's id. */
-export const ENDPOINTS_BY_CONTAINER = defineIndex(Endpoints, 'container', (r) => [r.spec.containerId]);
+export const ENDPOINTS_BY_CONTAINER = Endpoints.indexes.container!;
 
 type IndexedStore = { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] };
 

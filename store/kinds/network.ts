@@ -3,7 +3,7 @@
 // sets up the bridge and its rules and writes status.
 import * as z from 'zod';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
-import { defineIndex, defineKind } from '../kind.ts';
+import { defineKind } from '../kind.ts';
 import type { Store } from '../store.ts';
 import type { IndexDef, Resource } from '../types.ts';
 
@@ -177,10 +177,10 @@ const networkStatusSchema = z.object({
 
 export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 
-export const Networks = defineKind<NetworkSpec, NetworkStatus>({ name: 'network', version: 1, schema: { spec: networkSpecSchema, status: networkStatusSchema } });
+export const Networks = defineKind<NetworkSpec, NetworkStatus>({ name: 'network', version: 1, schema: { spec: networkSpecSchema, status: networkStatusSchema }, indexes: { name: (r) => [r.spec.name] } });
 
 /** Networks by name: a name being removed and its successor may share a key for a while. */
-export const NETWORKS_BY_NAME = defineIndex(Networks, 'name', (r) => [r.spec.name]);
+export const NETWORKS_BY_NAME = Networks.indexes.name!;
 
 /** The networks named `name` that are not being removed, by the name index. */
 export function liveNetworksNamed(
