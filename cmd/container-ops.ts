@@ -1,8 +1,6 @@
 // Fills the API's ContainerOpsPort (top, stats, changes, export, docker cp) from the drivers.
 // docker cp works on the container's file tree as its process sees it: the rootfs with its
 // volumes, binds and the daemon's /etc files over it (lib/container-path.ts), running or not.
-import { realpath } from 'node:fs/promises';
-import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ContainerOpsPort } from '../api/ports.ts';
 import { type ContainerTree, mountTable } from '../lib/container-path.ts';
@@ -10,6 +8,7 @@ import { conflict } from '../lib/errors.ts';
 import { sampleStats, topProcesses } from '../drivers/sys/cgroup-stats.ts';
 import { archiveFromRoot, containerTree, extractToRoot, statInRoot } from '../drivers/sys/rootfs-files.ts';
 import { withoutMountPointChanges } from '../drivers/storage/mount-points.ts';
+import { volumeSubpath } from '../drivers/volume/subpath.ts';
 import type { ContainerSpec, ContainerStatus } from '../store/kinds/container.ts';
 
 interface Deps {
@@ -25,12 +24,6 @@ interface Deps {
   container?(id: string): { spec: ContainerSpec; status: Pick<ContainerStatus, 'hostnamePath' | 'hostsPath' | 'resolvConfPath'> } | undefined;
   /** A volume's data directory (made when missing). */
   volumeDir?(name: string): Promise<string>;
-}
-
-/** A volume's subpath on the host, kept inside the volume (as the start step's mounter does); '' when it is not. */
-async function subpathIn(dir: string, subpath: string): Promise<string> {
-  const [real, root] = await Promise.all([realpath(posix.join(dir, subpath)).catch(() => ''), realpath(dir).catch(() => dir)]);
-  return real && (real === root || real.startsWith(`${root}/`)) ? real : '';
 }
 
 export function createContainerOps(deps: Deps): ContainerOpsPort {
@@ -54,7 +47,7 @@ export function createContainerOps(deps: Deps): ContainerOpsPort {
       if (m.type === 'volume') {
         if (!deps.volumeDir) continue;
         const dir = await deps.volumeDir(m.name);
-        source = m.subpath ? await subpathIn(dir, m.subpath) : dir;
+        source = m.subpath ? await volumeSubpath(dir, m.subpath, m.name).catch(() => '') : dir;
         if (!source) continue; // missing, or led out of the volume: the start refuses it too
       }
       volumes.push({ type: m.type, source, destination: m.destination, readOnly: m.readOnly });

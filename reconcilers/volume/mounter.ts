@@ -2,9 +2,8 @@
 // removes a container. A volume's data is made ready on demand here too (the calls are
 // idempotent, so racing the volume reconciler is harmless); removal stays the volume
 // reconciler's, which waits until no container names the volume.
-import { posix } from 'node:path';
-import { realpath } from 'node:fs/promises';
-import { conflict, invalidArgument, notFound } from '../../lib/errors.ts';
+import { conflict, notFound } from '../../lib/errors.ts';
+import { volumeSubpath } from '../../drivers/volume/subpath.ts';
 import { type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
 import type { VolumeDriverPort, VolumeStore } from './deps.ts';
 
@@ -39,17 +38,7 @@ export class VolumeMounter {
       this.users.set(name, set);
     }
     const root = await this.driver.mount(name, spec.options);
-    if (!subpath) return root;
-    const full = posix.join(root, subpath);
-    let real: string;
-    try {
-      real = await realpath(full);
-    } catch {
-      throw invalidArgument(`cannot access path ${full}: no such file or directory`);
-    }
-    const realRoot = await realpath(root);
-    if (real !== realRoot && !real.startsWith(`${realRoot}/`)) throw invalidArgument(`subpath ${subpath} is outside of the volume ${name}`);
-    return real;
+    return subpath ? volumeSubpath(root, subpath, name) : root;
   }
 
   async releaseRun(containerId: string): Promise<void> {
