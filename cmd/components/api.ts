@@ -136,7 +136,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir });
       const backend = buildBackend({ store, resolveImage: (ref) => resolveImage(store, ref), defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
       const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
-      const onAnswered = registerEngineFamilies(ctx.get<Metrics>('metrics').registry, { store, info, events });
+      const metrics = ctx.get<Metrics>('metrics');
+      const onAnswered = metrics.server ? registerEngineFamilies(metrics.registry, { store, info, events }) : undefined;
       const app = createApp({
         log: log.child({ component: 'api' }),
         experimental: !!cfg.experimental,

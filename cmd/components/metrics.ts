@@ -10,7 +10,8 @@ import type { DaemonEnv } from './env.ts';
 
 export interface Metrics {
   readonly registry: Registry;
-  readonly controllers: ControllerFamilies;
+  /** Only while /metrics is served: unserved, nothing on the reconcile and request paths records. */
+  readonly controllers: ControllerFamilies | undefined;
   readonly server: Server | null;
 }
 
@@ -49,11 +50,11 @@ export function metricsComponent({ cfg, log }: DaemonEnv) {
     requires: [],
     init: async () => {
       const registry = new Registry();
-      const controllers = new ControllerFamilies(registry);
-      if (!cfg.metricsAddr) return { registry, controllers, server: null };
+      if (!cfg.metricsAddr) return { registry, controllers: undefined, server: null };
       if (!cfg.experimental) throw invalidArgument('metrics-addr is only supported when experimental is enabled');
       // Only when served: the process collectors sample the event loop and the heap all along.
       collectDefaultMetrics({ register: registry });
+      const controllers = new ControllerFamilies(registry);
       const { host, port } = parseMetricsAddr(cfg.metricsAddr);
       let server: Server;
       try {
