@@ -29,6 +29,54 @@ const ACTIONS: Record<string, ['container' | 'network' | 'image', string]> = {
   'POST /images/prune': ['image', 'prune'],
 };
 
+/** The reference's health-check and builder counters (moby's daemon/health.go, builder/dockerfile/metrics.go). */
+export interface EngineCounters {
+  /** One probe ran; `failed` when it could not be run at all (not a non-zero exit, not a timeout). */
+  healthCheck(failed: boolean): void;
+  buildTriggered(): void;
+  buildFailed(err: unknown, canceled: boolean): void;
+}
+
+/** The reasons builder_builds_failed_total counts (all exported at 0, as the reference does). */
+const BUILD_FAILURE_REASONS = [
+  'build_canceled',
+  'build_target_not_reachable_error',
+  'command_not_supported_error',
+  'dockerfile_empty_error',
+  'dockerfile_syntax_error',
+  'error_processing_commands_error',
+  'missing_onbuild_arguments_error',
+  'unknown_instruction_error',
+] as const;
+
+/** Which reason a failed build counts under, from the builder's error (its words are the reference's). */
+export function buildFailureReason(err: unknown, canceled: boolean): (typeof BUILD_FAILURE_REASONS)[number] {
+  if (canceled) return 'build_canceled';
+  const message = err instanceof Error ? err.message : String(err);
+  if (message.includes('unknown instruction:')) return 'unknown_instruction_error';
+  if (message.includes('file with no instructions')) return 'dockerfile_empty_error';
+  if (message.includes('dockerfile parse error')) return 'dockerfile_syntax_error';
+  if (message.includes('failed to reach build target')) return 'build_target_not_reachable_error';
+  return 'error_processing_commands_error';
+}
+
+export function registerEngineCounters(registry: Registry): EngineCounters {
+  const registers = [registry];
+  const checks = new Counter({ name: 'engine_daemon_health_checks_total', help: 'The total number of health checks', registers });
+  const checksFailed = new Counter({ name: 'engine_daemon_health_checks_failed_total', help: 'The total number of failed health checks', registers });
+  const triggered = new Counter({ name: 'builder_builds_triggered_total', help: 'Number of triggered image builds', registers });
+  const failed = new Counter({ name: 'builder_builds_failed_total', help: 'Number of failed image builds', labelNames: ['reason'], registers });
+  for (const reason of BUILD_FAILURE_REASONS) failed.inc({ reason }, 0);
+  return {
+    healthCheck: (f) => {
+      checks.inc();
+      if (f) checksFailed.inc();
+    },
+    buildTriggered: () => triggered.inc(),
+    buildFailed: (err, canceled) => failed.inc({ reason: buildFailureReason(err, canceled) }),
+  };
+}
+
 export interface EngineFamiliesDeps {
   store: Pick<Store, 'list'>;
   info: SystemInfoPort;

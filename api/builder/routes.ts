@@ -23,6 +23,8 @@ export interface BuildRouteDeps {
   backend: (req: FastifyRequest) => BuildBackend;
   experimental: boolean;
   events?: { image(action: string, id: string, name: string): void };
+  /** Hears of each build and of its failure (the builder's metrics, when served). */
+  counted?: { buildTriggered(): void; buildFailed(err: unknown, canceled: boolean): void };
 }
 
 /** keep-storage of POST /build/prune: strconv.Atoi, its error wrapped in the reference's words (a 400 here). */
@@ -45,6 +47,7 @@ export function buildRoutes(deps: BuildRouteDeps) {
       aux: (value) => write({ aux: value }),
       progress: (line) => write(line as JsonMessage),
     };
+    deps.counted?.buildTriggered();
     try {
       const id = await deps.builder.build(req.raw, options, deps.backend(req), out, w.signal);
       out.stream(`Successfully built ${shortId(id)}\n`);
@@ -55,6 +58,7 @@ export function buildRoutes(deps: BuildRouteDeps) {
       }
       if (quiet) w.write({ stream: `${id}\n` });
     } catch (err) {
+      deps.counted?.buildFailed(err, w.closed);
       if (w.closed) return;
       if (quiet) for (const m of held) w.write(m);
       const { status, message } = toHttpError(err);

@@ -169,6 +169,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             builder,
             experimental: !!cfg.experimental,
             events,
+            counted: metrics.engine,
             backend: (req) => ({ ...backend, pullImage: buildPull(puller, store, req) }),
           }),
           containerRoutes({

@@ -94,7 +94,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
     }),
     component({
       id: 'containers',
-      requires: ['store', 'paths', 'network-attacher', 'execs', 'volumes', 'ports', 'bridge', 'supervisor-client', 'stdio', 'logging', 'layers', 'spec', 'runtimes', 'runs'],
+      requires: ['store', 'paths', 'network-attacher', 'execs', 'volumes', 'ports', 'bridge', 'supervisor-client', 'stdio', 'logging', 'layers', 'spec', 'runtimes', 'runs', 'metrics'],
       init: (ctx) => {
         const store = ctx.get<Store>('store');
         const supervisor = ctx.get<SupervisorClient>('supervisor-client');
@@ -102,7 +102,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         return new ContainerReconciler(store, {
           network: ctx.get<NetworkAttacher>('network-attacher'),
           shm: { ensure: ensureShm, release: releaseShm },
-          probes: execProbes(ctx.get<ExecManager>('execs'), supervisor),
+          probes: execProbes(ctx.get<ExecManager>('execs'), supervisor, ctx.get<Metrics>('metrics').engine?.healthCheck),
           volumes: ctx.get<Volumes>('volumes').mounter,
           ports: ctx.get<PortPublisher>('ports'),
           links: new LinkFirewall(store, ctx.get<BridgeDriver>('bridge'), log.child({ component: 'links' })),

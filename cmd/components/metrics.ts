@@ -6,12 +6,15 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { component } from '../components.ts';
 import { ControllerFamilies } from '../../controllers/metrics.ts';
 import { invalidArgument } from '../../lib/errors.ts';
+import { registerEngineCounters, type EngineCounters } from '../engine-metrics.ts';
 import type { DaemonEnv } from './env.ts';
 
 export interface Metrics {
   readonly registry: Registry;
   /** Only while /metrics is served: unserved, nothing on the reconcile and request paths records. */
   readonly controllers: ControllerFamilies | undefined;
+  /** The reference's health-check and builder counters, likewise only while served. */
+  readonly engine: EngineCounters | undefined;
   readonly server: Server | null;
 }
 
@@ -50,11 +53,12 @@ export function metricsComponent({ cfg, log }: DaemonEnv) {
     requires: [],
     init: async () => {
       const registry = new Registry();
-      if (!cfg.metricsAddr) return { registry, controllers: undefined, server: null };
+      if (!cfg.metricsAddr) return { registry, controllers: undefined, engine: undefined, server: null };
       if (!cfg.experimental) throw invalidArgument('metrics-addr is only supported when experimental is enabled');
       // Only when served: the process collectors sample the event loop and the heap all along.
       collectDefaultMetrics({ register: registry });
       const controllers = new ControllerFamilies(registry);
+      const engine = registerEngineCounters(registry);
       const { host, port } = parseMetricsAddr(cfg.metricsAddr);
       let server: Server;
       try {
@@ -63,7 +67,7 @@ export function metricsComponent({ cfg, log }: DaemonEnv) {
         throw invalidArgument(`failed to start metrics server: ${err instanceof Error ? err.message : String(err)}`, err);
       }
       log.info({ addr: cfg.metricsAddr }, 'metrics API listening');
-      return { registry, controllers, server };
+      return { registry, controllers, engine, server };
     },
     close: ({ server }) =>
       new Promise<void>((resolve) => {

@@ -8,11 +8,18 @@ import { goDuration, MAX_OUTPUT, type ProbePort, type ProbeResult } from './heal
 
 const SIGKILL = 9;
 
-export function execProbes(execs: Pick<ExecManager, 'create' | 'start'>, supervisor: Pick<SupervisorPort, 'killProcess'>): ProbePort {
+/**
+ * `counted`, when given, hears of every probe and whether it could not be run at all (what the
+ * reference's failed-health-checks counter counts: not a non-zero exit, not a timeout).
+ */
+export function execProbes(execs: Pick<ExecManager, 'create' | 'start'>, supervisor: Pick<SupervisorPort, 'killProcess'>, counted?: (failed: boolean) => void): ProbePort {
   return {
     async run(containerId: string, cmd: string[], timeoutMs: number): Promise<ProbeResult> {
       const start = rfc3339Nano();
-      const done = (exitCode: number, output: string): ProbeResult => ({ exitCode, output, start, end: rfc3339Nano() });
+      const done = (exitCode: number, output: string, failed = false): ProbeResult => {
+        counted?.(failed);
+        return { exitCode, output, start, end: rfc3339Nano() };
+      };
       const chunks: Buffer[] = [];
       let size = 0;
       let execId = '';
@@ -40,7 +47,7 @@ export function execProbes(execs: Pick<ExecManager, 'create' | 'start'>, supervi
         }
         return done(code, Buffer.concat(chunks).subarray(0, MAX_OUTPUT).toString('utf8'));
       } catch (err) {
-        return done(-1, err instanceof Error ? err.message : String(err));
+        return done(-1, err instanceof Error ? err.message : String(err), true);
       }
     },
   };

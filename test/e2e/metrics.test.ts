@@ -2,14 +2,14 @@
 // controller's controller-runtime and workqueue families move as work happens; without
 // --experimental, or on a port in use, the daemon refuses to start and says why.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { dockerOk, type TestImages } from './harness/clients.ts';
+import { docker, dockerOk, type TestImages } from './harness/clients.ts';
 import { REPO, type DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
@@ -108,6 +108,84 @@ describe('metrics', () => {
     assert.equal(sample(after, 'engine_daemon_container_states_containers', { state: 'running' }), count((s) => s === 'running' || s === 'restarting'));
     assert.equal(sample(after, 'engine_daemon_container_states_containers', { state: 'paused' }), count((s) => s === 'paused'));
     assert.equal(sample(after, 'engine_daemon_container_states_containers', { state: 'stopped' }), count((s) => !['running', 'restarting', 'paused'].includes(s)));
+  });
+
+  test('health checks and builds are counted: engine_daemon_health_checks_total, builder_builds_triggered_total, builder_builds_failed_total{reason}', async () => {
+    const before = await scrape();
+    const checks = sample(before, 'engine_daemon_health_checks_total') ?? -1;
+    assert.ok(checks >= 0, 'engine_daemon_health_checks_total is exported');
+    assert.equal(sample(before, 'engine_daemon_health_checks_failed_total'), 0);
+    const triggered = sample(before, 'builder_builds_triggered_total') ?? -1;
+    assert.ok(triggered >= 0, 'builder_builds_triggered_total is exported');
+    for (const reason of ['build_canceled', 'dockerfile_syntax_error', 'dockerfile_empty_error', 'unknown_instruction_error', 'build_target_not_reachable_error', 'error_processing_commands_error']) {
+      assert.notEqual(sample(before, 'builder_builds_failed_total', { reason }), undefined, reason);
+    }
+    const unknown = sample(before, 'builder_builds_failed_total', { reason: 'unknown_instruction_error' }) ?? 0;
+    await dk('run', '-d', '--name', 'm-health', '--health-cmd', 'true', '--health-interval', '1s', imgs.tag, 'sleep', '300');
+    const deadline = Date.now() + 30_000;
+    while ((await dk('inspect', '-f', '{{.State.Health.Status}}', 'm-health')) !== 'healthy') {
+      assert.ok(Date.now() < deadline, 'the container became healthy');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const ctx = mkdtempSync(join(tmpdir(), 'engine-metrics-build-'));
+    try {
+      writeFileSync(join(ctx, 'Dockerfile'), `FROM ${imgs.tag}\nFROBNICATE everything\n`);
+      const r = await docker(d, ['build', ctx], { env: { DOCKER_BUILDKIT: '0' } });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /unknown instruction: FROBNICATE/i);
+    } finally {
+      rmSync(ctx, { recursive: true, force: true });
+    }
+    const after = await scrape();
+    assert.ok((sample(after, 'engine_daemon_health_checks_total') ?? 0) > checks, 'the probes were counted');
+    assert.equal(sample(after, 'engine_daemon_health_checks_failed_total'), 0, 'a probe that ran is not a failed check');
+    assert.equal(sample(after, 'builder_builds_triggered_total'), triggered + 1);
+    assert.equal(sample(after, 'builder_builds_failed_total', { reason: 'unknown_instruction_error' }), unknown + 1);
+  });
+
+  test('promtool check metrics finds only the names the reference and prom-client define; a real Prometheus scrapes the daemon with the target up', async () => {
+    const text = await scrape();
+    const lint = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
+      const p = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      p.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      p.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      p.once('error', reject);
+      p.once('close', (code) => resolve({ code, out }));
+      p.stdin.end(text);
+    });
+    // The reference names a gauge engine_daemon_events_subscribers_total; prom-client's collectors are its own.
+    const allowed = (line: string) => /^(engine_daemon_events_subscribers_total|process_|nodejs_)/.test(line);
+    const complaints = lint.out.split('\n').filter((l) => l.trim() && !allowed(l.trim()));
+    assert.deepEqual(complaints, [], `promtool: ${lint.out}`);
+
+    const dir = mkdtempSync(join(tmpdir(), 'engine-prometheus-'));
+    const webPort = await freePort();
+    writeFileSync(join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: engined\n    static_configs:\n      - targets: ['127.0.0.1:${port}']\n`);
+    const prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${webPort}`], { stdio: 'ignore' });
+    try {
+      let health = '';
+      const deadline = Date.now() + 60_000;
+      while (health !== 'up') {
+        assert.ok(Date.now() < deadline, `Prometheus saw the target up (last health: ${health || 'none'})`);
+        await new Promise((r) => setTimeout(r, 500));
+        const res = await fetch(`http://127.0.0.1:${webPort}/api/v1/targets`).catch(() => null);
+        if (!res?.ok) continue;
+        const body = (await res.json()) as { data: { activeTargets: { scrapeUrl: string; health: string; lastError: string }[] } };
+        const t = body.data.activeTargets.find((x) => x.scrapeUrl === `http://127.0.0.1:${port}/metrics`);
+        health = t?.health ?? '';
+        assert.equal(t?.lastError ?? '', '', 'the scrape had no error');
+      }
+      const q = await fetch(`http://127.0.0.1:${webPort}/api/v1/query?query=${encodeURIComponent('engine_daemon_engine_cpus_cpus')}`);
+      const result = ((await q.json()) as { data: { result: { value: [number, string] }[] } }).data.result;
+      assert.ok(result.length === 0 || Number(result[0]!.value[1]) >= 1);
+    } finally {
+      const exited = new Promise((r) => prom.once('exit', r));
+      prom.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (prom.exitCode === null && prom.signalCode === null) prom.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('--metrics-addr without --experimental, a malformed address, or a port in use: the daemon does not start and says why', async () => {
