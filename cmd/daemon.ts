@@ -5,6 +5,7 @@ import { makeLogger } from './log-format.ts';
 import type { ConfigSources, DaemonConfig } from '../config/load.ts';
 import { startComponents, type StartedComponents } from './components.ts';
 import { daemonComponents } from './components/index.ts';
+import type { Reload } from './components/reload.ts';
 import { levelOf, warnUnapplied } from './daemon-helpers.ts';
 import { acquirePidfile } from './pidfile.ts';
 
@@ -30,7 +31,8 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     releasePidfileLogged(releasePidfile, log);
     throw err;
   }
-  onReload = started.get<() => void>('reload');
+  const reload = started.get<Reload>('reload');
+  onReload = () => reload.signal();
 
   await waitForSignal(log);
 

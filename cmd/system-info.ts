@@ -16,7 +16,7 @@ interface Deps {
   runtimes: { names(): string[]; readonly default: string };
 }
 
-function engineId(dataRoot: string): string {
+export function engineId(dataRoot: string): string {
   const p = join(dataRoot, 'engine-id');
   try {
     const v = readFileSync(p, 'utf8').trim();

@@ -18,7 +18,7 @@ export type ConfigSources = Record<ConfigField, ConfigSource>;
 export type LoadResult =
   | { kind: 'help'; text: string }
   | { kind: 'version' }
-  | { kind: 'validate'; ok: boolean; message: string }
+  | { kind: 'validate'; ok: boolean; message: string; config?: DaemonConfig }
   | { kind: 'run'; config: DaemonConfig; sources: ConfigSources };
 
 export const VALIDATE_OK = 'configuration OK';
@@ -43,7 +43,7 @@ export function loadDaemonConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     if (flags.validate) return { kind: 'validate', ok: false, message: err instanceof Error ? err.message : String(err) };
     throw err;
   }
-  if (flags.validate) return { kind: 'validate', ok: true, message: VALIDATE_OK };
+  if (flags.validate) return { kind: 'validate', ok: true, message: VALIDATE_OK, config: merged.config };
   return { kind: 'run', ...merged };
 }
 

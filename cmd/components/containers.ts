@@ -27,6 +27,8 @@ import { containerController } from '../../reconcilers/container/controller.ts';
 import { imageController } from '../../reconcilers/image/controller.ts';
 import { networkController } from '../../reconcilers/network/controller.ts';
 import { volumeController } from '../../reconcilers/volume/controller.ts';
+import { runtimeController } from '../../reconcilers/runtime/controller.ts';
+import { RuntimeReconciler } from '../../reconcilers/runtime/reconciler.ts';
 import { ImageReconciler } from '../../reconcilers/image/reconciler.ts';
 import type { NetworkAttacher } from '../../reconcilers/network/attacher.ts';
 import type { NetworkDns } from '../../reconcilers/network/dns.ts';
@@ -121,7 +123,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
     }),
     component<Controllers>({
       id: 'controllers',
-      requires: ['store', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics'],
+      requires: ['store', 'paths', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics', 'runtimes'],
       init: (ctx) => {
         const store = ctx.get<Store>('store');
         const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
@@ -130,7 +132,9 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const runs = ctx.get<Runs>('runs').registry;
         const containers = ctx.get<ContainerReconciler>('containers');
         const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv(), log: log.child({ component: 'networks' }) });
+        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
         // Started in this order and stopped in reverse: images are up before the containers made from them.
+        manager.add(runtimeController.build({ store, reconciler: new RuntimeReconciler(store, { execRoot, wrapperDir: join(dataRoot, 'runtimes') }), log, metrics }));
         manager.add(networkController.build({ store, reconciler: networks, log, metrics }));
         manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, metrics }));
         manager.add(imageController.build({ store, reconciler: images, log, metrics }));

@@ -14,7 +14,8 @@ import type { LayerStore } from '../../drivers/storage/types.ts';
 import { createStdio } from '../../drivers/stdio/stdio.ts';
 import { createSupervisorClient } from '../../drivers/supervisor/client.ts';
 import { startSupervisor } from '../../drivers/supervisor/process.ts';
-import { createRuntimes, type Runtimes } from '../../drivers/supervisor/runtimes.ts';
+import type { Runtimes } from '../../drivers/supervisor/runtimes.ts';
+import { createRuntimeRegistry } from '../../reconcilers/runtime/registry.ts';
 import { findNetworkByName } from '../../store/kinds/network.ts';
 import { STORE_KINDS } from '../../store/kinds/index.ts';
 import { openStore, type Store } from '../../store/store.ts';
@@ -36,7 +37,7 @@ export interface SwappableRuntimes extends Runtimes {
 /** Room kept for the store on the data root's file system (store/reserve.ts). */
 const STORE_RESERVE_BYTES = 4 * 1024 * 1024;
 
-export function coreComponents({ cfg, log }: DaemonEnv) {
+export function coreComponents({ cfg, log, sources }: DaemonEnv) {
   return [
     component<Paths>({
       id: 'paths',
@@ -98,22 +99,17 @@ export function coreComponents({ cfg, log }: DaemonEnv) {
     }),
     component<SwappableRuntimes>({
       id: 'runtimes',
-      requires: ['paths'],
+      requires: ['paths', 'store'],
       init: (ctx) => {
-        const { execRoot } = ctx.get<Paths>('paths');
-        const build = (c: DaemonConfig) => createRuntimes({ defaultRuntime: c.defaultRuntime || 'stdrt', runtimes: c.runtimes ?? {}, execRoot });
-        let table = build(cfg);
-        return {
-          resolve: (name) => table.resolve(name),
-          names: () => table.names(),
-          get default() {
-            return table.default;
-          },
-          build,
-          swap: (next) => {
-            table = next;
-          },
-        };
+        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        // Backed by the runtime records (reconcilers/runtime): the first swap writes them.
+        const registry = createRuntimeRegistry(ctx.get<Store>('store'), {
+          execRoot,
+          wrapperDir: join(dataRoot, 'runtimes'),
+          source: sources.runtimes === 'flag' ? 'flag' : 'file',
+        });
+        registry.swap(registry.build(cfg));
+        return registry;
       },
     }),
     component({

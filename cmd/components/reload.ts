@@ -1,49 +1,115 @@
-// SIGHUP: re-read the configuration file and apply what may change without a restart, all or
-// nothing (a refused reload leaves the daemon as it was).
-import { readFileSync } from 'node:fs';
-import { component } from '../components.ts';
-import type { DaemonEnv } from './env.ts';
-import type { SwappableRuntimes } from './core.ts';
-import { diffReload } from '../../config/reload.ts';
+// The config-reload loop's wiring: the owners of the reloadable options (the logger, the runtime
+// registry, the distribution driver; the shared configuration object last, in the reconciler),
+// the file source (chokidar's watcher and SIGHUP both read the file into the daemon-config
+// record) and the controller that reconciles it. Taken on once the API serves.
+import { hostname } from 'node:os';
+import type { EventRecorder } from '../../api/events/recorder.ts';
+import type { DaemonConfig } from '../../config/options.ts';
+import { goFormat } from '../../config/values.ts';
+import type { Controller } from '../../controllers/controller.ts';
 import type { DistributionDriver } from '../../drivers/distribution/distribution.ts';
+import { configReloadController } from '../../reconcilers/config-reload/controller.ts';
+import { ConfigFileSource } from '../../reconcilers/config-reload/file-source.ts';
+import { ConfigReloadReconciler, reloadableValues, type ReloadOwner } from '../../reconcilers/config-reload/reconciler.ts';
+import type { Store } from '../../store/store.ts';
+import { component } from '../components.ts';
 import { levelOf, registryOptions } from '../daemon-helpers.ts';
+import { engineId } from '../system-info.ts';
+import type { SwappableRuntimes } from './core.ts';
+import type { DaemonEnv } from './env.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface Reload {
+  /** SIGHUP: the file is read again and reconciled. */
+  signal(): void;
+}
+
+interface Running extends Reload {
+  controller: Controller;
+  unwatch: () => Promise<void>;
+}
+
+/** The `daemon reload` event's attributes, as the reference writes them (Go's formats). */
+export function reloadAttributes(c: DaemonConfig, runtimes: Pick<SwappableRuntimes, 'default'>): Record<string, string> {
+  const json = (v: unknown) => JSON.stringify(v ?? null);
+  const configured = Object.entries(c.runtimes ?? {})
+    .map(([name, r]) => `${name}:${r.path ?? r.runtimeType ?? ''}`)
+    .sort();
+  return {
+    'allow-nondistributable-artifacts': json(c.allowNondistributableArtifacts),
+    'authorization-plugins': json(c.authorizationPlugins),
+    debug: String(!!c.debug),
+    'default-runtime': runtimes.default,
+    features: goFormat(c.features ?? {}),
+    'insecure-registries': json(c.insecureRegistries),
+    labels: json(c.labels),
+    'live-restore': String(!!c.liveRestore),
+    'max-concurrent-downloads': String(c.maxConcurrentDownloads),
+    'max-concurrent-uploads': String(c.maxConcurrentUploads),
+    'max-download-attempts': String(c.maxDownloadAttempts),
+    name: hostname(),
+    'registry-mirrors': json(c.registryMirrors),
+    runtimes: configured.join(' '),
+    'shutdown-timeout': String(c.shutdownTimeout),
+  };
+}
 
 export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
-  return component<() => void>({
+  return component<Running>({
     id: 'reload',
     // After the API: a reload is taken only once the daemon runs.
-    requires: ['runtimes', 'distribution', 'api'],
-    init: (ctx) => {
+    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api'],
+    init: async (ctx) => {
+      const store = ctx.get<Store>('store');
       const runtimes = ctx.get<SwappableRuntimes>('runtimes');
       const distribution = ctx.get<DistributionDriver>('distribution');
-      return () => {
-        let text = '{}';
-        try {
-          text = readFileSync(cfg.configFile, 'utf8');
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-            log.error({ err, file: cfg.configFile }, 'reload: cannot read the configuration file; nothing changed');
-            return;
-          }
-        }
-        const r = diffReload(cfg, text, sources);
-        if (!r.ok) {
-          log.error({ error: r.error }, 'reload refused: the daemon keeps its configuration');
-          return;
-        }
-        let next = null;
-        try {
-          if (r.changed.some((c) => c.field === 'runtimes' || c.field === 'defaultRuntime')) next = runtimes.build(r.config);
-        } catch (err) {
-          log.error({ err }, 'reload refused: invalid runtimes; the daemon keeps its configuration');
-          return;
-        }
-        if (next) runtimes.swap(next);
-        Object.assign(cfg, r.config);
-        log.level = levelOf(cfg);
-        distribution.reconfigure(registryOptions(cfg));
-        log.info({ changed: r.changed.map((c) => c.key) }, 'configuration reloaded');
-      };
+      const events = ctx.get<EventRecorder>('events');
+      const rlog = log.child({ component: 'config-reload' });
+      const owners: ReloadOwner[] = [
+        {
+          name: 'runtimes',
+          fields: ['runtimes', 'defaultRuntime'],
+          prepare: (next, prev) => {
+            const table = runtimes.build(next);
+            return { apply: () => runtimes.swap(table), rollback: () => runtimes.swap(runtimes.build(prev)) };
+          },
+        },
+        {
+          name: 'distribution',
+          fields: ['insecureRegistries', 'registryMirrors', 'allowNondistributableArtifacts', 'maxConcurrentDownloads', 'maxConcurrentUploads', 'maxDownloadAttempts'],
+          prepare: (next, prev) => ({ apply: () => distribution.reconfigure(registryOptions(next)), rollback: () => distribution.reconfigure(registryOptions(prev)) }),
+        },
+        {
+          name: 'logging',
+          fields: ['debug'],
+          prepare: (next, prev) => ({
+            apply: () => {
+              log.level = levelOf(next);
+            },
+            rollback: () => {
+              log.level = levelOf(prev);
+            },
+          }),
+        },
+      ];
+      const id = engineId(cfg.dataRoot);
+      const reconciler = new ConfigReloadReconciler(store, {
+        config: cfg,
+        sources,
+        owners,
+        reloaded: (c) => events.emit('daemon', 'reload', id, reloadAttributes(c, runtimes)),
+        log: rlog,
+      });
+      const source = new ConfigFileSource(store, cfg.configFile, rlog);
+      source.started(reloadableValues(cfg));
+      const controller = configReloadController.build({ store, reconciler, log, metrics: ctx.get<Metrics>('metrics').controllers });
+      await controller.start();
+      const unwatch = await source.watch();
+      return { signal: () => source.read('signal'), controller, unwatch };
+    },
+    close: async ({ controller, unwatch }) => {
+      await unwatch();
+      await controller.stop();
     },
   });
 }

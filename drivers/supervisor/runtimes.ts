@@ -1,7 +1,7 @@
 // Runtime registry: maps an engine runtime name (stdrt, drop-in OCI runtimes, shims) to the
 // supervisor's runtime name plus the shim options that client.ts createContainer encodes.
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { accessSync, chmodSync, constants, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { invalidArgument } from '../../lib/errors.ts';
 import type { ShimOptions } from './client.ts';
 
@@ -34,6 +34,8 @@ export interface RuntimesOptions {
   defaultRuntime: string;
   runtimes: Record<string, RuntimeConfigEntry>;
   execRoot: string;
+  /** Where runtimeArgs wrapper scripts go (default `<execRoot>/runtimes`). */
+  wrapperDir?: string;
   /** runc's --systemd-cgroup (cgroup driver systemd). */
   systemdCgroup?: boolean;
 }
@@ -89,44 +91,126 @@ function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/** What resolving a runtime needs besides its entry. */
+export interface RuntimeContext {
+  execRoot: string;
+  /** Where runtimeArgs wrapper scripts go (default `<execRoot>/runtimes`). */
+  wrapperDir?: string;
+  systemdCgroup?: boolean;
+}
+
+/** A runtimeArgs wrapper script: the file and what it holds. */
+export interface RuntimeWrapper {
+  file: string;
+  body: string;
+}
+
+/** A resolved runtime and, for a path runtime with runtimeArgs, the wrapper its binary_name names. */
+export interface RuntimeResolution extends ResolvedRuntime {
+  wrapper?: RuntimeWrapper;
+}
+
+function runcDefaultsOf(ctx: RuntimeContext): Record<string, unknown> {
+  return { binary_name: 'runc', root: join(ctx.execRoot, 'runtime-runc'), systemd_cgroup: !!ctx.systemdCgroup };
+}
+
+function wrapperDirOf(ctx: RuntimeContext): string {
+  return ctx.wrapperDir ?? join(ctx.execRoot, 'runtimes');
+}
+
+/** The wrapper script file of runtime `name` under `dir`. */
+export function wrapperFile(dir: string, name: string): string {
+  return join(dir, name.replace(/[^A-Za-z0-9._-]/g, '_'));
+}
+
+/** Whether `name` is a shim name (io.containerd.<name>.v<N>), usable with no configuration. */
+export function isShimName(name: string): boolean {
+  return SHIM_NAME.test(name);
+}
+
+/** Refusals of a configured runtime's name. */
+export function checkRuntimeName(name: string): void {
+  if (!name) throw invalidArgument('runtime name must not be empty');
+  if (name === STDRT) throw invalidArgument(`runtime name '${STDRT}' is reserved`);
+}
+
+/**
+ * The one validation of a runtime entry, and what it resolves to: throws InvalidArgument with the
+ * engine's messages. Pure: a wrapper script is described, not written (writeRuntimeWrapper).
+ */
+export function resolveRuntimeEntry(name: string, entry: RuntimeConfigEntry, ctx: RuntimeContext): RuntimeResolution {
+  const runcDefaults = runcDefaultsOf(ctx);
+  if (entry.path && entry.runtimeType) throw invalidArgument(`runtime ${name}: path and runtimeType are mutually exclusive`);
+  if (entry.path && entry.options) throw invalidArgument(`runtime ${name}: options cannot be used with a path runtime`);
+  if (entry.path) {
+    const args = entry.runtimeArgs ?? [];
+    // The shim cannot pass arguments to the runtime, so runtimeArgs need a wrapper script.
+    const wrapper = args.length ? { file: wrapperFile(wrapperDirOf(ctx), name), body: `#!/bin/sh\nexec ${[entry.path, ...args].map(shellQuote).join(' ')} "$@"\n` } : undefined;
+    const out: RuntimeResolution = { name: RUNC_SHIM, options: { typeUrl: RUNC_OPTIONS_URL, fields: { ...runcDefaults, binary_name: wrapper?.file ?? entry.path } } };
+    if (wrapper) out.wrapper = wrapper;
+    return out;
+  }
+  if (entry.runtimeType) {
+    const type = entry.runtimeType;
+    if (!isAbsolute(type) && !SHIM_NAME.test(type)) throw invalidArgument(`runtime ${name}: invalid runtimeType ${type}`);
+    if (isRuncShim(type)) return { name: type, options: { typeUrl: RUNC_OPTIONS_URL, fields: { ...runcDefaults, ...runcOptionsFrom(name, entry.options ?? {}) } } };
+    if (entry.options && Object.keys(entry.options).length) return { name: type, options: { typeUrl: GENERIC_OPTIONS_URL, fields: genericOptionsFrom(name, entry.options) } };
+    return { name: type };
+  }
+  throw invalidArgument(`runtime ${name}: either path or runtimeType must be set`);
+}
+
+/** A shim name not in the configuration: it goes straight through, with no options (runc's defaults for runc). */
+export function shimRuntime(name: string, ctx: RuntimeContext): ResolvedRuntime | undefined {
+  if (!SHIM_NAME.test(name)) return undefined;
+  return isRuncShim(name) ? { name, options: { typeUrl: RUNC_OPTIONS_URL, fields: runcDefaultsOf(ctx) } } : { name };
+}
+
+/** The shims found on PATH: `containerd-shim-<name>-v<N>` executables, as runtime names `io.containerd.<name>.v<N>`. */
+export function shimsOnPath(pathVar: string | undefined = process.env.PATH): string[] {
+  const out = new Set<string>();
+  for (const dir of (pathVar ?? '').split(':')) {
+    if (!dir || !isAbsolute(dir)) continue;
+    let entries: string[];
+    try {
+      entries = readdirSync(dir);
+    } catch {
+      continue;
+    }
+    for (const f of entries) {
+      const m = /^containerd-shim-([a-z0-9_-]+)-(v[0-9]+)$/.exec(f);
+      if (!m) continue;
+      const name = `io.containerd.${m[1]}.${m[2]}`;
+      if (!SHIM_NAME.test(name) || out.has(name)) continue;
+      try {
+        accessSync(join(dir, f), constants.X_OK);
+        if (!statSync(join(dir, f)).isFile()) continue;
+      } catch {
+        continue;
+      }
+      out.add(name);
+    }
+  }
+  return [...out].sort();
+}
+
 export function createRuntimes(opts: RuntimesOptions): Runtimes {
-  const runcRoot = join(opts.execRoot, 'runtime-runc');
-  const runcDefaults = { binary_name: 'runc', root: runcRoot, systemd_cgroup: !!opts.systemdCgroup };
+  const ctx: RuntimeContext = { execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup };
   const table = new Map<string, () => ResolvedRuntime>();
 
-  table.set(STDRT, () => ({ name: RUNC_SHIM, options: { typeUrl: RUNC_OPTIONS_URL, fields: { ...runcDefaults } } }));
+  table.set(STDRT, () => resolveRuntimeEntry(STDRT, { runtimeType: RUNC_SHIM }, ctx));
 
   for (const [name, entry] of Object.entries(opts.runtimes ?? {})) {
-    if (!name) throw invalidArgument('runtime name must not be empty');
-    if (name === STDRT) throw invalidArgument(`runtime name '${STDRT}' is reserved`);
-    if (entry.path && entry.runtimeType) throw invalidArgument(`runtime ${name}: path and runtimeType are mutually exclusive`);
-    if (entry.path && entry.options) throw invalidArgument(`runtime ${name}: options cannot be used with a path runtime`);
-    if (entry.path) {
-      const path = entry.path;
-      const args = entry.runtimeArgs ?? [];
-      let binary: string | undefined;
-      table.set(name, () => {
-        // The shim cannot pass arguments to the runtime, so runtimeArgs need a wrapper script.
-        binary ??= args.length ? writeWrapper(opts.execRoot, name, path, args) : path;
-        return { name: RUNC_SHIM, options: { typeUrl: RUNC_OPTIONS_URL, fields: { ...runcDefaults, binary_name: binary } } };
-      });
-      continue;
-    }
-    if (entry.runtimeType) {
-      const type = entry.runtimeType;
-      if (!isAbsolute(type) && !SHIM_NAME.test(type)) throw invalidArgument(`runtime ${name}: invalid runtimeType ${type}`);
-      let resolved: ResolvedRuntime;
-      if (isRuncShim(type)) {
-        resolved = { name: type, options: { typeUrl: RUNC_OPTIONS_URL, fields: { ...runcDefaults, ...runcOptionsFrom(name, entry.options ?? {}) } } };
-      } else if (entry.options && Object.keys(entry.options).length) {
-        resolved = { name: type, options: { typeUrl: GENERIC_OPTIONS_URL, fields: genericOptionsFrom(name, entry.options) } };
-      } else {
-        resolved = { name: type };
+    checkRuntimeName(name);
+    const r = resolveRuntimeEntry(name, entry, ctx);
+    let written = false;
+    table.set(name, () => {
+      if (r.wrapper && !written) {
+        writeRuntimeWrapper(r.wrapper);
+        written = true;
       }
-      table.set(name, () => resolved);
-      continue;
-    }
-    throw invalidArgument(`runtime ${name}: either path or runtimeType must be set`);
+      return { name: r.name, ...(r.options ? { options: r.options } : {}) };
+    });
   }
 
   // `runc`, the name clients know the stock runtime by, is stdrt's drop-in name (unless configured
@@ -143,19 +227,16 @@ export function createRuntimes(opts: RuntimesOptions): Runtimes {
       const n = name || defaultName;
       const make = table.get(n);
       if (make) return make();
-      // A shim name not in the config goes straight through, with no options.
-      if (SHIM_NAME.test(n)) return isRuncShim(n) ? { name: n, options: { typeUrl: RUNC_OPTIONS_URL, fields: { ...runcDefaults } } } : { name: n };
+      const shim = shimRuntime(n, ctx);
+      if (shim) return shim;
       throw invalidArgument(`unknown or invalid runtime name: ${n}`);
     },
   };
 }
 
-function writeWrapper(execRoot: string, name: string, path: string, args: string[]): string {
-  const dir = join(execRoot, 'runtimes');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, name.replace(/[^A-Za-z0-9._-]/g, '_'));
-  const body = `#!/bin/sh\nexec ${[path, ...args].map(shellQuote).join(' ')} "$@"\n`;
-  writeFileSync(file, body, { mode: 0o700 });
-  chmodSync(file, 0o700);
-  return file;
+/** Writes a wrapper script (its directory made if missing). */
+export function writeRuntimeWrapper(w: RuntimeWrapper): void {
+  mkdirSync(dirname(w.file), { recursive: true, mode: 0o700 });
+  writeFileSync(w.file, w.body, { mode: 0o700 });
+  chmodSync(w.file, 0o700);
 }

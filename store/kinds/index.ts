@@ -2,6 +2,7 @@
 // kind's schema, loaded records migrated to its version).
 import { kindTable, type KindTable } from '../kind.ts';
 import { Containers } from './container.ts';
+import { DaemonConfigs } from './daemon-config.ts';
 import { Endpoints } from './endpoint.ts';
 import { Images } from './image.ts';
 import { IpamAllocations } from './ipam-allocation.ts';
@@ -10,6 +11,7 @@ import { Networks } from './network.ts';
 import { PortAllocations } from './port-allocation.ts';
 import { Pulls } from './pull.ts';
 import { References } from './reference.ts';
+import { Runtimes } from './runtime.ts';
 import { Volumes } from './volume.ts';
 
 export const STORE_KINDS: KindTable = kindTable([
@@ -23,4 +25,6 @@ export const STORE_KINDS: KindTable = kindTable([
   Volumes,
   Migrations,
   Pulls,
+  Runtimes,
+  DaemonConfigs,
 ]);

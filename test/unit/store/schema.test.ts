@@ -97,6 +97,20 @@ function recordsOfEveryKind(): Array<{ kind: string; name: string; spec: unknown
       spec: { reference: 'docker.io/library/busybox:latest', platform: '', request: 2, desired: 'present' },
       status: { observedGeneration: 2, phase: 'done', imageId: image.id, changed: true, error: '', errorCode: '', startedAt: now, finishedAt: now },
     },
+    {
+      kind: 'runtime', name: 'dbg',
+      spec: { source: 'file', path: '/usr/sbin/runc', runtimeArgs: ['--debug'] },
+      status: {
+        observedGeneration: 1, shim: 'io.containerd.runc.v2',
+        options: { typeUrl: 'containerd.runc.v1.Options', fields: { binary_name: '/var/lib/engine/runtimes/dbg', root: '/run/engine/runtime-runc', systemd_cgroup: false } },
+        conditions: [{ type: 'Ready', status: 'True', reason: 'Valid', message: '' }],
+      },
+    },
+    {
+      kind: 'daemon-config', name: 'daemon',
+      spec: { revision: 3, cause: 'watch', text: '{"debug": true}' },
+      status: { observedRevision: 3, applied: { debug: true, labels: ['a=b'] }, conditions: [{ type: 'Applied', status: 'True', reason: 'Applied', message: 'debug', lastTransitionTime: now }] },
+    },
   ];
 }
 
