@@ -12,6 +12,8 @@ export interface BuildRequest {
   /** Fully normalised references to tag the result with. */
   tags: string[];
   quiet: boolean;
+  /** `version=2`: progress as BuildKit's trace messages (the classic builder still runs it). */
+  buildkit: boolean;
 }
 
 /**
@@ -85,8 +87,7 @@ export type BuildQuery = z.output<typeof buildQuery>;
 /** The checks the reference makes before reading the context; `version` is the request's API version as a number. */
 export function parseBuildRequest(query: BuildQuery, version: number, experimental: boolean): BuildRequest {
   const builder = query.version ?? '';
-  if (builder === '2') throw invalidArgument('buildkit is not enabled on daemon');
-  if (builder !== '' && builder !== '1') throw invalidArgument(`invalid version ${builder}`);
+  if (builder !== '' && builder !== '1' && builder !== '2') throw invalidArgument(`invalid version ${builder}`);
   if (query.remote) throw invalidArgument('remote build contexts are not supported: send the context as the request body');
   if (query.squash && !experimental) throw invalidArgument('squash is only supported with experimental mode');
   if (query.securityopt.length) throw invalidArgument('The daemon on this platform does not support setting security options on build');
@@ -114,7 +115,7 @@ export function parseBuildRequest(query: BuildQuery, version: number, experiment
     throw invalidArgument(`"${options.platform}": unsupported platform: only linux images can be built here`);
   }
   // Empty `t` entries are skipped, as the reference skips them.
-  return { options, tags: query.t.filter((t) => t !== '').map(buildTag), quiet: query.q };
+  return { options, tags: query.t.filter((t) => t !== '').map(buildTag), quiet: query.q, buildkit: builder === '2' };
 }
 
 /** A `t` value as the reference's tagger reads it: a name with an optional tag, never a digest. */

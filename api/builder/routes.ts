@@ -14,6 +14,7 @@ import { setImageTag } from '../images/records.ts';
 import { apiVersion, first, q, strconvError } from '../request.ts';
 import type { ImageStore } from '../images/store.ts';
 import { jsonLines, type JsonMessage } from '../streams.ts';
+import { buildkitProgress } from './buildkit-progress.ts';
 import { buildQuery, parseBuildRequest, type BuildQuery } from './options.ts';
 
 export interface BuildRouteDeps {
@@ -37,12 +38,14 @@ const keepStorage = z.preprocess(first, z.string().optional()).transform((v, ctx
 
 export function buildRoutes(deps: BuildRouteDeps) {
   async function build(req: FastifyRequest, reply: FastifyReply, query: BuildQuery): Promise<void> {
-    const { options, tags, quiet } = parseBuildRequest(query, apiVersion(req), deps.experimental);
+    const { options, tags, quiet, buildkit } = parseBuildRequest(query, apiVersion(req), deps.experimental);
     const w = jsonLines(reply);
     const held: JsonMessage[] = [];
     // Quiet builds keep their output back: it is shown only when the build fails.
     const write = (m: JsonMessage) => (quiet ? held.push(m) : w.write(m));
-    const out: BuildOutput = {
+    // version=2: the same builder, its progress told as BuildKit's trace messages.
+    const bk = buildkit ? buildkitProgress(write) : undefined;
+    const out: BuildOutput = bk?.out ?? {
       stream: (text) => write({ stream: text }),
       aux: (value) => write({ aux: value }),
       progress: (line) => write(line as JsonMessage),
@@ -50,18 +53,20 @@ export function buildRoutes(deps: BuildRouteDeps) {
     deps.counted?.buildTriggered();
     try {
       const id = await deps.builder.build(req.raw, options, deps.backend(req), out, w.signal);
-      out.stream(`Successfully built ${shortId(id)}\n`);
+      if (!bk) out.stream(`Successfully built ${shortId(id)}\n`);
       for (const tag of tags) {
         setImageTag(deps.store, tag, id);
         deps.events?.image('tag', id, familiarName(tag));
-        out.stream(`Successfully tagged ${familiarName(tag)}\n`);
+        if (!bk) out.stream(`Successfully tagged ${familiarName(tag)}\n`);
       }
+      bk?.done(id);
       if (quiet) w.write({ stream: `${id}\n` });
     } catch (err) {
       deps.counted?.buildFailed(err, w.closed);
       if (w.closed) return;
-      if (quiet) for (const m of held) w.write(m);
       const { status, message } = toHttpError(err);
+      bk?.failed(message);
+      if (quiet) for (const m of held) w.write(m);
       if (status >= 500) req.log.error({ err }, 'build failed');
       const code = (err as { exitCode?: unknown }).exitCode;
       w.write({ errorDetail: { ...(typeof code === 'number' ? { code } : {}), message }, error: message });

@@ -5,11 +5,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { decodeTrace } from '../../api/builder/buildkit-progress.ts';
+import type { Vertex } from '../../api/builder/gen/control.ts';
 import { docker, dockerOk, dockerode, pythonDocker, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
@@ -372,5 +374,80 @@ CMD ["cat /app/greeting.txt"]
     } finally {
       await reg.stop();
     }
+  });
+
+  /** A raw request over the daemon's socket: status, headers and body. */
+  function raw(method: string, path: string, body?: Buffer, headers: Record<string, string> = {}) {
+    return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+      const req = request({ socketPath: d.socket, path, method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /** POST /build?version=2 with `dir` as a tar body: the JSON lines, the trace vertexes (last state of each) and their logs. */
+  async function buildkitBuild(dir: string, qs: string) {
+    const tar = execFileSync('tar', ['-cf', '-', '-C', dir, '.']);
+    const r = await raw('POST', `/build?version=2&${qs}`, tar, { 'Content-Type': 'application/x-tar' });
+    assert.equal(r.status, 200, r.body);
+    const lines = r.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const vertexes = new Map<string, Vertex>();
+    const logs: string[] = [];
+    for (const l of lines) {
+      if (l.id !== 'moby.buildkit.trace') continue;
+      assert.equal(typeof l.aux, 'string');
+      const sr = decodeTrace(l.aux as string);
+      for (const v of sr.vertexes) vertexes.set(v.digest, v);
+      for (const g of sr.logs) logs.push(Buffer.from(g.msg).toString());
+    }
+    return { lines, vertexes: [...vertexes.values()], logs: logs.join('') };
+  }
+
+  test('version=2 (BuildKit): the steps as moby.buildkit.trace StatusResponses, moby.image.id, the tag; /_ping stays Builder-Version 1', async () => {
+    const ping = await raw('GET', '/_ping');
+    assert.equal(ping.headers['builder-version'], '1');
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nRUN echo built-by-$((40+2)) > /made.txt && cat /made.txt\nCOPY data.txt /data.txt\n`, 'data.txt': 'data\n' });
+    const { lines, vertexes, logs } = await buildkitBuild(dir, 't=bk%3A1');
+    assert.ok(!lines.some((l) => l.error || l.errorDetail), JSON.stringify(lines));
+    assert.deepEqual(vertexes.map((v) => v.name), [`[1/3] FROM ${imgs.tag}`, '[2/3] RUN echo built-by-$((40+2)) > /made.txt && cat /made.txt', '[3/3] COPY data.txt /data.txt']);
+    for (const v of vertexes) {
+      assert.match(v.digest, /^sha256:[0-9a-f]{64}$/);
+      assert.ok(v.started && v.completed, `${v.name} not completed`);
+      assert.equal(v.error, '');
+    }
+    assert.match(logs, /built-by-42/);
+    const idLine = lines.find((l) => l.id === 'moby.image.id');
+    const id = (idLine?.aux as { ID?: string } | undefined)?.ID;
+    assert.match(id ?? '', /^sha256:[0-9a-f]{64}$/, JSON.stringify(lines.at(-1)));
+    assert.equal(lines.at(-1), idLine);
+    const img = await raw('GET', '/images/bk:1/json');
+    assert.equal(img.status, 200, img.body);
+    assert.equal(JSON.parse(img.body).Id, id);
+    assert.equal(await dk('run', '--rm', 'bk:1', 'cat', '/made.txt', '/data.txt'), 'built-by-42\ndata');
+
+    // A rebuild: the steps after FROM come from the cache.
+    const again = await buildkitBuild(dir, 't=bk%3A2');
+    assert.deepEqual(again.vertexes.slice(1).map((v) => v.cached), [true, true]);
+    assert.equal((again.lines.at(-1)?.aux as { ID?: string }).ID, id);
+  });
+
+  test('version=2 (BuildKit): a failing RUN marks its vertex with the error and the stream ends with the error line', async () => {
+    const dir = context({ Dockerfile: `FROM ${imgs.tag}\nRUN echo bk-out; exit 4\n` });
+    const { lines, vertexes, logs } = await buildkitBuild(dir, 't=bkbroken%3A1');
+    const message = "The command '/bin/sh -c echo bk-out; exit 4' returned a non-zero code: 4";
+    assert.deepEqual(lines.at(-1), { errorDetail: { code: 4, message }, error: message });
+    assert.ok(!lines.some((l) => l.id === 'moby.image.id'));
+    assert.deepEqual(vertexes.map((v) => [v.name, v.error, !!v.completed]), [
+      [`[1/2] FROM ${imgs.tag}`, '', true],
+      ['[2/2] RUN echo bk-out; exit 4', message, true],
+    ]);
+    assert.match(logs, /bk-out/);
+    assert.equal((await raw('GET', '/images/bkbroken:1/json')).status, 404);
+    await docker(d, ['rm', '-f', ...(await dk('ps', '-aq')).split('\n').filter(Boolean)]);
   });
 });

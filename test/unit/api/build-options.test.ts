@@ -53,10 +53,12 @@ test('refusals before any output, with the reference messages', () => {
     [{ squash: '1' }, /squash is only supported with experimental mode/],
     [{ securityopt: 'seccomp=unconfined' }, /does not support setting security options on build/],
     [{ isolation: 'hyperv' }, /Unsupported isolation: "hyperv"/],
-    [{ version: '2' }, /buildkit is not enabled on daemon/],
     [{ shmsize: 'lots' }, /strconv\.ParseInt: parsing "lots": invalid syntax$/],
     [{ platform: 'windows/amd64' }, /unsupported platform/],
   ];
   for (const [q, re] of cases) assert.throws(() => parseBuildRequest(req(q), false), re, JSON.stringify(q));
   assert.equal(parseBuildRequest(req({ squash: '1' }), true).options.noCache, false);
+  // version=2 (BuildKit) is accepted: the classic builder runs it, its progress as BuildKit's.
+  assert.equal(parseBuildRequest(req({ version: '2' }), false).buildkit, true);
+  assert.equal(parseBuildRequest(req({ version: '1' }), false).buildkit, false);
 });

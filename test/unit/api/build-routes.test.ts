@@ -41,7 +41,6 @@ test('refusals before any output carry a status and the reference message', asyn
     ['?squash=1', 400, 'squash is only supported with experimental mode'],
     ['?securityopt=seccomp%3Dunconfined', 400, 'The daemon on this platform does not support setting security options on build'],
     ['?isolation=hyperv', 400, 'Unsupported isolation: "hyperv"'],
-    ['?version=2', 400, 'buildkit is not enabled on daemon'],
     ['?version=3', 400, 'invalid version 3'],
     ['?t=app%40sha256%3A' + 'a'.repeat(64), 400, 'build tag cannot contain a digest'],
   ];
