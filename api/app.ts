@@ -6,6 +6,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
+import type { AuthzChain } from './authz/chain.ts';
+import { installAuthz, rememberJsonBody } from './authz/hooks.ts';
 import { installErrorHandling } from './errors.ts';
 import { compareVersions, validationError } from './request.ts';
 
@@ -30,8 +32,12 @@ export interface AppOptions {
   version: { api: string; min: string };
   /** Daemon version for the `Server` header. */
   engineVersion?: string;
+  /** --api-cors-header: the Access-Control-Allow-Origin every response carries (none when empty). */
+  corsHeader?: string;
   /** Told of every answered request: method, route pattern (undefined: no route) and seconds (the action metrics). */
   onAnswered?: (method: string, route: string | undefined, seconds: number) => void;
+  /** Authorization plugins every request (and every reply sent whole) goes through. */
+  authz?: AuthzChain;
 }
 
 /** Where rewriteUrl leaves the prefix version for the onRequest hook. */
@@ -53,6 +59,7 @@ export function createApp(opts: AppOptions): App {
   const min = opts.version.min;
   const experimental = String(opts.experimental ?? false);
   const server = `Engine/${opts.engineVersion ?? max} (linux)`;
+  const cors = opts.corsHeader ?? '';
 
   const app = Fastify({
     // Request logs name the request's headers; those that carry credentials are never written.
@@ -90,6 +97,12 @@ export function createApp(opts: AppOptions): App {
     res.setHeader('Api-Version', max);
     res.setHeader('Server', server);
     res.setHeader('Ostype', 'linux');
+    if (cors) {
+      // As the reference's CORS middleware; OPTIONS pre-flights are answered 200 (api/errors.ts).
+      res.setHeader('Access-Control-Allow-Origin', cors);
+      res.setHeader('Access-Control-Allow-Headers', 'Origin, X-Requested-With, Content-Type, Accept, X-Registry-Auth');
+      res.setHeader('Access-Control-Allow-Methods', 'HEAD, GET, POST, DELETE, PUT, OPTIONS');
+    }
     const requested = (req.raw as RawWithVersion)[REQUESTED_VERSION];
     req.apiVersion = requested ?? max;
     if (requested !== undefined && !req.is404) {
@@ -129,7 +142,8 @@ export function createApp(opts: AppOptions): App {
     done();
   });
 
-  installBodyParsers(app);
+  if (opts.authz) installAuthz(app, opts.authz);
+  installBodyParsers(app, !!opts.authz);
   installErrorHandling(app);
 
   for (const plugin of opts.plugins) app.register(plugin);
@@ -138,12 +152,14 @@ export function createApp(opts: AppOptions): App {
 
 /**
  * JSON bodies may be empty (= no options); every other content type is left unread so handlers
- * can stream `req.raw` (tar uploads for load, import, build, archive).
+ * can stream `req.raw` (tar uploads for load, import, build, archive). With authorization plugins,
+ * a JSON body's text is kept for them.
  */
-function installBodyParsers(app: FastifyInstance): void {
+function installBodyParsers(app: FastifyInstance, keepJsonText: boolean): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (keepJsonText) rememberJsonBody(req.raw, text);
     if (text.trim() === '') {
       done(null, undefined);
       return;

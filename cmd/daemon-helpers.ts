@@ -1,10 +1,9 @@
 // Small helpers of the daemon's wiring: what it reads from the host and the configuration.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import type { ListenTls } from '../api/listen.ts';
 import type { ReloadableRegistryOptions } from '../drivers/distribution/distribution.ts';
-import type { ConfigSources, DaemonConfig } from '../config/load.ts';
+import type { DaemonConfig } from '../config/load.ts';
 
 /** The logger level the configuration asks for (--debug wins). */
 export function levelOf(config: DaemonConfig): string {
@@ -23,17 +22,6 @@ export function registryOptions(c: DaemonConfig): ReloadableRegistryOptions {
   };
 }
 
-/**
- * Options the table accepts (so configurations written for the reference daemon load) whose
- * effect this daemon does not implement yet: set explicitly, each one is named in a warning
- * rather than silently ignored.
- */
-const NOT_APPLIED_YET = [
-  'apiCorsHeader', 'authorizationPlugins', 'cdiSpecDirs', 'clusterDefaultAdvertiseAddr', 'cpuRtPeriod', 'cpuRtRuntime',
-  'execOpts', 'networkControlPlaneMtu',
-  'noPivotRoot', 'nodeGenericResources', 'oomScoreAdjust', 'rawLogs', 'rootless', 'selinuxEnabled',
-  'storageOpts', 'usernsRemap',
-] as const;
 
 /** The CPUs and memory nodes cpusets may name, as sysfs lists them online (unknown when it cannot be read). */
 export function hostCpus(): { cpus?: string; mems?: string } {
@@ -62,15 +50,6 @@ export function seccompProfile(value: string | undefined): string | undefined {
 /** The init for --init when --init-path names none: docker-init, else tini's static build (containers may have no libc). */
 export function findInit(): string {
   return ['/usr/local/bin/docker-init', '/usr/bin/docker-init', '/usr/bin/tini-static'].find((p) => existsSync(p)) ?? '';
-}
-
-export function warnUnapplied(config: DaemonConfig, sources: Partial<ConfigSources>, log: Logger): void {
-  for (const f of NOT_APPLIED_YET) {
-    const src = sources[f as keyof ConfigSources];
-    if (src && src !== 'default') {
-      log.warn({ option: f, from: src, value: (config as unknown as Record<string, unknown>)[f] }, 'option accepted but not applied by this version of engined');
-    }
-  }
 }
 
 /** --tls / --tlsverify: the server's key pair (and the CA that client certificates must chain to). */

@@ -6,11 +6,12 @@ import type { ConfigSources, DaemonConfig } from '../config/load.ts';
 import { startComponents, type StartedComponents } from './components.ts';
 import { daemonComponents } from './components/index.ts';
 import type { Reload } from './components/reload.ts';
-import { levelOf, warnUnapplied } from './daemon-helpers.ts';
+import { levelOf } from './daemon-helpers.ts';
+import { applyDaemonOptions } from './daemon-options.ts';
 import { acquirePidfile } from './pidfile.ts';
 
 export async function runDaemon(config: DaemonConfig, sources: unknown): Promise<number> {
-  const log = makeLogger({ level: levelOf(config), format: config.logFormat || 'text' });
+  const log = makeLogger({ level: levelOf(config), format: config.logFormat || 'text', raw: config.rawLogs });
   // SIGHUP reloads the configuration file (set up once the daemon runs); until then, and after
   // a refused reload, it changes nothing — it must never end the daemon, Node's default.
   let onReload: () => void = () => log.warn('SIGHUP before the daemon was ready: ignored');
@@ -21,9 +22,10 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
   process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
 
   const configSources = (sources ?? {}) as Partial<ConfigSources>;
-  warnUnapplied(config, configSources, log);
   let started: StartedComponents;
   try {
+    // Refuses options not implemented yet; sets the daemon's oom_score_adj and cgroup rt budget.
+    applyDaemonOptions(config, log);
     // A component that fails to start has the ones before it closed before this rethrows.
     started = await startComponents(daemonComponents({ cfg: config, log, sources: configSources }), log);
   } catch (err) {

@@ -13,6 +13,34 @@ function value(v: unknown): string {
   return /^[A-Za-z0-9_.:/@+-]+$/.test(s) ? s : JSON.stringify(s);
 }
 
+/** logrus's level colors on a terminal: gray, blue, yellow, red. */
+const COLORS: Record<string, number> = { trace: 37, debug: 37, info: 36, warning: 33, error: 31, fatal: 31 };
+
+/**
+ * The text form on a terminal, as logrus's TextFormatter writes it there unless --raw-logs
+ * (DisableColors) is given: a colored four-letter level, the seconds since start, the message
+ * padded to 44 columns and colored keys — `INFO[0002] API listen   hosts=...`.
+ */
+export function ttyLine(json: string, startMs: number): string {
+  let rec: Record<string, unknown>;
+  try {
+    rec = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json;
+  }
+  const { time, level, msg, err, ...rest } = rec;
+  const name = typeof level === 'number' ? (LEVELS[level] ?? String(level)) : String(level);
+  const color = COLORS[name] ?? 36;
+  const secs = Math.max(0, Math.floor((Date.parse(String(time ?? '')) - startMs) / 1000)) || 0;
+  let line = `\x1b[${color}m${name.toUpperCase().slice(0, 4)}\x1b[0m[${String(secs).padStart(4, '0')}] ${String(msg ?? '').padEnd(44)}`;
+  const kv = (k: string, v: unknown) => {
+    line += ` \x1b[${color}m${k}\x1b[0m=${value(v)}`;
+  };
+  if (err && typeof err === 'object') kv('error', (err as { message?: unknown }).message ?? err);
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) kv(k, v);
+  return `${line}\n`;
+}
+
 /** One pino JSON record as a text line. */
 export function textLine(json: string): string {
   let rec: Record<string, unknown>;
@@ -45,7 +73,11 @@ function withSourceStack(json: string): string {
   }
 }
 
-export function makeLogger(opts: { level: string; format: string }): Logger {
+/**
+ * opts.raw (--raw-logs): always the plain text form, never the terminal's colored one (which the
+ * text format takes only when stderr is a terminal).
+ */
+export function makeLogger(opts: { level: string; format: string; raw?: boolean }): Logger {
   const dest = pino.destination({ fd: 2, sync: false });
   const base = {
     level: opts.level,
@@ -63,9 +95,11 @@ export function makeLogger(opts: { level: string; format: string }): Logger {
     };
     return pino({ ...base, formatters: { level: (_label: string, n: number) => ({ level: LEVELS[n] ?? String(n) }) } }, json);
   }
+  const startMs = Date.now();
+  const colored = !opts.raw && process.stderr.isTTY === true;
   const text = {
     write(chunk: string): void {
-      dest.write(textLine(chunk));
+      dest.write(colored ? ttyLine(chunk, startMs) : textLine(chunk));
     },
     flush(): void {
       dest.flush();

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { SystemInfoPort } from '../api/ports.ts';
 import type { DaemonConfig } from '../config/load.ts';
 import { machineFacts } from '../drivers/sys/info.ts';
+import { parseGenericResources } from '../lib/generic-resources.ts';
 import { ENGINE_VERSION } from './version.ts';
 
 interface Deps {
@@ -66,6 +67,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
     return Promise.race([learn(), late]).finally(() => clearTimeout(timer));
   };
   const cfg = deps.config;
+  const genericResources = parseGenericResources(cfg.nodeGenericResources ?? []);
   return {
     async info() {
       const s = await supVersion();
@@ -113,7 +115,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         RegistryConfig: registryConfig(cfg),
         NCPU: facts.ncpu,
         MemTotal: facts.memTotal,
-        GenericResources: null,
+        GenericResources: genericResources.length ? genericResources : null,
         DockerRootDir: cfg.dataRoot,
         HttpProxy: cfg.httpProxy || (process.env.HTTP_PROXY ?? process.env.http_proxy ?? ''),
         HttpsProxy: cfg.httpsProxy || (process.env.HTTPS_PROXY ?? process.env.https_proxy ?? ''),

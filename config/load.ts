@@ -2,11 +2,13 @@
 // reference daemon's conflict rules between flags and file; validation of the merged result.
 import { homedir } from 'node:os';
 import { EngineError, invalidArgument, isCode } from '../lib/errors.ts';
+import { parseGenericResources } from '../lib/generic-resources.ts';
 import type { ConfigField, DaemonConfig } from './options.ts';
 import { DEFAULT_CONFIG_FILE, DEFAULT_HOST, STOCK_RUNTIME, defaultConfig } from './options.ts';
 import { fileEntries, fileValues, findConflicts, readConfigJson } from './file.ts';
 import { helpText, parseFlags, type ParsedFlags } from './flags.ts';
 import { isCidr, isIP } from './values.ts';
+import type { BuilderConfig } from './options.ts';
 
 export type { DaemonConfig, RuntimeEntry, Ulimit, AddressPool, BuilderConfig } from './options.ts';
 export { helpText } from './flags.ts';
@@ -212,9 +214,8 @@ export function validateConfig(c: DaemonConfig): void {
   if (c.defaultRuntime && c.defaultRuntime !== STOCK_RUNTIME && !c.runtimes[c.defaultRuntime]) {
     throw bad(`specified default runtime '${c.defaultRuntime}' does not exist`);
   }
-  for (const r of c.nodeGenericResources) {
-    if (!/^[^=]+=[^=]+$/.test(r)) throw bad(`could not parse GenericResource: ${r}`);
-  }
+  parseGenericResources(c.nodeGenericResources);
+  validateBuilderGc(c.builder);
   for (const [k, v] of [['bip', c.bip], ['fixed-cidr', c.fixedCidr], ['fixed-cidr-v6', c.fixedCidrV6]] as const) {
     if (v && !isCidr(v)) throw bad(`invalid ${k}: ${v}`);
   }
@@ -228,6 +229,44 @@ export function validateConfig(c: DaemonConfig): void {
     const [k, v] = [o.slice(0, eq).trim().toLowerCase(), o.slice(eq + 1).trim()];
     if (k === 'native.cgroupdriver' && v !== 'cgroupfs' && v !== 'systemd') {
       throw bad(`native.cgroupdriver option ${v} not supported`);
+    }
+  }
+}
+
+const DECIMAL_UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, p: 1e15 };
+const GO_DURATION = /^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
+
+/** go-units FromHumanSize, as the reference reads the builder's keep-storage sizes ("10GB", "512MB"). */
+export function parseHumanSize(s: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$/i.exec(s);
+  if (!m) throw invalidArgument(`invalid size: '${s}'`);
+  return Math.floor(Number(m[1]) * DECIMAL_UNITS[m[2].toLowerCase()]);
+}
+
+/**
+ * The key builder.gc: sizes that read as sizes, filters written KEY=VALUE (unused-for and
+ * until: a Go duration). Throws InvalidArgument.
+ */
+export function validateBuilderGc(b: BuilderConfig | undefined): void {
+  const gc = b?.gc;
+  if (!gc) return;
+  const bad = (msg: string) => invalidArgument(`invalid builder gc configuration: ${msg}`);
+  const size = (s: string | undefined, what: string) => {
+    if (s === undefined || s === '') return;
+    try {
+      parseHumanSize(s);
+    } catch {
+      throw bad(`${what}: invalid size '${s}'`);
+    }
+  };
+  size(gc.defaultKeepStorage, 'defaultKeepStorage');
+  for (const [i, p] of (gc.policy ?? []).entries()) {
+    size(p.keepStorage, `policy[${i}].keepStorage`);
+    for (const f of p.filter ?? []) {
+      const eq = f.indexOf('=');
+      if (eq <= 0) throw bad(`policy[${i}].filter: bad format of filter (expected name=value): ${f}`);
+      const [k, v] = [f.slice(0, eq), f.slice(eq + 1)];
+      if ((k === 'unused-for' || k === 'until') && !GO_DURATION.test(v)) throw bad(`policy[${i}].filter: invalid duration '${v}'`);
     }
   }
 }

@@ -6,6 +6,8 @@ import type { DaemonEnv, Paths } from './env.ts';
 import type { SwappableRuntimes } from './core.ts';
 import type { Runs, Volumes } from './containers.ts';
 import { createApp } from '../../api/app.ts';
+import { AuthzChain } from '../../api/authz/chain.ts';
+import { pluginDirs } from '../../api/authz/discovery.ts';
 import { listenAll } from '../../api/listen.ts';
 import { attachRoutes } from '../../api/attach/routes.ts';
 import { containerRoutes } from '../../api/containers/routes.ts';
@@ -81,6 +83,18 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
         });
       },
     }),
+    component<AuthzChain>({
+      id: 'authz',
+      requires: [],
+      // Every configured plugin must be found (a missing one: the daemon does not start); each is
+      // activated on its first request. A reload replaces the list (cmd/components/reload.ts).
+      init: () => {
+        const chain = new AuthzChain([], { dirs: pluginDirs(process.env) });
+        chain.validate(cfg.authorizationPlugins ?? []);
+        chain.set(cfg.authorizationPlugins ?? []);
+        return chain;
+      },
+    }),
     component({
       id: 'events',
       // After the migrations: their rewrites of old records are not events of the user's.
@@ -95,7 +109,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics'],
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const layers = ctx.get<LayerStore>('layers');
@@ -143,6 +157,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
         experimental: !!cfg.experimental,
         version: { api: API_VERSION, min: MIN_API_VERSION },
         onAnswered,
+        corsHeader: cfg.apiCorsHeader,
+        authz: ctx.get<AuthzChain>('authz'),
         plugins: [
           systemRoutes({
             store,

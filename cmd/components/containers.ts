@@ -134,7 +134,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv(), log: log.child({ component: 'networks' }) });
         const { dataRoot, execRoot } = ctx.get<Paths>('paths');
         // Started in this order and stopped in reverse: images are up before the containers made from them.
-        manager.add(runtimeController.build({ store, reconciler: new RuntimeReconciler(store, { execRoot, wrapperDir: join(dataRoot, 'runtimes') }), log, metrics }));
+        manager.add(runtimeController.build({ store, reconciler: new RuntimeReconciler(store, { execRoot, wrapperDir: join(dataRoot, 'runtimes'), noPivotRoot: cfg.noPivotRoot }), log, metrics }));
         manager.add(networkController.build({ store, reconciler: networks, log, metrics }));
         manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, metrics }));
         manager.add(imageController.build({ store, reconciler: images, log, metrics }));

@@ -107,6 +107,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
           execRoot,
           wrapperDir: join(dataRoot, 'runtimes'),
           source: sources.runtimes === 'flag' ? 'flag' : 'file',
+          noPivotRoot: cfg.noPivotRoot,
         });
         registry.swap(registry.build(cfg));
         return registry;

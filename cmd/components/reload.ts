@@ -3,6 +3,7 @@
 // the file source (chokidar's watcher and SIGHUP both read the file into the daemon-config
 // record) and the controller that reconciles it. Taken on once the API serves.
 import { hostname } from 'node:os';
+import type { AuthzChain } from '../../api/authz/chain.ts';
 import type { EventRecorder } from '../../api/events/recorder.ts';
 import type { DaemonConfig } from '../../config/options.ts';
 import { goFormat } from '../../config/values.ts';
@@ -58,12 +59,13 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
   return component<Running>({
     id: 'reload',
     // After the API: a reload is taken only once the daemon runs.
-    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api'],
+    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api', 'authz'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const runtimes = ctx.get<SwappableRuntimes>('runtimes');
       const distribution = ctx.get<DistributionDriver>('distribution');
       const events = ctx.get<EventRecorder>('events');
+      const authz = ctx.get<AuthzChain>('authz');
       const rlog = log.child({ component: 'config-reload' });
       const owners: ReloadOwner[] = [
         {
@@ -78,6 +80,15 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
           name: 'distribution',
           fields: ['insecureRegistries', 'registryMirrors', 'allowNondistributableArtifacts', 'maxConcurrentDownloads', 'maxConcurrentUploads', 'maxDownloadAttempts'],
           prepare: (next, prev) => ({ apply: () => distribution.reconfigure(registryOptions(next)), rollback: () => distribution.reconfigure(registryOptions(prev)) }),
+        },
+        {
+          name: 'authorization',
+          fields: ['authorizationPlugins'],
+          prepare: (next, prev) => {
+            // A plugin that cannot be found refuses the reload.
+            authz.validate(next.authorizationPlugins ?? []);
+            return { apply: () => authz.set(next.authorizationPlugins ?? []), rollback: () => authz.set(prev.authorizationPlugins ?? []) };
+          },
         },
         {
           name: 'logging',

@@ -38,6 +38,8 @@ export interface RuntimesOptions {
   wrapperDir?: string;
   /** runc's --systemd-cgroup (cgroup driver systemd). */
   systemdCgroup?: boolean;
+  /** ENGINE_RAMDISK: runc shims run containers without pivot_root (the runc option NoPivotRoot). */
+  noPivotRoot?: boolean;
 }
 
 /** Go-style keys of runc shim options (as daemon.json writes them) → our proto field names. */
@@ -97,6 +99,7 @@ export interface RuntimeContext {
   /** Where runtimeArgs wrapper scripts go (default `<execRoot>/runtimes`). */
   wrapperDir?: string;
   systemdCgroup?: boolean;
+  noPivotRoot?: boolean;
 }
 
 /** A runtimeArgs wrapper script: the file and what it holds. */
@@ -111,7 +114,7 @@ export interface RuntimeResolution extends ResolvedRuntime {
 }
 
 function runcDefaultsOf(ctx: RuntimeContext): Record<string, unknown> {
-  return { binary_name: 'runc', root: join(ctx.execRoot, 'runtime-runc'), systemd_cgroup: !!ctx.systemdCgroup };
+  return { binary_name: 'runc', root: join(ctx.execRoot, 'runtime-runc'), systemd_cgroup: !!ctx.systemdCgroup, ...(ctx.noPivotRoot ? { no_pivot_root: true } : {}) };
 }
 
 function wrapperDirOf(ctx: RuntimeContext): string {
@@ -195,7 +198,7 @@ export function shimsOnPath(pathVar: string | undefined = process.env.PATH): str
 }
 
 export function createRuntimes(opts: RuntimesOptions): Runtimes {
-  const ctx: RuntimeContext = { execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup };
+  const ctx: RuntimeContext = { execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup, noPivotRoot: opts.noPivotRoot };
   const table = new Map<string, () => ResolvedRuntime>();
 
   table.set(STDRT, () => resolveRuntimeEntry(STDRT, { runtimeType: RUNC_SHIM }, ctx));

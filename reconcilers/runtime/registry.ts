@@ -59,7 +59,7 @@ function specOf(source: RuntimeSpec['source'], e: RuntimeConfigEntry): RuntimeSp
 const BUILTIN: RuntimeSpec = { source: 'builtin', runtimeType: RUNC_SHIM };
 
 export function createRuntimeRegistry(store: RegistryStore, opts: RuntimeRegistryOptions): RuntimeRegistry {
-  const ctx: RuntimeContext = { execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup };
+  const ctx: RuntimeContext = { execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup, noPivotRoot: opts.noPivotRoot };
   const shims = opts.shims ?? (() => shimsOnPath());
   /** What each table `build` made stands for. */
   const built = new WeakMap<RuntimeTable, { defaultName: string; runtimes: Record<string, RuntimeConfigEntry> }>();
@@ -94,7 +94,7 @@ export function createRuntimeRegistry(store: RegistryStore, opts: RuntimeRegistr
     },
     build(c: RuntimesConfig): RuntimeTable {
       const runtimes = c.runtimes ?? {};
-      const table = createRuntimes({ defaultRuntime: c.defaultRuntime || STDRT, runtimes, execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup });
+      const table = createRuntimes({ defaultRuntime: c.defaultRuntime || STDRT, runtimes, execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup, noPivotRoot: opts.noPivotRoot });
       built.set(table, { defaultName: table.default, runtimes });
       return table;
     },

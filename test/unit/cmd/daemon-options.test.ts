@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import pino from 'pino';
+import {
+  applyCpuRt,
+  applyOomScoreAdj,
+  cgroupDriverOpt,
+  checkCgroupDriver,
+  containersCpuCgroup,
+  controlPlaneMtu,
+  unsupportedOption,
+} from '../../../cmd/daemon-options.ts';
+import { textLine, ttyLine } from '../../../cmd/log-format.ts';
+import { validateBuilderGc, parseHumanSize } from '../../../config/load.ts';
+import { defaultConfig, type DaemonConfig } from '../../../config/options.ts';
+import { parseGenericResources } from '../../../lib/generic-resources.ts';
+
+const silent = pino({ level: 'silent' });
+const cfg = (over: Partial<DaemonConfig>): DaemonConfig => ({ ...defaultConfig(), ...over });
+
+test('generic resources: discrete, named sets, and the reference refusals', () => {
+  assert.deepEqual(parseGenericResources(['gpu=2,fpga=a', 'fpga=b']), [
+    { DiscreteResourceSpec: { Kind: 'gpu', Value: 2 } },
+    { NamedResourceSpec: { Kind: 'fpga', Value: 'a' } },
+    { NamedResourceSpec: { Kind: 'fpga', Value: 'b' } },
+  ]);
+  assert.deepEqual(parseGenericResources([' ssd = UUID1 ']), [{ NamedResourceSpec: { Kind: 'ssd', Value: 'UUID1' } }]);
+  assert.deepEqual(parseGenericResources([]), []);
+  assert.throws(() => parseGenericResources(['gpu=-1']), /could not parse GenericResource: cannot ask for negative resource gpu/);
+  assert.throws(() => parseGenericResources(['gpu=1', 'gpu=a']), /could not parse GenericResource: malformed expression 'gpu=\[1 a\]'/);
+  assert.throws(() => parseGenericResources(['gpu=1', 'gpu=2']), /malformed expression/);
+  assert.throws(() => parseGenericResources(['gpu']), /incorrect term gpu/);
+  assert.throws(() => parseGenericResources(['a=b=c']), /incorrect term a=b=c/);
+});
+
+test('options of later work refuse the start; defaults and overlay2.override_kernel_check do not', () => {
+  assert.equal(unsupportedOption(defaultConfig()), undefined);
+  assert.equal(unsupportedOption(cfg({ storageDriver: 'vfs' })), undefined);
+  assert.equal(unsupportedOption(cfg({ storageOpts: ['overlay2.override_kernel_check=true'] })), undefined);
+  const cases: Array<[Partial<DaemonConfig>, string]> = [
+    [{ storageDriver: 'btrfs' }, 'not supported by this daemon yet: --storage-driver=btrfs'],
+    [{ storageOpts: ['overlay2.size=10G'] }, 'not supported by this daemon yet: --storage-opt overlay2.size'],
+    [{ storageOpts: ['overlay2.mountopt=x'] }, 'overlay2: unknown option overlay2.mountopt'],
+    [{ storageOpts: ['overlay2.override_kernel_check=maybe'] }, 'strconv.ParseBool: parsing "maybe": invalid syntax'],
+    [{ storageDriver: 'vfs', storageOpts: ['size=1G'] }, 'not supported by this daemon yet: --storage-opt size'],
+    [{ usernsRemap: 'default' }, 'not supported by this daemon yet: --userns-remap'],
+    [{ rootless: true }, 'not supported by this daemon yet: --rootless'],
+    [{ selinuxEnabled: true }, 'not supported by this daemon yet: --selinux-enabled'],
+    [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
+    [{ features: { 'supervisor-snapshotter': true } }, 'not supported by this daemon yet: --feature supervisor-snapshotter'],
+    [{ clusterDefaultAdvertiseAddr: 'eth0' }, 'not supported by this daemon yet: --cluster-default-advertise-addr'],
+  ];
+  for (const [over, msg] of cases) assert.equal(unsupportedOption(cfg(over)), msg);
+  assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': false } })), undefined);
+});
+
+test('native.cgroupdriver: cgroupfs acts, systemd refused without systemd', () => {
+  assert.equal(cgroupDriverOpt(['native.cgroupdriver=cgroupfs']), 'cgroupfs');
+  assert.equal(cgroupDriverOpt([]), '');
+  checkCgroupDriver(['native.cgroupdriver=cgroupfs'], false);
+  assert.throws(() => checkCgroupDriver(['native.cgroupdriver=systemd'], false), { message: 'systemd cgroup flag passed, but systemd support for managing cgroups is not available' });
+  assert.throws(() => checkCgroupDriver(['native.cgroupdriver=systemd'], true), /not supported by this daemon yet/);
+});
+
+test('oom-score-adjust writes the score; a permission refusal is not fatal', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'oom-'));
+  try {
+    const f = join(dir, 'oom_score_adj');
+    writeFileSync(f, '0');
+    applyOomScoreAdj(300, silent, f);
+    assert.equal(readFileSync(f, 'utf8'), '300');
+    applyOomScoreAdj(0, silent, join(dir, 'absent/x'));
+    assert.throws(() => applyOomScoreAdj(1001, silent, f), /out of range/);
+    assert.throws(() => applyOomScoreAdj(5, silent, join(dir, 'absent/x')), /ENOENT/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('cpu-rt-period/runtime are written into the containers\' parent cgroup and each one above it', () => {
+  const mount = mkdtempSync(join(tmpdir(), 'cpu-'));
+  try {
+    writeFileSync(join(mount, 'cpu.rt_runtime_us'), '950000');
+    const at = applyCpuRt(cfg({ cpuRtPeriod: 1000000, cpuRtRuntime: 20000, cgroupParent: '/a/b' }), mount);
+    assert.equal(at, join(mount, '/a/b'));
+    for (const d of ['a', 'a/b']) {
+      assert.equal(readFileSync(join(mount, d, 'cpu.rt_period_us'), 'utf8'), '1000000');
+      assert.equal(readFileSync(join(mount, d, 'cpu.rt_runtime_us'), 'utf8'), '20000');
+    }
+    assert.equal(applyCpuRt(cfg({}), mount), undefined);
+    assert.throws(() => applyCpuRt(cfg({ cpuRtRuntime: 1 }), null), /cgroup v2/);
+    mkdirSync(join(mount, 'nort'));
+    assert.throws(() => applyCpuRt(cfg({ cpuRtRuntime: 1 }), join(mount, 'nort')), /not supported by the kernel/);
+    assert.equal(containersCpuCgroup(''), '/engine');
+  } finally {
+    rmSync(mount, { recursive: true, force: true });
+  }
+});
+
+test('network control plane MTU: the reference minimum', () => {
+  assert.equal(controlPlaneMtu(1400), 1400);
+  assert.equal(controlPlaneMtu(100), 500);
+});
+
+test('builder gc policy is validated', () => {
+  validateBuilderGc({ gc: { enabled: true, defaultKeepStorage: '10GB', policy: [{ keepStorage: '512MB', filter: ['unused-for=2200h'] }, { all: true, keepStorage: '1GB' }] } });
+  validateBuilderGc(undefined);
+  assert.equal(parseHumanSize('10GB'), 10e9);
+  assert.throws(() => validateBuilderGc({ gc: { defaultKeepStorage: 'lots' } }), /defaultKeepStorage: invalid size 'lots'/);
+  assert.throws(() => validateBuilderGc({ gc: { policy: [{ filter: ['unused-for'] }] } }), /bad format of filter/);
+  assert.throws(() => validateBuilderGc({ gc: { policy: [{ filter: ['unused-for=3 days'] }] } }), /invalid duration/);
+});
+
+test('raw logs: the terminal form is colored with elapsed seconds; the raw form is logfmt', () => {
+  const rec = JSON.stringify({ level: 30, time: new Date(5000).toISOString(), msg: 'API listen', hosts: 'unix:///x' });
+  assert.equal(ttyLine(rec, 2000), `\x1b[36mINFO\x1b[0m[0003] ${'API listen'.padEnd(44)} \x1b[36mhosts\x1b[0m=unix:///x\n`);
+  assert.match(textLine(rec), /^time="1970-01-01T00:00:05.000Z" level=info msg="API listen" hosts=unix:\/\/\/x\n$/);
+  assert.doesNotMatch(textLine(rec), /\x1b/);
+});
