@@ -102,6 +102,8 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const supervisor = ctx.get<SupervisorClient>('supervisor-client');
         const { dataRoot, execRoot } = ctx.get<Paths>('paths');
         return new ContainerReconciler(store, {
+          // Read at each use: live-restore is reloadable.
+          liveRestore: () => !!cfg.liveRestore,
           network: ctx.get<NetworkAttacher>('network-attacher'),
           shm: { ensure: ensureShm, release: releaseShm },
           probes: execProbes(ctx.get<ExecManager>('execs'), supervisor, ctx.get<Metrics>('metrics').engine?.healthCheck),
@@ -199,7 +201,9 @@ export function runningComponent({ cfg, log }: DaemonEnv) {
     },
     close: async ({ manager, containers }) => {
       await manager.stop();
-      await containers.shutdown(cfg.shutdownTimeout);
+      // Live restore: the containers run on, and the next daemon adopts them.
+      if (cfg.liveRestore) await containers.leaveRunning();
+      else await containers.shutdown(cfg.shutdownTimeout);
     },
   });
 }

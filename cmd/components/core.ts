@@ -71,7 +71,8 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
           log: log.child({ component: 'layers' }),
         });
       },
-      close: (layers) => layers.cleanup(),
+      // Live restore: the root filesystems of the containers left running stay mounted for the next daemon.
+      close: (layers) => (cfg.liveRestore ? undefined : layers.cleanup()),
     }),
     component<SupervisorAddress & { stop?: () => Promise<void> | void }>({
       id: 'supervisor',
@@ -89,7 +90,8 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
         });
         return { address: p.address, namespace, stop: () => p.stop() };
       },
-      close: (s) => s.stop?.(),
+      // Live restore: the supervisor (its own process group) and the shims run on; the next daemon adopts it.
+      close: (s) => (cfg.liveRestore ? undefined : s.stop?.()),
     }),
     component({
       id: 'supervisor-client',

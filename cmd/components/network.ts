@@ -10,6 +10,7 @@ import { ensureDefaultNetwork } from '../../reconcilers/network/default-network.
 import { NetworkDns } from '../../reconcilers/network/dns.ts';
 import { PortPublisher } from '../../reconcilers/network/ports.ts';
 import type { Store } from '../../store/store.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
 export function networkComponents({ cfg, log }: DaemonEnv) {
   return [
@@ -65,8 +66,11 @@ export function networkComponents({ cfg, log }: DaemonEnv) {
           userlandProxy: cfg.userlandProxy !== false,
           proxy: cfg.userlandProxy !== false ? ctx.get<PortProxies>('port-proxies') : undefined,
         });
-        // No run of the last life is left (they are stopped at start-up): neither are its published ports.
-        const swept = await ports.sweep();
+        // No run of the last life is left (they are stopped at start-up): neither are its published
+        // ports — unless live restore adopts the runs: the ports of containers last seen running stay.
+        const store = ctx.get<Store>('store');
+        const lastSeenRunning = (id: string) => ['running', 'paused'].includes(store.get(Containers, id)?.status.phase ?? '');
+        const swept = await ports.sweep(undefined, cfg.liveRestore ? lastSeenRunning : undefined);
         if (swept) log.info({ ports: swept }, 'published ports of the previous run released');
         return ports;
       },

@@ -144,6 +144,8 @@ export interface PublishPort {
     exposedPorts: ContainerConfig['ExposedPorts'];
   }): Promise<PublishedPort[]>;
   unpublish(containerId: string): Promise<void>;
+  /** Live restore: the ports a run of the last life published (rules and claims kept) proxied again. */
+  adopt?(containerId: string): Promise<PublishedPort[]>;
 }
 
 /** The --icc=false exceptions of legacy links (reconcilers/network/link-rules.ts). */
@@ -159,6 +161,8 @@ export interface ShmPort {
 }
 
 export interface ContainerReconcilerDeps {
+  /** Live restore (reloadable): a live task of the last life is adopted, not stopped. */
+  liveRestore?: () => boolean;
   network?: NetworkPort;
   shm?: ShmPort;
   /** Runs healthcheck probes in running containers; without it healthchecks are not run. */

@@ -33,6 +33,7 @@ import {
 } from './machine.ts';
 import { HealthChecks } from './health.ts';
 import { applyResources } from './resources-step.ts';
+import { RunAdoption } from './adopt-step.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
 import type { RunRegistry } from './runs.ts';
 import { parseSignal } from './signals.ts';
@@ -61,6 +62,7 @@ export class ContainerReconciler {
   private readonly runs: RunRegistry;
   private readonly status: StagedStatus;
   private readonly steps: RunSteps;
+  private readonly adoption: RunAdoption;
   /** Machines in transient states, kept between reconciles; settled ones are rebuilt from status. */
   private readonly machines: MachineHost<Machine>;
   /** Healthcheck probes of running containers (when the wiring gives a way to run them). */
@@ -74,6 +76,7 @@ export class ContainerReconciler {
     this.runs = runs;
     this.status = new StagedStatus(store);
     this.steps = new RunSteps(store, deps, runs, this.status);
+    this.adoption = new RunAdoption(store, deps, runs, this.status, this.steps);
     if (deps.probes) this.health = new HealthChecks(deps.probes);
     this.probeEnds = this.health?.ends ?? new KeySource();
     const machine = containerLifecycle.provide({
@@ -131,6 +134,8 @@ export class ContainerReconciler {
         }
       }
       let held = this.machines.current(id, () => this.restore(r));
+      // Live restore: a task of the last life still running is taken over rather than stopped.
+      if (!this.runs.get(id) && ALIVE.has(topState(held.snapshot)) && this.adoption.enabled()) await this.adoption.adopt(id, ctx);
       // Observe, drive; again when the machine moved (what it now accepts may differ).
       for (let round = 0; round < MAX_ROUNDS; round++) {
         const cur = this.store.get(Containers, id);
@@ -343,6 +348,8 @@ export class ContainerReconciler {
     }
     await sup.deleteContainer(id).catch(() => {});
     await this.deps.network?.detach(id).catch(() => {});
+    // Kept at boot for live restore (ports.sweep): the run they were for is gone.
+    await this.deps.ports?.unpublish(id).catch(() => {});
     await this.deps.layers.unmountRW(id).catch(() => {});
     this.status.set(id, (s) => ({
       ...s,
@@ -382,6 +389,23 @@ export class ContainerReconciler {
         } catch (err) {
           this.deps.log.warn({ err, id }, 'stopping container at shutdown failed');
         }
+      }),
+    );
+  }
+
+  /**
+   * Daemon shutdown with live restore: the containers go on running. Only this process lets go of
+   * them: exit watches end, their streams close (the FIFOs stay for the next daemon) and their logs
+   * are flushed and closed.
+   */
+  async leaveRunning(): Promise<void> {
+    await Promise.all(
+      this.runs.ids().map(async (id) => {
+        const run = this.runs.get(id);
+        if (!run) return;
+        this.runs.stopWatching(run);
+        run.io.close();
+        await run.logger?.close().catch((err: unknown) => this.deps.log.warn({ err, id }, 'closing the log of a container left running failed'));
       }),
     );
   }

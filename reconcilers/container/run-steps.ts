@@ -107,32 +107,8 @@ export class RunSteps {
     try {
       const linked = linkedContainers(this.store, spec);
       writeLinkHosts(status.hostsPath, linked);
-      const volumeMounts = await volumeMountSources(id, spec, this.deps.volumes);
-      const rootfs = await this.deps.layers.mountRW(id);
-      const oci = await this.deps.spec.build({
-        volumeMounts,
-        id,
-        config: spec.config,
-        hostConfig: spec.hostConfig,
-        path: spec.path,
-        args: spec.args,
-        rootfs,
-        // The links' variables; the container's own Env overrides them.
-        imageEnv: linked.flatMap(linkEnv),
-        files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
-        cgroupsPath: `${this.deps.cgroupParent}/${id}`,
-      });
+      const { oci, rootfs } = await this.runSpec(id, spec, linked);
       const mode = spec.hostConfig.NetworkMode;
-      if (mode.startsWith('container:')) this.join(oci, 'network', mode.slice('container:'.length));
-      const pidMode = String(spec.hostConfig.PidMode ?? '');
-      if (pidMode.startsWith('container:')) this.join(oci, 'pid', pidMode.slice('container:'.length));
-      const ipcMode = String(spec.hostConfig.IpcMode ?? '');
-      if (ipcMode.startsWith('container:')) this.join(oci, 'ipc', ipcMode.slice('container:'.length));
-      if (ipcMode === 'shareable' && this.deps.shm) {
-        // Its /dev/shm lives on the host, where the containers joining its IPC find it.
-        await this.deps.shm.ensure(this.shmDir(id), Number(spec.hostConfig.ShmSize) || 64 * 1024 * 1024);
-        bindShm(oci as Record<string, unknown>, this.shmDir(id));
-      }
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
       this.supervisorClean.delete(id);
       // The supervisor's record is created while the FIFOs and the log file are prepared here.
@@ -201,6 +177,42 @@ export class RunSteps {
         pid: 0,
       }));
     }
+  }
+
+  /**
+   * What a run of the container is made of: its volumes' sources, its root filesystem mounted, and
+   * the OCI spec (namespaces it joins, a shareable /dev/shm). A start creates the task from it; an
+   * adoption keeps it for exec.
+   */
+  async runSpec(id: string, spec: ContainerSpec, linked: ReturnType<typeof linkedContainers>): Promise<{ oci: Run['oci']; rootfs: string }> {
+    const status = this.status.get(id);
+    const volumeMounts = await volumeMountSources(id, spec, this.deps.volumes);
+    const rootfs = await this.deps.layers.mountRW(id);
+    const oci = await this.deps.spec.build({
+      volumeMounts,
+      id,
+      config: spec.config,
+      hostConfig: spec.hostConfig,
+      path: spec.path,
+      args: spec.args,
+      rootfs,
+      // The links' variables; the container's own Env overrides them.
+      imageEnv: linked.flatMap(linkEnv),
+      files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
+      cgroupsPath: `${this.deps.cgroupParent}/${id}`,
+    });
+    const mode = spec.hostConfig.NetworkMode;
+    if (mode.startsWith('container:')) this.join(oci, 'network', mode.slice('container:'.length));
+    const pidMode = String(spec.hostConfig.PidMode ?? '');
+    if (pidMode.startsWith('container:')) this.join(oci, 'pid', pidMode.slice('container:'.length));
+    const ipcMode = String(spec.hostConfig.IpcMode ?? '');
+    if (ipcMode.startsWith('container:')) this.join(oci, 'ipc', ipcMode.slice('container:'.length));
+    if (ipcMode === 'shareable' && this.deps.shm) {
+      // Its /dev/shm lives on the host, where the containers joining its IPC find it.
+      await this.deps.shm.ensure(this.shmDir(id), Number(spec.hostConfig.ShmSize) || 64 * 1024 * 1024);
+      bindShm(oci as Record<string, unknown>, this.shmDir(id));
+    }
+    return { oci: oci as Run['oci'], rootfs };
   }
 
   /**

@@ -184,11 +184,31 @@ export class PortPublisher {
     for (const a of this.allocations().filter((x) => x.spec.containerId === containerId)) await this.releaseOne(a, signal);
   }
 
-  /** Boot: no run of the last life is left (they are stopped at start-up), so none of its ports is either. */
-  async sweep(signal?: AbortSignal): Promise<number> {
-    const all = this.allocations();
+  /**
+   * Boot: the runs of the last life are stopped at start-up, so their ports go — except those of
+   * the containers `kept` names (live restore adopts them: rules and claims stay, see `adopt`).
+   */
+  async sweep(signal?: AbortSignal, kept: (containerId: string) => boolean = () => false): Promise<number> {
+    const all = this.allocations().filter((a) => !kept(a.spec.containerId));
     for (const a of all) await this.releaseOne(a, signal).catch((err) => this.opts.log.warn({ err, port: a.name }, 'releasing a published port failed'));
     return all.length;
+  }
+
+  /** Live restore: an adopted container's claims (and rules) were kept; its proxies listen again. */
+  async adopt(containerId: string): Promise<PublishedPort[]> {
+    const mine = this.allocations().filter((a) => a.spec.containerId === containerId);
+    const out: PublishedPort[] = [];
+    for (const a of mine) {
+      const s = a.spec;
+      if (s.userlandProxy && this.opts.proxy && !this.proxies.has(containerId)) {
+        const h = await this.opts.proxy.start({ proto: s.proto, hostIp: s.hostIp, hostPort: s.hostPort, containerIp: s.containerIp, containerPort: s.containerPort });
+        const list = this.proxies.get(containerId) ?? [];
+        list.push(h);
+        this.proxies.set(containerId, list);
+      }
+      out.push({ containerPort: s.containerPort, proto: s.proto, hostIp: s.hostIp, hostPort: s.hostPort });
+    }
+    return out;
   }
 
   private async releaseOne(a: Allocation, signal?: AbortSignal): Promise<void> {

@@ -159,6 +159,26 @@ describe('level-triggered containers', () => {
     assert.equal(world.supervisor.tasks.has(id), false);
   });
 
+  test('live restore: a leftover task still running is adopted, not stopped; its later exit is collected with its code', async () => {
+    const id = newId();
+    const { spec, status } = containerRecord(id, {
+      spec: { desired: 'running', runGeneration: 1 },
+      status: { phase: 'running', prepared: true, runGeneration: 1, pid: 1 },
+    });
+    store.create(Containers, id, spec, status);
+    const pid = world.crashLeftover(id);
+    world.deps.liveRestore = () => true;
+    controller = await startContainerController(world, store, { workers: 1 });
+    const r = await waitStatus(id, (s) => s.pid === pid);
+    assert.equal(r.status.phase, 'running');
+    assert.equal(world.runs.get(id)?.pid, pid, 'the run is registered with the task\'s pid');
+    assert.deepEqual(world.signals, [], 'nothing was signalled');
+    world.exitBehindBack(id, 3);
+    const done = await waitStatus(id, (s) => s.phase === 'exited', 4000);
+    assert.equal(done.status.exitCode, 3);
+    assert.equal(world.supervisor.tasks.has(id), false, 'the task was collected');
+  });
+
   test('a daemon restart in the middle of a stop finishes it from the deadline in status', async () => {
     controller = await startContainerController(world, store);
     const id = running();
