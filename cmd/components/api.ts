@@ -29,6 +29,7 @@ import { buildPull } from '../../api/builder/pull.ts';
 import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
 import { volumeRoutes } from '../../api/volumes/routes.ts';
+import { stackRoutes } from '../../api/stacks/routes.ts';
 import { createDistribution, type DistributionDriver } from '../../drivers/distribution/distribution.ts';
 import { createImageArchive } from '../../drivers/image/archive.ts';
 import { createImageCommitter } from '../../drivers/image/commit.ts';
@@ -211,6 +212,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           attachRoutes(attachDeps),
           eventRoutes(events),
           volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
+          stackRoutes({ store }),
           networkRoutes({
             store,
             defaults: {

@@ -12,6 +12,7 @@ import { PortAllocations } from './port-allocation.ts';
 import { Pulls } from './pull.ts';
 import { References } from './reference.ts';
 import { Runtimes } from './runtime.ts';
+import { Stacks } from './stack.ts';
 import { Volumes } from './volume.ts';
 
 export const STORE_KINDS: KindTable = kindTable([
@@ -27,4 +28,5 @@ export const STORE_KINDS: KindTable = kindTable([
   Pulls,
   Runtimes,
   DaemonConfigs,
+  Stacks,
 ]);

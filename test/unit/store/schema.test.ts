@@ -107,6 +107,11 @@ function recordsOfEveryKind(): Array<{ kind: string; name: string; spec: unknown
       },
     },
     {
+      kind: 'stack', name: 'shop',
+      spec: { document: { services: { web: { image: 'busybox', deploy: { replicas: 2 } } } }, desired: 'present', removeVolumes: false, appliedAt: now },
+      status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'False', reason: 'NotConverged', message: '', lastTransitionTime: now, observedGeneration: 1 }], services: { web: { desired: 2, ready: 0, conditions: [] } } },
+    },
+    {
       kind: 'daemon-config', name: 'daemon',
       spec: { revision: 3, cause: 'watch', text: '{"debug": true}' },
       status: { observedRevision: 3, applied: { debug: true, labels: ['a=b'] }, conditions: [{ type: 'Applied', status: 'True', reason: 'Applied', message: 'debug', lastTransitionTime: now }] },

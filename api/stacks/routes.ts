@@ -1,0 +1,88 @@
+// The stack API extension (docs/api-extensions.md): PUT /stacks/{name} writes a Compose
+// application (YAML or JSON) as a stack's desired state; GET lists and inspects with status and
+// conditions; DELETE marks it removed and waits until the stack reconciler has taken away what the
+// stack owns. A bad name or document is a 400 naming the path, and nothing is written.
+import { parse as parseYaml } from 'yaml';
+import * as z from 'zod';
+import type { App } from '../app.ts';
+import { composeApp, composeIssue, PROJECT_NAME } from '../../lib/compose/schema.ts';
+import { conflict, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
+import { rfc3339Nano } from '../../lib/ids.ts';
+import { INITIAL_STACK_STATUS, Stacks, type StackResource } from '../../store/kinds/stack.ts';
+import type { ApiStore } from '../containers/store.ts';
+import { nameParams, q } from '../request.ts';
+import { gone, writeAndWait } from '../write-and-wait.ts';
+
+export interface StackRouteDeps {
+  store: ApiStore;
+  /** How long DELETE waits for the stack reconciler. */
+  waitTimeoutMs?: number;
+}
+
+const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
+const DOCUMENT_LIMIT = 8 * 1024 * 1024;
+
+/** A stack as GET answers it. */
+export function stackView(r: StackResource) {
+  return {
+    Name: r.name,
+    Generation: r.generation,
+    AppliedAt: r.spec.appliedAt,
+    Removing: r.spec.desired === 'removed',
+    Document: r.spec.document,
+    Status: { ObservedGeneration: r.status.observedGeneration, Conditions: r.status.conditions, Services: r.status.services },
+  };
+}
+
+function findStack(store: ApiStore, name: string): StackResource {
+  const r = store.get(Stacks, name);
+  if (!r) throw notFound(`no such stack: ${name}`);
+  return r;
+}
+
+export function stackRoutes(deps: StackRouteDeps) {
+  const { store } = deps;
+  const timeoutMs = deps.waitTimeoutMs ?? 120_000;
+
+  return async function register(app: App): Promise<void> {
+    app.addContentTypeParser(YAML_TYPES, { parseAs: 'string', bodyLimit: DOCUMENT_LIMIT }, (_req, body, done) => {
+      try {
+        done(null, parseYaml(typeof body === 'string' ? body : body.toString('utf8')));
+      } catch (err) {
+        done(invalidArgument(`invalid YAML: ${err instanceof Error ? err.message : String(err)}`), undefined);
+      }
+    });
+
+    app.put('/stacks/:name', { schema: { params: nameParams } }, async (req, reply) => {
+      const name = req.params.name;
+      if (!PROJECT_NAME.test(name)) {
+        throw invalidArgument(`invalid project name "${name}": must consist only of lowercase alphanumeric characters, hyphens, and underscores as well as start with a letter or number`);
+      }
+      if (req.body === undefined || req.body === null) throw invalidArgument('a Compose document is required (YAML or JSON body)');
+      const parsed = composeApp.safeParse(req.body);
+      if (!parsed.success) throw invalidArgument(composeIssue(parsed.error));
+      const document = parsed.data;
+      if (document.name !== undefined && document.name !== name) throw invalidArgument(`name: "${document.name}" does not match the stack "${name}"`);
+      const cur = store.get(Stacks, name);
+      if (cur?.spec.desired === 'removed') throw conflict(`stack ${name} is being removed`);
+      const spec = { document, desired: 'present' as const, removeVolumes: false, appliedAt: rfc3339Nano() };
+      const r = cur ? store.updateSpec(Stacks, name, () => spec) : store.create(Stacks, name, spec, INITIAL_STACK_STATUS);
+      reply.code(cur ? 200 : 201);
+      return stackView(r);
+    });
+
+    app.get('/stacks', async () => store.list(Stacks).map(stackView));
+
+    app.get('/stacks/:name', { schema: { params: nameParams } }, async (req) => stackView(findStack(store, req.params.name)));
+
+    app.delete('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ volumes: q.bool() }) } }, async (req, reply) => {
+      const r = findStack(store, req.params.name);
+      const removeVolumes = req.query.volumes || (r.spec.desired === 'removed' && r.spec.removeVolumes);
+      await writeAndWait(store, Stacks, r.name, (s) => ({ ...s, desired: 'removed', removeVolumes }), gone, {
+        timeoutMs,
+        timedOut: () => unavailable(`removal of stack ${r.name} did not finish in time`),
+      });
+      reply.code(204).send();
+    });
+  };
+}
