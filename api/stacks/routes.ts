@@ -5,6 +5,7 @@
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { App } from '../app.ts';
+import { undeclaredReference } from '../../lib/compose/normalize.ts';
 import { composeApp, composeIssue, PROJECT_NAME } from '../../lib/compose/schema.ts';
 import { conflict, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
@@ -62,6 +63,8 @@ export function stackRoutes(deps: StackRouteDeps) {
       const parsed = composeApp.safeParse(req.body);
       if (!parsed.success) throw invalidArgument(composeIssue(parsed.error));
       const document = parsed.data;
+      const undeclared = undeclaredReference(document);
+      if (undeclared) throw invalidArgument(undeclared);
       if (document.name !== undefined && document.name !== name) throw invalidArgument(`name: "${document.name}" does not match the stack "${name}"`);
       const cur = store.get(Stacks, name);
       if (cur?.spec.desired === 'removed') throw conflict(`stack ${name} is being removed`);

@@ -73,6 +73,7 @@ describe('stacks API', () => {
       ['/stacks/bad', '{"services":{"web":{"image":"b","privileged":true}}}', 'application/json', /^services\.web\.privileged: key not supported by this daemon$/],
       ['/stacks/bad', 'services: [unclosed', 'application/yaml', /^invalid YAML: /],
       ['/stacks/bad', '{"services":', 'application/json', /^invalid JSON: /],
+      ['/stacks/bad', '{"services":{"web":{"image":"b","networks":["nowhere"]}}}', 'application/json', /^services\.web\.networks: service "web" refers to undefined network nowhere$/],
     ];
     for (const [path, body, type, want] of cases) {
       const r = await call(d, 'PUT', path, body, type);
