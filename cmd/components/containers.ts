@@ -28,8 +28,6 @@ import { imageController } from '../../reconcilers/image/controller.ts';
 import { networkController } from '../../reconcilers/network/controller.ts';
 import { volumeController } from '../../reconcilers/volume/controller.ts';
 import { runtimeController } from '../../reconcilers/runtime/controller.ts';
-import { stackController } from '../../reconcilers/stack/controller.ts';
-import { StackReconciler } from '../../reconcilers/stack/reconciler.ts';
 import { RuntimeReconciler } from '../../reconcilers/runtime/reconciler.ts';
 import { ImageReconciler } from '../../reconcilers/image/reconciler.ts';
 import type { NetworkAttacher } from '../../reconcilers/network/attacher.ts';
@@ -143,7 +141,6 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, metrics }));
         manager.add(imageController.build({ store, reconciler: images, log, metrics }));
         manager.add(containerController(runs, containers).build({ store, reconciler: containers, log, metrics }));
-        manager.add(stackController.build({ store, reconciler: new StackReconciler(store), log, metrics }));
         manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, metrics }));
         return { manager, images };
       },

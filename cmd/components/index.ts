@@ -9,6 +9,7 @@ import { metricsComponent } from './metrics.ts';
 import { networkComponents } from './network.ts';
 import { pullComponent } from './pulls.ts';
 import { reloadComponent } from './reload.ts';
+import { stacksComponent } from './stacks.ts';
 
 export type { DaemonEnv } from './env.ts';
 
@@ -24,6 +25,7 @@ export function daemonComponents(env: DaemonEnv): Component[] {
     // any of it closes.
     runningComponent(env),
     apiComponent(env),
+    stacksComponent(env),
     reloadComponent(env),
   ];
 }

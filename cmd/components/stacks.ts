@@ -1,0 +1,52 @@
+// The stack reconciler's wiring: its Engine API calls go to the daemon's own API in process
+// (fastify's inject), so a stack's objects are made under every rule a client's are. Started once
+// the API serves; stopped before it closes.
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { EngineError, type ErrorCode } from '../../lib/errors.ts';
+import { stackController } from '../../reconcilers/stack/controller.ts';
+import { StackReconciler, type StackEngine } from '../../reconcilers/stack/reconciler.ts';
+import type { Controller } from '../../controllers/controller.ts';
+import type { Store } from '../../store/store.ts';
+import { component } from '../components.ts';
+import type { DaemonEnv, Paths } from './env.ts';
+import type { Metrics } from './metrics.ts';
+
+const CODES: Record<number, ErrorCode> = { 400: 'InvalidArgument', 403: 'PermissionDenied', 404: 'NotFound', 409: 'Conflict', 503: 'Unavailable' };
+
+/** The Engine API, in process: a call that is not a 2xx throws with the API's message. */
+export function inProcessEngine(app: Pick<FastifyInstance, 'inject'>): StackEngine {
+  const call = async (method: 'POST' | 'DELETE', url: string, body?: unknown): Promise<Record<string, unknown>> => {
+    const res = await app.inject({ method, url, ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+    const text = res.body;
+    const json = text ? (() => { try { return JSON.parse(text) as Record<string, unknown>; } catch { return { message: text }; } })() : {};
+    if (res.statusCode >= 300 && res.statusCode !== 304) throw new EngineError(CODES[res.statusCode] ?? 'Internal', String(json.message ?? `${method} ${url}: ${res.statusCode}`));
+    return json;
+  };
+  const q = encodeURIComponent;
+  return {
+    createNetwork: async (body) => void (await call('POST', '/networks/create', body)),
+    removeNetwork: async (name) => void (await call('DELETE', `/networks/${q(name)}`)),
+    createVolume: async (body) => void (await call('POST', '/volumes/create', body)),
+    removeVolume: async (name) => void (await call('DELETE', `/volumes/${q(name)}`)),
+    createContainer: async (name, body) => String((await call('POST', `/containers/create?name=${q(name)}`, body)).Id),
+    startContainer: async (id) => void (await call('POST', `/containers/${q(id)}/start`)),
+    removeContainer: async (id) => void (await call('DELETE', `/containers/${q(id)}?force=1`)),
+  };
+}
+
+export function stacksComponent({ log }: DaemonEnv) {
+  return component<Controller>({
+    id: 'stacks',
+    requires: ['api', 'store', 'paths', 'metrics'],
+    init: async (ctx) => {
+      const store = ctx.get<Store>('store');
+      const { app } = ctx.get<{ app: FastifyInstance }>('api');
+      const reconciler = new StackReconciler(store, { engine: inProcessEngine(app), filesRoot: join(ctx.get<Paths>('paths').dataRoot, 'stacks') });
+      const controller = stackController.build({ store, reconciler, log: log.child({ component: 'stacks' }), metrics: ctx.get<Metrics>('metrics').controllers });
+      await controller.start();
+      return controller;
+    },
+    close: (controller) => controller.stop(),
+  });
+}
