@@ -9,6 +9,7 @@ import type { DaemonConfig } from '../config/load.ts';
 import { machineFacts } from '../drivers/sys/info.ts';
 import { parseGenericResources } from '../lib/generic-resources.ts';
 import { ENGINE_VERSION } from './version.ts';
+import { LOG_DRIVERS } from '../drivers/logging/index.ts';
 
 interface Deps {
   config: DaemonConfig;
@@ -83,7 +84,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
           Volume: ['local'],
           Network: ['bridge', 'host', 'null'],
           Authorization: null,
-          Log: ['json-file', 'local', 'none'],
+          Log: LOG_DRIVERS,
         },
         MemoryLimit: true,
         SwapLimit: facts.swapLimit,

@@ -142,8 +142,12 @@ function normalizeHostConfig(h: CreateHostConfig, d: CreateDefaults): HostConfig
   if (h.AutoRemove === true && restart.Name !== 'no') throw invalidArgument(`can't create 'AutoRemove' container with restart policy`);
 
   const lc = h.LogConfig;
-  let logConfig = { Type: d.logConfig.Type, Config: { ...d.logConfig.Config } };
-  if (lc && (lc.Type || lc.Config)) logConfig = { Type: lc.Type || d.logConfig.Type, Config: { ...(lc.Config ?? {}) } };
+  // As the reference's mergeAndVerifyLogConfig: the daemon's default options fill what the
+  // container leaves unset when it uses the default driver; the cache-* options always do.
+  const logConfig = { Type: lc?.Type || d.logConfig.Type, Config: { ...(lc?.Config ?? {}) } };
+  for (const [k, v] of Object.entries(d.logConfig.Config)) {
+    if ((logConfig.Type === d.logConfig.Type || /^cache-(disabled|max-file|max-size|compress)$/.test(k)) && !Object.hasOwn(logConfig.Config, k)) logConfig.Config[k] = v;
+  }
   d.validateLogConfig(logConfig);
 
   const runtime = h.Runtime || d.runtime;

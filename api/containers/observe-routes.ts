@@ -33,7 +33,10 @@ export function observeRoutes(deps: ContainerRouteDeps) {
       const c = findContainer(store, req.params.id);
       const { stdout, stderr, follow, timestamps, details } = req.query;
       if (!stdout && !stderr) throw invalidArgument('Bad parameters: you must choose at least one stream');
-      if (c.spec.hostConfig.LogConfig.Type === 'none') throw notImplemented('configured logging driver does not support reading');
+      const lc = c.spec.hostConfig.LogConfig;
+      // A remote driver is read through its local cache, unless cache-disabled.
+      const cacheOff = ['syslog', 'gelf', 'fluentd', 'journald'].includes(lc.Type) && /^(1|t|T|TRUE|true|True)$/.test(lc.Config?.['cache-disabled'] ?? '');
+      if (lc.Type === 'none' || cacheOff) throw notImplemented('configured logging driver does not support reading');
       const since = logTime(req.query.since);
       const until = logTime(req.query.until);
       await streamLogs(reply, c, store, deps.logs, { stdout, stderr, follow, timestamps, details, since, until, tail: logTail(req.query.tail), apiVersion: apiVersion(req) });

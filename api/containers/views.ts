@@ -102,7 +102,7 @@ export function inspectView(
     ResolvConfPath: status.resolvConfPath,
     HostnamePath: status.hostnamePath,
     HostsPath: status.hostsPath,
-    LogPath: status.logPath,
+    LogPath: spec.hostConfig.LogConfig.Type === 'local' ? '' : status.logPath,
     Name: spec.name,
     RestartCount: status.restartCount,
     Driver: status.driver,

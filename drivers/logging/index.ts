@@ -1,28 +1,89 @@
-// Container log drivers: json-file ('local' is written as json-file for now) and none.
+// Container log drivers: json-file, local (the reference's framed protobuf files), none, and the
+// remote drivers syslog, gelf, fluentd and journald. A remote driver is wrapped in a RemoteSink:
+// its messages go through a queue (a dropping ring with mode=non-blocking), and, unless
+// cache-disabled, the output is also written to a local cache at the container's log path so
+// `docker logs` works (dual logging). The reference keeps that cache in the `local` format under
+// containers/<id>/container-cached.log; here it is a json-file log at the usual log path.
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
+import { newFluentd } from './fluentd.ts';
+import { newGelf } from './gelf.ts';
+import type { ContainerLogInfo } from './info.ts';
+import { newJournald } from './journald.ts';
 import { openJsonFile } from './json-file.ts';
+import { openLocal } from './local.ts';
 import type { LogSink } from './json-file.ts';
-import { FILE_DRIVERS } from './options.ts';
+import { cacheEnabled, FILE_DRIVERS, ramInBytes, REMOTE_DRIVERS } from './options.ts';
+import { DEFAULT_RING_SIZE, RemoteSink, type RemoteDriver } from './remote.ts';
+import { newSyslog } from './syslog.ts';
 
-export { validateLogConfig, fileLogOptions, fromHumanSize } from './options.ts';
+export { validateLogConfig, fileLogOptions, fromHumanSize, canReadLogs, LOG_DRIVERS } from './options.ts';
 export { createLogReader } from './reader.ts';
 export type { LogReaderOptions, LogReadOptions, LogEntry } from './reader.ts';
 export { openJsonFile, MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 export type { LogSink } from './json-file.ts';
+export { localLogPath } from './local.ts';
+export type { ContainerLogInfo } from './info.ts';
 
 export interface Logging {
-  /** null for the `none` driver. */
-  open(containerId: string, path: string, config: { Type: string; Config: Record<string, string> }): LogSink | null;
+  /**
+   * null for the `none` driver. A remote driver connects first (a Promise); its failure is the
+   * container start's failure ("failed to initialize logging driver: ...").
+   */
+  open(containerId: string, path: string, config: LogConfig): LogSink | null;
+  open(containerId: string, path: string, config: LogConfig, info: ContainerLogInfo): LogSink | null | Promise<LogSink | null>;
+}
+
+type LogConfig = { Type: string; Config: Record<string, string> };
+
+const REMOTE: Record<string, (info: ContainerLogInfo, cfg: Record<string, string>) => Promise<RemoteDriver>> = {
+  syslog: (i, c) => newSyslog(i, c),
+  gelf: (i, c) => newGelf(i, c),
+  fluentd: (i, c) => newFluentd(i, c),
+  journald: (i, c) => newJournald(i, c),
+};
+
+/** The json-file options of the local cache: cache-max-size (default 20m), cache-max-file (5), cache-compress. */
+function cacheOptions(cfg: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = { 'max-size': cfg['cache-max-size'] ?? '20m', 'max-file': cfg['cache-max-file'] ?? '5' };
+  if (cfg['cache-compress'] !== undefined) out.compress = cfg['cache-compress'];
+  return out;
+}
+
+export async function openRemote(type: string, containerId: string, path: string, cfg: Record<string, string>, info: ContainerLogInfo, log: Logger): Promise<LogSink> {
+  let driver: RemoteDriver;
+  try {
+    driver = await REMOTE[type]!(info, cfg);
+  } catch (err) {
+    throw new Error(`failed to initialize logging driver: ${(err as Error).message}`);
+  }
+  let ringBytes: number | undefined;
+  if (cfg.mode === 'non-blocking') ringBytes = cfg['max-buffer-size'] !== undefined ? ramInBytes(cfg['max-buffer-size']) : DEFAULT_RING_SIZE;
+  let cache: LogSink | null = null;
+  if (path && cacheEnabled(cfg)) {
+    try {
+      cache = openJsonFile(path, cacheOptions(cfg), log.child({ container: containerId, cache: true }));
+    } catch (err) {
+      await driver.close().catch(() => {});
+      throw new Error(`failed to initialize logging driver: error setting up local container log cache: error initializing local log cache driver: ${(err as Error).message}`);
+    }
+  }
+  return new RemoteSink(driver, { ringBytes, cache, log: log.child({ container: containerId, driver: type }) });
 }
 
 export function createLogging(opts: { log: Logger }): Logging {
-  return {
-    open(containerId, path, config) {
-      const type = config.Type || 'json-file';
-      if (type === 'none') return null;
-      if (!FILE_DRIVERS.has(type)) throw invalidArgument(`logger: no log driver named '${type}' is registered`);
-      return openJsonFile(path, config.Config ?? {}, opts.log.child({ container: containerId }));
-    },
-  };
+  function open(containerId: string, path: string, config: LogConfig): LogSink | null;
+  function open(containerId: string, path: string, config: LogConfig, info: ContainerLogInfo): LogSink | null | Promise<LogSink | null>;
+  function open(containerId: string, path: string, config: LogConfig, info?: ContainerLogInfo): LogSink | null | Promise<LogSink | null> {
+    const type = config.Type || 'json-file';
+    if (type === 'none') return null;
+    if (REMOTE_DRIVERS.has(type)) {
+      if (!info) throw invalidArgument(`logger: the ${type} log driver needs the container's info`);
+      return openRemote(type, containerId, path, config.Config ?? {}, info, opts.log);
+    }
+    if (!FILE_DRIVERS.has(type)) throw invalidArgument(`logger: no log driver named '${type}' is registered`);
+    if (type === 'local') return openLocal(path, config.Config ?? {}, opts.log.child({ container: containerId }));
+    return openJsonFile(path, config.Config ?? {}, opts.log.child({ container: containerId }));
+  }
+  return { open };
 }

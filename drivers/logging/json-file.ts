@@ -6,24 +6,23 @@
 //
 // Entries are batched: log() only encodes and queues; one writer drains the queue with a
 // single write per batch. close() flushes everything and resolves when the data has been
-// written to the file (no fsync). The `compress` option is accepted but rotated files are kept
-// uncompressed. Labels/env/tag attributes are not recorded. When the file system is (nearly)
+// written to the file (no fsync). Rotation and `compress` (gzipped rotated files, `path.N.gz`)
+// follow the reference (./rotate.ts). Labels/env/tag attributes are not recorded. When the file system is (nearly)
 // full, output is dropped a whole batch at a time and the file keeps only complete entries.
 import { closeSync, fstatSync, openSync } from 'node:fs';
-import { close as closeCb, ftruncate, open as openCb, rename, unlink, write as writeCb } from 'node:fs';
+import { close as closeCb, ftruncate, open as openCb, write as writeCb } from 'node:fs';
 import { statfs as statfsAsync } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { fileLogOptions } from './options.ts';
 import type { FileLogOptions } from './options.ts';
+import { Rotator } from './rotate.ts';
 
 const writeAsync = (fd: number, b: Buffer, off: number, len: number) =>
   new Promise<number>((res, rej) => writeCb(fd, b, off, len, null, (err, n) => (err ? rej(err) : res(n))));
 const ftruncateAsync = promisify(ftruncate);
 const openAsync = promisify(openCb);
 const closeAsync = promisify(closeCb);
-const renameAsync = promisify(rename);
-const unlinkAsync = promisify(unlink);
 
 export interface LogSink {
   /** Resolves-later when the writer is behind: the caller should wait before the next chunk. */
@@ -64,6 +63,8 @@ interface Segment {
   parts: string[];
   /** Rotate the file after writing this segment. */
   rotate: boolean;
+  /** Time of the segment's last entry (recorded in a compressed file's header). */
+  lastTime?: string;
 }
 
 class JsonFileWriter implements LogSink {
@@ -82,11 +83,14 @@ class JsonFileWriter implements LogSink {
   /** Bytes writable before the reserve, as last seen at `at` (ms), less what was written since. */
   private room = { at: 0, bytes: 0 };
   private readonly pending: { stdout: Buffer | null; stderr: Buffer | null } = { stdout: null, stderr: null };
+  private readonly rotator: Rotator;
+  private lastTime = '';
 
   constructor(path: string, opts: FileLogOptions, log: Logger) {
     this.path = path;
     this.opts = opts;
     this.log_ = log;
+    this.rotator = new Rotator(path, opts.maxFiles, opts.compress, log);
     this.fd = openSync(path, 'a', 0o640);
     this.size = fstatSync(this.fd).size;
   }
@@ -130,7 +134,7 @@ class JsonFileWriter implements LogSink {
     }
     let rest = buf.subarray(lastNl + 1);
     while (rest.length > MAX_LINE) {
-      this.push(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`);
+      this.push(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`, time);
       rest = rest.subarray(MAX_LINE);
     }
     // The caller may reuse its buffer: keep our own copy of the held piece.
@@ -144,21 +148,22 @@ class JsonFileWriter implements LogSink {
     if (line.length * 3 > MAX_LINE && Buffer.byteLength(line) > MAX_LINE) {
       let bytes = Buffer.from(line);
       while (bytes.length > MAX_LINE) {
-        this.push(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`);
+        this.push(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`, time);
         bytes = bytes.subarray(MAX_LINE);
       }
       line = bytes.toString('utf8');
     }
     const q = JSON.stringify(line);
-    this.push(`{"log":${q.slice(0, -1)}\\n${suffix}`);
+    this.push(`{"log":${q.slice(0, -1)}\\n${suffix}`, time);
   }
 
-  private push(entry: string): void {
+  private push(entry: string, time: string): void {
     let seg = this.segments[this.segments.length - 1]!;
     if (this.opts.maxSize > 0) {
       // Like the reference: rotate before an entry once the file has reached max-size.
       if (this.size >= this.opts.maxSize) {
         seg.rotate = true;
+        seg.lastTime = this.lastTime;
         seg = { parts: [], rotate: false };
         this.segments.push(seg);
         this.size = 0;
@@ -166,6 +171,7 @@ class JsonFileWriter implements LogSink {
       this.size += Buffer.byteLength(entry);
     }
     seg.parts.push(entry);
+    this.lastTime = time;
     this.queued += entry.length;
   }
 
@@ -194,7 +200,7 @@ class JsonFileWriter implements LogSink {
         if (this.segments.length === 0) this.segments.push({ parts: [], rotate: false });
         this.queued -= seg.parts.reduce((n, p) => n + p.length, 0);
         if (seg.parts.length > 0) await this.write(Buffer.from(seg.parts.join('')));
-        if (seg.rotate) await this.rotate();
+        if (seg.rotate) await this.rotate(seg.lastTime ?? '');
         this.wake();
       }
     } finally {
@@ -253,18 +259,14 @@ class JsonFileWriter implements LogSink {
     return true;
   }
 
-  private async rotate(): Promise<void> {
+  private async rotate(lastTime: string): Promise<void> {
     try {
       await closeAsync(this.fd);
       if (this.opts.maxFiles < 2) {
         this.fd = await openAsync(this.path, 'w', 0o640);
         return;
       }
-      await unlinkAsync(`${this.path}.${this.opts.maxFiles - 1}`).catch(() => {});
-      for (let i = this.opts.maxFiles - 1; i > 1; i--) {
-        await renameAsync(`${this.path}.${i - 1}`, `${this.path}.${i}`).catch(() => {});
-      }
-      await renameAsync(this.path, `${this.path}.1`).catch(() => {});
+      await this.rotator.rotate(lastTime);
       this.fd = await openAsync(this.path, 'a', 0o640);
     } catch (err) {
       this.log_.warn({ err, path: this.path }, 'rotating container log failed');
@@ -282,7 +284,8 @@ class JsonFileWriter implements LogSink {
       if (held) {
         this.pending[stream] = null;
         // A last piece without newline: written as is (no "\n" added).
-        this.push(`{"log":${JSON.stringify(held.toString('utf8'))},"stream":"${stream}","time":"${nowRfc3339Nano()}"}\n`);
+        const time = nowRfc3339Nano();
+        this.push(`{"log":${JSON.stringify(held.toString('utf8'))},"stream":"${stream}","time":"${time}"}\n`, time);
       }
     }
     this.closed = true;
@@ -293,6 +296,7 @@ class JsonFileWriter implements LogSink {
     }
     // close(2) of a regular file returns at once: not worth a threadpool round trip.
     closeSafe(this.fd);
+    await this.rotator.settle();
   }
 }
 
@@ -301,7 +305,7 @@ class JsonFileWriter implements LogSink {
  * 32 MiB): on a data root that logs have filled, the daemon can still record a container's exit
  * and its removal, which gives the space back.
  */
-async function roomLeft(path: string): Promise<number> {
+export async function roomLeft(path: string): Promise<number> {
   try {
     const s = await statfsAsync(path);
     const reserve = Math.min(32 << 20, Math.max(1 << 20, s.blocks * s.bsize * 0.04));
@@ -312,9 +316,9 @@ async function roomLeft(path: string): Promise<number> {
 }
 
 /** How long one look at the free space is trusted (less what was written since). */
-const ROOM_CHECK_MS = 250;
+export const ROOM_CHECK_MS = 250;
 
-function keepFree(): NodeJS.ErrnoException {
+export function keepFree(): NodeJS.ErrnoException {
   return Object.assign(new Error('ENOSPC: no space left on device, write (the last MiBs are kept for the daemon)'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
 }
 

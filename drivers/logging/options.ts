@@ -1,5 +1,10 @@
 // Log driver names and options, validated with the reference daemon's messages.
 import { invalidArgument } from '../../lib/errors.ts';
+import { validateFluentd } from './fluentd.ts';
+import { validateGelf } from './gelf.ts';
+import { validateJournald } from './journald.ts';
+import { validateSyslog } from './syslog.ts';
+import { localLogOptions } from './local.ts';
 
 export interface LogConfigInput {
   Type: string;
@@ -11,13 +16,42 @@ export interface FileLogOptions {
   maxSize: number;
   /** Files kept including the live one (1 = truncate in place when full). */
   maxFiles: number;
-  /** Accepted for compatibility; rotated files are kept uncompressed. */
+  /** Gzip rotated files (path.N.gz). */
   compress: boolean;
 }
 
 const JSON_FILE_OPTS = new Set(['max-file', 'max-size', 'compress', 'labels', 'labels-regex', 'env', 'env-regex', 'tag']);
 const LOCAL_OPTS = JSON_FILE_OPTS;
 export const FILE_DRIVERS = new Set(['json-file', 'local']);
+/** Drivers that send the logs elsewhere; `docker logs` reads their local cache. */
+export const REMOTE_DRIVERS = new Set(['syslog', 'gelf', 'fluentd', 'journald']);
+/** Every registered driver, sorted, as `docker info` lists them (Plugins.Log). */
+export const LOG_DRIVERS = [...FILE_DRIVERS, ...REMOTE_DRIVERS].sort();
+/** Options of every driver, kept out of the drivers' own validation (as the reference's builtInLogOpts). */
+const BUILTIN_OPTS = new Set(['mode', 'max-buffer-size', 'cache-disabled', 'cache-max-file', 'cache-max-size', 'cache-compress']);
+const REMOTE_VALIDATORS: Record<string, (cfg: Record<string, string>) => void> = {
+  syslog: validateSyslog,
+  gelf: validateGelf,
+  fluentd: validateFluentd,
+  journald: validateJournald,
+};
+
+/** Whether the local cache of a remote driver is on (cache-disabled unset or false). */
+export function cacheEnabled(cfg: Record<string, string>): boolean {
+  const v = cfg['cache-disabled'];
+  if (!v) return true;
+  if (TRUE.has(v)) return false;
+  if (FALSE.has(v)) return true;
+  return false;
+}
+
+/** Whether `docker logs` can read a container logging with this config. */
+export function canReadLogs(lc: { Type: string; Config: Record<string, string> | null | undefined }): boolean {
+  const t = lc.Type || 'json-file';
+  if (t === 'none') return false;
+  if (REMOTE_DRIVERS.has(t)) return cacheEnabled(lc.Config ?? {});
+  return true;
+}
 
 const DECIMAL: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, p: 1e15 };
 const BINARY: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4, p: 1024 ** 5 };
@@ -80,12 +114,22 @@ export function validateLogConfig(lc: LogConfigInput): void {
       throw invalidArgument(`error parsing option max-buffer-size: ${(err as Error).message}`);
     }
   }
-  delete cfg.mode;
-  delete cfg['max-buffer-size'];
+  const cd = cfg['cache-disabled'];
+  if (cd && !TRUE.has(cd) && !FALSE.has(cd)) throw invalidArgument(`invalid value for option cache-disabled: ${cd}`);
+  for (const k of BUILTIN_OPTS) delete cfg[k];
   if (name === 'json-file') {
     for (const k of Object.keys(cfg)) if (!JSON_FILE_OPTS.has(k)) throw invalidArgument(`unknown log opt '${k}' for json-file log driver`);
   } else if (name === 'local') {
     for (const k of Object.keys(cfg)) if (!LOCAL_OPTS.has(k)) throw invalidArgument(`unknown log opt '${k}' for log driver local`);
+    localLogOptions(cfg);
+    return;
+  } else if (REMOTE_VALIDATORS[name]) {
+    try {
+      REMOTE_VALIDATORS[name](cfg);
+    } catch (err) {
+      throw invalidArgument((err as Error).message);
+    }
+    return;
   } else {
     throw invalidArgument(`logger: no log driver named '${name}' is registered`);
   }

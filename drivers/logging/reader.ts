@@ -1,16 +1,20 @@
 // Reads json-file logs back as entries: stream filtering, since/until, tail N (found by reading
 // blocks backwards from the end, across rotated files, without parsing what is skipped) and
 // follow (fs.watch on the directory plus a poll fallback; survives rotation and truncation).
+// Rotated files may be gzipped (path.N.gz, ./rotate.ts). The `local` driver's files
+// (…/local-logs/container.log) are framed protobuf records, decoded by ./local-reader.ts.
 //
 // Lines are decoded with a byte-level fast path for the layout our writer produces
 // ({"log":"...","stream":"...","time":"..."}); anything else goes through JSON.parse.
-import { existsSync, watch } from 'node:fs';
+import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { notImplemented } from '../../lib/errors.ts';
+import { RecordSource, isLocalLogPath, localTailOffsets } from './local-reader.ts';
+import { openRotated } from './rotate.ts';
+import type { LogFileHandle as FileHandle } from './rotate.ts';
 
 export interface LogReadOptions {
   stdout: boolean;
@@ -260,9 +264,7 @@ async function openIfExists(p: string): Promise<FileHandle | null> {
 async function openAll(path: string): Promise<{ rotated: FileHandle[]; current: FileHandle | null }> {
   const rotated: FileHandle[] = [];
   for (let i = 1; ; i++) {
-    // Most logs were never rotated: a failed open costs a threadpool round trip, access(2) microseconds.
-    const p = `${path}.${i}`;
-    const fh = existsSync(p) ? await openIfExists(p) : null;
+    const fh = await openRotated(path, i);
     if (!fh) break;
     rotated.unshift(fh);
   }
@@ -321,8 +323,16 @@ interface Filter {
   until: Instant | null;
 }
 
+/** What the reader drains: complete entries from a position on. */
+interface Source {
+  fh: FileHandle;
+  pos: number;
+  next(): Promise<LogEntry[] | null>;
+  reset(pos: number): void;
+}
+
 /** Reads complete lines from a file handle, remembering where the next read starts. */
-class LineSource {
+class LineSource implements Source {
   fh: FileHandle;
   pos: number;
   private buf = Buffer.allocUnsafe(FIRST_READ_SIZE);
@@ -378,7 +388,7 @@ class LineSource {
 }
 
 /** Filtered batches of everything `src` holds now; returns true when reading must end (past `until`, aborted). */
-async function* drainSource(src: LineSource, verdict: (e: LogEntry) => number, signal: AbortSignal): AsyncGenerator<LogEntry[], boolean> {
+async function* drainSource(src: Source, verdict: (e: LogEntry) => number, signal: AbortSignal): AsyncGenerator<LogEntry[], boolean> {
   for (;;) {
     if (signal.aborted) return true;
     const batch = await src.next();
@@ -405,6 +415,8 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
     since: o.since > 0 ? instantOf(o.since) : null,
     until: o.until > 0 ? instantOf(o.until) : null,
   };
+  const local = isLocalLogPath(path);
+  const sourceOf = (fh: FileHandle, pos: number): Source => (local ? new RecordSource(fh, pos) : new LineSource(fh, pos));
   const { rotated, current } = await openAll(path);
   const handles = new Set<FileHandle>([...rotated, ...(current ? [current] : [])]);
   let watcher: FSWatcher | null = null;
@@ -433,10 +445,10 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
 
   try {
     const files = current ? [...rotated, current] : rotated;
-    const offsets = o.tail >= 0 ? await tailOffsets(files, o.tail) : files.map(() => 0);
-    let src: LineSource | null = null;
+    const offsets = o.tail >= 0 ? await (local ? localTailOffsets : tailOffsets)(files, o.tail) : files.map(() => 0);
+    let src: Source | null = null;
     for (let f = 0; f < files.length; f++) {
-      src = new LineSource(files[f]!, offsets[f]!);
+      src = sourceOf(files[f]!, offsets[f]!);
       if (yield* drainSource(src, verdict, signal)) return;
       if (files[f] !== current) {
         handles.delete(files[f]!);
@@ -490,7 +502,7 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
             handles.delete(src.fh);
             await src.fh.close().catch(() => {});
           }
-          src = new LineSource(fh, 0);
+          src = sourceOf(fh, 0);
           ino = (await fh.stat()).ino;
           continue;
         }

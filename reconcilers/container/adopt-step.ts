@@ -12,6 +12,7 @@ import { isCode } from '../../lib/errors.ts';
 import { Containers } from '../../store/kinds/container.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, LoggerLike } from './deps.ts';
+import { containerLogInfo } from './deps.ts';
 import type { RunRegistry } from './runs.ts';
 import { withCloseIO, type RunSteps } from './run-steps.ts';
 import type { StagedStatus } from './staged-status.ts';
@@ -61,7 +62,13 @@ export class RunAdoption {
     this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));
     let logger: LoggerLike | null = null;
     if (status.logPath) {
-      logger = this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig);
+      // A remote log driver that cannot connect now leaves the adopted container without logging.
+      logger = await Promise.resolve()
+        .then(() => this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig, containerLogInfo(spec)))
+        .catch((err: unknown) => {
+          ctx.log.warn({ err }, 'starting the log driver of the adopted container failed');
+          return null;
+        });
       if (logger) {
         const l = logger;
         hub.subscribe((stream, chunk) => l.log(stream, chunk));

@@ -69,7 +69,24 @@ export interface LoggerLike {
 
 export interface LoggingPort {
   /** null for the `none` driver. */
-  open(containerId: string, path: string, config: { Type: string; Config: Record<string, string> }): LoggerLike | null;
+  open(containerId: string, path: string, config: { Type: string; Config: Record<string, string> }, info?: ContainerLogInfo): LoggerLike | null | Promise<LoggerLike | null>;
+}
+
+/** What the remote log drivers know of the container (tag, labels/env attributes, gelf fields). */
+export interface ContainerLogInfo {
+  id: string;
+  name: string;
+  imageId: string;
+  imageName: string;
+  path: string;
+  args: string[];
+  created: string;
+  env: string[];
+  labels: Record<string, string>;
+}
+
+export function containerLogInfo(spec: { id: string; name: string; imageId: string; created: string; path: string; args: string[]; config: { Image?: string; Env?: string[] | null; Labels?: Record<string, string> | null } }): ContainerLogInfo {
+  return { id: spec.id, name: spec.name, imageId: spec.imageId, imageName: spec.config.Image ?? '', path: spec.path, args: spec.args, created: spec.created, env: spec.config.Env ?? [], labels: spec.config.Labels ?? {} };
 }
 
 export interface LayersPort {

@@ -13,6 +13,7 @@ import { type ContainerEndpoint, type ContainerSpec, Containers } from '../../st
 
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
+import { containerLogInfo } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
 import { primaryRequest } from './endpoint-config.ts';
@@ -88,7 +89,7 @@ export class RunSteps {
       ...s,
       prepared: true,
       endpoint: ep ?? null,
-      logPath: spec.hostConfig.LogConfig.Type === 'none' ? '' : join(dir, `${id}-json.log`),
+      logPath: logPathFor(dir, id, spec.hostConfig.LogConfig.Type),
       hostnamePath: files.hostname,
       hostsPath: files.hosts,
       resolvConfPath: files.resolvConf,
@@ -120,7 +121,7 @@ export class RunSteps {
       const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), taskCreated.promise);
       this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));
       if (status.logPath) {
-        logger = this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig);
+        logger = await this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig, containerLogInfo(spec));
         if (logger) {
           const l = logger;
           hub.subscribe((stream, chunk) => l.log(stream, chunk));
@@ -473,4 +474,15 @@ function runtimeExitCode(message: string): 126 | 127 | null {
   if (/executable file not found|no such file or directory/i.test(message)) return 127;
   if (/permission denied|not a directory|is a directory/i.test(message)) return 126;
   return null;
+}
+
+/**
+ * Where a container's file log driver writes: json-file <dir>/<id>-json.log, local
+ * <dir>/local-logs/container.log (its directory is made by the driver); '' for none. Inspect
+ * shows no LogPath for local, as the reference (its format is not an API).
+ */
+export function logPathFor(dir: string, id: string, type: string): string {
+  if (type === 'none') return '';
+  if (type === 'local') return join(dir, 'local-logs', 'container.log');
+  return join(dir, `${id}-json.log`);
 }

@@ -114,7 +114,7 @@ test('rotation with max-size / max-file, reading back across files, tail across 
 test('max-file=1 truncates in place', async () => {
   const t = tmp();
   try {
-    const l = createLogging({ log }).open('c', t.path, { Type: 'local', Config: { 'max-size': '1k' } })!;
+    const l = createLogging({ log }).open('c', t.path, { Type: 'json-file', Config: { 'max-size': '1k' } })!;
     for (let i = 0; i < 100; i++) {
       l.log('stdout', Buffer.from(`entry ${i}\n`));
       await new Promise((r) => setImmediate(r));

@@ -1,0 +1,166 @@
+// The common part of the drivers that send logs elsewhere (syslog, gelf, fluentd, journald):
+// the container's output cut into messages (one per line, without its newline; lines longer than
+// 16 KiB cut into partial messages), a queue in front of the driver, and the local cache that
+// keeps `docker logs` working (dual logging).
+//
+// mode=blocking (default): the queue is drained one message at a time; past BACKPRESSURE queued
+// bytes, log() returns a promise so the container's output waits. mode=non-blocking: a ring of
+// max-buffer-size bytes (default 1 MB, as the reference's ring.go): a message that does not fit
+// while others wait is dropped, and the output never waits.
+import type { Logger } from 'pino';
+import type { LogSink } from './json-file.ts';
+
+export interface LogMessage {
+  source: 'stdout' | 'stderr';
+  /** Without its trailing newline. */
+  line: Buffer;
+  timestamp: Date;
+  /** Set on the pieces of a line longer than 16 KiB. */
+  partial?: { id: string; ordinal: number; last: boolean };
+}
+
+export interface RemoteDriver {
+  readonly name: string;
+  send(msg: LogMessage): Promise<void> | void;
+  close(): Promise<void>;
+}
+
+const MAX_LINE = 16 * 1024;
+const BACKPRESSURE = 1 << 20;
+export const DEFAULT_RING_SIZE = 1e6;
+
+export interface RemoteSinkOptions {
+  /** Set for mode=non-blocking: the ring's size in bytes. */
+  ringBytes?: number;
+  /** The local cache (json-file writer) that `docker logs` reads; null when disabled. */
+  cache?: LogSink | null;
+  log: Logger;
+}
+
+export class RemoteSink implements LogSink {
+  private readonly driver: RemoteDriver;
+  private readonly opts: RemoteSinkOptions;
+  private readonly pending: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
+  private readonly partialIds: Record<'stdout' | 'stderr', { id: string; ordinal: number } | null> = { stdout: null, stderr: null };
+  private queue: LogMessage[] = [];
+  private head = 0;
+  private queuedBytes = 0;
+  private pumping: Promise<void> | null = null;
+  private waiters: Array<() => void> = [];
+  private closed = false;
+  /** Messages the ring dropped (non-blocking mode). */
+  dropped = 0;
+  private failures = 0;
+
+  constructor(driver: RemoteDriver, opts: RemoteSinkOptions) {
+    this.driver = driver;
+    this.opts = opts;
+  }
+
+  log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void> {
+    if (this.closed) return;
+    const cacheWait = this.opts.cache?.log(stream, chunk);
+    const now = new Date();
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) break;
+      this.pending[stream].push(chunk.subarray(start, nl));
+      this.flushLine(stream, now, true);
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      this.pending[stream].push(Buffer.from(chunk.subarray(start)));
+      let len = this.pending[stream].reduce((n, b) => n + b.length, 0);
+      while (len >= MAX_LINE) {
+        const all = Buffer.concat(this.pending[stream]);
+        this.pending[stream] = [all.subarray(MAX_LINE)];
+        this.emitPartial(stream, all.subarray(0, MAX_LINE), now, false);
+        len -= MAX_LINE;
+      }
+    }
+    if (this.opts.ringBytes !== undefined) return;
+    if (this.queuedBytes > BACKPRESSURE) {
+      const wait = new Promise<void>((res) => this.waiters.push(res));
+      return cacheWait ? Promise.all([wait, cacheWait]).then(() => {}) : wait;
+    }
+    return cacheWait;
+  }
+
+  private flushLine(stream: 'stdout' | 'stderr', ts: Date, complete: boolean): void {
+    const parts = this.pending[stream];
+    this.pending[stream] = [];
+    const line = parts.length === 1 ? Buffer.from(parts[0]!) : Buffer.concat(parts);
+    if (this.partialIds[stream]) this.emitPartial(stream, line, ts, true);
+    else if (complete || line.length) this.enqueue({ source: stream, line, timestamp: ts });
+  }
+
+  private emitPartial(stream: 'stdout' | 'stderr', line: Buffer, ts: Date, last: boolean): void {
+    let p = this.partialIds[stream];
+    if (!p) p = this.partialIds[stream] = { id: randomHex(32), ordinal: 0 };
+    p.ordinal++;
+    this.enqueue({ source: stream, line: Buffer.from(line), timestamp: ts, partial: { id: p.id, ordinal: p.ordinal, last } });
+    if (last) this.partialIds[stream] = null;
+  }
+
+  private enqueue(msg: LogMessage): void {
+    const size = msg.line.length;
+    const ring = this.opts.ringBytes;
+    if (ring !== undefined && size + this.queuedBytes > ring && this.queue.length - this.head > 0) {
+      this.dropped++;
+      return;
+    }
+    this.queue.push(msg);
+    this.queuedBytes += size;
+    if (!this.pumping) this.pumping = this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    // Let the producer queue a batch first (and keep log() synchronous).
+    await Promise.resolve();
+    while (this.head < this.queue.length) {
+      const msg = this.queue[this.head]!;
+      this.queue[this.head++] = undefined as unknown as LogMessage;
+      this.queuedBytes -= msg.line.length;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
+      try {
+        await this.driver.send(msg);
+      } catch (err) {
+        if (this.failures++ % 1000 === 0) {
+          this.opts.log.error({ err: (err as Error).message, driver: this.driver.name, failures: this.failures }, 'Failed to log msg for logger');
+        }
+      }
+      if (this.queuedBytes <= BACKPRESSURE / 2 && this.waiters.length) this.release();
+    }
+    this.queue = [];
+    this.head = 0;
+    this.pumping = null;
+    this.release();
+  }
+
+  private release(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const r of w) r();
+  }
+
+  /** Sends what is still queued (a line without newline included), then closes the driver and cache. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const now = new Date();
+    for (const s of ['stdout', 'stderr'] as const) if (this.pending[s].length) this.flushLine(s, now, false);
+    this.closed = true;
+    while (this.pumping) await this.pumping;
+    this.release();
+    await Promise.allSettled([this.driver.close(), this.opts.cache?.close()]);
+  }
+}
+
+function randomHex(n: number): string {
+  const b = Buffer.alloc(n / 2);
+  for (let i = 0; i < b.length; i++) b[i] = Math.floor(Math.random() * 256);
+  return b.toString('hex');
+}

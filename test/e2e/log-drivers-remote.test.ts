@@ -1,0 +1,169 @@
+// Remote log drivers end to end: the daemon sends a container's output to receivers this test
+// runs on loopback (syslog udp/tcp, gelf udp, fluentd tcp); `docker logs` reads the local cache;
+// journald is refused where there is no journal; bad options fail the create; `docker info`
+// lists the drivers; the daemon's --log-driver/--log-opt defaults apply.
+import { decodeMulti } from '@msgpack/msgpack';
+import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import { createServer, type Server } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { docker, dockerOk } from './harness/clients.ts';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+
+interface Udp { port: number; msgs: Buffer[]; close(): void }
+function udp(): Promise<Udp> {
+  const s = createSocket('udp4');
+  const msgs: Buffer[] = [];
+  s.on('message', (m) => msgs.push(m));
+  return new Promise((res) => s.bind(0, '127.0.0.1', () => res({ port: s.address().port, msgs, close: () => s.close() })));
+}
+interface Tcp { port: number; data(): Buffer; close(): void }
+function tcp(): Promise<Tcp> {
+  let buf = Buffer.alloc(0);
+  const server: Server = createServer((c) => c.on('data', (d) => (buf = Buffer.concat([buf, d]))));
+  return new Promise((res) => server.listen(0, '127.0.0.1', () => {
+    const a = server.address();
+    res({ port: typeof a === 'object' && a ? a.port : 0, data: () => buf, close: () => server.close() });
+  }));
+}
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('remote log drivers', () => {
+  let d: DaemonHandle;
+  let img: string;
+  let dflt: Udp;
+  const dk = dockerOk(() => d);
+  before(async () => {
+    dflt = await udp();
+    const s = await startWithImages({ args: ['--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${dflt.port}`, '--log-opt', 'syslog-format=rfc5424'] });
+    d = s.d;
+    img = s.imgs.tag;
+  });
+  after(async () => {
+    await removeAllAndCleanup(d);
+    dflt?.close();
+  });
+
+  test('syslog over udp and tcp; docker logs reads the cache', async () => {
+    const u = await udp();
+    const t = await tcp();
+    try {
+      const id = await dk('run', '-d', '--name', 'sl-udp', '--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${u.port}`, '--log-opt', 'syslog-facility=local1', '--log-opt', 'tag={{.Name}}', img, 'sh', '-c', 'echo out-line; echo err-line >&2');
+      await dk('wait', id);
+      await until(() => u.msgs.length >= 2);
+      const got = u.msgs.map((m) => m.toString()).sort();
+      // Same driver as the daemon's default: its syslog-format=rfc5424 fills in (as the reference merges).
+      assert.match(got[0]!, /^<139>1 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d) \S+ sl-udp \d+ sl-udp - err-line\n$/);
+      assert.match(got[1]!, /^<142>1 \S+ \S+ sl-udp \d+ sl-udp - out-line\n$/);
+      const r = await docker(d, ['logs', id]);
+      assert.equal(r.stdout, 'out-line\n');
+      assert.equal(r.stderr, 'err-line\n');
+
+      const id2 = await dk('run', '-d', '--log-driver', 'syslog', '--log-opt', `syslog-address=tcp://127.0.0.1:${t.port}`, '--log-opt', 'syslog-format=rfc3164', img, 'sh', '-c', 'echo a; echo b');
+      await dk('wait', id2);
+      await until(() => t.data().toString().split('\n').filter(Boolean).length >= 2);
+      const lines = t.data().toString().split('\n').filter(Boolean);
+      assert.match(lines[0]!, new RegExp(`^<30>\\w{3} [ \\d]\\d \\d\\d:\\d\\d:\\d\\d \\S+ ${id2.slice(0, 12)}\\[\\d+\\]: a$`));
+      assert.equal((await dk('logs', id2)), 'a\nb');
+    } finally {
+      u.close();
+      t.close();
+    }
+  });
+
+  test('gelf over udp', async () => {
+    const u = await udp();
+    try {
+      const id = await dk('run', '-d', '--name', 'gelf1', '--label', 'team=core', '--log-driver', 'gelf', '--log-opt', `gelf-address=udp://127.0.0.1:${u.port}`, '--log-opt', 'labels=team', img, 'echo', 'hello-gelf');
+      await dk('wait', id);
+      await until(() => u.msgs.length >= 1);
+      const m = JSON.parse(gunzipSync(u.msgs[0]!).toString());
+      assert.equal(m.version, '1.1');
+      assert.equal(m.short_message, 'hello-gelf');
+      assert.equal(m.level, 6);
+      assert.equal(m._container_id, id);
+      assert.equal(m._container_name, 'gelf1');
+      assert.equal(m._tag, id.slice(0, 12));
+      assert.equal(m._command, 'echo hello-gelf');
+      assert.equal(m._team, 'core');
+      assert.match(m._image_id, /^sha256:/);
+      assert.equal(await dk('logs', id), 'hello-gelf');
+    } finally {
+      u.close();
+    }
+  });
+
+  test('fluentd over tcp', async () => {
+    const t = await tcp();
+    try {
+      const id = await dk('run', '-d', '--name', 'fl1', '--log-driver', 'fluentd', '--log-opt', `fluentd-address=127.0.0.1:${t.port}`, img, 'sh', '-c', 'echo one; echo two');
+      await dk('wait', id);
+      await until(() => {
+        try {
+          return [...decodeMulti(t.data())].length >= 2;
+        } catch {
+          return false;
+        }
+      });
+      const msgs = [...decodeMulti(t.data())] as Array<[string, number, Record<string, string>]>;
+      assert.equal(msgs[0]![0], id.slice(0, 12));
+      assert.deepEqual(msgs.map((m) => m[2].log), ['one', 'two']);
+      assert.equal(msgs[0]![2].container_id, id);
+      assert.equal(msgs[0]![2].container_name, '/fl1');
+      assert.equal(msgs[0]![2].source, 'stdout');
+      assert.equal(await dk('logs', id), 'one\ntwo');
+    } finally {
+      t.close();
+    }
+  });
+
+  test('fluentd unreachable fails the start', async () => {
+    const t = await tcp();
+    t.close();
+    const r = await docker(d, ['run', '--log-driver', 'fluentd', '--log-opt', `fluentd-address=127.0.0.1:${t.port}`, img, 'true']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, new RegExp(`failed to initialize logging driver: dial tcp 127.0.0.1:${t.port}: connect: connection refused`));
+  });
+
+  test('journald is refused clearly', async () => {
+    const r = await docker(d, ['run', '--log-driver', 'journald', img, 'true']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /failed to initialize logging driver: journald is not enabled on this host/);
+  });
+
+  test('bad driver or option: create fails with the reference message', async () => {
+    let r = await docker(d, ['create', '--log-driver', 'nope', img, 'true']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /logger: no log driver named 'nope' is registered/);
+    r = await docker(d, ['create', '--log-driver', 'syslog', '--log-opt', 'foo=bar', img, 'true']);
+    assert.match(r.stderr, /unknown log opt 'foo' for syslog log driver/);
+    r = await docker(d, ['create', '--log-driver', 'gelf', img, 'true']);
+    assert.match(r.stderr, /gelf-address is a required parameter/);
+  });
+
+  test('docker info lists the log drivers', async () => {
+    const out = await dk('info', '--format', '{{json .Plugins.Log}}');
+    assert.deepEqual(JSON.parse(out), ['fluentd', 'gelf', 'journald', 'json-file', 'local', 'syslog']);
+    assert.equal(await dk('info', '--format', '{{.LoggingDriver}}'), 'syslog');
+  });
+
+  test('the daemon default driver and options apply', async () => {
+    const id = await dk('run', '-d', img, 'echo', 'via-default');
+    await dk('wait', id);
+    await until(() => dflt.msgs.some((m) => m.toString().includes('via-default')));
+    const m = dflt.msgs.map((b) => b.toString()).find((s) => s.includes('via-default'))!;
+    assert.match(m, new RegExp(`^<30>1 \\S+ \\S+ ${id.slice(0, 12)} \\d+ ${id.slice(0, 12)} - via-default\\n$`));
+    const cfg = JSON.parse(await dk('inspect', '--format', '{{json .HostConfig.LogConfig}}', id));
+    assert.equal(cfg.Type, 'syslog');
+    assert.equal(cfg.Config['syslog-format'], 'rfc5424');
+    assert.equal(await dk('logs', id), 'via-default');
+  });
+});
