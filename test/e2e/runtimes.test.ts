@@ -100,4 +100,17 @@ describe('runtimes', () => {
     assert.match(created.stderr, /unknown or invalid runtime name: marked/);
     await dk('rm', '-f', running, stopped);
   });
+
+  test('runtimeType + options: the runc shim with the configured BinaryName runs a container', async () => {
+    const typedMark = join(tmp, 'typed');
+    const binary = join(tmp, 'typed-runc.sh');
+    writeFileSync(binary, `#!/bin/sh\ntouch ${typedMark}\nexec runc "$@"\n`);
+    chmodSync(binary, 0o755);
+    await reload(
+      fileWith({ 'default-runtime': 'added', runtimes: { added: { path: marker, runtimeArgs: ['--mark', addedMark] }, typed: { runtimeType: 'io.containerd.runc.v2', options: { BinaryName: binary } } } }),
+      async () => (await runtimesOf()).includes('typed'),
+    );
+    assert.equal(await dk('run', '--rm', '--runtime', 'typed', imgs.tag, 'echo', 'typed'), 'typed');
+    assert.ok(existsSync(typedMark), 'the shim ran the BinaryName given in options');
+  });
 });
