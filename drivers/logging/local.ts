@@ -6,29 +6,18 @@
 //
 // Lines longer than 16 KiB become partial entries sharing an id (ordinal 1, 2, …; the last one
 // marked `last`); a piece left without newline at close is a partial entry not marked last,
-// as the reference's copier writes them. Batching, backpressure and the free-space reserve are
-// those of the json-file writer; a failed write keeps only whole records.
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync } from 'node:fs';
-import { close as closeCb, open as openCb, write as writeCb } from 'node:fs';
+// as the reference's copier writes them. Batching, backpressure, rotation and the free-space
+// reserve are the file drivers' (./batched-file.ts); a failed write keeps only whole records.
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
+import { BatchedLogFile, type LogSink } from './batched-file.ts';
 import { LogEntry as LogEntryProto } from './gen/entry.ts';
-import { MAX_LINE, keepFree, nowRfc3339Nano, roomLeft, ROOM_CHECK_MS } from './json-file.ts';
-import type { LogSink } from './json-file.ts';
+import { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 import { fromHumanSize } from './options.ts';
 import type { FileLogOptions } from './options.ts';
-import { Rotator } from './rotate.ts';
-
-const writeAsync = (fd: number, b: Buffer, off: number, len: number) =>
-  new Promise<number>((res, rej) => writeCb(fd, b, off, len, null, (err, n) => (err ? rej(err) : res(n))));
-const openAsync = promisify(openCb);
-const closeAsync = promisify(closeCb);
-
-const HIGH_WATER = 1 << 20;
-const BACKPRESSURE = 4 << 20;
 
 export const LOCAL_DEFAULT_MAX_SIZE = 20 * 1024 * 1024;
 export const LOCAL_DEFAULT_MAX_FILES = 5;
@@ -85,54 +74,13 @@ export function encodeRecord(e: LogEntryProto): Buffer {
   return out;
 }
 
-interface Segment {
-  parts: Buffer[];
-  rotate: boolean;
-  lastTime?: string;
-}
-
-class LocalWriter implements LogSink {
-  private fd: number;
-  private size: number;
-  private segments: Segment[] = [{ parts: [], rotate: false }];
-  private queued = 0;
-  private writing: Promise<void> | null = null;
-  private scheduled = false;
-  private closed = false;
-  private failing = 0;
-  private room = { at: 0, bytes: 0 };
-  private lastTime = '';
-  private readonly waiters: Array<() => void> = [];
-  private readonly pending: { stdout: Buffer | null; stderr: Buffer | null } = { stdout: null, stderr: null };
-  private readonly rotator: Rotator;
-
-  private readonly path: string;
-  private readonly opts: FileLogOptions;
-  private readonly log_: Logger;
-
+class LocalWriter extends BatchedLogFile<Buffer> {
   constructor(path: string, opts: FileLogOptions, log: Logger) {
-    this.path = path;
-    this.opts = opts;
-    this.log_ = log;
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.fd = openSync(path, 'a', 0o640);
-    this.size = fstatSync(this.fd).size;
-    this.rotator = new Rotator(path, opts.maxFiles, opts.compress, log);
+    super(path, opts, log);
   }
 
-  log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void> {
-    if (this.closed || chunk.length === 0) return;
-    this.accept(stream, chunk);
-    if (this.queued < BACKPRESSURE) return;
-    return new Promise<void>((r) => this.waiters.push(r));
-  }
-
-  private wake(): void {
-    if (this.queued >= BACKPRESSURE / 2 && !this.closed) return;
-    for (const w of this.waiters.splice(0)) w();
-  }
-
-  private accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+  protected accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     const time = nowRfc3339Nano();
     const nanos = nanosOf(time);
     let buf = chunk;
@@ -152,7 +100,6 @@ class LocalWriter implements LogSink {
     // The caller may reuse its buffer: keep our own copy of the held piece.
     if (rest.length > MAX_LINE) this.line(stream, rest, time, nanos, true);
     else if (rest.length > 0) this.pending[stream] = Buffer.from(rest);
-    this.kick();
   }
 
   /** One line without its "\n"; `open`: more of it follows (no final piece marked last). */
@@ -170,120 +117,7 @@ class LocalWriter implements LogSink {
     }
   }
 
-  private push(rec: Buffer, time: string): void {
-    let seg = this.segments[this.segments.length - 1]!;
-    if (this.opts.maxSize > 0) {
-      // Like the reference: rotate before a record once the file has reached max-size.
-      if (this.size >= this.opts.maxSize) {
-        seg.rotate = true;
-        seg.lastTime = this.lastTime;
-        seg = { parts: [], rotate: false };
-        this.segments.push(seg);
-        this.size = 0;
-      }
-      this.size += rec.length;
-    }
-    seg.parts.push(rec);
-    this.lastTime = time;
-    this.queued += rec.length;
-  }
-
-  private kick(): void {
-    if (this.writing) return;
-    if (this.queued >= HIGH_WATER) {
-      this.writing = this.drain();
-      return;
-    }
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      if (!this.writing && this.hasQueued()) this.writing = this.drain();
-    });
-  }
-
-  private hasQueued(): boolean {
-    return this.segments.length > 1 || this.segments[0]!.parts.length > 0;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (this.hasQueued()) {
-        const seg = this.segments.shift()!;
-        if (this.segments.length === 0) this.segments.push({ parts: [], rotate: false });
-        const n = seg.parts.reduce((k, p) => k + p.length, 0);
-        this.queued -= n;
-        if (seg.parts.length > 0) await this.write(seg.parts, n);
-        if (seg.rotate) await this.rotate(seg.lastTime ?? '');
-        this.wake();
-      }
-    } finally {
-      this.writing = null;
-      this.wake();
-    }
-    if (this.hasQueued()) this.kick();
-  }
-
-  /** One batch of whole records; on failure whatever did not fit is dropped, never part of a record. */
-  private async write(parts: Buffer[], total: number): Promise<void> {
-    const buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
-    let n = 0;
-    let err: unknown = null;
-    try {
-      if (!(await this.hasRoom(buf.length, this.failing ? 1 << 20 : 0))) throw keepFree();
-      while (n < buf.length) {
-        const w = await writeAsync(this.fd, buf, n, buf.length - n);
-        if (w <= 0) break;
-        n += w;
-      }
-    } catch (e) {
-      err = e;
-    }
-    if (n === buf.length) {
-      if (this.failing) this.log_.info({ path: this.path, dropped: this.failing }, 'writing container log works again');
-      this.failing = 0;
-      return;
-    }
-    let keep = 0;
-    for (const p of parts) {
-      if (keep + p.length > n) break;
-      keep += p.length;
-    }
-    if (keep < n) {
-      try {
-        ftruncateSync(this.fd, fstatSync(this.fd).size - (n - keep));
-      } catch {
-        // the reader stops at a record it cannot frame
-      }
-    }
-    if (this.failing === 0) this.log_.warn({ err, path: this.path }, 'writing container log failed; output is dropped until writes succeed');
-    this.failing += buf.length - keep;
-  }
-
-  private async hasRoom(bytes: number, margin: number): Promise<boolean> {
-    const now = Date.now();
-    if (margin > 0 || now - this.room.at > ROOM_CHECK_MS || this.room.bytes < bytes) this.room = { at: now, bytes: await roomLeft(this.path) };
-    if (this.room.bytes < bytes + margin) return false;
-    this.room.bytes -= bytes;
-    return true;
-  }
-
-  private async rotate(lastTime: string): Promise<void> {
-    try {
-      await closeAsync(this.fd);
-      await this.rotator.rotate(lastTime);
-    } catch (err) {
-      this.log_.warn({ err, path: this.path }, 'rotating container log failed');
-    }
-    // Like the reference: truncate anyway in case rotation did not work out.
-    this.fd = await openAsync(this.path, 'w', 0o640);
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) {
-      while (this.writing) await this.writing;
-      return;
-    }
+  protected flushHeld(): void {
     const time = nowRfc3339Nano();
     for (const stream of ['stdout', 'stderr'] as const) {
       const held = this.pending[stream];
@@ -292,18 +126,6 @@ class LocalWriter implements LogSink {
         this.line(stream, held, time, nanosOf(time), true);
       }
     }
-    this.closed = true;
-    while (this.writing) await this.writing;
-    if (this.hasQueued()) {
-      this.writing = this.drain();
-      await this.writing;
-    }
-    try {
-      closeSync(this.fd);
-    } catch {
-      // already closed
-    }
-    await this.rotator.settle();
   }
 }
 

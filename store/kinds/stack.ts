@@ -69,17 +69,3 @@ export type StackResource = Resource<StackSpec, StackStatus>;
 export const Stacks = defineKind<StackSpec, StackStatus>({ name: 'stack', version: 1, schema: { spec: specSchema, status: statusSchema } });
 
 export const INITIAL_STACK_STATUS: StackStatus = { observedGeneration: 0, conditions: [], services: {} };
-
-/** The label Compose v2 puts the project name under (and the others it reads). */
-export const COMPOSE_LABELS = {
-  project: 'com.docker.compose.project',
-  service: 'com.docker.compose.service',
-  number: 'com.docker.compose.container-number',
-  configHash: 'com.docker.compose.config-hash',
-  oneoff: 'com.docker.compose.oneoff',
-  network: 'com.docker.compose.network',
-  volume: 'com.docker.compose.volume',
-} as const;
-
-/** Our owner reference on what a stack created: its name. Objects without it are never adopted. */
-export const STACK_OWNER_LABEL = 'engine.stack.owner';
