@@ -113,4 +113,24 @@ describe('runtimes', () => {
     assert.equal(await dk('run', '--rm', '--runtime', 'typed', imgs.tag, 'echo', 'typed'), 'typed');
     assert.ok(existsSync(typedMark), 'the shim ran the BinaryName given in options');
   });
+
+  test('runtimeType (a shim by path) + options TypeUrl and ConfigPath reach the shim as runtimeoptions.v1.Options', async () => {
+    // Shims such as gVisor's or Kata's read these; none is installed here, and the runc shim does
+    // not take this options type: its refusal, naming the type it was given, shows what was passed.
+    const toml = join(tmp, 'runc-options.toml');
+    writeFileSync(toml, 'BinaryName = "runc"\n');
+    await reload(
+      fileWith({
+        'default-runtime': 'added',
+        runtimes: {
+          added: { path: marker, runtimeArgs: ['--mark', addedMark] },
+          conf: { runtimeType: '/usr/bin/containerd-shim-runc-v2', options: { TypeUrl: 'io.containerd.runc.v1.Options', ConfigPath: toml } },
+        },
+      }),
+      async () => (await runtimesOf()).includes('conf'),
+    );
+    const r = await docker(d, ['run', '--rm', '--runtime', 'conf', imgs.tag, 'echo', 'conf']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /type with url runtimeoptions\.v1\.Options: not found/);
+  });
 });
