@@ -1,7 +1,10 @@
 // The stack reconciler's wiring: its Engine API calls go to the daemon's own API in process
 // (fastify's inject), so a stack's objects are made under every rule a client's are. Started once
 // the API serves; stopped before it closes.
+import { cpus, hostname, machine, totalmem } from 'node:os';
 import { join } from 'node:path';
+import type { NodeFacts } from '../../lib/compose/placement.ts';
+import { engineId } from '../system-info.ts';
 import type { FastifyInstance } from 'fastify';
 import { EngineError, type ErrorCode } from '../../lib/errors.ts';
 import { stackController } from '../../reconcilers/stack/controller.ts';
@@ -35,14 +38,25 @@ export function inProcessEngine(app: Pick<FastifyInstance, 'inject'>): StackEngi
   };
 }
 
-export function stacksComponent({ log }: DaemonEnv) {
+/** This daemon as a node, for a stack's placement constraints and reservations. */
+function nodeFacts(cfg: DaemonEnv['cfg'], id: string): NodeFacts {
+  const labels: Record<string, string> = {};
+  for (const l of cfg.labels ?? []) {
+    const i = l.indexOf('=');
+    if (i > 0) labels[l.slice(0, i)] = l.slice(i + 1);
+  }
+  return { id, hostname: hostname(), role: 'manager', os: 'linux', arch: machine(), labels, cpus: cpus().length, memoryBytes: totalmem() };
+}
+
+export function stacksComponent({ cfg, log }: DaemonEnv) {
   return component<Controller>({
     id: 'stacks',
     requires: ['api', 'store', 'paths', 'metrics'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const { app } = ctx.get<{ app: FastifyInstance }>('api');
-      const reconciler = new StackReconciler(store, { engine: inProcessEngine(app), filesRoot: join(ctx.get<Paths>('paths').dataRoot, 'stacks') });
+      const id = engineId(cfg.dataRoot);
+      const reconciler = new StackReconciler(store, { engine: inProcessEngine(app), filesRoot: join(ctx.get<Paths>('paths').dataRoot, 'stacks'), node: () => nodeFacts(cfg, id) });
       const controller = stackController.build({ store, reconciler, log: log.child({ component: 'stacks' }), metrics: ctx.get<Metrics>('metrics').controllers });
       await controller.start();
       return controller;

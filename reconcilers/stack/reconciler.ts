@@ -9,6 +9,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ReconcileContext, ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { LABEL, planProject, projectFiles, type ServicePlan } from '../../lib/compose/normalize.ts';
+import { unmetPlacement, type NodeFacts } from '../../lib/compose/placement.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { containerByName, Containers, isRunning, type ContainerResource } from '../../store/kinds/container.ts';
 import { liveNetworks } from '../../store/kinds/network.ts';
@@ -31,6 +32,8 @@ export interface StackEngine {
 
 export interface StackReconcilerDeps {
   engine: StackEngine;
+  /** This node, for deploy.placement constraints and resource reservations (read at each reconcile). */
+  node?: () => NodeFacts;
   /** Where a stack's config and secret files are written (one directory per stack). */
   filesRoot: string;
 }
@@ -138,6 +141,15 @@ export class StackReconciler implements Reconciler {
     const problems: string[] = [];
     let ready = 0;
     let failedOnce = '';
+    const def = r.spec.document.services[svc.name];
+    const unmet = def && this.deps.node ? unmetPlacement(def, this.deps.node()) : undefined;
+    if (unmet) {
+      // It cannot run here: Pending, and none of its containers stays.
+      for (const c of this.ownedContainers(r.name)) {
+        if (c.spec.config.Labels?.[LABEL.service] === svc.name) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
+      }
+      return { status: { desired: svc.replicas, ready: 0, conditions: verdict(prev, 'Progressing', 'Pending', unmet, gen) }, state: 'Progressing' };
+    }
     for (let n = 1; n <= svc.replicas; n++) {
       const cname = svc.containerName(n);
       let c = containerByName(this.store, cname);

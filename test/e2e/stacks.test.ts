@@ -129,6 +129,18 @@ describe('stacks', () => {
     assert.equal(await dk('inspect', '-f', '{{.Name}}', 'clash-web-1'), '/clash-web-1', 'not removed with the stack');
   });
 
+  test('placement and reservations this node does not meet keep a service Pending with the reason, and nothing runs', async () => {
+    const pend = `services:\n  far:\n    image: ${imgs.tag}\n    command: ["sleep", "300"]\n    deploy:\n      placement:\n        constraints: ["node.labels.zone == mars"]\n  big:\n    image: ${imgs.tag}\n    command: ["sleep", "300"]\n    deploy:\n      resources:\n        reservations:\n          cpus: "64"\n`;
+    await call(d, 'PUT', '/stacks/pend', pend);
+    const s = await until('pend', (x) => x.Status.ObservedGeneration === x.Generation && cond(x, 'Progressing')?.status === 'True', 'Pending');
+    const svcCond = (svc: string) => s.Status.Services[svc].conditions.find((c: { type: string }) => c.type === 'Progressing');
+    assert.equal(svcCond('far').reason, 'Pending');
+    assert.match(svcCond('far').message, /constraint "node.labels.zone == mars" is not met by this node/);
+    assert.match(svcCond('big').message, /reservation of 64 CPUs exceeds this node's \d+/);
+    assert.equal(await dk('ps', '-aq', '--filter', 'label=com.docker.compose.project=pend'), '', 'nothing was created');
+    assert.equal((await call(d, 'DELETE', '/stacks/pend')).status, 204);
+  });
+
   test('a daemon restart: the stack re-converges from the store', async () => {
     await d.restart();
     await until('shop', (s) => ready(s) && s.Status.Services.web.ready === 2, 'Ready again after the restart', 60_000);
