@@ -18,6 +18,10 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
   process.on('SIGHUP', () => onReload());
   const releasePidfile = acquirePidfile(config.pidfile);
 
+  // Listened for from the start: a SIGTERM while the components start (the API may already answer)
+  // stops the daemon once they have, through the same orderly close, never Node's default exit
+  // (which would leave the supervisor and its shims behind).
+  const stopSignal = waitForSignal(log);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
 
@@ -36,7 +40,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
   const reload = started.get<Reload>('reload');
   onReload = () => reload.signal();
 
-  await waitForSignal(log);
+  await stopSignal;
 
   log.info('shutting down');
   const deadline = setTimeout(() => {
