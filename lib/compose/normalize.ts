@@ -3,6 +3,7 @@
 // PROJECT-SERVICE-N, labelled as Compose labels them plus our owner label) and the service's
 // config hash, which changes exactly when a container of the service must be recreated.
 import { createHash } from 'node:crypto';
+import { parseRamSize } from '../volume-options.ts';
 import type { ComposeApp, ComposeService } from './schema.ts';
 
 export const LABEL = {
@@ -59,14 +60,10 @@ export function durationNs(d: string | undefined): number | undefined {
   return Math.round(total);
 }
 
-/** Bytes of a Compose size (binary units, as Compose reads them). */
+/** Bytes of a Compose size (binary units: go-units RAMInBytes, as Compose reads them). */
 export function sizeBytes(v: string | number | undefined): number | undefined {
   if (v === undefined) return undefined;
-  if (typeof v === 'number') return v;
-  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i.exec(v.trim());
-  if (!m) return undefined;
-  const mult: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
-  return Math.round(Number(m[1]) * mult[m[2]!.toLowerCase()]!);
+  return typeof v === 'number' ? v : parseRamSize(v.trim());
 }
 
 const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : ['/bin/sh', '-c', v]);

@@ -105,17 +105,20 @@ export class StackReconciler implements Reconciler {
 
     const services: StackStatus['services'] = {};
     const states: Array<[string, ServiceOutcome['state'], string]> = [];
+    // What the stack owns as this reconcile starts: the services below only remove from it.
+    const owned = this.ownedContainers(name);
+    const ownedBy = (svc: string) => owned.filter((c) => c.spec.config.Labels?.[LABEL.service] === svc);
     for (const svc of plan.services) {
       const out = stackProblems.length
         ? { status: { desired: svc.replicas, ready: 0, conditions: verdict(r.status.services[svc.name]?.conditions ?? [], 'Degraded', 'StackDegraded', stackProblems.join('; '), r.generation) }, state: 'Degraded' as const }
-        : await this.service(r, svc, ctx);
+        : await this.service(r, svc, ownedBy(svc.name), ctx);
       services[svc.name] = out.status;
       const c = out.status.conditions.find((x) => x.type === out.state);
       states.push([svc.name, out.state, c?.message ?? '']);
     }
     // What the document no longer names: its containers, then its networks.
     const wanted = new Set(plan.services.map((s) => s.name));
-    for (const c of this.ownedContainers(name)) {
+    for (const c of owned) {
       if (!wanted.has(c.spec.config.Labels?.[LABEL.service] ?? '')) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'pruning a container failed'));
     }
     const wantedNets = new Set(plan.networks.map((n) => n.name));
@@ -134,7 +137,7 @@ export class StackReconciler implements Reconciler {
   }
 
   /** One service brought to its replicas; its status and verdict. */
-  private async service(r: StackResource, svc: ServicePlan, ctx: ReconcileContext): Promise<ServiceOutcome> {
+  private async service(r: StackResource, svc: ServicePlan, owned: readonly ContainerResource[], ctx: ReconcileContext): Promise<ServiceOutcome> {
     const { engine } = this.deps;
     const gen = r.generation;
     const prev = r.status.services[svc.name]?.conditions ?? [];
@@ -145,8 +148,8 @@ export class StackReconciler implements Reconciler {
     const unmet = def && this.deps.node ? unmetPlacement(def, this.deps.node()) : undefined;
     if (unmet) {
       // It cannot run here: Pending, and none of its containers stays.
-      for (const c of this.ownedContainers(r.name)) {
-        if (c.spec.config.Labels?.[LABEL.service] === svc.name) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
+      for (const c of owned) {
+        await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
       }
       return { status: { desired: svc.replicas, ready: 0, conditions: verdict(prev, 'Progressing', 'Pending', unmet, gen) }, state: 'Progressing' };
     }
@@ -187,9 +190,8 @@ export class StackReconciler implements Reconciler {
       }
     }
     // Replicas past the count.
-    for (const c of this.ownedContainers(r.name)) {
-      const labels = c.spec.config.Labels ?? {};
-      if (labels[LABEL.service] === svc.name && Number(labels[LABEL.number]) > svc.replicas) {
+    for (const c of owned) {
+      if (Number(c.spec.config.Labels?.[LABEL.number]) > svc.replicas) {
         await engine.removeContainer(c.name).catch((err) => problems.push(`removing ${c.spec.name}: ${errText(err)}`));
       }
     }
