@@ -106,6 +106,10 @@ export class Controller {
   /** With specChangesOnly: the generation last queued per key. */
   private readonly generations: Map<string, number> | null;
   private readonly resumeFrom: number | undefined;
+  /** The keys listed at start not yet reconciled once; null once all have been. */
+  private unsynced: Set<string> | null = null;
+  private markSynced!: () => void;
+  private readonly syncedP = new Promise<void>((resolve) => (this.markSynced = resolve));
 
   constructor(opts: ControllerOptions) {
     this.name = opts.name;
@@ -124,11 +128,21 @@ export class Controller {
     this.triggers = opts.triggers ?? [];
   }
 
+  /**
+   * Resolves once every object that existed at start has been reconciled once (as controller-runtime's
+   * informers "have synced"): another controller that reads this one's status waits for it, so it
+   * does not act on what a previous run of the daemon last wrote.
+   */
+  synced(): Promise<void> {
+    return this.syncedP;
+  }
+
   async start(): Promise<void> {
-    if (this.started) return;
+    if (this.started || this.stopped) return;
     this.started = true;
     const from = this.resumeFrom;
     if (from !== undefined && this.resume(from)) {
+      this.markSynced();
       this.startTriggers();
       for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
       this.log.info({ workers: this.workers, resumedFrom: from }, 'controller started');
@@ -141,6 +155,8 @@ export class Controller {
       this.generations?.set(r.name, r.generation);
       this.queue.add(r.name);
     }
+    this.unsynced = new Set(existing.map((r) => r.name));
+    if (this.unsynced.size === 0) this.markSynced();
     this.startTriggers();
     for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
     this.log.info({ workers: this.workers, resync: existing.length }, 'controller started');
@@ -256,6 +272,10 @@ export class Controller {
       this.queue.addRateLimited(key);
       log[retries >= 5 ? 'error' : 'warn']({ err, retries: retries + 1 }, 'reconcile failed; retrying with backoff');
     } finally {
+      if (this.unsynced?.delete(key) && this.unsynced.size === 0) {
+        this.unsynced = null;
+        this.markSynced();
+      }
       this.metrics?.reconciled(result, (performance.now() - started) / 1000);
       this.metrics?.workers(--this.active, this.workers);
     }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
 import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
+import type { Controller } from '../../controllers/controller.ts';
 import { Manager } from '../../controllers/manager.ts';
 import type { Logging } from '../../drivers/logging/index.ts';
 import { resolveUser, type SpecBuilder } from '../../drivers/oci/index.ts';
@@ -58,6 +59,8 @@ export interface Runs {
 export interface Controllers {
   readonly manager: Manager;
   readonly images: ImageReconciler;
+  /** The container controller: others wait for its first pass (synced) before reading container status. */
+  readonly containers: Controller;
 }
 
 export function containerComponents({ cfg, log }: DaemonEnv) {
@@ -140,9 +143,10 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         manager.add(networkController.build({ store, reconciler: networks, log, metrics }));
         manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, metrics }));
         manager.add(imageController.build({ store, reconciler: images, log, metrics }));
-        manager.add(containerController(runs, containers).build({ store, reconciler: containers, log, metrics }));
+        const containerCtl = containerController(runs, containers).build({ store, reconciler: containers, log, metrics });
+        manager.add(containerCtl);
         manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, metrics }));
-        return { manager, images };
+        return { manager, images, containers: containerCtl };
       },
     }),
     component<EventSubscription>({

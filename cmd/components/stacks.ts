@@ -13,7 +13,11 @@ import type { Controller } from '../../controllers/controller.ts';
 import type { Store } from '../../store/store.ts';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
+import type { Controllers } from './containers.ts';
 import type { Metrics } from './metrics.ts';
+
+/** The longest the stack controller waits for the container controller's first pass. */
+const SYNC_WAIT_MS = 30_000;
 
 const CODES: Record<number, ErrorCode> = { 400: 'InvalidArgument', 403: 'PermissionDenied', 404: 'NotFound', 409: 'Conflict', 503: 'Unavailable' };
 
@@ -51,14 +55,25 @@ function nodeFacts(cfg: DaemonEnv['cfg'], id: string): NodeFacts {
 export function stacksComponent({ cfg, log }: DaemonEnv) {
   return component<Controller>({
     id: 'stacks',
-    requires: ['api', 'store', 'paths', 'metrics'],
+    requires: ['api', 'store', 'paths', 'metrics', 'controllers'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const { app } = ctx.get<{ app: FastifyInstance }>('api');
       const id = engineId(cfg.dataRoot);
       const reconciler = new StackReconciler(store, { engine: inProcessEngine(app), filesRoot: join(ctx.get<Paths>('paths').dataRoot, 'stacks'), node: () => nodeFacts(cfg, id) });
       const controller = stackController.build({ store, reconciler, log: log.child({ component: 'stacks' }), metrics: ctx.get<Metrics>('metrics').controllers });
-      await controller.start();
+      // Stacks read their containers' status: not before the container controller has looked at each
+      // container once (after a restart or a kill -9 the store still says what the last run saw).
+      const containers = ctx.get<Controllers>('controllers').containers;
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(() => {
+        log.warn({ component: 'stacks', waitMs: SYNC_WAIT_MS }, 'containers not all reconciled yet; starting the stack controller anyway');
+        resolve();
+      }, SYNC_WAIT_MS).unref()));
+      void Promise.race([containers.synced(), waited]).then(() => {
+        clearTimeout(timer);
+        return controller.start();
+      }).catch((err) => log.error({ err, component: 'stacks' }, 'the stack controller did not start'));
       return controller;
     },
     close: (controller) => controller.stop(),

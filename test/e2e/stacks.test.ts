@@ -4,12 +4,18 @@
 // document applied twice recreates nothing, a changed service is recreated, a dropped one pruned;
 // a name taken by someone else is Degraded; DELETE takes away what the stack owns.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
+const execFileP = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function call(d: DaemonHandle, method: string, path: string, body?: string, contentType = 'application/yaml'): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -29,7 +35,7 @@ const doc = (image: string, extra = '', env = 'one') => `
 services:
   web:
     image: ${image}
-    command: ["sh", "-c", "mkdir -p /www && echo hello-web > /www/index.html && exec httpd -f -p 80 -h /www"]
+    command: ["sh", "-c", "mkdir -p /www && echo hello-web > /www/index.html && echo web-is-up && exec httpd -f -p 80 -h /www"]
     environment:
       STAGE: ${env}
     networks:
@@ -144,6 +150,46 @@ describe('stacks', () => {
   test('a daemon restart: the stack re-converges from the store', async () => {
     await d.restart();
     await until('shop', (s) => ready(s) && s.Status.Services.web.ready === 2, 'Ready again after the restart', 60_000);
+  });
+
+  test('a kill -9 of the daemon: the stack re-converges from the store', async () => {
+    const pids = async () => (await dk('inspect', '-f', '{{.State.Running}} {{.State.Pid}}', 'shop-web-1', 'shop-web-2')).split('\n');
+    const before = await pids();
+    await d.stop({ signal: 'SIGKILL' });
+    await d.restart();
+    // The containers the killed daemon left were stopped at start-up (no live restore) and the stack
+    // starts them again: new processes, Ready once they run.
+    let now: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      now = await pids();
+      if (now.every((p, j) => /^true [1-9]/.test(p) && p !== before[j])) break;
+      await sleep(200);
+    }
+    for (const [i, p] of now.entries()) {
+      assert.match(p, /^true [1-9]/);
+      assert.notEqual(p, before[i], 'started again by this daemon');
+    }
+    await until('shop', (s) => ready(s) && s.Status.Services.web.ready === 2, 'Ready again after kill -9', 60_000);
+    assert.deepEqual((await ids()).map((l) => l.split(' ')[0]), ['shop-web-1', 'shop-web-2']);
+  });
+
+  test('docker-compose 1.29 sees the stack: ps lists its containers, logs shows their output', { skip: !existsSync('/usr/bin/docker-compose') && 'docker-compose is not installed' }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stack-compose-'));
+    try {
+      const file = join(dir, 'compose.yaml');
+      writeFileSync(file, doc(imgs.tag, '', 'two').replace(/  probe:[\s\S]*?exit 1"\]\n/, ''));
+      const compose = (...args: string[]) => execFileP('docker-compose', ['-p', 'shop', '-f', file, ...args], { env: { ...process.env, DOCKER_HOST: d.dockerHost, COMPOSE_INTERACTIVE_NO_CLI: '1' }, timeout: 60_000 });
+      const ps = (await compose('ps')).stdout;
+      assert.match(ps, /shop-web-1\s.*Up/);
+      assert.match(ps, /shop-web-2\s.*Up/);
+      const q = (await compose('ps', '-q')).stdout.split('\n').filter(Boolean).sort();
+      assert.deepEqual(q, (await ids()).map((l) => l.split(' ')[1]).sort().map((id) => q.find((x) => x.startsWith(id)) ?? id), 'the same containers');
+      const logs = (await compose('logs', '--no-color', 'web')).stdout;
+      assert.match(logs, /web_1 .*\| web-is-up|shop-web-1 .*\| web-is-up/);
+      assert.match(logs, /web_2 .*\| web-is-up|shop-web-2 .*\| web-is-up/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('DELETE takes away the containers and the network; the named volume only with volumes=1', async () => {

@@ -107,6 +107,25 @@ describe('Controller', () => {
     assert.equal(t3?.status.observedGeneration, 2);
   });
 
+  test('synced: resolves once every object listed at start was reconciled once (failures count), and at once for none', async () => {
+    for (let i = 0; i < 3; i++) store.create(K_THING, `s${i}`, { want: i }, { have: -1, observedGeneration: 0 });
+    const seen = new Set<string>();
+    let syncedAt = -1;
+    const { c } = makeController(async (key) => {
+      await sleep(5);
+      seen.add(key);
+      if (key === 's1') throw new Error('failing once counts');
+    });
+    void c.synced().then(() => (syncedAt = seen.size));
+    await c.start();
+    await c.synced();
+    assert.equal(syncedAt, 3);
+    const empty = new Controller({ name: 'empty', kind: K_OTHER_KIND, store, reconciler: { reconcile: async () => {} }, log: fakeLog() });
+    controllers.push(empty);
+    await empty.start();
+    await empty.synced();
+  });
+
   test('the same key is never reconciled concurrently; different keys are', async () => {
     const active = new Set<string>();
     let overlaps = 0;
