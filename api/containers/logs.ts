@@ -103,8 +103,7 @@ export async function streamLogs(
       let prefix = '';
       if (o.timestamps) prefix += `${e.time} `;
       if (o.details) {
-        const attrs = e.attrs ? Object.keys(e.attrs).sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(e.attrs![k])}`).join(',') : '';
-        prefix += `${attrs} `;
+        prefix += `${detailsOf(e.attrs)} `;
       }
       batch.add(e.stream === 'stdout' ? 1 : 2, prefix ? Buffer.from(prefix) : null, e.line);
       if (batch.size >= FLUSH_BYTES || follow) {
@@ -121,4 +120,16 @@ export async function streamLogs(
     abort.abort(DONE);
     if (!res.writableEnded) res.end();
   }
+}
+
+const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/** Go's url.QueryEscape: all but [A-Za-z0-9_.~-] percent-encoded, space as '+'. */
+function queryEscape(s: string): string {
+  return encodeURIComponent(s.toWellFormed()).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replace(/%20/g, '+');
+}
+
+/** The --details prefix of an entry, as the reference's attrsByteSlice: `k=v,k2=v2` sorted by key. */
+function detailsOf(attrs: Record<string, string> | undefined): string {
+  return attrs ? Object.keys(attrs).sort(byUtf8).map((k) => `${queryEscape(k)}=${queryEscape(attrs[k]!)}`).join(',') : '';
 }

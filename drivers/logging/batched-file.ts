@@ -24,6 +24,8 @@ export interface LogSink {
   /** Resolves-later when the writer is behind: the caller should wait before the next chunk. */
   log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void>;
   close(): Promise<void>;
+  /** Ask the caller to wait once this many bytes are queued (a ring in front: ./ring.ts). */
+  limitQueue?(bytes: number): void;
 }
 
 /** Start a write as soon as this much is queued instead of waiting for the next tick. */
@@ -86,6 +88,7 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
   /** Waiters for the queue to shrink below BACKPRESSURE / 2. */
   private readonly waiters: Array<() => void> = [];
   private readonly rotator: Rotator;
+  private backpressure = BACKPRESSURE;
 
   constructor(path: string, opts: FileLogOptions, log: Logger) {
     this.path = path;
@@ -105,12 +108,16 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
     if (this.closed || chunk.length === 0) return;
     this.accept(stream, chunk);
     this.kick();
-    if (this.queued < BACKPRESSURE) return;
+    if (this.queued < this.backpressure) return;
     return new Promise<void>((r) => this.waiters.push(r));
   }
 
+  limitQueue(bytes: number): void {
+    this.backpressure = Math.max(1, bytes);
+  }
+
   private wake(): void {
-    if (this.queued >= BACKPRESSURE / 2 && !this.closed) return;
+    if (this.queued >= this.backpressure / 2 && !this.closed) return;
     for (const w of this.waiters.splice(0)) w();
   }
 

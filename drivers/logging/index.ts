@@ -1,9 +1,10 @@
 // Container log drivers: json-file, local (the reference's framed protobuf files), none, and the
 // remote drivers syslog, gelf, fluentd and journald. A remote driver is wrapped in a RemoteSink:
-// its messages go through a queue (a dropping ring with mode=non-blocking), and, unless
-// cache-disabled, the output is also written to a local cache at the container's log path so
-// `docker logs` works (dual logging). The reference keeps that cache in the `local` format under
-// containers/<id>/container-cached.log; here it is a json-file log at the usual log path.
+// its messages go through a queue, and, unless cache-disabled, the output is also written to a
+// local cache at the container's log path so `docker logs` works (dual logging). The reference
+// keeps that cache in the `local` format under containers/<id>/container-cached.log; here it is
+// a json-file log at the usual log path. mode=non-blocking puts the dropping ring of ./ring.ts
+// in front of any driver (the cache stays outside it, as the reference's).
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
 import { newFluentd } from './fluentd.ts';
@@ -14,7 +15,8 @@ import { openJsonFile } from './json-file.ts';
 import { openLocal } from './local.ts';
 import type { LogSink } from './json-file.ts';
 import { cacheEnabled, FILE_DRIVERS, ramInBytes, REMOTE_DRIVERS } from './options.ts';
-import { DEFAULT_RING_SIZE, RemoteSink, type RemoteDriver } from './remote.ts';
+import { RemoteSink, withCache, type RemoteDriver } from './remote.ts';
+import { withLogMode } from './ring.ts';
 import { newSyslog } from './syslog.ts';
 
 export { validateLogConfig, fileLogOptions, fromHumanSize, canReadLogs, LOG_DRIVERS } from './options.ts';
@@ -57,8 +59,6 @@ export async function openRemote(type: string, containerId: string, path: string
   } catch (err) {
     throw new Error(`failed to initialize logging driver: ${(err as Error).message}`);
   }
-  let ringBytes: number | undefined;
-  if (cfg.mode === 'non-blocking') ringBytes = cfg['max-buffer-size'] !== undefined ? ramInBytes(cfg['max-buffer-size']) : DEFAULT_RING_SIZE;
   let cache: LogSink | null = null;
   if (path && cacheEnabled(cfg)) {
     try {
@@ -68,7 +68,8 @@ export async function openRemote(type: string, containerId: string, path: string
       throw new Error(`failed to initialize logging driver: error setting up local container log cache: error initializing local log cache driver: ${(err as Error).message}`);
     }
   }
-  return new RemoteSink(driver, { ringBytes, cache, log: log.child({ container: containerId, driver: type }) });
+  const l = log.child({ container: containerId, driver: type });
+  return withCache(withLogMode(new RemoteSink(driver, { log: l }), cfg, ramInBytes, l), cache);
 }
 
 export function createLogging(opts: { log: Logger }): Logging {
@@ -82,8 +83,10 @@ export function createLogging(opts: { log: Logger }): Logging {
       return openRemote(type, containerId, path, config.Config ?? {}, info, opts.log);
     }
     if (!FILE_DRIVERS.has(type)) throw invalidArgument(`logger: no log driver named '${type}' is registered`);
-    if (type === 'local') return openLocal(path, config.Config ?? {}, opts.log.child({ container: containerId }));
-    return openJsonFile(path, config.Config ?? {}, opts.log.child({ container: containerId }));
+    const cfg = config.Config ?? {};
+    const log = opts.log.child({ container: containerId });
+    const sink = type === 'local' ? openLocal(path, cfg, log) : openJsonFile(path, cfg, log, info);
+    return withLogMode(sink, cfg, ramInBytes, log);
   }
   return { open };
 }

@@ -279,3 +279,17 @@ export function dialError(network: string, addr: string, err: NodeJS.ErrnoExcept
   const w = why[err.code ?? ''] ?? err.message;
   return new Error(`dial ${network} ${addr}: ${w}`);
 }
+
+// ---- Go's encodings -------------------------------------------------------------------------
+
+const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/** A Go string as encoding/json writes it: HTML characters and U+2028/U+2029 escaped. */
+export function goJsonString(s: string): string {
+  return JSON.stringify(s.toWellFormed()).replace(/[<>&\u2028\u2029\b\f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** json.Marshal of a map[string]string: keys sorted by their bytes. */
+export function goJsonStringMap(m: Record<string, string>): string {
+  return `{${Object.keys(m).sort(byUtf8).map((k) => `${goJsonString(k)}:${goJsonString(m[k]!)}`).join(',')}}`;
+}

@@ -4,10 +4,16 @@
 // close). Lines longer than 16 KiB are written as several partial entries (no "\n" in their
 // "log") followed by the final piece, as the reference does. Batching, backpressure, rotation
 // (`compress`: gzipped rotated files, `path.N.gz`) and the free-space reserve are the file
-// drivers' (./batched-file.ts). Labels/env/tag attributes are not recorded.
+// drivers' (./batched-file.ts). The options labels, labels-regex, env, env-regex and tag add
+// attributes to every entry, as the reference (jsonfilelog.go): the container labels and env
+// they select (./info.ts extraAttributes) and the rendered tag (only when `tag` is set), written
+// as Go's json.Marshal writes a map between "stream" and "time":
+//   {"log":"hi\n","stream":"stdout","attrs":{"app":"web","tag":"x"},"time":"..."}
+// `docker logs --details` shows them.
 import type { Logger } from 'pino';
 import { BatchedLogFile, type LogSink } from './batched-file.ts';
-import { fileLogOptions } from './options.ts';
+import { extraAttributes, goJsonStringMap, parseLogTag, type ContainerLogInfo } from './info.ts';
+import { fileLogOptions, type FileLogOptions } from './options.ts';
 
 export type { LogSink } from './batched-file.ts';
 
@@ -37,9 +43,17 @@ export function nowRfc3339Nano(): string {
 // ---- the file -------------------------------------------------------------------------------
 
 class JsonFileWriter extends BatchedLogFile<string> {
+  /** `,"attrs":{...}` or ''. */
+  private readonly extra: string;
+
+  constructor(path: string, opts: FileLogOptions, log: Logger, extra: string) {
+    super(path, opts, log);
+    this.extra = extra;
+  }
+
   protected accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     const time = nowRfc3339Nano();
-    const suffix = `","stream":"${stream}","time":"${time}"}\n`;
+    const suffix = `","stream":"${stream}"${this.extra},"time":"${time}"}\n`;
     let buf = chunk;
     const held = this.pending[stream];
     if (held) {
@@ -61,7 +75,7 @@ class JsonFileWriter extends BatchedLogFile<string> {
     }
     let rest = buf.subarray(lastNl + 1);
     while (rest.length > MAX_LINE) {
-      this.push(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`, time);
+      this.push(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
       rest = rest.subarray(MAX_LINE);
     }
     // The caller may reuse its buffer: keep our own copy of the held piece.
@@ -74,7 +88,7 @@ class JsonFileWriter extends BatchedLogFile<string> {
     if (line.length * 3 > MAX_LINE && Buffer.byteLength(line) > MAX_LINE) {
       let bytes = Buffer.from(line);
       while (bytes.length > MAX_LINE) {
-        this.push(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}","time":"${time}"}\n`, time);
+        this.push(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
         bytes = bytes.subarray(MAX_LINE);
       }
       line = bytes.toString('utf8');
@@ -90,13 +104,33 @@ class JsonFileWriter extends BatchedLogFile<string> {
         this.pending[stream] = null;
         // A last piece without newline: written as is (no "\n" added).
         const time = nowRfc3339Nano();
-        this.push(`{"log":${JSON.stringify(held.toString('utf8'))},"stream":"${stream}","time":"${time}"}\n`, time);
+        this.push(`{"log":${JSON.stringify(held.toString('utf8'))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
       }
     }
   }
 }
 
+/**
+ * The `attrs` of json-file entries (`,"attrs":{...}` or '' when there are none): labels/env as
+ * selected by the options, and `tag` rendered (no default template) when set. Throws (a bad
+ * regexp or template) as the reference's New.
+ */
+export function jsonFileAttrs(info: ContainerLogInfo | undefined, config: Record<string, string>): string {
+  if (!info) return '';
+  let attrs: Record<string, string>;
+  try {
+    attrs = extraAttributes(info, config);
+    const tag = parseLogTag(info, config, '');
+    if (tag !== '') attrs.tag = tag;
+  } catch (err) {
+    throw new Error(`failed to initialize logging driver: ${(err as Error).message}`);
+  }
+  return Object.keys(attrs).length ? `,"attrs":${goJsonStringMap(attrs)}` : '';
+}
+
 /** A json-file logger for `path`; options are the container's LogConfig.Config. */
-export function openJsonFile(path: string, config: Record<string, string>, log: Logger): LogSink {
-  return new JsonFileWriter(path, fileLogOptions(config), log);
+export function openJsonFile(path: string, config: Record<string, string>, log: Logger, info?: ContainerLogInfo): LogSink {
+  const opts = fileLogOptions(config);
+  const extra = jsonFileAttrs(info, config);
+  return new JsonFileWriter(path, opts, log, extra);
 }

@@ -21,7 +21,8 @@ export interface FileLogOptions {
 }
 
 const JSON_FILE_OPTS = new Set(['max-file', 'max-size', 'compress', 'labels', 'labels-regex', 'env', 'env-regex', 'tag']);
-const LOCAL_OPTS = JSON_FILE_OPTS;
+/** The reference's local driver takes only these (daemon/logger/local: LogOptKeys); labels, env, tag are refused. */
+const LOCAL_OPTS = new Set(['max-file', 'max-size', 'compress']);
 export const FILE_DRIVERS = new Set(['json-file', 'local']);
 /** Drivers that send the logs elsewhere; `docker logs` reads their local cache. */
 export const REMOTE_DRIVERS = new Set(['syslog', 'gelf', 'fluentd', 'journald']);

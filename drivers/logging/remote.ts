@@ -1,12 +1,10 @@
 // The common part of the drivers that send logs elsewhere (syslog, gelf, fluentd, journald):
 // the container's output cut into messages (one per line, without its newline; lines longer than
-// 16 KiB cut into partial messages), a queue in front of the driver, and the local cache that
-// keeps `docker logs` working (dual logging).
-//
-// mode=blocking (default): the queue is drained one message at a time; past BACKPRESSURE queued
-// bytes, log() returns a promise so the container's output waits. mode=non-blocking: a ring of
-// max-buffer-size bytes (default 1 MB, as the reference's ring.go): a message that does not fit
-// while others wait is dropped, and the output never waits.
+// 16 KiB cut into partial messages) and a queue in front of the driver, drained one message at a
+// time; past BACKPRESSURE queued bytes, log() returns a promise so the container's output waits.
+// mode=non-blocking puts the ring of ./ring.ts in front (as for every driver), and the local
+// cache that keeps `docker logs` working (dual logging) is written beside it (withCache), outside
+// the ring as in the reference: the cache never drops what the ring drops.
 import type { Logger } from 'pino';
 import type { LogSink } from './json-file.ts';
 
@@ -27,13 +25,8 @@ export interface RemoteDriver {
 
 const MAX_LINE = 16 * 1024;
 const BACKPRESSURE = 1 << 20;
-export const DEFAULT_RING_SIZE = 1e6;
 
 export interface RemoteSinkOptions {
-  /** Set for mode=non-blocking: the ring's size in bytes. */
-  ringBytes?: number;
-  /** The local cache (json-file writer) that `docker logs` reads; null when disabled. */
-  cache?: LogSink | null;
   log: Logger;
 }
 
@@ -48,9 +41,8 @@ export class RemoteSink implements LogSink {
   private pumping: Promise<void> | null = null;
   private waiters: Array<() => void> = [];
   private closed = false;
-  /** Messages the ring dropped (non-blocking mode). */
-  dropped = 0;
   private failures = 0;
+  private backpressure = BACKPRESSURE;
 
   constructor(driver: RemoteDriver, opts: RemoteSinkOptions) {
     this.driver = driver;
@@ -59,7 +51,6 @@ export class RemoteSink implements LogSink {
 
   log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void> {
     if (this.closed) return;
-    const cacheWait = this.opts.cache?.log(stream, chunk);
     const now = new Date();
     let start = 0;
     for (;;) {
@@ -79,12 +70,11 @@ export class RemoteSink implements LogSink {
         len -= MAX_LINE;
       }
     }
-    if (this.opts.ringBytes !== undefined) return;
-    if (this.queuedBytes > BACKPRESSURE) {
-      const wait = new Promise<void>((res) => this.waiters.push(res));
-      return cacheWait ? Promise.all([wait, cacheWait]).then(() => {}) : wait;
-    }
-    return cacheWait;
+    if (this.queuedBytes > this.backpressure) return new Promise<void>((res) => this.waiters.push(res));
+  }
+
+  limitQueue(bytes: number): void {
+    this.backpressure = Math.max(0, bytes);
   }
 
   private flushLine(stream: 'stdout' | 'stderr', ts: Date, complete: boolean): void {
@@ -105,11 +95,6 @@ export class RemoteSink implements LogSink {
 
   private enqueue(msg: LogMessage): void {
     const size = msg.line.length;
-    const ring = this.opts.ringBytes;
-    if (ring !== undefined && size + this.queuedBytes > ring && this.queue.length - this.head > 0) {
-      this.dropped++;
-      return;
-    }
     this.queue.push(msg);
     this.queuedBytes += size;
     if (!this.pumping) this.pumping = this.pump();
@@ -133,7 +118,7 @@ export class RemoteSink implements LogSink {
           this.opts.log.error({ err: (err as Error).message, driver: this.driver.name, failures: this.failures }, 'Failed to log msg for logger');
         }
       }
-      if (this.queuedBytes <= BACKPRESSURE / 2 && this.waiters.length) this.release();
+      if (this.queuedBytes <= this.backpressure / 2 && this.waiters.length) this.release();
     }
     this.queue = [];
     this.head = 0;
@@ -147,7 +132,7 @@ export class RemoteSink implements LogSink {
     for (const r of w) r();
   }
 
-  /** Sends what is still queued (a line without newline included), then closes the driver and cache. */
+  /** Sends what is still queued (a line without newline included), then closes the driver. */
   async close(): Promise<void> {
     if (this.closed) return;
     const now = new Date();
@@ -155,8 +140,24 @@ export class RemoteSink implements LogSink {
     this.closed = true;
     while (this.pumping) await this.pumping;
     this.release();
-    await Promise.allSettled([this.driver.close(), this.opts.cache?.close()]);
+    await this.driver.close().catch(() => {});
   }
+}
+
+/** `sink` with the local cache written beside it (dual logging); both wait and close together. */
+export function withCache(sink: LogSink, cache: LogSink | null): LogSink {
+  if (!cache) return sink;
+  return {
+    log(stream, chunk) {
+      const a = cache.log(stream, chunk);
+      const b = sink.log(stream, chunk);
+      if (a && b) return Promise.all([a, b]).then(() => {});
+      return a ?? b;
+    },
+    async close() {
+      await Promise.allSettled([sink.close(), cache.close()]);
+    },
+  };
 }
 
 function randomHex(n: number): string {

@@ -15,6 +15,7 @@ import { extraAttributes, parseLogTag, type ContainerLogInfo } from '../../../dr
 import { formatSyslog, newSyslog } from '../../../drivers/logging/syslog.ts';
 import { gelfChunks } from '../../../drivers/logging/gelf.ts';
 import { RemoteSink, type LogMessage, type RemoteDriver } from '../../../drivers/logging/remote.ts';
+import { RingSink } from '../../../drivers/logging/ring.ts';
 
 const log = pino({ level: 'silent' });
 const tmp = mkdtempSync(join(tmpdir(), 'remote-log-'));
@@ -304,7 +305,7 @@ describe('non-blocking ring', () => {
       },
       async close() {},
     };
-    const sink = new RemoteSink(driver, { ringBytes: 10, log });
+    const sink = new RingSink(new RemoteSink(driver, { log }), 10, log);
     for (let i = 0; i < 20; i++) assert.equal(sink.log('stdout', Buffer.from(`msg${i}\n`)), undefined);
     assert.ok(sink.dropped > 0, 'some dropped');
     release();
