@@ -1,6 +1,6 @@
 // engine: the client of the stack API extension (docs/api-extensions.md).
 //   engine [-H HOST] apply [-f FILE] [-p NAME] [--env-file FILE] [--wait] [--timeout S]
-//   engine [-H HOST] stack ls | ps NAME | inspect NAME... | rm [--volumes] NAME...
+//   engine [-H HOST] stack ls | ps NAME | inspect NAME... | diff [-f FILE] [-p NAME] | rm [--volumes] NAME...
 // `apply` does Compose's client-side work (lib/compose/client.ts) and PUTs the result as JSON.
 // The daemon: -H, else ENGINE_HOST, else DOCKER_HOST, else unix:///var/run/engine.sock.
 import { existsSync } from 'node:fs';
@@ -29,6 +29,8 @@ Commands:
   stack ps NAME       The services of a stack: desired and ready replicas, condition
   stack inspect NAME...
                       The stacks as JSON
+  stack diff [-f FILE] [-p NAME] [--env-file FILE]
+                      What an apply of the file would create, recreate or remove (nothing is changed)
   stack rm [--volumes] NAME...
                       Remove stacks (and their named volumes with --volumes)
 
@@ -141,6 +143,7 @@ interface ServiceStatus {
   desired: number;
   ready: number;
   conditions: Condition[];
+  lastRollout?: { state: string };
 }
 interface Stack {
   Name: string;
@@ -185,17 +188,13 @@ const enc = (name: string) => encodeURIComponent(name);
 
 // ---- commands -----------------------------------------------------------------------------------
 
-async function apply(t: Target, args: string[]): Promise<number> {
-  const f = parseFlags(args, { '-f': 'file', '--file': 'file', '-p': 'project', '--project-name': 'project', '--env-file': 'env-file', '--timeout': 'timeout' }, { '--wait': 'wait', '-d': 'detach', '--detach': 'detach' });
-  if (f.positional.length) throw new UsageError(`apply: unexpected argument ${f.positional[0]}`);
+const FILE_FLAGS = { '-f': 'file', '--file': 'file', '-p': 'project', '--project-name': 'project', '--env-file': 'env-file' };
+
+/** The Compose file of -f (or the current directory's), loaded as the daemon takes it. */
+function readProject(f: Flags, cmd: string) {
   const file = f.values.file ?? ['compose.yaml', 'compose.yml', 'docker-compose.yaml', 'docker-compose.yml'].find((n) => existsSync(n));
-  if (!file) throw new UsageError('apply: no Compose file: use -f FILE (no compose.yaml in the current directory)');
-  let timeoutS = 300;
-  if (f.values.timeout !== undefined) {
-    timeoutS = Number(f.values.timeout.replace(/s$/, ''));
-    if (!Number.isFinite(timeoutS) || timeoutS < 0) throw new UsageError(`apply: invalid --timeout ${f.values.timeout}: expected seconds`);
-  }
-  const project = loadProject({
+  if (!file) throw new UsageError(`${cmd}: no Compose file: use -f FILE (no compose.yaml in the current directory)`);
+  return loadProject({
     file,
     env: process.env,
     projectName: f.values.project,
@@ -203,6 +202,31 @@ async function apply(t: Target, args: string[]): Promise<number> {
     home: homedir(),
     warn: (m) => process.stderr.write(`WARN: ${m}\n`),
   });
+}
+
+/** `stack diff`: what an apply would change (PUT ?dryRun=1), one line per object. */
+async function diff(t: Target, args: string[]): Promise<number> {
+  const f = parseFlags(args, FILE_FLAGS, {});
+  if (f.positional.length) throw new UsageError(`stack diff: unexpected argument ${f.positional[0]}`);
+  const project = readProject(f, 'stack diff');
+  const res = (await call(t, 'PUT', `/stacks/${enc(project.name)}?dryRun=1`, project.document)).body as { Changes: Array<{ Action: string; Kind: string; Name: string; Service?: string }> };
+  if (!res.Changes.length) {
+    process.stdout.write(`stack ${project.name}: no changes\n`);
+    return 0;
+  }
+  process.stdout.write(table([['ACTION', 'KIND', 'NAME', 'SERVICE'], ...res.Changes.map((c) => [c.Action, c.Kind, c.Name, c.Service ?? ''])]));
+  return 0;
+}
+
+async function apply(t: Target, args: string[]): Promise<number> {
+  const f = parseFlags(args, { ...FILE_FLAGS, '--timeout': 'timeout' }, { '--wait': 'wait', '-d': 'detach', '--detach': 'detach' });
+  if (f.positional.length) throw new UsageError(`apply: unexpected argument ${f.positional[0]}`);
+  let timeoutS = 300;
+  if (f.values.timeout !== undefined) {
+    timeoutS = Number(f.values.timeout.replace(/s$/, ''));
+    if (!Number.isFinite(timeoutS) || timeoutS < 0) throw new UsageError(`apply: invalid --timeout ${f.values.timeout}: expected seconds`);
+  }
+  const project = readProject(f, 'apply');
   const put = await call(t, 'PUT', `/stacks/${enc(project.name)}`, project.document);
   const applied = put.body as Stack;
   process.stdout.write(`stack ${project.name} ${put.status === 201 ? 'created' : 'configured'}\n`);
@@ -251,9 +275,9 @@ async function stack(t: Target, args: string[]): Promise<number> {
       const rows = names.map((n) => {
         const svc = s.Status.Services?.[n];
         const c = current(svc?.conditions);
-        return [n, svc ? String(svc.desired) : '-', svc ? String(svc.ready) : '-', c?.type ?? 'Pending', c?.message ?? ''];
+        return [n, svc ? String(svc.desired) : '-', svc ? String(svc.ready) : '-', c?.type ?? 'Pending', svc?.lastRollout?.state ?? '-', c?.message ?? ''];
       });
-      process.stdout.write(table([['SERVICE', 'DESIRED', 'READY', 'CONDITION', 'MESSAGE'], ...rows]));
+      process.stdout.write(table([['SERVICE', 'DESIRED', 'READY', 'CONDITION', 'ROLLOUT', 'MESSAGE'], ...rows]));
       return 0;
     }
     case 'inspect': {
@@ -290,8 +314,10 @@ async function stack(t: Target, args: string[]): Promise<number> {
       }
       return failed ? 1 : 0;
     }
+    case 'diff':
+      return diff(t, rest);
     case undefined:
-      throw new UsageError('stack: expected ls, ps, inspect or rm');
+      throw new UsageError('stack: expected ls, ps, inspect, diff or rm');
     default:
       throw new UsageError(`stack: unknown command ${sub}`);
   }

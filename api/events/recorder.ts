@@ -11,6 +11,7 @@ import type { AnyKind } from '../../store/kind.ts';
 
 import { type NetworkSpec, Networks } from '../../store/kinds/network.ts';
 import { type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
+import { Stacks, type StackResource } from '../../store/kinds/stack.ts';
 import { type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
 import { findImage } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
@@ -45,7 +46,7 @@ export class EventRecorder {
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [Containers, Images, Networks, Volumes, Endpoints]) {
+    for (const k of [Containers, Images, Networks, Volumes, Endpoints, Stacks]) {
       for (const r of store.list<AnyKind>(k)) this.last.set(`${k.name}/${r.name}`, r);
     }
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
@@ -135,8 +136,27 @@ export class EventRecorder {
       else if (ev.kind === Networks.name) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
       else if (ev.kind === Volumes.name) this.volumeChange(prev, ev);
       else if (ev.kind === Endpoints.name) this.endpointChange(prev as Resource<EndpointSpec, EndpointStatus> | undefined, ev);
+      else if (ev.kind === Stacks.name && ev.type !== 'delete') this.stackChange(prev as StackResource | undefined, ev.resource as StackResource);
     } catch {
       // events are best effort; never break the store's watch
+    }
+  }
+
+  /**
+   * Stack events (an extension, Type "stack"): a service's rollout changing state
+   * (`rollout-rollingout`, `rollout-completed`, `rollout-paused`, `rollout-rollingback`,
+   * `rollout-rolledback`) and an unhealthy replica replaced (`replace`).
+   */
+  private stackChange(prev: StackResource | undefined, cur: StackResource): void {
+    for (const [service, s] of Object.entries(cur.status.services)) {
+      const was = prev?.status.services[service];
+      const r = s.lastRollout;
+      if (r && (r.state !== was?.lastRollout?.state || r.to !== was?.lastRollout?.to)) {
+        this.emit('stack', `rollout-${r.state.toLowerCase()}`, cur.name, { service, generation: String(r.generation), ...(r.reason ? { reason: r.reason } : {}) });
+      }
+      if ((s.replaced ?? 0) > (was?.replaced ?? 0) && s.lastReplaced) {
+        this.emit('stack', 'replace', cur.name, { service, container: s.lastReplaced.container, id: s.lastReplaced.id, reason: s.lastReplaced.reason });
+      }
     }
   }
 

@@ -5,11 +5,16 @@
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { undeclaredReference } from '../../lib/compose/normalize.ts';
-import { composeApp, composeIssue, PROJECT_NAME } from '../../lib/compose/schema.ts';
+import { dependencyProblem } from '../../lib/compose/dependencies.ts';
+import { stackDiff, type StackChange } from '../../lib/compose/diff.ts';
+import { LABEL, planProject, undeclaredReference } from '../../lib/compose/normalize.ts';
+import { composeApp, composeIssue, PROJECT_NAME, type ComposeApp } from '../../lib/compose/schema.ts';
 import { conflict, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
+import { Containers } from '../../store/kinds/container.ts';
+import { liveNetworks } from '../../store/kinds/network.ts';
 import { INITIAL_STACK_STATUS, Stacks, type StackResource } from '../../store/kinds/stack.ts';
+import { liveVolumes } from '../../store/kinds/volume.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { nameParams, q } from '../request.ts';
 import { gone, writeAndWait } from '../write-and-wait.ts';
@@ -35,6 +40,19 @@ export function stackView(r: StackResource) {
   };
 }
 
+/** What an apply of `document` would change (nothing is written). */
+function dryRun(store: ApiStore, name: string, document: ComposeApp): StackChange[] {
+  const owner = (labels: Record<string, string> | undefined) => labels?.[LABEL.owner] === name;
+  const containers = store.list(Containers).filter((c) => c.spec.desired !== 'removed' && owner(c.spec.config.Labels)).map((c) => ({ name: c.spec.name.replace(/^\//, ''), labels: c.spec.config.Labels ?? {} }));
+  const networks = liveNetworks(store);
+  return stackDiff(planProject(name, document, ''), {
+    containers,
+    networks: new Set(networks.map((n) => n.spec.name)),
+    ownedNetworks: new Set(networks.filter((n) => owner(n.spec.labels)).map((n) => n.spec.name)),
+    volumes: new Set(liveVolumes(store).map((v) => v.name)),
+  });
+}
+
 function findStack(store: ApiStore, name: string): StackResource {
   const r = store.get(Stacks, name);
   if (!r) throw notFound(`no such stack: ${name}`);
@@ -54,7 +72,7 @@ export function stackRoutes(deps: StackRouteDeps) {
       }
     });
 
-    app.put('/stacks/:name', { schema: { params: nameParams } }, async (req, reply) => {
+    app.put('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ dryRun: q.bool() }) } }, async (req, reply) => {
       const name = req.params.name;
       if (!PROJECT_NAME.test(name)) {
         throw invalidArgument(`invalid project name "${name}": must consist only of lowercase alphanumeric characters, hyphens, and underscores as well as start with a letter or number`);
@@ -63,10 +81,11 @@ export function stackRoutes(deps: StackRouteDeps) {
       const parsed = composeApp.safeParse(req.body);
       if (!parsed.success) throw invalidArgument(composeIssue(parsed.error));
       const document = parsed.data;
-      const undeclared = undeclaredReference(document);
+      const undeclared = undeclaredReference(document) ?? dependencyProblem(document);
       if (undeclared) throw invalidArgument(undeclared);
       if (document.name !== undefined && document.name !== name) throw invalidArgument(`name: "${document.name}" does not match the stack "${name}"`);
       const cur = store.get(Stacks, name);
+      if (req.query.dryRun) return { Name: name, DryRun: true, Changes: dryRun(store, name, document) };
       if (cur?.spec.desired === 'removed') throw conflict(`stack ${name} is being removed`);
       const spec = { document, desired: 'present' as const, removeVolumes: false, appliedAt: rfc3339Nano() };
       const r = cur ? store.updateSpec(Stacks, name, () => spec) : store.create(Stacks, name, spec, INITIAL_STACK_STATUS);

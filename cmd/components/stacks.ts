@@ -38,6 +38,7 @@ export function inProcessEngine(app: Pick<FastifyInstance, 'inject'>): StackEngi
     removeVolume: async (name) => void (await call('DELETE', `/volumes/${q(name)}`)),
     createContainer: async (name, body) => String((await call('POST', `/containers/create?name=${q(name)}`, body)).Id),
     startContainer: async (id) => void (await call('POST', `/containers/${q(id)}/start`)),
+    renameContainer: async (id, name) => void (await call('POST', `/containers/${q(id)}/rename?name=${q(name)}`)),
     removeContainer: async (id) => void (await call('DELETE', `/containers/${q(id)}?force=1`)),
   };
 }

@@ -20,9 +20,22 @@ export const LABEL = {
 
 type Json = Record<string, unknown>;
 
+/** deploy.update_config with the Compose specification's defaults; `parallelism` 0 is all at once. */
+export interface UpdatePolicy {
+  parallelism: number;
+  delayMs: number;
+  order: 'start-first' | 'stop-first';
+  failureAction: 'rollback' | 'pause' | 'continue';
+  monitorMs: number;
+}
+
 export interface ServicePlan {
   name: string;
   replicas: number;
+  /** How a change rolls: without update_config every replica at once (as `compose up`), stop-first. */
+  update: UpdatePolicy;
+  /** The healthcheck's interval (ms; 30 s when unset), for how long an unhealthy replica is kept. */
+  healthIntervalMs: number;
   /** restart: no — runs once; Ready when it exited 0. */
   oneShot: boolean;
   hasHealthcheck: boolean;
@@ -203,13 +216,24 @@ export function planProject(project: string, app: ComposeApp, filesDir: string):
     const { exposed, bindings } = ports(svc);
     const files = [...(svc.configs ?? []), ...(svc.secrets ?? [])].map((f) => (typeof f === 'string' ? f : f.source));
     const contents = Object.fromEntries(files.map((f) => [f, app.configs?.[f]?.content ?? app.secrets?.[f]?.content ?? null]));
-    const configHash = hashOf({ svc, contents, networks: nets });
+    // What containers are made of: not the replica count, nor how changes roll or what the service waits for.
+    const { deploy: { replicas: _r, update_config: _u, ...deployRest } = {}, depends_on: _d, ...made } = svc;
+    const configHash = hashOf({ svc: { ...made, ...(Object.keys(deployRest).length ? { deploy: deployRest } : {}) }, contents, networks: nets });
+    const uc = svc.deploy?.update_config;
     const limits = svc.deploy?.resources?.limits;
     const labels = toMap(svc.labels);
     const oneShot = svc.restart === 'no';
     const plan: ServicePlan = {
       name,
       replicas: svc.deploy?.replicas ?? 1,
+      update: {
+        parallelism: uc ? (uc.parallelism ?? 1) : 0,
+        delayMs: Math.round((durationNs(uc?.delay) ?? 0) / 1e6),
+        order: uc?.order ?? 'stop-first',
+        failureAction: uc?.failure_action ?? 'pause',
+        monitorMs: Math.round((durationNs(uc?.monitor) ?? 0) / 1e6),
+      },
+      healthIntervalMs: Math.round((durationNs(svc.healthcheck?.interval) ?? 30e9) / 1e6),
       oneShot,
       hasHealthcheck: !!svc.healthcheck && !svc.healthcheck.disable,
       configHash,

@@ -49,11 +49,29 @@ const resources = z.strictObject({
   memory: byteSize.optional(),
 });
 
+/** deploy.update_config: how a changed service rolls (the Compose specification's keys and defaults). */
+const updateConfig = z.strictObject({
+  parallelism: int().nonnegative().optional(),
+  delay: duration.optional(),
+  order: z.enum(['start-first', 'stop-first']).optional(),
+  failure_action: z.enum(['rollback', 'pause', 'continue']).optional(),
+  monitor: duration.optional(),
+});
+
 const deploy = z.strictObject({
   replicas: int().nonnegative().optional(),
+  update_config: updateConfig.optional(),
   resources: z.strictObject({ limits: resources.optional(), reservations: resources.optional() }).optional(),
   placement: z.strictObject({ constraints: strings.optional() }).optional(),
 });
+
+export const DEPENDENCY_CONDITIONS = ['service_started', 'service_healthy', 'service_completed_successfully'] as const;
+
+/** depends_on: a list of services (service_started), or a map with the condition each must meet. */
+const dependsOn = z.union([
+  z.array(str),
+  z.record(z.string(), z.strictObject({ condition: z.enum(DEPENDENCY_CONDITIONS).optional(), restart: z.boolean().optional(), required: z.boolean().optional() })),
+]);
 
 const fileRef = z.union([str, z.strictObject({ source: str, target: str.optional(), mode: int().optional() })]);
 
@@ -76,6 +94,7 @@ export const composeService = z.strictObject({
   stop_signal: str.optional(),
   stop_grace_period: duration.optional(),
   deploy: deploy.optional(),
+  depends_on: dependsOn.optional(),
   configs: z.array(fileRef).optional(),
   secrets: z.array(fileRef).optional(),
 });

@@ -3,19 +3,23 @@
 // (objects carrying its owner label) and acts through the Engine API (StackEngine: the daemon's own
 // API, in process), so every rule of a create or a remove applies as for any client. Objects it
 // did not create are never adopted or removed: a name taken by one is Degraded with the reason.
-// A container removed, stopped or killed out of band is created or started again; a service
-// dropped from the document is pruned; a changed service (its config hash) is recreated.
+// Services are reconciled dependencies first (depends_on); each is brought to its replicas by
+// ./replicas.ts (out-of-band removals and stops repaired, changes rolled out, unhealthy replicas
+// replaced); a service dropped from the document is pruned. The documents a service's stable
+// version refers to are kept in the status, so a rollback can return to it.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ReconcileContext, ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import { dependenciesOf, serviceOrder } from '../../lib/compose/dependencies.ts';
 import { LABEL, planProject, projectFiles, type ServicePlan } from '../../lib/compose/normalize.ts';
 import { unmetPlacement, type NodeFacts } from '../../lib/compose/placement.ts';
-import { rfc3339Nano } from '../../lib/ids.ts';
-import { containerByName, Containers, isRunning, type ContainerResource } from '../../store/kinds/container.ts';
+import { containerByName, Containers, type ContainerResource } from '../../store/kinds/container.ts';
 import { liveNetworks } from '../../store/kinds/network.ts';
-import { Stacks, type ServiceStatus, type StackCondition, type StackConditionType, type StackResource, type StackStatus } from '../../store/kinds/stack.ts';
+import { Stacks, type StackResource, type StackStatus } from '../../store/kinds/stack.ts';
 import { liveVolumes } from '../../store/kinds/volume.ts';
 import type { Store } from '../../store/store.ts';
+import { errText, verdict, type Verdict } from './conditions.ts';
+import { reconcileService, type ServiceOutcome } from './replicas.ts';
 
 /** The Engine API calls the reconciler makes (cmd answers them with the daemon's own API). */
 export interface StackEngine {
@@ -26,6 +30,7 @@ export interface StackEngine {
   /** Answers the new container's id. */
   createContainer(name: string, body: Record<string, unknown>): Promise<string>;
   startContainer(id: string): Promise<void>;
+  renameContainer(id: string, name: string): Promise<void>;
   /** Forced, anonymous volumes kept (as `docker compose down`). */
   removeContainer(id: string): Promise<void>;
 }
@@ -43,25 +48,16 @@ type StackStore = Pick<Store, 'get' | 'list' | 'byIndex' | 'delete' | 'updateSta
 /** How often a stack that is not Ready yet looks again (containers' changes also wake it). */
 const RECHECK_MS = 1000;
 
-/** A condition at `generation`, keeping its transition time when its status did not change. */
-export function setCondition(list: readonly StackCondition[], type: StackConditionType, status: 'True' | 'False', reason: string, message: string, generation: number): StackCondition[] {
-  const prev = list.find((c) => c.type === type);
-  const lastTransitionTime = prev && prev.status === status ? prev.lastTransitionTime : rfc3339Nano();
-  return [...list.filter((c) => c.type !== type), { type, status, reason, message, lastTransitionTime, observedGeneration: generation }];
-}
-
-/** The three conditions from one verdict. */
-function verdict(prev: readonly StackCondition[], state: 'Ready' | 'Progressing' | 'Degraded', reason: string, message: string, gen: number): StackCondition[] {
-  let c = setCondition(prev, 'Ready', state === 'Ready' ? 'True' : 'False', reason, state === 'Ready' ? '' : message, gen);
-  c = setCondition(c, 'Progressing', state === 'Progressing' ? 'True' : 'False', reason, state === 'Progressing' ? message : '', gen);
-  return setCondition(c, 'Degraded', state === 'Degraded' ? 'True' : 'False', reason, state === 'Degraded' ? message : '', gen);
-}
-
-const errText = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-interface ServiceOutcome {
-  status: ServiceStatus;
-  state: 'Ready' | 'Progressing' | 'Degraded';
+/** The documents the services' stable versions refer to; undefined when none is kept. */
+function keptDocuments(r: StackResource, services: StackStatus['services']): StackStatus['documents'] {
+  const out: NonNullable<StackStatus['documents']> = {};
+  for (const s of Object.values(services)) {
+    const g = s.stable?.generation;
+    if (g === undefined) continue;
+    const doc = g === r.generation ? r.spec.document : r.status.documents?.[String(g)];
+    if (doc) out[String(g)] = doc;
+  }
+  return Object.keys(out).length ? out : undefined;
 }
 
 export class StackReconciler implements Reconciler {
@@ -104,22 +100,46 @@ export class StackReconciler implements Reconciler {
     }
 
     const services: StackStatus['services'] = {};
-    const states: Array<[string, ServiceOutcome['state'], string]> = [];
+    const states: Array<[string, Verdict, string]> = [];
+    let requeue = Infinity;
     // What the stack owns as this reconcile starts: the services below only remove from it.
     const owned = this.ownedContainers(name);
     const ownedBy = (svc: string) => owned.filter((c) => c.spec.config.Labels?.[LABEL.service] === svc);
-    for (const svc of plan.services) {
-      const out = stackProblems.length
-        ? { status: { desired: svc.replicas, ready: 0, conditions: verdict(r.status.services[svc.name]?.conditions ?? [], 'Degraded', 'StackDegraded', stackProblems.join('; '), r.generation) }, state: 'Degraded' as const }
-        : await this.service(r, svc, ownedBy(svc.name), ctx);
+    const byName = (n: string) => containerByName(this.store, n);
+    const plans = new Map(plan.services.map((s) => [s.name, s]));
+    for (const svcName of serviceOrder(r.spec.document)) {
+      const svc = plans.get(svcName)!;
+      const prevConds = r.status.services[svc.name]?.conditions ?? [];
+      const def = r.spec.document.services[svc.name];
+      const unmet = def && this.deps.node ? unmetPlacement(def, this.deps.node()) : undefined;
+      let out: ServiceOutcome;
+      if (stackProblems.length) {
+        out = { status: { ...r.status.services[svc.name], desired: svc.replicas, ready: 0, conditions: verdict(prevConds, 'Degraded', 'StackDegraded', stackProblems.join('; '), r.generation) }, state: 'Degraded' };
+      } else if (unmet) {
+        // It cannot run here: Pending, and none of its containers stays.
+        for (const c of ownedBy(svc.name)) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
+        out = { status: { desired: svc.replicas, ready: 0, conditions: verdict(prevConds, 'Progressing', 'Pending', unmet, r.generation) }, state: 'Progressing' };
+      } else {
+        out = await reconcileService({
+          stack: r,
+          svc,
+          stable: this.stableVersion(r, svc, filesDir),
+          owned: ownedBy(svc.name),
+          byName,
+          waitingOn: this.waitingOn(r, svc.name, owned, plans),
+          now: Date.now(),
+          engine,
+          log: ctx.log,
+        });
+      }
+      if (out.requeueAfterMs !== undefined) requeue = Math.min(requeue, out.requeueAfterMs);
       services[svc.name] = out.status;
       const c = out.status.conditions.find((x) => x.type === out.state);
       states.push([svc.name, out.state, c?.message ?? '']);
     }
     // What the document no longer names: its containers, then its networks.
-    const wanted = new Set(plan.services.map((s) => s.name));
     for (const c of owned) {
-      if (!wanted.has(c.spec.config.Labels?.[LABEL.service] ?? '')) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'pruning a container failed'));
+      if (!plans.has(c.spec.config.Labels?.[LABEL.service] ?? '')) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'pruning a container failed'));
     }
     const wantedNets = new Set(plan.networks.map((n) => n.name));
     for (const n of liveNetworks(this.store)) {
@@ -132,77 +152,40 @@ export class StackReconciler implements Reconciler {
     const stackState = degraded.length ? 'Degraded' : progressing.length ? 'Progressing' : 'Ready';
     const reason = degraded.length ? 'ServicesDegraded' : progressing.length ? 'ServicesProgressing' : 'AllServicesReady';
     const message = degraded.length ? say(degraded) : progressing.length ? say(progressing) : '';
-    this.store.updateStatus(Stacks, name, (s) => ({ observedGeneration: r.generation, services, conditions: verdict(s.conditions, stackState, reason, message, r.generation) }));
+    const documents = keptDocuments(r, services);
+    this.store.updateStatus(Stacks, name, (s) => ({
+      observedGeneration: r.generation,
+      services,
+      conditions: verdict(s.conditions, stackState, reason, message, r.generation),
+      ...(documents ? { documents } : {}),
+    }));
+    if (requeue !== Infinity) return { requeueAfter: Math.min(requeue, RECHECK_MS) };
     return stackState === 'Ready' ? undefined : { requeueAfter: RECHECK_MS };
   }
 
-  /** One service brought to its replicas; its status and verdict. */
-  private async service(r: StackResource, svc: ServicePlan, owned: readonly ContainerResource[], ctx: ReconcileContext): Promise<ServiceOutcome> {
-    const { engine } = this.deps;
-    const gen = r.generation;
-    const prev = r.status.services[svc.name]?.conditions ?? [];
-    const problems: string[] = [];
-    let ready = 0;
-    let failedOnce = '';
-    const def = r.spec.document.services[svc.name];
-    const unmet = def && this.deps.node ? unmetPlacement(def, this.deps.node()) : undefined;
-    if (unmet) {
-      // It cannot run here: Pending, and none of its containers stays.
-      for (const c of owned) {
-        await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
-      }
-      return { status: { desired: svc.replicas, ready: 0, conditions: verdict(prev, 'Progressing', 'Pending', unmet, gen) }, state: 'Progressing' };
+  /** The service's stable version as a plan, when it differs from the document's (what a rollback returns to). */
+  private stableVersion(r: StackResource, svc: ServicePlan, filesDir: string): ServicePlan | undefined {
+    const stable = r.status.services[svc.name]?.stable;
+    if (!stable || stable.configHash === svc.configHash) return undefined;
+    const doc = r.status.documents?.[String(stable.generation)];
+    const old = doc ? planProject(r.name, doc, filesDir).services.find((s) => s.name === svc.name) : undefined;
+    return old?.configHash === stable.configHash ? old : undefined;
+  }
+
+  /** The first dependency of a service not met yet, as "db (service_healthy)". */
+  private waitingOn(r: StackResource, svcName: string, owned: readonly ContainerResource[], plans: ReadonlyMap<string, ServicePlan>): string | undefined {
+    for (const dep of dependenciesOf(r.spec.document.services[svcName])) {
+      const plan = plans.get(dep.service);
+      if (!plan) continue;
+      const cs = owned.filter((c) => c.spec.config.Labels?.[LABEL.service] === dep.service && c.spec.config.Labels?.[LABEL.configHash] === plan.configHash);
+      const enough = cs.length >= plan.replicas;
+      const met =
+        dep.condition === 'service_started' ? enough && cs.every((c) => c.status.phase === 'running' || (plan.oneShot && c.status.phase === 'exited'))
+        : dep.condition === 'service_healthy' ? enough && cs.every((c) => c.status.phase === 'running' && c.status.health?.Status === 'healthy')
+        : enough && cs.every((c) => c.status.phase === 'exited' && c.status.exitCode === 0);
+      if (!met) return `${dep.service} (${dep.condition})`;
     }
-    for (let n = 1; n <= svc.replicas; n++) {
-      const cname = svc.containerName(n);
-      let c = containerByName(this.store, cname);
-      if (c && c.spec.config.Labels?.[LABEL.owner] !== r.name) {
-        problems.push(`container ${cname} exists and was not created by this stack`);
-        continue;
-      }
-      try {
-        if (c && c.spec.desired === 'removed') continue;
-        if (c && c.spec.config.Labels?.[LABEL.configHash] !== svc.configHash) {
-          await engine.removeContainer(c.name);
-          c = undefined;
-        }
-        if (!c) {
-          const id = await engine.createContainer(cname, svc.body(n));
-          await engine.startContainer(id);
-          continue;
-        }
-        const s = c.status;
-        if (svc.oneShot) {
-          if (s.phase === 'created') await engine.startContainer(c.name);
-          else if (s.phase === 'exited' && s.exitCode === 0) ready++;
-          else if (s.phase === 'exited' || s.phase === 'dead') failedOnce = `container ${cname} exited with code ${s.exitCode}`;
-          continue;
-        }
-        if (!isRunning(s)) {
-          ctx.log.info({ container: cname, phase: s.phase }, 'starting a stack container that is not running');
-          await engine.startContainer(c.name);
-          continue;
-        }
-        if (s.phase === 'running' && (!svc.hasHealthcheck || s.health?.Status === 'healthy')) ready++;
-        else if (s.health?.Status === 'unhealthy') problems.push(`container ${cname} is unhealthy`);
-      } catch (err) {
-        problems.push(`${cname}: ${errText(err)}`);
-      }
-    }
-    // Replicas past the count.
-    for (const c of owned) {
-      if (Number(c.spec.config.Labels?.[LABEL.number]) > svc.replicas) {
-        await engine.removeContainer(c.name).catch((err) => problems.push(`removing ${c.spec.name}: ${errText(err)}`));
-      }
-    }
-    const status = (state: ServiceOutcome['state'], reason: string, message: string): ServiceOutcome => ({
-      status: { desired: svc.replicas, ready, conditions: verdict(prev, state, reason, message, gen) },
-      state,
-    });
-    if (problems.length) return status('Degraded', 'ReplicasFailed', problems.join('; '));
-    if (failedOnce) return status('Degraded', 'ExitedNonZero', failedOnce);
-    if (ready >= svc.replicas) return status('Ready', svc.oneShot ? 'Completed' : 'ReplicasReady', '');
-    return status('Progressing', 'ReplicasStarting', `${ready}/${svc.replicas} ${svc.oneShot ? 'completed' : 'ready'}`);
+    return undefined;
   }
 
   /** DELETE: what the stack owns goes (named volumes only when asked), then its record. */

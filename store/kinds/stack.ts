@@ -28,18 +28,58 @@ export interface StackCondition {
   observedGeneration: number;
 }
 
+export type RolloutState = 'RollingOut' | 'Paused' | 'RollingBack' | 'RolledBack' | 'Completed';
+
+/** A service's last rollout: from one config hash to another, replica slot by slot. */
+export interface Rollout {
+  /** The config hash rolled from ('' when there was no stable version) and to. */
+  from: string;
+  to: string;
+  /** The stack's generation that asked for `to`. */
+  generation: number;
+  state: RolloutState;
+  /** Why it paused or rolled back ('' otherwise). */
+  reason: string;
+  startedAt: string;
+  finishedAt?: string;
+  /** Replica slots whose new container is up. */
+  updated: number;
+  /** Slots whose new container was started and is not up yet. */
+  inFlight: number[];
+  /** When a slot last came up (update_config.delay counts from it). */
+  lastStepAt?: string;
+}
+
+/** The version of a service last seen fully Ready: what a rollback returns to. */
+export interface StableVersion {
+  configHash: string;
+  /** Its document is status.documents[generation]. */
+  generation: number;
+}
+
 export interface ServiceStatus {
   /** Replicas the document asks for. */
   desired: number;
-  /** Containers of the service running now (healthy, where it has a healthcheck). */
+  /** Containers of the service serving now (running; healthy, where it has a healthcheck). */
   ready: number;
   conditions: StackCondition[];
+  /** What the service waits for before its containers are created (depends_on), '' when nothing. */
+  waitingOn?: string;
+  lastRollout?: Rollout;
+  stable?: StableVersion;
+  /** Unhealthy replicas replaced so far, and the last one. */
+  replaced?: number;
+  lastReplaced?: { container: string; id: string; at: string; reason: string };
+  /** Container id → when it was first seen unhealthy (it is replaced once it stays so). */
+  unhealthySince?: Record<string, string>;
 }
 
 export interface StackStatus {
   observedGeneration: number;
   conditions: StackCondition[];
   services: Record<string, ServiceStatus>;
+  /** Documents of earlier generations a service's stable version still refers to (by generation). */
+  documents?: Record<string, ComposeApp>;
 }
 
 const condition = z.object({
@@ -61,7 +101,29 @@ const specSchema = z.object({
 const statusSchema = z.object({
   observedGeneration: z.number().int().nonnegative(),
   conditions: z.array(condition),
-  services: z.record(z.string(), z.object({ desired: z.number().int().nonnegative(), ready: z.number().int().nonnegative(), conditions: z.array(condition) })),
+  services: z.record(z.string(), z.object({
+    desired: z.number().int().nonnegative(),
+    ready: z.number().int().nonnegative(),
+    conditions: z.array(condition),
+    waitingOn: z.string().optional(),
+    lastRollout: z.object({
+      from: z.string(),
+      to: z.string(),
+      generation: z.number().int().nonnegative(),
+      state: z.enum(['RollingOut', 'Paused', 'RollingBack', 'RolledBack', 'Completed']),
+      reason: z.string(),
+      startedAt: z.string(),
+      finishedAt: z.string().optional(),
+      updated: z.number().int().nonnegative(),
+      inFlight: z.array(z.number().int()),
+      lastStepAt: z.string().optional(),
+    }).optional(),
+    stable: z.object({ configHash: z.string(), generation: z.number().int().nonnegative() }).optional(),
+    replaced: z.number().int().nonnegative().optional(),
+    lastReplaced: z.object({ container: z.string(), id: z.string(), at: z.string(), reason: z.string() }).optional(),
+    unhealthySince: z.record(z.string(), z.string()).optional(),
+  })),
+  documents: z.record(z.string(), composeApp).optional(),
 }) satisfies z.ZodType<StackStatus>;
 
 export type StackResource = Resource<StackSpec, StackStatus>;
