@@ -105,7 +105,9 @@ async function pushLayer(ctx: DistContext, s: Session, ref: Reference, info: Lay
   const release = await ctx.uploads.acquire(signal, () => emit(statusLine(id, 'Waiting')));
   try {
     const known = info.blobMedia === 'none' ? ctx.compressed.get(info.diffId) : undefined;
-    const mediaType = foreign ? foreign.mediaType : info.blobMedia === 'zstd' ? MEDIA.ociLayerZstd : MEDIA.dockerLayer;
+    // A foreign layer pushed to a registry that allows it becomes an ordinary layer (as in the
+    // reference daemon): the registry serves it now, and a foreign type without urls is refused.
+    const mediaType = info.blobMedia === 'zstd' ? MEDIA.ociLayerZstd : MEDIA.dockerLayer;
     const digest = info.blobMedia === 'none' ? known?.digest : info.blobDigest;
     const size = info.blobMedia === 'none' ? known?.size : info.blobSize;
     if (digest && size !== undefined) {

@@ -1,9 +1,11 @@
 // A reverse proxy in front of a test registry that sees what the daemon does on the wire: it
 // counts blob downloads and blob uploads in flight (optionally holding each one for a while so
 // that overlap shows), records every request, and can reset the connection of the next N GETs of
-// a given blob.
+// a given blob. As a forward proxy it also answers CONNECT (for https:// registries behind
+// --https-proxy): whatever host:port the tunnel names, it is piped to the target's address, so a
+// name like registry.test:PORT resolves nowhere but through the proxy.
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export interface ProxyStats {
   /** Most blob GETs in flight at once. */
@@ -16,8 +18,10 @@ export interface ProxyStats {
   uploads: number;
   /** Connections reset on purpose. */
   dropped: number;
-  /** `METHOD path` of every request, in arrival order. */
+  /** `METHOD path` of every request, in arrival order (`CONNECT host:port` for a tunnel). */
   requests: string[];
+  /** CONNECT tunnels opened, by the host:port they named. */
+  tunnels: Map<string, number>;
 }
 
 export interface TestProxy {
@@ -36,7 +40,7 @@ const BLOB_GET = /^\/v2\/.+\/blobs\/(sha256:[0-9a-f]{64})$/;
 const UPLOAD = /^\/v2\/.+\/blobs\/uploads\/[^/]+/;
 
 function emptyStats(): ProxyStats {
-  return { maxDownloads: 0, maxUploads: 0, downloads: new Map(), uploads: 0, dropped: 0, requests: [] };
+  return { maxDownloads: 0, maxUploads: 0, downloads: new Map(), uploads: 0, dropped: 0, requests: [], tunnels: new Map() };
 }
 
 export async function startProxy(target: string): Promise<TestProxy> {
@@ -136,6 +140,29 @@ export async function startProxy(target: string): Promise<TestProxy> {
   // Long keep-alive: the daemon must never meet a connection closed under it by accident, only
   // the ones reset on purpose.
   server.keepAliveTimeout = 120_000;
+  // A tunnel: answer 200 once the target's address is connected, then pipe both ways.
+  server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    const authority = req.url ?? '';
+    proxy.stats.requests.push(`CONNECT ${authority}`);
+    proxy.stats.tunnels.set(authority, (proxy.stats.tunnels.get(authority) ?? 0) + 1);
+    const up = connect({ host: to.hostname, port: Number(to.port || (to.protocol === 'https:' ? 443 : 80)) });
+    sockets.add(up);
+    up.on('close', () => sockets.delete(up));
+    let established = false;
+    up.once('connect', () => {
+      established = true;
+      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      if (head.length) up.write(head);
+      up.pipe(client);
+      client.pipe(up);
+    });
+    up.on('error', () => {
+      if (!established && client.writable) client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+      else client.destroy();
+    });
+    client.on('error', () => up.destroy());
+    client.on('close', () => up.destroy());
+  });
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
