@@ -2,6 +2,7 @@
 import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
+import { inspectLogPath } from '../../drivers/logging/cache.ts';
 import { type ContainerSpec, type ContainerStatus, type HealthState, isRunning, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { Resource } from '../../store/types.ts';
 import { pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/kinds/endpoint.ts';
@@ -102,7 +103,7 @@ export function inspectView(
     ResolvConfPath: status.resolvConfPath,
     HostnamePath: status.hostnamePath,
     HostsPath: status.hostsPath,
-    LogPath: spec.hostConfig.LogConfig.Type === 'local' ? '' : status.logPath,
+    LogPath: inspectLogPath(spec.hostConfig.LogConfig.Type, status.logPath),
     Name: spec.name,
     RestartCount: status.restartCount,
     Driver: status.driver,

@@ -34,7 +34,7 @@ import { createDistribution, type DistributionDriver } from '../../drivers/distr
 import { createImageArchive } from '../../drivers/image/archive.ts';
 import { createImageCommitter } from '../../drivers/image/commit.ts';
 import { hostPlatform } from '../../drivers/image/platform.ts';
-import { createLogReader, validateLogConfig } from '../../drivers/logging/index.ts';
+import { createLogReader, readPathOf, validateLogConfig } from '../../drivers/logging/index.ts';
 import { hostRouteSubnets } from '../../drivers/network/routes.ts';
 import { validateBind } from '../../drivers/oci/index.ts';
 import type { LayerStore } from '../../drivers/storage/types.ts';
@@ -79,7 +79,10 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
       init: (ctx) => {
         const store = ctx.get<Store>('store');
         return createLogReader({
-          pathOf: (id) => store.get(Containers, id)?.status.logPath || undefined,
+          pathOf: (id) => {
+            const c = store.get(Containers, id);
+            return c ? readPathOf(c.spec.hostConfig.LogConfig, c.status.logPath) : undefined;
+          },
           log: log.child({ component: 'log-reader' }),
         });
       },

@@ -1,9 +1,8 @@
 // Container log drivers: json-file, local (the reference's framed protobuf files), none, and the
 // remote drivers syslog, gelf, fluentd and journald. A remote driver is wrapped in a RemoteSink:
 // its messages go through a queue, and, unless cache-disabled, the output is also written to a
-// local cache at the container's log path so `docker logs` works (dual logging). The reference
-// keeps that cache in the `local` format under containers/<id>/container-cached.log; here it is
-// a json-file log at the usual log path. mode=non-blocking puts the dropping ring of ./ring.ts
+// local cache so `docker logs` works (dual logging): a `local`-format log at
+// containers/<id>/container-cached.log, as the reference's (./cache.ts). mode=non-blocking puts the dropping ring of ./ring.ts
 // in front of any driver (the cache stays outside it, as the reference's).
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -12,6 +11,7 @@ import { newGelf } from './gelf.ts';
 import type { ContainerLogInfo } from './info.ts';
 import { newJournald } from './journald.ts';
 import { openJsonFile } from './json-file.ts';
+import { cacheOptions, cachePathBeside } from './cache.ts';
 import { openLocal } from './local.ts';
 import type { LogSink } from './json-file.ts';
 import { cacheEnabled, FILE_DRIVERS, ramInBytes, REMOTE_DRIVERS } from './options.ts';
@@ -25,6 +25,7 @@ export type { LogReaderOptions, LogReadOptions, LogEntry } from './reader.ts';
 export { openJsonFile, MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 export type { LogSink } from './json-file.ts';
 export { localLogPath } from './local.ts';
+export { cachedLogPath, readPathOf, inspectLogPath, CACHE_FILE } from './cache.ts';
 export type { ContainerLogInfo } from './info.ts';
 
 export interface Logging {
@@ -45,13 +46,6 @@ const REMOTE: Record<string, (info: ContainerLogInfo, cfg: Record<string, string
   journald: (i, c) => newJournald(i, c),
 };
 
-/** The json-file options of the local cache: cache-max-size (default 20m), cache-max-file (5), cache-compress. */
-function cacheOptions(cfg: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = { 'max-size': cfg['cache-max-size'] ?? '20m', 'max-file': cfg['cache-max-file'] ?? '5' };
-  if (cfg['cache-compress'] !== undefined) out.compress = cfg['cache-compress'];
-  return out;
-}
-
 export async function openRemote(type: string, containerId: string, path: string, cfg: Record<string, string>, info: ContainerLogInfo, log: Logger): Promise<LogSink> {
   let driver: RemoteDriver;
   try {
@@ -62,7 +56,7 @@ export async function openRemote(type: string, containerId: string, path: string
   let cache: LogSink | null = null;
   if (path && cacheEnabled(cfg)) {
     try {
-      cache = openJsonFile(path, cacheOptions(cfg), log.child({ container: containerId, cache: true }));
+      cache = openLocal(cachePathBeside(path), cacheOptions(cfg), log.child({ container: containerId, cache: true }));
     } catch (err) {
       await driver.close().catch(() => {});
       throw new Error(`failed to initialize logging driver: error setting up local container log cache: error initializing local log cache driver: ${(err as Error).message}`);

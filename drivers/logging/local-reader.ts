@@ -10,9 +10,9 @@ const FIRST_READ_SIZE = 16 * 1024;
 /** The reference refuses records past 1 MB: a larger length means the file is not framed as expected. */
 const MAX_RECORD = 1e6;
 
-/** Whether `path` is a `local` driver file (…/local-logs/container.log). */
+/** Whether `path` is in the `local` format: the local driver's …/local-logs/container.log or a remote driver's cache …/container-cached.log. */
 export function isLocalLogPath(path: string): boolean {
-  return path.endsWith('/local-logs/container.log');
+  return path.endsWith('/local-logs/container.log') || path.endsWith('/container-cached.log');
 }
 
 /** RFC 3339 with 9 fractional digits of Unix nanoseconds. */

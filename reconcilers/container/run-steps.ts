@@ -24,6 +24,7 @@ import { linkedContainers, linkEnv, renameHostsEntry, writeLinkHosts } from './l
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 import { Images } from '../../store/kinds/image.ts';
+import { cachedLogPath, REMOTE_DRIVERS } from '../../drivers/logging/cache.ts';
 
 export interface ReconcileContext {
   signal: AbortSignal;
@@ -477,12 +478,14 @@ function runtimeExitCode(message: string): 126 | 127 | null {
 }
 
 /**
- * Where a container's file log driver writes: json-file <dir>/<id>-json.log, local
- * <dir>/local-logs/container.log (its directory is made by the driver); '' for none. Inspect
- * shows no LogPath for local, as the reference (its format is not an API).
+ * Where a container's log driver writes: json-file <dir>/<id>-json.log, local
+ * <dir>/local-logs/container.log (its directory is made by the driver), a remote driver its
+ * dual-logging cache <dir>/container-cached.log (unless cache-disabled); '' for none. Inspect
+ * shows LogPath for json-file only, as the reference (the other formats are not an API).
  */
 export function logPathFor(dir: string, id: string, type: string): string {
   if (type === 'none') return '';
   if (type === 'local') return join(dir, 'local-logs', 'container.log');
+  if (REMOTE_DRIVERS.has(type)) return cachedLogPath(dir);
   return join(dir, `${id}-json.log`);
 }

@@ -1,5 +1,6 @@
 // Remote log drivers end to end: the daemon sends a container's output to receivers this test
-// runs on loopback (syslog udp/tcp, gelf udp, fluentd tcp); `docker logs` reads the local cache;
+// runs on loopback (syslog udp/tcp, gelf udp, fluentd tcp); `docker logs` reads the local cache
+// (the reference's dual logging: `local`-format records in containers/<id>/container-cached.log);
 // journald is refused where there is no journal; bad options fail the create; `docker info`
 // lists the drivers; the daemon's --log-driver/--log-opt defaults apply.
 import { decodeMulti } from '@msgpack/msgpack';
@@ -7,10 +8,13 @@ import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { docker, dockerOk } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+import { decodeFile } from './harness/local-log.ts';
 
 interface Udp { port: number; msgs: Buffer[]; close(): void }
 function udp(): Promise<Udp> {
@@ -66,6 +70,14 @@ describe('remote log drivers', () => {
       const r = await docker(d, ['logs', id]);
       assert.equal(r.stdout, 'out-line\n');
       assert.equal(r.stderr, 'err-line\n');
+      // The cache is the reference's: `local`-format records in containers/<id>/container-cached.log,
+      // and inspect shows no LogPath for it.
+      const file = join(d.dataRoot, 'containers', id, 'container-cached.log');
+      assert.ok(existsSync(file), file);
+      assert.ok(!existsSync(join(d.dataRoot, 'containers', id, `${id}-json.log`)));
+      const recs = decodeFile(readFileSync(file));
+      assert.deepEqual(recs.map((x) => `${x.source}:${x.line}`).sort(), ['stderr:err-line', 'stdout:out-line']);
+      assert.equal(await dk('inspect', '-f', '{{.LogPath}}', id), '');
 
       const id2 = await dk('run', '-d', '--log-driver', 'syslog', '--log-opt', `syslog-address=tcp://127.0.0.1:${t.port}`, '--log-opt', 'syslog-format=rfc3164', img, 'sh', '-c', 'echo a; echo b');
       await dk('wait', id2);
@@ -73,9 +85,49 @@ describe('remote log drivers', () => {
       const lines = t.data().toString().split('\n').filter(Boolean);
       assert.match(lines[0]!, new RegExp(`^<30>\\w{3} [ \\d]\\d \\d\\d:\\d\\d:\\d\\d \\S+ ${id2.slice(0, 12)}\\[\\d+\\]: a$`));
       assert.equal((await dk('logs', id2)), 'a\nb');
+      assert.equal((await dk('logs', '--tail', '1', id2)), 'b');
     } finally {
       u.close();
       t.close();
+    }
+  });
+
+  test('dual-logging cache: cache-max-size/cache-max-file rotate it; --since, -f; cache-disabled', async () => {
+    const u = await udp();
+    try {
+      const n = 200;
+      const id = await dk('run', '-d', '--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${u.port}`, '--log-opt', 'cache-max-size=1k', '--log-opt', 'cache-max-file=3', img,
+        'sh', '-c', `i=0; while [ $i -lt ${n} ]; do echo "line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; i=$((i+1)); done`);
+      await dk('wait', id);
+      const dir = join(d.dataRoot, 'containers', id);
+      const cached = () => readdirSync(dir).filter((f) => f.startsWith('container-cached.log')).sort();
+      // Rotated files are gzipped in the background (cache-compress defaults to true).
+      await until(() => cached().join() === 'container-cached.log,container-cached.log.1.gz,container-cached.log.2.gz');
+      const file = join(dir, 'container-cached.log');
+      const kept = [gunzipSync(readFileSync(`${file}.2.gz`)), gunzipSync(readFileSync(`${file}.1.gz`)), readFileSync(file)].flatMap(decodeFile).map((x) => x.line);
+      assert.ok(kept.length > 10 && kept.length < n, String(kept.length));
+      const want = Array.from({ length: n }, (_, i) => `line-${i}-${'x'.repeat(32)}`);
+      assert.deepEqual(kept, want.slice(n - kept.length));
+      // docker logs reads the live and rotated cache files.
+      assert.deepEqual((await dk('logs', id)).split('\n'), kept);
+      assert.deepEqual((await dk('logs', '--tail', '3', id)).split('\n'), want.slice(-3));
+      assert.equal(await dk('logs', '--since', '2m', id), kept.join('\n'));
+      assert.equal(await dk('logs', '--since', String(Math.floor(Date.now() / 1000) + 3600), id), '');
+
+      // -f follows the cache while the container runs.
+      const id2 = await dk('run', '-d', '--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${u.port}`, img, 'sh', '-c', 'echo first; sleep 2; echo second');
+      const f = await docker(d, ['logs', '-f', id2]);
+      assert.equal(f.stdout, 'first\nsecond\n');
+
+      // cache-disabled: no cache, and docker logs refuses as the reference.
+      const id3 = await dk('run', '-d', '--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${u.port}`, '--log-opt', 'cache-disabled=true', img, 'echo', 'nocache');
+      await dk('wait', id3);
+      assert.ok(!existsSync(join(d.dataRoot, 'containers', id3, 'container-cached.log')));
+      const r = await docker(d, ['logs', id3]);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /configured logging driver does not support reading/);
+    } finally {
+      u.close();
     }
   });
 

@@ -3,14 +3,14 @@
 import { decode } from '@msgpack/msgpack';
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import pino from 'pino';
-import { createLogging, validateLogConfig } from '../../../drivers/logging/index.ts';
+import { createLogging, createLogReader, validateLogConfig } from '../../../drivers/logging/index.ts';
 import { extraAttributes, parseLogTag, type ContainerLogInfo } from '../../../drivers/logging/info.ts';
 import { formatSyslog, newSyslog } from '../../../drivers/logging/syslog.ts';
 import { gelfChunks } from '../../../drivers/logging/gelf.ts';
@@ -146,7 +146,8 @@ describe('syslog', () => {
       const sock = join(tmp, 'syslog.sock');
       const r = await streamReceiver(target === 'tcp' ? 0 : sock);
       const addr = target === 'tcp' ? `tcp://127.0.0.1:${r.port}` : `unix://${sock}`;
-      const logPath = join(tmp, `${target}-json.log`);
+      mkdirSync(join(tmp, target));
+      const logPath = join(tmp, target, 'container-cached.log');
       const sink = await createLogging({ log }).open(info.id, logPath, { Type: 'syslog', Config: { 'syslog-address': addr, 'syslog-format': 'rfc3164' } }, info);
       await sink!.log('stdout', Buffer.from('one\ntwo\n'));
       await sink!.close();
@@ -156,9 +157,11 @@ describe('syslog', () => {
       assert.equal(lines.length, 2, text);
       assert.match(lines[0]!, new RegExp(`^<30>\\w{3} [ \\d]\\d \\d\\d:\\d\\d:\\d\\d ${hostname()} aaaaaaaaaaaa\\[${process.pid}\\]: one$`));
       assert.match(lines[1]!, / two$/);
-      // The local cache: json-file lines at the log path.
-      const cached = readFileSync(logPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l).log);
+      // The local cache: `local`-format records in container-cached.log beside the log path.
+      const cached: string[] = [];
+      for await (const e of createLogReader({ pathOf: () => logPath, log }).read('c', { stdout: true, stderr: true, follow: false, since: 0, until: 0, tail: -1 }, new AbortController().signal)) cached.push(e.line.toString());
       assert.deepEqual(cached, ['one\n', 'two\n']);
+      assert.equal(readFileSync(logPath).readUInt32BE(0) > 0, true);
       r.server.close();
     }
   });
