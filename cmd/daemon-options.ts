@@ -45,7 +45,6 @@ export function unsupportedOption(c: DaemonConfig): string | undefined {
   if (c.selinuxEnabled) return `${NOT_YET}--selinux-enabled`;
   if (c.cdiSpecDirs?.length) return `${NOT_YET}--cdi-spec-dir`;
   if (c.features?.['supervisor-snapshotter']) return `${NOT_YET}--feature supervisor-snapshotter`;
-  if (c.clusterDefaultAdvertiseAddr) return `${NOT_YET}--cluster-default-advertise-addr`;
   return undefined;
 }
 

@@ -3,6 +3,7 @@
 import { homedir } from 'node:os';
 import { EngineError, invalidArgument, isCode } from '../lib/errors.ts';
 import { parseGenericResources } from '../lib/generic-resources.ts';
+import { parseClusterStore } from '../lib/cluster/store-url.ts';
 import type { ConfigField, DaemonConfig } from './options.ts';
 import { DEFAULT_CONFIG_FILE, DEFAULT_HOST, STOCK_RUNTIME, defaultConfig } from './options.ts';
 import { fileEntries, fileValues, findConflicts, readConfigJson } from './file.ts';
@@ -215,6 +216,8 @@ export function validateConfig(c: DaemonConfig): void {
     throw bad(`specified default runtime '${c.defaultRuntime}' does not exist`);
   }
   parseGenericResources(c.nodeGenericResources);
+  if (c.clusterStore) parseClusterStore(c.clusterStore, c.clusterStoreOpts);
+  else if (Object.keys(c.clusterStoreOpts).length) throw bad('--cluster-store-opt needs --cluster-store');
   validateBuilderGc(c.builder);
   for (const [k, v] of [['bip', c.bip], ['fixed-cidr', c.fixedCidr], ['fixed-cidr-v6', c.fixedCidrV6]] as const) {
     if (v && !isCidr(v)) throw bad(`invalid ${k}: ${v}`);

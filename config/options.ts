@@ -41,6 +41,9 @@ export interface DaemonConfig {
   cdiSpecDirs: string[];
   cgroupParent: string;
   clusterDefaultAdvertiseAddr: string;
+  /** An extension (as dockerd once had): etcd://HOST:PORT[,HOST:PORT] (docs/api-extensions.md). */
+  clusterStore: string;
+  clusterStoreOpts: Record<string, string>;
   configFile: string;
   cpuRtPeriod: number;
   cpuRtRuntime: number;
@@ -189,6 +192,8 @@ export const OPTIONS: readonly OptionDef[] = [
   o({ name: 'cdi-spec-dir', field: 'cdiSpecDirs', type: 'list', default: [], fileKey: 'cdi-spec-dirs', reloadable: false, description: 'CDI specification directories to use' }),
   o({ name: 'cgroup-parent', field: 'cgroupParent', type: 'string', default: '', fileKey: 'cgroup-parent', reloadable: false, description: 'Set parent cgroup for all containers' }),
   o({ name: 'cluster-default-advertise-addr', field: 'clusterDefaultAdvertiseAddr', type: 'string', default: '', fileKey: 'cluster-default-advertise-addr', reloadable: false, description: 'Set default address or interface for cluster advertised address' }),
+  o({ name: 'cluster-store', field: 'clusterStore', type: 'string', default: '', fileKey: 'cluster-store', reloadable: false, description: 'URL of the distributed storage backend (etcd://HOST:PORT[,HOST:PORT])' }),
+  o({ name: 'cluster-store-opt', field: 'clusterStoreOpts', type: 'map', default: {}, fileKey: 'cluster-store-opts', reloadable: false, arg: 'map', description: 'Set cluster store options (kv.cacertfile, kv.certfile, kv.keyfile, discovery.ttl)' }),
   o({ name: 'config-file', field: 'configFile', type: 'string', default: DEFAULT_CONFIG_FILE, fileKey: null, reloadable: false, description: 'Daemon configuration file' }),
   o({ name: 'cpu-rt-period', field: 'cpuRtPeriod', type: 'int', default: 0, fileKey: 'cpu-rt-period', reloadable: false, description: 'Limit the CPU real-time period in microseconds for the parent cgroup for all containers (not supported with cgroups v2)' }),
   o({ name: 'cpu-rt-runtime', field: 'cpuRtRuntime', type: 'int', default: 0, fileKey: 'cpu-rt-runtime', reloadable: false, description: 'Limit the CPU real-time runtime in microseconds for the parent cgroup for all containers (not supported with cgroups v2)' }),

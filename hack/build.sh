@@ -24,13 +24,14 @@ node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp" >/dev/null || true
 [ -f "$tmp/cmd/engined.js" ] || { echo "build.sh: compile failed" >&2; exit 1; }
 # The daemon and its dependencies as one minified ASCII module: ~10 MiB less V8 heap than ~850
 # modules loaded one by one (their sources, module records) and a faster start. Left outside:
-# koffi (a native addon).
+# koffi (a native addon) and etcd3 (it reads its .proto files beside its own modules at run time;
+# loaded only with --cluster-store).
 # Names are minified too (--keep-names cost ~2 MiB of heap: a property on each of ~2900
 # functions); nothing compares a function's or class's name. bin/engined runs the bundle through
 # build/engined.mjs when it is there.
 if [ -x node_modules/.bin/esbuild ]; then
   node_modules/.bin/esbuild "$tmp/cmd/engined.js" --bundle --platform=node --format=esm --target=node24 \
-    --minify --charset=ascii --legal-comments=none --external:koffi --log-level=error --sourcemap=linked --sources-content=false \
+    --minify --charset=ascii --legal-comments=none --external:koffi --external:etcd3 --log-level=error --sourcemap=linked --sources-content=false \
     --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
     --outfile="$tmp/engined.bundle.mjs"
   cp hack/bundle-entry.mjs "$tmp/engined.mjs"

@@ -14,6 +14,9 @@ import type { LayerSizes } from '../images/layers.ts';
 import { imageDiskUsage } from '../images/usage.ts';
 import { summaryView as containerSummary } from '../containers/views.ts';
 import { defaultInfo } from './info-defaults.ts';
+import type { ClusterPort } from '../nodes/port.ts';
+import { nodeRoutes } from '../nodes/routes.ts';
+import { pingSwarmHeader, swarmInfo } from '../nodes/views.ts';
 import { volumesOf, volumeView } from '../volumes/views.ts';
 import { Images } from '../../store/kinds/image.ts';
 import { Containers } from '../../store/kinds/container.ts';
@@ -41,7 +44,19 @@ export interface SystemRouteDeps {
   volumeSize?: (name: string) => Promise<number>;
   /** Records the store could not read at open (quarantined): each one a line of `docker info`'s warnings. */
   storeWarnings?: () => string[];
+  /** Cluster membership (--cluster-store): the Swarm section of /info, the Swarm header of /_ping, GET /nodes. */
+  cluster?: ClusterPort;
 }
+
+/** /info's Swarm section from the membership. */
+function clusterSwarm(c: ClusterPort): Record<string, unknown> {
+  const nodes = c.nodes();
+  const live = nodes.filter((n) => n.state !== 'down');
+  return swarmInfo(c.self(), live, { leaderId: c.leaderId, clusterId: CLUSTER_ID, error: c.error, state: c.state });
+}
+
+/** One cluster per etcd prefix: its id is fixed (the CLI shows it as ClusterID). */
+const CLUSTER_ID = 'engine0000000000000000000';
 
 const NOT_A_MANAGER =
   'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
@@ -76,7 +91,8 @@ export function systemRoutes(deps: SystemRouteDeps) {
     reply.header('Api-Version', versionInfo.apiVersion);
     reply.header('Builder-Version', '1');
     reply.header('Docker-Experimental', String(experimental));
-    reply.header('Swarm', 'inactive');
+    const cluster = deps.cluster;
+    reply.header('Swarm', cluster ? pingSwarmHeader(cluster.state, true) : 'inactive');
     reply.header('Cache-Control', 'no-cache, no-store, must-revalidate');
     reply.header('Pragma', 'no-cache');
     reply.header('Content-Type', 'text/plain; charset=utf-8');
@@ -132,6 +148,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
       ...defaultInfo(),
       ...machine,
       ...liveCounts(store),
+      ...(deps.cluster ? { Swarm: clusterSwarm(deps.cluster) } : {}),
       Warnings: [...((machine.Warnings as string[] | undefined) ?? []), ...(deps.storeWarnings?.() ?? [])],
       ServerVersion: versionInfo.version,
       ExperimentalBuild: experimental,
@@ -195,8 +212,11 @@ export function systemRoutes(deps: SystemRouteDeps) {
       throw unavailable('This node is not part of a swarm');
     });
     for (const area of ['swarm', 'nodes', 'services', 'tasks', 'secrets', 'configs']) {
-      app.route({ method: ['GET', 'POST', 'DELETE', 'PUT'], url: `/${area}`, handler: notManager });
-      app.route({ method: ['GET', 'POST', 'DELETE', 'PUT'], url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
+      // With a cluster store, GET /nodes[/{id}] are node routes (api/nodes/routes.ts).
+      const method: Array<'GET' | 'POST' | 'DELETE' | 'PUT'> = area === 'nodes' && deps.cluster ? ['POST', 'DELETE', 'PUT'] : ['GET', 'POST', 'DELETE', 'PUT'];
+      app.route({ method, url: `/${area}`, handler: notManager });
+      app.route({ method, url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
     }
+    if (deps.cluster) await app.register(nodeRoutes(deps.cluster));
   };
 }

@@ -44,6 +44,7 @@ import type { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts'
 import { parseSignal } from '../../reconcilers/container/signals.ts';
 import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
 import type { Store } from '../../store/store.ts';
+import type { ClusterMembership } from '../../reconcilers/node/membership.ts';
 
 import { createContainerOps } from '../container-ops.ts';
 import { blkioWeightSupported, hostCpus, listenTls, registryOptions } from '../daemon-helpers.ts';
@@ -113,7 +114,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz'],
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const layers = ctx.get<LayerStore>('layers');
@@ -173,6 +174,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             sizeRw: (id) => layers.sizeRW(id),
             volumeSize: (name) => volumeDriver.size(name),
             storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
+            cluster: ctx.get<ClusterMembership | null>('cluster') ?? undefined,
           }),
           imageRoutes({
             store,

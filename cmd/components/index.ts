@@ -3,6 +3,7 @@
 import type { Component } from '../components.ts';
 import type { DaemonEnv } from './env.ts';
 import { apiComponent, serviceComponents } from './api.ts';
+import { clusterComponent } from './cluster.ts';
 import { containerComponents, runningComponent } from './containers.ts';
 import { coreComponents } from './core.ts';
 import { metricsComponent } from './metrics.ts';
@@ -24,6 +25,7 @@ export function daemonComponents(env: DaemonEnv): Component[] {
     // After what the routes use, so at shutdown the controllers and the containers stop before
     // any of it closes.
     runningComponent(env),
+    clusterComponent(env),
     apiComponent(env),
     stacksComponent(env),
     reloadComponent(env),

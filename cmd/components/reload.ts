@@ -13,6 +13,7 @@ import { configReloadController } from '../../reconcilers/config-reload/controll
 import { ConfigFileSource } from '../../reconcilers/config-reload/file-source.ts';
 import { ConfigReloadReconciler, reloadableValues, type ReloadOwner } from '../../reconcilers/config-reload/reconciler.ts';
 import type { Store } from '../../store/store.ts';
+import type { ClusterMembership } from '../../reconcilers/node/membership.ts';
 import { component } from '../components.ts';
 import { levelOf, registryOptions } from '../daemon-helpers.ts';
 import { engineId } from '../system-info.ts';
@@ -59,7 +60,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
   return component<Running>({
     id: 'reload',
     // After the API: a reload is taken only once the daemon runs.
-    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api', 'authz'],
+    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api', 'authz', 'cluster'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const runtimes = ctx.get<SwappableRuntimes>('runtimes');
@@ -67,6 +68,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const events = ctx.get<EventRecorder>('events');
       const authz = ctx.get<AuthzChain>('authz');
       const rlog = log.child({ component: 'config-reload' });
+      const cluster = ctx.get<ClusterMembership | null>('cluster');
       const owners: ReloadOwner[] = [
         {
           name: 'runtimes',
@@ -103,6 +105,10 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
           }),
         },
       ];
+      if (cluster) {
+        // The node record carries the labels: written again once the new configuration is in place.
+        owners.push({ name: 'cluster', fields: ['labels'], prepare: () => ({ apply: () => void setImmediate(() => cluster.refresh()), rollback: () => void setImmediate(() => cluster.refresh()) }) });
+      }
       const id = engineId(cfg.dataRoot);
       const reconciler = new ConfigReloadReconciler(store, {
         config: cfg,

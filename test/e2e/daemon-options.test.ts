@@ -185,7 +185,6 @@ describe('options that refuse the start', () => {
     await refused(['--selinux-enabled'], 'engined: not supported by this daemon yet: --selinux-enabled');
     await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
     await refused(['--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --feature supervisor-snapshotter');
-    await refused(['--cluster-default-advertise-addr', 'eth0'], 'engined: not supported by this daemon yet: --cluster-default-advertise-addr');
     await refused(['--storage-opt', 'overlay2.size=10G'], 'engined: not supported by this daemon yet: --storage-opt overlay2.size');
     await refused(['--storage-opt', 'overlay2.mountopt=nodev'], 'engined: overlay2: unknown option overlay2.mountopt');
   });

@@ -51,7 +51,6 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
     [{ selinuxEnabled: true }, 'not supported by this daemon yet: --selinux-enabled'],
     [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
     [{ features: { 'supervisor-snapshotter': true } }, 'not supported by this daemon yet: --feature supervisor-snapshotter'],
-    [{ clusterDefaultAdvertiseAddr: 'eth0' }, 'not supported by this daemon yet: --cluster-default-advertise-addr'],
   ];
   for (const [over, msg] of cases) assert.equal(unsupportedOption(cfg(over)), msg);
   assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': false } })), undefined);

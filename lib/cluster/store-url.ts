@@ -1,0 +1,37 @@
+// --cluster-store etcd://HOST:PORT[,HOST:PORT] and --cluster-store-opt, read as the daemon takes
+// them: the etcd endpoints (https when a CA is given), the TLS files, and the lease TTL of the
+// node's record (discovery.ttl, seconds, default 15). A malformed URL or an unknown option refuses
+// the start with the reason.
+import { invalidArgument } from '../errors.ts';
+
+export interface ClusterStore {
+  endpoints: string[];
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  ttlSeconds: number;
+}
+
+export const DEFAULT_DISCOVERY_TTL = 15;
+const OPTS = new Set(['kv.cacertfile', 'kv.certfile', 'kv.keyfile', 'discovery.ttl']);
+
+export function parseClusterStore(url: string, opts: Record<string, string> = {}): ClusterStore {
+  const bad = (why: string) => invalidArgument(`invalid --cluster-store ${JSON.stringify(url)}: ${why}`);
+  const m = /^etcd:\/\/(.+)$/.exec(url);
+  if (!m) throw bad('expected etcd://HOST:PORT[,HOST:PORT]');
+  for (const k of Object.keys(opts)) {
+    if (!OPTS.has(k)) throw invalidArgument(`invalid --cluster-store-opt ${k}: expected kv.cacertfile, kv.certfile, kv.keyfile or discovery.ttl`);
+  }
+  const tls = opts['kv.cacertfile'] || opts['kv.certfile'] || opts['kv.keyfile'] ? { caFile: opts['kv.cacertfile'], certFile: opts['kv.certfile'], keyFile: opts['kv.keyfile'] } : undefined;
+  if (tls && !!tls.certFile !== !!tls.keyFile) throw invalidArgument('invalid --cluster-store-opt: kv.certfile and kv.keyfile go together');
+  const endpoints = m[1]!.split(',').map((hp) => {
+    const h = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(hp.trim());
+    if (!h || Number(h[2]) < 1 || Number(h[2]) > 65535) throw bad(`${JSON.stringify(hp)} is not HOST:PORT`);
+    return `${tls ? 'https' : 'http'}://${h[1]}:${h[2]}`;
+  });
+  let ttlSeconds = DEFAULT_DISCOVERY_TTL;
+  if (opts['discovery.ttl'] !== undefined) {
+    const t = opts['discovery.ttl'].replace(/s$/, '');
+    if (!/^\d+$/.test(t) || Number(t) < 2) throw invalidArgument(`invalid --cluster-store-opt discovery.ttl=${opts['discovery.ttl']}: expected whole seconds, at least 2`);
+    ttlSeconds = Number(t);
+  }
+  return { endpoints, ...(tls ? { tls } : {}), ttlSeconds };
+}

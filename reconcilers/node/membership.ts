@@ -1,0 +1,309 @@
+// This daemon as a node of the cluster (--cluster-store etcd://…), through the etcd3 client:
+// a record under a lease the client keeps alive (`/engine/nodes/<id>`), a campaign in the
+// leader election, and a watch of every node's record and of the leader, cached for the API.
+// etcd decides who leads; nothing here votes.
+//
+// Level-triggered like a reconciler: `sync()` brings etcd to what this node should be (lease
+// granted, record written as the node is now, campaign running) and is run again on every cause —
+// start, a lost lease, a failed campaign, new labels — and after a back-off when etcd does not
+// answer. Local work never waits for it: the daemon serves while the node is not joined.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Logger } from 'pino';
+import type { Campaign, Election, Etcd3, Lease, Watcher } from 'etcd3';
+import { LEADER_ELECTION, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, type NodeRecord } from '../../lib/cluster/node-record.ts';
+import type { ClusterStore } from '../../lib/cluster/store-url.ts';
+
+/** The facts of this node a record is written from (read again at every write). */
+export type NodeFacts = Omit<NodeRecord, 'id' | 'state' | 'createdAt' | 'updatedAt' | 'version'>;
+
+export type MembershipState = 'pending' | 'active' | 'error';
+
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 5000;
+
+/** The node id kept in the data root (made once: 25 lower-case letters and digits, as swarm's). */
+export function loadNodeId(file: string): string {
+  try {
+    const id = readFileSync(file, 'utf8').trim();
+    if (/^[a-z0-9]{25}$/.test(id)) return id;
+  } catch {
+    // made below
+  }
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const id = [...randomBytes(25)].map((b) => alphabet[b % alphabet.length]).join('');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${id}\n`, { mode: 0o600 });
+  return id;
+}
+
+function parseRecord(text: string): NodeRecord | undefined {
+  try {
+    const r = JSON.parse(text) as NodeRecord;
+    return typeof r?.id === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface MembershipOptions {
+  store: ClusterStore;
+  nodeId: string;
+  facts: () => NodeFacts;
+  log: Logger;
+  /** Told when this node becomes or stops being the leader. */
+  onLeadership?: (leader: boolean) => void;
+}
+
+export class ClusterMembership {
+  readonly nodeId: string;
+  private readonly opts: MembershipOptions;
+  private readonly log: Logger;
+  private client: Etcd3 | null = null;
+  private lease: Lease | null = null;
+  private election: Election | null = null;
+  private campaign: Campaign | null = null;
+  private watchers: Watcher[] = [];
+  private readonly nodesCache = new Map<string, NodeRecord>();
+  private readonly membersCache = new Map<string, NodeRecord>();
+  private leader: string | undefined;
+  private leading = false;
+  private createdAt = '';
+  private version = 0;
+  private joined = false;
+  private lastError = '';
+  private stopped = false;
+  private syncing: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private backoffMs = BACKOFF_MIN_MS;
+
+  constructor(opts: MembershipOptions) {
+    this.opts = opts;
+    this.nodeId = opts.nodeId;
+    this.log = opts.log;
+  }
+
+  // ---- what the API reads ------------------------------------------------------------------------
+
+  get state(): MembershipState {
+    return this.joined ? 'active' : this.lastError ? 'error' : 'pending';
+  }
+  get error(): string {
+    return this.lastError;
+  }
+  get leaderId(): string | undefined {
+    return this.joined ? this.leader : undefined;
+  }
+  get isLeader(): boolean {
+    return this.leading;
+  }
+  /** Every node as last seen (this node's as written); one whose live record is gone is down. */
+  nodes(): NodeRecord[] {
+    const out = new Map(this.nodesCache);
+    for (const [id, r] of this.membersCache) if (!out.has(id)) out.set(id, { ...r, state: 'down' });
+    return [...out.values()].sort((a, b) => a.hostname.localeCompare(b.hostname) || a.id.localeCompare(b.id));
+  }
+  self(): NodeRecord | undefined {
+    return this.nodesCache.get(this.nodeId);
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------------
+
+  /** Connects in the background: etcd answering or not, the daemon goes on starting. */
+  async start(): Promise<void> {
+    const { store } = this.opts;
+    const tls = store.tls;
+    // Loaded only with a cluster store (and outside the daemon's bundle: it reads its .proto files at run time).
+    const { Etcd3 } = await import('etcd3');
+    this.client = new Etcd3({
+      hosts: store.endpoints,
+      dialTimeout: 2000,
+      ...(tls
+        ? {
+            credentials: {
+              rootCertificate: tls.caFile ? readFileSync(tls.caFile) : Buffer.alloc(0),
+              ...(tls.certFile ? { certChain: readFileSync(tls.certFile) } : {}),
+              ...(tls.keyFile ? { privateKey: readFileSync(tls.keyFile) } : {}),
+            },
+          }
+        : {}),
+    });
+    this.enqueue();
+  }
+
+  /** Labels (or other facts) changed: the record is written again. */
+  refresh(): void {
+    this.enqueue();
+  }
+
+  /** Leaves the cluster: the campaign resigned, the lease revoked (the record goes with it). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.syncing?.catch(() => {});
+    const bounded = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
+    if (this.campaign) await bounded(this.campaign.resign());
+    if (this.lease) await bounded(this.lease.revoke());
+    for (const w of this.watchers) await bounded(w.cancel());
+    this.client?.close();
+    this.client = null;
+  }
+
+  // ---- the loop ----------------------------------------------------------------------------------
+
+  private enqueue(afterMs = 0): void {
+    if (this.stopped) return;
+    if (afterMs > 0) {
+      if (this.timer) return;
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.enqueue();
+      }, afterMs);
+      this.timer.unref();
+      return;
+    }
+    if (this.syncing) {
+      this.again = true;
+      return;
+    }
+    this.syncing = this.sync()
+      .then(() => {
+        this.backoffMs = BACKOFF_MIN_MS;
+      })
+      .catch((err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (message !== this.lastError || this.joined) this.log.warn({ err: message, retryMs: this.backoffMs }, 'cluster store unreachable; the node serves locally and joins when it answers');
+        this.lastError = message;
+        this.joined = false;
+        const wait = this.backoffMs;
+        this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
+        this.enqueue(wait);
+      })
+      .finally(() => {
+        this.syncing = null;
+        if (this.again && !this.stopped) {
+          this.again = false;
+          this.enqueue();
+        }
+      });
+  }
+
+  private async sync(): Promise<void> {
+    const client = this.client;
+    if (!client || this.stopped) return;
+    const ttl = this.opts.store.ttlSeconds;
+    if (!this.lease) {
+      const lease = client.lease(ttl, { autoKeepAlive: true });
+      lease.on('lost', (err) => {
+        if (this.lease !== lease || this.stopped) return;
+        this.log.warn({ err: err.message }, 'cluster lease lost; joining again');
+        this.lease = null;
+        this.joined = false;
+        this.enqueue();
+      });
+      await lease.grant();
+      this.lease = lease;
+    }
+    const prev = this.createdAt ? undefined : await client.get(nodeKey(this.nodeId)).string();
+    if (prev) {
+      try {
+        const old = JSON.parse(prev) as NodeRecord;
+        this.createdAt = old.createdAt;
+        this.version = old.version;
+      } catch {
+        // a record we cannot read is written over
+      }
+    }
+    const now = new Date().toISOString();
+    this.createdAt ||= now;
+    const record: NodeRecord = { ...this.opts.facts(), id: this.nodeId, state: 'ready', createdAt: this.createdAt, updatedAt: now, version: ++this.version };
+    await this.lease.put(nodeKey(this.nodeId)).value(JSON.stringify(record));
+    await client.put(memberKey(this.nodeId)).value(JSON.stringify(record));
+    this.nodesCache.set(this.nodeId, record);
+    await this.watchNodes(client);
+    this.campaignOnce(client);
+    if (!this.joined) this.log.info({ nodeId: this.nodeId, endpoints: this.opts.store.endpoints, ttl }, 'joined the cluster');
+    this.joined = true;
+    this.lastError = '';
+  }
+
+  /** Every node's record and every member's: listed once, then followed (the client re-watches across reconnects). */
+  private async watchNodes(client: Etcd3): Promise<void> {
+    if (this.watchers.length) return;
+    for (const [prefix, cache] of [[NODES_PREFIX, this.nodesCache], [MEMBERS_PREFIX, this.membersCache]] as const) {
+      const watcher = await client.watch().prefix(prefix).create();
+      watcher.on('put', (kv) => {
+        const r = parseRecord(kv.value.toString());
+        if (r) cache.set(r.id, r);
+      });
+      watcher.on('delete', (kv) => {
+        const id = kv.key.toString().slice(prefix.length);
+        cache.delete(id);
+        // Our own live record gone while we run (a lease revoked from outside): write it again.
+        if (prefix === NODES_PREFIX && id === this.nodeId && !this.stopped) {
+          this.lease = null;
+          this.enqueue();
+        }
+      });
+      watcher.on('error', (err) => this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)'));
+      this.watchers.push(watcher);
+      for (const v of Object.values(await client.getAll().prefix(prefix).strings())) {
+        const r = parseRecord(v);
+        if (r) cache.set(r.id, r);
+      }
+    }
+  }
+
+  /** The campaign for leadership, once; a failed one (its lease lost with etcd) starts again. */
+  private campaignOnce(client: Etcd3): void {
+    if (this.campaign) return;
+    this.election ??= client.election(LEADER_ELECTION, this.opts.store.ttlSeconds);
+    const campaign = this.election.campaign(this.nodeId);
+    this.campaign = campaign;
+    campaign.on('elected', () => {
+      if (this.campaign !== campaign) return;
+      this.log.info({ nodeId: this.nodeId }, 'elected cluster leader');
+      this.setLeading(true);
+      this.leader = this.nodeId;
+    });
+    campaign.on('error', (err: Error) => {
+      if (this.campaign !== campaign || this.stopped) return;
+      this.log.warn({ err: err.message }, 'leader campaign failed; campaigning again');
+      this.campaign = null;
+      this.setLeading(false);
+      this.enqueue(this.backoffMs);
+    });
+    void this.observeLeader();
+  }
+
+  private observing = false;
+
+  /** Who leads, followed through the election's observer. */
+  private async observeLeader(): Promise<void> {
+    if (this.observing || !this.election) return;
+    this.observing = true;
+    try {
+      const observer = await this.election.observe();
+      this.leader = observer.leader() ?? this.leader;
+      observer.on('change', (leader: string | undefined) => {
+        this.leader = leader;
+        if (leader !== this.nodeId && this.leading) this.setLeading(false);
+      });
+      observer.on('error', () => {
+        this.observing = false;
+        setTimeout(() => void this.observeLeader(), this.backoffMs).unref();
+      });
+    } catch {
+      this.observing = false;
+      if (!this.stopped) setTimeout(() => void this.observeLeader(), this.backoffMs).unref();
+    }
+  }
+
+  private setLeading(leader: boolean): void {
+    if (this.leading === leader) return;
+    this.leading = leader;
+    this.opts.onLeadership?.(leader);
+  }
+}

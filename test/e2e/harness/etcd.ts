@@ -1,0 +1,248 @@
+// Starts a private single-member etcd (Debian's etcd-server, /usr/bin/etcd) on a temp data
+// directory and free loopback ports for one test file, and leaves nothing behind: the etcd
+// process (by its PID) and the temp directory.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** ENGINE_E2E_ETCD runs the suite against another etcd binary. */
+const ETCD = process.env.ENGINE_E2E_ETCD || '/usr/bin/etcd';
+
+export interface EtcdOptions {
+  /** How long to wait for /health. Default 30 s. */
+  startTimeoutMs?: number;
+  /** Extra etcd arguments. */
+  args?: string[];
+}
+
+export interface EtcdHandle {
+  /** The client URLs, e.g. ['http://127.0.0.1:40123']. */
+  readonly endpoints: string[];
+  /** endpoints[0]. */
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  /** The member name (--name). */
+  readonly name: string;
+  /** The temp directory holding the data dir and the log. */
+  readonly root: string;
+  readonly dataDir: string;
+  readonly logFile: string;
+  /** PID of the running etcd (changes on start); 0 when stopped. */
+  readonly pid: number;
+  /** The whole etcd log (all runs). */
+  logs(): string;
+  /** SIGTERM by PID and wait for the exit (SIGKILL after timeoutMs, default 15 s). */
+  stop(timeoutMs?: number): Promise<void>;
+  /** SIGKILL by PID (does not wait; await stop() afterwards to wait). */
+  kill(): void;
+  /** Starts etcd again on the same data dir and ports (no-op if it runs) and waits for /health. */
+  start(): Promise<void>;
+  /** Stops etcd and removes the temp directory. Safe to call twice. */
+  cleanup(): Promise<void>;
+}
+
+const live = new Set<Etcd>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const h of live) h.cleanupSync();
+  });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      for (const h of live) h.cleanupSync();
+      process.kill(process.pid, sig);
+    });
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function tail(text: string, lines = 40): string {
+  return text.split('\n').slice(-lines).join('\n');
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** A port the kernel says is free on 127.0.0.1 (bound to port 0, then released). */
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => (port ? resolvePort(port) : reject(new Error('no free port'))));
+    });
+  });
+}
+
+/** GET <clientUrl>/health; true when etcd says {"health":"true"}. */
+function healthy(clientUrl: string, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolveHealth) => {
+    const req = request(`${clientUrl}/health`, { method: 'GET', timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        try {
+          resolveHealth(res.statusCode === 200 && JSON.parse(body).health === 'true');
+        } catch {
+          resolveHealth(false);
+        }
+      });
+      res.on('error', () => resolveHealth(false));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolveHealth(false));
+    req.end();
+  });
+}
+
+class Etcd implements EtcdHandle {
+  readonly endpoints: string[];
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  readonly name: string;
+  readonly root: string;
+  readonly dataDir: string;
+  readonly logFile: string;
+  private readonly opts: EtcdOptions;
+  private child: ChildProcess | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private cleaned = false;
+
+  constructor(root: string, clientPort: number, peerPort: number, opts: EtcdOptions) {
+    this.opts = opts;
+    this.root = root;
+    this.dataDir = join(root, 'data');
+    this.logFile = join(root, 'etcd.log');
+    this.name = `e2e-${root.slice(-6).replace(/[^A-Za-z0-9]/g, 'x')}`;
+    this.clientUrl = `http://127.0.0.1:${clientPort}`;
+    this.peerUrl = `http://127.0.0.1:${peerPort}`;
+    this.endpoints = [this.clientUrl];
+  }
+
+  get pid(): number {
+    return this.child && this.child.exitCode === null && this.child.signalCode === null ? (this.child.pid ?? 0) : 0;
+  }
+
+  logs(): string {
+    try {
+      return readFileSync(this.logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  async start(): Promise<void> {
+    if (this.cleaned) throw new Error('etcd handle already cleaned up');
+    if (this.pid) return;
+    const args = [
+      '--name', this.name,
+      '--data-dir', this.dataDir,
+      '--listen-client-urls', this.clientUrl,
+      '--advertise-client-urls', this.clientUrl,
+      '--listen-peer-urls', this.peerUrl,
+      '--initial-advertise-peer-urls', this.peerUrl,
+      '--initial-cluster', `${this.name}=${this.peerUrl}`,
+      // On a restart the member directory exists and etcd ignores the --initial-* flags.
+      '--initial-cluster-state', 'new',
+      '--initial-cluster-token', this.name,
+      '--logger', 'zap',
+      '--log-outputs', 'stderr',
+      ...(this.opts.args ?? []),
+    ];
+    const fd = openSync(this.logFile, 'a');
+    writeFileSync(fd, `\n===== ${new Date().toISOString()} etcd ${args.join(' ')}\n`);
+    const child = spawn(ETCD, args, {
+      cwd: this.root,
+      env: process.env,
+      stdio: ['ignore', fd, fd],
+    });
+    closeSync(fd);
+    // A test that forgets cleanup() must not hang its file: the exit hook kills etcd then.
+    child.unref();
+    this.child = child;
+    let gone = false;
+    this.exited = new Promise((resolveExit) => {
+      child.once('exit', () => resolveExit());
+      child.once('error', () => resolveExit());
+    });
+    void this.exited.then(() => (gone = true));
+
+    const timeout = this.opts.startTimeoutMs ?? 30_000;
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      if (gone) throw new Error(`etcd exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${tail(this.logs())}`);
+      if (await healthy(this.clientUrl)) return;
+      await sleep(100);
+    }
+    throw new Error(`etcd did not answer ${this.clientUrl}/health within ${timeout} ms; log tail:\n${tail(this.logs())}`);
+  }
+
+  async stop(timeoutMs = 15_000): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    if (this.pid) signal(child.pid!, 'SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const res = await Promise.race([this.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
+    clearTimeout(timer);
+    if (res === 'timeout') {
+      signal(child.pid!, 'SIGKILL');
+      await this.exited;
+    }
+  }
+
+  kill(): void {
+    if (this.pid) signal(this.pid, 'SIGKILL');
+  }
+
+  async cleanup(): Promise<void> {
+    if (this.cleaned) return;
+    await this.stop();
+    this.cleanupSync();
+  }
+
+  /** Synchronous so it can run from process 'exit'. */
+  cleanupSync(): void {
+    if (this.cleaned) return;
+    this.cleaned = true;
+    live.delete(this);
+    if (this.pid) signal(this.pid, 'SIGKILL');
+    try {
+      rmSync(this.root, { recursive: true, force: true });
+    } catch {
+      // best effort
+    }
+  }
+}
+
+/** Starts a fresh single-member etcd on free loopback ports and waits until it is healthy. */
+export async function startEtcd(opts: EtcdOptions = {}): Promise<EtcdHandle> {
+  installExitHook();
+  const clientPort = await freePort();
+  let peerPort = await freePort();
+  while (peerPort === clientPort) peerPort = await freePort();
+  const root = mkdtempSync('/tmp/engine-etcd-');
+  const h = new Etcd(root, clientPort, peerPort, opts);
+  live.add(h);
+  try {
+    await h.start();
+  } catch (err) {
+    await h.cleanup();
+    throw err;
+  }
+  return h;
+}
