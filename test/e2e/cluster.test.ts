@@ -7,7 +7,7 @@
 // unreachable etcd not.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
@@ -57,7 +57,7 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
 }
 
-describe('cluster on etcd', () => {
+describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed (hack/install.sh installs it)' }, () => {
   let etcd: EtcdHandle;
   const ds: DaemonHandle[] = [];
   let imgs: TestImages;
