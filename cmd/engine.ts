@@ -23,16 +23,17 @@ class DaemonError extends Error {
 const USAGE = `Usage: engine [-H HOST] COMMAND
 
 Commands:
-  apply [-f FILE] [-p NAME] [--env-file FILE] [--wait] [--timeout SECONDS]
-                      Apply a Compose file as a stack (PUT /stacks/NAME)
+  apply [-f FILE] [-p NAME] [--env-file FILE] [--wait] [--timeout SECONDS] [--cluster]
+                      Apply a Compose file as a stack (PUT /stacks/NAME); --cluster: as a cluster
+                      stack, placed across the nodes of the daemon's cluster store
   stack ls            List stacks
   stack ps NAME       The services of a stack: desired and ready replicas, condition
-  stack inspect NAME...
-                      The stacks as JSON
+  stack inspect [--cluster] NAME...
+                      The stacks as JSON (--cluster: the cluster stack, its placement and each node's status)
   stack diff [-f FILE] [-p NAME] [--env-file FILE]
                       What an apply of the file would create, recreate or remove (nothing is changed)
-  stack rm [--volumes] NAME...
-                      Remove stacks (and their named volumes with --volumes)
+  stack rm [--volumes] [--cluster] NAME...
+                      Remove stacks (and their named volumes with --volumes; --cluster: from every node)
 
 Options:
   -H, --host HOST     The daemon: unix:///PATH or tcp://HOST:PORT (default: $ENGINE_HOST, $DOCKER_HOST, ${DEFAULT_HOST})
@@ -219,7 +220,8 @@ async function diff(t: Target, args: string[]): Promise<number> {
 }
 
 async function apply(t: Target, args: string[]): Promise<number> {
-  const f = parseFlags(args, { ...FILE_FLAGS, '--timeout': 'timeout' }, { '--wait': 'wait', '-d': 'detach', '--detach': 'detach' });
+  const f = parseFlags(args, { ...FILE_FLAGS, '--timeout': 'timeout' }, { '--wait': 'wait', '-d': 'detach', '--detach': 'detach', '--cluster': 'cluster' });
+  const scope = f.bools.has('cluster') ? '?scope=cluster' : '';
   if (f.positional.length) throw new UsageError(`apply: unexpected argument ${f.positional[0]}`);
   let timeoutS = 300;
   if (f.values.timeout !== undefined) {
@@ -227,7 +229,7 @@ async function apply(t: Target, args: string[]): Promise<number> {
     if (!Number.isFinite(timeoutS) || timeoutS < 0) throw new UsageError(`apply: invalid --timeout ${f.values.timeout}: expected seconds`);
   }
   const project = readProject(f, 'apply');
-  const put = await call(t, 'PUT', `/stacks/${enc(project.name)}`, project.document);
+  const put = await call(t, 'PUT', `/stacks/${enc(project.name)}${scope}`, project.document);
   const applied = put.body as Stack;
   process.stdout.write(`stack ${project.name} ${put.status === 201 ? 'created' : 'configured'}\n`);
   if (!f.bools.has('wait')) return 0;
@@ -235,7 +237,7 @@ async function apply(t: Target, args: string[]): Promise<number> {
   const deadline = Date.now() + timeoutS * 1000;
   let last: Stack | undefined;
   for (;;) {
-    last = (await call(t, 'GET', `/stacks/${enc(project.name)}`)).body as Stack;
+    last = (await call(t, 'GET', `/stacks/${enc(project.name)}${scope}`)).body as Stack;
     const observed = last.Status.ObservedGeneration >= applied.Generation;
     const state = observed ? current(last.Status.Conditions)?.type : undefined;
     if (state === 'Ready') {
@@ -281,13 +283,14 @@ async function stack(t: Target, args: string[]): Promise<number> {
       return 0;
     }
     case 'inspect': {
-      const f = parseFlags(rest, {}, {});
+      const f = parseFlags(rest, {}, { '--cluster': 'cluster' });
+      const scope = f.bools.has('cluster') ? '?scope=cluster' : '';
       if (!f.positional.length) throw new UsageError('stack inspect: expected at least one stack name');
       const out: unknown[] = [];
       let failed = false;
       for (const n of f.positional) {
         try {
-          out.push((await call(t, 'GET', `/stacks/${enc(n)}`)).body);
+          out.push((await call(t, 'GET', `/stacks/${enc(n)}${scope}`)).body);
         } catch (err) {
           if (!(err instanceof DaemonError)) throw err;
           process.stderr.write(`Error response from daemon: ${err.message}\n`);
@@ -299,12 +302,12 @@ async function stack(t: Target, args: string[]): Promise<number> {
     }
     case 'rm':
     case 'remove': {
-      const f = parseFlags(rest, {}, { '-v': 'volumes', '--volumes': 'volumes' });
+      const f = parseFlags(rest, {}, { '-v': 'volumes', '--volumes': 'volumes', '--cluster': 'cluster' });
       if (!f.positional.length) throw new UsageError('stack rm: expected at least one stack name');
       let failed = false;
       for (const n of f.positional) {
         try {
-          await call(t, 'DELETE', `/stacks/${enc(n)}${f.bools.has('volumes') ? '?volumes=1' : ''}`);
+          await call(t, 'DELETE', `/stacks/${enc(n)}${f.bools.has('cluster') ? '?scope=cluster' : f.bools.has('volumes') ? '?volumes=1' : ''}`);
           process.stdout.write(`${n}\n`);
         } catch (err) {
           if (!(err instanceof DaemonError)) throw err;

@@ -19,8 +19,17 @@ import type { ApiStore } from '../containers/store.ts';
 import { nameParams, q } from '../request.ts';
 import { gone, writeAndWait } from '../write-and-wait.ts';
 
+/** Cluster stacks in the cluster store (cmd fills it when --cluster-store is set). */
+export interface ClusterStacksPort {
+  put(name: string, document: ComposeApp): Promise<{ created: boolean; view: Record<string, unknown> }>;
+  get(name: string): Promise<Record<string, unknown> | undefined>;
+  list(): Promise<Array<Record<string, unknown>>>;
+  remove(name: string): Promise<boolean>;
+}
+
 export interface StackRouteDeps {
   store: ApiStore;
+  cluster?: ClusterStacksPort;
   /** How long DELETE waits for the stack reconciler. */
   waitTimeoutMs?: number;
 }
@@ -72,7 +81,19 @@ export function stackRoutes(deps: StackRouteDeps) {
       }
     });
 
-    app.put('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ dryRun: q.bool() }) } }, async (req, reply) => {
+    const scoped = z.looseObject({ scope: q.str() });
+    /** The cluster stacks port for ?scope=cluster (400 without a cluster store, or for another scope); undefined for local. */
+    const clusterScope = (scope: string | undefined): ClusterStacksPort | undefined => {
+      if (!scope || scope === 'local') return undefined;
+      if (scope !== 'cluster') throw invalidArgument(`invalid scope ${JSON.stringify(scope)}: expected local or cluster`);
+      if (!deps.cluster) throw invalidArgument('scope=cluster needs a cluster store (--cluster-store)');
+      return deps.cluster;
+    };
+    const clusterManaged = (r: StackResource | undefined) => {
+      if (r?.spec.placed) throw conflict(`stack ${r.name} is the part of a cluster stack placed on this node: change it with scope=cluster`);
+    };
+
+    app.put('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ dryRun: q.bool(), scope: q.str() }) } }, async (req, reply) => {
       const name = req.params.name;
       if (!PROJECT_NAME.test(name)) {
         throw invalidArgument(`invalid project name "${name}": must consist only of lowercase alphanumeric characters, hyphens, and underscores as well as start with a letter or number`);
@@ -84,8 +105,16 @@ export function stackRoutes(deps: StackRouteDeps) {
       const undeclared = undeclaredReference(document) ?? dependencyProblem(document);
       if (undeclared) throw invalidArgument(undeclared);
       if (document.name !== undefined && document.name !== name) throw invalidArgument(`name: "${document.name}" does not match the stack "${name}"`);
+      const cluster = clusterScope(req.query.scope);
+      if (cluster) {
+        if (req.query.dryRun) throw invalidArgument('dryRun is not supported with scope=cluster');
+        const { created, view } = await cluster.put(name, document);
+        reply.code(created ? 201 : 200);
+        return view;
+      }
       const cur = store.get(Stacks, name);
       if (req.query.dryRun) return { Name: name, DryRun: true, Changes: dryRun(store, name, document) };
+      clusterManaged(cur);
       if (cur?.spec.desired === 'removed') throw conflict(`stack ${name} is being removed`);
       const spec = { document, desired: 'present' as const, removeVolumes: false, appliedAt: rfc3339Nano() };
       const r = cur ? store.updateSpec(Stacks, name, () => spec) : store.create(Stacks, name, spec, INITIAL_STACK_STATUS);
@@ -93,12 +122,27 @@ export function stackRoutes(deps: StackRouteDeps) {
       return stackView(r);
     });
 
-    app.get('/stacks', async () => store.list(Stacks).map(stackView));
+    app.get('/stacks', { schema: { querystring: scoped } }, async (req) => {
+      const cluster = clusterScope(req.query.scope);
+      return cluster ? cluster.list() : store.list(Stacks).map(stackView);
+    });
 
-    app.get('/stacks/:name', { schema: { params: nameParams } }, async (req) => stackView(findStack(store, req.params.name)));
+    app.get('/stacks/:name', { schema: { params: nameParams, querystring: scoped } }, async (req) => {
+      const cluster = clusterScope(req.query.scope);
+      if (!cluster) return stackView(findStack(store, req.params.name));
+      const view = await cluster.get(req.params.name);
+      if (!view) throw notFound(`no such cluster stack: ${req.params.name}`);
+      return view;
+    });
 
-    app.delete('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ volumes: q.bool() }) } }, async (req, reply) => {
+    app.delete('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ volumes: q.bool(), scope: q.str() }) } }, async (req, reply) => {
+      const cluster = clusterScope(req.query.scope);
+      if (cluster) {
+        if (!(await cluster.remove(req.params.name))) throw notFound(`no such cluster stack: ${req.params.name}`);
+        return reply.code(204).send();
+      }
       const r = findStack(store, req.params.name);
+      clusterManaged(r);
       const removeVolumes = req.query.volumes || (r.spec.desired === 'removed' && r.spec.removeVolumes);
       await writeAndWait(store, Stacks, r.name, (s) => ({ ...s, desired: 'removed', removeVolumes }), gone, {
         timeoutMs,

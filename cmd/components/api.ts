@@ -44,7 +44,7 @@ import type { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts'
 import { parseSignal } from '../../reconcilers/container/signals.ts';
 import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
 import type { Store } from '../../store/store.ts';
-import type { ClusterMembership } from '../../reconcilers/node/membership.ts';
+import type { Cluster } from './cluster.ts';
 
 import { createContainerOps } from '../container-ops.ts';
 import { blkioWeightSupported, hostCpus, listenTls, registryOptions } from '../daemon-helpers.ts';
@@ -174,7 +174,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             sizeRw: (id) => layers.sizeRW(id),
             volumeSize: (name) => volumeDriver.size(name),
             storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
-            cluster: ctx.get<ClusterMembership | null>('cluster') ?? undefined,
+            cluster: ctx.get<Cluster | null>('cluster')?.membership,
           }),
           imageRoutes({
             store,
@@ -217,7 +217,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           attachRoutes(attachDeps),
           eventRoutes(events),
           volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
-          stackRoutes({ store }),
+          stackRoutes({ store, cluster: ctx.get<Cluster | null>('cluster')?.stacks }),
           networkRoutes({
             store,
             defaults: {

@@ -8,7 +8,11 @@ import { join } from 'node:path';
 import { parseClusterStore } from '../../lib/cluster/store-url.ts';
 import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { invalidArgument } from '../../lib/errors.ts';
+import { NodeAgent } from '../../reconcilers/node/agent.ts';
+import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
+import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
+import type { Store } from '../../store/store.ts';
 import { component } from '../components.ts';
 import { ENGINE_VERSION } from '../version.ts';
 import type { DaemonEnv } from './env.ts';
@@ -33,11 +37,19 @@ export function advertiseAddress(setting: string): string {
 
 const labelMap = (labels: readonly string[]) => Object.fromEntries(labels.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
+/** The cluster parts: membership, the cluster stacks the API reads and writes, the node agent, the leader's placer. */
+export interface Cluster {
+  membership: ClusterMembership;
+  stacks: ClusterStacks;
+  agent: NodeAgent;
+  placer: ClusterPlacer;
+}
+
 export function clusterComponent({ cfg, log }: DaemonEnv) {
-  return component<ClusterMembership | null>({
+  return component<Cluster | null>({
     id: 'cluster',
-    requires: ['paths'],
-    init: async () => {
+    requires: ['paths', 'store'],
+    init: async (ctx) => {
       if (!cfg.clusterStore) return null;
       const store = parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts);
       const addr = advertiseAddress(cfg.clusterDefaultAdvertiseAddr);
@@ -54,12 +66,29 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
         memoryBytes: totalmem(),
         genericResources: generic,
       });
-      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: log.child({ component: 'cluster' }) });
+      const clog = log.child({ component: 'cluster' });
+      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog });
+      const etcd = () => membership.etcd;
+      const agent = new NodeAgent({ store: ctx.get<Store>('store'), nodeId: membership.nodeId, etcd, putLeased: (k, v) => membership.putLeased(k, v), log: clog.child({ part: 'agent' }) });
+      const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), isLeader: () => membership.isLeader, log: clog.child({ part: 'placer' }) });
+      membership.on('joined', () => {
+        void agent.watch().catch(() => {});
+        void placer.watch().catch(() => {});
+        agent.kick();
+        placer.kick();
+      });
+      membership.on('nodes', () => placer.kick());
+      membership.on('leader', () => placer.kick());
+      agent.start();
+      placer.start();
       await membership.start();
-      return membership;
+      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer };
     },
-    close: async (m) => {
-      await m?.stop();
+    close: async (c) => {
+      if (!c) return;
+      await c.placer.stop();
+      await c.agent.stop();
+      await c.membership.stop();
     },
   });
 }

@@ -13,7 +13,7 @@ import { configReloadController } from '../../reconcilers/config-reload/controll
 import { ConfigFileSource } from '../../reconcilers/config-reload/file-source.ts';
 import { ConfigReloadReconciler, reloadableValues, type ReloadOwner } from '../../reconcilers/config-reload/reconciler.ts';
 import type { Store } from '../../store/store.ts';
-import type { ClusterMembership } from '../../reconcilers/node/membership.ts';
+import type { Cluster } from './cluster.ts';
 import { component } from '../components.ts';
 import { levelOf, registryOptions } from '../daemon-helpers.ts';
 import { engineId } from '../system-info.ts';
@@ -68,7 +68,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const events = ctx.get<EventRecorder>('events');
       const authz = ctx.get<AuthzChain>('authz');
       const rlog = log.child({ component: 'config-reload' });
-      const cluster = ctx.get<ClusterMembership | null>('cluster');
+      const cluster = ctx.get<Cluster | null>('cluster')?.membership;
       const owners: ReloadOwner[] = [
         {
           name: 'runtimes',

@@ -34,3 +34,60 @@ export interface NodeRecord {
 
 export const nodeKey = (id: string) => `${NODES_PREFIX}${id}`;
 export const memberKey = (id: string) => `${MEMBERS_PREFIX}${id}`;
+
+// ---- cluster stacks ------------------------------------------------------------------------------
+
+/** `/engine/stacks/<name>`: a cluster stack as applied (no lease). */
+export const STACKS_PREFIX = '/engine/stacks/';
+/** `/engine/assignments/<node>/<stack>`: what the leader placed on a node (no lease; the leader rewrites it). */
+export const ASSIGNMENTS_PREFIX = '/engine/assignments/';
+/** `/engine/status/<stack>/<node>`: a node's status of its part of a stack, under the node's lease. */
+export const STATUS_PREFIX = '/engine/status/';
+/** `/engine/pending/<stack>`: the replicas the leader could place nowhere, with the reason. */
+export const PENDING_PREFIX = '/engine/pending/';
+
+export const stackKey = (name: string) => `${STACKS_PREFIX}${name}`;
+export const assignmentKey = (node: string, stack: string) => `${ASSIGNMENTS_PREFIX}${node}/${stack}`;
+export const statusKey = (stack: string, node: string) => `${STATUS_PREFIX}${stack}/${node}`;
+export const pendingKey = (stack: string) => `${PENDING_PREFIX}${stack}`;
+
+export interface ClusterStackRecord {
+  name: string;
+  /** The Compose application (validated by the API as a local stack's). */
+  document: unknown;
+  generation: number;
+  appliedAt: string;
+}
+
+/** One replica slot placed on a node: its environment and the generic resources it claims. */
+export interface PlacedSlot {
+  n: number;
+  env: Record<string, string>;
+  claims: Array<{ kind: string; count: number } | { kind: string; unit: string }>;
+}
+
+export interface AssignmentRecord {
+  stack: string;
+  node: string;
+  /** The cluster stack's generation this placement is for. */
+  generation: number;
+  document: unknown;
+  /** Service → the slots this node runs (a service with none placed here is absent). */
+  placed: Record<string, PlacedSlot[]>;
+}
+
+export interface StackStatusRecord {
+  stack: string;
+  node: string;
+  /** The cluster stack generation of the assignment this status is about. */
+  generation: number;
+  /** The local stack's status as its reconciler wrote it. */
+  status: unknown;
+  updatedAt: string;
+}
+
+export interface PendingRecord {
+  stack: string;
+  generation: number;
+  pending: Array<{ service: string; slot: number; reason: string }>;
+}

@@ -32,12 +32,12 @@ export function stackDiff(plan: ProjectPlan, have: Existing): StackChange[] {
   const seen = new Set<OwnedContainer>();
   for (const svc of plan.services) {
     const mine = have.containers.filter((c) => c.labels[LABEL.service] === svc.name);
-    for (let n = 1; n <= svc.replicas; n++) {
+    for (const n of svc.slots) {
       const slot = mine.filter((c) => Number(c.labels[LABEL.number]) === n);
       slot.forEach((c) => seen.add(c));
       const name = svc.containerName(n);
       if (!slot.length) out.push({ Action: 'create', Kind: 'container', Name: name, Service: svc.name });
-      else if (!slot.some((c) => c.labels[LABEL.configHash] === svc.configHash)) out.push({ Action: 'recreate', Kind: 'container', Name: name, Service: svc.name });
+      else if (!slot.some((c) => c.labels[LABEL.configHash] === svc.hashFor(n))) out.push({ Action: 'recreate', Kind: 'container', Name: name, Service: svc.name });
     }
   }
   for (const c of have.containers) {

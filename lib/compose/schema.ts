@@ -49,6 +49,9 @@ const resources = z.strictObject({
   memory: byteSize.optional(),
 });
 
+/** reservations.generic_resources: discrete counts of a kind (a node's named units of that kind serve them too). */
+const genericResources = z.array(z.strictObject({ discrete_resource_spec: z.strictObject({ kind: z.string().min(1), value: int().min(1) }) }));
+
 /** deploy.update_config: how a changed service rolls (the Compose specification's keys and defaults). */
 const updateConfig = z.strictObject({
   parallelism: int().nonnegative().optional(),
@@ -61,7 +64,7 @@ const updateConfig = z.strictObject({
 const deploy = z.strictObject({
   replicas: int().nonnegative().optional(),
   update_config: updateConfig.optional(),
-  resources: z.strictObject({ limits: resources.optional(), reservations: resources.optional() }).optional(),
+  resources: z.strictObject({ limits: resources.optional(), reservations: resources.extend({ generic_resources: genericResources.optional() }).optional() }).optional(),
   placement: z.strictObject({ constraints: strings.optional() }).optional(),
 });
 

@@ -8,6 +8,7 @@
 // start, a lost lease, a failed campaign, new labels — and after a back-off when etcd does not
 // answer. Local work never waits for it: the daemon serves while the node is not joined.
 import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
@@ -56,7 +57,7 @@ export interface MembershipOptions {
   onLeadership?: (leader: boolean) => void;
 }
 
-export class ClusterMembership {
+export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; leader: [boolean] }> {
   readonly nodeId: string;
   private readonly opts: MembershipOptions;
   private readonly log: Logger;
@@ -80,6 +81,7 @@ export class ClusterMembership {
   private backoffMs = BACKOFF_MIN_MS;
 
   constructor(opts: MembershipOptions) {
+    super();
     this.opts = opts;
     this.nodeId = opts.nodeId;
     this.log = opts.log;
@@ -224,9 +226,11 @@ export class ClusterMembership {
     this.nodesCache.set(this.nodeId, record);
     await this.watchNodes(client);
     this.campaignOnce(client);
-    if (!this.joined) this.log.info({ nodeId: this.nodeId, endpoints: this.opts.store.endpoints, ttl }, 'joined the cluster');
+    const first = !this.joined;
+    if (first) this.log.info({ nodeId: this.nodeId, endpoints: this.opts.store.endpoints, ttl }, 'joined the cluster');
     this.joined = true;
     this.lastError = '';
+    if (first) this.emit('joined');
   }
 
   /** Every node's record and every member's: listed once, then followed (the client re-watches across reconnects). */
@@ -237,10 +241,12 @@ export class ClusterMembership {
       watcher.on('put', (kv) => {
         const r = parseRecord(kv.value.toString());
         if (r) cache.set(r.id, r);
+        this.emit('nodes');
       });
       watcher.on('delete', (kv) => {
         const id = kv.key.toString().slice(prefix.length);
         cache.delete(id);
+        this.emit('nodes');
         // Our own live record gone while we run (a lease revoked from outside): write it again.
         if (prefix === NODES_PREFIX && id === this.nodeId && !this.stopped) {
           this.lease = null;
@@ -305,5 +311,19 @@ export class ClusterMembership {
     if (this.leading === leader) return;
     this.leading = leader;
     this.opts.onLeadership?.(leader);
+    this.emit('leader', leader);
+  }
+
+  /** The etcd client once started (null before start and after stop). */
+  get etcd(): Etcd3 | null {
+    return this.client;
+  }
+
+  /** Writes `key` under this node's lease (it goes with the node); false while not joined. */
+  async putLeased(key: string, value: string): Promise<boolean> {
+    const lease = this.lease;
+    if (!lease || !this.joined) return false;
+    await lease.put(key).value(value);
+    return true;
   }
 }

@@ -79,7 +79,7 @@ export class StackReconciler implements Reconciler {
     if (r.spec.desired === 'removed') return this.remove(r);
     const { engine } = this.deps;
     const filesDir = join(this.deps.filesRoot, name);
-    const plan = planProject(name, r.spec.document, filesDir);
+    const plan = planProject(name, r.spec.document, filesDir, r.spec.placed);
     const stackProblems: string[] = [];
 
     for (const f of projectFiles(r.spec.document)) {
@@ -168,7 +168,7 @@ export class StackReconciler implements Reconciler {
     const stable = r.status.services[svc.name]?.stable;
     if (!stable || stable.configHash === svc.configHash) return undefined;
     const doc = r.status.documents?.[String(stable.generation)];
-    const old = doc ? planProject(r.name, doc, filesDir).services.find((s) => s.name === svc.name) : undefined;
+    const old = doc ? planProject(r.name, doc, filesDir, r.spec.placed).services.find((s) => s.name === svc.name) : undefined;
     return old?.configHash === stable.configHash ? old : undefined;
   }
 
@@ -177,7 +177,7 @@ export class StackReconciler implements Reconciler {
     for (const dep of dependenciesOf(r.spec.document.services[svcName])) {
       const plan = plans.get(dep.service);
       if (!plan) continue;
-      const cs = owned.filter((c) => c.spec.config.Labels?.[LABEL.service] === dep.service && c.spec.config.Labels?.[LABEL.configHash] === plan.configHash);
+      const cs = owned.filter((c) => c.spec.config.Labels?.[LABEL.service] === dep.service && c.spec.config.Labels?.[LABEL.configHash] === plan.hashFor(Number(c.spec.config.Labels?.[LABEL.number])));
       const enough = cs.length >= plan.replicas;
       const met =
         dep.condition === 'service_started' ? enough && cs.every((c) => c.status.phase === 'running' || (plan.oneShot && c.status.phase === 'exited'))

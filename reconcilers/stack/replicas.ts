@@ -99,7 +99,7 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
   }
   // Scaled down: the highest numbers go first.
   for (const [n, members] of [...slots].sort((a, b) => b[0] - a[0])) {
-    if (n >= 1 && n <= svc.replicas) continue;
+    if (svc.slots.includes(n)) continue;
     for (const c of members) await engine.removeContainer(c.name).catch((err) => problems.push(`removing ${nameOf(c)}: ${errText(err)}`));
   }
 
@@ -107,11 +107,11 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
   const inFlight: number[] = [];
   let updated = 0;
   const rolling = () => !!rollout && (rollout.state === 'RollingOut' || rollout.state === 'RollingBack' || rollout.state === 'Paused');
-  for (let n = 1; n <= svc.replicas; n++) {
+  for (const n of svc.slots) {
     const cname = target.containerName(n);
     const members = slots.get(n) ?? [];
-    const fresh = members.filter((c) => hashOf(c) === target.configHash);
-    const stale = members.filter((c) => hashOf(c) !== target.configHash);
+    const fresh = members.filter((c) => hashOf(c) === target.hashFor(n));
+    const stale = members.filter((c) => hashOf(c) !== target.hashFor(n));
     try {
       if (!members.length) {
         const other = input.byName(cname);
@@ -181,7 +181,8 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
   }
 
   // The rollout: started by slots of another version, stepped while no failure stops it.
-  if (!rollout || (rollout.to !== svc.configHash && (pending.length || inFlight.length))) {
+  // A slot whose own hash changed (its placement's environment) under a completed rollout rolls too.
+  if (!rollout || ((rollout.to !== svc.configHash || rollout.state === 'Completed') && (pending.length || inFlight.length))) {
     if (pending.length || inFlight.length) rollout = { from: prev?.stable?.configHash ?? '', to: svc.configHash, generation: gen, state: 'RollingOut', reason: '', startedAt: nowIso, updated, inFlight: [] };
   }
   if (rollout && rollout.to === svc.configHash) {

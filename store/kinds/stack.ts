@@ -15,6 +15,11 @@ export interface StackSpec {
   removeVolumes: boolean;
   /** RFC 3339 time of the last PUT. */
   appliedAt: string;
+  /**
+   * Set for the local part of a cluster stack (written by the node agent from this node's
+   * assignment): the replica slots of each service placed here, with their placement's environment.
+   */
+  placed?: Record<string, Array<{ n: number; env?: Record<string, string> }>>;
 }
 
 export type StackConditionType = 'Ready' | 'Progressing' | 'Degraded';
@@ -96,6 +101,7 @@ const specSchema = z.object({
   desired: z.enum(['present', 'removed']),
   removeVolumes: z.boolean(),
   appliedAt: z.string(),
+  placed: z.record(z.string(), z.array(z.object({ n: z.number().int().positive(), env: z.record(z.string(), z.string()).optional() }))).optional(),
 }) satisfies z.ZodType<StackSpec>;
 
 const statusSchema = z.object({

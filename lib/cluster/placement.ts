@@ -1,0 +1,192 @@
+// Where the replicas of cluster stacks run: a pure function of the stacks, the live nodes and the
+// current placement, computed by the leader. As swarm's scheduler: reservations (cpus, memory,
+// generic resources) are subtracted from a node's capacity, a node is checked for resources before
+// constraints, a fresh replica goes to the eligible node with the fewest replicas of its service,
+// then the fewest in total, and an unplaceable one is "no suitable node (…)" in the scheduler's words.
+import type { ComposeApp, ComposeService } from '../compose/schema.ts';
+import { sizeBytes } from '../compose/normalize.ts';
+import { unmetPlacement, type NodeFacts } from '../compose/placement.ts';
+import type { NodeRecord } from './node-record.ts';
+
+export interface PlacementInput {
+  stacks: Array<{ name: string; document: ComposeApp }>;
+  /** Live nodes only. */
+  nodes: NodeRecord[];
+  /** What is placed now (from etcd), possibly on nodes that are gone. */
+  previous: Assignment[];
+}
+export interface Assignment { stack: string; service: string; slot: number; node: string; env: Record<string, string>; claims: Claim[] }
+export type Claim = { kind: string; count: number } | { kind: string; unit: string };
+export interface PlacementResult { assignments: Assignment[]; pending: Array<{ stack: string; service: string; slot: number; reason: string }> }
+
+/** swarmkit's genericresource.EnvFormat with the prefix the engine gives it (DOCKER_RESOURCE). */
+export function resourceEnv(claims: readonly Claim[]): Record<string, string> {
+  const byKind = new Map<string, string[]>();
+  for (const c of claims) {
+    const v = 'unit' in c ? c.unit : String(c.count);
+    const list = byKind.get(c.kind);
+    if (list) list.push(v);
+    else byKind.set(c.kind, [v]);
+  }
+  const env: Record<string, string> = {};
+  for (const [kind, vals] of byKind) env[`DOCKER_RESOURCE_${kind}`.toUpperCase()] = vals.join(',');
+  return env;
+}
+
+interface NodeState {
+  record: NodeRecord;
+  facts: NodeFacts;
+  nanoCpus: number;
+  memoryBytes: number;
+  discrete: Map<string, number>; // what remains of each discrete kind
+  named: Map<string, string[]>; // the units of each named kind, in the node's order
+  claimed: Set<string>; // `${kind}\0${unit}` taken by a replica
+  perService: Map<string, number>;
+  total: number;
+}
+
+interface Needs { nanoCpus: number; memoryBytes: number; generic: Array<{ kind: string; value: number }> }
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const bySlot = (a: { stack: string; service: string; slot: number }, b: { stack: string; service: string; slot: number }) =>
+  cmp(a.stack, b.stack) || cmp(a.service, b.service) || a.slot - b.slot;
+const svcKey = (stack: string, service: string) => `${stack}\0${service}`;
+const unitKey = (kind: string, unit: string) => `${kind}\0${unit}`;
+
+function needsOf(svc: ComposeService): Needs {
+  const r = svc.deploy?.resources?.reservations;
+  return {
+    nanoCpus: r?.cpus === undefined ? 0 : Math.round(Number(r.cpus) * 1e9),
+    memoryBytes: sizeBytes(r?.memory) ?? 0,
+    generic: (r?.generic_resources ?? []).map((g) => ({ kind: g.discrete_resource_spec.kind, value: g.discrete_resource_spec.value })),
+  };
+}
+
+function nodeState(record: NodeRecord): NodeState {
+  const discrete = new Map<string, number>();
+  const named = new Map<string, string[]>();
+  for (const g of record.genericResources) {
+    if ('DiscreteResourceSpec' in g) discrete.set(g.DiscreteResourceSpec.Kind, (discrete.get(g.DiscreteResourceSpec.Kind) ?? 0) + g.DiscreteResourceSpec.Value);
+    else named.set(g.NamedResourceSpec.Kind, [...(named.get(g.NamedResourceSpec.Kind) ?? []), g.NamedResourceSpec.Value]);
+  }
+  const facts: NodeFacts = { id: record.id, hostname: record.hostname, role: 'manager', os: record.os, arch: record.arch, labels: record.labels, cpus: record.nanoCpus / 1e9, memoryBytes: record.memoryBytes };
+  return { record, facts, nanoCpus: record.nanoCpus, memoryBytes: record.memoryBytes, discrete, named, claimed: new Set(), perService: new Map(), total: 0 };
+}
+
+/** The claims serving `needs` on `n` (a discrete count, else as many free named units), or undefined. */
+function freshClaims(n: NodeState, needs: Needs): Claim[] | undefined {
+  const claims: Claim[] = [];
+  const taken = new Set<string>();
+  const discreteTaken = new Map<string, number>();
+  for (const { kind, value } of needs.generic) {
+    const left = (n.discrete.get(kind) ?? 0) - (discreteTaken.get(kind) ?? 0);
+    if (n.discrete.has(kind) && left >= value) {
+      claims.push({ kind, count: value });
+      discreteTaken.set(kind, (discreteTaken.get(kind) ?? 0) + value);
+      continue;
+    }
+    const free = (n.named.get(kind) ?? []).filter((u) => !n.claimed.has(unitKey(kind, u)) && !taken.has(unitKey(kind, u)));
+    if (free.length < value) return undefined;
+    for (const unit of free.slice(0, value)) {
+      claims.push({ kind, unit });
+      taken.add(unitKey(kind, unit));
+    }
+  }
+  return claims;
+}
+
+/** Whether previous `claims` still serve `needs` exactly and are still free on `n`. */
+function claimsStillValid(n: NodeState, needs: Needs, claims: readonly Claim[]): boolean {
+  const want = new Map<string, number>();
+  for (const g of needs.generic) want.set(g.kind, (want.get(g.kind) ?? 0) + g.value);
+  const got = new Map<string, number>();
+  const discrete = new Map<string, number>();
+  const units = new Set<string>();
+  for (const c of claims) {
+    got.set(c.kind, (got.get(c.kind) ?? 0) + ('unit' in c ? 1 : c.count));
+    if ('unit' in c) {
+      const k = unitKey(c.kind, c.unit);
+      if (!(n.named.get(c.kind) ?? []).includes(c.unit) || n.claimed.has(k) || units.has(k)) return false;
+      units.add(k);
+    } else {
+      discrete.set(c.kind, (discrete.get(c.kind) ?? 0) + c.count);
+      if (!n.discrete.has(c.kind) || discrete.get(c.kind)! > n.discrete.get(c.kind)!) return false;
+    }
+  }
+  if (got.size !== want.size) return false;
+  for (const [kind, v] of want) if (got.get(kind) !== v) return false;
+  return true;
+}
+
+function take(n: NodeState, key: string, needs: Needs, claims: readonly Claim[]): void {
+  n.nanoCpus -= needs.nanoCpus;
+  n.memoryBytes -= needs.memoryBytes;
+  for (const c of claims) {
+    if ('unit' in c) n.claimed.add(unitKey(c.kind, c.unit));
+    else n.discrete.set(c.kind, n.discrete.get(c.kind)! - c.count);
+  }
+  n.perService.set(key, (n.perService.get(key) ?? 0) + 1);
+  n.total++;
+}
+
+const fitsCapacity = (n: NodeState, needs: Needs) => needs.nanoCpus <= n.nanoCpus && needs.memoryBytes <= n.memoryBytes;
+const nodes = (count: number) => (count === 1 ? '1 node' : `${count} nodes`);
+
+export function place(input: PlacementInput): PlacementResult {
+  const states = [...input.nodes].sort((a, b) => cmp(a.id, b.id)).map(nodeState);
+  const byId = new Map(states.map((s) => [s.record.id, s]));
+  const services = new Map<string, { svc: ComposeService; replicas: number; needs: Needs }>();
+  const slots: Array<{ stack: string; service: string; slot: number }> = [];
+  for (const { name, document } of [...input.stacks].sort((a, b) => cmp(a.name, b.name))) {
+    for (const service of Object.keys(document.services).sort(cmp)) {
+      const svc = document.services[service] ?? ({} as ComposeService); // a null service: defaults
+      const replicas = svc.deploy?.replicas ?? 1;
+      services.set(svcKey(name, service), { svc, replicas, needs: needsOf(svc) });
+      for (let slot = 1; slot <= replicas; slot++) slots.push({ stack: name, service, slot });
+    }
+  }
+
+  const assignments: Assignment[] = [];
+  const placed = new Set<string>();
+  const slotKey = (a: { stack: string; service: string; slot: number }) => `${a.stack}\0${a.service}\0${a.slot}`;
+  const previous = [...input.previous].sort((a, b) => bySlot(a, b) || cmp(a.node, b.node));
+  for (const p of previous) {
+    const s = services.get(svcKey(p.stack, p.service));
+    const n = byId.get(p.node);
+    if (!s || !n || p.slot < 1 || p.slot > s.replicas || placed.has(slotKey(p))) continue;
+    if (!fitsCapacity(n, s.needs) || !claimsStillValid(n, s.needs, p.claims) || unmetPlacement(s.svc, n.facts) !== undefined) continue;
+    take(n, svcKey(p.stack, p.service), s.needs, p.claims);
+    placed.add(slotKey(p));
+    assignments.push({ stack: p.stack, service: p.service, slot: p.slot, node: n.record.id, env: resourceEnv(p.claims), claims: p.claims.map((c) => ({ ...c })) });
+  }
+
+  const pending: PlacementResult['pending'] = [];
+  for (const slot of slots) {
+    if (placed.has(slotKey(slot))) continue;
+    const key = svcKey(slot.stack, slot.service);
+    const { svc, needs } = services.get(key)!;
+    let resources = 0;
+    let constraints = 0;
+    let best: { n: NodeState; claims: Claim[] } | undefined;
+    for (const n of states) {
+      // Swarm's pipeline: the resource filter runs before the constraint filter; a node counts once.
+      const claims = fitsCapacity(n, needs) ? freshClaims(n, needs) : undefined;
+      if (!claims) resources++;
+      else if (unmetPlacement(svc, n.facts) !== undefined) constraints++;
+      else if (!best || (n.perService.get(key) ?? 0) < (best.n.perService.get(key) ?? 0) || ((n.perService.get(key) ?? 0) === (best.n.perService.get(key) ?? 0) && n.total < best.n.total)) best = { n, claims };
+    }
+    if (best) {
+      take(best.n, key, needs, best.claims);
+      assignments.push({ ...slot, node: best.n.record.id, env: resourceEnv(best.claims), claims: best.claims });
+      continue;
+    }
+    // Explain: most failures first; on a tie the pipeline's order (resources, then constraints).
+    const parts = [
+      { count: resources, text: `insufficient resources on ${nodes(resources)}` },
+      { count: constraints, text: `scheduling constraints not satisfied on ${nodes(constraints)}` },
+    ].filter((p) => p.count > 0).sort((a, b) => b.count - a.count);
+    pending.push({ ...slot, reason: parts.length ? `no suitable node (${parts.map((p) => p.text).join('; ')})` : 'no suitable node' });
+  }
+  assignments.sort(bySlot);
+  return { assignments, pending };
+}

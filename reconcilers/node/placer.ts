@@ -1,0 +1,148 @@
+// The leader's placement loop: while this node leads, it reads every cluster stack, the live
+// nodes and the assignments in etcd, computes where each replica goes (lib/cluster/placement.ts:
+// constraints, resource reservations, generic resources, spread, what is placed kept where it
+// still fits) and writes the difference: `/engine/assignments/<node>/<stack>` per node that runs
+// part of a stack, `/engine/pending/<stack>` for what fits nowhere. Level-triggered: run on every
+// change of stacks, nodes or assignments and every few seconds; a new leader carries on from what
+// etcd holds.
+import type { Logger } from 'pino';
+import type { Etcd3 } from 'etcd3';
+import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
+import { place, type Assignment } from '../../lib/cluster/placement.ts';
+import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
+
+const RESYNC_MS = 2000;
+
+export interface PlacerOptions {
+  etcd: () => Etcd3 | null;
+  nodes: () => NodeRecord[];
+  isLeader: () => boolean;
+  log: Logger;
+}
+
+const parse = <T>(text: string): T | undefined => {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
+};
+
+/** A record's JSON with keys in a stable order, so an unchanged placement is not written again. */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, (x as Record<string, unknown>)[k]])) : x));
+
+export class ClusterPlacer {
+  private readonly opts: PlacerOptions;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private watchCancel: (() => Promise<void>) | null = null;
+
+  constructor(opts: PlacerOptions) {
+    this.opts = opts;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), RESYNC_MS);
+    this.timer.unref();
+  }
+
+  /** Watches the stacks prefix once the client exists (changes of stacks place at once). */
+  async watch(): Promise<void> {
+    const client = this.opts.etcd();
+    if (!client || this.watchCancel) return;
+    const w = await client.watch().prefix(STACKS_PREFIX).create();
+    w.on('put', () => this.kick());
+    w.on('delete', () => this.kick());
+    w.on('error', () => {});
+    this.watchCancel = () => w.cancel();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running?.catch(() => {});
+    await this.watchCancel?.().catch(() => {});
+  }
+
+  /** Run a placement pass now (or right after the one under way). */
+  kick(): void {
+    if (this.stopped || !this.opts.isLeader()) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((err: unknown) => this.opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'placement pass failed; retrying'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async pass(): Promise<void> {
+    const client = this.opts.etcd();
+    if (!client || !this.opts.isLeader()) return;
+    const stacks: Array<ClusterStackRecord & { document: ComposeApp }> = [];
+    for (const v of Object.values(await client.getAll().prefix(STACKS_PREFIX).strings())) {
+      const r = parse<ClusterStackRecord>(v);
+      const doc = r && composeApp.safeParse(r.document);
+      if (r && doc?.success) stacks.push({ ...r, document: doc.data });
+    }
+    const current = new Map<string, string>();
+    const previous: Assignment[] = [];
+    for (const [key, v] of Object.entries(await client.getAll().prefix(ASSIGNMENTS_PREFIX).strings())) {
+      current.set(key, v);
+      const r = parse<AssignmentRecord>(v);
+      if (!r) continue;
+      for (const [service, slots] of Object.entries(r.placed)) {
+        for (const s of slots) previous.push({ stack: r.stack, service, slot: s.n, node: r.node, env: s.env, claims: s.claims });
+      }
+    }
+    const live = this.opts.nodes().filter((n) => n.state === 'ready');
+    const result = place({ stacks: stacks.map((s) => ({ name: s.name, document: s.document })), nodes: live, previous });
+
+    const desired = new Map<string, AssignmentRecord>();
+    const byName = new Map(stacks.map((s) => [s.name, s]));
+    for (const a of result.assignments) {
+      const s = byName.get(a.stack)!;
+      const key = assignmentKey(a.node, a.stack);
+      const rec = desired.get(key) ?? { stack: a.stack, node: a.node, generation: s.generation, document: s.document, placed: {} };
+      (rec.placed[a.service] ??= []).push({ n: a.slot, env: a.env, claims: a.claims } satisfies PlacedSlot);
+      desired.set(key, rec);
+    }
+    let writes = 0;
+    for (const [key, rec] of desired) {
+      for (const slots of Object.values(rec.placed)) slots.sort((x, y) => x.n - y.n);
+      const text = canonical(rec);
+      if (current.get(key) === text) continue;
+      await client.put(key).value(text);
+      writes++;
+    }
+    for (const key of current.keys()) {
+      if (!desired.has(key)) {
+        await client.delete().key(key);
+        writes++;
+      }
+    }
+    const pendingNow = new Map<string, PendingRecord>();
+    for (const p of result.pending) {
+      const s = byName.get(p.stack)!;
+      const rec = pendingNow.get(p.stack) ?? { stack: p.stack, generation: s.generation, pending: [] };
+      rec.pending.push({ service: p.service, slot: p.slot, reason: p.reason });
+      pendingNow.set(p.stack, rec);
+    }
+    const pendingWas = await client.getAll().prefix(PENDING_PREFIX).strings();
+    for (const [stack, rec] of pendingNow) {
+      const text = canonical(rec);
+      if (pendingWas[pendingKey(stack)] !== text) await client.put(pendingKey(stack)).value(text);
+    }
+    for (const key of Object.keys(pendingWas)) if (!pendingNow.has(key.slice(PENDING_PREFIX.length))) await client.delete().key(key);
+    if (writes) this.opts.log.info({ stacks: stacks.length, nodes: live.length, assignments: desired.size, pending: result.pending.length, writes }, 'placed cluster stacks');
+  }
+}

@@ -1,0 +1,185 @@
+// Cluster stacks placed across nodes, on one machine: one etcd and three daemons (A: zone=a with a
+// named gpu unit, B and C: zone=b). A service reserving gpu=1 runs only on A and sees
+// DOCKER_RESOURCE_GPU; a second replica that fits nowhere stays pending with the reason; a service
+// constrained to zone=b is spread over B and C; kill -9 of a node moves its replica; the node
+// coming back removes what is no longer assigned to it; a changed stack rolls on each node; the
+// leader killed and placement still working; `engine stack rm --cluster` removes it everywhere.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
+import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+
+const ENGINE = join(REPO, 'bin', 'engine');
+const TTL = 3;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function engine(d: DaemonHandle, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, ENGINE_HOST: `unix://${d.socket}` };
+    delete env.DOCKER_HOST;
+    const child = spawn(ENGINE, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? 128, stdout, stderr }));
+  });
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(250);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
+}
+
+describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed (hack/install.sh installs it)' }, () => {
+  let etcd: EtcdHandle;
+  let imgs: TestImages;
+  let dir: string;
+  const ds: Record<'a' | 'b' | 'c', DaemonHandle> = {} as never;
+  const dk = (d: DaemonHandle) => dockerOk(() => d);
+  const running = async (d: DaemonHandle, project: string) =>
+    (await dk(d)('ps', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}}')).split('\n').filter(Boolean).sort();
+  const file = (name: string, text: string) => {
+    const p = join(dir, `${name}.yaml`);
+    writeFileSync(p, text);
+    return p;
+  };
+  const webDoc = (replicas: number, v = 'one') => `services:
+  web:
+    image: ${imgs.tag}
+    command: ["sleep", "300"]
+    environment:
+      V: ${v}
+    deploy:
+      replicas: ${replicas}
+      placement:
+        constraints: ["node.labels.zone == b"]
+`;
+
+  before(async () => {
+    etcd = await startEtcd();
+    dir = mkdtempSync(join(tmpdir(), 'cluster-placement-'));
+    imgs = await testImages();
+    const store = ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', `discovery.ttl=${TTL}`];
+    ds.a = await startDaemon({ args: [...store, '--label', 'zone=a', '--node-generic-resource', 'gpu=GPU-aaa'] });
+    ds.b = await startDaemon({ args: [...store, '--label', 'zone=b'] });
+    ds.c = await startDaemon({ args: [...store, '--label', 'zone=b'] });
+    for (const d of Object.values(ds)) await dk(d)('load', '-i', imgs.dockerArchive);
+    await until('three nodes', async () => (await dk(ds.a)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
+  });
+  after(async () => {
+    for (const d of Object.values(ds)) {
+      const ids = (await dk(d)('ps', '-aq').catch(() => '')).split('\n').filter(Boolean);
+      if (ids.length) await dk(d)('rm', '-f', ...ids).catch(() => {});
+      await d.cleanup().catch(() => {});
+    }
+    await etcd?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a service reserving gpu=1 runs only on the node advertising it, with DOCKER_RESOURCE_GPU; one more fits nowhere and stays pending', async () => {
+    const f = file('gpu', `services:
+  ml:
+    image: ${imgs.tag}
+    command: ["sleep", "300"]
+    deploy:
+      replicas: 2
+      resources:
+        reservations:
+          generic_resources:
+            - discrete_resource_spec:
+                kind: gpu
+                value: 1
+`);
+    const applied = await engine(ds.b, ['apply', '--cluster', '-f', f, '-p', 'gpu']);
+    assert.equal(applied.code, 0, applied.stderr);
+    await until('one ml replica on A', async () => (await running(ds.a, 'gpu')).length === 1);
+    const name = (await running(ds.a, 'gpu'))[0]!;
+    assert.match(name, /^gpu-ml-[12]$/);
+    assert.match(await dk(ds.a)('exec', name, 'sh', '-c', 'echo $DOCKER_RESOURCE_GPU'), /^GPU-aaa$/);
+    assert.deepEqual(await running(ds.b, 'gpu'), []);
+    assert.deepEqual(await running(ds.c, 'gpu'), []);
+    const view = JSON.parse((await engine(ds.c, ['stack', 'inspect', '--cluster', 'gpu'])).stdout)[0];
+    assert.equal(view.Scope, 'cluster');
+    assert.equal(view.Pending.ml.length, 1);
+    assert.match(view.Pending.ml[0].Reason, /no suitable node/);
+    assert.equal(view.Placement.ml.length, 1);
+    assert.equal(view.Placement.ml[0].Env.DOCKER_RESOURCE_GPU, 'GPU-aaa');
+    await until('A published its status', async () => {
+      const v = JSON.parse((await engine(ds.b, ['stack', 'inspect', '--cluster', 'gpu'])).stdout)[0];
+      return v.Status.Services.ml.ready === 1;
+    });
+    assert.equal((await engine(ds.a, ['stack', 'rm', '--cluster', 'gpu'])).code, 0);
+    await until('removed everywhere', async () => (await running(ds.a, 'gpu')).length === 0);
+  });
+
+  test('a service constrained to zone=b is spread over the zone-b nodes; apply again rolls it on each node', async () => {
+    const r = await engine(ds.a, ['apply', '--cluster', '-f', file('web', webDoc(2)), '-p', 'web', '--wait', '--timeout', '60']);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.equal((await running(ds.b, 'web')).length, 1);
+    assert.equal((await running(ds.c, 'web')).length, 1);
+    assert.deepEqual([...(await running(ds.b, 'web')), ...(await running(ds.c, 'web'))].sort(), ['web-web-1', 'web-web-2']);
+    assert.deepEqual(await running(ds.a, 'web'), []);
+    const before = [await dk(ds.b)('ps', '-q', '--filter', 'label=com.docker.compose.project=web'), await dk(ds.c)('ps', '-q', '--filter', 'label=com.docker.compose.project=web')];
+    const again = await engine(ds.a, ['apply', '--cluster', '-f', file('web', webDoc(2, 'two')), '-p', 'web', '--wait', '--timeout', '60']);
+    assert.equal(again.code, 0, again.stderr + again.stdout);
+    for (const [i, d] of [ds.b, ds.c].entries()) {
+      const names = await running(d, 'web');
+      assert.equal(names.length, 1);
+      assert.equal(await dk(d)('inspect', '-f', '{{range .Config.Env}}{{println .}}{{end}}', names[0]!).then((e) => /^V=two$/m.test(e)), true);
+      assert.notEqual(await dk(d)('ps', '-q', '--filter', 'label=com.docker.compose.project=web'), before[i], 'recreated on its node');
+    }
+  });
+
+  test('kill -9 of a node: its replica moves to another eligible node; the node back removes what is no longer assigned to it', async () => {
+    await ds.b.stop({ signal: 'SIGKILL' });
+    await until('both replicas on C', async () => (await running(ds.c, 'web')).length === 2, (TTL + 15) * 1000);
+    assert.deepEqual(await running(ds.c, 'web'), ['web-web-1', 'web-web-2']);
+    await ds.b.restart();
+    await until('B removed its part', async () => (await dk(ds.b)('ps', '-aq', '--filter', 'label=com.docker.compose.project=web')) === '', 30_000);
+    assert.equal((await running(ds.c, 'web')).length, 2, 'C keeps both');
+  });
+
+  test('the leader killed: the next one carries on placing; stack rm --cluster removes it everywhere', async () => {
+    const rows = (await dk(ds.a)('node', 'ls', '--format', '{{.Self}} {{.ManagerStatus}}')).split('\n');
+    const leaderIsA = rows.some((r) => r === 'true Leader');
+    const leaderId = (await dk(ds.a)('node', 'ls', '--format', '{{.ID}} {{.ManagerStatus}}')).split('\n').find((r) => r.endsWith(' Leader'))!.split(' ')[0]!;
+    const byId: Record<string, DaemonHandle> = {};
+    for (const d of Object.values(ds)) byId[JSON.parse(await dk(d)('info', '--format', '{{json .Swarm.NodeID}}'))] = d;
+    const leader = byId[leaderId]!;
+    await leader.stop({ signal: 'SIGKILL' });
+    const alive = Object.values(ds).filter((d) => d !== leader);
+    await until('another leader', async () => (await dk(alive[0]!)('node', 'ls', '--format', '{{.ID}} {{.ManagerStatus}}')).split('\n').some((r) => r.endsWith(' Leader') && !r.startsWith(leaderId)), (TTL + 15) * 1000);
+    // Three replicas of the zone-b service: placed by the new leader on the zone-b nodes alive.
+    const scaled = await engine(alive[0]!, ['apply', '--cluster', '-f', file('web', webDoc(3, 'two')), '-p', 'web']);
+    assert.equal(scaled.code, 0, scaled.stderr);
+    const zoneB = alive.filter((d) => d !== ds.a);
+    await until('three replicas on the zone-b nodes alive', async () => {
+      let n = 0;
+      for (const d of zoneB) n += (await running(d, 'web')).length;
+      return n === 3;
+    }, 40_000);
+    assert.equal((await engine(alive[0]!, ['stack', 'rm', '--cluster', 'web'])).code, 0);
+    await until('removed everywhere', async () => {
+      for (const d of alive) if ((await dk(d)('ps', '-aq', '--filter', 'label=com.docker.compose.project=web')) !== '') return false;
+      return true;
+    }, 30_000);
+    if (!leaderIsA || leader !== ds.a) await leader.restart();
+  });
+});
