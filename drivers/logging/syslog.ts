@@ -1,18 +1,21 @@
 // The syslog driver, as the reference's daemon/logger/syslog with its srslog fork: one message
 // per line, "<PRI>" + the format's header + the line + "\n", over udp, tcp, tcp+tls or a unix
-// stream socket. Formats (time is local time, the pid is the daemon's):
+// stream or datagram socket. Formats (time is local time, the pid is the daemon's):
 //   ""            <30>Jan  2 15:04:05 TAG[PID]: LINE
 //   rfc3164       <30>Jan  2 15:04:05 HOSTNAME TAG[PID]: LINE
 //   rfc5424       <30>1 2006-01-02T15:04:05Z HOSTNAME TAG PID TAG - LINE
 //   rfc5424micro  <30>1 2006-01-02T15:04:05.000000Z HOSTNAME TAG PID TAG - LINE
 // rfc5424* over tcp+tls are framed with their length ("LEN MSG", RFC 5425).
-// unixgram (and the default address, the local /dev/log) is not supported: Node has no unix
-// datagram sockets.
+// unixgram sends each message (with its "\n") as one datagram, through the koffi sockets of
+// drivers/sys/unix-dgram.ts (Node has none). No address is srslog's local syslog: unixgram, then
+// unix, on /dev/log, /var/run/syslog, /var/run/log; none there fails with "Unix syslog delivery
+// error" (the container does not start).
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { readFileSync, statSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 import { connect as tlsConnect } from 'node:tls';
+import { openUnixDgram, type UnixDgramError, type UnixDgramSender } from '../sys/unix-dgram.ts';
 import { dialError, goAtoi, goUrlParse, parseLogTag, splitHostPort, type ContainerLogInfo } from './info.ts';
 import type { LogMessage, RemoteDriver } from './remote.ts';
 
@@ -165,6 +168,10 @@ export interface SyslogConfig {
   proto: string;
   addr: string;
   tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized: boolean };
+  /** The local syslog sockets tried when there is no address (tests point them elsewhere). */
+  localPaths?: string[];
+  /** How long a unixgram send waits out a full receive queue before dropping (DGRAM_STALL_MS). */
+  dgramStallMs?: number;
 }
 
 async function dial(cfg: SyslogConfig): Promise<Conn> {
@@ -201,14 +208,87 @@ async function dial(cfg: SyslogConfig): Promise<Conn> {
     return streamConn(await waitConnect(s as unknown as Socket, 'secureConnect', 'tcp', addr));
   }
   if (proto === 'unix') return streamConn(await waitConnect(netConnect({ path: addr }), 'connect', 'unix', addr));
-  if (proto === 'unixgram') throw new Error(`dial unixgram ${addr}: unix datagram sockets are not supported by this daemon`);
+  if (proto === 'unixgram') return dgramConn(dialUnixgram(addr), addr, cfg.dgramStallMs);
+  return dialLocal(cfg.localPaths ?? LOCAL_SYSLOG_PATHS, cfg.dgramStallMs);
+}
+
+/** net.Dial("unixgram", addr): "dial unixgram ADDR: connect: ..." on failure. */
+function dialUnixgram(addr: string): UnixDgramSender {
+  try {
+    return openUnixDgram(addr);
+  } catch (err) {
+    throw new Error(`dial unixgram ${addr}: ${(err as Error).message}`);
+  }
+}
+
+const LOCAL_SYSLOG_PATHS = ['/dev/log', '/var/run/syslog', '/var/run/log'];
+
+/** srslog's unixSyslog: the first of unixgram then unix on each local path that connects. */
+async function dialLocal(paths: string[], stallMs?: number): Promise<Conn> {
+  for (const path of paths) {
+    try {
+      return dgramConn(openUnixDgram(path), path, stallMs);
+    } catch {}
+  }
+  for (const path of paths) {
+    try {
+      return streamConn(await waitConnect(netConnect({ path }), 'connect', 'unix', path));
+    } catch {}
+  }
   throw new Error('Unix syslog delivery error');
+}
+
+// A full receive queue (EAGAIN: the kernel queues only net.unix.max_dgram_qlen datagrams, 10 by
+// default) is waited out as the reference's blocking write would, but off the event loop: the
+// send is retried on a growing timer. A receiver that takes no datagram for DGRAM_STALL_MS gets
+// the message dropped (counted, and the write fails so the sink logs it), and until one send goes
+// through again the next messages get a single try each, so a dead-stuck receiver cannot hold a
+// container's output (or its stop) for that long per line.
+const DGRAM_STALL_MS = 5000;
+const DGRAM_RETRY_MAX_MS = 20;
+
+function dgramConn(sock: UnixDgramSender, addr: string, stallMs = DGRAM_STALL_MS): Conn & { dropped: number } {
+  let stalled = false;
+  const c = {
+    broken: false,
+    dropped: 0,
+    async write(b: Buffer): Promise<void> {
+      const start = Date.now();
+      let delay = 0;
+      for (;;) {
+        let sent: boolean;
+        try {
+          sent = sock.send(b);
+        } catch (err) {
+          // ECONNREFUSED once the receiver is gone: redial, as srslog does on a failed write.
+          c.broken = true;
+          throw new Error(`write unixgram ${addr}: ${(err as UnixDgramError).message.replace(/^write: /, '')}`);
+        }
+        if (sent) {
+          stalled = false;
+          return;
+        }
+        if (stalled || Date.now() - start >= stallMs) {
+          stalled = true;
+          c.dropped++;
+          throw Object.assign(new Error(`write unixgram ${addr}: resource temporarily unavailable (receiver not reading; ${c.dropped} messages dropped)`), { dropped: true });
+        }
+        await new Promise((res) => (delay ? setTimeout(res, delay) : setImmediate(res)));
+        delay = Math.min(DGRAM_RETRY_MAX_MS, delay ? delay * 2 : 1);
+      }
+    },
+    close: () => sock.close(),
+  };
+  return c;
 }
 
 export interface SyslogDriverOptions {
   clock?: SyslogClock;
   hostname?: string;
   pid?: number;
+  /** The local syslog sockets tried when there is no syslog-address (default /dev/log, /var/run/syslog, /var/run/log). */
+  localPaths?: string[];
+  dgramStallMs?: number;
 }
 
 export async function newSyslog(info: ContainerLogInfo, config: Record<string, string>, o: SyslogDriverOptions = {}): Promise<RemoteDriver> {
@@ -217,7 +297,7 @@ export async function newSyslog(info: ContainerLogInfo, config: Record<string, s
   const facility = parseFacility(config['syslog-facility']);
   const format = parseFormat(config['syslog-format']);
   const framed = proto === 'tcp+tls' && (format === 'rfc5424' || format === 'rfc5424micro');
-  const cfg: SyslogConfig = { proto, addr };
+  const cfg: SyslogConfig = { proto, addr, localPaths: o.localPaths, dgramStallMs: o.dgramStallMs };
   if (proto === 'tcp+tls') {
     const rd = (k: string) => (config[k] ? readFileSync(config[k]) : undefined);
     cfg.tls = { ca: rd('syslog-tls-ca-cert'), cert: rd('syslog-tls-cert'), key: rd('syslog-tls-key'), rejectUnauthorized: !Object.hasOwn(config, 'syslog-tls-skip-verify') };
@@ -230,7 +310,10 @@ export async function newSyslog(info: ContainerLogInfo, config: Record<string, s
     if (conn && !conn.broken) {
       try {
         return await conn.write(b);
-      } catch {}
+      } catch (err) {
+        // A datagram dropped on a full queue: the socket is fine, redialing would not help.
+        if ((err as { dropped?: boolean }).dropped) throw err;
+      }
     }
     conn?.close();
     conn = null;

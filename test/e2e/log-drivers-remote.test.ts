@@ -1,14 +1,17 @@
 // Remote log drivers end to end: the daemon sends a container's output to receivers this test
-// runs on loopback (syslog udp/tcp, gelf udp, fluentd tcp); `docker logs` reads the local cache
+// runs on loopback (syslog udp/tcp, gelf udp, fluentd tcp) or a unix datagram socket (syslog
+// unixgram, a python3 receiver); `docker logs` reads the local cache
 // (the reference's dual logging: `local`-format records in containers/<id>/container-cached.log);
 // journald is refused where there is no journal; bad options fail the create; `docker info`
 // lists the drivers; the daemon's --log-driver/--log-opt defaults apply.
 import { decodeMulti } from '@msgpack/msgpack';
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { docker, dockerOk } from './harness/clients.ts';
@@ -38,6 +41,42 @@ async function until(check: () => boolean, ms = 10_000): Promise<void> {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+interface Unixgram { path: string; msgs(): Buffer[]; close(): void }
+/** A python3 AF_UNIX/SOCK_DGRAM socket bound at a temp path, printing each datagram as a hex line. */
+async function unixgram(): Promise<Unixgram> {
+  const dir = mkdtempSync(join(tmpdir(), 'e2e-unixgram-'));
+  const path = join(dir, 'syslog.sock');
+  const script = [
+    'import socket, sys',
+    's = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)',
+    's.bind(sys.argv[1])',
+    'print("ready", flush=True)',
+    'while True: print(s.recv(262144).hex(), flush=True)',
+  ].join('\n');
+  const py: ChildProcess = spawn('python3', ['-c', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  let rest = '';
+  py.stdout!.on('data', (b: Buffer) => {
+    const parts = (rest + b.toString()).split('\n');
+    rest = parts.pop()!;
+    lines.push(...parts);
+  });
+  const close = () => {
+    py.kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await until(() => lines[0] === 'ready');
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return {
+    path,
+    msgs: () => lines.slice(1).map((h) => Buffer.from(h, 'hex')),
+    close,
+  };
 }
 
 describe('remote log drivers', () => {
@@ -89,6 +128,37 @@ describe('remote log drivers', () => {
     } finally {
       u.close();
       t.close();
+    }
+  });
+
+  test('syslog over unixgram', async () => {
+    const g = await unixgram();
+    try {
+      const r = await docker(d, ['run', '--name', 'sl-ugram', '--log-driver', 'syslog', '--log-opt', `syslog-address=unixgram://${g.path}`, '--log-opt', 'syslog-format=rfc5424', '--log-opt', 'tag={{.Name}}', img, 'sh', '-c', 'echo hello; echo oops >&2']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 'hello\n');
+      await until(() => g.msgs().length >= 2);
+      // One datagram per line, with its newline, as srslog writes it on a unixgram conn.
+      const got = g.msgs().map((m) => m.toString()).sort();
+      assert.equal(got.length, 2, got.join(''));
+      assert.match(got[0]!, /^<27>1 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d) \S+ sl-ugram \d+ sl-ugram - oops\n$/);
+      assert.match(got[1]!, /^<30>1 \S+ \S+ sl-ugram \d+ sl-ugram - hello\n$/);
+      const logs = await docker(d, ['logs', 'sl-ugram']);
+      assert.equal(logs.stdout, 'hello\n');
+      assert.equal(logs.stderr, 'oops\n');
+    } finally {
+      g.close();
+    }
+    // Nothing bound at the path: the start fails with the connect error, as the reference's.
+    const dir = mkdtempSync(join(tmpdir(), 'e2e-unixgram-'));
+    try {
+      const file = join(dir, 'not-a-socket');
+      writeFileSync(file, '');
+      const r = await docker(d, ['run', '--log-driver', 'syslog', '--log-opt', `syslog-address=unixgram://${file}`, img, 'true']);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, new RegExp(`failed to initialize logging driver: dial unixgram ${file}: connect: connection refused`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
