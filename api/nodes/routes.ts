@@ -2,7 +2,6 @@
 // (--cluster-store): every node is a manager, the leader marked. `docker node ls` and `docker
 // node inspect self` (the CLI reads /info's NodeID for "self") work against any node. What
 // changes nodes (update, rm) keeps the 503 of a daemon without a swarm.
-import * as z from 'zod';
 import type { App } from '../app.ts';
 import { notFound, unavailable } from '../../lib/errors.ts';
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';

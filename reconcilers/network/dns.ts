@@ -12,6 +12,13 @@ import type { Resource } from '../../store/types.ts';
 import { endpointName, endpointsOfContainer, pluggedAddresses, type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
 import { ipv4Pool, type NetworkSpec, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { ReconcilerStore } from '../store-like.ts';
+import { healthConfigOf } from '../container/health.ts';
+
+/** Ready for clients: without a healthcheck, running; with one, healthy in its current run. */
+function servesClients(c: CR): boolean {
+  if (!healthConfigOf(c.spec.config) && !c.status.health) return true;
+  return c.status.health?.Status === 'healthy' && c.status.healthRun === c.status.startedAt;
+}
 
 
 /** What this needs of the DNS server driver (drivers/network/dns-server.ts). */
@@ -129,8 +136,15 @@ export class NetworkDns {
     const c = from ? this.asker(networkId, from) : undefined;
     for (const n of [net, ...(c ? this.otherNetworksOf(c, networkId) : [])]) {
       const name = (c && this.linkTarget(c, n.spec, asked)) || asked;
-      const found = this.attached(n.spec.id).filter(({ c: x }) => this.namesOf(x, n.spec).includes(name));
-      if (!found.length) continue;
+      const holders = this.attached(n.spec.id).filter(({ c: x }) => this.namesOf(x, n.spec).includes(name));
+      if (!holders.length) continue;
+      // A name several containers hold (a service's replicas) answers with those ready for clients:
+      // not on their way out (being stopped or removed: a rolling update's old replica stops getting
+      // new clients before its process goes) and, with a healthcheck, healthy (a new replica joins
+      // once it serves). With none ready it answers with what there is, as for a lone container.
+      const staying = holders.filter(({ c: x }) => x.spec.desired !== 'removed' && x.spec.desired !== 'stopped');
+      const ready = staying.filter(({ c: x }) => servesClients(x));
+      const found = ready.length ? ready : staying.length ? staying : holders;
       // The name is ours either way: an empty AAAA answer (no IPv6 here) is not forwarded.
       return type === 'A' ? found.map((x) => x.ip) : found.map((x) => x.ip6).filter(Boolean);
     }

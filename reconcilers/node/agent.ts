@@ -10,6 +10,7 @@ import { ASSIGNMENTS_PREFIX, statusKey, type AssignmentRecord, type StackStatusR
 import { composeApp } from '../../lib/compose/schema.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { INITIAL_STACK_STATUS, Stacks, type StackResource, type StackSpec } from '../../store/kinds/stack.ts';
+import { PassLoop } from './pass-loop.ts';
 import type { Store } from '../../store/store.ts';
 
 const RESYNC_MS = 2000;
@@ -28,12 +29,9 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 export class NodeAgent {
   private readonly opts: AgentOptions;
   private readonly prefix: string;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly loop: PassLoop;
   private publishTimer: NodeJS.Timeout | null = null;
   private unwatchStore: (() => void) | null = null;
-  private watchCancel: (() => Promise<void>) | null = null;
   private stopped = false;
   /** Stack → the assignment generation last applied (published with its status). */
   private readonly generations = new Map<string, number>();
@@ -41,11 +39,14 @@ export class NodeAgent {
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.prefix = `${ASSIGNMENTS_PREFIX}${opts.nodeId}/`;
+    this.loop = new PassLoop(() => this.sync(), {
+      everyMs: RESYNC_MS,
+      onError: (err) => opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, "reading this node's assignments failed; keeping what runs"),
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), RESYNC_MS);
-    this.timer.unref();
+    this.loop.start();
     this.unwatchStore = this.opts.store.watch(Stacks, (ev) => {
       if (ev.type !== 'delete' && !(ev.resource as StackResource).spec.placed) return;
       this.schedulePublish();
@@ -54,38 +55,18 @@ export class NodeAgent {
 
   async watch(): Promise<void> {
     const client = this.opts.etcd();
-    if (!client || this.watchCancel) return;
-    const w = await client.watch().prefix(this.prefix).create();
-    w.on('put', () => this.kick());
-    w.on('delete', () => this.kick());
-    w.on('error', () => {});
-    this.watchCancel = () => w.cancel();
+    if (client) await this.loop.watchPrefix(client, this.prefix);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
     if (this.publishTimer) clearTimeout(this.publishTimer);
     this.unwatchStore?.();
-    await this.running?.catch(() => {});
-    await this.watchCancel?.().catch(() => {});
+    await this.loop.stop();
   }
 
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.sync()
-      .catch((err: unknown) => this.opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, 'reading this node\'s assignments failed; keeping what runs'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.loop.kick();
   }
 
   private async sync(): Promise<void> {

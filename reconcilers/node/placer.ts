@@ -10,6 +10,7 @@ import type { Etcd3 } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
 import { place, type Assignment } from '../../lib/cluster/placement.ts';
 import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
+import { PassLoop } from './pass-loop.ts';
 
 const RESYNC_MS = 2000;
 
@@ -34,55 +35,34 @@ const canonical = (v: unknown): string =>
 
 export class ClusterPlacer {
   private readonly opts: PlacerOptions;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private timer: NodeJS.Timeout | null = null;
-  private stopped = false;
-  private watchCancel: (() => Promise<void>) | null = null;
+  private readonly loop: PassLoop;
 
   constructor(opts: PlacerOptions) {
     this.opts = opts;
+    this.loop = new PassLoop(() => this.pass(), {
+      everyMs: RESYNC_MS,
+      when: opts.isLeader,
+      onError: (err) => opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'placement pass failed; retrying'),
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), RESYNC_MS);
-    this.timer.unref();
+    this.loop.start();
   }
 
-  /** Watches the stacks prefix once the client exists (changes of stacks place at once). */
+  /** Watches the stacks prefix once the client exists (a changed stack is placed at once). */
   async watch(): Promise<void> {
     const client = this.opts.etcd();
-    if (!client || this.watchCancel) return;
-    const w = await client.watch().prefix(STACKS_PREFIX).create();
-    w.on('put', () => this.kick());
-    w.on('delete', () => this.kick());
-    w.on('error', () => {});
-    this.watchCancel = () => w.cancel();
+    if (client) await this.loop.watchPrefix(client, STACKS_PREFIX);
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.running?.catch(() => {});
-    await this.watchCancel?.().catch(() => {});
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Run a placement pass now (or right after the one under way). */
   kick(): void {
-    if (this.stopped || !this.opts.isLeader()) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err: unknown) => this.opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'placement pass failed; retrying'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.loop.kick();
   }
 
   private async pass(): Promise<void> {

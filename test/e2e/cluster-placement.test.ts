@@ -5,47 +5,19 @@
 // coming back removes what is no longer assigned to it; a changed stack rolls on each node; the
 // leader killed and placement still working; `engine stack rm --cluster` removes it everywhere.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
-import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+import { until } from './harness/wait.ts';
 
-const ENGINE = join(REPO, 'bin', 'engine');
 const TTL = 3;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function engine(d: DaemonHandle, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, ENGINE_HOST: `unix://${d.socket}` };
-    delete env.DOCKER_HOST;
-    const child = spawn(ENGINE, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? 128, stdout, stderr }));
-  });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(250);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
-}
+const engine = (d: DaemonHandle, args: string[]) => runEngine(args, { ENGINE_HOST: `unix://${d.socket}` });
 
 describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed (hack/install.sh installs it)' }, () => {
   let etcd: EtcdHandle;

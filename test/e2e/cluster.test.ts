@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+import { until } from './harness/wait.ts';
 
 const execFileP = promisify(execFile);
 const ENGINED = process.env.ENGINE_E2E_ENGINED || join(REPO, 'bin', 'engined');
@@ -40,21 +41,6 @@ function pingSwarm(d: DaemonHandle): Promise<string | undefined> {
     req.on('error', reject);
     req.end();
   });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(200);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
 }
 
 describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed (hack/install.sh installs it)' }, () => {

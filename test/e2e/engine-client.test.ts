@@ -3,34 +3,16 @@
 // Degraded; `stack ls|ps|inspect|rm`; the daemon from -H, ENGINE_HOST or DOCKER_HOST; the daemon's
 // errors as `Error response from daemon: ...`.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, type TestImages } from './harness/clients.ts';
-import { REPO, type DaemonHandle } from './harness/daemon.ts';
+import type { DaemonHandle } from './harness/daemon.ts';
+import { runEngine } from './harness/engine-cli.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
-const ENGINE = join(REPO, 'bin', 'engine');
-
-function engine(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  const base = { ...process.env };
-  for (const k of ['DOCKER_HOST', 'ENGINE_HOST', 'COMPOSE_PROJECT_NAME']) delete base[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(ENGINE, args, { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 128, stdout, stderr });
-    });
-  });
-}
+const engine = runEngine;
 
 describe('bin/engine', () => {
   let d: DaemonHandle;
