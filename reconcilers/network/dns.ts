@@ -16,7 +16,7 @@ import { healthConfigOf } from '../container/health.ts';
 
 /** Ready for clients: without a healthcheck, running; with one, healthy in its current run. */
 function servesClients(c: CR): boolean {
-  if (!healthConfigOf(c.spec.config) && !c.status.health) return true;
+  if (!healthConfigOf(c.spec.config ?? {}) && !c.status.health) return true;
   return c.status.health?.Status === 'healthy' && c.status.healthRun === c.status.startedAt;
 }
 
