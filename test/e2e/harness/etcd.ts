@@ -1,9 +1,11 @@
 // Starts a private single-member etcd (Debian's etcd-server, /usr/bin/etcd) on a temp data
 // directory and free loopback ports for one test file, and leaves nothing behind: the etcd
-// process (by its PID) and the temp directory.
+// process (by its PID) and the temp directory. With `tls` it serves its clients over https (the
+// peer URL stays http), optionally requiring client certificates.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -15,6 +17,22 @@ export interface EtcdOptions {
   startTimeoutMs?: number;
   /** Extra etcd arguments. */
   args?: string[];
+  /** Serve the client URLs over https (PEM file paths); the peer URL stays http. */
+  tls?: EtcdTlsOptions;
+}
+
+export interface EtcdTlsOptions {
+  /** The server certificate (--cert-file); it must name 127.0.0.1 (an IP SAN). */
+  cert: string;
+  /** Its key (--key-file). */
+  key: string;
+  /** The CA that signed the server certificate and trusted for client certificates (--trusted-ca-file). */
+  ca: string;
+  /** Require client certificates signed by `ca` (--client-cert-auth). Default false. */
+  clientCertAuth?: boolean;
+  /** The client certificate and key the harness presents for its /health checks (needed with clientCertAuth). */
+  clientCert?: string;
+  clientKey?: string;
 }
 
 export interface EtcdHandle {
@@ -23,6 +41,8 @@ export interface EtcdHandle {
   /** endpoints[0]. */
   readonly clientUrl: string;
   readonly peerUrl: string;
+  /** The TLS options it was started with (undefined: plain http). */
+  readonly tls: EtcdTlsOptions | undefined;
   /** The member name (--name). */
   readonly name: string;
   /** The temp directory holding the data dir and the log. */
@@ -88,10 +108,13 @@ function freePort(): Promise<number> {
   });
 }
 
-/** GET <clientUrl>/health; true when etcd says {"health":"true"}. */
-function healthy(clientUrl: string, timeoutMs = 2000): Promise<boolean> {
+/** GET <clientUrl>/health (over https with the CA and the client certificate); true when etcd says {"health":"true"}. */
+function healthy(clientUrl: string, tls: EtcdTlsOptions | undefined, timeoutMs = 2000): Promise<boolean> {
   return new Promise((resolveHealth) => {
-    const req = request(`${clientUrl}/health`, { method: 'GET', timeout: timeoutMs }, (res) => {
+    const read = (f: string | undefined) => (f ? readFileSync(f) : undefined);
+    const get = clientUrl.startsWith('https:') ? httpsRequest : request;
+    const tlsOpts = tls ? { ca: read(tls.ca), cert: read(tls.clientCert), key: read(tls.clientKey) } : {};
+    const req = get(`${clientUrl}/health`, { method: 'GET', timeout: timeoutMs, ...tlsOpts }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -114,6 +137,7 @@ class Etcd implements EtcdHandle {
   readonly endpoints: string[];
   readonly clientUrl: string;
   readonly peerUrl: string;
+  readonly tls: EtcdTlsOptions | undefined;
   readonly name: string;
   readonly root: string;
   readonly dataDir: string;
@@ -129,7 +153,8 @@ class Etcd implements EtcdHandle {
     this.dataDir = join(root, 'data');
     this.logFile = join(root, 'etcd.log');
     this.name = `e2e-${root.slice(-6).replace(/[^A-Za-z0-9]/g, 'x')}`;
-    this.clientUrl = `http://127.0.0.1:${clientPort}`;
+    this.tls = opts.tls;
+    this.clientUrl = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
     this.peerUrl = `http://127.0.0.1:${peerPort}`;
     this.endpoints = [this.clientUrl];
   }
@@ -162,6 +187,14 @@ class Etcd implements EtcdHandle {
       '--initial-cluster-token', this.name,
       '--logger', 'zap',
       '--log-outputs', 'stderr',
+      ...(this.tls
+        ? [
+            '--cert-file', this.tls.cert,
+            '--key-file', this.tls.key,
+            '--trusted-ca-file', this.tls.ca,
+            ...(this.tls.clientCertAuth ? ['--client-cert-auth'] : []),
+          ]
+        : []),
       ...(this.opts.args ?? []),
     ];
     const fd = openSync(this.logFile, 'a');
@@ -186,7 +219,7 @@ class Etcd implements EtcdHandle {
     const deadline = Date.now() + timeout;
     while (Date.now() < deadline) {
       if (gone) throw new Error(`etcd exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${tail(this.logs())}`);
-      if (await healthy(this.clientUrl)) return;
+      if (await healthy(this.clientUrl, this.tls)) return;
       await sleep(100);
     }
     throw new Error(`etcd did not answer ${this.clientUrl}/health within ${timeout} ms; log tail:\n${tail(this.logs())}`);
