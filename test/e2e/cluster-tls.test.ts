@@ -10,25 +10,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { until } from './harness/wait.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TTL = 3;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(200);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
-}
 
 interface Pki {
   ca: string;
