@@ -136,3 +136,11 @@ test('cpu and memory reservations are capacity, less what other replicas on the 
   const kept = place({ stacks: [{ name: 's', document: app({ big: svc(1, { resources: { reservations: { cpus: 3 } } }), w: svc(2, { resources: { reservations: { cpus: 2 } } }) }) }], nodes, previous: [{ stack: 's', service: 'big', slot: 1, node: 'a', env: {}, claims: [] }] });
   assert.deepEqual([where(kept), kept.pending.map((p) => p.slot)], [['s/big.1@a', 's/w.1@b'], [2]]);
 });
+
+test('node.id and node.hostname constraints pin a service to one node', () => {
+  const nodes = [node('n1'), node('n2'), node('n3')];
+  const byId = place({ stacks: [{ name: 's', document: app({ web: svc(2, { placement: { constraints: ['node.id == n2'] } }) }) }], nodes, previous: [] });
+  assert.deepEqual(where(byId), ['s/web.1@n2', 's/web.2@n2']);
+  const byHost = place({ stacks: [{ name: 's', document: app({ web: svc(2, { placement: { constraints: ['node.hostname != host-n1', 'node.hostname != host-n2'] } }) }) }], nodes, previous: [] });
+  assert.deepEqual(where(byHost), ['s/web.1@n3', 's/web.2@n3']);
+});
