@@ -35,7 +35,15 @@ export function advertiseAddress(setting: string): string {
   return '127.0.0.1';
 }
 
-const labelMap = (labels: readonly string[]) => Object.fromEntries(labels.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+/** The daemon's `--label KEY=VALUE` list as a map (what placement constraints and node records read). */
+export function labelMap(labels: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of labels) {
+    const i = l.indexOf('=');
+    if (i > 0) out[l.slice(0, i)] = l.slice(i + 1);
+  }
+  return out;
+}
 
 /** The cluster parts: membership, the cluster stacks the API reads and writes, the node agent, the leader's placer. */
 export interface Cluster {

@@ -13,6 +13,7 @@ import type { Controller } from '../../controllers/controller.ts';
 import type { Store } from '../../store/store.ts';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
+import { labelMap } from './cluster.ts';
 import type { Controllers } from './containers.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -45,12 +46,7 @@ export function inProcessEngine(app: Pick<FastifyInstance, 'inject'>): StackEngi
 
 /** This daemon as a node, for a stack's placement constraints and reservations. */
 function nodeFacts(cfg: DaemonEnv['cfg'], id: string): NodeFacts {
-  const labels: Record<string, string> = {};
-  for (const l of cfg.labels ?? []) {
-    const i = l.indexOf('=');
-    if (i > 0) labels[l.slice(0, i)] = l.slice(i + 1);
-  }
-  return { id, hostname: hostname(), role: 'manager', os: 'linux', arch: machine(), labels, cpus: cpus().length, memoryBytes: totalmem() };
+  return { id, hostname: hostname(), role: 'manager', os: 'linux', arch: machine(), labels: labelMap(cfg.labels ?? []), cpus: cpus().length, memoryBytes: totalmem() };
 }
 
 export function stacksComponent({ cfg, log }: DaemonEnv) {

@@ -33,6 +33,16 @@ export interface NodeRecord {
 }
 
 export const nodeKey = (id: string) => `${NODES_PREFIX}${id}`;
+
+/** A record read back from etcd; undefined for a missing key or text that is not JSON. */
+export function parseRecord<T>(text: string | null | undefined): T | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
+}
 export const memberKey = (id: string) => `${MEMBERS_PREFIX}${id}`;
 
 // ---- cluster stacks ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 // PROJECT-SERVICE-N, labelled as Compose labels them plus our owner label) and the service's
 // config hash, which changes exactly when a container of the service must be recreated.
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../canonical-json.ts';
 import { parseRamSize } from '../volume-options.ts';
 import type { ComposeApp, ComposeService } from './schema.ts';
 
@@ -161,9 +162,7 @@ function restartPolicy(r: string | undefined): Json {
 
 /** Our hash of what a service's containers are made from (documented in docs/api-extensions.md). */
 function hashOf(value: unknown): string {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v as Json).sort().map((k) => [k, canonical((v as Json)[k])])) : v;
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
 }
 
 /** The files a service's configs and secrets are mounted from, written by the reconciler before its containers. */

@@ -6,7 +6,7 @@
 // etcd does not answer, what runs keeps running.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import { ASSIGNMENTS_PREFIX, statusKey, type AssignmentRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
+import { ASSIGNMENTS_PREFIX, parseRecord, STATUS_PREFIX, statusKey, type AssignmentRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
 import { composeApp } from '../../lib/compose/schema.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { INITIAL_STACK_STATUS, Stacks, type StackResource, type StackSpec } from '../../store/kinds/stack.ts';
@@ -75,12 +75,8 @@ export class NodeAgent {
     const { store, log } = this.opts;
     const records = new Map<string, AssignmentRecord>();
     for (const v of Object.values(await client.getAll().prefix(this.prefix).strings())) {
-      try {
-        const r = JSON.parse(v) as AssignmentRecord;
-        records.set(r.stack, r);
-      } catch {
-        // not an assignment
-      }
+      const r = parseRecord<AssignmentRecord>(v);
+      if (r) records.set(r.stack, r);
     }
     for (const [name, rec] of records) {
       const doc = composeApp.safeParse(rec.document);
@@ -133,9 +129,9 @@ export class NodeAgent {
       const rec: StackStatusRecord = { stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status: local.status, updatedAt: rfc3339Nano() };
       await this.opts.putLeased(statusKey(local.name, nodeId), JSON.stringify(rec));
     }
-    const mine = await client.getAll().prefix('/engine/status/').keys();
+    const mine = await client.getAll().prefix(STATUS_PREFIX).keys();
     for (const key of mine) {
-      const [stack, node] = key.slice('/engine/status/'.length).split('/');
+      const [stack, node] = key.slice(STATUS_PREFIX.length).split('/');
       if (node === nodeId && stack && !here.has(stack)) await client.delete().key(key);
     }
   }

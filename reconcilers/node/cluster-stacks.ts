@@ -2,22 +2,13 @@
 // the stack record, and its view with where each replica runs, what is pending and the status each
 // node published, summed per service.
 import type { Etcd3 } from 'etcd3';
-import { ASSIGNMENTS_PREFIX, pendingKey, stackKey, STACKS_PREFIX, STATUS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, type PendingRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
+import { ASSIGNMENTS_PREFIX, pendingKey, stackKey, STACKS_PREFIX, STATUS_PREFIX, type AssignmentRecord, type ClusterStackRecord, parseRecord, type NodeRecord, type PendingRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
 import { unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ComposeApp } from '../../lib/compose/schema.ts';
 import type { StackStatus } from '../../store/kinds/stack.ts';
 
 type Json = Record<string, unknown>;
-
-const parse = <T>(text: string | null | undefined): T | undefined => {
-  if (!text) return undefined;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    return undefined;
-  }
-};
 
 export class ClusterStacks {
   private readonly etcd: () => Etcd3 | null;
@@ -36,7 +27,7 @@ export class ClusterStacks {
 
   async put(name: string, document: ComposeApp): Promise<{ created: boolean; view: Json }> {
     const client = this.client();
-    const cur = parse<ClusterStackRecord>(await client.get(stackKey(name)).string());
+    const cur = parseRecord<ClusterStackRecord>(await client.get(stackKey(name)).string());
     const rec: ClusterStackRecord = { name, document, generation: (cur?.generation ?? 0) + 1, appliedAt: rfc3339Nano() };
     await client.put(stackKey(name)).value(JSON.stringify(rec));
     return { created: !cur, view: (await this.get(name))! };
@@ -58,12 +49,12 @@ export class ClusterStacks {
 
   async get(name: string): Promise<Json | undefined> {
     const client = this.client();
-    const rec = parse<ClusterStackRecord>(await client.get(stackKey(name)).string());
+    const rec = parseRecord<ClusterStackRecord>(await client.get(stackKey(name)).string());
     if (!rec) return undefined;
     const hostnames = new Map(this.nodes().map((n) => [n.id, n.hostname]));
     const placement: Record<string, Json[]> = {};
     for (const v of Object.values(await client.getAll().prefix(ASSIGNMENTS_PREFIX).strings())) {
-      const a = parse<AssignmentRecord>(v);
+      const a = parseRecord<AssignmentRecord>(v);
       if (a?.stack !== name) continue;
       for (const [svc, slots] of Object.entries(a.placed)) {
         for (const s of slots) (placement[svc] ??= []).push({ Slot: s.n, Node: a.node, Hostname: hostnames.get(a.node) ?? '', Env: s.env });
@@ -71,7 +62,7 @@ export class ClusterStacks {
     }
     for (const list of Object.values(placement)) list.sort((x, y) => Number(x.Slot) - Number(y.Slot));
     const pending: Record<string, Json[]> = {};
-    for (const p of parse<PendingRecord>(await client.get(pendingKey(name)).string())?.pending ?? []) (pending[p.service] ??= []).push({ Slot: p.slot, Reason: p.reason });
+    for (const p of parseRecord<PendingRecord>(await client.get(pendingKey(name)).string())?.pending ?? []) (pending[p.service] ??= []).push({ Slot: p.slot, Reason: p.reason });
     const nodes: Record<string, Json> = {};
     const services: Record<string, { desired: number; ready: number; nodes: Record<string, number> }> = {};
     const doc = rec.document as ComposeApp;
@@ -79,7 +70,7 @@ export class ClusterStacks {
     let degraded = false;
     let behind = false;
     for (const v of Object.values(await client.getAll().prefix(`${STATUS_PREFIX}${name}/`).strings())) {
-      const s = parse<StackStatusRecord>(v);
+      const s = parseRecord<StackStatusRecord>(v);
       if (!s) continue;
       const st = s.status as StackStatus;
       nodes[s.node] = { Hostname: hostnames.get(s.node) ?? '', Generation: s.generation, ObservedGeneration: st.observedGeneration, Conditions: st.conditions, Services: st.services, UpdatedAt: s.updatedAt };

@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Campaign, Election, Etcd3, Lease, Watcher } from 'etcd3';
-import { LEADER_ELECTION, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, type NodeRecord } from '../../lib/cluster/node-record.ts';
+import { LEADER_ELECTION, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 
 /** The facts of this node a record is written from (read again at every write). */
@@ -39,13 +39,10 @@ export function loadNodeId(file: string): string {
   return id;
 }
 
-function parseRecord(text: string): NodeRecord | undefined {
-  try {
-    const r = JSON.parse(text) as NodeRecord;
-    return typeof r?.id === 'string' ? r : undefined;
-  } catch {
-    return undefined;
-  }
+/** A node record read back from etcd (undefined for anything else). */
+function nodeRecord(text: string): NodeRecord | undefined {
+  const r = parseRecord<NodeRecord>(text);
+  return typeof r?.id === 'string' ? r : undefined;
 }
 
 export interface MembershipOptions {
@@ -239,7 +236,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     for (const [prefix, cache] of [[NODES_PREFIX, this.nodesCache], [MEMBERS_PREFIX, this.membersCache]] as const) {
       const watcher = await client.watch().prefix(prefix).create();
       watcher.on('put', (kv) => {
-        const r = parseRecord(kv.value.toString());
+        const r = nodeRecord(kv.value.toString());
         if (r) cache.set(r.id, r);
         this.emit('nodes');
       });
@@ -256,7 +253,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       watcher.on('error', (err) => this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)'));
       this.watchers.push(watcher);
       for (const v of Object.values(await client.getAll().prefix(prefix).strings())) {
-        const r = parseRecord(v);
+        const r = nodeRecord(v);
         if (r) cache.set(r.id, r);
       }
     }

@@ -7,7 +7,8 @@
 // etcd holds.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
+import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, parseRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
+import { canonicalJson } from '../../lib/canonical-json.ts';
 import { place, type Assignment } from '../../lib/cluster/placement.ts';
 import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
 import { PassLoop } from './pass-loop.ts';
@@ -20,18 +21,6 @@ export interface PlacerOptions {
   isLeader: () => boolean;
   log: Logger;
 }
-
-const parse = <T>(text: string): T | undefined => {
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    return undefined;
-  }
-};
-
-/** A record's JSON with keys in a stable order, so an unchanged placement is not written again. */
-const canonical = (v: unknown): string =>
-  JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, (x as Record<string, unknown>)[k]])) : x));
 
 export class ClusterPlacer {
   private readonly opts: PlacerOptions;
@@ -70,7 +59,7 @@ export class ClusterPlacer {
     if (!client || !this.opts.isLeader()) return;
     const stacks: Array<ClusterStackRecord & { document: ComposeApp }> = [];
     for (const v of Object.values(await client.getAll().prefix(STACKS_PREFIX).strings())) {
-      const r = parse<ClusterStackRecord>(v);
+      const r = parseRecord<ClusterStackRecord>(v);
       const doc = r && composeApp.safeParse(r.document);
       if (r && doc?.success) stacks.push({ ...r, document: doc.data });
     }
@@ -78,7 +67,7 @@ export class ClusterPlacer {
     const previous: Assignment[] = [];
     for (const [key, v] of Object.entries(await client.getAll().prefix(ASSIGNMENTS_PREFIX).strings())) {
       current.set(key, v);
-      const r = parse<AssignmentRecord>(v);
+      const r = parseRecord<AssignmentRecord>(v);
       if (!r) continue;
       for (const [service, slots] of Object.entries(r.placed)) {
         for (const s of slots) previous.push({ stack: r.stack, service, slot: s.n, node: r.node, env: s.env, claims: s.claims });
@@ -99,7 +88,7 @@ export class ClusterPlacer {
     let writes = 0;
     for (const [key, rec] of desired) {
       for (const slots of Object.values(rec.placed)) slots.sort((x, y) => x.n - y.n);
-      const text = canonical(rec);
+      const text = canonicalJson(rec);
       if (current.get(key) === text) continue;
       await client.put(key).value(text);
       writes++;
@@ -119,7 +108,7 @@ export class ClusterPlacer {
     }
     const pendingWas = await client.getAll().prefix(PENDING_PREFIX).strings();
     for (const [stack, rec] of pendingNow) {
-      const text = canonical(rec);
+      const text = canonicalJson(rec);
       if (pendingWas[pendingKey(stack)] !== text) await client.put(pendingKey(stack)).value(text);
     }
     for (const key of Object.keys(pendingWas)) if (!pendingNow.has(key.slice(PENDING_PREFIX.length))) await client.delete().key(key);
