@@ -85,11 +85,11 @@ export class BridgeDriver {
       await enableRouteLocalnet(cfg.bridge);
       await this.ipt.ensureRules(loopbackRules(cfg), signal);
     }
-    await this.ipt.ensureRules(portRules(cfg), signal);
+    await this.ipt.ensureSpelled(portRules(cfg), signal);
   }
 
   async unpublishPort(cfg: PortRuleConfig, signal?: AbortSignal): Promise<void> {
-    await this.ipt.removeRules(portRules(cfg), signal);
+    await this.ipt.removeSpelled(portRules(cfg), signal);
   }
 
   /** The --icc=false exception of one legacy link. */

@@ -130,6 +130,11 @@ export function masqueradeRule(cfg: { subnet: string; bridge: string }): Iptable
   return { table: 'nat', chain: 'POSTROUTING', args: ['-s', cfg.subnet, '!', '-o', cfg.bridge, '-j', 'MASQUERADE'] };
 }
 
+/** Arguments on an iptables-restore line: one with blanks or quotes is quoted. */
+function restoreArgs(args: readonly string[]): string {
+  return args.map((a) => (/[\s"']/.test(a) ? `"${a.replace(/(["\\])/g, '\\$1')}"` : a)).join(' ');
+}
+
 /** `-A CHAIN args...` as `iptables -S` prints it. */
 export function ruleLine(r: IptablesRule): string {
   return `-A ${r.chain} ${r.args.join(' ')}`;
@@ -191,6 +196,52 @@ export class Iptables {
     return added;
   }
 
+  /**
+   * `ensureRules` for rules spelled exactly as `iptables -S` prints them (the per-port and per-link
+   * rules): the tables are read once each, side by side, and the missing rules added by one
+   * `iptables-restore --noflush` (one run, one lock hold) instead of a -C and an -A per rule. Should
+   * that fail (a chain gone meanwhile), the rule-by-rule path decides.
+   */
+  async ensureSpelled(rules: IptablesRule[], signal?: AbortSignal): Promise<IptablesRule[]> {
+    const snaps = await this.snapshots(rules, signal);
+    const missing = rules.filter((r) => !snaps.get(r.table)!.has(ruleLine(r)));
+    if (missing.length === 0) return [];
+    try {
+      await this.restore(missing.map((r) => ({ table: r.table, line: `${r.insert ? '-I' : '-A'} ${r.chain} ${r.insert ? '1 ' : ''}${restoreArgs(r.args)}` })), signal);
+      return missing;
+    } catch (err) {
+      if (isCode(err, 'Canceled')) throw err;
+      return this.ensureRules(missing, signal);
+    }
+  }
+
+  /**
+   * `removeRules` for rules spelled exactly as `iptables -S` prints them, that the caller added (a
+   * published port's): deleted by one `iptables-restore --noflush`, without reading the tables
+   * first. Should that fail (one of them is not there, or a copy is), the rule-by-rule path removes
+   * whatever is left, every copy. Returns how many were deleted.
+   */
+  async removeSpelled(rules: IptablesRule[], signal?: AbortSignal): Promise<number> {
+    const unique = [...new Map(rules.map((r) => [`${r.table} ${ruleLine(r)}`, r])).values()];
+    if (unique.length === 0) return 0;
+    try {
+      await this.restore(unique.map((r) => ({ table: r.table, line: `-D ${r.chain} ${restoreArgs(r.args)}` })), signal);
+    } catch (err) {
+      if (isCode(err, 'Canceled')) throw err;
+      return this.removeRules(unique, signal);
+    }
+    // A copy added behind our back would still be there: rare, and -C is one more run per rule.
+    return unique.length;
+  }
+
+  /** One `iptables-restore --noflush` of these lines, grouped by table (each table's block commits atomically). */
+  private async restore(lines: Array<{ table: Table; line: string }>, signal?: AbortSignal): Promise<void> {
+    const byTable = new Map<Table, string[]>();
+    for (const { table, line } of lines) byTable.set(table, [...(byTable.get(table) ?? []), line]);
+    const input = [...byTable].map(([t, ls]) => `*${t}\n${ls.join('\n')}\nCOMMIT\n`).join('');
+    await run(`${this.bin}-restore`, ['-w', '--noflush'], { input, signal });
+  }
+
   /** Delete every copy of each rule; missing rules and chains are fine. Returns how many were deleted. */
   async removeRules(rules: IptablesRule[], signal?: AbortSignal): Promise<number> {
     let n = 0;
@@ -234,9 +285,9 @@ export class Iptables {
   }
 
   private async snapshots(rules: IptablesRule[], signal?: AbortSignal): Promise<Map<Table, Set<string>>> {
-    const m = new Map<Table, Set<string>>();
-    for (const r of rules) if (!m.has(r.table)) m.set(r.table, await this.snapshot(r.table, signal));
-    return m;
+    const tables = [...new Set(rules.map((r) => r.table))];
+    const snaps = await Promise.all(tables.map((t) => this.snapshot(t, signal)));
+    return new Map(tables.map((t, i) => [t, snaps[i]]));
   }
 
   private ipt(args: string[], signal?: AbortSignal): Promise<string> {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
-import { type ContainerEndpoint, type ContainerSpec, Containers } from '../../store/kinds/container.ts';
+import { type ContainerEndpoint, type ContainerSpec, Containers, type PublishedPort } from '../../store/kinds/container.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
@@ -106,6 +106,7 @@ export class RunSteps {
     let logger: LoggerLike | null = null;
     let created = false;
     let creating: Promise<boolean> | undefined;
+    let publishing: Promise<PublishedPort[]> | undefined;
     try {
       const linked = linkedContainers(this.store, spec);
       writeLinkHosts(status.hostsPath, linked);
@@ -136,8 +137,12 @@ export class RunSteps {
       });
       taskCreated.resolve();
       const ep = await this.primaryEndpointOf(id, spec);
+      // The host ports need only the address: their rules are programmed while the interface is
+      // made; both are done before the process starts.
+      publishing = ep && this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]);
+      publishing.catch(() => {}); // awaited below, or settled by the failure path
       if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
-      const ports = ep && this.deps.ports ? await this.publishPorts(id, spec, ep) : [];
+      const ports = await publishing;
       if (ep && linked.length) await this.deps.links?.allow(id, ep.NetworkID, ep.IPAddress, linked);
       const run = this.runs.add(id, { io, hub, logger, pid: task.pid, startedAt: Date.now(), oci: oci as Run['oci'], rootfs });
       const { pid } = await sup.startTask(id);
@@ -166,6 +171,8 @@ export class RunSteps {
       if (created) await this.clearSupervisor(id);
       await this.deps.layers.unmountRW(id).catch(() => {});
       await this.deps.volumes?.releaseRun(id).catch(() => {});
+      // A publish still under way when the attach failed must end before its ports are taken away.
+      await publishing?.catch(() => {});
       await this.deps.ports?.unpublish(id).catch(() => {});
       await this.deps.links?.revoke(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);

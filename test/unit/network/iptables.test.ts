@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { BridgeDriver } from '../../../drivers/network/bridge-driver.ts';
-import { chainNames, Iptables } from '../../../drivers/network/iptables.ts';
+import { chainNames, Iptables, ruleLine } from '../../../drivers/network/iptables.ts';
+import { portRules } from '../../../drivers/network/port-rules.ts';
 import { purgeIptables, sh, silentLog, suffix } from './helpers.ts';
 
 const S = suffix();
@@ -136,4 +137,37 @@ test('family 6: the same chains and rules in ip6tables for the IPv6 subnet (loop
   assert.deepEqual(await lines('filter', [BR]), [], 'nothing in iptables (IPv4) for it');
   await driver.removeIptables(cfg, { chains: true });
   assert.deepEqual([...(await v6('filter')), ...(await v6('nat'))], []);
+});
+
+test('a published port\'s rules are spelled as iptables -S prints them: added and removed by one iptables-restore each, idempotently', async () => {
+  const driver = new BridgeDriver({ log: silentLog });
+  const base = { chainPrefix: PREFIX, bridge: BR, subnet: SUBNET, icc: true, ipMasq: true, userlandProxy: true };
+  await driver.ensureIptables(base);
+  const ports = [
+    { proto: 'tcp' as const, hostIp: '127.0.0.1', hostPort: 40123, containerIp: '10.213.2.5', containerPort: 80, userlandProxy: true },
+    { proto: 'udp' as const, hostIp: '0.0.0.0', hostPort: 40124, containerIp: '10.213.2.6', containerPort: 53, userlandProxy: false },
+    { proto: 'sctp' as const, hostIp: '0.0.0.0', hostPort: 40125, containerIp: '10.213.2.7', containerPort: 9, userlandProxy: true },
+  ];
+  const all = async () => [...(await lines('filter')), ...(await lines('nat'))].filter((l) => /4012[345]|10\.213\.2\.[567]/.test(l));
+  // Straight on Iptables: without the proxy the driver also needs the bridge (route_localnet).
+  const ipt = new Iptables();
+  for (const p of ports) {
+    const cfg = { chainPrefix: PREFIX, bridge: BR, ...p };
+    assert.equal((await ipt.ensureSpelled(portRules(cfg))).length, 3);
+    assert.equal((await ipt.ensureSpelled(portRules(cfg))).length, 0, 'a second time adds nothing');
+    const present = await all();
+    for (const r of portRules(cfg)) assert.equal(present.filter((l) => l === ruleLine(r)).length, 1, `${ruleLine(r)} in\n${present.join('\n')}`);
+  }
+  assert.equal((await all()).length, 9);
+  // Removal deletes what was added in one run; a copy added behind our back outlives it, and the
+  // next removal (its restore fails on the missing rules) takes it rule by rule.
+  const first = portRules({ chainPrefix: PREFIX, bridge: BR, ...ports[0] });
+  await sh('iptables', ['-w', '-t', first[0].table, '-A', first[0].chain, ...first[0].args]);
+  assert.equal(await ipt.removeSpelled(first), 3);
+  assert.equal((await all()).filter((l) => l === ruleLine(first[0])).length, 1);
+  assert.equal(await ipt.removeSpelled(first), 1);
+  for (const p of ports.slice(1)) await driver.unpublishPort({ chainPrefix: PREFIX, bridge: BR, ...p });
+  assert.deepEqual(await all(), []);
+  await driver.unpublishPort({ chainPrefix: PREFIX, bridge: BR, ...ports[0] }); // nothing left is fine
+  await driver.removeIptables(base, { chains: true });
 });
