@@ -15,6 +15,7 @@ import type { Stdio } from '../../drivers/stdio/stdio.ts';
 import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
 import { subscribeEvents, type EventSubscription } from '../../drivers/supervisor/events.ts';
 import { ensureShm, releaseShm } from '../../drivers/sys/shm.ts';
+import { netns } from '../../drivers/network/netns.ts';
 import { LocalVolumeDriver } from '../../drivers/volume/local.ts';
 import { ExecManager } from '../../reconcilers/container/exec.ts';
 import { execProbes } from '../../reconcilers/container/probe.ts';
@@ -109,6 +110,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
           liveRestore: () => !!cfg.liveRestore,
           network: ctx.get<NetworkAttacher>('network-attacher'),
           shm: { ensure: ensureShm, release: releaseShm },
+          netns,
           probes: execProbes(ctx.get<ExecManager>('execs'), supervisor, ctx.get<Metrics>('metrics').engine?.healthCheck),
           volumes: ctx.get<Volumes>('volumes').mounter,
           ports: ctx.get<PortPublisher>('ports'),

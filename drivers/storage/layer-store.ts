@@ -504,8 +504,7 @@ class Store implements LayerStore {
       this.rws.delete(id);
       const trash = this.stage('removed');
       await rename(this.rwDir(id), trash);
-      await this.driver.remove(rw.cacheId);
-      await rm(trash, { recursive: true, force: true });
+      await Promise.all([this.driver.remove(rw.cacheId), rm(trash, { recursive: true, force: true })]);
     });
   }
 

@@ -6,11 +6,11 @@
 //   <home>/l/<short> -> ../<id>/diff, so lowerdir options stay short enough for one page.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync, statfsSync } from 'node:fs';
-import { mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { failedPrecondition, notFound } from '../../lib/errors.ts';
-import { isMountPoint, MNT_DETACH, mount, mountWithCwd, umount } from '../sys/syscalls.ts';
+import { MNT_DETACH, mount, mountWithCwd, umount } from '../sys/syscalls.ts';
 import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
@@ -110,10 +110,12 @@ export class Overlay2Driver implements GraphDriver {
   async remove(id: string): Promise<void> {
     const dir = this.dir(id);
     const merged = join(dir, 'merged');
-    if (await isMountPoint(merged)) await umount(merged, MNT_DETACH);
+    if (await mountedOverlay(merged)) await umount(merged, MNT_DETACH);
     const link = await readFile(join(dir, 'link'), 'utf8').catch(() => null);
-    if (link && /^[A-Z2-7]{26}$/.test(link.trim())) await rm(join(this.home, LINK_DIR, link.trim()), { force: true });
-    await rm(dir, { recursive: true, force: true });
+    await Promise.all([
+      link && /^[A-Z2-7]{26}$/.test(link.trim()) ? rm(join(this.home, LINK_DIR, link.trim()), { force: true }) : undefined,
+      rm(dir, { recursive: true, force: true }),
+    ]);
   }
 
   private async lowerLinks(id: string): Promise<string[]> {
@@ -145,7 +147,7 @@ export class Overlay2Driver implements GraphDriver {
       return join(dir, 'diff');
     }
     const merged = join(dir, 'merged');
-    if (await isMountPoint(merged)) return merged;
+    if (await mountedOverlay(merged)) return merged;
     const indexOff = readParam('index') !== null ? ',index=off' : '';
     const abs = `lowerdir=${lowers.map((l) => join(this.home, l)).join(':')},upperdir=${join(dir, 'diff')},workdir=${join(dir, 'work')}${indexOff}`;
     if (abs.length < PAGE - 1) {
@@ -162,7 +164,7 @@ export class Overlay2Driver implements GraphDriver {
 
   async unmount(id: string): Promise<void> {
     const merged = join(this.dir(id), 'merged');
-    if (!(await isMountPoint(merged))) return;
+    if (!(await mountedOverlay(merged))) return;
     try {
       await umount(merged);
     } catch {
@@ -172,7 +174,7 @@ export class Overlay2Driver implements GraphDriver {
   }
 
   isMounted(id: string): Promise<boolean> {
-    return isMountPoint(join(this.dir(id), 'merged'));
+    return mountedOverlay(join(this.dir(id), 'merged'));
   }
 
   async *diff(id: string): AsyncIterable<Buffer> {
@@ -217,4 +219,14 @@ export class Overlay2Driver implements GraphDriver {
   async list(): Promise<string[]> {
     return (await readdir(this.home)).filter((n) => n !== LINK_DIR);
   }
+}
+
+/**
+ * Whether an overlay is mounted on `merged`: a mount there has a device of its own, unlike the
+ * directory holding it. Two stats instead of reading and parsing /proc/self/mountinfo (which
+ * grows with every mount on the host) on each mount, unmount and removal.
+ */
+async function mountedOverlay(merged: string): Promise<boolean> {
+  const [m, parent] = await Promise.all([stat(merged).catch(() => null), stat(dirname(merged)).catch(() => null)]);
+  return !!m && !!parent && m.dev !== parent.dev;
 }

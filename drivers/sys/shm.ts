@@ -1,6 +1,7 @@
 // A container's own /dev/shm kept on the host (IPC mode shareable), so the containers that join
 // its IPC namespace can bind the same tmpfs: a bind mount cannot reach into another mount
 // namespace, so the donor's /dev/shm must be a host mount both sides bind.
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { isMountPoint, mount, MNT_DETACH, MS_NODEV, MS_NOEXEC, MS_NOSUID, umount } from './syscalls.ts';
 
@@ -13,6 +14,7 @@ export async function ensureShm(path: string, sizeBytes: number): Promise<void> 
 
 /** Unmount it (detached: a joiner still running keeps its own bind of it); absent is fine. */
 export async function releaseShm(path: string): Promise<void> {
-  if (!(await isMountPoint(path).catch(() => false))) return;
+  // Most containers never had one: a stat spares reading the mount table.
+  if (!existsSync(path) || !(await isMountPoint(path).catch(() => false))) return;
   await umount(path, MNT_DETACH);
 }

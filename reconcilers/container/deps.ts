@@ -129,8 +129,8 @@ export interface NetworkPort {
   /** The container's endpoint for `networkMode` (durable address), or null when it needs none. */
   /** `ipv4`: the address the client asked for (--ip), on a user-defined network. */
   allocate(containerId: string, networkMode: string, opts?: { ipv4?: string; ipv6?: string; mac?: string }): Promise<ContainerEndpoint | null>;
-  /** Wire the endpoint into the network namespace of `pid` (created, not yet started). */
-  attach(containerId: string, pid: number, ep: ContainerEndpoint): Promise<void>;
+  /** Wire the endpoint into a network namespace: of `pid` (a task created, not yet started), or mounted at a path. */
+  attach(containerId: string, pid: number | string, ep: ContainerEndpoint): Promise<void>;
   detach(containerId: string): Promise<void>;
   /** Free the address (container removed). */
   release(containerId: string): Promise<void>;
@@ -172,6 +172,11 @@ export interface LinkFirewallPort {
 }
 
 /** Host-side /dev/shm tmpfs of IPC-shareable containers (drivers/sys/shm.ts). */
+export interface NetnsPort {
+  create(path: string, signal?: AbortSignal): Promise<void>;
+  remove(path: string): Promise<void>;
+}
+
 export interface ShmPort {
   ensure(path: string, sizeBytes: number): Promise<void>;
   release(path: string): Promise<void>;
@@ -182,6 +187,8 @@ export interface ContainerReconcilerDeps {
   liveRestore?: () => boolean;
   network?: NetworkPort;
   shm?: ShmPort;
+  /** Network namespaces made before the task (drivers/network/netns.ts); without it the task makes its own. */
+  netns?: NetnsPort;
   /** Runs healthcheck probes in running containers; without it healthchecks are not run. */
   probes?: ProbePort;
   links?: LinkFirewallPort;

@@ -10,6 +10,8 @@
 // reconciles and is rebuilt from observation after a crash. Anything that waits on time is a
 // machine delay that becomes `requeueAfter`; a worker never sleeps. Exits reach it as keys
 // through the registry.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { topState } from '../../controllers/machine-driver.ts';
@@ -107,6 +109,9 @@ export class ContainerReconciler {
     const ids = await sup.listContainers();
     const orphans = ids.filter((id) => !this.store.get(Containers, id));
     await Promise.all(orphans.map((id) => this.steps.clearSupervisor(id)));
+    // Network namespaces of runs whose container is gone (a crash between its removal's steps).
+    const namespaces = await readdir(join(this.deps.execRoot, 'netns')).catch(() => [] as string[]);
+    await Promise.all(namespaces.filter((id) => !this.store.get(Containers, id)).map((id) => this.steps.releaseNetns(id).catch(() => {})));
     // Shims the supervisor lost (a task create cut off by a crash): an earlier life's, with no
     // task behind them. (One this life started may be in the middle of its create.)
     for (const id of new Set((await sup.staleShimIds?.()) ?? [])) {
@@ -347,6 +352,7 @@ export class ContainerReconciler {
       if (!isCode(err, 'NotFound')) this.ctx(id, signal).log.warn({ err }, 'deleting a leftover task failed');
     }
     await sup.deleteContainer(id).catch(() => {});
+    await this.steps.releaseNetns(id).catch(() => {});
     await this.deps.network?.detach(id).catch(() => {});
     // Kept at boot for live restore (ports.sweep): the run they were for is gone.
     await this.deps.ports?.unpublish(id).catch(() => {});

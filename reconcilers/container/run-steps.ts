@@ -106,11 +106,20 @@ export class RunSteps {
     let logger: LoggerLike | null = null;
     let created = false;
     let creating: Promise<boolean> | undefined;
-    let publishing: Promise<PublishedPort[]> | undefined;
+    let plumbing: Promise<PublishedPort[]> | undefined;
+    let netnsPath: string | undefined;
     try {
       const linked = linkedContainers(this.store, spec);
       writeLinkHosts(status.hostsPath, linked);
-      const { oci, rootfs } = await this.runSpec(id, spec, linked);
+      const ep = await this.primaryEndpointOf(id, spec);
+      // On a network: its namespace is made first and plumbed (interface, addresses, host ports)
+      // while the supervisor creates the task that joins it.
+      if (ep && this.deps.netns) {
+        netnsPath = this.netnsPath(id);
+        plumbing = this.plumb(id, spec, ep, netnsPath);
+        plumbing.catch(() => {}); // awaited below, or settled by the failure path
+      }
+      const { oci, rootfs } = await this.runSpec(id, spec, linked, netnsPath);
       const mode = spec.hostConfig.NetworkMode;
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
       this.supervisorClean.delete(id);
@@ -136,13 +145,13 @@ export class RunSteps {
         throw err;
       });
       taskCreated.resolve();
-      const ep = await this.primaryEndpointOf(id, spec);
-      // The host ports need only the address: their rules are programmed while the interface is
-      // made; both are done before the process starts.
-      publishing = ep && this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]);
-      publishing.catch(() => {}); // awaited below, or settled by the failure path
-      if (ep && this.deps.network) await this.deps.network.attach(id, task.pid, ep);
-      const ports = await publishing;
+      let ports: PublishedPort[] = [];
+      if (plumbing) ports = await plumbing;
+      else if (ep) {
+        // No namespace of our own to plumb early: into the task's, by its pid.
+        plumbing = this.plumb(id, spec, ep, task.pid);
+        ports = await plumbing;
+      }
       if (ep && linked.length) await this.deps.links?.allow(id, ep.NetworkID, ep.IPAddress, linked);
       const run = this.runs.add(id, { io, hub, logger, pid: task.pid, startedAt: Date.now(), oci: oci as Run['oci'], rootfs });
       const { pid } = await sup.startTask(id);
@@ -171,9 +180,13 @@ export class RunSteps {
       if (created) await this.clearSupervisor(id);
       await this.deps.layers.unmountRW(id).catch(() => {});
       await this.deps.volumes?.releaseRun(id).catch(() => {});
-      // A publish still under way when the attach failed must end before its ports are taken away.
-      await publishing?.catch(() => {});
+      // Plumbing still under way must end before what it made is taken away.
+      await plumbing?.catch(() => {});
       await this.deps.ports?.unpublish(id).catch(() => {});
+      if (netnsPath) {
+        await this.deps.netns?.remove(netnsPath).catch(() => {});
+        await this.deps.network?.detach(id).catch(() => {});
+      }
       await this.deps.links?.revoke(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       const exitCode = runtimeExitCode(message);
@@ -193,7 +206,7 @@ export class RunSteps {
    * the OCI spec (namespaces it joins, a shareable /dev/shm). A start creates the task from it; an
    * adoption keeps it for exec.
    */
-  async runSpec(id: string, spec: ContainerSpec, linked: ReturnType<typeof linkedContainers>): Promise<{ oci: Run['oci']; rootfs: string }> {
+  async runSpec(id: string, spec: ContainerSpec, linked: ReturnType<typeof linkedContainers>, netnsPath?: string): Promise<{ oci: Run['oci']; rootfs: string }> {
     const status = this.status.get(id);
     const volumeMounts = await volumeMountSources(id, spec, this.deps.volumes);
     const rootfs = await this.deps.layers.mountRW(id);
@@ -209,6 +222,7 @@ export class RunSteps {
       imageEnv: linked.flatMap(linkEnv),
       files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
       cgroupsPath: `${this.deps.cgroupParent}/${id}`,
+      ...(netnsPath ? { netnsPath } : {}),
     });
     const mode = spec.hostConfig.NetworkMode;
     if (mode.startsWith('container:')) this.join(oci, 'network', mode.slice('container:'.length));
@@ -274,6 +288,28 @@ export class RunSteps {
     this.status.stage(id, (s) => ({ ...s, endpoint: null, ports: [] }));
   }
 
+  /**
+   * The run's network: its namespace made (when it is ours to make, by path), the interface plugged
+   * in and the host ports published, side by side (the ports need only the address). Settles only
+   * once both have: a failure leaves nothing under way for the caller's clean-up to race.
+   */
+  private async plumb(id: string, spec: ContainerSpec, ep: ContainerEndpoint, ns: string | number): Promise<PublishedPort[]> {
+    const publishing = this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]);
+    try {
+      if (typeof ns === 'string') await this.deps.netns!.create(ns);
+      await this.deps.network?.attach(id, ns, ep);
+    } catch (err) {
+      await publishing.catch(() => {});
+      throw err;
+    }
+    return publishing;
+  }
+
+  /** Where the namespace of a container's run is mounted while it runs. */
+  netnsPath(id: string): string {
+    return join(this.deps.execRoot, 'netns', id);
+  }
+
   private publishPorts(id: string, spec: ContainerSpec, ep: ContainerEndpoint) {
     return this.deps.ports!.publish({
       containerId: id,
@@ -319,10 +355,12 @@ export class RunSteps {
     const exitStatus = exit.exitStatus;
     const exitedAt = exit.exitedAt;
     // The task's deletion (the shim's teardown, the slow part) runs beside the output drain and
-    // the network cleanup. The exit is published once the output is in the log (a `logs` right
-    // after `wait` sees all of it), before the teardown ends: this reconcile still holds the key,
-    // so a start or remove that follows waits for the rest. Once the task is gone its root
-    // filesystem is unmounted while the supervisor's record goes.
+    // the network cleanup. The exit is published once all of it is done, as the reference records
+    // a stop only after deleting the task and releasing the network: a `wait` answers with the
+    // container's resources free, and the removal that usually follows has nothing left to wait
+    // for (it costs the same in all; the teardown is paid in `wait` instead of `DELETE`). The
+    // output is in the log by then (a `logs` right after `wait` sees all of it). Once the task is
+    // gone its root filesystem is unmounted while the supervisor's record goes.
     const task = (async () => {
       try {
         await this.deps.supervisor.deleteTask(id);
@@ -341,10 +379,10 @@ export class RunSteps {
     // it records the stop: a `docker stop a && docker run -p <a's port> b` must find the port free.
     const ports = this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
     const net = Promise.all([
-      this.deps.network?.detach(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
+      this.releaseNetns(id).then(() => this.deps.network?.detach(id)).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
       this.deps.links?.revoke(id),
     ]);
-    await Promise.all([within(run.hub.ended, 2000), ports]);
+    await Promise.all([within(run.hub.ended, 2000), ports, task, net]);
     this.runs.stopWatching(run);
     run.io.close();
     await run.logger?.close().catch(() => {});
@@ -363,9 +401,14 @@ export class RunSteps {
       stopKilled: false,
       ports: [],
     }));
-    await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
+    await this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {});
     this.runs.delete(id, run);
     return ranMs;
+  }
+
+  /** The run's own network namespace, if it had one (the kernel takes its interface with it). */
+  releaseNetns(id: string): Promise<void> {
+    return this.deps.netns?.remove(this.netnsPath(id)) ?? Promise.resolve();
   }
 
   /**
@@ -376,6 +419,7 @@ export class RunSteps {
     if (!this.supervisorClean.has(id)) await this.clearSupervisor(id);
     await this.deps.shm?.release(this.shmDir(id)).catch((err) => this.deps.log.warn({ err, id }, 'shm unmount failed'));
     this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
+    await this.releaseNetns(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing the network namespace failed'));
     const network = this.deps.network;
     await Promise.all([
       network ? network.detach(id).catch(() => {}).then(() => network.release(id)) : undefined,

@@ -3,6 +3,9 @@
 // it runs inside a container) — against a daemon with its own default bridge, and one without.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { docker, dockerOk, dockerode, pythonDocker, testImages } from './harness/clients.ts';
 
@@ -72,6 +75,33 @@ describe('networks on a daemon with its default bridge', () => {
     }
     const [after] = JSON.parse(await dk('network', 'inspect', 'bridge'));
     assert.deepEqual(after.Containers, {});
+  });
+
+  test('a run on a bridge joins a namespace made for it before its task, plumbed there; a restart makes a new one; stop and rm leave none', async () => {
+    const id = await dk('run', '-d', imgs.tag, 'sleep', '300');
+    const nsFile = join(d.execRoot, 'netns', id);
+    const mounted = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === nsFile);
+    try {
+      assert.ok(existsSync(nsFile) && mounted(), `${nsFile} mounted while it runs`);
+      const pid = await dk('inspect', '-f', '{{.State.Pid}}', id);
+      assert.equal(statSync(nsFile).ino, statSync(`/proc/${pid}/ns/net`).ino, 'the process runs in that namespace');
+      const ip = await dk('inspect', '-f', '{{.NetworkSettings.IPAddress}}', id);
+      assert.match(execFileSync('nsenter', [`--net=${nsFile}`, 'ip', '-4', 'addr', 'show', 'eth0'], { encoding: 'utf8' }), new RegExp(`inet ${ip.replace(/\./g, '\\.')}/`));
+      const before = statSync(nsFile).ino;
+      await dk('restart', '-t', '0', id);
+      const pid2 = await dk('inspect', '-f', '{{.State.Pid}}', id);
+      assert.equal(statSync(nsFile).ino, statSync(`/proc/${pid2}/ns/net`).ino);
+      assert.notEqual(statSync(nsFile).ino, before, 'a new namespace for the new run');
+      await dk('stop', '-t', '0', id);
+      assert.ok(!existsSync(nsFile) && !mounted(), 'gone once the run ended');
+      // A run without a network of its own has none made.
+      const none = await dk('run', '-d', '--network', 'none', imgs.tag, 'sleep', '300');
+      assert.ok(!existsSync(join(d.execRoot, 'netns', none)));
+      await dk('rm', '-f', none);
+    } finally {
+      await dk('rm', '-f', id);
+    }
+    assert.ok(!existsSync(nsFile) && !mounted());
   });
 
   test('unknown networks, rm of builtin networks, create of a builtin name, prune', async () => {
