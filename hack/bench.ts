@@ -15,7 +15,7 @@ import { tarOf } from './images/build-busybox.ts';
 import { buildTimes } from './bench-build.ts';
 import { loadFigures } from './bench-load.ts';
 import { listP99UnderLogLoad } from './bench-logload.ts';
-import { directCycleMedian } from './bench-direct.ts';
+import { directCycleMedian, directLogCeiling } from './bench-direct.ts';
 import { crashRestart, stopStorm, CRASH_CONTAINERS, STORM_CONTAINERS, type LifecycleClient } from './bench-lifecycle.ts';
 import { REPO, startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
 import { DOCKER_CLI, testImages } from '../test/e2e/harness/clients.ts';
@@ -48,7 +48,7 @@ const LOG_WRITERS = 4;
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleDirect' | 'cycleOverDirect' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'deleteNone' | 'deletePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logRead' | 'logLoadP99' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'loadFrozenP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'idleMemory' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleDirect' | 'cycleOverDirect' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'deleteNone' | 'deletePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logCeiling' | 'logRead' | 'logLoadP99' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'loadFrozenP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'idleMemory' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -58,6 +58,8 @@ interface Metric {
   reference: number | null;
   /** ratio = ours / reference; 'le': ratio must be at most factor, 'ge': at least. */
   target: { op: 'le' | 'ge'; factor: number } | null;
+  /** The live reference's figure this one is compared with, when not its own key. */
+  liveKey?: MetricKey;
 }
 
 const METRICS: readonly Metric[] = [
@@ -73,6 +75,7 @@ const METRICS: readonly Metric[] = [
   { key: 'parallel', title: `parallel cycles (none), ${WORKERS} workers`, unit: 'ctr/s', reference: 9.9, target: { op: 'ge', factor: 2 } },
   { key: 'list', title: `GET /containers/json?all=1, ${SIZES.listContainers} ctrs`, unit: 'req/s', reference: 129, target: { op: 'ge', factor: 5 } },
   { key: 'logWrite', title: 'logs: write 50 MB to stdout', unit: 'MB/s', reference: 74, target: { op: 'ge', factor: 2 } },
+  { key: 'logCeiling', title: 'logs: the same writer through the FIFO, read and dropped (no daemon; live: dockerd\'s write)', unit: 'MB/s', reference: null, target: null, liveKey: 'logWrite' },
   { key: 'logRead', title: 'logs: read 50 MB back', unit: 'MB/s', reference: 94, target: null },
   { key: 'logLoadP99', title: `logs: p99 of GET /containers/json while ${LOG_WRITERS} containers log (yes)`, unit: 'ms', reference: null, target: { op: 'le', factor: 1 } },
   { key: 'pull', title: `pull ${LAYERS}x${LAYER_BYTES / MB} MB layers, local registry`, unit: 's', reference: 0.8, target: { op: 'le', factor: 0.7 } },
@@ -844,8 +847,9 @@ function printTable(ours: Figures, live: Figures | null): void {
     const r = ratioOf(ours[m.key], m.reference);
     const row = [m.title, m.unit, fmt(ours[m.key]), fmt(m.reference), r === null ? '-' : `${r.toFixed(2)}x`, m.target ? `${m.target.op === 'le' ? '<=' : '>='} ${m.target.factor}x` : '-', verdict(m, r)];
     if (live) {
-      const rl = ratioOf(ours[m.key], live[m.key]);
-      row.push(fmt(live[m.key]), rl === null ? '-' : `${rl.toFixed(2)}x`, verdict(m, rl));
+      const lv = live[m.liveKey ?? m.key];
+      const rl = ratioOf(ours[m.key], lv);
+      row.push(fmt(lv), rl === null ? '-' : `${rl.toFixed(2)}x`, verdict(m, rl));
     }
     rows.push(row);
   }
@@ -937,6 +941,15 @@ async function main(): Promise<number> {
       } catch (err) {
         ours.cycleDirect = err instanceof Error ? err : new Error(String(err));
         log(`direct containerd cycle: FAILED: ${errMsg(err)}`);
+      }
+    }
+    if (wanted('logCeiling', 'logWrite')) {
+      try {
+        ours.logCeiling = await directLogCeiling(LOG_BYTES, SIZES.logRuns);
+        log(`log write ceiling: ${fmt(ours.logCeiling)} MB/s`);
+      } catch (err) {
+        ours.logCeiling = err instanceof Error ? err : new Error(String(err));
+        log(`log write ceiling: FAILED: ${errMsg(err)}`);
       }
     }
 

@@ -181,7 +181,11 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
    * file stays readable. One warning per run of failures, not one per batch.
    */
   private async write(parts: P[]): Promise<void> {
-    const buf = typeof parts[0] === 'string' ? Buffer.from((parts as string[]).join('')) : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts as Buffer[]);
+    const buf = parts.every((p) => typeof p === 'string')
+      ? Buffer.from((parts as string[]).join(''))
+      : parts.length === 1
+        ? (parts[0] as Buffer)
+        : Buffer.concat(parts.map((p): Buffer => (typeof p === 'string' ? Buffer.from(p) : (p as Buffer))));
     let n = 0;
     let err: unknown = null;
     try {

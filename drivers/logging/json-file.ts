@@ -20,6 +20,20 @@ export type { LogSink } from './batched-file.ts';
 /** Longest "log" payload of one entry, in bytes; longer lines become partial entries. */
 export const MAX_LINE = 16 * 1024;
 
+/** What JSON.stringify escapes in decoded output (a newline ends an entry; decoding leaves no lone surrogate). */
+const NEEDS_ESCAPE = /["\\\x00-\x09\x0b-\x1f]/;
+/** Whether a line of `text` may be longer than MAX_LINE bytes (UTF-16 length * 3 bounds its UTF-8 length). */
+function hasLongLine(text: string): boolean {
+  const limit = Math.floor(MAX_LINE / 3);
+  if (text.length <= limit) return false;
+  let start = 0;
+  for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+    if (nl - start > limit) return true;
+    start = nl + 1;
+  }
+  return text.length - start > limit;
+}
+
 // ---- timestamps -----------------------------------------------------------------------------
 
 let lastMs = -1;
@@ -42,7 +56,7 @@ export function nowRfc3339Nano(): string {
 
 // ---- the file -------------------------------------------------------------------------------
 
-class JsonFileWriter extends BatchedLogFile<string> {
+class JsonFileWriter extends BatchedLogFile<string | Buffer> {
   /** `,"attrs":{...}` or ''. */
   private readonly extra: string;
 
@@ -51,7 +65,39 @@ class JsonFileWriter extends BatchedLogFile<string> {
     this.extra = extra;
   }
 
+  /** The entries of the chunk being accepted, when they are queued as one buffer (see accept). */
+  private batch: string[] | null = null;
+
+  /**
+   * Without a max-size (no rotation between entries) a chunk's entries are queued as one buffer:
+   * the many small strings die young, instead of waiting in the queue until they are old enough
+   * to fill the old generation (whose collections then stall the API while containers log fast).
+   */
   protected accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    if (this.opts.maxSize > 0) {
+      this.acceptEntries(stream, chunk);
+      return;
+    }
+    const batch: string[] = (this.batch = []);
+    try {
+      this.acceptEntries(stream, chunk);
+    } finally {
+      this.batch = null;
+    }
+    if (batch.length > 0) this.push(Buffer.from(batch.length === 1 ? batch[0]! : batch.join('')), this.lastEntryTime);
+  }
+
+  private lastEntryTime = '';
+
+  /** Queue one entry (or gather it into the chunk's batch). */
+  private entry(text: string, time: string): void {
+    if (this.batch) {
+      this.batch.push(text);
+      this.lastEntryTime = time;
+    } else this.push(text, time);
+  }
+
+  private acceptEntries(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     const time = nowRfc3339Nano();
     const suffix = `","stream":"${stream}"${this.extra},"time":"${time}"}\n`;
     let buf = chunk;
@@ -64,6 +110,11 @@ class JsonFileWriter extends BatchedLogFile<string> {
     if (lastNl >= 0) {
       // Decode all complete lines at once; split in string space (JSON-escaping per line).
       const text = buf.toString('utf8', 0, lastNl);
+      // Batched, and nothing in them to escape or to split: all the entries in one string, no
+      // string per line (JSON.stringify would return each line as it is).
+      if (this.batch && !NEEDS_ESCAPE.test(text) && !hasLongLine(text)) {
+        this.entry(`{"log":"${text.replaceAll('\n', `\\n${suffix}{"log":"`)}\\n${suffix}`, time);
+      } else {
       let start = 0;
       for (;;) {
         const nl = text.indexOf('\n', start);
@@ -72,10 +123,11 @@ class JsonFileWriter extends BatchedLogFile<string> {
         if (nl < 0) break;
         start = nl + 1;
       }
+      }
     }
     let rest = buf.subarray(lastNl + 1);
     while (rest.length > MAX_LINE) {
-      this.push(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
+      this.entry(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
       rest = rest.subarray(MAX_LINE);
     }
     // The caller may reuse its buffer: keep our own copy of the held piece.
@@ -88,13 +140,13 @@ class JsonFileWriter extends BatchedLogFile<string> {
     if (line.length * 3 > MAX_LINE && Buffer.byteLength(line) > MAX_LINE) {
       let bytes = Buffer.from(line);
       while (bytes.length > MAX_LINE) {
-        this.push(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
+        this.entry(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
         bytes = bytes.subarray(MAX_LINE);
       }
       line = bytes.toString('utf8');
     }
     const q = JSON.stringify(line);
-    this.push(`{"log":${q.slice(0, -1)}\\n${suffix}`, time);
+    this.entry(`{"log":${q.slice(0, -1)}\\n${suffix}`, time);
   }
 
   protected flushHeld(): void {

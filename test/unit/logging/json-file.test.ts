@@ -268,3 +268,69 @@ test('a disk out of space (/dev/full): output is dropped, one warning per run of
   assert.match(warnings[0]!, /ENOSPC/);
   assert.match(warnings[0]!, /output is dropped until writes succeed/);
 });
+
+test('entries are the same whatever the chunking and whatever path builds them (batched plain lines, escaped ones, long ones), with and without max-size', async () => {
+  // A model of the entries: lines end at "\n", longer ones become MAX_LINE partial entries.
+  const model = (chunks: Array<['stdout' | 'stderr', string]>) => {
+    const out: Array<[string, string]> = [];
+    const pending: Record<string, string> = { stdout: '', stderr: '' };
+    for (const [stream, c] of chunks) {
+      let buf = pending[stream] + c;
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        let line = buf.slice(0, nl);
+        while (line.length > MAX_LINE) {
+          out.push([stream, line.slice(0, MAX_LINE)]);
+          line = line.slice(MAX_LINE);
+        }
+        out.push([stream, `${line}\n`]);
+        buf = buf.slice(nl + 1);
+      }
+      while (buf.length > MAX_LINE) {
+        out.push([stream, buf.slice(0, MAX_LINE)]);
+        buf = buf.slice(MAX_LINE);
+      }
+      pending[stream] = buf;
+    }
+    for (const s of ['stdout', 'stderr']) if (pending[s]) out.push([s, pending[s]!]);
+    return out;
+  };
+  let seed = 7;
+  const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+  const word = () => ['a', 'hello world', 'x'.repeat(rnd(40000)), '', 'tab\there', 'q"uote', 'back\\slash', '{"json":1}', '~!@#$%^&*()_+ <&>', 'y'.repeat(5461), 'z'.repeat(5462)][rnd(11)]!;
+  for (const config of [{}, { 'max-size': '64k', 'max-file': '1000' }] as Array<Record<string, string>>) {
+    const t = tmp();
+    try {
+      const chunks: Array<['stdout' | 'stderr', string]> = [];
+      for (let i = 0; i < 300; i++) {
+        let c = '';
+        for (let k = rnd(6); k >= 0; k--) c += word() + (rnd(3) ? '\n' : '');
+        chunks.push([rnd(4) ? 'stdout' : 'stderr', c]);
+      }
+      const l = createLogging({ log }).open('c', t.path, { Type: 'json-file', Config: config })!;
+      for (const [s, c] of chunks) await l.log(s, Buffer.from(c));
+      await l.close();
+      const entries = await collect(t.path);
+      assert.deepEqual(entries.map((e) => [e.stream, e.line.toString()]), model(chunks), JSON.stringify(config));
+    } finally {
+      t.cleanup();
+    }
+  }
+  // Byte for byte the same layout either way, attrs included.
+  const t = tmp();
+  try {
+    const info = { id: 'c'.repeat(64), name: '/n', imageId: 'sha256:x', imageName: 'img', path: 'sh', args: [], labels: {}, env: [], created: '1970-01-01T00:00:00Z' };
+    const l = (await createLogging({ log }).open('c', t.path, { Type: 'json-file', Config: { tag: 'web' } }, info))!;
+    l.log('stdout', Buffer.from('plain\n\nlines\n'));
+    l.log('stdout', Buffer.from('not "plain"\n'));
+    await l.close();
+    const raw = readFileSync(t.path, 'utf8').split('\n').filter(Boolean).map((x) => x.replace(/"time":"[^"]+"/, '"time":"T"'));
+    assert.deepEqual(raw, [
+      '{"log":"plain\\n","stream":"stdout","attrs":{"tag":"web"},"time":"T"}',
+      '{"log":"\\n","stream":"stdout","attrs":{"tag":"web"},"time":"T"}',
+      '{"log":"lines\\n","stream":"stdout","attrs":{"tag":"web"},"time":"T"}',
+      '{"log":"not \\"plain\\"\\n","stream":"stdout","attrs":{"tag":"web"},"time":"T"}',
+    ]);
+  } finally {
+    t.cleanup();
+  }
+});
