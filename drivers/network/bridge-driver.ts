@@ -85,7 +85,7 @@ export class BridgeDriver {
       await enableRouteLocalnet(cfg.bridge);
       await this.ipt.ensureRules(loopbackRules(cfg), signal);
     }
-    await this.ipt.ensureSpelled(portRules(cfg), signal);
+    await this.ipt.addSpelled(portRules(cfg), signal);
   }
 
   async unpublishPort(cfg: PortRuleConfig, signal?: AbortSignal): Promise<void> {

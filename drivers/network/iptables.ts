@@ -216,6 +216,21 @@ export class Iptables {
   }
 
   /**
+   * Add rules the caller knows are not there (a published port's, for a host port it has just
+   * claimed: the claim's record is what says its rules exist), by one `iptables-restore
+   * --noflush` without reading the tables first. Should that fail, the rule-by-rule path decides.
+   */
+  async addSpelled(rules: IptablesRule[], signal?: AbortSignal): Promise<void> {
+    if (rules.length === 0) return;
+    try {
+      await this.restore(rules.map((r) => ({ table: r.table, line: `${r.insert ? '-I' : '-A'} ${r.chain} ${r.insert ? '1 ' : ''}${restoreArgs(r.args)}` })), signal);
+    } catch (err) {
+      if (isCode(err, 'Canceled')) throw err;
+      await this.ensureRules(rules, signal);
+    }
+  }
+
+  /**
    * `removeRules` for rules spelled exactly as `iptables -S` prints them, that the caller added (a
    * published port's): deleted by one `iptables-restore --noflush`, without reading the tables
    * first. Should that fail (one of them is not there, or a copy is), the rule-by-rule path removes
