@@ -16,47 +16,24 @@ import { killShims, makeRootfs, ociSpec, testLogger } from '../test/unit/supervi
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Median milliseconds of `n` direct cycles after 3 warm-ups. */
-export async function directCycleMedian(n = 30): Promise<number> {
+interface Direct {
+  client: ReturnType<typeof createSupervisorClient>;
+  runtimes: ReturnType<typeof createRuntimes>;
+  stdio: ReturnType<typeof createStdio>;
+  execRoot: string;
+  rootfs: string;
+}
+
+/** A private containerd (own roots), our client and stdio drivers and a busybox root filesystem for `fn`; all gone after. */
+async function withDirect<T>(fn: (d: Direct) => Promise<T>): Promise<T> {
   const log = testLogger();
   const dir = await mkdtemp(join(tmpdir(), 'engbench-'));
   const execRoot = join(dir, 'run');
-  const sup = await startSupervisor({
-    root: join(dir, 'data', 'containerd'),
-    state: join(execRoot, 'containerd', 'state'),
-    configDir: join(execRoot, 'containerd'),
-    log,
-  });
+  const sup = await startSupervisor({ root: join(dir, 'data', 'containerd'), state: join(execRoot, 'containerd', 'state'), configDir: join(execRoot, 'containerd'), log });
   const client = createSupervisorClient({ address: sup.address, namespace: 'enginebench', log });
-  const runtimes = createRuntimes({ defaultRuntime: 'stdrt', runtimes: {}, execRoot });
-  const stdio = createStdio(log);
   try {
     const rootfs = await makeRootfs(dir);
-    const times: number[] = [];
-    for (let i = 0; i < n + 3; i++) {
-      const id = `bench-${process.pid}-${i}`;
-      const fifoDir = join(execRoot, 'fifo', id);
-      const t0 = performance.now();
-      await client.createContainer({ id, spec: ociSpec(rootfs, ['echo', 'hi']), runtime: runtimes.resolve(''), labels: {} });
-      const io = await stdio.open({ dir: fifoDir, procId: 'init', stdin: false, tty: false });
-      const hub = stdio.hub(io);
-      let out = '';
-      hub.subscribe((_s, c) => {
-        out += c.toString();
-      });
-      await client.createTask({ containerId: id, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: false });
-      const waiting = client.waitTask(id);
-      await client.startTask(id);
-      await waiting;
-      await hub.ended;
-      await client.deleteTask(id);
-      await client.deleteContainer(id);
-      io.close();
-      await stdio.remove(fifoDir, 'init');
-      if (out !== 'hi\n') throw new Error(`unexpected output ${JSON.stringify(out)}`);
-      if (i >= 3) times.push(performance.now() - t0);
-    }
-    return median(times);
+    return await fn({ client, runtimes: createRuntimes({ defaultRuntime: 'stdrt', runtimes: {}, execRoot }), stdio: createStdio(log), execRoot, rootfs });
   } finally {
     client.close();
     const address = sup.address;
@@ -66,51 +43,57 @@ export async function directCycleMedian(n = 30): Promise<number> {
   }
 }
 
+/** One run of `args` straight on containerd, each chunk of its output to `onOutput`; resolves once it exited and its output ended. */
+async function runDirect(d: Direct, id: string, args: string[], onOutput: (chunk: Buffer) => void, started?: () => void): Promise<void> {
+  const fifoDir = join(d.execRoot, 'fifo', id);
+  await d.client.createContainer({ id, spec: ociSpec(d.rootfs, args), runtime: d.runtimes.resolve(''), labels: {} });
+  const io = await d.stdio.open({ dir: fifoDir, procId: 'init', stdin: false, tty: false });
+  const hub = d.stdio.hub(io);
+  hub.subscribe((_s, c) => onOutput(c));
+  await d.client.createTask({ containerId: id, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: false });
+  const waiting = d.client.waitTask(id);
+  started?.();
+  await d.client.startTask(id);
+  await waiting;
+  await hub.ended;
+  await d.client.deleteTask(id);
+  await d.client.deleteContainer(id);
+  io.close();
+  await d.stdio.remove(fifoDir, 'init');
+}
+
+/** Median milliseconds of `n` direct cycles after 3 warm-ups. */
+export function directCycleMedian(n = 30): Promise<number> {
+  return withDirect(async (d) => {
+    const times: number[] = [];
+    for (let i = 0; i < n + 3; i++) {
+      let out = '';
+      const t0 = performance.now();
+      await runDirect(d, `bench-${process.pid}-${i}`, ['echo', 'hi'], (c) => (out += c.toString()));
+      if (out !== 'hi\n') throw new Error(`unexpected output ${JSON.stringify(out)}`);
+      if (i >= 3) times.push(performance.now() - t0);
+    }
+    return median(times);
+  });
+}
+
 /**
  * MB/s (median of `runs`) of `head -c BYTES /dev/zero | tr '\0' x` (hack/bench.ts's log writer)
  * through the shim's FIFO into a reader that drops it: what no daemon's log path can beat here.
  */
-export async function directLogCeiling(bytes: number, runs = 3): Promise<number> {
-  const log = testLogger();
-  const dir = await mkdtemp(join(tmpdir(), 'engbench-'));
-  const execRoot = join(dir, 'run');
-  const sup = await startSupervisor({ root: join(dir, 'data', 'containerd'), state: join(execRoot, 'containerd', 'state'), configDir: join(execRoot, 'containerd'), log });
-  const client = createSupervisorClient({ address: sup.address, namespace: 'enginebench', log });
-  const runtimes = createRuntimes({ defaultRuntime: 'stdrt', runtimes: {}, execRoot });
-  const stdio = createStdio(log);
-  try {
-    const rootfs = await makeRootfs(dir);
+export function directLogCeiling(bytes: number, runs = 3): Promise<number> {
+  return withDirect(async (d) => {
     const rates: number[] = [];
     for (let i = 0; i < runs; i++) {
-      const id = `logceil-${process.pid}-${i}`;
-      await client.createContainer({ id, spec: ociSpec(rootfs, ['sh', '-c', `head -c ${bytes} /dev/zero | tr '\\0' x`]), runtime: runtimes.resolve(''), labels: {} });
-      const io = await stdio.open({ dir: join(execRoot, 'fifo', id), procId: 'init', stdin: false, tty: false });
-      const hub = stdio.hub(io);
       let n = 0;
-      hub.subscribe((_s, c) => {
-        n += c.length;
-      });
-      await client.createTask({ containerId: id, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: false });
-      const waiting = client.waitTask(id);
-      const t0 = performance.now();
-      await client.startTask(id);
-      await waiting;
-      await hub.ended;
+      let t0 = 0;
+      await runDirect(d, `logceil-${process.pid}-${i}`, ['sh', '-c', `head -c ${bytes} /dev/zero | tr '\\0' x`], (c) => (n += c.length), () => (t0 = performance.now()));
       const secs = (performance.now() - t0) / 1000;
-      await client.deleteTask(id);
-      await client.deleteContainer(id);
-      io.close();
       if (n < bytes) throw new Error(`log ceiling: read ${n} of ${bytes} bytes`);
       rates.push(n / (1024 * 1024) / secs);
     }
     return median(rates);
-  } finally {
-    client.close();
-    const address = sup.address;
-    await sup.stop();
-    await killShims(address);
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
