@@ -33,7 +33,7 @@ export interface LoadFigures {
 const LABEL = 'engine.bench.load';
 const now = () => performance.now();
 
-function percentile(xs: number[], p: number): number {
+export function percentile(xs: number[], p: number): number {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];

@@ -3,6 +3,8 @@
 // 99th-percentile latency of `GET /containers/json`, so a daemon whose log path starves its API
 // shows.
 
+import { percentile } from './bench-load.ts';
+
 export interface LogLoadClient {
   name: string;
   /** One Engine API call (path without the version prefix). */
@@ -21,11 +23,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** 99 characters and the newline: a 100-byte line. */
 const LINE = 'x'.repeat(99);
 
-function percentile(xs: number[], p: number): number {
-  if (xs.length === 0) return 0;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-}
 
 /** p99 milliseconds of container lists while `writers` containers log at full speed. */
 export async function listP99UnderLogLoad(c: LogLoadClient, image: string, sizes: LogLoadSizes): Promise<number> {

@@ -65,40 +65,24 @@ class JsonFileWriter extends BatchedLogFile<string | Buffer> {
     this.extra = extra;
   }
 
-  /** The entries of the chunk being accepted, when they are queued as one buffer (see accept). */
-  private batch: string[] | null = null;
-
   /**
-   * Without a max-size (no rotation between entries) a chunk's entries are queued as one buffer:
-   * the many small strings die young, instead of waiting in the queue until they are old enough
-   * to fill the old generation (whose collections then stall the API while containers log fast).
+   * A chunk's entries, all stamped with the time it arrived. Without a max-size (no rotation
+   * between entries) they are queued as one buffer: the many small strings die young, instead of
+   * waiting in the queue until they are old enough to fill the old generation (whose collections
+   * then stall the API while containers log fast).
    */
   protected accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {
-    if (this.opts.maxSize > 0) {
-      this.acceptEntries(stream, chunk);
-      return;
-    }
-    const batch: string[] = (this.batch = []);
-    try {
-      this.acceptEntries(stream, chunk);
-    } finally {
-      this.batch = null;
-    }
-    if (batch.length > 0) this.push(Buffer.from(batch.length === 1 ? batch[0]! : batch.join('')), this.lastEntryTime);
-  }
-
-  private lastEntryTime = '';
-
-  /** Queue one entry (or gather it into the chunk's batch). */
-  private entry(text: string, time: string): void {
-    if (this.batch) {
-      this.batch.push(text);
-      this.lastEntryTime = time;
-    } else this.push(text, time);
-  }
-
-  private acceptEntries(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     const time = nowRfc3339Nano();
+    const batched = !(this.opts.maxSize > 0);
+    const entries = this.entries(stream, chunk, time, batched);
+    if (entries.length === 0) return;
+    if (batched) this.push(Buffer.from(entries.length === 1 ? entries[0]! : entries.join('')), time);
+    else for (const e of entries) this.push(e, time);
+  }
+
+  /** The entries the chunk completes (what waits for its newline stays in `pending`). */
+  private entries(stream: 'stdout' | 'stderr', chunk: Buffer, time: string, batched: boolean): string[] {
+    const out: string[] = [];
     const suffix = `","stream":"${stream}"${this.extra},"time":"${time}"}\n`;
     let buf = chunk;
     const held = this.pending[stream];
@@ -110,43 +94,48 @@ class JsonFileWriter extends BatchedLogFile<string | Buffer> {
     if (lastNl >= 0) {
       // Decode all complete lines at once; split in string space (JSON-escaping per line).
       const text = buf.toString('utf8', 0, lastNl);
-      // Batched, and nothing in them to escape or to split: all the entries in one string, no
-      // string per line (JSON.stringify would return each line as it is).
-      if (this.batch && !NEEDS_ESCAPE.test(text) && !hasLongLine(text)) {
-        this.entry(`{"log":"${text.replaceAll('\n', `\\n${suffix}{"log":"`)}\\n${suffix}`, time);
+      if (batched && !NEEDS_ESCAPE.test(text) && !hasLongLine(text)) {
+        // Nothing in them to escape or to split: all the entries in one string, no string per
+        // line (JSON.stringify would return each line as it is).
+        out.push(`{"log":"${text.replaceAll('\n', `\\n${suffix}{"log":"`)}\\n${suffix}`);
       } else {
-      let start = 0;
-      for (;;) {
-        const nl = text.indexOf('\n', start);
-        const line = nl < 0 ? text.slice(start) : text.slice(start, nl);
-        this.line(line, suffix, time, stream);
-        if (nl < 0) break;
-        start = nl + 1;
-      }
+        let start = 0;
+        for (;;) {
+          const nl = text.indexOf('\n', start);
+          this.line(nl < 0 ? text.slice(start) : text.slice(start, nl), suffix, out);
+          if (nl < 0) break;
+          start = nl + 1;
+        }
       }
     }
     let rest = buf.subarray(lastNl + 1);
     while (rest.length > MAX_LINE) {
-      this.entry(`{"log":${JSON.stringify(rest.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
+      out.push(this.partial(rest.toString('utf8', 0, MAX_LINE), suffix));
       rest = rest.subarray(MAX_LINE);
     }
     // The caller may reuse its buffer: keep our own copy of the held piece.
     if (rest.length > 0) this.pending[stream] = Buffer.from(rest);
+    return out;
   }
 
-  /** One complete line (without its "\n"). */
-  private line(line: string, suffix: string, time: string, stream: string): void {
+  /** One complete line (without its "\n"), as its entries. */
+  private line(line: string, suffix: string, out: string[]): void {
     // UTF-16 length * 3 bounds the UTF-8 length: only long lines need the exact byte count.
     if (line.length * 3 > MAX_LINE && Buffer.byteLength(line) > MAX_LINE) {
       let bytes = Buffer.from(line);
       while (bytes.length > MAX_LINE) {
-        this.entry(`{"log":${JSON.stringify(bytes.toString('utf8', 0, MAX_LINE))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
+        out.push(this.partial(bytes.toString('utf8', 0, MAX_LINE), suffix));
         bytes = bytes.subarray(MAX_LINE);
       }
       line = bytes.toString('utf8');
     }
     const q = JSON.stringify(line);
-    this.entry(`{"log":${q.slice(0, -1)}\\n${suffix}`, time);
+    out.push(`{"log":${q.slice(0, -1)}\\n${suffix}`);
+  }
+
+  /** An entry of text without its newline (a piece of a long line, or the last piece at close); `suffix` closes the string. */
+  private partial(text: string, suffix: string): string {
+    return `{"log":${JSON.stringify(text).slice(0, -1)}${suffix}`;
   }
 
   protected flushHeld(): void {
@@ -156,7 +145,7 @@ class JsonFileWriter extends BatchedLogFile<string | Buffer> {
         this.pending[stream] = null;
         // A last piece without newline: written as is (no "\n" added).
         const time = nowRfc3339Nano();
-        this.push(`{"log":${JSON.stringify(held.toString('utf8'))},"stream":"${stream}"${this.extra},"time":"${time}"}\n`, time);
+        this.push(this.partial(held.toString('utf8'), `","stream":"${stream}"${this.extra},"time":"${time}"}\n`), time);
       }
     }
   }

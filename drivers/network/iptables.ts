@@ -197,33 +197,15 @@ export class Iptables {
   }
 
   /**
-   * `ensureRules` for rules spelled exactly as `iptables -S` prints them (the per-port and per-link
-   * rules): the tables are read once each, side by side, and the missing rules added by one
-   * `iptables-restore --noflush` (one run, one lock hold) instead of a -C and an -A per rule. Should
-   * that fail (a chain gone meanwhile), the rule-by-rule path decides.
-   */
-  async ensureSpelled(rules: IptablesRule[], signal?: AbortSignal): Promise<IptablesRule[]> {
-    const snaps = await this.snapshots(rules, signal);
-    const missing = rules.filter((r) => !snaps.get(r.table)!.has(ruleLine(r)));
-    if (missing.length === 0) return [];
-    try {
-      await this.restore(missing.map((r) => ({ table: r.table, line: `${r.insert ? '-I' : '-A'} ${r.chain} ${r.insert ? '1 ' : ''}${restoreArgs(r.args)}` })), signal);
-      return missing;
-    } catch (err) {
-      if (isCode(err, 'Canceled')) throw err;
-      return this.ensureRules(missing, signal);
-    }
-  }
-
-  /**
-   * Add rules the caller knows are not there (a published port's, for a host port it has just
-   * claimed: the claim's record is what says its rules exist), by one `iptables-restore
-   * --noflush` without reading the tables first. Should that fail, the rule-by-rule path decides.
+   * Add rules spelled exactly as `iptables -S` prints them that the caller knows are not there (a
+   * published port's, for a host port it has just claimed: the claim's record is what says its
+   * rules exist), by one `iptables-restore --noflush` without reading the tables first (instead of
+   * a -C and an -A per rule). Should that fail, the rule-by-rule path decides.
    */
   async addSpelled(rules: IptablesRule[], signal?: AbortSignal): Promise<void> {
     if (rules.length === 0) return;
     try {
-      await this.restore(rules.map((r) => ({ table: r.table, line: `${r.insert ? '-I' : '-A'} ${r.chain} ${r.insert ? '1 ' : ''}${restoreArgs(r.args)}` })), signal);
+      await this.restore(rules.map((r) => ({ table: r.table, line: `${r.insert ? `-I ${r.chain} 1` : `-A ${r.chain}`} ${restoreArgs(r.args)}` })), signal);
     } catch (err) {
       if (isCode(err, 'Canceled')) throw err;
       await this.ensureRules(rules, signal);

@@ -8,12 +8,6 @@ import { dirname } from 'node:path';
 import { MNT_DETACH, umount } from '../sys/syscalls.ts';
 import { run } from './run.ts';
 
-export interface NetnsPort {
-  create(path: string, signal?: AbortSignal): Promise<void>;
-  /** Unmount and delete; a namespace that is not there is fine. */
-  remove(path: string): Promise<void>;
-}
-
 export async function createNetns(path: string, signal?: AbortSignal): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   // A file left by a crash may still carry the namespace of an earlier run: let it go first.
@@ -31,4 +25,5 @@ export async function removeNetns(path: string): Promise<void> {
   });
 }
 
-export const netns: NetnsPort = { create: createNetns, remove: removeNetns };
+/** The container reconciler's NetnsPort. */
+export const netns = { create: createNetns, remove: removeNetns };

@@ -171,12 +171,14 @@ export interface LinkFirewallPort {
   revoke(containerId: string): Promise<void>;
 }
 
-/** Host-side /dev/shm tmpfs of IPC-shareable containers (drivers/sys/shm.ts). */
+/** A run's network namespace, made on a file before its task (drivers/network/netns.ts). */
 export interface NetnsPort {
   create(path: string, signal?: AbortSignal): Promise<void>;
+  /** Unmount and delete; a namespace that is not there is fine. */
   remove(path: string): Promise<void>;
 }
 
+/** Host-side /dev/shm tmpfs of IPC-shareable containers (drivers/sys/shm.ts). */
 export interface ShmPort {
   ensure(path: string, sizeBytes: number): Promise<void>;
   release(path: string): Promise<void>;

@@ -352,8 +352,7 @@ export class ContainerReconciler {
       if (!isCode(err, 'NotFound')) this.ctx(id, signal).log.warn({ err }, 'deleting a leftover task failed');
     }
     await sup.deleteContainer(id).catch(() => {});
-    await this.steps.releaseNetns(id).catch(() => {});
-    await this.deps.network?.detach(id).catch(() => {});
+    await this.steps.unplug(id).catch(() => {});
     // Kept at boot for live restore (ports.sweep): the run they were for is gone.
     await this.deps.ports?.unpublish(id).catch(() => {});
     await this.deps.layers.unmountRW(id).catch(() => {});

@@ -183,10 +183,7 @@ export class RunSteps {
       // Plumbing still under way must end before what it made is taken away.
       await plumbing?.catch(() => {});
       await this.deps.ports?.unpublish(id).catch(() => {});
-      if (netnsPath) {
-        await this.deps.netns?.remove(netnsPath).catch(() => {});
-        await this.deps.network?.detach(id).catch(() => {});
-      }
+      if (netnsPath) await this.unplug(id).catch(() => {});
       await this.deps.links?.revoke(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       const exitCode = runtimeExitCode(message);
@@ -379,7 +376,7 @@ export class RunSteps {
     // it records the stop: a `docker stop a && docker run -p <a's port> b` must find the port free.
     const ports = this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
     const net = Promise.all([
-      this.releaseNetns(id).then(() => this.deps.network?.detach(id)).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
+      this.unplug(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
       this.deps.links?.revoke(id),
     ]);
     await Promise.all([within(run.hub.ended, 2000), ports, task, net]);
@@ -411,6 +408,12 @@ export class RunSteps {
     return this.deps.netns?.remove(this.netnsPath(id)) ?? Promise.resolve();
   }
 
+  /** A run's network taken down: its own namespace, then the host end of its interface. */
+  async unplug(id: string): Promise<void> {
+    await this.releaseNetns(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing the network namespace failed'));
+    await this.deps.network?.detach(id);
+  }
+
   /**
    * Removal, once no run is left: whatever the supervisor still holds, the network endpoint and
    * address, the read-write layer, the container's directory and FIFOs. The caller deletes the record.
@@ -419,10 +422,9 @@ export class RunSteps {
     if (!this.supervisorClean.has(id)) await this.clearSupervisor(id);
     await this.deps.shm?.release(this.shmDir(id)).catch((err) => this.deps.log.warn({ err, id }, 'shm unmount failed'));
     this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
-    await this.releaseNetns(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing the network namespace failed'));
     const network = this.deps.network;
     await Promise.all([
-      network ? network.detach(id).catch(() => {}).then(() => network.release(id)) : undefined,
+      this.unplug(id).catch(() => {}).then(() => network?.release(id)),
       this.deps.layers.removeRW(id),
       this.removeContainerDir(id),
     ]);

@@ -139,7 +139,7 @@ test('family 6: the same chains and rules in ip6tables for the IPv6 subnet (loop
   assert.deepEqual([...(await v6('filter')), ...(await v6('nat'))], []);
 });
 
-test('a published port\'s rules are spelled as iptables -S prints them: added and removed by one iptables-restore each, idempotently', async () => {
+test('a published port\'s rules are spelled as iptables -S prints them: added and removed by one iptables-restore each; nothing left to remove is fine', async () => {
   const driver = new BridgeDriver({ log: silentLog });
   const base = { chainPrefix: PREFIX, bridge: BR, subnet: SUBNET, icc: true, ipMasq: true, userlandProxy: true };
   await driver.ensureIptables(base);
@@ -153,8 +153,7 @@ test('a published port\'s rules are spelled as iptables -S prints them: added an
   const ipt = new Iptables();
   for (const p of ports) {
     const cfg = { chainPrefix: PREFIX, bridge: BR, ...p };
-    assert.equal((await ipt.ensureSpelled(portRules(cfg))).length, 3);
-    assert.equal((await ipt.ensureSpelled(portRules(cfg))).length, 0, 'a second time adds nothing');
+    await ipt.addSpelled(portRules(cfg));
     const present = await all();
     for (const r of portRules(cfg)) assert.equal(present.filter((l) => l === ruleLine(r)).length, 1, `${ruleLine(r)} in\n${present.join('\n')}`);
   }
