@@ -34,6 +34,10 @@ if [ -x node_modules/.bin/esbuild ]; then
     --minify --charset=ascii --legal-comments=none --external:koffi --external:etcd3 --log-level=error --sourcemap=linked --sources-content=false \
     --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
     --outfile="$tmp/engined.bundle.mjs"
+  # The log thread's module (drivers/logging/log-thread.ts starts it from beside the bundle).
+  node_modules/.bin/esbuild "$tmp/drivers/logging/log-worker.js" --bundle --platform=node --format=esm --target=node24 \
+    --minify --charset=ascii --legal-comments=none --log-level=error --sourcemap=linked --sources-content=false \
+    --outfile="$tmp/log-worker.bundle.mjs"
   cp hack/bundle-entry.mjs "$tmp/engined.mjs"
 fi
 # The stamp is as old as the start of this build: a source saved during it triggers the next one.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
 import type { DaemonConfig } from '../../config/load.ts';
-import { createLogging } from '../../drivers/logging/index.ts';
+import { createLogging, LogThread } from '../../drivers/logging/index.ts';
 import { createSpecBuilder } from '../../drivers/oci/index.ts';
 import { memoryReducingCollection, startMemoryReclaimer } from '../../drivers/sys/memory-reclaim.ts';
 import { mallocTrim } from '../../drivers/sys/syscalls.ts';
@@ -131,7 +131,14 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       close: (r) => r.stop(),
     }),
     component({ id: 'stdio', requires: [], init: () => createStdio(log.child({ component: 'stdio' })) }),
-    component({ id: 'logging', requires: [], init: () => createLogging({ log: log.child({ component: 'logging' }) }) }),
+    component({
+      id: 'logging',
+      requires: [],
+      init: () => {
+        const l = log.child({ component: 'logging' });
+        return createLogging({ log: l, thread: new LogThread(l) });
+      },
+    }),
     component({
       id: 'spec',
       requires: ['store'],

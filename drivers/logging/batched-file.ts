@@ -20,6 +20,15 @@ const ftruncateAsync = promisify(ftruncate);
 const openAsync = promisify(openCb);
 const closeAsync = promisify(closeCb);
 
+/** A writer's log: where its warnings go (a pino logger, or the messages a log thread posts back). */
+export type FileLog = Pick<Logger, 'info' | 'warn'>;
+
+/** Pieces of output waiting for their newline, per stream. */
+export interface Held {
+  stdout: Buffer | null;
+  stderr: Buffer | null;
+}
+
 export interface LogSink {
   /** Resolves-later when the writer is behind: the caller should wait before the next chunk. */
   log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void>;
@@ -67,12 +76,22 @@ interface Segment<P extends Part> {
 
 const bytesOf = (p: Part) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
 
+/**
+ * Frees a written batch's memory now instead of at a collection that may be long in coming (a
+ * busy log allocates little on the heap and much outside it: without this, tens of MiB of written
+ * batches wait for the garbage collector). Only a buffer that is its whole ArrayBuffer is freed:
+ * slices of Node's shared pool (under 4 KiB) are left alone.
+ */
+export function release(buf: Uint8Array): void {
+  if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length && buf.buffer instanceof ArrayBuffer) buf.buffer.transfer(0);
+}
+
 export abstract class BatchedLogFile<P extends Part> implements LogSink {
   protected readonly path: string;
   protected readonly opts: FileLogOptions;
-  protected readonly log_: Logger;
+  protected readonly log_: FileLog;
   /** Pieces of output waiting for their newline, per stream. */
-  protected readonly pending: { stdout: Buffer | null; stderr: Buffer | null } = { stdout: null, stderr: null };
+  protected readonly pending: Held = { stdout: null, stderr: null };
   private fd: number;
   private size: number;
   private segments: Segment<P>[] = [{ parts: [], rotate: false }];
@@ -90,10 +109,12 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
   private readonly rotator: Rotator;
   private backpressure = BACKPRESSURE;
 
-  constructor(path: string, opts: FileLogOptions, log: Logger) {
+  /** `held`: what an earlier writer of this log left waiting for its newline (./log-thread.ts). */
+  constructor(path: string, opts: FileLogOptions, log: FileLog, held?: Held) {
     this.path = path;
     this.opts = opts;
     this.log_ = log;
+    if (held) Object.assign(this.pending, held);
     this.rotator = new Rotator(path, opts.maxFiles, opts.compress, log);
     this.fd = openSync(path, 'a', 0o640);
     this.size = fstatSync(this.fd).size;
@@ -202,6 +223,7 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
     if (n === buf.length) {
       if (this.failing) this.log_.info({ path: this.path, dropped: this.failing }, 'writing container log works again');
       this.failing = 0;
+      release(buf);
       return;
     }
     let keep = 0;
@@ -245,11 +267,26 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
   }
 
   async close(): Promise<void> {
+    if (!this.closed) this.flushHeld();
+    await this.finish();
+  }
+
+  /**
+   * Ends this writer but not the log: what is queued is written and the file closed; the pieces
+   * still waiting for their newline are returned to the writer that goes on (another thread's).
+   */
+  async handOver(): Promise<Held> {
+    await this.finish();
+    const held = { ...this.pending };
+    this.pending.stdout = this.pending.stderr = null;
+    return held;
+  }
+
+  private async finish(): Promise<void> {
     if (this.closed) {
       while (this.writing) await this.writing;
       return;
     }
-    this.flushHeld();
     this.closed = true;
     while (this.writing) await this.writing;
     if (this.hasQueued()) {

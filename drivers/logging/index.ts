@@ -10,9 +10,10 @@ import { newFluentd } from './fluentd.ts';
 import { newGelf } from './gelf.ts';
 import type { ContainerLogInfo } from './info.ts';
 import { newJournald } from './journald.ts';
-import { openJsonFile } from './json-file.ts';
 import { cacheOptions, cachePathBeside } from './cache.ts';
+import { fileWriterSpec, newFileWriter } from './file-writer.ts';
 import { openLocal } from './local.ts';
+import { PromotingSink, type LogThread } from './log-thread.ts';
 import type { LogSink } from './json-file.ts';
 import { cacheEnabled, FILE_DRIVERS, ramInBytes, REMOTE_DRIVERS } from './options.ts';
 import { RemoteSink, withCache, type RemoteDriver } from './remote.ts';
@@ -25,6 +26,7 @@ export type { LogReaderOptions, LogReadOptions, LogEntry } from './reader.ts';
 export { openJsonFile, MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 export type { LogSink } from './json-file.ts';
 export { localLogPath } from './local.ts';
+export { LogThread } from './log-thread.ts';
 export { cachedLogPath, readPathOf, inspectLogPath, CACHE_FILE } from './cache.ts';
 export type { ContainerLogInfo } from './info.ts';
 
@@ -66,7 +68,8 @@ export async function openRemote(type: string, containerId: string, path: string
   return withCache(withLogMode(new RemoteSink(driver, { log: l }), cfg, ramInBytes, l), cache);
 }
 
-export function createLogging(opts: { log: Logger }): Logging {
+/** `thread`: busy file logs move to it (./log-thread.ts); without it they stay in this thread. */
+export function createLogging(opts: { log: Logger; thread?: LogThread }): Logging {
   function open(containerId: string, path: string, config: LogConfig): LogSink | null;
   function open(containerId: string, path: string, config: LogConfig, info: ContainerLogInfo): LogSink | null | Promise<LogSink | null>;
   function open(containerId: string, path: string, config: LogConfig, info?: ContainerLogInfo): LogSink | null | Promise<LogSink | null> {
@@ -79,7 +82,8 @@ export function createLogging(opts: { log: Logger }): Logging {
     if (!FILE_DRIVERS.has(type)) throw invalidArgument(`logger: no log driver named '${type}' is registered`);
     const cfg = config.Config ?? {};
     const log = opts.log.child({ container: containerId });
-    const sink = type === 'local' ? openLocal(path, cfg, log) : openJsonFile(path, cfg, log, info);
+    const spec = fileWriterSpec(type === 'local' ? 'local' : 'json-file', path, cfg, info);
+    const sink = opts.thread ? new PromotingSink(spec, opts.thread, log) : newFileWriter(spec, log);
     return withLogMode(sink, cfg, ramInBytes, log);
   }
   return { open };

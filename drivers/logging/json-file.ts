@@ -11,7 +11,7 @@
 //   {"log":"hi\n","stream":"stdout","attrs":{"app":"web","tag":"x"},"time":"..."}
 // `docker logs --details` shows them.
 import type { Logger } from 'pino';
-import { BatchedLogFile, type LogSink } from './batched-file.ts';
+import { BatchedLogFile, type FileLog, type Held, type LogSink } from './batched-file.ts';
 import { extraAttributes, goJsonStringMap, parseLogTag, type ContainerLogInfo } from './info.ts';
 import { fileLogOptions, type FileLogOptions } from './options.ts';
 
@@ -56,12 +56,12 @@ export function nowRfc3339Nano(): string {
 
 // ---- the file -------------------------------------------------------------------------------
 
-class JsonFileWriter extends BatchedLogFile<string | Buffer> {
+export class JsonFileWriter extends BatchedLogFile<string | Buffer> {
   /** `,"attrs":{...}` or ''. */
   private readonly extra: string;
 
-  constructor(path: string, opts: FileLogOptions, log: Logger, extra: string) {
-    super(path, opts, log);
+  constructor(path: string, opts: FileLogOptions, log: FileLog, extra: string, held?: Held) {
+    super(path, opts, log, held);
     this.extra = extra;
   }
 

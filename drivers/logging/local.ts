@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
-import { BatchedLogFile, type LogSink } from './batched-file.ts';
+import { BatchedLogFile, type FileLog, type Held, type LogSink } from './batched-file.ts';
 import { LogEntry as LogEntryProto } from './gen/entry.ts';
 import { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 import { fromHumanSize } from './options.ts';
@@ -74,10 +74,10 @@ export function encodeRecord(e: LogEntryProto): Buffer {
   return out;
 }
 
-class LocalWriter extends BatchedLogFile<Buffer> {
-  constructor(path: string, opts: FileLogOptions, log: Logger) {
+export class LocalWriter extends BatchedLogFile<Buffer> {
+  constructor(path: string, opts: FileLogOptions, log: FileLog, held?: Held) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    super(path, opts, log);
+    super(path, opts, log, held);
   }
 
   protected accept(stream: 'stdout' | 'stderr', chunk: Buffer): void {

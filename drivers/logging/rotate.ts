@@ -9,7 +9,7 @@ import { open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { crc32, deflateRaw, gunzip } from 'node:zlib';
-import type { Logger } from 'pino';
+import type { FileLog } from './batched-file.ts';
 
 const deflateRawAsync = promisify(deflateRaw);
 const gunzipAsync = promisify(gunzip);
@@ -30,9 +30,9 @@ export class Rotator {
   private readonly path: string;
   private readonly maxFiles: number;
   private readonly compress: boolean;
-  private readonly log: Logger;
+  private readonly log: FileLog;
 
-  constructor(path: string, maxFiles: number, compress: boolean, log: Logger) {
+  constructor(path: string, maxFiles: number, compress: boolean, log: FileLog) {
     this.path = path;
     this.maxFiles = maxFiles;
     this.compress = compress;

@@ -120,6 +120,8 @@ describe('disk full under the data root', { skip }, () => {
     const file = readFileSync(join(d.dataRoot, 'containers', id, `${id}-json.log`), 'utf8');
     assert.ok(file.length > 1 << 20 && file.endsWith('\n'), `${file.length} bytes, ending ${JSON.stringify(file.slice(-80))}`);
     for (const line of file.slice(0, -1).split('\n')) assert.equal(JSON.parse(line).stream, 'stdout', line);
+    // The writer's warning (from the log thread, where a log this busy is written) names the container.
+    assert.ok(d.logs().split('\n').some((l) => l.includes('writing container log failed') && l.includes(id)), 'the failed write is logged with the container');
     healthy();
     await ok(['rm', '-f', id]);
     assert.ok(free(d.dataRoot) >= before - (1 << 20), `the space came back: ${free(d.dataRoot)} free, ${before} before`);

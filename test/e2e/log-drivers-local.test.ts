@@ -117,4 +117,21 @@ describe('log drivers: local and json-file compress', () => {
     assert.deepEqual(lines(await dk('logs', id)), kept);
     assert.deepEqual(lines(await dk('logs', '--tail', '5', id)), kept.slice(-5));
   });
+
+  test('json-file and local: a container writing MiBs keeps every line in order when its log moves to the log thread; docker logs -f follows it', async () => {
+    const N = 300000;
+    for (const driver of ['json-file', 'local']) {
+      const id = await dk('run', '-d', '--network', 'none', '--log-driver', driver, imgs.tag, 'sh', '-c', `echo first; seq 1 ${N}; printf 'no newline'`);
+      const follow = docker(d, ['logs', '-f', id]);
+      await dk('wait', id);
+      const want = ['first', ...Array.from({ length: N }, (_, i) => String(i + 1)), 'no newline'];
+      const followed = await follow;
+      assert.equal(followed.code, 0, followed.stderr);
+      assert.deepEqual(lines(followed.stdout), want, `${driver}: docker logs -f`);
+      assert.deepEqual(lines(await dk('logs', id)), want, `${driver}: docker logs`);
+      assert.deepEqual(lines(await dk('logs', '--tail', '2', id)), [String(N), 'no newline']);
+      // ~2 MB within a second: written from the log thread, not the API's.
+      assert.ok(d.logs().split('\n').some((l) => l.includes(id) && l.includes('moved to the log thread')), `${driver}: the log moved`);
+    }
+  });
 });
