@@ -108,27 +108,34 @@ export class RunSteps {
     let creating: Promise<boolean> | undefined;
     let plumbing: Promise<PublishedPort[]> | undefined;
     let netnsPath: string | undefined;
+    const taskCreated = Promise.withResolvers<void>();
+    taskCreated.promise.catch(() => {});
+    /** Resolved as the task's creation is asked for: the network plumbing's spawns wait for it. */
+    const taskRequested = Promise.withResolvers<void>();
+    taskRequested.promise.catch(() => {});
     try {
       const linked = linkedContainers(this.store, spec);
       writeLinkHosts(status.hostsPath, linked);
       const ep = await this.primaryEndpointOf(id, spec);
-      // On a network: its namespace is made first and plumbed (interface, addresses, host ports)
-      // while the supervisor creates the task that joins it.
-      if (ep && this.deps.netns) {
-        netnsPath = this.netnsPath(id);
-        plumbing = this.plumb(id, spec, ep, netnsPath);
-        plumbing.catch(() => {}); // awaited below, or settled by the failure path
-      }
+      if (ep && this.deps.netns) netnsPath = this.netnsPath(id);
       const { oci, rootfs } = await this.runSpec(id, spec, linked, netnsPath);
       const mode = spec.hostConfig.NetworkMode;
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
       this.supervisorClean.delete(id);
       // The supervisor's record is created while the FIFOs and the log file are prepared here.
+      // The network tools run while the supervisor works, never before a request to it: each
+      // spawn stalls this thread for its fork (~3-5 ms at this process's size, page tables copied).
       const record = this.createRecord(id, { id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
       creating = record.then(() => true, () => false);
+      // On a network: its namespace is made now, and plumbed (interface, addresses, host ports)
+      // while the supervisor creates the task that joins it.
+      let netnsMade: Promise<void> | undefined;
+      if (netnsPath) {
+        netnsMade = this.deps.netns!.create(netnsPath);
+        plumbing = netnsMade.then(() => this.plumb(id, spec, ep!, netnsPath!, taskRequested.promise));
+        plumbing.catch(() => {}); // awaited below, or settled by the failure path
+      }
       io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
-      const taskCreated = Promise.withResolvers<void>();
-      taskCreated.promise.catch(() => {});
       const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined), taskCreated.promise);
       this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));
       if (status.logPath) {
@@ -140,16 +147,20 @@ export class RunSteps {
       }
       await record;
       created = true;
-      const task = await sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty }).catch((err) => {
+      await netnsMade;
+      const creatingTask = sup.createTask({ containerId: id, stdin: io.paths.stdin, stdout: io.paths.stdout, stderr: io.paths.stderr, terminal: !!spec.config.Tty }).catch((err) => {
         taskCreated.reject(err);
         throw err;
       });
+      // A turn of the loop for the request to reach the supervisor's socket first.
+      setImmediate(() => taskRequested.resolve());
+      const task = await creatingTask;
       taskCreated.resolve();
       let ports: PublishedPort[] = [];
       if (plumbing) ports = await plumbing;
       else if (ep) {
         // No namespace of our own to plumb early: into the task's, by its pid.
-        plumbing = this.plumb(id, spec, ep, task.pid);
+        plumbing = this.plumb(id, spec, ep, task.pid, Promise.resolve());
         ports = await plumbing;
       }
       if (ep && linked.length) await this.deps.links?.allow(id, ep.NetworkID, ep.IPAddress, linked);
@@ -173,6 +184,7 @@ export class RunSteps {
         oomKilled: false,
       }));
     } catch (err) {
+      taskRequested.reject(err);
       this.runs.delete(id);
       io?.close();
       await logger?.close().catch(() => {});
@@ -290,10 +302,11 @@ export class RunSteps {
    * in and the host ports published, side by side (the ports need only the address). Settles only
    * once both have: a failure leaves nothing under way for the caller's clean-up to race.
    */
-  private async plumb(id: string, spec: ContainerSpec, ep: ContainerEndpoint, ns: string | number): Promise<PublishedPort[]> {
+  /** The run's interface in namespace `ns` (a mounted namespace or a pid) and its host ports, once `after` (the task asked for). */
+  private async plumb(id: string, spec: ContainerSpec, ep: ContainerEndpoint, ns: string | number, after: Promise<void>): Promise<PublishedPort[]> {
+    await after;
     const publishing = this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]);
     try {
-      if (typeof ns === 'string') await this.deps.netns!.create(ns);
       await this.deps.network?.attach(id, ns, ep);
     } catch (err) {
       await publishing.catch(() => {});
