@@ -4,7 +4,8 @@
 import { invalidArgument } from '../lib/errors.ts';
 import type { ConfigField, OptionDef, RuntimeEntry, Ulimit } from './options.ts';
 import { OPTIONS, optionByFlag, optionByShort } from './options.ts';
-import { goFormat, parseAddressPool, parseBool, parseBytes, parseIntStrict, parseRuntime, parseUlimit } from './values.ts';
+import { ramInBytes } from '../lib/units.ts';
+import { goFormat, parseAddressPool, parseBool, parseIntStrict, parseRuntime, parseUlimit } from './values.ts';
 
 export interface ParsedFlags {
   /** Field values for the options given on the command line, in their final typed form. */
@@ -57,7 +58,7 @@ function apply(res: ParsedFlags, opt: OptionDef, value: string): void {
     }
     case 'bytes':
       try {
-        res.values[field] = parseBytes(value);
+        res.values[field] = ramInBytes(value);
       } catch (err) {
         throw badValue(opt, value, errMessage(err));
       }

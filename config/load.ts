@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { EngineError, invalidArgument, isCode } from '../lib/errors.ts';
 import { parseGenericResources } from '../lib/generic-resources.ts';
 import { parseClusterStore } from '../lib/cluster/store-url.ts';
+import { fromHumanSize, isGoDuration } from '../lib/units.ts';
 import type { ConfigField, DaemonConfig } from './options.ts';
 import { DEFAULT_CONFIG_FILE, DEFAULT_HOST, STOCK_RUNTIME, defaultConfig } from './options.ts';
 import { fileEntries, fileValues, findConflicts, readConfigJson } from './file.ts';
@@ -236,16 +237,6 @@ export function validateConfig(c: DaemonConfig): void {
   }
 }
 
-const DECIMAL_UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, p: 1e15 };
-const GO_DURATION = /^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
-
-/** go-units FromHumanSize, as the reference reads the builder's keep-storage sizes ("10GB", "512MB"). */
-export function parseHumanSize(s: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$/i.exec(s);
-  if (!m) throw invalidArgument(`invalid size: '${s}'`);
-  return Math.floor(Number(m[1]) * DECIMAL_UNITS[m[2].toLowerCase()]);
-}
-
 /**
  * The key builder.gc: sizes that read as sizes, filters written KEY=VALUE (unused-for and
  * until: a Go duration). Throws InvalidArgument.
@@ -257,7 +248,7 @@ export function validateBuilderGc(b: BuilderConfig | undefined): void {
   const size = (s: string | undefined, what: string) => {
     if (s === undefined || s === '') return;
     try {
-      parseHumanSize(s);
+      fromHumanSize(s);
     } catch {
       throw bad(`${what}: invalid size '${s}'`);
     }
@@ -269,7 +260,7 @@ export function validateBuilderGc(b: BuilderConfig | undefined): void {
       const eq = f.indexOf('=');
       if (eq <= 0) throw bad(`policy[${i}].filter: bad format of filter (expected name=value): ${f}`);
       const [k, v] = [f.slice(0, eq), f.slice(eq + 1)];
-      if ((k === 'unused-for' || k === 'until') && !GO_DURATION.test(v)) throw bad(`policy[${i}].filter: invalid duration '${v}'`);
+      if ((k === 'unused-for' || k === 'until') && !isGoDuration(v)) throw bad(`policy[${i}].filter: invalid duration '${v}'`);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Value parsers for the option types of the table: command-line strings and config-file JSON both
 // end up as the typed DaemonConfig field. Messages follow the reference daemon's wording.
 import { invalidArgument } from '../lib/errors.ts';
+import { ramInBytes } from '../lib/units.ts';
 import type { AddressPool, OptionDef, RuntimeEntry, Ulimit } from './options.ts';
 import { STOCK_RUNTIME } from './options.ts';
 
@@ -23,17 +24,6 @@ export function parseIntStrict(s: string): number | undefined {
   if (!m) return undefined;
   const n = Number(t);
   return Number.isSafeInteger(n) ? n : undefined;
-}
-
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4, p: 1024 ** 5 };
-
-/** go-units RAMInBytes: "64m", "64MiB", "1.5g", "1024" (binary multiples). */
-export function parseBytes(s: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$/i.exec(s);
-  if (!m) throw invalidArgument(`invalid size: '${s}'`);
-  const unit = m[2].toLowerCase();
-  if (m[3] && !unit && m[3].toLowerCase() === 'ib') throw invalidArgument(`invalid size: '${s}'`);
-  return Math.floor(Number(m[1]) * UNITS[unit]);
 }
 
 const ULIMIT_NAMES = new Set([
@@ -163,7 +153,7 @@ export function fromFileValue(opt: OptionDef, key: string, v: unknown): unknown 
     case 'bytes':
       if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
       if (typeof v !== 'string') throw typeError(key, 'a size string such as "64M"', v);
-      return parseBytes(v);
+      return ramInBytes(v);
     case 'list':
       return stringArray(key, v);
     case 'map':

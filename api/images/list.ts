@@ -1,6 +1,7 @@
 // GET /images/json: newest first, from the store's memory.
 import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, parseReference, repositoryName } from '../../lib/reference.ts';
+import { isGoDuration, parseGoDuration } from '../../lib/units.ts';
 
 import type { ApiStore } from '../containers/store.ts';
 import { parseFilters } from '../containers/list.ts';
@@ -116,22 +117,11 @@ function maxCreated(store: Pick<ApiStore, 'get' | 'list'>, refs: string[] | unde
 /** `until`: Unix seconds[.nanos], an RFC 3339 date/time, or a Go duration before now. */
 export function parseUntil(v: string, now: number): number {
   if (/^-?\d+(\.\d+)?$/.test(v)) return Number(v) * 1000;
-  const d = parseGoDuration(v);
+  const d = isGoDuration(v) ? parseGoDuration(v) / 1e6 : undefined;
   if (d !== undefined) return now - d;
   const t = Date.parse(v);
   if (Number.isFinite(t)) return t;
   throw invalidArgument(`invalid filter 'until=${v}'`);
-}
-
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-function parseGoDuration(v: string): number | undefined {
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/y;
-  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(v)) return undefined;
-  let total = 0;
-  re.lastIndex = 0;
-  for (let m = re.exec(v); m; m = re.exec(v)) total += Number(m[1]) * UNIT_MS[m[2]];
-  return total;
 }
 
 /** Go's path.Match syntax (`*`, `?`, `[...]`, `\`) as an anchored RegExp. */

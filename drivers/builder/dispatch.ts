@@ -2,6 +2,7 @@
 // stage's run config and answers the comment the reference records for it (the `#(nop)` text
 // of the step's container config and history). RUN, COPY and ADD are the builder's, not here.
 import { invalidArgument } from '../../lib/errors.ts';
+import { formatGoDuration } from '../../lib/units.ts';
 import type { Instruction } from './dockerfile/instructions.ts';
 import { ShellLex } from './dockerfile/lex.ts';
 import { expansionEnv, setEnv, shellOf, type Config, type StageState } from './state.ts';
@@ -136,32 +137,12 @@ function healthConfig(h: Extract<Instruction, { kind: 'healthcheck' }>['health']
 
 /** The reference's `%q` of a *HealthConfig: &{["CMD-SHELL" "x"] "30s" "0s" "0s" '\x03'}. */
 function healthComment(h: HealthJSON): string {
-  const d = (ns: number | undefined) => JSON.stringify(goDuration(ns ?? 0));
+  const d = (ns: number | undefined) => JSON.stringify(formatGoDuration(ns ?? 0));
   const r = h.Retries ?? 0;
   const retries = r >= 32 && r < 127 ? `'${String.fromCharCode(r)}'` : `'\\x${r.toString(16).padStart(2, '0')}'`;
   return `&{${goQuoteList(h.Test)} ${d(h.Interval)} ${d(h.Timeout)} ${d(h.StartPeriod)} ${retries}}`;
 }
 
-/** Go's time.Duration String() for whole units of the common cases. */
-export function goDuration(ns: number): string {
-  if (ns === 0) return '0s';
-  if (ns < 1e3) return `${ns}ns`;
-  if (ns < 1e6) return `${trim(ns / 1e3)}µs`;
-  if (ns < 1e9) return `${trim(ns / 1e6)}ms`;
-  let s = ns / 1e9;
-  let out = '';
-  if (s >= 3600) {
-    out += `${Math.floor(s / 3600)}h`;
-    s %= 3600;
-  }
-  if (out || s >= 60) {
-    out += `${Math.floor(s / 60)}m`;
-    s %= 60;
-  }
-  return `${out}${trim(s)}s`;
-}
-
-const trim = (n: number): string => String(Number(n.toFixed(9)));
 
 /** WORKDIR: relative paths extend the current one; the result is clean and absolute. */
 export function normaliseWorkdir(current: string, requested: string): string {

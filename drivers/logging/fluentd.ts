@@ -11,7 +11,7 @@ import { Decoder, encode, ExtData } from '@msgpack/msgpack';
 import { randomBytes } from 'node:crypto';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { ramInBytes } from './options.ts';
+import { ramInBytes } from '../../lib/units.ts';
 import { dialError, extraAttributes, goParseBool, goParseDuration, goParseUint, goUrlParse, parseLogTag, type ContainerLogInfo } from './info.ts';
 import type { LogMessage, RemoteDriver } from './remote.ts';
 

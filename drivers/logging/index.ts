@@ -15,12 +15,13 @@ import { fileWriterSpec, newFileWriter } from './file-writer.ts';
 import { openLocal } from './local.ts';
 import { PromotingSink, type LogThread } from './log-thread.ts';
 import type { LogSink } from './json-file.ts';
-import { cacheEnabled, FILE_DRIVERS, ramInBytes, REMOTE_DRIVERS } from './options.ts';
+import { ramInBytes } from '../../lib/units.ts';
+import { cacheEnabled, FILE_DRIVERS, REMOTE_DRIVERS } from './options.ts';
 import { RemoteSink, withCache, type RemoteDriver } from './remote.ts';
 import { withLogMode } from './ring.ts';
 import { newSyslog } from './syslog.ts';
 
-export { validateLogConfig, fileLogOptions, fromHumanSize, canReadLogs, LOG_DRIVERS } from './options.ts';
+export { validateLogConfig, fileLogOptions, canReadLogs, LOG_DRIVERS } from './options.ts';
 export { createLogReader } from './reader.ts';
 export type { LogReaderOptions, LogReadOptions, LogEntry } from './reader.ts';
 export { openJsonFile, MAX_LINE, nowRfc3339Nano } from './json-file.ts';

@@ -16,7 +16,7 @@ import { invalidArgument } from '../../lib/errors.ts';
 import { BatchedLogFile, type FileLog, type Held, type LogSink } from './batched-file.ts';
 import { LogEntry as LogEntryProto } from './gen/entry.ts';
 import { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
-import { fromHumanSize } from './options.ts';
+import { fromHumanSize } from '../../lib/units.ts';
 import type { FileLogOptions } from './options.ts';
 
 export const LOCAL_DEFAULT_MAX_SIZE = 20 * 1024 * 1024;

@@ -1,5 +1,6 @@
 // Log driver names and options, validated with the reference daemon's messages.
 import { invalidArgument } from '../../lib/errors.ts';
+import { fromHumanSize, ramInBytes } from '../../lib/units.ts';
 import { validateFluentd } from './fluentd.ts';
 import { validateGelf } from './gelf.ts';
 import { validateJournald } from './journald.ts';
@@ -54,18 +55,6 @@ export function canReadLogs(lc: { Type: string; Config: Record<string, string> |
   return true;
 }
 
-const DECIMAL: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12, p: 1e15 };
-const BINARY: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4, p: 1024 ** 5 };
-
-function parseSize(s: string, units: Record<string, number>): number {
-  const m = /^(\d+(?:\.\d+)*) ?([kKmMgGtTpP])?[iI]?[bB]?$/.exec(s);
-  if (!m) throw invalidArgument(`invalid size: '${s}'`);
-  return Math.trunc(Number.parseFloat(m[1]!) * units[(m[2] ?? '').toLowerCase()]!);
-}
-
-/** "10m" = 10,000,000 bytes: log sizes use decimal units, as in the reference. */
-export const fromHumanSize = (s: string) => parseSize(s, DECIMAL);
-export const ramInBytes = (s: string) => parseSize(s, BINARY);
 
 const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);

@@ -58,13 +58,6 @@ export function healthConfigOf(config: Pick<ContainerConfig, 'Healthcheck'> & { 
   };
 }
 
-/** Go's time.Duration text for whole milliseconds and seconds ("30s", "1.5s", "500ms", "2m0s"). */
-export function goDuration(msTotal: number): string {
-  if (msTotal < 1000) return `${msTotal}ms`;
-  const minutes = Math.floor(msTotal / 60_000);
-  const secs = (msTotal % 60_000) / 1000;
-  return minutes ? `${minutes}m${secs}s` : `${secs}s`;
-}
 
 export interface ProbeResult {
   exitCode: number;

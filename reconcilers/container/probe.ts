@@ -4,7 +4,8 @@
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { SupervisorPort } from './deps.ts';
 import type { ExecManager } from './exec.ts';
-import { goDuration, MAX_OUTPUT, type ProbePort, type ProbeResult } from './health.ts';
+import { formatGoDuration } from '../../lib/units.ts';
+import { MAX_OUTPUT, type ProbePort, type ProbeResult } from './health.ts';
 
 const SIGKILL = 9;
 
@@ -43,7 +44,7 @@ export function execProbes(execs: Pick<ExecManager, 'create' | 'start'>, supervi
         clearTimeout(timer);
         if (code === 'timeout') {
           await supervisor.killProcess(containerId, execId, SIGKILL).catch(() => {});
-          return done(-1, `Health check exceeded timeout (${goDuration(timeoutMs)})`);
+          return done(-1, `Health check exceeded timeout (${formatGoDuration(timeoutMs * 1e6)})`);
         }
         return done(code, Buffer.concat(chunks).subarray(0, MAX_OUTPUT).toString('utf8'));
       } catch (err) {

@@ -33,31 +33,3 @@ export function parseFlags(args: string[], spec: Record<string, FlagKind>): Flag
   }
   return out;
 }
-
-const UNITS: Record<string, number> = { ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
-
-// Go's time.ParseDuration, in nanoseconds (what the image config's Healthcheck carries).
-export function parseGoDuration(s: string): number {
-  const quoted = JSON.stringify(s);
-  let rest = s;
-  let sign = 1;
-  if (rest[0] === '-' || rest[0] === '+') {
-    if (rest[0] === '-') sign = -1;
-    rest = rest.slice(1);
-  }
-  if (rest === '0') return 0;
-  if (rest === '') throw new Error(`time: invalid duration ${quoted}`);
-  let total = 0;
-  while (rest !== '') {
-    const num = /^(\d*)(?:\.(\d*))?/.exec(rest);
-    if (!num || (num[1] === '' && (num[2] ?? '') === '')) throw new Error(`time: invalid duration ${quoted}`);
-    rest = rest.slice(num[0].length);
-    const unit = /^[^\d.]*/.exec(rest)?.[0] ?? '';
-    if (unit === '') throw new Error(`time: missing unit in duration ${quoted}`);
-    const scale = UNITS[unit];
-    if (scale === undefined) throw new Error(`time: unknown unit ${JSON.stringify(unit)} in duration ${quoted}`);
-    rest = rest.slice(unit.length);
-    total += Number(`${num[1] || '0'}.${num[2] ?? ''}0`) * scale;
-  }
-  return sign * Math.round(total);
-}

@@ -1,7 +1,8 @@
 // Nodes → typed instructions and build stages, with the reference's (instructions.Parse) checks
 // and messages. An error in one instruction reads "dockerfile parse error on line N: <why>".
 import { DockerfileError, withSuggestion } from './errors.ts';
-import { parseFlags, parseGoDuration, type FlagKind } from './flags.ts';
+import { parseGoDuration } from '../../../lib/units.ts';
+import { parseFlags, type FlagKind } from './flags.ts';
 import type { Node } from './parse.ts';
 
 export type KeyValue = { key: string; value: string };

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parseDockerfile } from '../../../drivers/builder/dockerfile/parse.ts';
 import { parseStages, parseInstruction, type Instruction } from '../../../drivers/builder/dockerfile/instructions.ts';
 import { ShellLex, envLookup } from '../../../drivers/builder/dockerfile/lex.ts';
-import { parseGoDuration } from '../../../drivers/builder/dockerfile/flags.ts';
+import { parseGoDuration } from '../../../lib/units.ts';
 import { DockerfileError } from '../../../drivers/builder/dockerfile/errors.ts';
 
 const nodes = (text: string) => parseDockerfile(text).instructions;

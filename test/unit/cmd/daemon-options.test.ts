@@ -14,7 +14,8 @@ import {
   unsupportedOption,
 } from '../../../cmd/daemon-options.ts';
 import { textLine, ttyLine } from '../../../cmd/log-format.ts';
-import { validateBuilderGc, parseHumanSize } from '../../../config/load.ts';
+import { validateBuilderGc } from '../../../config/load.ts';
+import { fromHumanSize } from '../../../lib/units.ts';
 import { defaultConfig, type DaemonConfig } from '../../../config/options.ts';
 import { parseGenericResources } from '../../../lib/generic-resources.ts';
 
@@ -107,7 +108,7 @@ test('network control plane MTU: the reference minimum', () => {
 test('builder gc policy is validated', () => {
   validateBuilderGc({ gc: { enabled: true, defaultKeepStorage: '10GB', policy: [{ keepStorage: '512MB', filter: ['unused-for=2200h'] }, { all: true, keepStorage: '1GB' }] } });
   validateBuilderGc(undefined);
-  assert.equal(parseHumanSize('10GB'), 10e9);
+  assert.equal(fromHumanSize('10GB'), 10e9);
   assert.throws(() => validateBuilderGc({ gc: { defaultKeepStorage: 'lots' } }), /defaultKeepStorage: invalid size 'lots'/);
   assert.throws(() => validateBuilderGc({ gc: { policy: [{ filter: ['unused-for'] }] } }), /bad format of filter/);
   assert.throws(() => validateBuilderGc({ gc: { policy: [{ filter: ['unused-for=3 days'] }] } }), /invalid duration/);

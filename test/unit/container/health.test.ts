@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mergeHealthcheck, parseHealthcheck } from '../../../api/containers/healthcheck.ts';
-import { applyProbe, goDuration, HealthChecks, healthConfigOf, type ProbeResult } from '../../../reconcilers/container/health.ts';
+import { applyProbe, HealthChecks, healthConfigOf, type ProbeResult } from '../../../reconcilers/container/health.ts';
+import { formatGoDuration } from '../../../lib/units.ts';
 import type { ContainerConfig, HealthState } from '../../../store/kinds/container.ts';
 import { stagedFake } from './staged-fake.ts';
 
@@ -21,10 +22,10 @@ describe('healthcheck config', () => {
     const sh = healthConfigOf({ Healthcheck: { Test: ['CMD-SHELL', 'exit 1'], Interval: 2 * S, Timeout: S / 2, Retries: 5, StartPeriod: 10 * S } })!;
     assert.deepEqual(sh, { cmd: ['/bin/sh', '-c', 'exit 1'], intervalMs: 2000, timeoutMs: 500, startPeriodMs: 10_000, startIntervalMs: 5_000, retries: 5 });
     assert.deepEqual(healthConfigOf({ Healthcheck: { Test: ['CMD-SHELL', 'x'] }, Shell: ['/bin/ash', '-e', '-c'] })!.cmd, ['/bin/ash', '-e', '-c', 'x']);
-    assert.equal(goDuration(500), '500ms');
-    assert.equal(goDuration(30_000), '30s');
-    assert.equal(goDuration(1500), '1.5s');
-    assert.equal(goDuration(120_000), '2m0s');
+    assert.equal(formatGoDuration(500 * 1e6), '500ms');
+    assert.equal(formatGoDuration(30_000 * 1e6), '30s');
+    assert.equal(formatGoDuration(1500 * 1e6), '1.5s');
+    assert.equal(formatGoDuration(120_000 * 1e6), '2m0s');
   });
 
   test('create checks the reference way and merges with the image', () => {
