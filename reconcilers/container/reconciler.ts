@@ -111,7 +111,7 @@ export class ContainerReconciler {
     await Promise.all(orphans.map((id) => this.steps.clearSupervisor(id)));
     // Network namespaces of runs whose container is gone (a crash between its removal's steps).
     const namespaces = await readdir(join(this.deps.execRoot, 'netns')).catch(() => [] as string[]);
-    await Promise.all(namespaces.filter((id) => !this.store.get(Containers, id)).map((id) => this.steps.releaseNetns(id).catch(() => {})));
+    await Promise.all(namespaces.filter((id) => !this.store.get(Containers, id)).map((id) => this.steps.net.releaseNetns(id).catch(() => {})));
     // Shims the supervisor lost (a task create cut off by a crash): an earlier life's, with no
     // task behind them. (One this life started may be in the middle of its create.)
     for (const id of new Set((await sup.staleShimIds?.()) ?? [])) {
@@ -158,7 +158,7 @@ export class ContainerReconciler {
       const spec = this.store.get(Containers, id)?.spec;
       if ((state === 'running' || state === 'paused') && run && !run.exit && spec) {
         await applyResources(id, spec, this.deps, this.status);
-        await this.steps.leavePrimary(id);
+        await this.steps.net.leavePrimary(id);
       }
       if (state === 'running' && run && !run.exit && spec && this.health) {
         // A probe due is started beside this reconcile; the wait for the next is a requeue.
@@ -352,7 +352,7 @@ export class ContainerReconciler {
       if (!isCode(err, 'NotFound')) this.ctx(id, signal).log.warn({ err }, 'deleting a leftover task failed');
     }
     await sup.deleteContainer(id).catch(() => {});
-    await this.steps.unplug(id).catch(() => {});
+    await this.steps.net.unplug(id).catch(() => {});
     // Kept at boot for live restore (ports.sweep): the run they were for is gone.
     await this.deps.ports?.unpublish(id).catch(() => {});
     await this.deps.layers.unmountRW(id).catch(() => {});

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { errorCode, isCode } from '../../lib/errors.ts';
 import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
-import { type ContainerEndpoint, type ContainerSpec, Containers, type PublishedPort } from '../../store/kinds/container.ts';
+import { type ContainerSpec, Containers, type PublishedPort } from '../../store/kinds/container.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
@@ -17,10 +17,10 @@ import { containerLogInfo } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
 import { primaryRequest } from './endpoint-config.ts';
-import { endpointName, primaryEndpoint, Endpoints } from '../../store/kinds/endpoint.ts';
-import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
+import { primaryEndpoint } from '../../store/kinds/endpoint.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
-import { linkedContainers, linkEnv, renameHostsEntry, writeLinkHosts } from './links.ts';
+import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
+import { RunNetwork } from './run-network.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 import { Images } from '../../store/kinds/image.ts';
@@ -45,12 +45,15 @@ export class RunSteps {
   private readonly deps: ContainerReconcilerDeps;
   private readonly runs: RunRegistry;
   private readonly status: StagedStatus;
+  /** The network side of the runs (./run-network.ts). */
+  readonly net: RunNetwork;
 
   constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry, status: StagedStatus) {
     this.store = store;
     this.deps = deps;
     this.runs = runs;
     this.status = status;
+    this.net = new RunNetwork(store, deps, status);
   }
 
   containerDir(id: string): string {
@@ -116,8 +119,8 @@ export class RunSteps {
     try {
       const linked = linkedContainers(this.store, spec);
       writeLinkHosts(status.hostsPath, linked);
-      const ep = await this.primaryEndpointOf(id, spec);
-      if (ep && this.deps.netns) netnsPath = this.netnsPath(id);
+      const ep = await this.net.primaryEndpointOf(id, spec);
+      if (ep && this.deps.netns) netnsPath = this.net.netnsPath(id);
       const { oci, rootfs } = await this.runSpec(id, spec, linked, netnsPath);
       const mode = spec.hostConfig.NetworkMode;
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
@@ -132,7 +135,7 @@ export class RunSteps {
       let netnsMade: Promise<void> | undefined;
       if (netnsPath) {
         netnsMade = this.deps.netns!.create(netnsPath);
-        plumbing = netnsMade.then(() => this.plumb(id, spec, ep!, netnsPath!, taskRequested.promise));
+        plumbing = netnsMade.then(() => this.net.plumb(id, spec, ep!, netnsPath!, taskRequested.promise));
         plumbing.catch(() => {}); // awaited below, or settled by the failure path
       }
       io = await this.deps.stdio.open({ dir: this.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
@@ -160,7 +163,7 @@ export class RunSteps {
       if (plumbing) ports = await plumbing;
       else if (ep) {
         // No namespace of our own to plumb early: into the task's, by its pid.
-        plumbing = this.plumb(id, spec, ep, task.pid, Promise.resolve());
+        plumbing = this.net.plumb(id, spec, ep, task.pid, Promise.resolve());
         ports = await plumbing;
       }
       if (ep && linked.length) await this.deps.links?.allow(id, ep.NetworkID, ep.IPAddress, linked);
@@ -195,7 +198,7 @@ export class RunSteps {
       // Plumbing still under way must end before what it made is taken away.
       await plumbing?.catch(() => {});
       await this.deps.ports?.unpublish(id).catch(() => {});
-      if (netnsPath) await this.unplug(id).catch(() => {});
+      if (netnsPath) await this.net.unplug(id).catch(() => {});
       await this.deps.links?.revoke(id).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       const exitCode = runtimeExitCode(message);
@@ -261,76 +264,6 @@ export class RunSteps {
     }
   }
 
-  /**
-   * The endpoint the start step plugs in as eth0: the NetworkMode network's, while its primary
-   * endpoint record is wanted (a container disconnected from it runs without it). Its address is
-   * claimed at create; one connected again after a disconnect claims it here.
-   */
-  private async primaryEndpointOf(id: string, spec: ContainerSpec): Promise<ContainerEndpoint | null> {
-    const have = this.status.get(id).endpoint ?? null;
-    const rec = primaryEndpoint(this.store, id);
-    if (!rec) {
-      // Host, none and container: have no record (and no endpoint); a bridge network's was disconnected.
-      if (have) this.status.stage(id, (s) => ({ ...s, endpoint: null }));
-      return null;
-    }
-    // The address claimed at create, unless a disconnect (while stopped) let it go since.
-    if (have?.NetworkID === rec.spec.networkId && this.store.get(IpamAllocations, `${have.NetworkID}/${have.IPAddress}`)?.spec.containerId === id) return have;
-    const ep = (await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode, primaryRequest(spec, rec))) ?? null;
-    if (ep && have?.IPAddress && have.IPAddress !== ep.IPAddress) renameHostsEntry(this.status.get(id).hostsPath, have.IPAddress, ep.IPAddress);
-    this.status.stage(id, (s) => ({ ...s, endpoint: ep }));
-    return ep;
-  }
-
-  /**
-   * While it runs: a primary endpoint disconnected (its record marked removed or gone) takes what
-   * the start step did for it away (published ports, link rules, status.endpoint); the endpoint
-   * reconciler unplugs it and frees the address.
-   */
-  async leavePrimary(id: string): Promise<void> {
-    const ep = this.status.get(id).endpoint;
-    // Its record is named by the network it is on: one lookup on every reconcile of a running container.
-    const rec = ep?.IPAddress ? this.store.get(Endpoints, endpointName(id, ep.NetworkID)) : undefined;
-    if (!ep?.IPAddress || (rec?.spec.primary && rec.spec.desired === 'present')) return;
-    await this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
-    await this.deps.links?.revoke(id).catch((err) => this.deps.log.warn({ err, id }, 'revoking link rules failed'));
-    this.status.stage(id, (s) => ({ ...s, endpoint: null, ports: [] }));
-  }
-
-  /**
-   * The run's network: its namespace made (when it is ours to make, by path), the interface plugged
-   * in and the host ports published, side by side (the ports need only the address). Settles only
-   * once both have: a failure leaves nothing under way for the caller's clean-up to race.
-   */
-  /** The run's interface in namespace `ns` (a mounted namespace or a pid) and its host ports, once `after` (the task asked for). */
-  private async plumb(id: string, spec: ContainerSpec, ep: ContainerEndpoint, ns: string | number, after: Promise<void>): Promise<PublishedPort[]> {
-    await after;
-    const publishing = this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]);
-    try {
-      await this.deps.network?.attach(id, ns, ep);
-    } catch (err) {
-      await publishing.catch(() => {});
-      throw err;
-    }
-    return publishing;
-  }
-
-  /** Where the namespace of a container's run is mounted while it runs. */
-  netnsPath(id: string): string {
-    return join(this.deps.execRoot, 'netns', id);
-  }
-
-  private publishPorts(id: string, spec: ContainerSpec, ep: ContainerEndpoint) {
-    return this.deps.ports!.publish({
-      containerId: id,
-      containerName: spec.name.replace(/^\//, ''),
-      endpoint: ep,
-      portBindings: spec.hostConfig.PortBindings,
-      publishAll: !!spec.hostConfig.PublishAllPorts,
-      exposedPorts: spec.config.ExposedPorts,
-    });
-  }
-
   async signal(id: string, sig: number): Promise<void> {
     try {
       await this.deps.supervisor.killTask(id, sig);
@@ -389,7 +322,7 @@ export class RunSteps {
     // it records the stop: a `docker stop a && docker run -p <a's port> b` must find the port free.
     const ports = this.deps.ports?.unpublish(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing published ports failed'));
     const net = Promise.all([
-      this.unplug(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
+      this.net.unplug(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
       this.deps.links?.revoke(id),
     ]);
     await Promise.all([within(run.hub.ended, 2000), ports, task, net]);
@@ -416,17 +349,6 @@ export class RunSteps {
     return ranMs;
   }
 
-  /** The run's own network namespace, if it had one (the kernel takes its interface with it). */
-  releaseNetns(id: string): Promise<void> {
-    return this.deps.netns?.remove(this.netnsPath(id)) ?? Promise.resolve();
-  }
-
-  /** A run's network taken down: its own namespace, then the host end of its interface. */
-  async unplug(id: string): Promise<void> {
-    await this.releaseNetns(id).catch((err) => this.deps.log.warn({ err, id }, 'releasing the network namespace failed'));
-    await this.deps.network?.detach(id);
-  }
-
   /**
    * Removal, once no run is left: whatever the supervisor still holds, the network endpoint and
    * address, the read-write layer, the container's directory and FIFOs. The caller deletes the record.
@@ -437,7 +359,7 @@ export class RunSteps {
     this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
     const network = this.deps.network;
     await Promise.all([
-      this.unplug(id).catch(() => {}).then(() => network?.release(id)),
+      this.net.unplug(id).catch(() => {}).then(() => network?.release(id)),
       this.deps.layers.removeRW(id),
       this.removeContainerDir(id),
     ]);
