@@ -17,6 +17,7 @@ test('applies a changed limit once, records a refusal, adopts limits of an older
         if (fail) throw new Error('cannot set memory limit: device or resource busy');
         updates.push(r);
       },
+      getTask: async () => ({ status: 'RUNNING' }),
     },
   } as unknown as Parameters<typeof applyResources>[2];
   const spec = (mem: number) => ({ hostConfig: { Memory: mem } }) as unknown as ContainerSpec;
@@ -41,4 +42,20 @@ test('applies a changed limit once, records a refusal, adopts limits of an older
   await applyResources('c', spec(5), deps, old);
   assert.equal(old.cur.appliedResources, JSON.stringify({ memory: { limit: 5 } }));
   assert.equal(updates.length, 1);
+});
+
+test('a task that ended as it was updated: no error, the limits are the next run\'s', async () => {
+  const deps = {
+    spec: { updateResources: (h: HostConfig) => ({ memory: { limit: (h as unknown as { Memory: number }).Memory } }) },
+    supervisor: {
+      updateTask: async () => {
+        throw new Error('cannot update a stopped container: unknown');
+      },
+      getTask: async () => ({ status: 'STOPPED' }),
+    },
+  } as unknown as Parameters<typeof applyResources>[2];
+  const st = stagedFake({ appliedResources: JSON.stringify({ memory: { limit: 1 } }) });
+  await applyResources('c', { hostConfig: { Memory: 64 } } as unknown as ContainerSpec, deps, st);
+  assert.equal(st.cur.updateError ?? '', '');
+  assert.equal(st.cur.appliedResources, JSON.stringify({ memory: { limit: 64 } }));
 });
