@@ -98,3 +98,28 @@ test('a log thread that dies under an open log: the log goes on in the daemon th
     t.cleanup();
   }
 });
+
+test('mode=non-blocking in front of a moving log: whole lines in order, the ring never blocks its caller', async () => {
+  const t = tmp();
+  const thread = new LogThread(log, { idleMs: 100 });
+  try {
+    const sink = createLogging({ log, thread }).open('c', t.path, { Type: 'json-file', Config: { mode: 'non-blocking', 'max-buffer-size': '4m' } })!;
+    const line = (i: number) => `n ${String(i).padStart(7, '0')} ${'y'.repeat(80)}\n`;
+    let i = 0;
+    for (let chunk = 0; chunk < 64; chunk++) {
+      let text = '';
+      while (text.length < 64 * 1024) text += line(i++);
+      assert.equal(sink.log('stdout', Buffer.from(text)), undefined, 'non-blocking: log() never asks to wait');
+      await new Promise((r) => setImmediate(r));
+    }
+    await sink.close();
+    assert.equal(thread.running, true, 'the log moved');
+    const got = fileLines(t.path).map((x) => Number(x.log.slice(2, 9)));
+    assert.ok(got.length > 0);
+    for (let k = 1; k < got.length; k++) assert.ok(got[k]! > got[k - 1]!, `in order at ${k}`);
+    for (const x of fileLines(t.path)) assert.match(x.log, /^n \d{7} y{80}\n$/);
+  } finally {
+    await thread.stop();
+    t.cleanup();
+  }
+});
