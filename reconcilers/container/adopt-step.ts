@@ -14,7 +14,8 @@ import type { ReconcilerStore } from '../store-like.ts';
 import type { ContainerReconcilerDeps, LoggerLike } from './deps.ts';
 import { containerLogInfo } from './deps.ts';
 import type { RunRegistry } from './runs.ts';
-import { withCloseIO, type RunSteps } from './run-steps.ts';
+import { withCloseIO } from './close-io.ts';
+import type { RunSteps } from './run-steps.ts';
 import type { StagedStatus } from './staged-status.ts';
 
 export class RunAdoption {
@@ -56,7 +57,7 @@ export class RunAdoption {
     const spec = r.spec;
     const status = this.status.get(id);
     const { oci, rootfs } = await this.steps.runSpec(id, spec, linkedContainers(this.store, spec));
-    this.steps.supervisorClean.delete(id);
+    this.steps.records.clean.delete(id);
     const io = await this.deps.stdio.open({ dir: this.steps.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
     const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined));
     this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));

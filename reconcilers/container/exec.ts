@@ -10,7 +10,7 @@ import { conflict, notFound, unavailable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { HubLike, StdioPort, SupervisorPort } from './deps.ts';
 import { execLifecycle, type ExecEffectInput, type ExecEvent, type ExecStartOutput, type ExecState } from './exec-machine.ts';
-import { withCloseIO } from './run-steps.ts';
+import { withCloseIO } from './close-io.ts';
 
 export interface ExecConfig {
   User: string;

@@ -108,7 +108,7 @@ export class ContainerReconciler {
     const sup = this.deps.supervisor;
     const ids = await sup.listContainers();
     const orphans = ids.filter((id) => !this.store.get(Containers, id));
-    await Promise.all(orphans.map((id) => this.steps.clearSupervisor(id)));
+    await Promise.all(orphans.map((id) => this.steps.records.clear(id)));
     // Network namespaces of runs whose container is gone (a crash between its removal's steps).
     const namespaces = await readdir(join(this.deps.execRoot, 'netns')).catch(() => [] as string[]);
     await Promise.all(namespaces.filter((id) => !this.store.get(Containers, id)).map((id) => this.steps.net.releaseNetns(id).catch(() => {})));

@@ -12,7 +12,8 @@ import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
 import { type ContainerSpec, Containers, type PublishedPort } from '../../store/kinds/container.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
-import type { ContainerReconcilerDeps, HubLike, LoggerLike, ProcessIOLike } from './deps.ts';
+import type { ContainerReconcilerDeps, LoggerLike, ProcessIOLike } from './deps.ts';
+import { withCloseIO } from './close-io.ts';
 import { containerLogInfo } from './deps.ts';
 import type { Run, RunRegistry } from './runs.ts';
 import { bindShm, joinNamespaceOf } from './namespaces.ts';
@@ -21,6 +22,7 @@ import { primaryEndpoint } from '../../store/kinds/endpoint.ts';
 import { copyUpVolumes, volumeMountSources } from './volume-steps.ts';
 import { linkedContainers, linkEnv, writeLinkHosts } from './links.ts';
 import { RunNetwork } from './run-network.ts';
+import { SupervisorRecords } from './supervisor-records.ts';
 import { parseSignal } from './signals.ts';
 import type { StagedStatus } from './staged-status.ts';
 import { Images } from '../../store/kinds/image.ts';
@@ -47,6 +49,8 @@ export class RunSteps {
   private readonly status: StagedStatus;
   /** The network side of the runs (./run-network.ts). */
   readonly net: RunNetwork;
+  /** What the supervisor holds for each container (./supervisor-records.ts). */
+  readonly records: SupervisorRecords;
 
   constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry, status: StagedStatus) {
     this.store = store;
@@ -54,6 +58,7 @@ export class RunSteps {
     this.runs = runs;
     this.status = status;
     this.net = new RunNetwork(store, deps, status);
+    this.records = new SupervisorRecords(deps.supervisor);
   }
 
   containerDir(id: string): string {
@@ -124,11 +129,11 @@ export class RunSteps {
       const { oci, rootfs } = await this.runSpec(id, spec, linked, netnsPath);
       const mode = spec.hostConfig.NetworkMode;
       const runtime = this.deps.runtimes.resolve(spec.hostConfig.Runtime);
-      this.supervisorClean.delete(id);
+      this.records.clean.delete(id);
       // The supervisor's record is created while the FIFOs and the log file are prepared here.
       // The network tools run while the supervisor works, never before a request to it: each
       // spawn stalls this thread for its fork (~3-5 ms at this process's size, page tables copied).
-      const record = this.createRecord(id, { id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
+      const record = this.records.create(id, { id, spec: oci, runtime, labels: { 'engine/container': 'true' } });
       creating = record.then(() => true, () => false);
       // On a network: its namespace is made now, and plumbed (interface, addresses, host ports)
       // while the supervisor creates the task that joins it.
@@ -192,7 +197,7 @@ export class RunSteps {
       io?.close();
       await logger?.close().catch(() => {});
       if (!created && creating) created = await creating;
-      if (created) await this.clearSupervisor(id);
+      if (created) await this.records.clear(id);
       await this.deps.layers.unmountRW(id).catch(() => {});
       await this.deps.volumes?.releaseRun(id).catch(() => {});
       // Plumbing still under way must end before what it made is taken away.
@@ -250,20 +255,6 @@ export class RunSteps {
     return { oci: oci as Run['oci'], rootfs };
   }
 
-  /**
-   * The supervisor's container record. One left behind by a crash between steps (the id is
-   * ours, so it is recognised) is cleared with its task and created anew.
-   */
-  async createRecord(id: string, req: Parameters<ContainerReconcilerDeps['supervisor']['createContainer']>[0]): Promise<void> {
-    try {
-      await this.deps.supervisor.createContainer(req);
-    } catch (err) {
-      if (!isCode(err, 'AlreadyExists')) throw err;
-      await this.clearSupervisor(id);
-      await this.deps.supervisor.createContainer(req);
-    }
-  }
-
   async signal(id: string, sig: number): Promise<void> {
     try {
       await this.deps.supervisor.killTask(id, sig);
@@ -311,12 +302,12 @@ export class RunSteps {
         if (!isCode(err, 'NotFound')) this.deps.log.warn({ err, id }, 'delete task failed');
       }
       const [gone] = await Promise.all([
-        this.deleteRecord(id),
+        this.records.delete(id),
         this.deps.layers.unmountRW(id).catch((err) => this.deps.log.warn({ err, id }, 'unmount failed')),
         this.deps.volumes?.releaseRun(id).catch((err) => this.deps.log.warn({ err, id }, 'volume unmount failed')),
         this.deps.shm?.release(this.shmDir(id)).catch((err) => this.deps.log.warn({ err, id }, 'shm unmount failed')),
       ]);
-      if (gone) this.supervisorClean.add(id);
+      if (gone) this.records.clean.add(id);
     })();
     // The host ports go before the exit is published, as the reference releases the network before
     // it records the stop: a `docker stop a && docker run -p <a's port> b` must find the port free.
@@ -354,7 +345,7 @@ export class RunSteps {
    * address, the read-write layer, the container's directory and FIFOs. The caller deletes the record.
    */
   async teardown(id: string): Promise<void> {
-    if (!this.supervisorClean.has(id)) await this.clearSupervisor(id);
+    if (!this.records.clean.has(id)) await this.records.clear(id);
     await this.deps.shm?.release(this.shmDir(id)).catch((err) => this.deps.log.warn({ err, id }, 'shm unmount failed'));
     this.status.set(id, (s) => ({ ...s, phase: 'removing' }));
     const network = this.deps.network;
@@ -365,44 +356,7 @@ export class RunSteps {
     ]);
     // Normally gone with the run's FIFOs already: one lstat.
     rmSync(this.fifoDir(id), { recursive: true, force: true });
-    this.supervisorClean.delete(id);
-  }
-
-  /**
-   * Ids the supervisor holds nothing for, as far as this process knows: their task and record
-   * were deleted here. A removal skips the probe for leftovers (two round trips) for them.
-   */
-  readonly supervisorClean = new Set<string>();
-
-  /** Remove whatever the supervisor still holds under this id (a crash between steps). */
-  async clearSupervisor(id: string): Promise<void> {
-    const sup = this.deps.supervisor;
-    try {
-      const t = await sup.getTask(id);
-      if (t.status !== 'STOPPED' && t.status !== 'CREATED') {
-        await sup.killTask(id, 9, { all: true }).catch(() => {});
-        await Promise.race([sup.waitTask(id).catch(() => null), sleep(5000)]);
-      }
-      await sup.deleteTask(id).catch(() => {});
-    } catch {
-      // No task. If the supervisor still had a record, a create may have been cut off (the daemon
-      // killed meanwhile) and left its shim running: look for one (unless the record was not there).
-      const existed = await sup.deleteContainer(id).then(() => true, (err: unknown) => (isCode(err, 'NotFound') ? false : null));
-      if (existed !== null) this.supervisorClean.add(id);
-      if (existed !== false) await sup.reapShim?.(id).catch(() => false);
-      return;
-    }
-    if (await this.deleteRecord(id)) this.supervisorClean.add(id);
-  }
-
-  /** Delete the supervisor's container record; true when it is gone (the supervisor refuses while a task exists). */
-  async deleteRecord(id: string): Promise<boolean> {
-    try {
-      await this.deps.supervisor.deleteContainer(id);
-      return true;
-    } catch (err) {
-      return isCode(err, 'NotFound');
-    }
+    this.records.clean.delete(id);
   }
 
   /**
@@ -433,29 +387,6 @@ export class RunSteps {
     });
   }
 
-}
-
-/** A hub whose closeStdin also tells the supervisor, so the process sees EOF. */
-export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>, ready: Promise<unknown> = Promise.resolve()): HubLike {
-  let closed = false;
-  return {
-    subscribe: (fn, onEnd) => hub.subscribe(fn, onEnd),
-    ended: hub.ended,
-    writeStdin: (buf) => hub.writeStdin(buf),
-    closeStdin: () => {
-      if (closed) return;
-      closed = true;
-      // Until the shim holds the FIFO, ours is its only open end: closing it would drop bytes
-      // already written (stdin piped to `run -i` ends before the task exists).
-      ready.then(
-        () => {
-          hub.closeStdin();
-          closeIO().catch(() => {});
-        },
-        () => hub.closeStdin(),
-      );
-    },
-  };
 }
 
 /** 127 when the command was not found, 126 when it could not be executed, else null. */
