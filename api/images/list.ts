@@ -117,8 +117,7 @@ function maxCreated(store: Pick<ApiStore, 'get' | 'list'>, refs: string[] | unde
 /** `until`: Unix seconds[.nanos], an RFC 3339 date/time, or a Go duration before now. */
 export function parseUntil(v: string, now: number): number {
   if (/^-?\d+(\.\d+)?$/.test(v)) return Number(v) * 1000;
-  const d = isGoDuration(v) ? parseGoDuration(v) / 1e6 : undefined;
-  if (d !== undefined) return now - d;
+  if (isGoDuration(v)) return now - parseGoDuration(v) / 1e6;
   const t = Date.parse(v);
   if (Number.isFinite(t)) return t;
   throw invalidArgument(`invalid filter 'until=${v}'`);

@@ -143,7 +143,6 @@ function healthComment(h: HealthJSON): string {
   return `&{${goQuoteList(h.Test)} ${d(h.Interval)} ${d(h.Timeout)} ${d(h.StartPeriod)} ${retries}}`;
 }
 
-
 /** WORKDIR: relative paths extend the current one; the result is clean and absolute. */
 export function normaliseWorkdir(current: string, requested: string): string {
   if (requested === '') throw invalidArgument('cannot normalize nothing');

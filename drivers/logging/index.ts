@@ -12,7 +12,6 @@ import type { ContainerLogInfo } from './info.ts';
 import { newJournald } from './journald.ts';
 import { cacheOptions, cachePathBeside } from './cache.ts';
 import { fileWriterSpec, newFileWriter } from './file-writer.ts';
-import { openLocal } from './local.ts';
 import { PromotingSink, type LogThread } from './log-thread.ts';
 import type { LogSink } from './json-file.ts';
 import { ramInBytes } from '../../lib/units.ts';
@@ -24,7 +23,7 @@ import { newSyslog } from './syslog.ts';
 export { validateLogConfig, fileLogOptions, canReadLogs, LOG_DRIVERS } from './options.ts';
 export { createLogReader } from './reader.ts';
 export type { LogReaderOptions, LogReadOptions, LogEntry } from './reader.ts';
-export { openJsonFile, MAX_LINE, nowRfc3339Nano } from './json-file.ts';
+export { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 export type { LogSink } from './json-file.ts';
 export { localLogPath } from './local.ts';
 export { LogThread } from './log-thread.ts';
@@ -59,7 +58,7 @@ export async function openRemote(type: string, containerId: string, path: string
   let cache: LogSink | null = null;
   if (path && cacheEnabled(cfg)) {
     try {
-      cache = openLocal(cachePathBeside(path), cacheOptions(cfg), log.child({ container: containerId, cache: true }));
+      cache = newFileWriter(fileWriterSpec('local', cachePathBeside(path), cacheOptions(cfg)), log.child({ container: containerId, cache: true }));
     } catch (err) {
       await driver.close().catch(() => {});
       throw new Error(`failed to initialize logging driver: error setting up local container log cache: error initializing local log cache driver: ${(err as Error).message}`);

@@ -10,10 +10,9 @@
 // as Go's json.Marshal writes a map between "stream" and "time":
 //   {"log":"hi\n","stream":"stdout","attrs":{"app":"web","tag":"x"},"time":"..."}
 // `docker logs --details` shows them.
-import type { Logger } from 'pino';
-import { BatchedLogFile, type FileLog, type Held, type LogSink } from './batched-file.ts';
+import { BatchedLogFile, type FileLog, type Held } from './batched-file.ts';
 import { extraAttributes, goJsonStringMap, parseLogTag, type ContainerLogInfo } from './info.ts';
-import { fileLogOptions, type FileLogOptions } from './options.ts';
+import type { FileLogOptions } from './options.ts';
 
 export type { LogSink } from './batched-file.ts';
 
@@ -167,11 +166,4 @@ export function jsonFileAttrs(info: ContainerLogInfo | undefined, config: Record
     throw new Error(`failed to initialize logging driver: ${(err as Error).message}`);
   }
   return Object.keys(attrs).length ? `,"attrs":${goJsonStringMap(attrs)}` : '';
-}
-
-/** A json-file logger for `path`; options are the container's LogConfig.Config. */
-export function openJsonFile(path: string, config: Record<string, string>, log: Logger, info?: ContainerLogInfo): LogSink {
-  const opts = fileLogOptions(config);
-  const extra = jsonFileAttrs(info, config);
-  return new JsonFileWriter(path, opts, log, extra);
 }

@@ -11,9 +11,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
-import { BatchedLogFile, type FileLog, type Held, type LogSink } from './batched-file.ts';
+import { BatchedLogFile, type FileLog, type Held } from './batched-file.ts';
 import { LogEntry as LogEntryProto } from './gen/entry.ts';
 import { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 import { fromHumanSize } from '../../lib/units.ts';
@@ -127,9 +126,4 @@ export class LocalWriter extends BatchedLogFile<Buffer> {
       }
     }
   }
-}
-
-/** A `local` logger writing `path` (see localLogPath); options are the container's LogConfig.Config. */
-export function openLocal(path: string, config: Record<string, string>, log: Logger): LogSink {
-  return new LocalWriter(path, localLogOptions(config), log);
 }

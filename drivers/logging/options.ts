@@ -55,7 +55,6 @@ export function canReadLogs(lc: { Type: string; Config: Record<string, string> |
   return true;
 }
 
-
 const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 
