@@ -447,8 +447,9 @@ class Store implements LayerStore {
       const cacheId = newCacheId();
       const stage = this.stage('rw');
       try {
-        await mkdir(stage, { mode: 0o700 });
-        await this.driver.create(cacheId, parentCache);
+        // Side by side (both settled before any cleanup below).
+        const made = await Promise.allSettled([mkdir(stage, { mode: 0o700 }), this.driver.create(cacheId, parentCache)]);
+        for (const m of made) if (m.status === 'rejected') throw m.reason;
         const rec = { id, cacheId, parent: parentChainId };
         // Made whole in staging and renamed into place: a crash leaves a staged directory (removed
         // on start) or the whole record. Not flushed, unlike an image layer: as the store's commits

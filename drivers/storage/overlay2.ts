@@ -16,6 +16,12 @@ import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
 
 const LINK_DIR = 'l';
+
+/** What a layer's `link` and `lower` files hold. */
+interface LayerNames {
+  link: string;
+  lower: string;
+}
 const PAGE = 4096;
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -46,6 +52,7 @@ export class Overlay2Driver implements GraphDriver {
   readonly home: string;
   private readonly log: Logger;
   private backingFs = 'unknown';
+  private readonly names = new Map<string, LayerNames>();
 
   constructor(home: string, log: Logger) {
     this.home = resolve(home);
@@ -90,39 +97,69 @@ export class Overlay2Driver implements GraphDriver {
   async create(id: string, parent: string | null): Promise<void> {
     const dir = this.dir(id);
     await mkdir(dir, { mode: 0o710 });
-    await mkdir(join(dir, 'diff'), { mode: 0o755 });
     const link = shortId();
-    await symlink(join('..', id, 'diff'), join(this.home, LINK_DIR, link));
-    await writeFile(join(dir, 'link'), link);
+    // Independent of each other: made together, each a round trip to the thread pool. A crash
+    // in between leaves a link without its layer (dropped by init) or a directory no record
+    // names (an orphan the layer store removes on start).
+    await Promise.all([
+      mkdir(join(dir, 'diff'), { mode: 0o755 }),
+      symlink(join('..', id, 'diff'), join(this.home, LINK_DIR, link)),
+      writeFile(join(dir, 'link'), link),
+    ]);
+    this.names.set(id, { link, lower: '' });
     if (parent !== null) await this.attach(id, parent);
   }
 
   async attach(id: string, parent: string): Promise<void> {
     const dir = this.dir(id);
-    const parentLink = (await readFile(join(this.dir(parent), 'link'), 'utf8')).trim();
-    const parentLower = await readFile(join(this.dir(parent), 'lower'), 'utf8').catch(() => '');
-    const lower = [`${LINK_DIR}/${parentLink}`, ...(parentLower ? parentLower.split(':') : [])].join(':');
-    await writeFile(join(dir, 'lower'), lower);
-    await mkdir(join(dir, 'work'), { mode: 0o700 });
-    await mkdir(join(dir, 'merged'), { mode: 0o700 });
+    const above = await this.namesOf(parent);
+    const lower = [`${LINK_DIR}/${above.link}`, ...(above.lower ? above.lower.split(':') : [])].join(':');
+    await Promise.all([
+      writeFile(join(dir, 'lower'), lower),
+      mkdir(join(dir, 'work'), { mode: 0o700 }),
+      mkdir(join(dir, 'merged'), { mode: 0o700 }),
+    ]);
+    const known = this.names.get(id);
+    if (known) this.names.set(id, { link: known.link, lower });
   }
 
   async remove(id: string): Promise<void> {
     const dir = this.dir(id);
     const merged = join(dir, 'merged');
     if (await mountedOverlay(merged)) await umount(merged, MNT_DETACH);
-    const link = await readFile(join(dir, 'link'), 'utf8').catch(() => null);
+    const link = this.names.get(id)?.link ?? (await readFile(join(dir, 'link'), 'utf8').catch(() => null))?.trim();
+    this.names.delete(id);
     await Promise.all([
-      link && /^[A-Z2-7]{26}$/.test(link.trim()) ? rm(join(this.home, LINK_DIR, link.trim()), { force: true }) : undefined,
+      link && /^[A-Z2-7]{26}$/.test(link) ? rm(join(this.home, LINK_DIR, link), { force: true }) : undefined,
       rm(dir, { recursive: true, force: true }),
     ]);
   }
 
+  /**
+   * A layer's short link name and the links below it, read once: they never change once written
+   * (a layer unpacked before its parent gets its lower chain by attach, which updates this).
+   */
+  private async namesOf(id: string): Promise<LayerNames> {
+    const known = this.names.get(id);
+    if (known) return known;
+    const dir = this.dir(id);
+    const [link, lower] = await Promise.all([
+      readFile(join(dir, 'link'), 'utf8').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') throw notFound(`layer ${id} does not exist`);
+        throw err;
+      }),
+      readFile(join(dir, 'lower'), 'utf8').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return '';
+        throw err;
+      }),
+    ]);
+    const names = { link: link.trim(), lower };
+    this.names.set(id, names);
+    return names;
+  }
+
   private async lowerLinks(id: string): Promise<string[]> {
-    const lower = await readFile(join(this.dir(id), 'lower'), 'utf8').catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return '';
-      throw err;
-    });
+    const { lower } = await this.namesOf(id);
     return lower ? lower.split(':') : [];
   }
 
@@ -139,13 +176,8 @@ export class Overlay2Driver implements GraphDriver {
   async mount(id: string): Promise<string> {
     const dir = this.dir(id);
     const lowers = await this.lowerLinks(id);
-    if (lowers.length === 0) {
-      // Nothing below: the diff dir is the root, as the reference daemon does for a parentless layer.
-      await readFile(join(dir, 'link'), 'utf8').catch(() => {
-        throw notFound(`layer ${id} does not exist`);
-      });
-      return join(dir, 'diff');
-    }
+    // Nothing below: the diff dir is the root, as the reference daemon does for a parentless layer.
+    if (lowers.length === 0) return join(dir, 'diff');
     const merged = join(dir, 'merged');
     if (await mountedOverlay(merged)) return merged;
     const indexOff = readParam('index') !== null ? ',index=off' : '';
@@ -164,7 +196,8 @@ export class Overlay2Driver implements GraphDriver {
 
   async unmount(id: string): Promise<void> {
     const merged = join(this.dir(id), 'merged');
-    if (!(await mountedOverlay(merged))) return;
+    // Not mounted (EINVAL) or no such directory (a parentless layer) is no error of umount's:
+    // no stats first to find out.
     try {
       await umount(merged);
     } catch {

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createActor, fromPromise, raise, setup, transition } from 'xstate';
+import { pureTransition } from '../../../controllers/machine-driver.ts';
 
 const machine = setup({
   actors: { work: fromPromise(async () => 'done') },
@@ -51,4 +52,41 @@ test('XState still names its actions as the machine driver reads them', () => {
   assert.ok(raised, 'an immediate raise is xstate.raise');
   assert.equal(raised.params?.delay, undefined);
   assert.deepEqual(raised.params?.event, { type: 'GO' });
+});
+
+test("the driver's transition answers as XState's transition() does, without an initial snapshot per call", () => {
+  let contexts = 0;
+  const counted = setup({
+    actors: { work: fromPromise(async () => 'done') },
+    delays: { later: 250 },
+  }).createMachine({
+    id: 'counted',
+    initial: 'idle',
+    context: () => ({ made: ++contexts }),
+    states: {
+      idle: { on: { GO: 'working', WAIT: 'waiting', NOW: { actions: raise({ type: 'GO' }) } } },
+      working: { invoke: { id: 'job', src: 'work' }, on: { DONE: 'idle' } },
+      waiting: { after: { later: 'idle' }, on: { LEAVE: 'idle' } },
+    },
+  });
+  const start = createActor(counted).getSnapshot();
+  const shape = (r: [unknown, unknown[]]) => {
+    const [snap, actions] = r as [{ value: unknown; context: unknown; status: string }, Action[]];
+    return { value: snap.value, context: snap.context, status: snap.status, actions: actions.map((a) => ({ type: a.type, id: a.params?.id, delay: a.params?.delay, event: a.params?.event, sendId: a.params?.sendId })) };
+  };
+  let a = start;
+  let b = start;
+  for (const type of ['WAIT', 'LEAVE', 'NOW', 'GO', 'DONE', 'GO']) {
+    const ours = pureTransition(counted, a, { type } as never);
+    const theirs = transition(counted, b, { type } as never);
+    assert.deepEqual(shape(ours), shape(theirs as [unknown, unknown[]]), `after ${type}`);
+    [a, b] = [ours[0], theirs[0]];
+  }
+  // The scope the driver's transitions run in was made once; XState's made one (with an initial
+  // snapshot, here a context) per call.
+  const before = contexts;
+  for (let i = 0; i < 10; i++) pureTransition(counted, start, { type: 'WAIT' } as never);
+  assert.equal(contexts, before);
+  transition(counted, start, { type: 'WAIT' } as never);
+  assert.equal(contexts, before + 1);
 });
