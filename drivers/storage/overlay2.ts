@@ -10,7 +10,7 @@ import { mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { failedPrecondition, notFound } from '../../lib/errors.ts';
-import { MNT_DETACH, mount, mountWithCwd, umount } from '../sys/syscalls.ts';
+import { MNT_DETACH, mountAsync, mountWithCwd, umount } from '../sys/syscalls.ts';
 import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
@@ -53,6 +53,8 @@ export class Overlay2Driver implements GraphDriver {
   private readonly log: Logger;
   private backingFs = 'unknown';
   private readonly names = new Map<string, LayerNames>();
+  /** Mounts say index=off where the kernel's overlay knows the option (read once, not per mount). */
+  private readonly indexOff = readParam('index') !== null ? ',index=off' : '';
 
   constructor(home: string, log: Logger) {
     this.home = resolve(home);
@@ -180,13 +182,12 @@ export class Overlay2Driver implements GraphDriver {
     if (lowers.length === 0) return join(dir, 'diff');
     const merged = join(dir, 'merged');
     if (await mountedOverlay(merged)) return merged;
-    const indexOff = readParam('index') !== null ? ',index=off' : '';
-    const abs = `lowerdir=${lowers.map((l) => join(this.home, l)).join(':')},upperdir=${join(dir, 'diff')},workdir=${join(dir, 'work')}${indexOff}`;
+    const abs = `lowerdir=${lowers.map((l) => join(this.home, l)).join(':')},upperdir=${join(dir, 'diff')},workdir=${join(dir, 'work')}${this.indexOff}`;
     if (abs.length < PAGE - 1) {
-      mount('overlay', merged, 'overlay', 0, abs);
+      await mountAsync('overlay', merged, 'overlay', 0, abs);
     } else {
       // Relative to <home>: "l/<26 chars>" per layer keeps even very deep images under one page.
-      const rel = `lowerdir=${lowers.join(':')},upperdir=${join(id, 'diff')},workdir=${join(id, 'work')}${indexOff}`;
+      const rel = `lowerdir=${lowers.join(':')},upperdir=${join(id, 'diff')},workdir=${join(id, 'work')}${this.indexOff}`;
       if (rel.length >= PAGE - 1) throw failedPrecondition(`too many layers to mount ${id} (${lowers.length})`);
       await mountWithCwd('overlay', merged, 'overlay', rel, this.home);
     }
