@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { invalidArgument } from '../../lib/errors.ts';
 import type { ContainerSpec, ContainerStatus, PublishedPort } from '../../store/kinds/container.ts';
+import { byteOrder } from '../../lib/compare.ts';
 
 export type Proto = 'tcp' | 'udp' | 'sctp';
 export interface PortBindingJSON {
@@ -140,10 +141,6 @@ function isUp(status: ContainerStatus): boolean {
   return status.phase === 'running' || status.phase === 'paused';
 }
 
-/** Go marshals map keys in byte order; inspect's Ports come out that way. */
-function byteOrder(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /**
  * inspect's NetworkSettings.Ports: each exposed (or bound) port → what the running container has

@@ -7,6 +7,7 @@
 // out when it is the zero value (empty string, 0, false, empty map or slice, nil pointer), while
 // nested structs are always present (omitempty never drops a struct).
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';
+import { byteOrder } from '../../lib/compare.ts';
 
 /** The port swarm managers listen on; ManagerStatus.Addr and RemoteManagers[].Addr carry it. */
 export const MANAGER_PORT = 2377;
@@ -56,9 +57,7 @@ export function enginePlugins(p: InfoPlugins = DEFAULT_INFO_PLUGINS): PluginDesc
   add('Network', p.Network);
   add('Authorization', p.Authorization);
   add('Log', p.Log);
-  // Go's string comparison: by bytes, not locale.
-  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-  return out.sort((a, b) => cmp(a.Type, b.Type) || cmp(a.Name, b.Name));
+  return out.sort((a, b) => byteOrder(a.Type, b.Type) || byteOrder(a.Name, b.Name));
 }
 
 const TLS_INFO = () => ({ TrustRoot: '', CertIssuerSubject: '', CertIssuerPublicKey: '' });

@@ -9,6 +9,7 @@ import { encodeHeader, endOfArchive, padding } from './tar-writer.ts';
 import type { TarWriteHeader } from './tar-writer.ts';
 import type { ChangeEntry } from './types.ts';
 import { OVERLAY_OPAQUE_XATTR, WHITEOUT_OPAQUE, WHITEOUT_PREFIX } from './unpack.ts';
+import { byteOrder } from '../../lib/compare.ts';
 
 export interface WalkEntry {
   /** Path relative to the walked root, without a leading slash. */
@@ -80,7 +81,7 @@ export async function lookupLower(lowers: string[], rel: string): Promise<Stats 
 }
 
 function sortChanges(changes: Map<string, ChangeEntry['Kind']>): ChangeEntry[] {
-  return [...changes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([Path, Kind]) => ({ Path, Kind }));
+  return [...changes.entries()].sort(([a], [b]) => byteOrder(a, b)).map(([Path, Kind]) => ({ Path, Kind }));
 }
 
 /** Changes of an overlay upper dir against its lower diff dirs (top first). */

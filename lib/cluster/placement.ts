@@ -7,6 +7,7 @@ import type { ComposeApp, ComposeService } from '../compose/schema.ts';
 import { sizeBytes } from '../compose/normalize.ts';
 import { unmetPlacement, type NodeFacts } from '../compose/placement.ts';
 import type { NodeRecord } from './node-record.ts';
+import { byteOrder } from '../compare.ts';
 
 export interface PlacementInput {
   stacks: Array<{ name: string; document: ComposeApp }>;
@@ -47,9 +48,8 @@ interface NodeState {
 
 interface Needs { nanoCpus: number; memoryBytes: number; generic: Array<{ kind: string; value: number }> }
 
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const bySlot = (a: { stack: string; service: string; slot: number }, b: { stack: string; service: string; slot: number }) =>
-  cmp(a.stack, b.stack) || cmp(a.service, b.service) || a.slot - b.slot;
+  byteOrder(a.stack, b.stack) || byteOrder(a.service, b.service) || a.slot - b.slot;
 const svcKey = (stack: string, service: string) => `${stack}\0${service}`;
 const unitKey = (kind: string, unit: string) => `${kind}\0${unit}`;
 
@@ -133,12 +133,12 @@ const fitsCapacity = (n: NodeState, needs: Needs) => needs.nanoCpus <= n.nanoCpu
 const nodes = (count: number) => (count === 1 ? '1 node' : `${count} nodes`);
 
 export function place(input: PlacementInput): PlacementResult {
-  const states = [...input.nodes].sort((a, b) => cmp(a.id, b.id)).map(nodeState);
+  const states = [...input.nodes].sort((a, b) => byteOrder(a.id, b.id)).map(nodeState);
   const byId = new Map(states.map((s) => [s.record.id, s]));
   const services = new Map<string, { svc: ComposeService; replicas: number; needs: Needs }>();
   const slots: Array<{ stack: string; service: string; slot: number }> = [];
-  for (const { name, document } of [...input.stacks].sort((a, b) => cmp(a.name, b.name))) {
-    for (const service of Object.keys(document.services).sort(cmp)) {
+  for (const { name, document } of [...input.stacks].sort((a, b) => byteOrder(a.name, b.name))) {
+    for (const service of Object.keys(document.services).sort(byteOrder)) {
       const svc = document.services[service] ?? ({} as ComposeService); // a null service: defaults
       const replicas = svc.deploy?.replicas ?? 1;
       services.set(svcKey(name, service), { svc, replicas, needs: needsOf(svc) });
@@ -149,7 +149,7 @@ export function place(input: PlacementInput): PlacementResult {
   const assignments: Assignment[] = [];
   const placed = new Set<string>();
   const slotKey = (a: { stack: string; service: string; slot: number }) => `${a.stack}\0${a.service}\0${a.slot}`;
-  const previous = [...input.previous].sort((a, b) => bySlot(a, b) || cmp(a.node, b.node));
+  const previous = [...input.previous].sort((a, b) => bySlot(a, b) || byteOrder(a.node, b.node));
   for (const p of previous) {
     const s = services.get(svcKey(p.stack, p.service));
     const n = byId.get(p.node);

@@ -7,6 +7,7 @@
 import * as z from 'zod';
 import { defineKind } from '../kind.ts';
 import type { Resource } from '../types.ts';
+import { byteOrder } from '../../lib/compare.ts';
 
 export type RuntimeSource = 'builtin' | 'file' | 'flag' | 'path';
 
@@ -75,6 +76,6 @@ const SOURCE_ORDER: Record<RuntimeSource, number> = { builtin: 0, flag: 1, file:
 export function listRuntimes(store: { list(k: typeof Runtimes): RuntimeResource[] }): RuntimeResource[] {
   const builtinOrder = (n: string) => (n === 'stdrt' ? 0 : 1);
   return [...store.list(Runtimes)].sort(
-    (a, b) => SOURCE_ORDER[a.spec.source] - SOURCE_ORDER[b.spec.source] || (a.spec.source === 'builtin' ? builtinOrder(a.name) - builtinOrder(b.name) : 0) || a.name.localeCompare(b.name),
+    (a, b) => SOURCE_ORDER[a.spec.source] - SOURCE_ORDER[b.spec.source] || (a.spec.source === 'builtin' ? builtinOrder(a.name) - builtinOrder(b.name) : 0) || byteOrder(a.name, b.name),
   );
 }
