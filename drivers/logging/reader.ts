@@ -45,6 +45,8 @@ const READ_SIZE = 256 * 1024;
 /** A source starts with this much and grows to READ_SIZE once a read fills it (most logs are short). */
 const FIRST_READ_SIZE = 16 * 1024;
 const TAIL_BLOCK = 64 * 1024;
+/** How far a follower looks back for files rotated past it (max-file is rarely near this). */
+const MAX_ROTATED_SCAN = 100;
 
 // ---- time filters ---------------------------------------------------------------------------
 
@@ -80,6 +82,36 @@ async function openIfExists(p: string): Promise<FileHandle | null> {
   } catch {
     return null;
   }
+}
+
+/**
+ * The rotated files written after the one with inode `ino` and before `current`, oldest first:
+ * path.1, path.2, … are opened until the old file is found among them (as path.K; then path.K-1 …
+ * path.1 came after it). None when it is not found (compressed or removed by max-file: where it
+ * stood is unknown) — the follower then goes on with `current` as before.
+ */
+async function rotatedSince(path: string, ino: number, current: FileHandle): Promise<FileHandle[]> {
+  const currentIno = (await current.stat()).ino;
+  const newer: FileHandle[] = [];
+  const seen = new Set<number>();
+  for (let k = 1; k <= MAX_ROTATED_SCAN; k++) {
+    const fh = await openIfExists(`${path}.${k}`);
+    if (!fh) break;
+    const fIno = (await fh.stat().catch(() => null))?.ino;
+    // The old file: what was opened before it is newer. `current` or a file seen twice: renamed
+    // under the scan by another rotation.
+    if (fIno === ino) {
+      await fh.close().catch(() => {});
+      return newer.reverse();
+    }
+    if (fIno === undefined || fIno === currentIno || seen.has(fIno)) await fh.close().catch(() => {});
+    else {
+      seen.add(fIno);
+      newer.push(fh);
+    }
+  }
+  await Promise.all(newer.map((h) => h.close().catch(() => {})));
+  return [];
 }
 
 /** path.N … path.1, path (oldest first), opened now so rotation while reading cannot reorder them. */
@@ -323,6 +355,15 @@ async function* readLog(path: string, o: LogReadOptions, signal: AbortSignal, st
             if (yield* drainSource(src, verdict, signal)) return;
             handles.delete(src.fh);
             await src.fh.close().catch(() => {});
+            // Rotated more than once since the last look (a busy writer, a slow reader): the
+            // files written in between, oldest first, before the new one.
+            const between = await rotatedSince(path, ino, fh);
+            for (const b of between) handles.add(b);
+            for (const b of between) {
+              if (yield* drainSource(sourceOf(b, 0), verdict, signal)) return;
+              handles.delete(b);
+              await b.close().catch(() => {});
+            }
           }
           src = sourceOf(fh, 0);
           ino = (await fh.stat()).ino;

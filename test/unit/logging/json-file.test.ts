@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -155,6 +155,37 @@ test('since / until filter by time; reference-format files are read too', async 
     assert.deepEqual(until.map((e) => e.line.toString()), ['a\n', 'b\n']);
     const both = await collect(t.path, { since: base + 2, until: base + 3.5 });
     assert.deepEqual(both.map((e) => e.line.toString()), ['b\n', 'c\n']);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('follow: two rotations between two looks of the follower lose no file', async () => {
+  const t = tmp();
+  const line = (s: string) => `${JSON.stringify({ log: `${s}\n`, stream: 'stdout', time: '2026-11-28T01:00:00.000000001Z' })}\n`;
+  const lines = (tag: string) => [0, 1, 2].map((i) => line(`${tag} ${i}`)).join('');
+  try {
+    writeFileSync(t.path, lines('a'));
+    const stop = new AbortController();
+    const got: string[] = [];
+    const reader = createLogReader({ pathOf: () => t.path, log, pollMs: 20 });
+    const done = (async () => {
+      for await (const e of reader.read('c', { ...ALL, follow: true }, new AbortController().signal, stop.signal)) got.push(e.line.toString().trim());
+    })();
+    while (got.length < 3) await new Promise((r) => setTimeout(r, 5));
+    // In one turn of the loop, so the follower cannot look in between: a -> .1, b written and
+    // rotated (.1 -> .2, b -> .1), c written at the path.
+    appendFileSync(t.path, lines('a+'));
+    renameSync(t.path, `${t.path}.1`);
+    writeFileSync(t.path, lines('b'));
+    renameSync(`${t.path}.1`, `${t.path}.2`);
+    renameSync(t.path, `${t.path}.1`);
+    writeFileSync(t.path, lines('c'));
+    const deadline = Date.now() + 2000;
+    while (got.length < 12 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    stop.abort();
+    await done;
+    assert.deepEqual(got, ['a', 'a+', 'b', 'c'].flatMap((tag) => [0, 1, 2].map((i) => `${tag} ${i}`)));
   } finally {
     t.cleanup();
   }
