@@ -316,10 +316,14 @@ export class RunSteps {
       this.net.unplug(id).catch((err) => this.deps.log.warn({ err, id }, 'network detach failed')),
       this.deps.links?.revoke(id),
     ]);
-    await Promise.all([within(run.hub.ended, 2000), ports, task, net]);
-    this.runs.stopWatching(run);
-    run.io.close();
-    await run.logger?.close().catch(() => {});
+    // The output ends with the process (or within 2 s, when something else holds its pipes): the
+    // streams close and the log is flushed and closed then, while the task is being deleted.
+    const output = within(run.hub.ended, 2000).then(async () => {
+      this.runs.stopWatching(run);
+      run.io.close();
+      await run.logger?.close().catch(() => {});
+    });
+    await Promise.all([output, ports, task, net]);
     const ranMs = Date.now() - run.startedAt;
     // Decided before the write (it reads the status being written).
     const phase = phaseAfter(exitStatus);
