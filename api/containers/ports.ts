@@ -141,7 +141,6 @@ function isUp(status: ContainerStatus): boolean {
   return status.phase === 'running' || status.phase === 'paused';
 }
 
-
 /**
  * inspect's NetworkSettings.Ports: each exposed (or bound) port → what the running container has
  * published for it (HostPort as a string), or null when it is not published. `{}` when the

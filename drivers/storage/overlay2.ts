@@ -16,13 +16,13 @@ import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
 
 const LINK_DIR = 'l';
+const PAGE = 4096;
 
 /** What a layer's `link` and `lower` files hold. */
 interface LayerNames {
   link: string;
   lower: string;
 }
-const PAGE = 4096;
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 /** 26 random base32 characters, as the reference daemon names its short links. */
