@@ -12,6 +12,7 @@ import { statfs as statfsAsync } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { FileLogOptions } from './options.ts';
+import { releaseBuffer } from '../../lib/release-buffer.ts';
 import { Rotator } from './rotate.ts';
 
 const writeAsync = (fd: number, b: Buffer, off: number, len: number) =>
@@ -35,12 +36,20 @@ export interface LogSink {
   close(): Promise<void>;
   /** Ask the caller to wait once this many bytes are queued (a ring in front: ./ring.ts). */
   limitQueue?(bytes: number): void;
+  /**
+   * True when log() keeps no reference to the chunk it is given once it returns (it copies what
+   * it keeps): the chunk's memory can then be freed at once (drivers/stdio: `copies`).
+   */
+  readonly copiesChunks?: boolean;
 }
 
 /** Start a write as soon as this much is queued instead of waiting for the next tick. */
 const HIGH_WATER = 1 << 20;
-/** Past this much queued, log() asks its caller to wait (the container's output pauses). */
-const BACKPRESSURE = 4 << 20;
+/**
+ * Past this much queued, log() asks its caller to wait (the container's output pauses). A MiB: four
+ * busy logs held ~12 MiB more at 4 with no gain in rate (docs/performance.md, the log path).
+ */
+const BACKPRESSURE = 1 << 20;
 /** How long one look at the free space is trusted (less what was written since). */
 const ROOM_CHECK_MS = 250;
 
@@ -76,17 +85,9 @@ interface Segment<P extends Part> {
 
 const bytesOf = (p: Part) => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
 
-/**
- * Frees a written batch's memory now instead of at a collection that may be long in coming (a
- * busy log allocates little on the heap and much outside it: without this, tens of MiB of written
- * batches wait for the garbage collector). Only a buffer that is its whole ArrayBuffer is freed:
- * slices of Node's shared pool (under 4 KiB) are left alone.
- */
-export function release(buf: Uint8Array): void {
-  if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length && buf.buffer instanceof ArrayBuffer) buf.buffer.transfer(0);
-}
-
 export abstract class BatchedLogFile<P extends Part> implements LogSink {
+  /** Records are encoded from the chunk and a piece waiting for its newline is copied (accept). */
+  readonly copiesChunks = true;
   protected readonly path: string;
   protected readonly opts: FileLogOptions;
   protected readonly log_: FileLog;
@@ -223,7 +224,7 @@ export abstract class BatchedLogFile<P extends Part> implements LogSink {
     if (n === buf.length) {
       if (this.failing) this.log_.info({ path: this.path, dropped: this.failing }, 'writing container log works again');
       this.failing = 0;
-      release(buf);
+      releaseBuffer(buf);
       return;
     }
     let keep = 0;

@@ -109,6 +109,8 @@ export class LogThread {
 
 /** One log written in the log thread, as the LogSink its container's output is fed to. */
 export class ThreadedSink implements LogSink {
+  /** log() posts a copy. */
+  readonly copiesChunks = true;
   private inFlight = 0;
   private limit: number;
   private waiters: Array<() => void> = [];
@@ -196,6 +198,8 @@ export class ThreadedSink implements LogSink {
  * writer wrote it.
  */
 export class PromotingSink implements LogSink {
+  /** Both its writers copy, and so does the parking while a log moves. */
+  readonly copiesChunks = true;
   private inner: LogSink;
   private local: BatchedLogFile<string | Buffer> | null;
   private thread: LogThread | null;

@@ -4,7 +4,8 @@
 // writer in order; a chunk is acknowledged once the writer took it without asking to wait, which
 // is how the daemon's side keeps its backpressure on the container.
 import { parentPort } from 'node:worker_threads';
-import { release, type BatchedLogFile, type FileLog, type Held } from './batched-file.ts';
+import { releaseBuffer } from '../../lib/release-buffer.ts';
+import type { BatchedLogFile, FileLog, Held } from './batched-file.ts';
 import { newFileWriter, type FileWriterSpec } from './file-writer.ts';
 
 type Stream = 'stdout' | 'stderr';
@@ -74,7 +75,7 @@ function pump(id: number, l: OpenLog): void {
     const bytes = data.length;
     const wait = l.writer.log(stream, data);
     // The writer took what it needs (entries, its own copy of a piece waiting for its newline).
-    release(data);
+    releaseBuffer(data);
     if (!wait) {
       ack(id, bytes);
       continue;

@@ -11,6 +11,7 @@ import { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import { releaseBuffer } from '../../lib/release-buffer.ts';
 import { mkfifo } from '../sys/syscalls.ts';
 
 export type StdStream = 'stdout' | 'stderr';
@@ -32,8 +33,17 @@ export interface ProcessIO {
  */
 export type Subscriber = (stream: StdStream, chunk: Buffer) => void | Promise<unknown>;
 
+export interface SubscribeOptions {
+  /**
+   * The subscriber keeps no reference to a chunk once it has returned (it copies what it keeps:
+   * the file log writers). When every subscriber of a chunk says so, the hub frees the chunk's
+   * memory as soon as they have seen it, instead of leaving it to a collection (lib/release-buffer.ts).
+   */
+  copies?: boolean;
+}
+
 export interface Hub {
-  subscribe(fn: Subscriber, onEnd?: () => void): () => void;
+  subscribe(fn: Subscriber, onEnd?: () => void, opts?: SubscribeOptions): () => void;
   /** Resolves when every output stream has reached EOF (or was closed). */
   ended: Promise<void>;
   writeStdin(buf: Buffer): void;
@@ -139,19 +149,26 @@ interface Sub {
   fn: Subscriber;
   onEnd?: () => void;
   active: boolean;
+  copies: boolean;
 }
 
 function createHub(io: ProcessIO, log: Logger): Hub {
   const subs = new Set<Sub>();
+  /** Subscribers that may keep a chunk after it was dispatched to them. */
+  let keepers = 0;
   let isEnded = false;
   /** Subscribers still busy with a chunk: while any is, the sources are paused. */
   let waiting = 0;
   const sources = [io.stdout, io.stderr].filter((r): r is Readable => r !== null);
 
+  const drop = (s: Sub) => {
+    if (subs.delete(s) && !s.copies) keepers--;
+    s.active = false;
+  };
+
   const finish = (s: Sub) => {
     if (!s.active) return;
-    s.active = false;
-    subs.delete(s);
+    drop(s);
     try {
       s.onEnd?.();
     } catch (err) {
@@ -170,8 +187,7 @@ function createHub(io: ProcessIO, log: Logger): Hub {
         r = s.fn(stream, chunk);
       } catch (err) {
         log.warn({ err }, 'stdio subscriber failed; unsubscribing');
-        s.active = false;
-        subs.delete(s);
+        drop(s);
         continue;
       }
       if (r && typeof (r as Promise<unknown>).then === 'function') {
@@ -179,6 +195,8 @@ function createHub(io: ProcessIO, log: Logger): Hub {
         (r as Promise<unknown>).then(settled, settled);
       }
     }
+    // Every subscriber copied what it keeps (or there is none): the read's buffer is garbage now.
+    if (keepers === 0) releaseBuffer(chunk);
   };
 
   const streamEnded = (r: Readable) =>
@@ -197,18 +215,16 @@ function createHub(io: ProcessIO, log: Logger): Hub {
   });
 
   return {
-    subscribe(fn, onEnd) {
-      const s: Sub = { fn, onEnd, active: true };
+    subscribe(fn, onEnd, opts) {
+      const s: Sub = { fn, onEnd, active: true, copies: opts?.copies === true };
       if (isEnded) {
         s.active = false;
         queueMicrotask(() => onEnd?.());
         return () => {};
       }
       subs.add(s);
-      return () => {
-        s.active = false;
-        subs.delete(s);
-      };
+      if (!s.copies) keepers++;
+      return () => drop(s);
     },
     ended,
     writeStdin(buf) {

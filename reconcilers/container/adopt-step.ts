@@ -72,7 +72,7 @@ export class RunAdoption {
         });
       if (logger) {
         const l = logger;
-        hub.subscribe((stream, chunk) => l.log(stream, chunk));
+        hub.subscribe((stream, chunk) => l.log(stream, chunk), undefined, { copies: l.copiesChunks === true });
       }
     }
     const startedAt = Date.parse(status.startedAt);

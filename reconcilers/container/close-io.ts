@@ -5,7 +5,7 @@ import type { HubLike } from './deps.ts';
 export function withCloseIO(hub: HubLike, closeIO: () => Promise<void>, ready: Promise<unknown> = Promise.resolve()): HubLike {
   let closed = false;
   return {
-    subscribe: (fn, onEnd) => hub.subscribe(fn, onEnd),
+    subscribe: (fn, onEnd, opts) => hub.subscribe(fn, onEnd, opts),
     ended: hub.ended,
     writeStdin: (buf) => hub.writeStdin(buf),
     closeStdin: () => {

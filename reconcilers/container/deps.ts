@@ -48,8 +48,11 @@ export interface ProcessIOLike {
 }
 
 export interface HubLike {
-  /** `fn` may return a Promise to pause the output until it settles (backpressure). */
-  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<unknown>, onEnd?: () => void): () => void;
+  /**
+   * `fn` may return a Promise to pause the output until it settles (backpressure). `copies`: `fn`
+   * keeps no reference to a chunk once it returns (drivers/stdio's SubscribeOptions).
+   */
+  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<unknown>, onEnd?: () => void, opts?: { copies?: boolean }): () => void;
   ended: Promise<void>;
   writeStdin(buf: Buffer): void;
   closeStdin(): void;
@@ -65,6 +68,8 @@ export interface LoggerLike {
   /** A Promise asks the caller to wait before the next chunk (the writer is behind). */
   log(stream: 'stdout' | 'stderr', chunk: Buffer): void | Promise<void>;
   close(): Promise<void>;
+  /** log() keeps no reference to the chunk once it returns (drivers/logging's LogSink). */
+  readonly copiesChunks?: boolean;
 }
 
 export interface LoggingPort {

@@ -150,7 +150,7 @@ export class RunSteps {
         logger = await this.deps.logging.open(id, status.logPath, spec.hostConfig.LogConfig, containerLogInfo(spec));
         if (logger) {
           const l = logger;
-          hub.subscribe((stream, chunk) => l.log(stream, chunk));
+          hub.subscribe((stream, chunk) => l.log(stream, chunk), undefined, { copies: l.copiesChunks === true });
         }
       }
       await record;

@@ -142,3 +142,55 @@ test('writeStdin reaches the reader of the stdin FIFO', async () => {
   io.close();
   await stdio.remove(dir, 'init');
 });
+
+test('a chunk is freed once dispatched when every subscriber copies; kept while one may hold it', async () => {
+  const dir = join(await tmp(), 'c6');
+  const stdio = createStdio(log);
+  const io = await stdio.open({ dir, procId: 'init', stdin: false, tty: false });
+  const hub = stdio.hub(io);
+  const copied: string[] = [];
+  const seen: Buffer[] = [];
+  hub.subscribe((_s, c) => void copied.push(c.toString()), undefined, { copies: true });
+  const out = writer(io.paths.stdout);
+  closeSync(writer(io.paths.stderr!));
+  const next = () => new Promise<void>((r) => setTimeout(r, 30));
+  writeSync(out, 'freed');
+  await next();
+  // A subscriber that keeps the chunks it is given (an attach client's socket write).
+  const unsub = hub.subscribe((_s, c) => void seen.push(c));
+  writeSync(out, 'kept');
+  await next();
+  unsub();
+  writeSync(out, 'freed again');
+  await next();
+  closeSync(out);
+  await hub.ended;
+  assert.deepEqual(copied, ['freed', 'kept', 'freed again']);
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.toString(), 'kept', 'a chunk a subscriber may hold is left intact');
+  io.close();
+  await stdio.remove(dir, 'init');
+});
+
+test('a released chunk is really freed: the subscriber that copied sees it whole, a view kept past the call is empty', async () => {
+  const dir = join(await tmp(), 'c7');
+  const stdio = createStdio(log);
+  const io = await stdio.open({ dir, procId: 'init', stdin: false, tty: false });
+  const hub = stdio.hub(io);
+  let kept: Buffer | null = null;
+  let copy = '';
+  // Says it copies but keeps the chunk anyway: what the hub's release does to such a subscriber.
+  hub.subscribe((_s, c) => {
+    copy = c.toString();
+    kept = c;
+  }, undefined, { copies: true });
+  const out = writer(io.paths.stdout);
+  closeSync(writer(io.paths.stderr!));
+  writeSync(out, 'x'.repeat(8192));
+  closeSync(out);
+  await hub.ended;
+  assert.equal(copy.length, 8192);
+  assert.equal(kept!.length, 0, 'the read buffer was handed back at once');
+  io.close();
+  await stdio.remove(dir, 'init');
+});
