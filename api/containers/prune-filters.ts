@@ -1,18 +1,10 @@
 // The `filters` of the prune endpoints: `until` (timestamp or duration) and `label` / `label!`.
 import { invalidArgument } from '../../lib/errors.ts';
+import { parseTimestampMs } from '../../lib/timestamp.ts';
 
 export interface PruneFilters {
   until?: number;
   labels: Array<{ key: string; value?: string; negate: boolean }>;
-}
-
-function parseUntil(v: string, now = Date.now()): number {
-  if (/^\d+(\.\d+)?$/.test(v)) return Number(v) * 1000;
-  const d = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(v);
-  if (d) return now - Number(d[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[d[2] as 'ms'];
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) throw invalidArgument(`failed to parse value ${v} as a timestamp`);
-  return t;
 }
 
 export function parsePruneFilters(raw: string | undefined): PruneFilters {
@@ -28,7 +20,7 @@ export function parsePruneFilters(raw: string | undefined): PruneFilters {
     const values = Array.isArray(v) ? v.map(String) : v && typeof v === 'object' ? Object.keys(v) : [];
     if (k === 'until') {
       if (values.length > 1) throw invalidArgument('more than one until filter specified');
-      if (values[0]) out.until = parseUntil(values[0]);
+      if (values[0]) out.until = parseTimestampMs(values[0], Date.now());
     } else if (k === 'label' || k === 'label!') {
       for (const l of values) {
         const i = l.indexOf('=');

@@ -3,26 +3,11 @@
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { invalidArgument } from '../../lib/errors.ts';
+import { parseTimestamp } from '../../lib/timestamp.ts';
 import { q } from '../request.ts';
 import type { EngineEvent, EventRecorder } from './recorder.ts';
 
 type Filters = Record<string, string[]>;
-
-/** Unix time "seconds[.nanos]", RFC 3339, or a Go duration relative to now ("10m"), in nanoseconds. */
-export function parseTimeNano(v: string, now = Date.now()): bigint {
-  if (/^\d+(\.\d+)?$/.test(v)) {
-    const [s, f = ''] = v.split('.');
-    return BigInt(s) * 1_000_000_000n + BigInt((f + '000000000').slice(0, 9));
-  }
-  const d = /^(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)$/.exec(v);
-  if (d) {
-    const mult = { ns: 1e-6, us: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[d[2] as 'ns'];
-    return BigInt(Math.round(now - Number(d[1]) * mult)) * 1_000_000n;
-  }
-  const t = Date.parse(v);
-  if (!Number.isNaN(t)) return BigInt(t) * 1_000_000n;
-  throw invalidArgument(`failed to parse value ${v} as a timestamp`);
-}
 
 function parseFilters(raw: string | undefined): Filters {
   if (!raw) return {};
@@ -83,8 +68,8 @@ export function eventRoutes(recorder: EventRecorder) {
       const query = req.query;
       const filters = parseFilters(query.filters);
       const now = BigInt(Date.now()) * 1_000_000n;
-      const since = query.since ? parseTimeNano(query.since) : undefined;
-      const until = query.until ? parseTimeNano(query.until) : undefined;
+      const since = query.since ? parseTimestamp(query.since, Date.now()) : undefined;
+      const until = query.until ? parseTimestamp(query.until, Date.now()) : undefined;
       if (since !== undefined && until !== undefined && until < since) {
         throw invalidArgument(`\`since\` time (${query.since}) cannot be after \`until\` time (${query.until})`);
       }

@@ -1,7 +1,7 @@
 // GET /images/json: newest first, from the store's memory.
 import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, parseReference, repositoryName } from '../../lib/reference.ts';
-import { isGoDuration, parseGoDuration } from '../../lib/units.ts';
+import { parseTimestampMs } from '../../lib/timestamp.ts';
 
 import type { ApiStore } from '../containers/store.ts';
 import { parseFilters } from '../containers/list.ts';
@@ -38,7 +38,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
   }
   const beforeMs = minCreated(store, f.get('before'));
   const sinceMs = maxCreated(store, f.get('since'));
-  const untilMs = f.get('until')?.length ? Math.min(...f.get('until')!.map((u) => parseUntil(u, o.now?.() ?? Date.now()))) : undefined;
+  const untilMs = f.get('until')?.length ? Math.min(...f.get('until')!.map((u) => parseTimestampMs(u, o.now?.() ?? Date.now()))) : undefined;
   const labels = f.get('label') ?? [];
   const notLabels = f.get('label!') ?? [];
   const patterns = (f.get('reference') ?? []).map(globToRegExp);
@@ -112,15 +112,6 @@ function minCreated(store: Pick<ApiStore, 'get' | 'list'>, refs: string[] | unde
 function maxCreated(store: Pick<ApiStore, 'get' | 'list'>, refs: string[] | undefined): number | undefined {
   if (!refs?.length) return undefined;
   return Math.max(...refs.map((r) => createdOf(store, r)));
-}
-
-/** `until`: Unix seconds[.nanos], an RFC 3339 date/time, or a Go duration before now. */
-export function parseUntil(v: string, now: number): number {
-  if (/^-?\d+(\.\d+)?$/.test(v)) return Number(v) * 1000;
-  if (isGoDuration(v)) return now - parseGoDuration(v) / 1e6;
-  const t = Date.parse(v);
-  if (Number.isFinite(t)) return t;
-  throw invalidArgument(`invalid filter 'until=${v}'`);
 }
 
 /** Go's path.Match syntax (`*`, `?`, `[...]`, `\`) as an anchored RegExp. */

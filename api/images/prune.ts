@@ -6,7 +6,7 @@ import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
 import { parseFilters } from '../containers/list.ts';
 import { deleteImage, type DeleteRecord, type DeleteResult } from './delete.ts';
 import { childrenOf, layerSize, type LayerSizes } from './layers.ts';
-import { parseUntil } from './list.ts';
+import { parseTimestampMs } from '../../lib/timestamp.ts';
 import { isUsable, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { createdMs, imageConfig } from './views.ts';
@@ -45,7 +45,7 @@ export function parseImagePruneFilters(raw: string, now = Date.now()): PruneSele
   if (until.length > 1) throw invalidArgument('more than one until filter specified');
   return {
     danglingOnly,
-    untilMs: until.length ? parseUntil(until[0], now) : undefined,
+    untilMs: until.length ? parseTimestampMs(until[0], now) : undefined,
     labels: f.get('label') ?? [],
     notLabels: f.get('label!') ?? [],
   };

@@ -107,4 +107,18 @@ describe('docker CLI', () => {
     assert.match(out, /Total reclaimed space: 2\.\d+MB/);
     assert.equal(await dk('ps', '-aq', '--filter', 'name=fat'), '');
   });
+
+  test('prune --filter until: a compound Go duration, a date; a bad value is refused in the reference\'s words', async () => {
+    await dk('run', '--name', 'recent', '--network', 'none', imgs.tag, 'true');
+    // Made just now: older than nothing "1h30m" back, so kept; an RFC 3339 date in the future takes it.
+    await dk('container', 'prune', '-f', '--filter', 'until=1h30m');
+    assert.notEqual(await dk('ps', '-aq', '--filter', 'name=recent'), '');
+    const bad = await docker(d, ['container', 'prune', '-f', '--filter', 'until=yesterday']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /failed to parse value as time or duration: "yesterday"/);
+    assert.notEqual(await dk('ps', '-aq', '--filter', 'name=recent'), '', 'a refused prune removes nothing');
+    await dk('container', 'prune', '-f', '--filter', `until=${new Date(Date.now() + 3_600_000).toISOString().slice(0, 19)}Z`);
+    assert.equal(await dk('ps', '-aq', '--filter', 'name=recent'), '');
+    await dk('network', 'prune', '-f', '--filter', 'until=2h15m30s');
+  });
 });
