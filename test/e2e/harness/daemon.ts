@@ -6,6 +6,7 @@ import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { linkExists, reapRoot, startReaper, type RootState } from './reap.ts';
+import { cleanedUp, cleanupAtExit, logTail, signalPid, sleep } from './processes.ts';
 
 export const REPO = resolve(fileURLToPath(new URL('../../../', import.meta.url)));
 /** ENGINE_E2E_ENGINED runs the suite against another engined build. */
@@ -58,39 +59,6 @@ export interface DaemonHandle {
   /** Stops everything it started and removes the roots. Safe to call twice. */
   cleanup(): Promise<void>;
 }
-
-const live = new Set<Handle>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const h of live) h.cleanupSync();
-  });
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      for (const h of live) h.cleanupSync();
-      process.kill(process.pid, sig);
-    });
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function tail(text: string, lines = 60): string {
-  return text.split('\n').slice(-lines).join('\n');
-}
-
-function kill(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
-  }
-}
-
-
 
 /** GET /_ping over the unix socket; true on 200 OK. */
 function ping(socket: string, timeoutMs = 2000): Promise<boolean> {
@@ -205,23 +173,23 @@ class Handle implements DaemonHandle {
 
     const deadline = Date.now() + (this.opts.startTimeoutMs ?? 30_000);
     while (Date.now() < deadline) {
-      if (gone) throw new Error(`engined exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${tail(this.logs())}`);
+      if (gone) throw new Error(`engined exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${logTail(this.logs(), 60)}`);
       if (existsSync(this.socket) && (await ping(this.socket))) return;
       await sleep(100);
     }
-    throw new Error(`engined did not answer /_ping on ${this.socket} within ${this.opts.startTimeoutMs ?? 30_000} ms; log tail:\n${tail(this.logs())}`);
+    throw new Error(`engined did not answer /_ping on ${this.socket} within ${this.opts.startTimeoutMs ?? 30_000} ms; log tail:\n${logTail(this.logs(), 60)}`);
   }
 
   async stop(opts: StopOptions = {}): Promise<number | null> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
-    kill(child.pid!, opts.signal ?? 'SIGTERM');
+    signalPid(child.pid!, opts.signal ?? 'SIGTERM');
     const timeout = opts.timeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
     const res = await Promise.race([this.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeout)))]);
     clearTimeout(timer);
     if (res !== 'timeout') return res;
-    kill(child.pid!, 'SIGKILL');
+    signalPid(child.pid!, 'SIGKILL');
     return this.exited;
   }
 
@@ -240,18 +208,17 @@ class Handle implements DaemonHandle {
   cleanupSync(): void {
     if (this.cleaned) return;
     this.cleaned = true;
-    live.delete(this);
-    if (this.pid) kill(this.pid, 'SIGKILL');
+    cleanedUp(this);
+    if (this.pid) signalPid(this.pid, 'SIGKILL');
     reapRoot(this.root, this.state);
-    if (this.reaperPid) kill(this.reaperPid, 'SIGKILL');
+    if (this.reaperPid) signalPid(this.reaperPid, 'SIGKILL');
   }
 }
 
 /** Starts engined on fresh temp roots and waits until it answers /_ping. */
 export async function startDaemon(opts: StartOptions = {}): Promise<DaemonHandle> {
-  installExitHook();
-  const h = new Handle(opts);
-  live.add(h);
+    const h = new Handle(opts);
+  cleanupAtExit(h);
   try {
     await h.start();
   } catch (err) {

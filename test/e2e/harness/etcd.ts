@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { cleanedUp, cleanupAtExit, logTail, signalPid, sleep } from './processes.ts';
 
 /** ENGINE_E2E_ETCD runs the suite against another etcd binary. */
 const ETCD = process.env.ENGINE_E2E_ETCD || '/usr/bin/etcd';
@@ -61,37 +62,6 @@ export interface EtcdHandle {
   start(): Promise<void>;
   /** Stops etcd and removes the temp directory. Safe to call twice. */
   cleanup(): Promise<void>;
-}
-
-const live = new Set<Etcd>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const h of live) h.cleanupSync();
-  });
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      for (const h of live) h.cleanupSync();
-      process.kill(process.pid, sig);
-    });
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function tail(text: string, lines = 40): string {
-  return text.split('\n').slice(-lines).join('\n');
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
-  }
 }
 
 /** A port the kernel says is free on 127.0.0.1 (bound to port 0, then released). */
@@ -218,28 +188,28 @@ class Etcd implements EtcdHandle {
     const timeout = this.opts.startTimeoutMs ?? 30_000;
     const deadline = Date.now() + timeout;
     while (Date.now() < deadline) {
-      if (gone) throw new Error(`etcd exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${tail(this.logs())}`);
+      if (gone) throw new Error(`etcd exited during start-up (code ${child.exitCode ?? child.signalCode}); log tail:\n${logTail(this.logs(), 40)}`);
       if (await healthy(this.clientUrl, this.tls)) return;
       await sleep(100);
     }
-    throw new Error(`etcd did not answer ${this.clientUrl}/health within ${timeout} ms; log tail:\n${tail(this.logs())}`);
+    throw new Error(`etcd did not answer ${this.clientUrl}/health within ${timeout} ms; log tail:\n${logTail(this.logs(), 40)}`);
   }
 
   async stop(timeoutMs = 15_000): Promise<void> {
     const child = this.child;
     if (!child) return;
-    if (this.pid) signal(child.pid!, 'SIGTERM');
+    if (this.pid) signalPid(child.pid!, 'SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     const res = await Promise.race([this.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
     clearTimeout(timer);
     if (res === 'timeout') {
-      signal(child.pid!, 'SIGKILL');
+      signalPid(child.pid!, 'SIGKILL');
       await this.exited;
     }
   }
 
   kill(): void {
-    if (this.pid) signal(this.pid, 'SIGKILL');
+    if (this.pid) signalPid(this.pid, 'SIGKILL');
   }
 
   async cleanup(): Promise<void> {
@@ -252,8 +222,8 @@ class Etcd implements EtcdHandle {
   cleanupSync(): void {
     if (this.cleaned) return;
     this.cleaned = true;
-    live.delete(this);
-    if (this.pid) signal(this.pid, 'SIGKILL');
+    cleanedUp(this);
+    if (this.pid) signalPid(this.pid, 'SIGKILL');
     try {
       rmSync(this.root, { recursive: true, force: true });
     } catch {
@@ -264,13 +234,12 @@ class Etcd implements EtcdHandle {
 
 /** Starts a fresh single-member etcd on free loopback ports and waits until it is healthy. */
 export async function startEtcd(opts: EtcdOptions = {}): Promise<EtcdHandle> {
-  installExitHook();
-  const clientPort = await freePort();
+    const clientPort = await freePort();
   let peerPort = await freePort();
   while (peerPort === clientPort) peerPort = await freePort();
   const root = mkdtempSync('/tmp/engine-etcd-');
   const h = new Etcd(root, clientPort, peerPort, opts);
-  live.add(h);
+  cleanupAtExit(h);
   try {
     await h.start();
   } catch (err) {
