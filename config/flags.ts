@@ -5,7 +5,8 @@ import { invalidArgument } from '../lib/errors.ts';
 import type { ConfigField, OptionDef, RuntimeEntry, Ulimit } from './options.ts';
 import { OPTIONS, optionByFlag, optionByShort } from './options.ts';
 import { ramInBytes } from '../lib/units.ts';
-import { goFormat, parseAddressPool, parseBool, parseIntStrict, parseRuntime, parseUlimit } from './values.ts';
+import { goBool } from '../lib/units.ts';
+import { goFormat, parseAddressPool, parseIntStrict, parseRuntime, parseUlimit } from './values.ts';
 
 export interface ParsedFlags {
   /** Field values for the options given on the command line, in their final typed form. */
@@ -31,7 +32,7 @@ function errMessage(err: unknown): string {
 
 function apply(res: ParsedFlags, opt: OptionDef, value: string): void {
   if (opt.type === 'action') {
-    const b = parseBool(value);
+    const b = goBool(value);
     if (b === undefined) throw badValue(opt, value, `strconv.ParseBool: parsing "${value}": invalid syntax`);
     if (opt.name === 'help') res.help = b;
     else if (opt.name === 'version') res.version = b;
@@ -44,7 +45,7 @@ function apply(res: ParsedFlags, opt: OptionDef, value: string): void {
   let shown = value;
   switch (opt.type) {
     case 'bool': {
-      const b = parseBool(value);
+      const b = goBool(value);
       if (b === undefined) throw badValue(opt, value, `strconv.ParseBool: parsing "${value}": invalid syntax`);
       res.values[field] = b;
       shown = String(b);
@@ -95,7 +96,7 @@ function apply(res: ParsedFlags, opt: OptionDef, value: string): void {
       const map = first ? {} : (cur as Record<string, boolean>);
       const eq = value.indexOf('=');
       const name = (eq < 0 ? value : value.slice(0, eq)).trim();
-      const b = eq < 0 ? true : parseBool(value.slice(eq + 1).trim());
+      const b = eq < 0 ? true : goBool(value.slice(eq + 1).trim());
       if (!name || b === undefined) throw badValue(opt, value, 'expected feature-name[=true|false]');
       map[name] = b;
       res.values[field] = map;

@@ -5,12 +5,6 @@ import { ramInBytes } from '../lib/units.ts';
 import type { AddressPool, OptionDef, RuntimeEntry, Ulimit } from './options.ts';
 import { STOCK_RUNTIME } from './options.ts';
 
-/** Go's strconv.ParseBool. */
-export function parseBool(s: string): boolean | undefined {
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(s)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(s)) return false;
-  return undefined;
-}
 
 /** Go's strconv.ParseInt(s, 0, 64) for the values an option can sensibly hold. */
 export function parseIntStrict(s: string): number | undefined {

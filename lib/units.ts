@@ -1,6 +1,20 @@
-// Go's duration text and go-units' sizes, as the reference daemon reads and writes them: one
-// definition each for the options, filters, Dockerfile flags and messages that use them.
+// Go's duration text, go-units' sizes and strconv.ParseBool's spellings, as the reference daemon
+// reads and writes them: one definition each for the options, filters, Dockerfile flags and
+// messages that use them.
 import { invalidArgument } from './errors.ts';
+
+const GO_TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const GO_FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
+
+/** Go's strconv.ParseBool: the value of one of its spellings, undefined for anything else. */
+export function goBool(s: string): boolean | undefined {
+  return GO_TRUE.has(s) ? true : GO_FALSE.has(s) ? false : undefined;
+}
+
+/** Go's strconv.ParseBool's message for a value that is none of its spellings. */
+export function goBoolSyntax(s: string): string {
+  return `strconv.ParseBool: parsing ${JSON.stringify(s)}: invalid syntax`;
+}
 
 const DURATION_UNITS: Record<string, number> = { ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
 

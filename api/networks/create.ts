@@ -3,6 +3,7 @@
 // driver options with --default-network-opt under them). The network reconciler makes the host
 // match it.
 import { invalidArgument, notFound, permissionDenied } from '../../lib/errors.ts';
+import { goBool, goBoolSyntax } from '../../lib/units.ts';
 import { contains, firstHost, formatIpv4, parseCidr, parseIpv4, type Ipv4Cidr } from '../../lib/cidr.ts';
 import type { IpamPoolConfig, NetworkSpec } from '../../store/kinds/network.ts';
 import { cidr6Text, contains6, firstHost6, formatIpv6, overlaps6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
@@ -50,11 +51,11 @@ export const OPT = {
   hostBinding: 'com.docker.network.bridge.host_binding_ipv4',
 } as const;
 
-function goBool(key: string, v: string | undefined, dflt: boolean): boolean {
+function boolOption(key: string, v: string | undefined, dflt: boolean): boolean {
   if (v === undefined) return dflt;
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
-  throw invalidArgument(`failed to parse ${key} value: strconv.ParseBool: parsing "${v}": invalid syntax`);
+  const b = goBool(v);
+  if (b === undefined) throw invalidArgument(`failed to parse ${key} value: ${goBoolSyntax(v)}`);
+  return b;
 }
 
 function cidrText(c: Ipv4Cidr): string {
@@ -199,8 +200,8 @@ export function buildNetworkSpec(id: string, created: string, req: CreateRequest
     mtu = Number(options[OPT.mtu]);
     if (!/^\d+$/.test(options[OPT.mtu]!) || mtu < 68 || mtu > 65535) throw invalidArgument(`invalid MTU ${options[OPT.mtu]}: it must be between 68 and 65535`);
   }
-  const icc = goBool(OPT.icc, options[OPT.icc], true);
-  const ipMasq = goBool(OPT.ipMasq, options[OPT.ipMasq], true);
+  const icc = boolOption(OPT.icc, options[OPT.icc], true);
+  const ipMasq = boolOption(OPT.ipMasq, options[OPT.ipMasq], true);
   if (options[OPT.hostBinding] !== undefined) parseIpv4(options[OPT.hostBinding]!);
 
   const internal = !!req.Internal;

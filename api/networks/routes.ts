@@ -4,6 +4,7 @@
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
+import { goBool, goBoolSyntax } from '../../lib/units.ts';
 import { newId, rfc3339Nano } from '../../lib/ids.ts';
 import { liveNetworksNamed, type NetworkStatus, Networks, findNetwork, liveNetworks } from '../../store/kinds/network.ts';
 import { parseFilters } from '../containers/list.ts';
@@ -64,11 +65,10 @@ const CreateBody = networkBody(z
   .passthrough());
 
 /** strconv.ParseBool, which the reference daemon uses for `verbose`: the one flag it refuses a bad value of. */
-const GO_BOOLS = new Map<string, boolean>([...['1', 't', 'T', 'TRUE', 'true', 'True'].map((v) => [v, true] as const), ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((v) => [v, false] as const)]);
 const verboseFlag = z.preprocess(first, z.string().optional()).transform((v, ctx) => {
   if (!v) return false;
-  const b = GO_BOOLS.get(v);
-  if (b === undefined) ctx.addIssue({ code: 'custom', message: `invalid value for verbose: ${v}: strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`, input: v });
+  const b = goBool(v);
+  if (b === undefined) ctx.addIssue({ code: 'custom', message: `invalid value for verbose: ${v}: ${goBoolSyntax(v)}`, input: v });
   return b ?? false;
 });
 

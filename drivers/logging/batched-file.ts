@@ -11,7 +11,7 @@ import { close as closeCb, ftruncate, open as openCb, write as writeCb } from 'n
 import { statfs as statfsAsync } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import type { FileLogOptions } from './options.ts';
+import type { FileLogOptions } from './file-options.ts';
 import { releaseBuffer } from '../../lib/release-buffer.ts';
 import { Rotator } from './rotate.ts';
 

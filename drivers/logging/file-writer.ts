@@ -5,7 +5,7 @@ import type { BatchedLogFile, FileLog, Held } from './batched-file.ts';
 import type { ContainerLogInfo } from './info.ts';
 import { JsonFileWriter, jsonFileAttrs } from './json-file.ts';
 import { LocalWriter, localLogOptions } from './local.ts';
-import { fileLogOptions, type FileLogOptions } from './options.ts';
+import { fileLogOptions, type FileLogOptions } from './file-options.ts';
 
 /** What a file writer is made from (structured-cloneable: it crosses to the log thread). */
 export interface FileWriterSpec {

@@ -20,7 +20,8 @@ import { RemoteSink, withCache, type RemoteDriver } from './remote.ts';
 import { withLogMode } from './ring.ts';
 import { newSyslog } from './syslog.ts';
 
-export { validateLogConfig, fileLogOptions, canReadLogs, LOG_DRIVERS } from './options.ts';
+export { validateLogConfig, canReadLogs, LOG_DRIVERS } from './options.ts';
+export { fileLogOptions } from './file-options.ts';
 export { createLogReader } from './reader.ts';
 export type { LogReaderOptions, LogReadOptions, LogEntry } from './reader.ts';
 export { MAX_LINE, nowRfc3339Nano } from './json-file.ts';

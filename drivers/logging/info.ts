@@ -3,6 +3,7 @@
 // the labels/env extra attributes (loginfo.go ExtraAttributes) and Go-like parsing of the
 // option values (url.Parse, net.SplitHostPort, time.ParseDuration, strconv) so the messages
 // match the reference's.
+import { goBool, goBoolSyntax } from '../../lib/units.ts';
 
 export interface ContainerLogInfo {
   /** Full 64-hex id. */
@@ -210,13 +211,10 @@ export function splitHostPort(hostport: string): { host: string; port: string } 
   return { host, port: hostport.slice(i + 1) };
 }
 
-const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
-
 export function goParseBool(s: string): boolean {
-  if (TRUE.has(s)) return true;
-  if (FALSE.has(s)) return false;
-  throw new Error(`strconv.ParseBool: parsing "${s}": invalid syntax`);
+  const b = goBool(s);
+  if (b === undefined) throw new Error(goBoolSyntax(s));
+  return b;
 }
 
 export function goAtoi(s: string): number {

@@ -12,7 +12,7 @@
 // `docker logs --details` shows them.
 import { BatchedLogFile, type FileLog, type Held } from './batched-file.ts';
 import { extraAttributes, goJsonStringMap, parseLogTag, type ContainerLogInfo } from './info.ts';
-import type { FileLogOptions } from './options.ts';
+import type { FileLogOptions } from './file-options.ts';
 
 export type { LogSink } from './batched-file.ts';
 

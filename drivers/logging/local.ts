@@ -15,8 +15,8 @@ import { invalidArgument } from '../../lib/errors.ts';
 import { BatchedLogFile, type FileLog, type Held } from './batched-file.ts';
 import { LogEntry as LogEntryProto } from './gen/entry.ts';
 import { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
-import { fromHumanSize } from '../../lib/units.ts';
-import type { FileLogOptions } from './options.ts';
+import { fromHumanSize, goBool, goBoolSyntax } from '../../lib/units.ts';
+import type { FileLogOptions } from './file-options.ts';
 
 export const LOCAL_DEFAULT_MAX_SIZE = 20 * 1024 * 1024;
 export const LOCAL_DEFAULT_MAX_FILES = 5;
@@ -25,9 +25,6 @@ export const LOCAL_DEFAULT_MAX_FILES = 5;
 export function localLogPath(containerDir: string): string {
   return join(containerDir, 'local-logs', 'container.log');
 }
-
-const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 
 /** The reference's local driver options (daemon/logger/local/config.go); throws InvalidArgument. */
 export function localLogOptions(cfg: Record<string, string>): FileLogOptions {
@@ -47,10 +44,9 @@ export function localLogOptions(cfg: Record<string, string>): FileLogOptions {
     maxFiles = Number.parseInt(s, 10);
   }
   if (cfg.compress !== undefined) {
-    const s = cfg.compress;
-    if (TRUE.has(s)) compress = true;
-    else if (FALSE.has(s)) compress = false;
-    else throw invalidArgument(`invalid boolean value for compress: strconv.ParseBool: parsing "${s}": invalid syntax`);
+    const b = goBool(cfg.compress);
+    if (b === undefined) throw invalidArgument(`invalid boolean value for compress: ${goBoolSyntax(cfg.compress)}`);
+    compress = b;
   }
   if (maxSize < 0) throw invalidArgument('max-size must not be negative');
   if (maxFiles < 0) throw invalidArgument('max-file must not be negative');

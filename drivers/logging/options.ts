@@ -1,6 +1,7 @@
 // Log driver names and options, validated with the reference daemon's messages.
 import { invalidArgument } from '../../lib/errors.ts';
-import { fromHumanSize, ramInBytes } from '../../lib/units.ts';
+import { goBool, ramInBytes } from '../../lib/units.ts';
+import { fileLogOptions } from './file-options.ts';
 import { validateFluentd } from './fluentd.ts';
 import { validateGelf } from './gelf.ts';
 import { validateJournald } from './journald.ts';
@@ -12,14 +13,6 @@ export interface LogConfigInput {
   Config: Record<string, string> | null | undefined;
 }
 
-export interface FileLogOptions {
-  /** Bytes; -1 = never rotate. */
-  maxSize: number;
-  /** Files kept including the live one (1 = truncate in place when full). */
-  maxFiles: number;
-  /** Gzip rotated files (path.N.gz). */
-  compress: boolean;
-}
 
 const JSON_FILE_OPTS = new Set(['max-file', 'max-size', 'compress', 'labels', 'labels-regex', 'env', 'env-regex', 'tag']);
 /** The reference's local driver takes only these (daemon/logger/local: LogOptKeys); labels, env, tag are refused. */
@@ -42,9 +35,7 @@ const REMOTE_VALIDATORS: Record<string, (cfg: Record<string, string>) => void> =
 export function cacheEnabled(cfg: Record<string, string>): boolean {
   const v = cfg['cache-disabled'];
   if (!v) return true;
-  if (TRUE.has(v)) return false;
-  if (FALSE.has(v)) return true;
-  return false;
+  return goBool(v) === false;
 }
 
 /** Whether `docker logs` can read a container logging with this config. */
@@ -53,39 +44,6 @@ export function canReadLogs(lc: { Type: string; Config: Record<string, string> |
   if (t === 'none') return false;
   if (REMOTE_DRIVERS.has(t)) return cacheEnabled(lc.Config ?? {});
   return true;
-}
-
-const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
-
-function parseBool(s: string): boolean {
-  if (TRUE.has(s)) return true;
-  if (FALSE.has(s)) return false;
-  throw invalidArgument(`strconv.ParseBool: parsing "${s}": invalid syntax`);
-}
-
-/** Rotation options of the file drivers; throws InvalidArgument for bad values. */
-export function fileLogOptions(cfg: Record<string, string>): FileLogOptions {
-  let maxSize = -1;
-  if (cfg['max-size'] !== undefined) {
-    maxSize = fromHumanSize(cfg['max-size']);
-    if (maxSize <= 0) throw invalidArgument('max-size must be a positive number');
-  }
-  let maxFiles = 1;
-  if (cfg['max-file'] !== undefined) {
-    const s = cfg['max-file'];
-    if (!/^[+-]?\d+$/.test(s)) throw invalidArgument(`strconv.Atoi: parsing "${s}": invalid syntax`);
-    maxFiles = Number.parseInt(s, 10);
-    if (maxFiles < 1) throw invalidArgument('max-file cannot be less than 1');
-  }
-  let compress = false;
-  if (cfg.compress !== undefined) {
-    compress = parseBool(cfg.compress);
-    if (compress && (maxFiles === 1 || maxSize === -1)) {
-      throw invalidArgument('compress cannot be true when max-file is less than 2 or max-size is not set');
-    }
-  }
-  return { maxSize, maxFiles, compress };
 }
 
 /** Create-time check of a container's (or the daemon's default) LogConfig. */
@@ -104,7 +62,7 @@ export function validateLogConfig(lc: LogConfigInput): void {
     }
   }
   const cd = cfg['cache-disabled'];
-  if (cd && !TRUE.has(cd) && !FALSE.has(cd)) throw invalidArgument(`invalid value for option cache-disabled: ${cd}`);
+  if (cd && goBool(cd) === undefined) throw invalidArgument(`invalid value for option cache-disabled: ${cd}`);
   for (const k of BUILTIN_OPTS) delete cfg[k];
   if (name === 'json-file') {
     for (const k of Object.keys(cfg)) if (!JSON_FILE_OPTS.has(k)) throw invalidArgument(`unknown log opt '${k}' for json-file log driver`);

@@ -5,6 +5,7 @@
 import { posix } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
+import { goBool } from '../../lib/units.ts';
 import { tweakCapabilities } from './caps.ts';
 import { baseMounts, DEFAULT_PATH_ENV, DEFAULT_SHM_SIZE, MASKED_PATHS, OCI_VERSION, READONLY_PATHS } from './defaults.ts';
 import { DEFAULT_HOST_ETC, writeEtcFiles, type EtcDefaults } from './etc-files.ts';
@@ -88,10 +89,9 @@ export function parseSecurityOpts(list: readonly string[]): SecurityOpts {
         res.seccomp = value === 'builtin' ? '' : value;
         break;
       case 'no-new-privileges':
-        if (!['1', 't', 'T', 'true', 'TRUE', 'True', '0', 'f', 'F', 'false', 'FALSE', 'False'].includes(value)) {
-          throw invalidArgument(`invalid --security-opt 2: "${opt}"`);
-        }
-        res.noNewPrivileges = ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
+        const b = goBool(value);
+        if (b === undefined) throw invalidArgument(`invalid --security-opt 2: "${opt}"`);
+        res.noNewPrivileges = b;
         break;
       case 'systempaths':
         break; // the client turns this into HostConfig.MaskedPaths/ReadonlyPaths
