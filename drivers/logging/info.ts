@@ -3,7 +3,7 @@
 // the labels/env extra attributes (loginfo.go ExtraAttributes) and Go-like parsing of the
 // option values (url.Parse, net.SplitHostPort, time.ParseDuration, strconv) so the messages
 // match the reference's.
-import { goBool, goBoolSyntax } from '../../lib/units.ts';
+import { goBool, goBoolSyntax, parseGoDuration } from '../../lib/units.ts';
 
 export interface ContainerLogInfo {
   /** Full 64-hex id. */
@@ -229,30 +229,9 @@ export function goParseUint(s: string, bits: number): number {
   return Number(n);
 }
 
-const UNIT_NS: Record<string, number> = { ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
-
-/** time.ParseDuration, in milliseconds. */
+/** time.ParseDuration, in milliseconds (lib/units.ts parses it). */
 export function goParseDuration(s: string): number {
-  const bad = () => new Error(`time: invalid duration "${s}"`);
-  let rest = s;
-  let sign = 1;
-  if (rest.startsWith('-') || rest.startsWith('+')) {
-    if (rest[0] === '-') sign = -1;
-    rest = rest.slice(1);
-  }
-  if (rest === '0') return 0;
-  if (rest === '') throw bad();
-  let ns = 0;
-  while (rest) {
-    const m = /^(\d+\.?\d*|\.\d+)([a-zµμ]*)/.exec(rest);
-    if (!m || m[1] === '.') throw bad();
-    if (!m[2]) throw new Error(`time: missing unit in duration "${s}"`);
-    const unit = UNIT_NS[m[2]];
-    if (unit === undefined) throw new Error(`time: unknown unit "${m[2]}" in duration "${s}"`);
-    ns += Number.parseFloat(m[1]!) * unit;
-    rest = rest.slice(m[0].length);
-  }
-  return (sign * ns) / 1e6;
+  return parseGoDuration(s) / 1e6;
 }
 
 /** Go's time.Time JSON form of an RFC 3339 nano time: trailing zeros of the fraction trimmed. */
