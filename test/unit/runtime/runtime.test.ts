@@ -4,7 +4,7 @@
 // writing file/flag/path/builtin records, resolve/names/default answering from the records.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -171,4 +171,7 @@ test('shims on PATH: containerd-shim-<name>-v<N> executables become io.container
     chmodSync(join(bin, f), mode);
   }
   assert.deepEqual(shimsOnPath(`relative:${bin}:/nonexistent:${bin}`), ['io.containerd.kata-qemu.v2', 'io.containerd.runc.v2']);
+  // A directory reached through a link (/bin -> /usr/bin) is the same directory.
+  symlinkSync(bin, join(dir, 'linked-bin'));
+  assert.deepEqual(shimsOnPath(`${join(dir, 'linked-bin')}:${bin}`), ['io.containerd.kata-qemu.v2', 'io.containerd.runc.v2']);
 });
