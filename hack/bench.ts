@@ -3,6 +3,9 @@
 // own engined (the e2e harness: private socket, roots and bridge), its own local registry, and with
 // --reference also a reference dockerd side by side (own roots, socket, bridge and containerd),
 // measured the same way. Everything it starts is stopped by PID and removed, also on failure.
+// The two daemons are measured one after the other (neither's idle work counts against the
+// other), and then the none and bridge cycles once more by turns with both live: the machine's
+// speed drifts over the minutes between the two sessions, and by turns it falls on both alike.
 //   node_modules/.bin/node hack/bench.ts [--reference] [--quick] [--only key,key...]
 // --only measures just the named figures (the keys of METRICS, e.g. cycleNone,cyclePort,logWrite).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -48,7 +51,7 @@ const LOG_WRITERS = 4;
 // ---------------------------------------------------------------------------------------------
 // What is measured, the reference daemon's figures and the targets.
 
-type MetricKey = 'cycleNone' | 'cycleDirect' | 'cycleOverDirect' | 'cycleDirectSpec' | 'cycleOverDirectSpec' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'deleteNone' | 'deletePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logCeiling' | 'logRead' | 'logLoadP99' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'loadFrozenP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'idleMemory' | 'memory';
+type MetricKey = 'cycleNone' | 'cycleNonePaired' | 'cycleBridgePaired' | 'cycleDirect' | 'cycleOverDirect' | 'cycleDirectSpec' | 'cycleOverDirectSpec' | 'cycleBridge' | 'cycleUser' | 'cyclePort' | 'deleteNone' | 'deletePort' | 'cliRun' | 'parallel' | 'list' | 'logWrite' | 'logCeiling' | 'logRead' | 'logLoadP99' | 'pull' | 'buildCold' | 'buildCached' | 'loadRate' | 'loadP99' | 'loadWedgedP99' | 'loadFrozenP99' | 'stormRun' | 'stormStops' | 'crashRun' | 'idleMemory' | 'memory';
 
 interface Metric {
   key: MetricKey;
@@ -64,11 +67,13 @@ interface Metric {
 
 const METRICS: readonly Metric[] = [
   { key: 'cycleNone', title: 'run cycle, network none (median)', unit: 'ms', reference: 177, target: { op: 'le', factor: 0.3 } },
+  { key: 'cycleNonePaired', title: 'the none cycle again, by turns with dockerd (both live, fresh daemons; median)', unit: 'ms', reference: null, target: { op: 'le', factor: 0.3 } },
   { key: 'cycleDirect', title: 'the same cycle straight on containerd, minimal OCI spec (hack/bench-direct.ts; before/after, faster)', unit: 'ms', reference: null, target: null },
   { key: 'cycleOverDirect', title: 'run cycle none / the direct cycle (ref: 1)', unit: 'x', reference: 1, target: { op: 'le', factor: 1.15 } },
   { key: 'cycleDirectSpec', title: "the direct cycle with the daemon's OCI spec (seccomp, cgroups, /sys, net+cgroup ns)", unit: 'ms', reference: null, target: null },
   { key: 'cycleOverDirectSpec', title: "run cycle none / the direct cycle with the daemon's spec (ref: 1)", unit: 'x', reference: 1, target: { op: 'le', factor: 1.15 } },
   { key: 'cycleBridge', title: 'run cycle, default bridge (median)', unit: 'ms', reference: 235, target: { op: 'le', factor: 0.3 } },
+  { key: 'cycleBridgePaired', title: 'the bridge cycle again, by turns with dockerd (both live, fresh daemons; median)', unit: 'ms', reference: null, target: { op: 'le', factor: 0.3 } },
   { key: 'cycleUser', title: 'run cycle, user-defined network (median)', unit: 'ms', reference: null, target: null },
   { key: 'cyclePort', title: 'run cycle, default bridge, one published port (median)', unit: 'ms', reference: null, target: { op: 'le', factor: 0.4 } },
   { key: 'deleteNone', title: 'DELETE /containers/{id} in the none cycle (median)', unit: 'ms', reference: null, target: { op: 'le', factor: 1 } },
@@ -221,6 +226,26 @@ async function cycleMedian(t: Target, image: string, networkMode: string, breakd
     return median(times);
   } finally {
     agent.destroy();
+  }
+}
+
+/**
+ * The cycle on two daemons by turns (which goes first alternates), medians of each: the machine's
+ * speed drifts over the minutes between the two sessions (the same direct containerd cycle took
+ * 54-70 ms within one run), and by turns the drift falls on both alike.
+ */
+async function pairedCycleMedians(a: Target, b: Target, image: string, networkMode: string): Promise<[number, number]> {
+  const targets = [a, b] as const;
+  const agents = [keepAlive(), keepAlive()] as const;
+  try {
+    for (let i = 0; i < SIZES.warmups; i++) for (const k of [0, 1] as const) await cycle(targets[k], agents[k], image, networkMode);
+    const times: [number[], number[]] = [[], []];
+    for (let i = 0; i < SIZES.cycles; i++) {
+      for (const k of i % 2 ? ([1, 0] as const) : ([0, 1] as const)) times[k].push(await cycle(targets[k], agents[k], image, networkMode));
+    }
+    return [median(times[0]), median(times[1])];
+  } finally {
+    for (const agent of agents) agent.destroy();
   }
 }
 
@@ -871,6 +896,55 @@ function printBreakdown(breakdown: Map<string, StepTimes>): void {
   }
 }
 
+/** engined as the benchmark drives it: its pids, and kill -9 + restart for the crash phase. */
+function engineTarget(d: DaemonHandle): Target {
+  return {
+    name: 'engined',
+    socket: d.socket,
+    dockerHost: d.dockerHost,
+    daemonPid: () => d.pid,
+    supervisorPid: () => {
+      const pid = readPid(join(d.execRoot, 'containerd', 'containerd.pid'));
+      return pid || (childrenOf(d.pid).find((c) => comm(c) === 'containerd') ?? 0);
+    },
+    // d.pid follows the restarted daemon, so daemonPid() stays right.
+    crashRestart: async () => {
+      const old = d.pid;
+      if (!old) throw new Error('engined is not running');
+      await d.stop({ signal: 'SIGKILL', timeoutMs: 10_000 });
+      const t0 = now();
+      await d.restart();
+      if (!d.pid) throw new Error('engined did not come back after kill -9');
+      log(`engined: killed pid ${old}, restarted as pid ${d.pid}; its first ping answered ${((now() - t0) / 1000).toFixed(2)} s after the start`);
+    },
+  };
+}
+
+/**
+ * The none and bridge cycles once more with both daemons live, by turns (pairedCycleMedians): a
+ * fresh engined beside the reference at the end of its session. Into `ours` and `live`.
+ */
+async function pairedCycles(ours: Figures, live: Figures, ref: Target, tmp: string): Promise<void> {
+  const d = await startDaemon({ bridge: true, args: ['--log-level', 'info'] });
+  try {
+    const t = engineTarget(d);
+    const images = await testImages();
+    await dockerCli(t, join(tmp, `docker-config-${t.name}`), ['load', '-i', images.dockerArchive]);
+    for (const [key, mode] of [['cycleNonePaired', 'none'], ['cycleBridgePaired', 'default']] as const) {
+      if (!wanted(key)) continue;
+      try {
+        [ours[key], live[key]] = await pairedCycleMedians(t, ref, images.tag, mode);
+        log(`paired ${mode} cycle: engined ${fmt(ours[key])} ms, dockerd ${fmt(live[key])} ms`);
+      } catch (err) {
+        ours[key] = err instanceof Error ? err : new Error(String(err));
+        log(`paired ${mode} cycle: FAILED: ${errMsg(err)}`);
+      }
+    }
+  } finally {
+    await d.cleanup();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -928,26 +1002,7 @@ async function main(): Promise<number> {
     daemon = await startDaemon({ bridge: true, args: ['--log-level', 'info'] });
     const d = daemon;
     log(`engined pid ${d.pid}, socket ${d.socket}, bridge ${d.bridge} ${d.bip}`);
-    const oursTarget: Target = {
-      name: 'engined',
-      socket: d.socket,
-      dockerHost: d.dockerHost,
-      daemonPid: () => d.pid,
-      supervisorPid: () => {
-        const pid = readPid(join(d.execRoot, 'containerd', 'containerd.pid'));
-        return pid || (childrenOf(d.pid).find((c) => comm(c) === 'containerd') ?? 0);
-      },
-      // d.pid follows the restarted daemon, so daemonPid() stays right.
-      crashRestart: async () => {
-        const old = d.pid;
-        if (!old) throw new Error('engined is not running');
-        await d.stop({ signal: 'SIGKILL', timeoutMs: 10_000 });
-        const t0 = now();
-        await d.restart();
-        if (!d.pid) throw new Error('engined did not come back after kill -9');
-        log(`engined: killed pid ${old}, restarted as pid ${d.pid}; its first ping answered ${((now() - t0) / 1000).toFixed(2)} s after the start`);
-      },
-    };
+    const oursTarget = engineTarget(d);
     const ours = await measure(oursTarget, tmp, repo, breakdown);
     await daemon.cleanup();
     daemon = null;
@@ -979,6 +1034,7 @@ async function main(): Promise<number> {
         reference = await startReference(dockerd);
         log(`reference dockerd pid ${reference.target.daemonPid()}, containerd pid ${reference.target.supervisorPid()}, socket ${reference.target.socket}`);
         live = await measure(reference.target, tmp, repo, breakdown);
+        if (wanted('cycleNonePaired', 'cycleBridgePaired')) await pairedCycles(ours, live, reference.target, tmp);
       } catch (err) {
         log(`reference dockerd: ${errMsg(err)}`);
       } finally {
