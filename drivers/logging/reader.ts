@@ -1,9 +1,9 @@
 // Reads json-file logs back as entries: stream filtering, since/until, tail N (found by reading
 // blocks backwards from the end, across rotated files, without parsing what is skipped) and
 // follow (fs.watch on the directory plus a poll fallback; survives rotation and truncation).
-// Rotated files may be gzipped (path.N.gz, ./rotate.ts). The `local` driver's files
-// (…/local-logs/container.log) are framed protobuf records, decoded by ./local-reader.ts.
-// A json-file line becomes an entry in ./json-line.ts.
+// Rotated files may be gzipped (path.N.gz, ./rotate.ts). Each format reads its own records and
+// finds its own tail: json-file lines in ./json-source.ts, the `local` driver's framed protobuf
+// records (…/local-logs/container.log) in ./local-reader.ts.
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { notImplemented } from '../../lib/errors.ts';
 import { RecordSource, isLocalLogPath, localTailOffsets } from './local-reader.ts';
-import { BackslashIndex, decodeLine } from './json-line.ts';
+import { LineSource, tailOffsets } from './json-source.ts';
 import { openRotated } from './rotate.ts';
 import type { LogFileHandle as FileHandle } from './rotate.ts';
 
@@ -41,10 +41,6 @@ export interface LogReaderOptions {
   pollMs?: number;
 }
 
-const READ_SIZE = 256 * 1024;
-/** A source starts with this much and grows to READ_SIZE once a read fills it (most logs are short). */
-const FIRST_READ_SIZE = 16 * 1024;
-const TAIL_BLOCK = 64 * 1024;
 /** How far a follower looks back for files rotated past it (max-file is rarely near this). */
 const MAX_ROTATED_SCAN = 100;
 
@@ -125,49 +121,6 @@ async function openAll(path: string): Promise<{ rotated: FileHandle[]; current: 
   return { rotated, current: await openIfExists(path) };
 }
 
-/**
- * Where to start reading each file so that only the last `n` complete lines are read.
- * Files are newest-last; returns one offset per file (size = skip the file).
- */
-async function tailOffsets(files: FileHandle[], n: number): Promise<number[]> {
-  const offsets = new Array<number>(files.length);
-  const block = Buffer.allocUnsafe(TAIL_BLOCK);
-  let need = n;
-  for (let f = files.length - 1; f >= 0; f--) {
-    const size = (await files[f]!.stat()).size;
-    if (need <= 0) {
-      offsets[f] = size;
-      continue;
-    }
-    // The first newline from the end closes the last complete line (an unterminated tail is
-    // not an entry yet); each further newline closes the line before it.
-    let end = size;
-    let start = 0;
-    let found = false;
-    let seenLast = false;
-    while (end > 0 && !found) {
-      const from = Math.max(0, end - TAIL_BLOCK);
-      const { bytesRead } = await files[f]!.read(block, 0, end - from, from);
-      for (let k = bytesRead - 1; k >= 0; k--) {
-        if (block[k] !== 0x0a) continue;
-        if (!seenLast) {
-          seenLast = true;
-          continue;
-        }
-        if (--need === 0) {
-          start = from + k + 1;
-          found = true;
-          break;
-        }
-      }
-      end = from;
-    }
-    if (!found && seenLast) need--; // the file's first line
-    offsets[f] = start;
-  }
-  return offsets;
-}
-
 // ---- the reader -----------------------------------------------------------------------------
 
 interface Filter {
@@ -183,62 +136,6 @@ interface Source {
   pos: number;
   next(): Promise<LogEntry[] | null>;
   reset(pos: number): void;
-}
-
-/** Reads complete lines from a file handle, remembering where the next read starts. */
-class LineSource implements Source {
-  fh: FileHandle;
-  pos: number;
-  private buf = Buffer.allocUnsafe(FIRST_READ_SIZE);
-  private filled = false;
-  private carry = 0;
-  private readonly bs = new BackslashIndex();
-
-  constructor(fh: FileHandle, pos: number) {
-    this.fh = fh;
-    this.pos = pos;
-  }
-
-  /** The entries of the complete lines available now, one read's worth (empty at EOF). */
-  async next(): Promise<LogEntry[] | null> {
-    if (this.carry === this.buf.length || (this.filled && this.buf.length < READ_SIZE)) {
-      const bigger = Buffer.allocUnsafe(Math.max(READ_SIZE, this.buf.length * 2));
-      this.buf.copy(bigger, 0, 0, this.carry);
-      this.buf = bigger;
-    }
-    const want = this.buf.length - this.carry;
-    const { bytesRead } = await this.fh.read(this.buf, this.carry, want, this.pos + this.carry);
-    if (bytesRead === 0) return null;
-    this.filled = bytesRead === want;
-    this.bs.reset();
-    const total = this.carry + bytesRead;
-    const lastNl = this.buf.lastIndexOf(0x0a, total - 1);
-    const out: LogEntry[] = [];
-    if (lastNl < 0) {
-      this.carry = total;
-      return out;
-    }
-    let s = 0;
-    while (s <= lastNl) {
-      const nl = this.buf.indexOf(0x0a, s);
-      if (nl > s) {
-        const e = decodeLine(this.buf, s, nl, this.bs);
-        if (e) out.push(e);
-      }
-      s = nl + 1;
-    }
-    this.pos += lastNl + 1;
-    this.carry = total - (lastNl + 1);
-    if (this.carry > 0) this.buf.copy(this.buf, 0, lastNl + 1, total);
-    return out;
-  }
-
-  /** Start over at `pos` (after truncation). */
-  reset(pos: number): void {
-    this.pos = pos;
-    this.carry = 0;
-    this.bs.reset();
-  }
 }
 
 /** Filtered batches of everything `src` holds now; returns true when reading must end (past `until`, aborted). */
