@@ -229,10 +229,15 @@ async function cycleMedian(t: Target, image: string, networkMode: string, breakd
   }
 }
 
+/** Cycles per turn in pairedCycleMedians, after one that is not counted. */
+const TURN_CYCLES = 5;
+
 /**
- * The cycle on two daemons by turns (which goes first alternates), medians of each: the machine's
- * speed drifts over the minutes between the two sessions (the same direct containerd cycle took
- * 54-70 ms within one run), and by turns the drift falls on both alike.
+ * The cycle on two daemons by turns, medians of each: the machine's speed drifts over the minutes
+ * between the two sessions (the same direct containerd cycle took 54-70 ms within one run), and
+ * by turns the drift falls on both alike. A turn is one cycle that is not counted (what the other
+ * daemon left to finish in the background falls on it) and TURN_CYCLES that are; which daemon
+ * goes first alternates.
  */
 async function pairedCycleMedians(a: Target, b: Target, image: string, networkMode: string): Promise<[number, number]> {
   const targets = [a, b] as const;
@@ -240,8 +245,11 @@ async function pairedCycleMedians(a: Target, b: Target, image: string, networkMo
   try {
     for (let i = 0; i < SIZES.warmups; i++) for (const k of [0, 1] as const) await cycle(targets[k], agents[k], image, networkMode);
     const times: [number[], number[]] = [[], []];
-    for (let i = 0; i < SIZES.cycles; i++) {
-      for (const k of i % 2 ? ([1, 0] as const) : ([0, 1] as const)) times[k].push(await cycle(targets[k], agents[k], image, networkMode));
+    for (let i = 0; times[1].length < SIZES.cycles; i++) {
+      for (const k of i % 2 ? ([1, 0] as const) : ([0, 1] as const)) {
+        await cycle(targets[k], agents[k], image, networkMode);
+        for (let c = 0; c < TURN_CYCLES; c++) times[k].push(await cycle(targets[k], agents[k], image, networkMode));
+      }
     }
     return [median(times[0]), median(times[1])];
   } finally {
