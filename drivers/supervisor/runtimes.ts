@@ -169,6 +169,10 @@ export function shimRuntime(name: string, ctx: RuntimeContext): ResolvedRuntime 
   return isRuncShim(name) ? { name, options: { typeUrl: RUNC_OPTIONS_URL, fields: runcDefaultsOf(ctx) } } : { name };
 }
 
+/** What every shim executable's name starts with (tested before SHIM_FILE). */
+const SHIM_PREFIX = 'containerd-shim-';
+const SHIM_FILE = /^containerd-shim-([a-z0-9_-]+)-(v[0-9]+)$/;
+
 /**
  * The shims found on PATH: `containerd-shim-<name>-v<N>` executables, as runtime names
  * `io.containerd.<name>.v<N>`. A directory named twice (or through a link, /bin -> /usr/bin) is read
@@ -193,7 +197,7 @@ export function shimsOnPath(pathVar: string | undefined = process.env.PATH): str
     }
     for (const f of entries) {
       if (!f.startsWith(SHIM_PREFIX)) continue;
-      const m = /^containerd-shim-([a-z0-9_-]+)-(v[0-9]+)$/.exec(f);
+      const m = SHIM_FILE.exec(f);
       if (!m) continue;
       const name = `io.containerd.${m[1]}.${m[2]}`;
       if (!SHIM_NAME.test(name) || out.has(name)) continue;
@@ -208,8 +212,6 @@ export function shimsOnPath(pathVar: string | undefined = process.env.PATH): str
   }
   return [...out].sort();
 }
-
-const SHIM_PREFIX = 'containerd-shim-';
 
 export function createRuntimes(opts: RuntimesOptions): Runtimes {
   const ctx: RuntimeContext = { execRoot: opts.execRoot, wrapperDir: opts.wrapperDir, systemdCgroup: opts.systemdCgroup, noPivotRoot: opts.noPivotRoot };
