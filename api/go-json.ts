@@ -87,6 +87,15 @@ export function struct<S extends z.ZodRawShape>(f: At, goType: string, shape: S)
 }
 
 /**
+ * A route's body that is one Go struct: its top-level keys matched as Go's decoder matches them
+ * (`detachKeys` is DetachKeys), then the route's schema; no body is an empty one.
+ */
+export function goStructBody<S extends z.ZodObject>(schema: S) {
+  const keys = Object.keys(schema.shape);
+  return z.preprocess((v) => canonicalKeys(v ?? {}, keys), schema);
+}
+
+/**
  * A route's body schema built from these pieces: no body (or JSON null) is an empty request, as Go
  * decodes it. The first problem is the answer, as Go reports only its first.
  */

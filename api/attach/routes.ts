@@ -8,7 +8,7 @@ import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { App } from '../app.ts';
 import { errorStatus } from '../errors.ts';
-import { goBody, parseWith } from '../go-json.ts';
+import { goStructBody, parseWith } from '../go-json.ts';
 import type { ContainerLogReader, ContainerStreamsPort, ExecCreateConfig, ExecPort } from '../ports.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { frame } from '../stdcopy.ts';
@@ -71,7 +71,7 @@ function jsonError(sock: Duplex, err: unknown): void {
   );
 }
 
-const ExecCreateBody = goBody(z
+const ExecCreateBody = goStructBody(z
   .object({
     User: z.string().nullish(),
     Privileged: z.boolean().nullish(),
@@ -87,7 +87,7 @@ const ExecCreateBody = goBody(z
   })
   .passthrough());
 
-const ExecStartBody = goBody(z
+const ExecStartBody = goStructBody(z
   .object({
     Detach: z.boolean().nullish(),
     Tty: z.boolean().nullish(),
@@ -156,7 +156,7 @@ export function attachController(deps: AttachDeps) {
     const c = findContainer(deps.store, containerRef);
     const cmd = typeof b.Cmd === 'string' ? [b.Cmd] : (b.Cmd ?? []);
     if (cmd.length === 0) throw invalidArgument('No exec command specified');
-    if (b.DetachKeys) parseDetachKeys(b.DetachKeys);
+    if (b.DetachKeys) parseDetachKeys(b.DetachKeys, 'escape');
     if (c.status.phase === 'paused') throw conflict(`Container ${c.name} is paused, unpause the container before exec`);
     if (c.status.phase === 'restarting') throw conflict(`Container ${c.name} is restarting, wait until the container is running`);
     if (c.status.phase !== 'running') throw conflict(`container ${c.name} is not running`);

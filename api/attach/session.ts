@@ -6,8 +6,11 @@ import { invalidArgument } from '../../lib/errors.ts';
 import type { StreamHub } from '../ports.ts';
 import { frame } from '../stdcopy.ts';
 
-/** Parse `detachKeys` ("ctrl-p,ctrl-q", "a,ctrl-@", ...) into bytes; InvalidArgument when malformed. */
-export function parseDetachKeys(spec: string | undefined): Buffer {
+/**
+ * Parse `detachKeys` ("ctrl-p,ctrl-q", "a,ctrl-@", ...) into bytes; InvalidArgument when malformed,
+ * in the reference's words: "detach keys" for an attach, "escape keys" for an exec's create body.
+ */
+export function parseDetachKeys(spec: string | undefined, called: 'detach' | 'escape' = 'detach'): Buffer {
   if (spec === undefined || spec === '') return Buffer.from([0x10, 0x11]);
   const out: number[] = [];
   for (const part of spec.split(',')) {
@@ -17,7 +20,7 @@ export function parseDetachKeys(spec: string | undefined): Buffer {
       continue;
     }
     const m = /^ctrl-(.)$/i.exec(k);
-    if (!m) throw invalidArgument(`Invalid detach keys (${spec}) provided`);
+    if (!m) throw invalidArgument(`Invalid ${called} keys (${spec}) provided`);
     const c = m[1].toLowerCase();
     if (c >= 'a' && c <= 'z') out.push(c.charCodeAt(0) - 96);
     else if (c === '@') out.push(0);
@@ -26,7 +29,7 @@ export function parseDetachKeys(spec: string | undefined): Buffer {
     else if (c === ']') out.push(29);
     else if (c === '^') out.push(30);
     else if (c === '_') out.push(31);
-    else throw invalidArgument(`Invalid detach keys (${spec}) provided`);
+    else throw invalidArgument(`Invalid ${called} keys (${spec}) provided`);
   }
   return Buffer.from(out);
 }

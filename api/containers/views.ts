@@ -21,21 +21,24 @@ function liveEndpoint(status: ContainerStatus) {
 
 const BUILTIN = new Set(['bridge', 'host', 'none']);
 
-type EndpointConfig = { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null; DriverOpts?: Record<string, string> | null } | null;
+type EndpointConfig = { Aliases?: string[] | null; IPAMConfig?: unknown; Links?: string[] | null; MacAddress?: string; DriverOpts?: Record<string, string> | null } | null;
 
 type EndpointLike = Pick<NonNullable<ContainerStatus['endpoint']>, 'MacAddress' | 'NetworkID' | 'EndpointID' | 'Gateway' | 'IPAddress' | 'IPPrefixLen' | 'GlobalIPv6Address' | 'GlobalIPv6PrefixLen' | 'IPv6Gateway'>;
 
 /** A network's name for a reference to it (name, id or id prefix); the reference itself when unknown. */
 export type NetworkNameOf = (ref: string) => string;
 
-/** One NetworkSettings.Networks entry: the client's settings for it, the live endpoint's addresses. */
+/**
+ * One NetworkSettings.Networks entry: the client's settings for it, the live endpoint's addresses.
+ * Not plugged in (created, stopped), the MAC address shown is the one asked for, as the reference shows it.
+ */
 function networkEntry(spec: ContainerSpec, name: string, cfg: EndpointConfig, ep: EndpointLike | null): Record<string, unknown> {
   // On a user-defined network a container answers to its name, short id and aliases (DNS).
   const user = !BUILTIN.has(name);
   const dnsNames = user && ep ? [...new Set([spec.name.replace(/^\//, ''), spec.id.slice(0, 12), ...(cfg?.Aliases ?? [])])] : null;
   return {
     IPAMConfig: cfg?.IPAMConfig ?? null, Links: cfg?.Links ?? null, Aliases: cfg?.Aliases?.length ? cfg.Aliases : null,
-    MacAddress: ep?.MacAddress ?? '', NetworkID: ep?.NetworkID ?? '',
+    MacAddress: ep?.MacAddress || cfg?.MacAddress || '', NetworkID: ep?.NetworkID ?? '',
     EndpointID: ep?.EndpointID ?? '', Gateway: ep?.Gateway ?? '', IPAddress: ep?.IPAddress ?? '',
     IPPrefixLen: ep?.IPPrefixLen ?? 0, IPv6Gateway: ep?.IPv6Gateway ?? '', GlobalIPv6Address: ep?.GlobalIPv6Address ?? '',
     GlobalIPv6PrefixLen: ep?.GlobalIPv6PrefixLen ?? 0, DriverOpts: cfg?.DriverOpts ?? null, DNSNames: dnsNames,

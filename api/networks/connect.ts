@@ -13,7 +13,7 @@ import { isRunning, Containers, type ContainerResource as CR, findContainer } fr
 import type { ApiStore } from '../containers/store.ts';
 import type { App } from '../app.ts';
 import { idParams } from '../request.ts';
-import { networkBody } from './body.ts';
+import { goStructBody } from '../go-json.ts';
 import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from './endpoints.ts';
 import { isPredefinedName, networkNameOf, type NetworkResource } from './views.ts';
 import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
@@ -24,14 +24,14 @@ const HOST_ONLY = 'cannot connect container to host network - container must be 
 const PRIVATE_NONE = 'container cannot be connected to multiple networks with one of the networks in private (none) mode';
 const HOST_DISCONNECT = 'container cannot be disconnected from host network or connected to host network';
 
-const ConnectBody = networkBody(z
+const ConnectBody = goStructBody(z
   .object({
     Container: z.string().nullish(),
     EndpointConfig: z.object({}).passthrough().nullish(),
   })
   .passthrough());
 
-const DisconnectBody = networkBody(z
+const DisconnectBody = goStructBody(z
   .object({
     Container: z.string().nullish(),
     Force: z.boolean().nullish(),

@@ -15,7 +15,7 @@ import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
-import { networkBody } from './body.ts';
+import { goStructBody } from '../go-json.ts';
 
 export interface NetworkRouteDeps {
   store: ApiStore;
@@ -27,7 +27,7 @@ export interface NetworkRouteDeps {
 
 export const USER_DEFINED_UNSUPPORTED = 'user-defined networks are not supported by this daemon yet';
 
-const CreateBody = networkBody(z
+const CreateBody = goStructBody(z
   .object({
     Name: z.string().nullish(),
     Driver: z.string().nullish(),

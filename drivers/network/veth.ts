@@ -126,7 +126,9 @@ const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 /**
  * 127.0.0.11:53 inside the namespace goes to the embedded DNS on the gateway: DNAT on the way out,
  * SNAT to the container's address (a loopback source may not leave; route_localnet lets it be
- * routed before it is rewritten), conntrack turning the answers back.
+ * routed before it is rewritten), conntrack turning the answers back. The namespace's nat table
+ * holds these rules alone: they replace the ones before (a run plugged into another network after
+ * leaving the one its names were asked on).
  */
 async function redirectDns(nsenterArg: string, ifName: string, gateway: string, address: string, signal?: AbortSignal): Promise<void> {
   if (!IPV4.test(gateway) || !IPV4.test(address)) throw new TypeError(`bad address ${gateway}/${address}`);
@@ -136,7 +138,7 @@ async function redirectDns(nsenterArg: string, ifName: string, gateway: string, 
     rules.push(`-A POSTROUTING -s 127.0.0.0/8 -d ${gateway}/32 -p ${proto} --dport 53 -j SNAT --to-source ${address}`);
   }
   rules.push('COMMIT', '');
-  const sh = `echo 1 > /proc/sys/net/ipv4/conf/${ifName}/route_localnet && exec iptables-restore --noflush`;
+  const sh = `echo 1 > /proc/sys/net/ipv4/conf/${ifName}/route_localnet && exec iptables-restore`;
   await run('nsenter', [nsenterArg, 'sh', '-c', sh], { input: rules.join('\n'), signal });
 }
 

@@ -29,6 +29,12 @@ export interface Run {
   startedAt: number;
   exit: ExitInfo | null;
   exited: Promise<ExitInfo>;
+  /**
+   * Its exit is in the container's status (the teardown may still run): over for clients. Until
+   * then an attach gets its output to the end, as the reference closes an attach made between
+   * the process's exit and the recorded stop; after it, an attach waits for the next run.
+   */
+  recorded: boolean;
   oom: boolean;
   waitAbort: AbortController;
   /** watchExit has not returned yet (aborting a settled one only costs an AbortError). */
@@ -74,11 +80,12 @@ export class RunRegistry {
    * Registers a run whose task exists (created, maybe not started yet) and begins watching for
    * its exit. `run.exited` settles with the exit, from an event or from Wait.
    */
-  add(id: string, fields: Omit<Run, 'exit' | 'exited' | 'oom' | 'waitAbort' | 'waiting' | 'wake'>): Run {
+  add(id: string, fields: Omit<Run, 'exit' | 'exited' | 'recorded' | 'oom' | 'waitAbort' | 'waiting' | 'wake'>): Run {
     const run: Run = {
       ...fields,
       exit: null,
       exited: undefined as unknown as Promise<ExitInfo>,
+      recorded: false,
       oom: false,
       waitAbort: new AbortController(),
       waiting: true,
@@ -143,7 +150,7 @@ export class RunRegistry {
     if (!set) this.watchers.set(containerId, (set = new Set()));
     set.add(fn);
     const run = this.runs.get(containerId);
-    if (run && !run.exit) fn(run.hub);
+    if (run && !run.recorded) fn(run.hub);
     return () => {
       set.delete(fn);
       if (set.size === 0 && this.watchers.get(containerId) === set) this.watchers.delete(containerId);

@@ -6,13 +6,16 @@ import type { ReconcilerStore } from '../store-like.ts';
 export type EndpointStore = ReconcilerStore;
 
 export interface EndpointNetworkPort {
-  /** Plug the run of `pid` into the network as `eth<index>`, its address claimed (reused when held). */
+  /**
+   * Plug the run of `pid` into the network as `eth<index>`, its address claimed (reused when held);
+   * with `dns`, the run's 127.0.0.11 goes to this network's embedded DNS from now on.
+   */
   attachExtra(
     containerId: string,
     pid: number,
     networkId: string,
     index: number,
-    opts: { ipv4?: string; ipv6?: string; mac?: string },
+    opts: { ipv4?: string; ipv6?: string; mac?: string; dns?: boolean },
   ): Promise<{ ifName: string; hostVeth: string; addresses: EndpointAddresses }>;
   /** Take the host end of the veth away (the container's end goes with it). */
   unplugExtra(hostVeth: string): Promise<void>;

@@ -138,6 +138,9 @@ export class EndpointReconciler {
       ipv4: ipam.IPv4Address || undefined,
       ipv6: ipam.IPv6Address || undefined,
       mac: config.MacAddress ? config.MacAddress.toLowerCase() : undefined,
+      // Without its NetworkMode network (disconnected, maybe connected again as this one), the run's
+      // 127.0.0.11 would still go to a gateway it left: its names are asked here instead.
+      dns: !this.store.get(Containers, containerId)?.status.endpoint,
     });
     return { pid: input.pid, ...out, by: 'endpoint' };
   }

@@ -30,6 +30,17 @@ export interface EndpointRequest {
   mac?: string;
 }
 
+/** An extra endpoint's request: with `dns`, the container's 127.0.0.11 is redirected to this network's embedded DNS. */
+export interface ExtraEndpointRequest extends EndpointRequest {
+  dns?: boolean;
+}
+
+/** The redirect of 127.0.0.11 to a network's embedded DNS on its gateway, when it has one. */
+function dnsRedirectOf(net: NetworkResource): { dnsRedirect?: { gateway: string } } {
+  const gateway = ipv4Pool(net.spec)?.Gateway;
+  return hasEmbeddedDns(net.spec) && gateway ? { dnsRedirect: { gateway } } : {};
+}
+
 /** The IPv6 half of attach: address with prefix and default route, when the endpoint has one. */
 function v6Attach(ep: AttachEndpoint): { address6?: string; gateway6?: string } {
   if (!ep.GlobalIPv6Address) return {};
@@ -119,7 +130,7 @@ export class NetworkAttacher {
       ...v6Attach(ep),
       mac: ep.MacAddress,
       mtu: b.mtu,
-      ...(hasEmbeddedDns(net.spec) && ipv4Pool(net.spec)?.Gateway ? { dnsRedirect: { gateway: ipv4Pool(net.spec)!.Gateway } } : {}),
+      ...dnsRedirectOf(net),
       signal,
     };
     const t0 = performance.now();
@@ -149,7 +160,7 @@ export class NetworkAttacher {
    * Plug a running container into one more network as `eth<index>`: its address claimed there
    * (reused when it has one), no default route. Answers the interface and the addresses.
    */
-  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: EndpointRequest = {}): Promise<PluggedEndpoint> {
+  async attachExtra(containerId: string, pid: number, networkId: string, index: number, opts: ExtraEndpointRequest = {}): Promise<PluggedEndpoint> {
     const net = this.store.get(Networks, networkId);
     if (!net?.spec.bridge) throw notFound(`network ${networkId} not found`);
     const [alloc, alloc6] = claimAddresses(this.store, net, containerId, opts);
@@ -166,6 +177,7 @@ export class NetworkAttacher {
       ...(ep.GlobalIPv6Address ? { address6: `${ep.GlobalIPv6Address}/${ep.GlobalIPv6PrefixLen}` } : {}),
       mac: ep.MacAddress,
       mtu: net.spec.bridge.mtu,
+      ...(opts.dns ? dnsRedirectOf(net) : {}),
     });
     const { EndpointID, MacAddress, Gateway, IPAddress, IPPrefixLen, IPv6Gateway, GlobalIPv6Address, GlobalIPv6PrefixLen } = ep;
     return { ifName, hostVeth, addresses: { EndpointID, MacAddress, Gateway, IPAddress, IPPrefixLen, IPv6Gateway, GlobalIPv6Address, GlobalIPv6PrefixLen } };
