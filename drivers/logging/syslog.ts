@@ -15,7 +15,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 import { connect as tlsConnect } from 'node:tls';
-import { openUnixDgram, type UnixDgramError, type UnixDgramSender } from '../sys/unix-dgram.ts';
+import { openUnixDgram, type UnixDgramSender } from '../sys/unix-dgram.ts';
+import { dgramConn, type Conn } from './dgram-conn.ts';
 import { dialError, goAtoi, goUrlParse, parseLogTag, splitHostPort, type ContainerLogInfo } from './info.ts';
 import type { LogMessage, RemoteDriver } from './remote.ts';
 
@@ -130,12 +131,6 @@ export function formatSyslog(format: SyslogFormat, priority: number, hostname: s
 
 // ---- the connection -------------------------------------------------------------------------
 
-interface Conn {
-  write(b: Buffer): Promise<void>;
-  close(): void;
-  broken: boolean;
-}
-
 function streamConn(s: Socket): Conn {
   const c: Conn = {
     broken: false,
@@ -236,50 +231,6 @@ async function dialLocal(paths: string[], stallMs?: number): Promise<Conn> {
     } catch {}
   }
   throw new Error('Unix syslog delivery error');
-}
-
-// A full receive queue (EAGAIN: the kernel queues only net.unix.max_dgram_qlen datagrams, 10 by
-// default) is waited out as the reference's blocking write would, but off the event loop: the
-// send is retried on a growing timer. A receiver that takes no datagram for DGRAM_STALL_MS gets
-// the message dropped (counted, and the write fails so the sink logs it), and until one send goes
-// through again the next messages get a single try each, so a dead-stuck receiver cannot hold a
-// container's output (or its stop) for that long per line.
-const DGRAM_STALL_MS = 5000;
-const DGRAM_RETRY_MAX_MS = 20;
-
-function dgramConn(sock: UnixDgramSender, addr: string, stallMs = DGRAM_STALL_MS): Conn & { dropped: number } {
-  let stalled = false;
-  const c = {
-    broken: false,
-    dropped: 0,
-    async write(b: Buffer): Promise<void> {
-      const start = Date.now();
-      let delay = 0;
-      for (;;) {
-        let sent: boolean;
-        try {
-          sent = sock.send(b);
-        } catch (err) {
-          // ECONNREFUSED once the receiver is gone: redial, as srslog does on a failed write.
-          c.broken = true;
-          throw new Error(`write unixgram ${addr}: ${(err as UnixDgramError).message.replace(/^write: /, '')}`);
-        }
-        if (sent) {
-          stalled = false;
-          return;
-        }
-        if (stalled || Date.now() - start >= stallMs) {
-          stalled = true;
-          c.dropped++;
-          throw Object.assign(new Error(`write unixgram ${addr}: resource temporarily unavailable (receiver not reading; ${c.dropped} messages dropped)`), { dropped: true });
-        }
-        await new Promise((res) => (delay ? setTimeout(res, delay) : setImmediate(res)));
-        delay = Math.min(DGRAM_RETRY_MAX_MS, delay ? delay * 2 : 1);
-      }
-    },
-    close: () => sock.close(),
-  };
-  return c;
 }
 
 export interface SyslogDriverOptions {

@@ -43,10 +43,10 @@ async function until(check: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 interface Unixgram { path: string; msgs(): Buffer[]; close(): void }
-/** A python3 AF_UNIX/SOCK_DGRAM socket bound at a temp path, printing each datagram as a hex line. */
-async function unixgram(): Promise<Unixgram> {
-  const dir = mkdtempSync(join(tmpdir(), 'e2e-unixgram-'));
-  const path = join(dir, 'syslog.sock');
+/** A python3 AF_UNIX/SOCK_DGRAM socket bound at `at` or a temp path, printing each datagram as a hex line. */
+async function unixgram(at?: string): Promise<Unixgram> {
+  const dir = at ? '' : mkdtempSync(join(tmpdir(), 'e2e-unixgram-'));
+  const path = at ?? join(dir, 'syslog.sock');
   const script = [
     'import socket, sys',
     's = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)',
@@ -64,7 +64,7 @@ async function unixgram(): Promise<Unixgram> {
   });
   const close = () => {
     py.kill();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir || path, { recursive: true, force: true });
   };
   try {
     await until(() => lines[0] === 'ready');
@@ -84,15 +84,19 @@ describe('remote log drivers', () => {
   let img: string;
   let dflt: Udp;
   const dk = dockerOk(() => d);
+  // Where the daemon looks for the journal's socket: nothing there but while the journald test binds it.
+  const journalDir = mkdtempSync(join(tmpdir(), 'e2e-journal-'));
+  const journalSocket = join(journalDir, 'socket');
   before(async () => {
     dflt = await udp();
-    const s = await startWithImages({ args: ['--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${dflt.port}`, '--log-opt', 'syslog-format=rfc5424'] });
+    const s = await startWithImages({ env: { ENGINE_JOURNAL_SOCKET: journalSocket }, args: ['--log-driver', 'syslog', '--log-opt', `syslog-address=udp://127.0.0.1:${dflt.port}`, '--log-opt', 'syslog-format=rfc5424'] });
     d = s.d;
     img = s.imgs.tag;
   });
   after(async () => {
     await removeAllAndCleanup(d);
     dflt?.close();
+    rmSync(journalDir, { recursive: true, force: true });
   });
 
   test('syslog over udp and tcp; docker logs reads the cache', async () => {
@@ -253,6 +257,34 @@ describe('remote log drivers', () => {
     const r = await docker(d, ['run', '--log-driver', 'fluentd', '--log-opt', `fluentd-address=127.0.0.1:${t.port}`, img, 'true']);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, new RegExp(`failed to initialize logging driver: dial tcp 127.0.0.1:${t.port}: connect: connection refused`));
+  });
+
+  test('journald: one entry a line in the native protocol at the journal socket, with the reference fields; docker logs reads the cache', async () => {
+    const g = await unixgram(journalSocket);
+    try {
+      const id = await dk('run', '-d', '--name', 'jd1', '--log-driver', 'journald', '--label', 'team.name=blue', '-e', 'STAGE=prod', '--log-opt', 'labels=team.name', '--log-opt', 'env=STAGE', '--log-opt', 'tag={{.Name}}/x', img, 'sh', '-c', 'echo hello; echo oops >&2');
+      await dk('wait', id);
+      await until(() => g.msgs().length >= 2);
+      // No value holds a newline here: every field is NAME=value and a newline.
+      const entries = g.msgs().map((b) => {
+        assert.ok(b.toString().endsWith('\n'));
+        return Object.fromEntries(b.toString().slice(0, -1).split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+      });
+      const fields = { CONTAINER_ID: id.slice(0, 12), CONTAINER_ID_FULL: id, CONTAINER_NAME: 'jd1', CONTAINER_TAG: 'jd1/x', IMAGE_NAME: img, SYSLOG_IDENTIFIER: 'jd1/x', TEAM_NAME: 'blue', STAGE: 'prod' };
+      assert.deepEqual(entries.find((e) => e.MESSAGE === 'hello'), { PRIORITY: '6', MESSAGE: 'hello', ...fields });
+      assert.deepEqual(entries.find((e) => e.MESSAGE === 'oops'), { PRIORITY: '3', MESSAGE: 'oops', ...fields });
+      // No journal to read on this machine: the local cache answers (dual logging), as for syslog.
+      const r = await docker(d, ['logs', id]);
+      assert.equal(r.stdout, 'hello\n');
+      assert.equal(r.stderr, 'oops\n');
+      // Without the cache: the reference's refusal.
+      const off = await dk('run', '-d', '--log-driver', 'journald', '--log-opt', 'cache-disabled=true', img, 'true');
+      const r2 = await docker(d, ['logs', off]);
+      assert.notEqual(r2.code, 0);
+      assert.match(r2.stderr, /configured logging driver does not support reading/);
+    } finally {
+      g.close();
+    }
   });
 
   test('journald is refused clearly', async () => {

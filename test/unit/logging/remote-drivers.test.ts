@@ -16,6 +16,7 @@ import { formatSyslog, newSyslog } from '../../../drivers/logging/syslog.ts';
 import { gelfChunks } from '../../../drivers/logging/gelf.ts';
 import { RemoteSink, type LogMessage, type RemoteDriver } from '../../../drivers/logging/remote.ts';
 import { RingSink } from '../../../drivers/logging/ring.ts';
+import { journalEntry, journalFieldName } from '../../../drivers/logging/journald.ts';
 
 const log = pino({ level: 'silent' });
 const tmp = mkdtempSync(join(tmpdir(), 'remote-log-'));
@@ -332,5 +333,19 @@ describe('non-blocking ring', () => {
     assert.ok(waited);
     release();
     await sink.close();
+  });
+});
+
+describe('journald entries', () => {
+  it('fields as go-systemd writes them: NAME=value, or NAME, a 64-bit little-endian length and the value when it holds a newline', () => {
+    const e = journalEntry([['PRIORITY', '6'], ['MESSAGE', 'a\nb'], ['CONTAINER_NAME', 'web']]);
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(3n);
+    assert.deepEqual(e, Buffer.concat([Buffer.from('PRIORITY=6\nMESSAGE\n'), len, Buffer.from('a\nb\nCONTAINER_NAME=web\n')]));
+  });
+  it('label and variable names become field names as the reference sanitizes them', () => {
+    assert.equal(journalFieldName('com.example.team-name'), 'COM_EXAMPLE_TEAM_NAME');
+    assert.equal(journalFieldName('_lead.x'), 'LEAD_X');
+    assert.equal(journalFieldName('STAGE9'), 'STAGE9');
   });
 });
