@@ -3,12 +3,13 @@
 //   engine [-H HOST] stack ls | ps NAME | inspect NAME... | diff [-f FILE] [-p NAME] | rm [--volumes] NAME...
 // `apply` does Compose's client-side work (lib/compose/client.ts) and PUTs the result as JSON.
 // The daemon: -H, else ENGINE_HOST, else DOCKER_HOST, else unix:///var/run/engine.sock.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_HOST } from '../config/options.ts';
 import { ComposeClientError, loadProject } from '../lib/compose/client.ts';
+import { ApplyProgress, serviceStates, type ContainerView } from './apply-progress.ts';
 
 class UsageError extends Error {}
 /** An error answered by the daemon: printed as `Error response from daemon: MSG`. */
@@ -34,6 +35,8 @@ Commands:
                       What an apply of the file would create, recreate or remove (nothing is changed)
   stack rm [--volumes] [--cluster] NAME...
                       Remove stacks (and their named volumes with --volumes; --cluster: from every node)
+  completion bash|zsh Print the shell's completion script (contrib/completion/): for bash,
+                      \`source <(engine completion bash)\`
 
 Options:
   -H, --host HOST     The daemon: unix:///PATH or tcp://HOST:PORT (default: $ENGINE_HOST, $DOCKER_HOST, ${DEFAULT_HOST})
@@ -235,11 +238,18 @@ async function apply(t: Target, args: string[]): Promise<number> {
   if (!f.bools.has('wait')) return 0;
 
   const deadline = Date.now() + timeoutS * 1000;
+  const progress = new ApplyProgress(process.stdout);
+  // The project's containers (on this daemon; a cluster stack's are on its nodes).
+  const containersPath = `/containers/json?all=1&filters=${enc(JSON.stringify({ label: [`com.docker.compose.project=${project.name}`] }))}`;
   let last: Stack | undefined;
   for (;;) {
     last = (await call(t, 'GET', `/stacks/${enc(project.name)}${scope}`)).body as Stack;
     const observed = last.Status.ObservedGeneration >= applied.Generation;
     const state = observed ? current(last.Status.Conditions)?.type : undefined;
+    if (observed) {
+      const containers = scope ? null : ((await call(t, 'GET', containersPath)).body as ContainerView[]);
+      progress.update(serviceStates(last.Status.Services ?? {}, containers));
+    }
     if (state === 'Ready') {
       process.stdout.write(`stack ${project.name} ready\n`);
       return 0;
@@ -326,6 +336,15 @@ async function stack(t: Target, args: string[]): Promise<number> {
   }
 }
 
+/** `completion bash|zsh`: the script of contrib/completion/ for the shell. */
+function completion(args: string[]): number {
+  const files: Record<string, string> = { bash: 'bash/engine', zsh: 'zsh/_engine' };
+  const file = args.length === 1 ? files[args[0]!] : undefined;
+  if (!file) throw new UsageError('completion: expected bash or zsh');
+  process.stdout.write(readFileSync(new URL(`../contrib/completion/${file}`, import.meta.url), 'utf8'));
+  return 0;
+}
+
 export async function main(argv: string[]): Promise<number> {
   try {
     const g = parseFlags(argv, { '-H': 'host', '--host': 'host' }, { '-h': 'help', '--help': 'help' }, true);
@@ -334,6 +353,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
+    if (cmd === 'completion') return completion(args);
     const t = target(g.values.host || process.env.ENGINE_HOST || process.env.DOCKER_HOST || DEFAULT_HOST);
     switch (cmd) {
       case 'apply':

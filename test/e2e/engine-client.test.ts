@@ -7,8 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dockerOk, type TestImages } from './harness/clients.ts';
-import type { DaemonHandle } from './harness/daemon.ts';
+import { dockerOk, runProcess, type TestImages } from './harness/clients.ts';
+import { REPO, type DaemonHandle } from './harness/daemon.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
@@ -65,6 +65,11 @@ describe('bin/engine', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /stack myshop created/);
     assert.match(r.stdout, /stack myshop ready/);
+    // Progress as compose prints it without a terminal: a plain line each time the service's state changes, Ready last.
+    const states = r.stdout.split('\n').filter((l) => l.startsWith('Service web  ')).map((l) => l.slice('Service web  '.length));
+    assert.equal(states.at(-1), 'Ready', r.stdout);
+    assert.ok(states.every((st) => /^(Creating|Created|Starting|Started|Ready)$/.test(st)), r.stdout);
+    assert.equal(new Set(states).size, states.length, 'a state is printed once');
     const env = await dk('inspect', '-f', '{{range .Config.Env}}{{println .}}{{end}}', 'myshop-web-1');
     assert.match(env, /^FROM_ENV_FILE=yes$/m, 'env_file read');
     assert.match(env, /^OVERRIDDEN=from-environment$/m, 'environment wins over env_file');
@@ -118,12 +123,43 @@ describe('bin/engine', () => {
     assert.equal(rm.code, 0, rm.stderr);
   });
 
+  test('completion: bash completes commands, flags and the daemon\'s stack names; the zsh script loads', async () => {
+    const bin = join(REPO, 'bin');
+    const script = [
+      `export PATH=${bin}:$PATH`,
+      'source <(engine completion bash)',
+      'comp() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _engine; echo "${COMPREPLY[*]}"; }',
+      "comp engine ''",
+      'comp engine st',
+      "comp engine stack ''",
+      'comp engine apply --w',
+      `comp engine -H unix://${d.socket} stack rm ''`,
+      'comp engine stack rm --v',
+    ].join('\n');
+    const r = await runProcess('bash', ['-c', script]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.stdout.trim().split('\n'), [
+      'apply stack completion help -H --host -h --help',
+      'stack',
+      'ls ps inspect diff rm',
+      '--wait',
+      'myshop',
+      '--volumes',
+    ]);
+    const zsh = await runProcess('zsh', ['-fc', 'mkdir -p "$1" && engine completion zsh > "$1/_engine" && fpath=("$1" $fpath) && autoload -U compinit && compinit -u -d "$1/.zcompdump" && autoload -U _engine && echo $_comps[engine]', 'zsh', join(root, 'zfunc')], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    assert.equal(zsh.code, 0, zsh.stderr);
+    assert.equal(zsh.stdout.trim(), '_engine');
+  });
+
   test('--wait gives up at --timeout with the conditions', async () => {
     const file = join(root, 'slow.yaml');
     writeFileSync(file, `services:\n  slow:\n    image: ${imgs.tag}\n    command: ["sleep", "300"]\n    healthcheck:\n      test: ["CMD", "false"]\n      interval: 1h\n`);
     const r = await engine([...H(), 'apply', '-f', file, '-p', 'slow', '--wait', '--timeout', '2']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /stack slow not Ready after 2s/);
+    // Its healthcheck has not run yet: the last state shown is Starting (health: starting), never Ready.
+    assert.match(r.stdout, /^Service slow  Starting$/m, r.stdout);
+    assert.doesNotMatch(r.stdout, /Service slow {2}Ready/);
     assert.match(r.stderr, /Progressing=True/);
     assert.equal((await engine([...H(), 'stack', 'rm', 'slow'])).code, 0);
   });

@@ -53,7 +53,9 @@ interface SpawnOptions {
   timeoutMs: number;
 }
 
-function runProcess(cmd: string, args: readonly string[], opts: SpawnOptions): Promise<RunResult> {
+/** Runs a command to its end (killed after `timeoutMs`, default 60 s), with `input` on its stdin. */
+export function runProcess(cmd: string, args: readonly string[], o: Partial<SpawnOptions> = {}): Promise<RunResult> {
+  const opts: SpawnOptions = { env: process.env, timeoutMs: 60_000, ...o };
   return new Promise((resolveRun, rejectRun) => {
     const child = spawn(cmd, args, { env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
