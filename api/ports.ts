@@ -1,5 +1,6 @@
 // Narrow interfaces the API layer needs for byte streams. `api` declares them; `cmd` fills them
 // with driver implementations. `api` imports no driver and no reconciler.
+import type { ExecConfig } from '../store/kinds/exec.ts';
 import type { Readable } from 'node:stream';
 
 // ---- logs -------------------------------------------------------------------------------------
@@ -69,19 +70,8 @@ export interface ContainerStreamsPort {
   resize(containerId: string, width: number, height: number): Promise<void>;
 }
 
-export interface ExecCreateConfig {
-  User: string;
-  Privileged: boolean;
-  Tty: boolean;
-  AttachStdin: boolean;
-  AttachStdout: boolean;
-  AttachStderr: boolean;
-  DetachKeys: string;
-  Env: string[];
-  WorkingDir: string;
-  Cmd: string[];
-  ConsoleSize?: [number, number] | null;
-}
+/** What an exec is created with: the exec kind's config (store/kinds/exec.ts). */
+export type ExecCreateConfig = ExecConfig;
 
 export interface ExecInspect {
   ID: string;

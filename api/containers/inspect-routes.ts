@@ -10,6 +10,7 @@ import { apiVersion, idParams, q } from '../request.ts';
 import { listContainers } from './list.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 import { inspectView } from './views.ts';
+import { execsOfContainer } from '../../store/kinds/exec.ts';
 import { Images } from '../../store/kinds/image.ts';
 import { findContainer } from '../../store/kinds/container.ts';
 
@@ -41,6 +42,7 @@ export function inspectRoutes(deps: ContainerRouteDeps) {
         networkName: networkNameResolver(store),
         endpoints: endpointsOfContainer(store, c.name),
         isBridgeNetwork: bridgeNetworkTest(store),
+        execIds: execsOfContainer(store, c.name).filter((e) => e.status.phase !== 'exited').map((e) => e.name),
       });
     });
 

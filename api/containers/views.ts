@@ -79,7 +79,7 @@ function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkN
 
 export function inspectView(
   r: CR,
-  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean },
+  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean; execIds?: readonly string[] },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const running = status.phase === 'running' || status.phase === 'paused';
@@ -114,7 +114,8 @@ export function inspectView(
     MountLabel: '',
     ProcessLabel: '',
     AppArmorProfile: '',
-    ExecIDs: null,
+    // Its execs not yet ended (created or running), as the reference lists them; null when none.
+    ExecIDs: opts.execIds?.length ? [...opts.execIds] : null,
     HostConfig: spec.hostConfig,
     GraphDriver: { Name: status.driver, Data: opts.graphDriverData },
     Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),

@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
 import type { SwappableRuntimes } from './core.ts';
-import type { Runs, Volumes } from './containers.ts';
+import type { Execs, Runs, Volumes } from './containers.ts';
 import { createApp } from '../../api/app.ts';
 import { AuthzChain } from '../../api/authz/chain.ts';
 import { pluginDirs } from '../../api/authz/discovery.ts';
@@ -39,7 +39,6 @@ import { hostRouteSubnets } from '../../drivers/network/routes.ts';
 import { validateBind } from '../../drivers/oci/index.ts';
 import type { LayerStore } from '../../drivers/storage/types.ts';
 import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
-import type { ExecManager } from '../../reconcilers/container/exec.ts';
 import type { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts';
 import { parseSignal } from '../../reconcilers/container/signals.ts';
 import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
@@ -130,7 +129,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       const attachDeps = {
         store,
         streams: { watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn), resize: (id: string, w: number, h: number) => runs.resize(id, w, h) },
-        execs: ctx.get<ExecManager>('execs'),
+        execs: ctx.get<Execs>('execs').port,
         logs: logReader,
         events,
       };

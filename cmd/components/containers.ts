@@ -17,7 +17,11 @@ import { subscribeEvents, type EventSubscription } from '../../drivers/superviso
 import { ensureShm, releaseShm } from '../../drivers/sys/shm.ts';
 import { netns } from '../../drivers/network/netns.ts';
 import { LocalVolumeDriver } from '../../drivers/volume/local.ts';
-import { ExecManager } from '../../reconcilers/container/exec.ts';
+import { execController } from '../../reconcilers/exec/controller.ts';
+import { execPort, type ExecService } from '../../reconcilers/exec/port.ts';
+import { ExecProcesses } from '../../reconcilers/exec/processes.ts';
+import { ExecReconciler } from '../../reconcilers/exec/reconciler.ts';
+import { Execs as ExecRecords } from '../../store/kinds/exec.ts';
 import { execProbes } from '../../reconcilers/container/probe.ts';
 import { ContainerReconciler } from '../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../reconcilers/container/runs.ts';
@@ -49,6 +53,13 @@ import { recheckMsFromEnv } from '../daemon-helpers.ts';
 export interface Volumes {
   readonly driver: LocalVolumeDriver;
   readonly mounter: VolumeMounter;
+}
+
+export interface Execs {
+  /** What the API and the probes use. */
+  readonly port: ExecService;
+  readonly reconciler: ExecReconciler;
+  readonly processes: ExecProcesses;
 }
 
 export interface Runs {
@@ -85,18 +96,28 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         return runs;
       },
     }),
-    component({
+    component<Execs>({
       id: 'execs',
-      requires: ['supervisor-client', 'stdio', 'runs', 'paths'],
-      init: (ctx) =>
-        new ExecManager({
-          supervisor: ctx.get<SupervisorClient>('supervisor-client'),
+      requires: ['store', 'supervisor-client', 'stdio', 'runs', 'paths'],
+      init: (ctx) => {
+        const store = ctx.get<Store>('store');
+        // Not durable, as the reference's: the execs of an earlier daemon are gone before the API serves.
+        const stale = store.list(ExecRecords);
+        if (stale.length) store.transaction((tx) => stale.forEach((e) => tx.delete(ExecRecords, e.name)));
+        const supervisor = ctx.get<SupervisorClient>('supervisor-client');
+        const host = ctx.get<Runs>('runs').registry;
+        const processes = new ExecProcesses();
+        const reconciler = new ExecReconciler(store, {
+          supervisor,
           stdio: ctx.get<Stdio>('stdio'),
-          host: ctx.get<Runs>('runs').registry,
+          host,
+          processes,
           execRoot: ctx.get<Paths>('paths').execRoot,
           log: log.child({ component: 'exec' }),
           resolveUser: (rootfs, user) => resolveUser(rootfs, user),
-        }),
+        });
+        return { port: execPort({ store, processes, host, supervisor }), reconciler, processes };
+      },
     }),
     component({
       id: 'containers',
@@ -111,7 +132,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
           network: ctx.get<NetworkAttacher>('network-attacher'),
           shm: { ensure: ensureShm, release: releaseShm },
           netns,
-          probes: execProbes(ctx.get<ExecManager>('execs'), supervisor, ctx.get<Metrics>('metrics').engine?.healthCheck),
+          probes: execProbes(ctx.get<Execs>('execs').port, supervisor, ctx.get<Metrics>('metrics').engine?.healthCheck),
           volumes: ctx.get<Volumes>('volumes').mounter,
           ports: ctx.get<PortPublisher>('ports'),
           links: new LinkFirewall(store, ctx.get<BridgeDriver>('bridge'), log.child({ component: 'links' })),
@@ -130,11 +151,11 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
     }),
     component<Controllers>({
       id: 'controllers',
-      requires: ['store', 'paths', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics', 'runtimes'],
+      requires: ['store', 'paths', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics', 'runtimes', 'execs'],
       init: (ctx) => {
         const store = ctx.get<Store>('store');
         const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
-        const manager = new Manager();
+        const manager = new Manager({ log: log.child({ component: 'controllers' }) });
         const metrics = ctx.get<Metrics>('metrics').controllers;
         const runs = ctx.get<Runs>('runs').registry;
         const containers = ctx.get<ContainerReconciler>('containers');
@@ -148,6 +169,8 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const containerCtl = containerController(runs, containers).build({ store, reconciler: containers, log, metrics });
         manager.add(containerCtl);
         manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, metrics }));
+        const execs = ctx.get<Execs>('execs');
+        manager.add(execController(execs.processes.exits).build({ store, reconciler: execs.reconciler, log, metrics }));
         return { manager, images, containers: containerCtl };
       },
     }),
@@ -198,6 +221,7 @@ export function runningComponent({ cfg, log }: DaemonEnv) {
       // Before pulls resume and the API serves: nothing is in the middle of making a layer.
       await images.collectUnreferenced().catch((err: unknown) => log.warn({ err }, 'collecting layers no image uses failed'));
       await manager.start();
+      void manager.ready().then(() => log.debug({ controllers: manager.status() }, 'controllers synced'));
       // Beside the first reconciles, not before them: the API serves while orphans are killed.
       void containers
         .collectOrphans()

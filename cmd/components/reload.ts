@@ -8,6 +8,8 @@ import type { EventRecorder } from '../../api/events/recorder.ts';
 import type { DaemonConfig } from '../../config/options.ts';
 import { goFormat } from '../../config/values.ts';
 import type { Controller } from '../../controllers/controller.ts';
+import type { Manager } from '../../controllers/manager.ts';
+import type { Controllers } from './containers.ts';
 import type { DistributionDriver } from '../../drivers/distribution/distribution.ts';
 import { configReloadController } from '../../reconcilers/config-reload/controller.ts';
 import { ConfigFileSource } from '../../reconcilers/config-reload/file-source.ts';
@@ -28,6 +30,7 @@ export interface Reload {
 
 interface Running extends Reload {
   controller: Controller;
+  manager: Manager;
   unwatch: () => Promise<void>;
 }
 
@@ -60,7 +63,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
   return component<Running>({
     id: 'reload',
     // After the API: a reload is taken only once the daemon runs.
-    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api', 'authz', 'cluster'],
+    requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api', 'authz', 'cluster', 'controllers'],
     init: async (ctx) => {
       const store = ctx.get<Store>('store');
       const runtimes = ctx.get<SwappableRuntimes>('runtimes');
@@ -120,13 +123,15 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const source = new ConfigFileSource(store, cfg.configFile, rlog);
       source.started(reloadableValues(cfg));
       const controller = configReloadController.build({ store, reconciler, log, metrics: ctx.get<Metrics>('metrics').controllers });
-      await controller.start();
+      // Run by the manager with every other loop (a reload read before it runs waits in the store).
+      const { manager } = ctx.get<Controllers>('controllers');
+      manager.add(controller);
       const unwatch = await source.watch();
-      return { signal: () => source.read('signal'), controller, unwatch };
+      return { signal: () => source.read('signal'), controller, manager, unwatch };
     },
-    close: async ({ controller, unwatch }) => {
+    close: async ({ controller, manager, unwatch }) => {
       await unwatch();
-      await controller.stop();
+      await manager.remove(controller);
     },
   });
 }

@@ -10,6 +10,7 @@ import { EngineError, type ErrorCode } from '../../lib/errors.ts';
 import { stackController } from '../../reconcilers/stack/controller.ts';
 import { StackReconciler, type StackEngine } from '../../reconcilers/stack/reconciler.ts';
 import type { Controller } from '../../controllers/controller.ts';
+import type { Manager } from '../../controllers/manager.ts';
 import type { Store } from '../../store/store.ts';
 import { component } from '../components.ts';
 import type { DaemonEnv, Paths } from './env.ts';
@@ -17,7 +18,7 @@ import { labelMap } from './cluster.ts';
 import type { Controllers } from './containers.ts';
 import type { Metrics } from './metrics.ts';
 
-/** The longest the stack controller waits for the container controller's first pass. */
+/** The longest the stack controller waits for the container controller's first pass (then starts anyway). */
 const SYNC_WAIT_MS = 30_000;
 
 const CODES: Record<number, ErrorCode> = { 400: 'InvalidArgument', 403: 'PermissionDenied', 404: 'NotFound', 409: 'Conflict', 503: 'Unavailable' };
@@ -50,7 +51,7 @@ function nodeFacts(cfg: DaemonEnv['cfg'], id: string): NodeFacts {
 }
 
 export function stacksComponent({ cfg, log }: DaemonEnv) {
-  return component<Controller>({
+  return component<{ controller: Controller; manager: Manager }>({
     id: 'stacks',
     requires: ['api', 'store', 'paths', 'metrics', 'controllers'],
     init: async (ctx) => {
@@ -59,20 +60,13 @@ export function stacksComponent({ cfg, log }: DaemonEnv) {
       const id = engineId(cfg.dataRoot);
       const reconciler = new StackReconciler(store, { engine: inProcessEngine(app), filesRoot: join(ctx.get<Paths>('paths').dataRoot, 'stacks'), node: () => nodeFacts(cfg, id) });
       const controller = stackController.build({ store, reconciler, log: log.child({ component: 'stacks' }), metrics: ctx.get<Metrics>('metrics').controllers });
-      // Stacks read their containers' status: not before the container controller has looked at each
-      // container once (after a restart or a kill -9 the store still says what the last run saw).
-      const containers = ctx.get<Controllers>('controllers').containers;
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise<void>((resolve) => (timer = setTimeout(() => {
-        log.warn({ component: 'stacks', waitMs: SYNC_WAIT_MS }, 'containers not all reconciled yet; starting the stack controller anyway');
-        resolve();
-      }, SYNC_WAIT_MS).unref()));
-      void Promise.race([containers.synced(), waited]).then(() => {
-        clearTimeout(timer);
-        return controller.start();
-      }).catch((err) => log.error({ err, component: 'stacks' }, 'the stack controller did not start'));
-      return controller;
+      // Stacks read their containers' status: started once the container controller has looked at
+      // each container once (after a restart or a kill -9 the store still says what the last run saw).
+      const { manager, containers } = ctx.get<Controllers>('controllers');
+      manager.add(controller, { after: [containers], waitMs: SYNC_WAIT_MS });
+      return { controller, manager };
     },
-    close: (controller) => controller.stop(),
+    // Before the API closes: its reconciles call it.
+    close: ({ controller, manager }) => manager.remove(controller),
   });
 }

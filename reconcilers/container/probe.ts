@@ -3,7 +3,7 @@
 // killed and answers -1 with the reference daemon's text; one that cannot start answers -1 with why.
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { SupervisorPort } from './deps.ts';
-import type { ExecManager } from './exec.ts';
+import type { ExecService } from '../exec/port.ts';
 import { formatGoDuration } from '../../lib/units.ts';
 import { MAX_OUTPUT, type ProbePort, type ProbeResult } from './health.ts';
 
@@ -13,7 +13,7 @@ const SIGKILL = 9;
  * `counted`, when given, hears of every probe and whether it could not be run at all (what the
  * reference's failed-health-checks counter counts: not a non-zero exit, not a timeout).
  */
-export function execProbes(execs: Pick<ExecManager, 'create' | 'start'>, supervisor: Pick<SupervisorPort, 'killProcess'>, counted?: (failed: boolean) => void): ProbePort {
+export function execProbes(execs: Pick<ExecService, 'create' | 'start'>, supervisor: Pick<SupervisorPort, 'killProcess'>, counted?: (failed: boolean) => void): ProbePort {
   return {
     async run(containerId: string, cmd: string[], timeoutMs: number): Promise<ProbeResult> {
       const start = rfc3339Nano();

@@ -4,6 +4,7 @@ import { kindTable, type KindTable } from '../kind.ts';
 import { Containers } from './container.ts';
 import { DaemonConfigs } from './daemon-config.ts';
 import { Endpoints } from './endpoint.ts';
+import { Execs } from './exec.ts';
 import { Images } from './image.ts';
 import { IpamAllocations } from './ipam-allocation.ts';
 import { Migrations } from './migration.ts';
@@ -29,4 +30,5 @@ export const STORE_KINDS: KindTable = kindTable([
   Runtimes,
   DaemonConfigs,
   Stacks,
+  Execs,
 ]);

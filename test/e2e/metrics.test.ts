@@ -66,7 +66,8 @@ describe('metrics', () => {
 
   test('GET /metrics: controller-runtime and workqueue families for every controller, and the process collectors; they move as containers run', async () => {
     const before = await scrape();
-    for (const controller of ['container', 'image', 'network', 'volume', 'endpoint', 'pull']) {
+    // Every loop the manager runs, those wired once the API serves (stack, config-reload) included.
+    for (const controller of ['container', 'image', 'network', 'volume', 'endpoint', 'pull', 'runtime', 'exec', 'stack', 'config-reload']) {
       assert.notEqual(sample(before, 'controller_runtime_reconcile_total', { controller, result: 'success' }), undefined, `${controller} reconcile_total`);
       assert.notEqual(sample(before, 'controller_runtime_max_concurrent_reconciles', { controller }), undefined, `${controller} max_concurrent_reconciles`);
       assert.notEqual(sample(before, 'workqueue_adds_total', { name: controller }), undefined, `${controller} workqueue_adds_total`);

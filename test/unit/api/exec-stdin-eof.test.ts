@@ -1,16 +1,15 @@
 // The exec side of stdin EOF: a client that ends its stdin the moment the hub exists (a piped
 // `docker exec -i`) must not have the EOF passed to the shim before the process started, since
 // the shim opens an exec's stdin FIFO only at start. The API holds EOF back too
-// (AttachSession.closeStdinAfter); this checks the exec manager's own hub does.
-import { test } from 'node:test';
+// (AttachSession.closeStdinAfter); this checks the exec reconciler's own hub does.
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { ExecManager } from '../../../reconcilers/container/exec.ts';
 import type { HubLike, StdioPort, SupervisorPort } from '../../../reconcilers/container/deps.ts';
+import { execWorld } from '../exec/exec-world.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function setup(opts: { startFails?: boolean } = {}) {
+async function setup(opts: { startFails?: boolean } = {}) {
   const calls: string[] = [];
   const release = Promise.withResolvers<void>();
   const supervisor = {
@@ -36,20 +35,15 @@ function setup(opts: { startFails?: boolean } = {}) {
     }),
     remove: async () => {},
   } as unknown as StdioPort;
-  const m = new ExecManager({
-    supervisor,
-    stdio,
-    host: { runInfo: () => ({ pid: 1, oci: { process: { env: [] } }, rootfs: '/' }) },
-    execRoot: '/tmp/none',
-    log: pino({ level: 'silent' }),
-    resolveUser: async () => ({ uid: 0, gid: 0 }),
-  });
+  const w = await execWorld(supervisor, stdio);
+  const m = w.execs;
   const id = m.create('c1', { User: '', Privileged: false, Tty: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, DetachKeys: '', Env: [], WorkingDir: '', Cmd: ['cat'] });
-  return { m, id, calls, release: () => release.resolve() };
+  return { m, id, calls, release: () => release.resolve(), close: w.close };
 }
 
 test('an exec hub passes stdin EOF to the shim only after the process started', async () => {
-  const { m, id, calls, release } = setup();
+  const { m, id, calls, release, close } = await setup();
+  after(close);
   const started = m.start(id, { tty: false }, (hub) => {
     hub.writeStdin(Buffer.from('hi\n'));
     hub.closeStdin();
@@ -64,7 +58,8 @@ test('an exec hub passes stdin EOF to the shim only after the process started', 
 });
 
 test('when the start fails, the held EOF closes our end without asking the shim', async () => {
-  const { m, id, calls, release } = setup({ startFails: true });
+  const { m, id, calls, release, close } = await setup({ startFails: true });
+  after(close);
   const started = m.start(id, { tty: false }, (hub) => hub.closeStdin());
   release();
   await assert.rejects(started, /start failed/);

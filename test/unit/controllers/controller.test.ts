@@ -266,6 +266,56 @@ describe('Manager', () => {
     assert.deepEqual(calls, ['start a', 'stop a']);
   });
 
+  test('a loop declared after another starts once that one has synced, without holding up the start; ready() and status() say where each is', async () => {
+    const calls: string[] = [];
+    let sync = () => {};
+    const containers = { name: 'container', start: () => void calls.push('start container'), stop: () => void calls.push('stop container'), synced: () => new Promise<void>((r) => (sync = r)) };
+    const stacks = { name: 'stack', start: () => void calls.push('start stack'), stop: () => void calls.push('stop stack') };
+    const m = new Manager();
+    m.add(containers);
+    m.add(stacks, { after: [containers] });
+    await m.start();
+    assert.deepEqual(calls, ['start container'], 'the start returns before the container loop has synced');
+    assert.deepEqual(m.status(), [{ name: 'container', state: 'running' }, { name: 'stack', state: 'pending' }]);
+    let ready = false;
+    void m.ready().then(() => (ready = true));
+    sync();
+    await sleep(5);
+    assert.deepEqual(calls, ['start container', 'start stack']);
+    assert.deepEqual(m.status(), [{ name: 'container', state: 'synced' }, { name: 'stack', state: 'synced' }]);
+    assert.equal(ready, true);
+    // Added once the manager runs (wiring done after the API serves): started at once; removed: stopped.
+    const reload = { name: 'config-reload', start: () => void calls.push('start reload'), stop: () => void calls.push('stop reload') };
+    m.add(reload);
+    await sleep(1);
+    await m.remove(reload);
+    await m.stop();
+    assert.deepEqual(calls, ['start container', 'start stack', 'start reload', 'stop reload', 'stop stack', 'stop container']);
+  });
+
+  test('after waitMs without the sync, the loop starts anyway; stopped before its turn, it never starts', async () => {
+    const calls: string[] = [];
+    const never = { name: 'never', start: () => {}, stop: () => {}, synced: () => new Promise<void>(() => {}) };
+    const late = { name: 'late', start: () => void calls.push('start late'), stop: () => void calls.push('stop late') };
+    const m = new Manager();
+    m.add(never);
+    m.add(late, { after: [never], waitMs: 20 });
+    await m.start();
+    await sleep(60);
+    assert.deepEqual(calls, ['start late']);
+    await m.stop();
+    assert.deepEqual(calls, ['start late', 'stop late']);
+
+    const m2 = new Manager();
+    const waiting = { name: 'waiting', start: () => void calls.push('start waiting'), stop: () => void calls.push('stop waiting') };
+    m2.add(never);
+    m2.add(waiting, { after: [never], waitMs: 20 });
+    await m2.start();
+    await m2.stop();
+    await sleep(60);
+    assert.ok(!calls.includes('start waiting'));
+  });
+
   test('runs real controllers against the store', async () => {
     const m = new Manager();
     const { c } = makeController(converge());

@@ -116,6 +116,14 @@ function recordsOfEveryKind(): Array<{ kind: string; name: string; spec: unknown
       spec: { revision: 3, cause: 'watch', text: '{"debug": true}' },
       status: { observedRevision: 3, applied: { debug: true, labels: ['a=b'] }, conditions: [{ type: 'Applied', status: 'True', reason: 'Applied', message: 'debug', lastTransitionTime: now }] },
     },
+    {
+      kind: 'exec', name: newId(),
+      spec: {
+        containerId: cid, desired: 'started', start: { tty: true, consoleSize: [24, 80] },
+        config: { User: '', Privileged: false, Tty: true, AttachStdin: true, AttachStdout: true, AttachStderr: false, DetachKeys: 'ctrl-p', Env: ['A=1'], WorkingDir: '/', Cmd: ['sh'], ConsoleSize: null },
+      },
+      status: { observedGeneration: 2, phase: 'exited', pid: 42, exitCode: 0, error: '', errorCode: '', finishedAt: now },
+    },
   ];
 }
 

@@ -1,16 +1,20 @@
 // The exec lifecycle machine, walked with the pure transition function (through the machine
 // driver's `step`): every legal step as a table, the effect it asks for, and requests its state
-// does not accept, which must change nothing and start nothing. Then ExecManager over a fake
-// supervisor and stdio: what inspect, start and resize answer as the machine moves.
+// does not accept, which must change nothing and start nothing. Then the exec kind on a real store,
+// run by its controller and reconciler over a fake supervisor and stdio: what the port's inspect,
+// start and resize answer as the machine moves, and when a record goes.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fromPromise, initialTransition, toPromise, type SnapshotFrom } from 'xstate';
 import { effectActor, step } from '../../../controllers/machine-driver.ts';
 import type { SupervisorPort } from '../../../reconcilers/container/deps.ts';
-import { ExecManager, type ExecConfig } from '../../../reconcilers/container/exec.ts';
-import { execLifecycle, type ExecEffectInput, type ExecStartOutput } from '../../../reconcilers/container/exec-machine.ts';
-import { fakeLog } from '../controllers/fake-log.ts';
-import { FakeStdio } from './fake-world.ts';
+import { execLifecycle, type ExecEffectInput, type ExecStartOutput } from '../../../reconcilers/exec/machine.ts';
+import { GC_AFTER_MS } from '../../../reconcilers/exec/reconciler.ts';
+import { execWorld } from './exec-world.ts';
+import { Containers } from '../../../store/kinds/container.ts';
+import { Execs, type ExecConfig } from '../../../store/kinds/exec.ts';
+import { FakeStdio } from '../container/fake-world.ts';
+import { loose } from '../store/test-kind.ts';
 
 type Snap = SnapshotFrom<typeof execLifecycle>;
 
@@ -22,7 +26,7 @@ class Sim {
 
   constructor(state?: string, ctx: { pid?: number; exitCode?: number | null } = {}) {
     this.snap = state
-      ? execLifecycle.resolveState({ value: state, context: { id: 'e1', pid: 0, exitCode: null, ...ctx } })
+      ? execLifecycle.resolveState({ value: state, context: { id: 'e1', pid: 0, exitCode: null, error: '', errorCode: '', ...ctx } })
       : initialTransition(execLifecycle, { id: 'e1' })[0];
   }
 
@@ -139,7 +143,7 @@ describe('exec lifecycle machine', () => {
   });
 });
 
-// ---- ExecManager over fakes ---------------------------------------------------------------
+// ---- the exec kind, its reconciler and port over fakes --------------------------------------
 
 const CONFIG: ExecConfig = {
   User: '',
@@ -154,7 +158,9 @@ const CONFIG: ExecConfig = {
   Cmd: ['sh', '-c', 'exit 3'],
 };
 
-function world(opts: { failExec?: string } = {}) {
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function world(opts: { failExec?: string } = {}) {
   const calls: string[] = [];
   const exit = Promise.withResolvers<{ exitStatus: number; exitedAt: Date | null }>();
   const execGate = Promise.withResolvers<void>();
@@ -181,70 +187,127 @@ function world(opts: { failExec?: string } = {}) {
     async closeIO() {},
   } as unknown as SupervisorPort;
   const stdio = new FakeStdio();
-  const execs = new ExecManager({
-    supervisor,
-    stdio,
-    host: { runInfo: (id) => (id === 'c1' && state.containerUp ? { pid: 1, oci: { process: { env: ['PATH=/bin'], cwd: '/' } }, rootfs: '/nonexistent' } : undefined) },
-    execRoot: '/nonexistent',
-    log: fakeLog(),
-    resolveUser: async () => ({ uid: 0, gid: 0 }),
-  });
-  return { execs, calls, exit, stdio, state };
+  const { execs, store, log, close } = await execWorld(supervisor, stdio, () => state.containerUp);
+  const failures = () => log.lines.filter((l) => /reconcile failed/.test(l.msg ?? '')).map((l) => l.msg);
+  return { execs, store, calls, exit, stdio, state, close, failures };
 }
 
-describe('ExecManager on the exec machine', () => {
-  test('inspect follows the machine: created, running with its pid, exited with its code; a second start is 409', async () => {
-    const w = world();
-    const id = w.execs.create('c1', CONFIG);
-    assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: null, Pid: 0 });
-    assert.deepEqual(w.execs.idsOf('c1'), []);
-    const hubs: unknown[] = [];
-    const { exited } = await w.execs.start(id, { tty: false }, (hub) => hubs.push(hub));
-    assert.equal(hubs.length, 1, 'onHub gets the stdio hub');
-    assert.deepEqual(pick(w.execs.inspect(id)), { Running: true, ExitCode: null, Pid: 4242 });
-    assert.deepEqual(w.execs.idsOf('c1'), [id]);
-    await assert.rejects(w.execs.start(id, { tty: false }), { code: 'Conflict', message: `exec command ${id} is already running` });
-    await w.execs.resize(id, 80, 24);
-    w.exit.resolve({ exitStatus: 3, exitedAt: new Date() });
-    for (const io of [...w.stdio.ios.values()]) w.stdio.end(io.paths.stdout);
-    assert.equal(await exited, 3);
-    assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: 3, Pid: 4242 });
-    assert.deepEqual(w.execs.idsOf('c1'), []);
-    await assert.rejects(w.execs.start(id, { tty: false }), { code: 'Conflict', message: `exec command ${id} has already run` });
-    await assert.rejects(w.execs.resize(id, 80, 24), { code: 'Conflict' });
-    assert.ok(w.calls.includes('deleteProcess'));
-    assert.equal(w.stdio.removed.length, 1);
+const running = (store: { list: (k: typeof Execs) => Array<{ name: string; spec: { containerId: string }; status: { phase: string } }> }, c: string) =>
+  store.list(Execs).filter((e) => e.spec.containerId === c && e.status.phase !== 'exited').map((e) => e.name);
+
+describe('execs as records: the reconciler and the port on the exec machine', () => {
+  test('inspect follows the record: created, running with its pid, exited with its code; a second start is 409', async () => {
+    const w = await world();
+    try {
+      const id = w.execs.create('c1', CONFIG);
+      assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: null, Pid: 0 });
+      assert.deepEqual(running(w.store, 'c1'), [id], 'created: listed in ExecIDs');
+      const hubs: unknown[] = [];
+      const { exited } = await w.execs.start(id, { tty: false }, (hub) => hubs.push(hub));
+      assert.equal(hubs.length, 1, 'onHub gets the stdio hub');
+      assert.deepEqual(pick(w.execs.inspect(id)), { Running: true, ExitCode: null, Pid: 4242 });
+      await assert.rejects(w.execs.start(id, { tty: false }), { code: 'Conflict', message: `exec command ${id} is already running` });
+      await w.execs.resize(id, 80, 24);
+      assert.ok(w.calls.includes('resize 80x24'));
+      w.exit.resolve({ exitStatus: 3, exitedAt: new Date() });
+      for (const io of [...w.stdio.ios.values()]) w.stdio.end(io.paths.stdout);
+      assert.equal(await exited, 3);
+      assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: 3, Pid: 4242 });
+      assert.deepEqual(running(w.store, 'c1'), []);
+      assert.match(w.store.get(Execs, id)!.status.finishedAt, /^\d{4}-/);
+      await assert.rejects(w.execs.start(id, { tty: false }), { code: 'Conflict', message: `exec command ${id} has already run` });
+      await assert.rejects(w.execs.resize(id, 80, 24), { code: 'Conflict' });
+      assert.ok(w.calls.includes('deleteProcess'));
+      assert.equal(w.stdio.removed.length, 1);
+    } finally {
+      await w.close();
+    }
   });
 
   test('a concurrent start while the first is starting is refused as already running', async () => {
-    const w = world();
-    w.state.execGate = Promise.withResolvers<void>();
-    const id = w.execs.create('c1', CONFIG);
-    const first = w.execs.start(id, { tty: false });
-    assert.deepEqual(pick(w.execs.inspect(id)), { Running: true, ExitCode: null, Pid: 0 }, 'starting counts as running');
-    await assert.rejects(w.execs.start(id, { tty: false }), { message: `exec command ${id} is already running` });
-    w.state.execGate.resolve();
-    await first;
-    assert.equal(w.calls.filter((c) => c.startsWith('execProcess')).length, 1);
+    const w = await world();
+    try {
+      w.state.execGate = Promise.withResolvers<void>();
+      const id = w.execs.create('c1', CONFIG);
+      const first = w.execs.start(id, { tty: false });
+      assert.deepEqual(pick(w.execs.inspect(id)), { Running: true, ExitCode: null, Pid: 0 }, 'asked to start counts as running');
+      await assert.rejects(w.execs.start(id, { tty: false }), { message: `exec command ${id} is already running` });
+      w.state.execGate.resolve();
+      await first;
+      assert.equal(w.calls.filter((c) => c.startsWith('execProcess')).length, 1);
+    } finally {
+      await w.close();
+    }
   });
 
   test('a start that fails throws its error and leaves the exec exited with 127, cleaned up', async () => {
-    const w = world({ failExec: 'exec: "nope": executable file not found in $PATH' });
-    const id = w.execs.create('c1', { ...CONFIG, Cmd: ['nope'] });
-    await assert.rejects(w.execs.start(id, { tty: false }), /executable file not found/);
-    assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: 127, Pid: 0 });
-    assert.ok(w.calls.includes('deleteProcess'));
-    assert.equal(w.stdio.ios.size, 0, 'its stdio is closed');
-    await assert.rejects(w.execs.start(id, { tty: false }), { message: `exec command ${id} has already run` });
+    const w = await world({ failExec: 'exec: "nope": executable file not found in $PATH' });
+    try {
+      const id = w.execs.create('c1', { ...CONFIG, Cmd: ['nope'] });
+      await assert.rejects(w.execs.start(id, { tty: false }), /executable file not found/);
+      assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: 127, Pid: 0 });
+      assert.ok(w.calls.includes('deleteProcess'));
+      assert.equal(w.stdio.ios.size, 0, 'its stdio is closed');
+      await assert.rejects(w.execs.start(id, { tty: false }), { message: `exec command ${id} has already run` });
+    } finally {
+      await w.close();
+    }
   });
 
-  test('a created exec of a container that stopped cannot start and stays created', async () => {
-    const w = world();
-    const id = w.execs.create('c1', CONFIG);
-    w.state.containerUp = false;
-    await assert.rejects(w.execs.start(id, { tty: false }), { code: 'Conflict', message: 'container c1 is not running' });
-    assert.deepEqual(pick(w.execs.inspect(id)), { Running: false, ExitCode: null, Pid: 0 });
-    assert.throws(() => w.execs.inspect('missing'), { code: 'NotFound' });
+  test('a created exec of a container that stopped cannot start and goes; all go with the container; an unknown id is 404', async () => {
+    const w = await world();
+    try {
+      const id = w.execs.create('c1', CONFIG);
+      w.state.containerUp = false;
+      await assert.rejects(w.execs.start(id, { tty: false }), { code: 'Conflict', message: 'container c1 is not running' });
+      w.store.updateStatus(loose(Containers), 'c1', () => ({ phase: 'exited' }));
+      await w.store.waitFor(Execs, id, (r) => !r, { timeoutMs: 2000 });
+      assert.throws(() => w.execs.inspect(id), { code: 'NotFound', message: `No such exec instance: ${id}` });
+      w.state.containerUp = true;
+      w.store.updateStatus(loose(Containers), 'c1', () => ({ phase: 'running' }));
+      const kept = w.execs.create('c1', CONFIG);
+      w.store.delete(loose(Containers), 'c1');
+      await w.store.waitFor(Execs, kept, (r) => !r, { timeoutMs: 2000 });
+      assert.equal(w.store.list(Execs).length, 0);
+    } finally {
+      await w.close();
+    }
+  });
+
+  test('a start asked of an exec whose container no longer runs is terminal: exited with the reason, not retried', async () => {
+    const w = await world();
+    try {
+      const id = w.execs.create('c1', CONFIG);
+      w.state.containerUp = false;
+      // Written straight into the spec (the port refuses it before writing).
+      w.store.updateSpec(Execs, id, (s) => ({ ...s, desired: 'started', start: { tty: false, consoleSize: null } }));
+      const r = await w.store.waitFor(Execs, id, (x) => x?.status.phase === 'exited', { timeoutMs: 2000 });
+      assert.deepEqual({ exitCode: r!.status.exitCode, error: r!.status.error, errorCode: r!.status.errorCode }, { exitCode: 126, error: 'container c1 is not running', errorCode: 'Conflict' });
+      await sleep(300);
+      assert.deepEqual(w.failures(), ['reconcile failed permanently'], 'no retry with backoff');
+      assert.ok(!w.calls.some((c) => c.startsWith('execProcess')));
+    } finally {
+      await w.close();
+    }
+  });
+
+  test('an exec that ended is kept GC_AFTER_MS for inspect (a requeue), then deleted', async () => {
+    const w = await world();
+    try {
+      const id = w.execs.create('c1', CONFIG);
+      const { exited } = await w.execs.start(id, { tty: false });
+      w.exit.resolve({ exitStatus: 0, exitedAt: new Date() });
+      for (const io of [...w.stdio.ios.values()]) w.stdio.end(io.paths.stdout);
+      await exited;
+      await sleep(20);
+      assert.ok(w.store.get(Execs, id), 'still there to inspect');
+      // Ended long ago: the next reconcile deletes it.
+      w.store.updateStatus(Execs, id, (s) => ({ ...s, finishedAt: new Date(Date.now() - GC_AFTER_MS - 1000).toISOString() }));
+      w.store.updateSpec(Execs, id, (s) => ({ ...s, config: { ...s.config, Env: ['X=1'] } }));
+      await w.store.waitFor(Execs, id, (r) => !r, { timeoutMs: 2000 });
+    } finally {
+      await w.close();
+    }
   });
 });
 

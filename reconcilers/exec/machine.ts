@@ -1,17 +1,14 @@
 // The exec lifecycle as an XState v5 machine: created -> starting -> running -> exited, a start
-// that fails going straight to exited with 126/127. The start is the named effect `startProcess`
-// (an invoked promise actor), which ExecManager provides (`.provide({ actors })`) over the
-// supervisor and stdio; the machine keeps the pid and the exit code in its context, and
-// ExecManager derives Running/ExitCode/Pid for inspect from the snapshot.
+// that fails going straight to exited with 126/127 and why. The start is the named effect
+// `startProcess` (an invoked promise actor), which the exec reconciler provides (`.provide({
+// actors })`) over the supervisor and stdio; the machine keeps the pid, the exit code and the
+// start's error in its context, which the reconciler writes to the exec's status.
 //
-// Driven with `step` (controllers/machine-driver.ts), not `drive`: `start()` must claim the exec
-// synchronously (START -> starting is recorded before its first await, so a second, concurrent
-// start is refused with 409 by the machine's state), its caller needs the effect's own outcome
-// (the error it throws, the exit promise), and the exit comes much later from a wait on the
-// process rather than within one drive. So ExecManager steps START, runs the one effect it asks
-// for, steps the effect's done/error event, and steps EXITED when the process ends. There are no
-// delays, hence no timers.
+// Driven by the machine host (controllers/machine-host.ts): a reconcile sends START when the spec
+// asks for a start (the effect runs within that pass, until the process runs), and EXITED when
+// the process's exit has been observed. There are no delays, hence no timers.
 import { assign, fromPromise, setup } from 'xstate';
+import { errorCode } from '../../lib/errors.ts';
 
 export interface ExecContext {
   /** The exec id (the effect's input). */
@@ -20,6 +17,9 @@ export interface ExecContext {
   pid: number;
   /** Its exit code once exited (126/127 when it could not be started), else null. */
   exitCode: number | null;
+  /** Why the start failed, and the error's class (lib/errors.ts), else ''. */
+  error: string;
+  errorCode: string;
 }
 
 export type ExecEvent = { type: 'START' } | { type: 'EXITED'; exitCode: number };
@@ -55,7 +55,7 @@ export const execLifecycle = setup({
 }).createMachine({
   id: 'exec',
   initial: 'created',
-  context: ({ input }) => ({ id: input.id, pid: 0, exitCode: null }),
+  context: ({ input }) => ({ id: input.id, pid: 0, exitCode: null, error: '', errorCode: '' }),
   states: {
     created: {
       on: { START: 'starting' },
@@ -70,6 +70,8 @@ export const execLifecycle = setup({
           target: 'exited',
           actions: assign({
             exitCode: ({ event }) => startFailureCode(event.error instanceof Error ? event.error.message : String(event.error)),
+            error: ({ event }) => (event.error instanceof Error ? event.error.message : String(event.error)),
+            errorCode: ({ event }) => errorCode(event.error),
           }),
         },
       },
