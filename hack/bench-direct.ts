@@ -17,8 +17,8 @@ import { createSupervisorClient } from '../drivers/supervisor/client.ts';
 import { createRuntimes } from '../drivers/supervisor/runtimes.ts';
 import { createStdio } from '../drivers/stdio/stdio.ts';
 import { killShims, makeRootfs, ociSpec, testLogger } from '../test/unit/supervisor/helpers.ts';
-import { parseCreateBody } from '../api/containers/create-schema.ts';
-import { normalizeCreate } from '../api/containers/create-request.ts';
+import { parseCreateBody } from '../admission/containers/create-schema.ts';
+import { normalizeCreate } from '../admission/containers/create-request.ts';
 import { createSpecBuilder } from '../drivers/oci/spec.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -5,7 +5,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-SRC=(cmd api store controllers reconcilers drivers config lib tsconfig.json tsconfig.build.json package-lock.json hack/build.sh hack/bundle-entry.mjs)
+SRC=(cmd api admission store controllers reconcilers drivers config lib tsconfig.json tsconfig.build.json package-lock.json hack/build.sh hack/bundle-entry.mjs)
 stale() {
   [ ! -f build/.stamp ] && return 0
   [ -n "$(find "${SRC[@]}" -newer build/.stamp -print -quit 2>/dev/null)" ]

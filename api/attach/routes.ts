@@ -8,7 +8,7 @@ import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
 import type { ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { App } from '../app.ts';
 import { errorStatus } from '../errors.ts';
-import { goStructBody, parseWith } from '../go-json.ts';
+import { goStructBody, parseWith } from '../../lib/go-json.ts';
 import type { ContainerLogReader, ContainerStreamsPort, ExecCreateConfig, ExecPort } from '../ports.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { frame } from '../stdcopy.ts';

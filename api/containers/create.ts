@@ -1,27 +1,14 @@
-// Container create: the request checked and normalised against its image, the container, its
-// endpoints and new volumes written in one transaction, and the answer once the reconciler has
-// prepared it (or refused it). POST /containers/create and the builder's RUN steps share it.
-import { conflict, EngineError, invalidArgument, isCode, notFound, unavailable } from '../../lib/errors.ts';
-import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
-import { type ContainerSpec, type ContainerStatus, containerByName, type ContainerResource, Containers, findContainer } from '../../store/kinds/container.ts';
-import type { ImageSpec, ImageStatus } from '../../store/kinds/image.ts';
-import type { Resource } from '../../store/types.ts';
-import { endpointsFromCreate, Endpoints } from '../../store/kinds/endpoint.ts';
-import { Volumes } from '../../store/kinds/volume.ts';
-import { newEndpoint } from '../networks/endpoints.ts';
-import { resolveContainerMounts } from '../volumes/container-mounts.ts';
+// Container create: admitted (admission/containers/admit.ts: checked, normalised and written in one
+// transaction), then answered once the reconciler has prepared it (or refused it).
+// POST /containers/create and the builder's RUN steps share it.
+import { conflict, EngineError, unavailable } from '../../lib/errors.ts';
+import { type ContainerResource, Containers } from '../../store/kinds/container.ts';
+import { admitContainer, type AdmissionDeps } from '../../admission/containers/admit.ts';
 import type { ImageStore } from '../images/store.ts';
-import { parseCreateBody } from './create-schema.ts';
-import { normalizeCreate, type CreateDefaults } from './create-request.ts';
-import { normalizeLinks } from './links.ts';
-import { generateName, normalizeName } from './names.ts';
-import { findNetwork } from '../../store/kinds/network.ts';
 import { waitUntil } from '../write-and-wait.ts';
 
-export interface CreateDeps {
+export interface CreateDeps extends AdmissionDeps {
   store: ImageStore;
-  resolveImage: (ref: string) => Resource<ImageSpec, ImageStatus>;
-  defaults: CreateDefaults;
   timeoutMs?: number;
 }
 
@@ -29,73 +16,8 @@ export async function createContainer(
   deps: CreateDeps, input: unknown, opts: { name?: string; platform?: string; signal?: AbortSignal },
 ): Promise<{ id: string; warnings: string[] }> {
   const { store } = deps;
-  const body = parseCreateBody(input);
-  const imageRef = body.Image;
-  if (!imageRef) throw invalidArgument('No image was specified');
-  const platform = opts.platform;
-  if (platform && !/^linux(\/amd64)?(\/.*)?$/.test(platform)) throw notFound(`No such image: ${imageRef}`);
-  const image = deps.resolveImage(imageRef);
-  const n = normalizeCreate(body, JSON.parse(image.spec.rawConfig), deps.defaults);
-  const mode = n.hostConfig.NetworkMode;
-  // A user-defined network must exist (by name, id or id prefix). 400, not 404: a 404 on
-  // create makes the docker CLI take it for a missing image and try to pull.
-  if (!['bridge', 'none', 'host'].includes(mode) && !mode.startsWith('container:')) {
-    try {
-      findNetwork(store, mode);
-    } catch (err) {
-      if (isCode(err, 'NotFound')) throw invalidArgument((err as Error).message);
-      throw err;
-    }
-  }
-  // Every other user network its EndpointsConfig names must exist too: 404 `network NAME not
-  // found`, before anything is written (no container, endpoint or volume is left behind).
-  for (const key of endpointsConfigKeys(body.NetworkingConfig)) {
-    if (BUILTIN_NETWORKS.has(key)) continue;
-    findNetwork(store, key);
-  }
-  const id = newId();
-  const taken = (nm: string) => !!containerByName(store, nm);
-  const rawName = opts.name;
-  const name = rawName ? normalizeName(rawName) : generateName(taken, shortId(id));
-  if (!n.config.Hostname) n.config.Hostname = shortId(id);
-  checkMacAddresses(n.config, body.NetworkingConfig);
-  const links = normalizeLinks(n.hostConfig, name, (ref) => findContainer(store, ref));
-  if (links) n.hostConfig.Links = links;
-  const existing = containerByName(store, name);
-  if (existing) {
-    throw conflict(`Conflict. The container name "${name}" is already in use by container "${existing.name}". You have to remove (or rename) that container to be able to reuse that name.`);
-  }
-  // Each network it joins is an endpoint record of its own (its NetworkMode one marked primary).
-  const split = endpointsFromCreate(mode, body.NetworkingConfig, (ref) => {
-    try {
-      const net = findNetwork(store, ref);
-      return net.spec.driver === 'bridge' ? net : undefined;
-    } catch {
-      return undefined;
-    }
-  });
-  const spec: ContainerSpec = {
-    id, name, created: rfc3339Nano(), imageId: image.name, config: n.config, hostConfig: n.hostConfig,
-    networkingConfig: split.networkingConfig ?? null,
-    path: n.path, args: n.args, desired: 'created', runGeneration: 0, manuallyStopped: false,
-  };
-  const vols = resolveContainerMounts(store, { containerId: id, config: n.config, hostConfig: n.hostConfig, findContainer: (ref) => findContainer(store, ref) });
-  if (vols.mountPoints.length) spec.mountPoints = vols.mountPoints;
-  const status: ContainerStatus = {
-    observedGeneration: 0, phase: 'created', pid: 0, exitCode: 0, error: '', errorCode: '', startedAt: ZERO_TIME,
-    finishedAt: ZERO_TIME, oomKilled: false, restartCount: 0, runGeneration: 0, exitSeq: 0,
-    logPath: '', hostnamePath: '', hostsPath: '', resolvConfPath: '', driver: '', rootfs: '', prepared: false,
-  };
-  const created = store.transaction((tx) => {
-    for (const v of vols.newVolumes) {
-      tx.create(Volumes, v.name, v, { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' });
-    }
-    for (const { net, config, primary } of [...(split.primary ? [{ ...split.primary, primary: true }] : []), ...split.extras.map((x) => ({ ...x, primary: false }))]) {
-      const e = newEndpoint(id, net, config, primary);
-      tx.create(Endpoints, e.name, e.spec, e.status);
-    }
-    return tx.create(Containers, id, spec, status);
-  });
+  const { created, warnings } = admitContainer(deps, input, opts);
+  const id = created.name;
   /** The create failed (or did not finish in time): the record goes, the reconciler's reason is the answer. */
   const failed = (x: ContainerResource) => {
     store.updateSpec(Containers, id, (sp) => ({ ...sp, desired: 'removed', remove: { force: true, volumes: true } }));
@@ -113,27 +35,6 @@ export async function createContainer(
     throw conflict(`container ${id} was removed while it was being created`);
   }
   if (!r.status.prepared) throw failed(r);
-  return { id, warnings: n.warnings };
+  return { id, warnings };
 }
 
-/** The predefined networks (and the default mode's names): not looked up by the create itself. */
-const BUILTIN_NETWORKS = new Set(['', 'default', 'bridge', 'host', 'none']);
-
-/** The networks a create's NetworkingConfig.EndpointsConfig names. */
-function endpointsConfigKeys(networking: unknown): string[] {
-  const eps = (networking as { EndpointsConfig?: unknown } | null | undefined)?.EndpointsConfig;
-  return eps && typeof eps === 'object' ? Object.keys(eps) : [];
-}
-
-const MAC = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;
-
-/** Config.MacAddress and each endpoint's MacAddress: 400 `invalid MAC address` before anything is written. */
-function checkMacAddresses(config: { MacAddress?: string }, networking: unknown): void {
-  const macs: unknown[] = [config.MacAddress];
-  const eps = (networking as { EndpointsConfig?: Record<string, { MacAddress?: unknown } | null> } | null)?.EndpointsConfig;
-  if (eps && typeof eps === 'object') for (const ep of Object.values(eps)) macs.push(ep?.MacAddress);
-  for (const m of macs) {
-    if (m === undefined || m === null || m === '') continue;
-    if (typeof m !== 'string' || !MAC.test(m)) throw invalidArgument(`invalid MAC address: ${String(m)}`);
-  }
-}

@@ -9,9 +9,9 @@ import { waitEndpointsPlugged } from '../networks/endpoints.ts';
 import { apiVersion, filtersQuery, idParams, q } from '../request.ts';
 import { gone, observed, waitUntil, writeAndWait, type WriteAndWaitOptions } from '../write-and-wait.ts';
 import { createContainer } from './create.ts';
-import { createBody } from './create-schema.ts';
-import { removeLink } from './links.ts';
-import { normalizeName } from './names.ts';
+import { createBody } from '../../admission/containers/create-schema.ts';
+import { removeLink } from '../../admission/containers/links.ts';
+import { normalizeName } from '../../admission/containers/names.ts';
 import { parsePruneFilters, pruneMatches } from './prune-filters.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 

@@ -4,7 +4,7 @@ import { isRunning, Containers, type ContainerResource as CR } from '../../store
 import type { Resource } from '../../store/types.ts';
 import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
-import { linkNamesOf } from './links.ts';
+import { linkNamesOf } from '../../admission/containers/links.ts';
 import { Volumes } from '../../store/kinds/volume.ts';
 import { healthOf, stateName, summaryView } from './views.ts';
 import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';

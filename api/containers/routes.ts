@@ -6,7 +6,7 @@ import type { Resource } from '../../store/types.ts';
 import type { App } from '../app.ts';
 import type { ContainerLogReader, ContainerOpsPort, ContainerSignalPort } from '../ports.ts';
 import { archiveRoutes } from './archive-routes.ts';
-import type { CreateDefaults } from './create-request.ts';
+import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import { inspectRoutes } from './inspect-routes.ts';
 import { lifecycleRoutes } from './lifecycle-routes.ts';
 import { observeRoutes } from './observe-routes.ts';

@@ -2,8 +2,8 @@
 // decoder checks it (see go-json.ts). Resources is embedded in UpdateConfig, so Go names its
 // fields straight under UpdateConfig; RestartPolicy is a struct of its own.
 import type { z } from 'zod';
-import { at, body, int, str, struct } from '../go-json.ts';
-import { resourceFields } from './resources-schema.ts';
+import { at, body, int, str, struct } from '../../lib/go-json.ts';
+import { resourceFields } from '../../admission/containers/resources-schema.ts';
 
 const uc = at('UpdateConfig', '');
 const rp = at('RestartPolicy', 'RestartPolicy');

@@ -7,10 +7,10 @@ import { conflict, internal, invalidArgument, unavailable } from '../../lib/erro
 import { type HostConfig, type RestartPolicy, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 
 import type { App } from '../app.ts';
-import { goBody, parseWith } from '../go-json.ts';
+import { goBody, parseWith } from '../../lib/go-json.ts';
 import { idParams } from '../request.ts';
 import { observed, writeAndWait } from '../write-and-wait.ts';
-import { BLKIO_WEIGHT_WARNING } from './create-request.ts';
+import { BLKIO_WEIGHT_WARNING } from '../../admission/containers/create-request.ts';
 import * as z from 'zod';
 import { updateBodySchema, type UpdateBody } from './update-schema.ts';
 import type { ApiStore } from './store.ts';

@@ -4,7 +4,7 @@ import * as z from 'zod';
 import type { App } from '../app.ts';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
-import { at, body, goBody, str, struct } from '../go-json.ts';
+import { at, body, goBody, str, struct } from '../../lib/go-json.ts';
 import { q, restParams } from '../request.ts';
 import { decodeRegistryAuth, type DistributionPort, type RegistryAuth, type SearchResult } from './port.ts';
 

@@ -8,7 +8,7 @@ import { conflict, invalidArgument } from '../../lib/errors.ts';
 import { type ContainerSpec, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 
 import type { CommitRequest } from '../../lib/image-ports.ts';
-import { parseCreateBody } from '../containers/create-schema.ts';
+import { parseCreateBody } from '../../admission/containers/create-schema.ts';
 import { boolValue, first, q } from '../request.ts';
 import { noSuchImage } from './resolve.ts';
 import type { ImageStore } from './store.ts';

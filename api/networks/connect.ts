@@ -13,7 +13,7 @@ import { isRunning, Containers, type ContainerResource as CR, findContainer } fr
 import type { ApiStore } from '../containers/store.ts';
 import type { App } from '../app.ts';
 import { idParams } from '../request.ts';
-import { goStructBody } from '../go-json.ts';
+import { goStructBody } from '../../lib/go-json.ts';
 import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from './endpoints.ts';
 import { isPredefinedName, networkNameOf, type NetworkResource } from './views.ts';
 import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';

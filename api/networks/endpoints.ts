@@ -3,22 +3,13 @@
 // endpoint reconciler plugs and unplugs. The waits here are how a request answers once the
 // reconciler has done it (or 503 when it has not in time).
 import { unavailable } from '../../lib/errors.ts';
-import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsOfContainer, isAttachedTo, type EndpointConfig, type EndpointNet, type EndpointSpec, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
+import { endpointName, endpointsOfContainer, isAttachedTo, newEndpoint, type EndpointConfig, type EndpointNet, type EndpointSpec, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
 import type { Resource } from '../../store/types.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { waitUntil } from '../write-and-wait.ts';
 
 type Net = EndpointNet;
-
-/** The record for a new endpoint of `containerId` on `net` (for a create's transaction). */
-export function newEndpoint(containerId: string, net: Net, config: EndpointConfig, primary = false): { name: string; spec: EndpointSpec; status: EndpointStatus } {
-  return {
-    name: endpointName(containerId, net.spec.id),
-    spec: { containerId, networkId: net.spec.id, networkName: net.spec.name, config, ...(primary ? { primary } : {}), desired: 'present' },
-    status: EMPTY_ENDPOINT_STATUS,
-  };
-}
 
 /** The container's endpoint record on `net` that is not being removed, if any. */
 export function endpointOn(store: Pick<ApiStore, 'get'>, containerId: string, networkId: string): EndpointResource | undefined {

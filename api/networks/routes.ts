@@ -15,7 +15,7 @@ import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
 import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
 import { attachedContainers, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
-import { goStructBody } from '../go-json.ts';
+import { goStructBody } from '../../lib/go-json.ts';
 
 export interface NetworkRouteDeps {
   store: ApiStore;

@@ -2,7 +2,7 @@
 // checks it (see go-json.ts). A cluster volume spec is decoded only to be refused: this node is
 // never a swarm manager.
 import * as z from 'zod';
-import { at, body, goBody, parseWith, str, strMap, struct, unmarshal } from '../go-json.ts';
+import { at, body, goBody, parseWith, str, strMap, struct, unmarshal } from '../../lib/go-json.ts';
 
 const co = at('VolumeCreateBody', '');
 

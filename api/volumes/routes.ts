@@ -11,7 +11,7 @@ import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts'
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
-import { volumeSpec } from './container-mounts.ts';
+import { volumeSpec } from '../../admission/volumes/container-mounts.ts';
 import { volumeCreateBody } from './create-schema.ts';
 import { listVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
 

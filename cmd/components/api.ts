@@ -22,7 +22,7 @@ import { resolveImage } from '../../api/images/resolve.ts';
 import { imageRoutes } from '../../api/images/routes.ts';
 import { buildBackend } from '../../api/builder/backend.ts';
 import { buildRoutes } from '../../api/builder/routes.ts';
-import type { CreateDefaults } from '../../api/containers/create-request.ts';
+import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import { createBuilder } from '../../drivers/builder/builder.ts';
 import { removeLeftoverScratch } from '../../drivers/builder/scratch.ts';
 import { buildPull } from '../../api/builder/pull.ts';

@@ -207,3 +207,12 @@ export function endpointsFromCreate(
   }
   return { networkingConfig: extras.length ? { ...nc, EndpointsConfig: keep } : networkingConfig, primary, extras };
 }
+
+/** The record for a new endpoint of `containerId` on `net` (for a create's transaction). */
+export function newEndpoint(containerId: string, net: EndpointNet, config: EndpointConfig, primary = false): { name: string; spec: EndpointSpec; status: EndpointStatus } {
+  return {
+    name: endpointName(containerId, net.spec.id),
+    spec: { containerId, networkId: net.spec.id, networkName: net.spec.name, config, ...(primary ? { primary } : {}), desired: 'present' },
+    status: EMPTY_ENDPOINT_STATUS,
+  };
+}

@@ -3,8 +3,8 @@
 // kernel cannot apply.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { normalizeCreate, type CreateDefaults } from '../../../api/containers/create-request.ts';
-import { parseCreateBody } from '../../../api/containers/create-schema.ts';
+import { normalizeCreate, type CreateDefaults } from '../../../admission/containers/create-request.ts';
+import { parseCreateBody } from '../../../admission/containers/create-schema.ts';
 
 const defaults: CreateDefaults = {
   runtime: 'stdrt',

@@ -3,7 +3,7 @@
 // "json: cannot unmarshal" message and nothing written.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseCreateBody } from '../../../api/containers/create-schema.ts';
+import { parseCreateBody } from '../../../admission/containers/create-schema.ts';
 import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
 import { EngineError } from '../../../lib/errors.ts';
 

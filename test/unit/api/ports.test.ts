@@ -2,8 +2,9 @@
 // reference's messages), the ExposedPorts merge, and inspect's NetworkSettings.Ports and ps' Ports.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizeCreate, type CreateDefaults } from '../../../api/containers/create-request.ts';
-import { normalizeExposedPorts, normalizePortBindings, portsView, summaryPorts } from '../../../api/containers/ports.ts';
+import { normalizeCreate, type CreateDefaults } from '../../../admission/containers/create-request.ts';
+import { portsView, summaryPorts } from '../../../api/containers/ports.ts';
+import { normalizeExposedPorts, normalizePortBindings } from '../../../admission/containers/port-bindings.ts';
 import { inspectView, summaryView } from '../../../api/containers/views.ts';
 import { EngineError } from '../../../lib/errors.ts';
 import type { ContainerStatus, HostConfig, PublishedPort, ContainerResource as Rec } from '../../../store/kinds/container.ts';

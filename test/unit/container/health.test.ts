@@ -3,7 +3,7 @@
 // starting at each run, a probe when due and never two at once, the wait a requeue.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { mergeHealthcheck, parseHealthcheck } from '../../../api/containers/healthcheck.ts';
+import { mergeHealthcheck, parseHealthcheck } from '../../../admission/containers/healthcheck.ts';
 import { applyProbe, HealthChecks, healthConfigOf, type ProbeResult } from '../../../reconcilers/container/health.ts';
 import { formatGoDuration } from '../../../lib/units.ts';
 import type { ContainerConfig, HealthState } from '../../../store/kinds/container.ts';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { errorCode } from '../../../lib/errors.ts';
 import { FakeStore } from '../network/fake-store.ts';
-import { resolveContainerMounts, type ResolveInput } from '../../../api/volumes/container-mounts.ts';
+import { resolveContainerMounts, type ResolveInput } from '../../../admission/volumes/container-mounts.ts';
 import type { ContainerConfig, HostConfig, MountPoint, ContainerResource as CR } from '../../../store/kinds/container.ts';
 import { ANONYMOUS_LABEL, type VolumeSpec, Volumes } from '../../../store/kinds/volume.ts';
 import { loose } from '../store/test-kind.ts';

@@ -5,7 +5,7 @@
 import { conflict, invalidArgument, isCode, notFound } from '../../lib/errors.ts';
 import { type HostConfig, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 
-import type { ApiStore } from './store.ts';
+import type { AdmissionStore } from '../store.ts';
 
 
 /** The reference's ParseLink: "name:alias", "name" (alias = name), or the stored "/name:/parent/alias". */
@@ -52,7 +52,7 @@ export function normalizeLinks(h: HostConfig, parentName: string, find: (ref: st
 }
 
 /** `DELETE /containers/<parent>/<alias>?link=1`: the link leaves the parent's HostConfig.Links. */
-export function removeLink(store: ApiStore, linkName: string, find: (ref: string) => CR): void {
+export function removeLink(store: AdmissionStore, linkName: string, find: (ref: string) => CR): void {
   const name = linkName.startsWith('/') ? linkName : `/${linkName}`;
   const cut = name.lastIndexOf('/');
   const parentName = name.slice(0, cut);

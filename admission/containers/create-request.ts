@@ -3,7 +3,7 @@
 import { checkResources, type HostCpus } from './resource-checks.ts';
 import { mergeHealthcheck, parseHealthcheck } from './healthcheck.ts';
 import { invalidArgument } from '../../lib/errors.ts';
-import { mergeExposedPorts, normalizeExposedPorts, normalizePortBindings } from './ports.ts';
+import { mergeExposedPorts, normalizeExposedPorts, normalizePortBindings } from './port-bindings.ts';
 import type { CreateBody, CreateHostConfig } from './create-schema.ts';
 import type { ContainerConfig, HostConfig, RestartPolicy } from '../../store/kinds/container.ts';
 import type { ImageConfigBlob } from '../../store/kinds/image.ts';

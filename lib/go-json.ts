@@ -3,7 +3,7 @@
 // and a value of the wrong type refused with the decoder's own message. Each route's schema
 // sits beside it and is built from these.
 import * as z from 'zod';
-import { invalidArgument } from '../lib/errors.ts';
+import { invalidArgument } from './errors.ts';
 
 /** The JSON type Go names in an unmarshal error; a number a Go integer cannot hold is quoted, as Go quotes it. */
 export function jsonType(v: unknown, integer: boolean): string {

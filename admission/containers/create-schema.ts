@@ -2,7 +2,7 @@
 // (see go-json.ts). What the values mean (restart rules, modes, resources) is
 // create-request.ts's business; Init, newer than the loosely read flags, is checked as Go checks it.
 import * as z from 'zod';
-import { anyMap, at, bool, body, goBody, int, list, parseWith, str, strArray, strList, strMap, strSlice, struct, unmarshal } from '../go-json.ts';
+import { anyMap, at, bool, body, goBody, int, list, parseWith, str, strArray, strList, strMap, strSlice, struct, unmarshal } from '../../lib/go-json.ts';
 import { resourceFields } from './resources-schema.ts';
 
 const hc = at('HostConfig', 'HostConfig');

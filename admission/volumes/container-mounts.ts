@@ -10,7 +10,7 @@ import { newId, rfc3339Nano } from '../../lib/ids.ts';
 import { cleanPath, parseBind, PROPAGATION_MODES } from '../../lib/mount-spec.ts';
 import type { ContainerConfig, HostConfig, MountPoint, ContainerResource as CR } from '../../store/kinds/container.ts';
 import { ANONYMOUS_LABEL, type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
-import type { ApiStore } from '../containers/store.ts';
+import type { AdmissionStore } from '../store.ts';
 
 
 export interface ResolvedMounts {
@@ -57,7 +57,7 @@ function ownNonVolumeTargets(h: HostConfig): string[] {
   return out;
 }
 
-export function resolveContainerMounts(store: Pick<ApiStore, 'get'>, input: ResolveInput): ResolvedMounts {
+export function resolveContainerMounts(store: Pick<AdmissionStore, 'get'>, input: ResolveInput): ResolvedMounts {
   const h = input.hostConfig;
   const mountPoints: MountPoint[] = [];
   const newVolumes = new Map<string, VolumeSpec>();

@@ -1,7 +1,7 @@
 // The fields of Go's container.Resources. It is embedded in HostConfig (create) and in UpdateConfig
 // (update), so Go names its fields straight under either struct: one list, checked under each.
 import * as z from 'zod';
-import { at as fieldsOf, type At, type GoInt, int, list, str, strArray, struct, unmarshal } from '../go-json.ts';
+import { at as fieldsOf, type At, type GoInt, int, list, str, strArray, struct, unmarshal } from '../../lib/go-json.ts';
 
 /** Resources' integer fields with their Go types. */
 const RESOURCE_INTS = {
