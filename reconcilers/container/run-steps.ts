@@ -289,14 +289,13 @@ export class RunSteps {
     const exitStatus = exit.exitStatus;
     const exitedAt = exit.exitedAt;
     // The task's deletion (the shim's teardown, the slow part) runs beside the output drain and
-    // the network cleanup. The exit is published once the output is in the log (a `logs` right
-    // after `wait` sees all of it) and the host ports are free, before the teardown ends: this
-    // reconcile still holds the key, so a start or removal that follows waits for the rest. A
-    // client that looks right after the process ended must see it ended: compose's one-off run
-    // (`run --rm -T` without the CLI) attaches after its start, and starts the container again
-    // when it finds it no longer running; shown stopped only after the teardown (~20 ms), the
-    // container looked running, the attach waited for output that had gone, and the run hung.
-    // Once the task is gone its root filesystem is unmounted while the supervisor's record goes.
+    // the network cleanup. The exit is published once all of it is done, as the reference records
+    // a stop only after deleting the task and releasing the network: a `wait` answers with the
+    // container's resources free, and the removal that usually follows has nothing left to wait
+    // for. (Publishing it before the teardown, for compose's one-off run, made the suite flaky:
+    // see issue 77's note.) The output is in the log by then (a `logs` right after `wait` sees
+    // all of it). Once the task is gone its root filesystem is unmounted while the supervisor's
+    // record goes.
     const task = (async () => {
       try {
         await this.deps.supervisor.deleteTask(id);
@@ -325,7 +324,7 @@ export class RunSteps {
       run.io.close();
       await run.logger?.close().catch(() => {});
     });
-    await Promise.all([output, ports]);
+    await Promise.all([output, ports, task, net]);
     const ranMs = Date.now() - run.startedAt;
     // Decided before the write (it reads the status being written).
     const phase = phaseAfter(exitStatus);
@@ -342,7 +341,7 @@ export class RunSteps {
       ports: [],
     }));
     run.recorded = true;
-    await Promise.all([task, net, this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {})]);
+    await this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {});
     this.runs.delete(id, run);
     return ranMs;
   }
