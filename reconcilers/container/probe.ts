@@ -28,7 +28,7 @@ export function execProbes(execs: Pick<ExecService, 'create' | 'start'>, supervi
         execId = execs.create(containerId, {
           User: '', Privileged: false, Tty: false, AttachStdin: false, AttachStdout: true, AttachStderr: true,
           DetachKeys: '', Env: [], WorkingDir: '', Cmd: cmd,
-        });
+        }, { probe: true });
         const { exited } = await execs.start(execId, { tty: false }, (hub) => {
           hub.subscribe((_stream, chunk) => {
             if (size >= MAX_OUTPUT) return;

@@ -32,10 +32,11 @@ export function execPort(deps: ExecPortDeps) {
   };
 
   return {
-    create(containerId: string, config: ExecConfig): string {
+    /** `probe`: a healthcheck's exec, deleted as soon as it ended. */
+    create(containerId: string, config: ExecConfig, opts: { probe?: boolean } = {}): string {
       if (!deps.host.runInfo(containerId)) throw conflict(`container ${containerId} is not running`);
       const id = newId();
-      store.create(Execs, id, { containerId, config, desired: 'created' }, newExecStatus());
+      store.create(Execs, id, { containerId, config, desired: 'created', ...(opts.probe ? { probe: true } : {}) }, newExecStatus());
       return id;
     },
 

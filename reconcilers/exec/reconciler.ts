@@ -2,7 +2,8 @@
 // ./machine.ts on the machine host; its `startProcess` effect opens the stdio, creates and starts
 // the process in the container's task), its exit recorded once observed (./processes.ts), and the
 // record deleted when it can no longer matter: its container gone, a created exec whose container
-// no longer runs, or an exec that ended GC_AFTER_MS ago (a requeue, no timer of its own).
+// no longer runs, an exec that ended GC_AFTER_MS ago (a requeue, no timer of its own), or a
+// healthcheck probe as soon as it ended.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
@@ -102,6 +103,7 @@ export class ExecReconciler {
     const ended = state === 'exited';
     this.writeStatus(r, { phase: state, pid, exitCode: code, error, errorCode, finishedAt: ended ? r.status.finishedAt || new Date().toISOString() : '' });
     if (!ended) return undefined;
+    if (r.spec.probe) return this.remove(id);
     const left = Date.parse(this.store.get(Execs, id)?.status.finishedAt ?? '') + GC_AFTER_MS - Date.now();
     if (left > 0) return { requeueAfter: left };
     return this.remove(id);

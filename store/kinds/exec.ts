@@ -30,6 +30,8 @@ export interface ExecSpec {
   desired: 'created' | 'started';
   /** The start's options, with desired `started`. */
   start?: { tty: boolean; consoleSize: [number, number] | null };
+  /** A healthcheck probe: deleted as soon as it ended (nobody inspects it), as the reference unregisters it. */
+  probe?: boolean;
 }
 
 export type ExecPhase = 'created' | 'starting' | 'running' | 'exited';
@@ -65,6 +67,7 @@ const execSpecSchema = z.object({
   }),
   desired: z.enum(['created', 'started']),
   start: z.object({ tty: z.boolean(), consoleSize: z.tuple([z.number(), z.number()]).nullable() }).optional(),
+  probe: z.boolean().optional(),
 }) satisfies z.ZodType<ExecSpec>;
 
 const execStatusSchema = z.object({

@@ -291,6 +291,20 @@ describe('execs as records: the reconciler and the port on the exec machine', ()
     }
   });
 
+  test('a healthcheck probe\'s exec is deleted as soon as it ended, its exit code still answered', async () => {
+    const w = await world();
+    try {
+      const id = w.execs.create('c1', CONFIG, { probe: true });
+      const { exited } = await w.execs.start(id, { tty: false });
+      w.exit.resolve({ exitStatus: 3, exitedAt: new Date() });
+      for (const io of [...w.stdio.ios.values()]) w.stdio.end(io.paths.stdout);
+      assert.equal(await exited, 3);
+      await w.store.waitFor(Execs, id, (r) => !r, { timeoutMs: 2000 });
+    } finally {
+      await w.close();
+    }
+  });
+
   test('an exec that ended is kept GC_AFTER_MS for inspect (a requeue), then deleted', async () => {
     const w = await world();
     try {
