@@ -104,12 +104,17 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         // Not durable, as the reference's: the execs of an earlier daemon are gone before the API serves.
         const stale = store.list(ExecRecords);
         if (stale.length) store.transaction((tx) => stale.forEach((e) => tx.delete(ExecRecords, e.name)));
+        // Their FIFOs too, drained first: a shim whose exec start the last daemon left half done
+        // answers nothing about the container until they are read (drivers/stdio, drainLeftovers).
+        const stdio = ctx.get<Stdio>('stdio');
+        const drained = stdio.drainLeftovers(join(ctx.get<Paths>('paths').execRoot, 'supervisor'), 'init');
+        if (drained) log.info({ execs: drained }, 'drained the FIFOs of execs an earlier daemon left');
         const supervisor = ctx.get<SupervisorClient>('supervisor-client');
         const host = ctx.get<Runs>('runs').registry;
         const processes = new ExecProcesses();
         const reconciler = new ExecReconciler(store, {
           supervisor,
-          stdio: ctx.get<Stdio>('stdio'),
+          stdio,
           host,
           processes,
           execRoot: ctx.get<Paths>('paths').execRoot,

@@ -5,7 +5,7 @@
 // Tasks.Create) and parks a libuv threadpool thread meanwhile, freezing every fs/dns/crypto call
 // once four are pending. So our ends are opened O_NONBLOCK (stdin O_RDWR, which never fails with
 // ENXIO) and wrapped in net.Socket, a libuv pipe handle driven by epoll.
-import { constants, mkdirSync, openSync, closeSync, unlinkSync } from 'node:fs';
+import { constants, mkdirSync, openSync, closeSync, readdirSync, unlinkSync } from 'node:fs';
 import { rmdir } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
@@ -54,6 +54,12 @@ export interface Stdio {
   open(opts: { dir: string; procId: string; stdin: boolean; tty: boolean }): Promise<ProcessIO>;
   hub(io: ProcessIO): Hub;
   remove(dir: string, procId: string): Promise<void>;
+  /**
+   * The FIFOs under `root` (one directory per container) of processes other than `keep` (the
+   * execs of a daemon that died, or was stopped, while they ran): each is opened and drained until
+   * its writer closes, then removed. Returns how many processes had some. See drainLeftovers.
+   */
+  drainLeftovers(root: string, keep: string): number;
 }
 
 export interface StdioOptions {}
@@ -83,8 +89,7 @@ function openWriter(path: string): Socket {
 }
 
 export function createStdio(log: Logger, _options: StdioOptions = {}): Stdio {
-
-  return {
+  const stdio: Stdio = {
     async open({ dir, procId, stdin, tty }) {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       const p = fifoPaths(dir, procId);
@@ -125,6 +130,16 @@ export function createStdio(log: Logger, _options: StdioOptions = {}): Stdio {
       return createHub(io, log);
     },
 
+    drainLeftovers(root, keep) {
+      let dirs: string[];
+      try {
+        dirs = readdirSync(root);
+      } catch {
+        return 0;
+      }
+      return dirs.reduce((n, d) => n + drainLeftovers(join(root, d), keep, log, (dir, procId) => stdio.remove(dir, procId)), 0);
+    },
+
     async remove(dir, procId) {
       // FIFOs hold no data: direct syscalls cost microseconds of CPU, where each fs.promises call
       // costs tens (a threadpool round trip) and rm even lstats each path twice first.
@@ -143,6 +158,7 @@ export function createStdio(log: Logger, _options: StdioOptions = {}): Stdio {
       });
     },
   };
+  return stdio;
 }
 
 interface Sub {
@@ -150,6 +166,59 @@ interface Sub {
   onEnd?: () => void;
   active: boolean;
   copies: boolean;
+}
+
+/**
+ * Why leftovers are drained: the shim opens an exec's output FIFOs for writing with a blocking
+ * open, one after the other, while it starts the exec. When the daemon that made them dies in
+ * between (kill -9 during a healthcheck probe), the shim's open waits for a reader that never
+ * comes, holding the task's lock: every later request about the container (its state, so its
+ * adoption) times out. Opening the read side completes that open; reading until EOF lets the
+ * process write and end; then the FIFOs go. A stdin FIFO gets EOF at once.
+ */
+function drainLeftovers(dir: string, keep: string, log: Logger, remove: (dir: string, procId: string) => Promise<void>): number {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  const procs = new Set<string>();
+  for (const n of names) {
+    const m = /^(.+)-(stdin|stdout|stderr)$/.exec(n);
+    if (m && m[1] !== keep) procs.add(m[1]!);
+  }
+  for (const procId of procs) {
+    const p = fifoPaths(dir, procId);
+    const readers: Socket[] = [];
+    for (const path of [p.stdout, p.stderr]) {
+      if (!names.includes(path.slice(dir.length + 1))) continue;
+      try {
+        readers.push(openReader(path));
+      } catch (err) {
+        log.debug({ err, path }, 'opening a leftover FIFO failed');
+      }
+    }
+    if (names.includes(`${procId}-stdin`)) {
+      try {
+        openWriter(p.stdin).destroy();
+      } catch (err) {
+        log.debug({ err, path: p.stdin }, 'closing a leftover stdin FIFO failed');
+      }
+    }
+    let open = readers.length;
+    const done = () => {
+      if (--open > 0) return;
+      remove(dir, procId).catch((err) => log.debug({ err, procId }, 'removing leftover FIFOs failed'));
+    };
+    for (const r of readers) {
+      r.on('error', () => r.destroy());
+      r.once('close', done);
+      r.resume();
+    }
+    if (readers.length === 0) remove(dir, procId).catch(() => {});
+  }
+  return procs.size;
 }
 
 function createHub(io: ProcessIO, log: Logger): Hub {

@@ -194,3 +194,25 @@ test('a released chunk is really freed: the subscriber that copied sees it whole
   io.close();
   await stdio.remove(dir, 'init');
 });
+
+test('drainLeftovers reads the FIFOs of an earlier life’s execs: a writer blocked in open completes; they go, init’s stay', async () => {
+  const root = await tmp();
+  const dir = join(root, 'c1');
+  const stdio = createStdio(log);
+  const kept = await stdio.open({ dir, procId: 'init', stdin: false, tty: false });
+  kept.close();
+  const left = await stdio.open({ dir, procId: 'x1', stdin: true, tty: false });
+  left.close();
+  // Plays the shim of a half-started exec: a blocking open of the write end, then output.
+  const { spawn } = await import('node:child_process');
+  const sh = spawn('sh', ['-c', `echo out > ${join(dir, 'x1-stdout')}; echo err > ${join(dir, 'x1-stderr')}`]);
+  const exited = new Promise<number | null>((r) => sh.once('exit', (c) => r(c)));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(sh.exitCode, null, 'the writer waits in open: nobody reads');
+  assert.equal(stdio.drainLeftovers(root, 'init'), 1);
+  assert.equal(await exited, 0);
+  for (let i = 0; i < 50 && existsSync(join(dir, 'x1-stdout')); i++) await new Promise((r) => setTimeout(r, 20));
+  for (const f of ['x1-stdout', 'x1-stderr', 'x1-stdin']) assert.ok(!existsSync(join(dir, f)), `${f} removed`);
+  for (const f of ['init-stdout', 'init-stderr']) assert.ok(existsSync(join(dir, f)), `${f} kept`);
+  assert.equal(stdio.drainLeftovers(join(root, 'none'), 'init'), 0, 'no directory: nothing');
+});
