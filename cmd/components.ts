@@ -2,21 +2,27 @@
 // what it requires, starts once those are up, and closes before them. Adding a capability is
 // adding one entry.
 
-export interface ComponentContext {
+/**
+ * What each component id stands for: a registry maps ids to their values' types, so `get` is
+ * typed by the id alone (the daemon's is cmd/components/registry.ts). Untyped by default.
+ */
+export type Registry = Record<string, unknown>;
+
+export interface ComponentContext<R extends Registry = Registry> {
   /** The value of a component this one declared in `requires` (asking for any other is a bug). */
-  get<T>(id: string): T;
+  get<K extends keyof R & string>(id: K): R[K];
 }
 
-export interface Component<T = unknown> {
+export interface Component<T = unknown, R extends Registry = Registry> {
   readonly id: string;
-  readonly requires: readonly string[];
-  init(ctx: ComponentContext): Promise<T> | T;
+  readonly requires: readonly (keyof R & string)[];
+  init(ctx: ComponentContext<R>): Promise<T> | T;
   close?(value: T): Promise<void> | void;
 }
 
-export interface StartedComponents {
+export interface StartedComponents<R extends Registry = Registry> {
   /** The value of any started component (for the code that started them, e.g. to wire signals). */
-  get<T>(id: string): T;
+  get<K extends keyof R & string>(id: K): R[K];
   /** Closes every started component, last started first; a failing close is logged, not thrown. */
   close(): Promise<void>;
 }
@@ -26,7 +32,7 @@ interface WarnLog {
 }
 
 /** Identity, so that `T` is inferred from `init` and `close` receives that type. */
-export function component<T>(c: Component<T>): Component<T> {
+export function component<T, R extends Registry = Registry>(c: Component<T, R>): Component<T, R> {
   return c;
 }
 
@@ -64,9 +70,9 @@ export function orderComponents<C extends Pick<Component, 'id' | 'requires'>>(li
  * Starts the components in dependency order. If one fails to start, those already started are
  * closed (last first) and its error is rethrown, so a failed start leaves nothing behind.
  */
-export async function startComponents(list: readonly Component[], log: WarnLog): Promise<StartedComponents> {
+export async function startComponents<R extends Registry = Registry>(list: readonly Component<unknown, R>[], log: WarnLog): Promise<StartedComponents<R>> {
   const values = new Map<string, unknown>();
-  const started: Array<{ c: Component; value: unknown }> = [];
+  const started: Array<{ c: Component<unknown, R>; value: unknown }> = [];
   const close = async (): Promise<void> => {
     while (started.length > 0) {
       const { c, value } = started.pop()!;
@@ -78,11 +84,11 @@ export async function startComponents(list: readonly Component[], log: WarnLog):
     }
   };
   for (const c of orderComponents(list)) {
-    const ctx: ComponentContext = {
-      get: <T>(id: string): T => {
+    const ctx: ComponentContext<R> = {
+      get: <K extends keyof R & string>(id: K): R[K] => {
         // Only declared requirements: an undeclared one may not be started yet, or may close first.
         if (!c.requires.includes(id)) throw new Error(`component ${c.id} asked for ${id}, which it does not require`);
-        return values.get(id) as T;
+        return values.get(id) as R[K];
       },
     };
     let value: unknown;
@@ -96,9 +102,9 @@ export async function startComponents(list: readonly Component[], log: WarnLog):
     started.push({ c, value });
   }
   return {
-    get: <T>(id: string): T => {
+    get: <K extends keyof R & string>(id: K): R[K] => {
       if (!values.has(id)) throw new Error(`component ${id} is not started`);
-      return values.get(id) as T;
+      return values.get(id) as R[K];
     },
     close,
   };

@@ -5,7 +5,7 @@ import { makeLogger } from './log-format.ts';
 import type { ConfigSources, DaemonConfig } from '../config/load.ts';
 import { startComponents, type StartedComponents } from './components.ts';
 import { daemonComponents } from './components/index.ts';
-import type { Reload } from './components/reload.ts';
+import type { ComponentValues } from './components/registry.ts';
 import { levelOf } from './daemon-helpers.ts';
 import { applyDaemonOptions } from './daemon-options.ts';
 import { acquirePidfile } from './pidfile.ts';
@@ -26,7 +26,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
   process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
 
   const configSources = (sources ?? {}) as Partial<ConfigSources>;
-  let started: StartedComponents;
+  let started: StartedComponents<ComponentValues>;
   try {
     // Refuses options not implemented yet; sets the daemon's oom_score_adj and cgroup rt budget.
     applyDaemonOptions(config, log);
@@ -37,7 +37,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
     releasePidfileLogged(releasePidfile, log);
     throw err;
   }
-  const reload = started.get<Reload>('reload');
+  const reload = started.get('reload');
   onReload = () => reload.signal();
 
   await stopSignal;

@@ -6,7 +6,7 @@ import { parseGenericResources } from '../lib/generic-resources.ts';
 import { parseClusterStore } from '../lib/cluster/store-url.ts';
 import { fromHumanSize, isGoDuration } from '../lib/units.ts';
 import type { ConfigField, DaemonConfig } from './options.ts';
-import { DEFAULT_CONFIG_FILE, DEFAULT_HOST, STOCK_RUNTIME, defaultConfig } from './options.ts';
+import { DEFAULT_CONFIG_FILE, DEFAULT_HOST, STOCK_RUNTIME, defaultConfig, setField } from './options.ts';
 import { fileEntries, fileValues, findConflicts, readConfigJson } from './file.ts';
 import { helpText, parseFlags, type ParsedFlags } from './flags.ts';
 import { isCidr, isIP } from './values.ts';
@@ -56,7 +56,6 @@ export function buildConfig(flags: ParsedFlags, env: NodeJS.ProcessEnv): { confi
   const config = defaultConfig();
   const sources = {} as ConfigSources;
   for (const f of Object.keys(config) as ConfigField[]) sources[f] = 'default';
-  const cfg = config as unknown as Record<string, unknown>;
 
   const configFile = (flags.values.configFile as string | undefined) ?? DEFAULT_CONFIG_FILE;
   const explicitFile = flags.values.configFile !== undefined;
@@ -81,11 +80,11 @@ export function buildConfig(flags: ParsedFlags, env: NodeJS.ProcessEnv): { confi
   }
 
   for (const [f, v] of Object.entries(fromFile)) {
-    cfg[f] = v;
+    setField(config, f as ConfigField, v);
     sources[f as ConfigField] = 'file';
   }
   for (const [f, v] of Object.entries(flags.values)) {
-    cfg[f] = v;
+    setField(config, f as ConfigField, v);
     sources[f as ConfigField] = 'flag';
   }
   config.configFile = configFile;
@@ -102,7 +101,7 @@ export function buildConfig(flags: ParsedFlags, env: NodeJS.ProcessEnv): { confi
 }
 
 function setFromEnv(config: DaemonConfig, sources: ConfigSources, field: ConfigField, value: unknown): void {
-  (config as unknown as Record<string, unknown>)[field] = value;
+  setField(config, field, value);
   sources[field] = 'env';
 }
 
@@ -127,14 +126,13 @@ function applyEnv(config: DaemonConfig, sources: ConfigSources, env: NodeJS.Proc
   const home = env.HOME || homedir();
   const expand = (p: string) => (p === '~' || p.startsWith('~/') ? home + p.slice(1) : p);
   config.certPath = expand(config.certPath);
-  const certFiles: Array<[ConfigField, string]> = [
+  const certFiles: Array<['tlscacert' | 'tlscert' | 'tlskey', string]> = [
     ['tlscacert', 'ca.pem'],
     ['tlscert', 'cert.pem'],
     ['tlskey', 'key.pem'],
   ];
   for (const [field, file] of certFiles) {
-    const c = config as unknown as Record<string, string>;
-    c[field] = sources[field] === 'default' ? `${config.certPath}/${file}` : expand(c[field]);
+    config[field] = sources[field] === 'default' ? `${config.certPath}/${file}` : expand(config[field]);
   }
 }
 

@@ -305,13 +305,18 @@ export function optionByField(field: ConfigField): OptionDef | undefined {
   return OPTIONS.find((opt) => opt.field === field);
 }
 
+/**
+ * Sets one field from a value its option's parser made (or a reload's file value): the one place
+ * a field is written by name, so callers need no cast of the config.
+ */
+export function setField(cfg: DaemonConfig, field: ConfigField, value: unknown): void {
+  Object.assign(cfg, { [field]: value });
+}
+
 /** A fresh copy of the defaults (mutable containers are not shared between calls). */
 export function defaultConfig(): DaemonConfig {
-  const cfg: Record<string, unknown> = {};
-  for (const opt of OPTIONS) if (opt.field) cfg[opt.field] = structuredClone(opt.default);
-  cfg.tmpDir = '';
-  cfg.noPivotRoot = false;
-  cfg.disablePigz = false;
-  cfg.certPath = '~/.engine';
-  return cfg as unknown as DaemonConfig;
+  const cfg = {} as DaemonConfig;
+  for (const opt of OPTIONS) if (opt.field) setField(cfg, opt.field, structuredClone(opt.default));
+  // Environment-only settings: their options carry no default.
+  return Object.assign(cfg, { tmpDir: '', noPivotRoot: false, disablePigz: false, certPath: '~/.engine' });
 }

@@ -3,6 +3,7 @@
 // restart can apply. On refusal the daemon keeps running unchanged (spec §Daemon control).
 import { isDeepStrictEqual } from 'node:util';
 import type { ConfigField, DaemonConfig } from './options.ts';
+import { setField } from './options.ts';
 import { fileEntries, fileValues, parseConfigJson, type FileEntry } from './file.ts';
 import type { ConfigSources } from './load.ts';
 import { fileErrorPrefix, validateConfig } from './load.ts';
@@ -41,11 +42,10 @@ export function diffReload(oldConfig: DaemonConfig, newFileJson: unknown, source
     return fail(err instanceof Error ? err.message : String(err));
   }
 
-  const old = oldConfig as unknown as Record<string, unknown>;
   const conflicts = entries
     .filter((e) => e.opt.field && sources?.[e.opt.field] === 'flag')
     .sort((a, b) => a.opt.name.localeCompare(b.opt.name))
-    .map((e) => `${e.name}: (from flag: ${goFormat(old[e.opt.field!])}, from file: ${goFormat(e.raw)})`);
+    .map((e) => `${e.name}: (from flag: ${goFormat(oldConfig[e.opt.field!])}, from file: ${goFormat(e.raw)})`);
   if (conflicts.length > 0) {
     return fail(`the following directives are specified both as a flag and in the configuration file: ${conflicts.join(', ')}`);
   }
@@ -55,8 +55,8 @@ export function diffReload(oldConfig: DaemonConfig, newFileJson: unknown, source
   for (const e of entries) {
     const field = e.opt.field as ConfigField;
     const to = values[field];
-    if (isDeepStrictEqual(old[field], to)) continue;
-    const change = { field, key: e.opt.fileKey ?? e.name, from: old[field], to };
+    if (isDeepStrictEqual(oldConfig[field], to)) continue;
+    const change = { field, key: e.opt.fileKey ?? e.name, from: oldConfig[field], to };
     (e.opt.reloadable ? changed : notReloadable).push(change);
   }
   if (notReloadable.length > 0) {
@@ -65,7 +65,7 @@ export function diffReload(oldConfig: DaemonConfig, newFileJson: unknown, source
   }
 
   const config = structuredClone(oldConfig);
-  for (const c of changed) (config as unknown as Record<string, unknown>)[c.field] = structuredClone(c.to);
+  for (const c of changed) setField(config, c.field, structuredClone(c.to));
   try {
     validateConfig(config);
   } catch (err) {

@@ -4,7 +4,7 @@
 // `<Spec, Status>` by hand. Each kind lives in store/kinds/<kind>.ts with its types, schema, indexes
 // and predicates.
 import type { z } from 'zod';
-import type { IndexDef, Resource } from './types.ts';
+import type { IndexDef, Resource, WatchEvent } from './types.ts';
 
 /** A record's two halves, as a migration step sees and returns them. */
 export interface StoredRecord {
@@ -68,4 +68,9 @@ export function kindTable(list: readonly AnyKind[]): KindTable {
     m.set(k.name, k);
   }
   return m;
+}
+
+/** Narrows an event of a watch over every kind (`store.watch(null, ...)`) to one kind's. */
+export function isEventOf<K extends AnyKind>(ev: WatchEvent, kind: K): ev is WatchEvent<ResourceOf<K>> {
+  return ev.kind === kind.name;
 }

@@ -467,6 +467,9 @@ export class Store {
    * WatchExpiredError, as Kubernetes answers 410: a gap would drop deletes silently, so the caller
    * lists again and watches from now (list after watch: nothing is missed).
    */
+  watch<K extends AnyKind>(k: K, fn: (ev: WatchEvent<ResourceOf<K>>) => void, fromRevision?: number): () => void;
+  watch(k: null, fn: WatchFn, fromRevision?: number): () => void;
+  watch(k: AnyKind | null, fn: WatchFn, fromRevision?: number): () => void;
   watch(k: AnyKind | null, fn: WatchFn, fromRevision?: number): () => void {
     const kind = k?.name ?? null;
     const l: Listener = { kind, fn, seen: this.committedRevision(), active: true };

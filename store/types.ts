@@ -24,11 +24,12 @@ export interface IndexDef<S = unknown, T = unknown> {
 }
 
 export type WatchEventType = 'put' | 'delete';
-export interface WatchEvent {
+/** A committed change; typed by its kind when watched through one (`store.watch(Containers, ...)`, or narrowed by `isEventOf`). */
+export interface WatchEvent<R extends Resource = Resource> {
   type: WatchEventType;
   revision: number;
   kind: string;
   name: string;
   /** The resource after the change (put) or the last version before deletion (delete). */
-  resource: Resource;
+  resource: R;
 }

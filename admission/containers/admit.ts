@@ -1,13 +1,12 @@
 // Container admission: a create body checked and normalised against its image, and the container,
 // its endpoints and new volumes written in one transaction, with the reference's refusals before
-// anything is written. POST /containers/create, the builder's RUN steps and (next) a stack's
-// services go through it; what answers the client afterwards (waiting for the reconciler to prepare
+// anything is written. POST /containers/create, the builder's RUN steps and a stack's services
+// go through it; what answers the client afterwards (waiting for the reconciler to prepare
 // the container) is the caller's.
 import { conflict, invalidArgument, isCode, notFound } from '../../lib/errors.ts';
 import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
 import { type ContainerSpec, type ContainerStatus, containerByName, type ContainerResource, Containers, findContainer } from '../../store/kinds/container.ts';
-import type { ImageSpec, ImageStatus } from '../../store/kinds/image.ts';
-import type { Resource } from '../../store/types.ts';
+import type { ImageResource } from '../../store/kinds/image.ts';
 import { endpointsFromCreate, Endpoints, newEndpoint } from '../../store/kinds/endpoint.ts';
 import { findNetwork } from '../../store/kinds/network.ts';
 import { Volumes } from '../../store/kinds/volume.ts';
@@ -15,12 +14,14 @@ import type { AdmissionStore } from '../store.ts';
 import { resolveContainerMounts } from '../volumes/container-mounts.ts';
 import { parseCreateBody } from './create-schema.ts';
 import { normalizeCreate, type CreateDefaults } from './create-request.ts';
+import { startLevel } from './lifecycle.ts';
 import { normalizeLinks } from './links.ts';
+import type { OwnerRef } from '../../store/owner.ts';
 import { generateName, normalizeName } from './names.ts';
 
 export interface AdmissionDeps {
   store: AdmissionStore;
-  resolveImage: (ref: string) => Resource<ImageSpec, ImageStatus>;
+  resolveImage: (ref: string) => ImageResource;
   defaults: CreateDefaults;
 }
 
@@ -31,7 +32,7 @@ export interface AdmissionDeps {
  * will have observed) and the warnings.
  */
 export function admitContainer(
-  deps: AdmissionDeps, input: unknown, opts: { name?: string; platform?: string },
+  deps: AdmissionDeps, input: unknown, opts: { name?: string; platform?: string; ownerRef?: OwnerRef; start?: boolean },
 ): { created: ContainerResource; warnings: string[] } {
   const { store } = deps;
   const body = parseCreateBody(input);
@@ -84,6 +85,9 @@ export function admitContainer(
     networkingConfig: split.networkingConfig ?? null,
     path: n.path, args: n.args, desired: 'created', runGeneration: 0, manuallyStopped: false,
   };
+  if (opts.ownerRef) spec.ownerRef = opts.ownerRef;
+  // Created and started in one write (an owner's replica): the reconciler prepares, then runs it.
+  if (opts.start) Object.assign(spec, startLevel(spec));
   const vols = resolveContainerMounts(store, { containerId: id, config: n.config, hostConfig: n.hostConfig, findContainer: (ref) => findContainer(store, ref) });
   if (vols.mountPoints.length) spec.mountPoints = vols.mountPoints;
   const status: ContainerStatus = {

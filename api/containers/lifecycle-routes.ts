@@ -3,7 +3,7 @@
 // reconciler to report the observed result in status.
 import * as z from 'zod';
 import { conflict, EngineError, invalidArgument, isCode, notFound, notModified, unavailable } from '../../lib/errors.ts';
-import { type ContainerSpec, containerByName, isRunning, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
+import { type ContainerSpec, isRunning, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 import type { App } from '../app.ts';
 import { waitEndpointsPlugged } from '../networks/endpoints.ts';
 import { apiVersion, filtersQuery, idParams, q } from '../request.ts';
@@ -11,7 +11,7 @@ import { gone, observed, waitUntil, writeAndWait, type WriteAndWaitOptions } fro
 import { createContainer } from './create.ts';
 import { createBody } from '../../admission/containers/create-schema.ts';
 import { removeLink } from '../../admission/containers/links.ts';
-import { normalizeName } from '../../admission/containers/names.ts';
+import { admitRename, checkRemovable, checkStartable, removeLevel, startLevel } from '../../admission/containers/lifecycle.ts';
 import { parsePruneFilters, pruneMatches } from './prune-filters.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 
@@ -68,11 +68,8 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         }
       }
       const c = findContainer(store, req.params.id);
-      const s = c.status;
-      if (s.phase === 'paused') throw conflict('cannot start a paused container, try unpause instead');
-      if (s.phase === 'running') throw notModified();
-      if (c.spec.desired === 'removed' || s.phase === 'removing') throw conflict(`container is marked for removal and cannot be started`);
-      const r = await write(c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1, manuallyStopped: false }), runStarted, { timeoutMs, timedOut: notStarted });
+      checkStartable(c);
+      const r = await write(c.name, startLevel, runStarted, { timeoutMs, timedOut: notStarted });
       if (!r) throw notFound(`No such container: ${req.params.id}`);
       if (r.status.error && r.status.phase !== 'running') {
         const code = r.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
@@ -191,12 +188,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
 
     app.post('/containers/:id/rename', { schema: { params: idParams, querystring: z.looseObject({ name: q.str() }) } }, async (req, reply) => {
       const c = findContainer(store, req.params.id);
-      const raw = req.query.name;
-      if (!raw) throw invalidArgument('Neither old nor new names may be empty');
-      const name = normalizeName(raw);
-      if (name === c.spec.name) throw invalidArgument(`Renaming a container with the same name as its current name`);
-      const other = containerByName(store, name);
-      if (other) throw conflict(`Error when allocating new name: Conflict. The container name "${name}" is already in use by container "${other.name}". You have to remove (or rename) that container to be able to reuse that name.`);
+      const name = admitRename(store, c, req.query.name);
       store.updateSpec(Containers, c.name, (s) => ({ ...s, name }));
       reply.code(204).send();
     });
@@ -218,14 +210,8 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         removeLink(store, req.params.id, (ref) => findContainer(store, ref));
         return reply.code(204).send();
       }
-      if (c.spec.desired === 'removed') throw conflict(`removal of container ${req.params.id} is already in progress`);
-      // The reference's words (20.10): a container with a task, or one its policy restarts, needs force.
-      if (!force && isRunning(c.status)) {
-        const state = c.status.phase;
-        const procedure = state === 'paused' ? 'Unpause and then stop the container before attempting removal or force remove' : 'Stop the container before attempting removal or force remove';
-        throw conflict(`You cannot remove a ${state} container ${c.name}. ${procedure}`);
-      }
-      await write(c.name, (sp) => ({ ...sp, desired: 'removed', remove: { force, volumes } }), gone, { timeoutMs, timedOut: () => unavailable(`removal of container ${c.name} did not finish in time`) });
+      checkRemovable(c, req.params.id, force);
+      await write(c.name, removeLevel({ force, volumes }), gone, { timeoutMs, timedOut: () => unavailable(`removal of container ${c.name} did not finish in time`) });
       reply.code(204).send();
     });
 

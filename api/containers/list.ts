@@ -1,14 +1,13 @@
 // GET /containers/json: newest first, from the store's memory (never waits on the supervisor).
 import { invalidArgument } from '../../lib/errors.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
 import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
 import { linkNamesOf } from '../../admission/containers/links.ts';
 import { Volumes } from '../../store/kinds/volume.ts';
 import { healthOf, stateName, summaryView } from './views.ts';
 import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
-import { type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
+import { Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 
 
 const HEALTH_VALUES = new Set(['starting', 'healthy', 'unhealthy', 'none']);
@@ -135,8 +134,8 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
 }
 
 /** Endpoint records by container, read once per listing. */
-function endpointIndex(store: Pick<ApiStore, 'list'>): (containerId: string) => Resource<EndpointSpec, EndpointStatus>[] {
-  const by = new Map<string, Resource<EndpointSpec, EndpointStatus>[]>();
+function endpointIndex(store: Pick<ApiStore, 'list'>): (containerId: string) => EndpointResource[] {
+  const by = new Map<string, EndpointResource[]>();
   for (const e of store.list(Endpoints)) {
     const list = by.get(e.spec.containerId);
     if (list) list.push(e);

@@ -1,8 +1,7 @@
 // GET /containers/{id}/logs: headers flushed at once, one frame per entry (multiplexed without a
 // TTY), follow until the container stops, errors after the header go in band.
 import type { FastifyReply } from 'fastify';
-import { type ContainerSpec, type ContainerStatus, isRunning, Containers } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
+import { isRunning, Containers, type ContainerResource } from '../../store/kinds/container.ts';
 import type { ContainerLogReader } from '../ports.ts';
 import { FRAME_HEADER_BYTES, frame, writeFrameHeader } from '../stdcopy.ts';
 import type { ApiStore } from './store.ts';
@@ -73,7 +72,7 @@ const DONE = new Error('logs request ended');
 
 export async function streamLogs(
   reply: FastifyReply,
-  c: Resource<ContainerSpec, ContainerStatus>,
+  c: ContainerResource,
   store: ApiStore,
   reader: ContainerLogReader,
   o: LogsQuery,

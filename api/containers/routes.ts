@@ -1,8 +1,7 @@
 // The container API, one plugin per concern: lifecycle (create, start, stop, remove...), inspect
 // and list, logs/stats/top, and the archive endpoints. `docker update` is update.ts's.
 import type { ContainerResource as CR } from '../../store/kinds/container.ts';
-import type { ImageSpec, ImageStatus } from '../../store/kinds/image.ts';
-import type { Resource } from '../../store/types.ts';
+import type { ImageResource } from '../../store/kinds/image.ts';
 import type { App } from '../app.ts';
 import type { ContainerLogReader, ContainerOpsPort, ContainerSignalPort } from '../ports.ts';
 import { archiveRoutes } from './archive-routes.ts';
@@ -19,7 +18,7 @@ export interface ContainerRouteDeps {
   logs: ContainerLogReader;
   defaults: CreateDefaults;
   /** Resolves an image reference or id to its record; NotFound `No such image: ...` otherwise. */
-  resolveImage: (ref: string) => Resource<ImageSpec, ImageStatus>;
+  resolveImage: (ref: string) => ImageResource;
   /** Validates a signal name/number (InvalidArgument). */
   parseSignal: (sig: string) => number;
   graphDriverData: (id: string) => Record<string, string>;

@@ -4,11 +4,10 @@ import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import { inspectLogPath } from '../../drivers/logging/cache.ts';
 import { type ContainerSpec, type ContainerStatus, type HealthState, isRunning, type ContainerResource as CR } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
-import { pluggedAddresses, type EndpointSpec, type EndpointStatus } from '../../store/kinds/endpoint.ts';
+import { pluggedAddresses, type EndpointResource } from '../../store/kinds/endpoint.ts';
 
 /** A container's endpoint record (on its NetworkMode network, marked primary, or another). */
-export type EndpointRecord = Pick<Resource<EndpointSpec, EndpointStatus>, 'spec' | 'status'>;
+export type EndpointRecord = Pick<EndpointResource, 'spec' | 'status'>;
 
 export function stateName(s: ContainerStatus): string {
   if (s.phase === 'removing') return 'removing';

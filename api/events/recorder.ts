@@ -3,16 +3,16 @@
 // their cause (pull, push, tag, untag, import, load, save), which routes record through `image()`
 // after their change is committed. Kept in a bounded in-memory ring for `since` queries, fanned
 // out to live `GET /events` subscribers.
-import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
-import { type ImageSpec, Images } from '../../store/kinds/image.ts';
-import type { Resource, WatchEvent } from '../../store/types.ts';
+import { type ContainerResource, Containers } from '../../store/kinds/container.ts';
+import { type ImageResource, Images } from '../../store/kinds/image.ts';
+import type { WatchEvent } from '../../store/types.ts';
 import type { Store } from '../../store/store.ts';
-import type { AnyKind } from '../../store/kind.ts';
+import { type AnyKind, isEventOf, type ResourceOf } from '../../store/kind.ts';
 
-import { type NetworkSpec, Networks } from '../../store/kinds/network.ts';
-import { type VolumeSpec, Volumes } from '../../store/kinds/volume.ts';
+import { type NetworkResource, Networks } from '../../store/kinds/network.ts';
+import { type VolumeResource, Volumes } from '../../store/kinds/volume.ts';
 import { Stacks, type StackResource } from '../../store/kinds/stack.ts';
-import { type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
+import { type EndpointResource, Endpoints } from '../../store/kinds/endpoint.ts';
 import { findImage } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
@@ -32,6 +32,27 @@ export type EventStore = Pick<Store, 'watch' | 'list' | 'get'>;
 
 const RING = 1024;
 
+/** The last version seen of each record of one kind: what a change is compared with. */
+class LastSeen<K extends AnyKind> {
+  private readonly byName = new Map<string, ResourceOf<K>>();
+
+  constructor(store: EventStore, kind: K) {
+    for (const r of store.list(kind)) this.byName.set(r.name, r);
+  }
+
+  get(name: string): ResourceOf<K> | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Takes the change in; answers the version before it. */
+  advance(ev: WatchEvent<ResourceOf<K>>): ResourceOf<K> | undefined {
+    const prev = this.byName.get(ev.name);
+    if (ev.type === 'delete') this.byName.delete(ev.name);
+    else this.byName.set(ev.name, ev.resource);
+    return prev;
+  }
+}
+
 function nowNano(): bigint {
   return BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
 }
@@ -39,16 +60,26 @@ function nowNano(): bigint {
 export class EventRecorder {
   private readonly ring: EngineEvent[] = [];
   private readonly subs = new Set<(e: EngineEvent) => void>();
-  private readonly last = new Map<string, Resource>();
+  private readonly seen: {
+    containers: LastSeen<typeof Containers>;
+    networks: LastSeen<typeof Networks>;
+    volumes: LastSeen<typeof Volumes>;
+    endpoints: LastSeen<typeof Endpoints>;
+    stacks: LastSeen<typeof Stacks>;
+  };
   private readonly store: EventStore;
   private unwatch: (() => void) | null = null;
   private count = 0;
 
   constructor(store: EventStore) {
     this.store = store;
-    for (const k of [Containers, Images, Networks, Volumes, Endpoints, Stacks]) {
-      for (const r of store.list<AnyKind>(k)) this.last.set(`${k.name}/${r.name}`, r);
-    }
+    this.seen = {
+      containers: new LastSeen(store, Containers),
+      networks: new LastSeen(store, Networks),
+      volumes: new LastSeen(store, Volumes),
+      endpoints: new LastSeen(store, Endpoints),
+      stacks: new LastSeen(store, Stacks),
+    };
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
   }
 
@@ -104,7 +135,7 @@ export class EventRecorder {
   }
 
   /** Container event with the attributes clients read (image, name, labels, extras). */
-  container(action: string, c: Resource<ContainerSpec, ContainerStatus>, extra: Record<string, string> = {}): void {
+  container(action: string, c: ContainerResource, extra: Record<string, string> = {}): void {
     const image = c.spec.config.Image;
     const attrs: Record<string, string> = { ...(c.spec.config.Labels ?? {}), image, name: c.spec.name.replace(/^\//, ''), ...extra };
     this.emit('container', action, c.name, attrs, image);
@@ -126,17 +157,16 @@ export class EventRecorder {
   }
 
   private onChange(ev: WatchEvent): void {
-    const key = `${ev.kind}/${ev.name}`;
-    const prev = this.last.get(key);
-    if (ev.type === 'delete') this.last.delete(key);
-    else this.last.set(key, ev.resource);
     try {
-      if (ev.kind === Containers.name) this.containerChange(prev as Resource<ContainerSpec, ContainerStatus> | undefined, ev);
-      else if (ev.kind === Images.name) this.imageChange(ev);
-      else if (ev.kind === Networks.name) this.networkChange(prev as Resource<NetworkSpec, unknown> | undefined, ev);
-      else if (ev.kind === Volumes.name) this.volumeChange(prev, ev);
-      else if (ev.kind === Endpoints.name) this.endpointChange(prev as Resource<EndpointSpec, EndpointStatus> | undefined, ev);
-      else if (ev.kind === Stacks.name && ev.type !== 'delete') this.stackChange(prev as StackResource | undefined, ev.resource as StackResource);
+      if (isEventOf(ev, Containers)) this.containerChange(this.seen.containers.advance(ev), ev);
+      else if (isEventOf(ev, Images)) this.imageChange(ev);
+      else if (isEventOf(ev, Networks)) this.networkChange(this.seen.networks.advance(ev), ev);
+      else if (isEventOf(ev, Volumes)) this.volumeChange(this.seen.volumes.advance(ev), ev);
+      else if (isEventOf(ev, Endpoints)) this.endpointChange(this.seen.endpoints.advance(ev), ev);
+      else if (isEventOf(ev, Stacks)) {
+        const prev = this.seen.stacks.advance(ev);
+        if (ev.type !== 'delete') this.stackChange(prev, ev.resource);
+      }
     } catch {
       // events are best effort; never break the store's watch
     }
@@ -161,14 +191,14 @@ export class EventRecorder {
   }
 
   /** Volume create (its record written) and destroy (its record gone with its data). */
-  private volumeChange(prev: Resource | undefined, ev: WatchEvent): void {
-    const v = ev.resource as Resource<VolumeSpec, unknown>;
+  private volumeChange(prev: VolumeResource | undefined, ev: WatchEvent<VolumeResource>): void {
+    const v = ev.resource;
     if (ev.type === 'delete') this.emit('volume', 'destroy', v.name, { driver: v.spec.driver });
     else if (!prev) this.emit('volume', 'create', v.name, { driver: v.spec.driver });
   }
 
   /** A container's volumes mounted at its start, unmounted when it stops. */
-  private volumeMounts(action: 'mount' | 'unmount', c: Resource<ContainerSpec, ContainerStatus>): void {
+  private volumeMounts(action: 'mount' | 'unmount', c: ContainerResource): void {
     for (const m of c.spec.mountPoints ?? []) {
       if (m.type !== 'volume') continue;
       const attrs: Record<string, string> = { container: c.name, driver: 'local' };
@@ -177,8 +207,8 @@ export class EventRecorder {
     }
   }
 
-  private containerChange(prev: Resource<ContainerSpec, ContainerStatus> | undefined, ev: WatchEvent): void {
-    const cur = ev.resource as Resource<ContainerSpec, ContainerStatus>;
+  private containerChange(prev: ContainerResource | undefined, ev: WatchEvent<ContainerResource>): void {
+    const cur = ev.resource;
     if (ev.type === 'delete') {
       this.container('destroy', cur);
       return;
@@ -211,8 +241,8 @@ export class EventRecorder {
   }
 
   /** A network connected while the container runs (or beside its NetworkMode one): `connect` when its endpoint is plugged into a run, `disconnect` when it is not any more. */
-  private endpointChange(prev: Resource<EndpointSpec, EndpointStatus> | undefined, ev: WatchEvent): void {
-    const cur = ev.resource as Resource<EndpointSpec, EndpointStatus>;
+  private endpointChange(prev: EndpointResource | undefined, ev: WatchEvent<EndpointResource>): void {
+    const cur = ev.resource;
     const was = prev?.status.phase === 'attached' ? prev.status.pid : 0;
     const now = ev.type !== 'delete' && cur.status.phase === 'attached' ? cur.status.pid : 0;
     if (was === now) return;
@@ -223,34 +253,34 @@ export class EventRecorder {
       if (was && !now && live?.status.pid === was) this.networkEvent('disconnect', live, cur.spec.networkId);
       return;
     }
-    const c = live ?? (this.last.get(`${Containers.name}/${cur.spec.containerId}`) as Resource<ContainerSpec, ContainerStatus> | undefined);
+    const c = live ?? this.seen.containers.get(cur.spec.containerId);
     if (!c) return;
     if (was) this.networkEvent('disconnect', c, cur.spec.networkId);
     if (now) this.networkEvent('connect', c, cur.spec.networkId);
   }
 
   /** The network side of a start (`connect`) or an exit (`disconnect`) of a container with an endpoint. */
-  private networkAttachment(action: 'connect' | 'disconnect', c: Resource<ContainerSpec, ContainerStatus>): void {
+  private networkAttachment(action: 'connect' | 'disconnect', c: ContainerResource): void {
     const ep = c.status.endpoint;
     if (ep?.NetworkID) this.networkEvent(action, c, ep.NetworkID);
   }
 
-  private networkEvent(action: 'connect' | 'disconnect', c: Resource<ContainerSpec, ContainerStatus>, networkId: string): void {
+  private networkEvent(action: 'connect' | 'disconnect', c: ContainerResource, networkId: string): void {
     const net = this.store.get(Networks, networkId);
     if (net) this.emit('network', action, net.spec.id, { container: c.name, name: net.spec.name, type: net.spec.driver });
   }
 
   /** A network's record appearing is `create`, its record going (teardown done) is `destroy`. */
-  private networkChange(prev: Resource<NetworkSpec, unknown> | undefined, ev: WatchEvent): void {
-    const cur = ev.resource as Resource<NetworkSpec, unknown>;
+  private networkChange(prev: NetworkResource | undefined, ev: WatchEvent<NetworkResource>): void {
+    const cur = ev.resource;
     const attrs = { name: cur.spec.name, type: cur.spec.driver };
     if (ev.type === 'delete') this.emit('network', 'destroy', cur.spec.id, attrs);
     else if (!prev) this.emit('network', 'create', cur.spec.id, attrs);
   }
 
   /** The image record goes once its delete is done (whatever asked for it): that is the `delete` event. */
-  private imageChange(ev: WatchEvent): void {
-    const cur = ev.resource as Resource<ImageSpec, unknown>;
+  private imageChange(ev: WatchEvent<ImageResource>): void {
+    const cur = ev.resource;
     if (ev.type === 'delete') this.emit('image', 'delete', cur.name, { name: cur.name });
   }
 }

@@ -2,8 +2,7 @@
 // space): chain ids are computed here from the diff ids as the OCI image spec defines them; the
 // sizes come from the layer store through the narrow `LayerSizes` port cmd fills.
 import { createHash } from 'node:crypto';
-import { type ContainerSpec, Containers } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
+import { Containers } from '../../store/kinds/container.ts';
 
 import type { ApiStore } from '../containers/store.ts';
 import { isUsable, type ImageResource } from './resolve.ts';
@@ -59,7 +58,7 @@ export function releasedLayers(store: Pick<ApiStore, 'get' | 'list'>, removed: I
     if (img.name === removed.name || img.spec.desired === 'removed') continue;
     for (const c of chainOf(img.spec.diffIds)) used.add(c);
   }
-  for (const c of store.list(Containers) as Resource<ContainerSpec, unknown>[]) {
+  for (const c of store.list(Containers)) {
     const img = store.get(Images, c.spec.imageId);
     if (img) for (const ch of chainOf(img.spec.diffIds)) used.add(ch);
   }

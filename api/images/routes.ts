@@ -7,8 +7,7 @@ import * as z from 'zod';
 import type { App } from '../app.ts';
 import { EngineError, invalidArgument, notFound, notImplemented, unavailable } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
-import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
+import { Containers, type ContainerResource } from '../../store/kinds/container.ts';
 
 import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
 import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
@@ -29,7 +28,7 @@ import { Images } from '../../store/kinds/image.ts';
 /** Where image events go (the events recorder): ids and names as the reference daemon logs them. */
 export interface ImageEventsPort {
   image(action: string, id: string, name: string, extra?: Record<string, string>): void;
-  container(action: string, c: Resource<ContainerSpec, ContainerStatus>, extra?: Record<string, string>): void;
+  container(action: string, c: ContainerResource, extra?: Record<string, string>): void;
 }
 
 /** A route handler another area plugs in (pull, push); `name` is the image named in the path. */

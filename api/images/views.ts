@@ -3,8 +3,7 @@ import { familiarName } from '../../lib/reference.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
 import type { ApiStore } from '../containers/store.ts';
 import type { ImageConfigBlob } from '../../store/kinds/image.ts';
-import { type ReferenceSpec, type ReferenceStatus, References } from '../../store/kinds/reference.ts';
-import type { Resource } from '../../store/types.ts';
+import { References } from '../../store/kinds/reference.ts';
 
 import type { ImageResource } from './resolve.ts';
 
@@ -118,7 +117,7 @@ export function inspectView(store: Pick<ApiStore, 'list'>, img: ImageResource, o
 
 function lastTagTime(store: Pick<ApiStore, 'list'>, imageId: string): string {
   let last = '';
-  for (const r of store.list(References) as Resource<ReferenceSpec, ReferenceStatus>[]) {
+  for (const r of store.list(References)) {
     if (r.spec.imageId === imageId && r.createdAt > last) last = r.createdAt;
   }
   return last || ZERO_TIME;

@@ -3,9 +3,8 @@
 // endpoint reconciler plugs and unplugs. The waits here are how a request answers once the
 // reconciler has done it (or 503 when it has not in time).
 import { unavailable } from '../../lib/errors.ts';
-import { endpointName, endpointsOfContainer, isAttachedTo, newEndpoint, type EndpointConfig, type EndpointNet, type EndpointSpec, type EndpointStatus, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
-import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
+import { endpointName, endpointsOfContainer, isAttachedTo, newEndpoint, type EndpointConfig, type EndpointNet, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
+import { Containers, type ContainerResource } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { waitUntil } from '../write-and-wait.ts';
 
@@ -25,7 +24,7 @@ export function wantedEndpoints(store: Pick<ApiStore, 'byIndex'>, containerId: s
 /** Connect: the record is written (after a removal of an earlier one has finished). */
 export async function connectEndpoint(store: ApiStore, containerId: string, net: Net, config: EndpointConfig, timeoutMs: number | undefined, primary = false): Promise<void> {
   const name = endpointName(containerId, net.spec.id);
-  const leaving = await store.waitFor(Endpoints, name, (r) => !r || (r as EndpointResource).spec.desired === 'present', { timeoutMs });
+  const leaving = await store.waitFor(Endpoints, name, (r) => !r || r.spec.desired === 'present', { timeoutMs });
   if (leaving) throw unavailable(`container ${containerId} is still being disconnected from network ${net.spec.name}`);
   const e = newEndpoint(containerId, net, config, primary);
   store.create(Endpoints, e.name, e.spec, e.status);
@@ -36,7 +35,7 @@ export function disconnectEndpoint(store: ApiStore, r: EndpointResource): void {
   store.updateSpec(Endpoints, r.name, (sp) => ({ ...sp, desired: 'removed' }));
 }
 
-const runningPid = (c: Resource<ContainerSpec, ContainerStatus> | undefined) =>
+const runningPid = (c: ContainerResource | undefined) =>
   c && (c.status.phase === 'running' || c.status.phase === 'paused') ? c.status.pid : 0;
 
 /**

@@ -3,19 +3,18 @@
 // for the network reconciler. Connect and disconnect are connect.ts.
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { conflict, EngineError, invalidArgument, permissionDenied, unavailable } from '../../lib/errors.ts';
+import { EngineError, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { goBool, goBoolSyntax } from '../../lib/units.ts';
-import { newId, rfc3339Nano } from '../../lib/ids.ts';
-import { liveNetworksNamed, type NetworkStatus, Networks, findNetwork, liveNetworks } from '../../store/kinds/network.ts';
+import { Networks, findNetwork, liveNetworks } from '../../store/kinds/network.ts';
 import { parseFilters } from '../containers/list.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
-import { buildNetworkSpec, type NetworkDefaults } from './create.ts';
+import type { NetworkDefaults } from '../../admission/networks/network-spec.ts';
+import { admitNetwork, NetworkCreateBody } from '../../admission/networks/admit.ts';
 import { attachedContainers, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
-import { goStructBody } from '../../lib/go-json.ts';
 
 export interface NetworkRouteDeps {
   store: ApiStore;
@@ -25,44 +24,7 @@ export interface NetworkRouteDeps {
   waitTimeoutMs?: number;
 }
 
-export const USER_DEFINED_UNSUPPORTED = 'user-defined networks are not supported by this daemon yet';
-
-const CreateBody = goStructBody(z
-  .object({
-    Name: z.string().nullish(),
-    Driver: z.string().nullish(),
-    Scope: z.string().nullish(),
-    Internal: z.boolean().nullish(),
-    Attachable: z.boolean().nullish(),
-    Ingress: z.boolean().nullish(),
-    ConfigOnly: z.boolean().nullish(),
-    ConfigFrom: z.object({ Network: z.string().nullish() }).passthrough().nullish(),
-    IPAM: z
-      .object({
-        Driver: z.string().nullish(),
-        Options: z.record(z.string(), z.string()).nullish(),
-        Config: z
-          .array(
-            z
-              .object({
-                Subnet: z.string().nullish(),
-                IPRange: z.string().nullish(),
-                Gateway: z.string().nullish(),
-                AuxiliaryAddresses: z.record(z.string(), z.string()).nullish(),
-              })
-              .passthrough(),
-          )
-          .nullish(),
-      })
-      .passthrough()
-      .nullish(),
-    EnableIPv4: z.boolean().nullish(),
-    EnableIPv6: z.boolean().nullish(),
-    CheckDuplicate: z.boolean().nullish(),
-    Options: z.record(z.string(), z.string()).nullish(),
-    Labels: z.record(z.string(), z.string()).nullish(),
-  })
-  .passthrough());
+export { USER_DEFINED_UNSUPPORTED } from '../../admission/networks/admit.ts';
 
 /** strconv.ParseBool, which the reference daemon uses for `verbose`: the one flag it refuses a bad value of. */
 const verboseFlag = z.preprocess(first, z.string().optional()).transform((v, ctx) => {
@@ -89,7 +51,6 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       timedOut: () => unavailable(`removal of network ${net.spec.name} did not finish in time`),
     });
   }
-  const bridgeEnabled = () => liveNetworksNamed(store, 'bridge').length > 0;
 
   return async function register(app: App): Promise<void> {
     for (const url of ['/networks', '/networks/']) {
@@ -111,18 +72,10 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       reply.code(204).send();
     });
 
-    app.post('/networks/create', { schema: { body: CreateBody } }, async (req, reply) => {
-      const body = req.body;
-      const name = body.Name ?? '';
-      // The reference daemon's text, trailing space included.
-      if (isPredefinedName(name)) throw permissionDenied(`operation is not permitted on predefined ${name} network `);
-      if (!name) throw invalidArgument('network name must not be empty');
-      if (liveNetworksNamed(store, name).length) throw conflict(`network with name ${name} already exists`);
-      if (!deps.defaults) throw invalidArgument(USER_DEFINED_UNSUPPORTED);
-      const id = newId();
-      const spec = buildNetworkSpec(id, rfc3339Nano(), { ...body, Name: name }, liveNetworks(store), deps.defaults);
-      const status: NetworkStatus = { observedGeneration: 0, phase: 'pending', error: '', lastRepair: '', lastRepairAt: '' };
-      const created = store.create(Networks, id, spec, status);
+    app.post('/networks/create', { schema: { body: NetworkCreateBody } }, async (req, reply) => {
+      const created = admitNetwork({ store, defaults: deps.defaults }, req.body);
+      const id = created.name;
+      const name = created.spec.name;
       const r = await waitUntil(store, Networks, id, (x) => x.status.observedGeneration >= created.generation && x.status.phase !== 'pending', {
         timeoutMs,
         timedOut: () => unavailable(`network ${name} was not set up in time; it will be, or removed with docker network rm`),

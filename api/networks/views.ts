@@ -3,7 +3,8 @@
 // exact name, then unique id prefix.
 import { createHash } from 'node:crypto';
 import { invalidArgument } from '../../lib/errors.ts';
-import { liveNetworksNamed, type IpamPoolConfig, type NetworkResource, liveNetworks } from '../../store/kinds/network.ts';
+import { isPredefinedName, liveNetworksNamed, type IpamPoolConfig, type NetworkResource, liveNetworks } from '../../store/kinds/network.ts';
+export { isPredefinedName } from '../../store/kinds/network.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { endpointName, pluggedAddresses, Endpoints } from '../../store/kinds/endpoint.ts';
@@ -22,9 +23,6 @@ export interface NetworkContainer {
  * Names the reference daemon treats as pre-defined (not user-defined): they cannot be created or
  * removed through the API, whether or not the daemon has such a network.
  */
-export function isPredefinedName(name: string): boolean {
-  return name === 'bridge' || name === 'host' || name === 'none' || name === 'default' || name.startsWith('container:');
-}
 
 /** A resolver from a network reference (name, id, id prefix) to its name; unknown references stay as they are. */
 export function networkNameResolver(store: Pick<ApiStore, 'list'>): (ref: string) => string {

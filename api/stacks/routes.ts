@@ -7,13 +7,12 @@ import * as z from 'zod';
 import type { App } from '../app.ts';
 import { dependencyProblem } from '../../lib/compose/dependencies.ts';
 import { stackDiff, type StackChange } from '../../lib/compose/diff.ts';
-import { LABEL, planProject, undeclaredReference } from '../../lib/compose/normalize.ts';
+import { planProject, undeclaredReference } from '../../lib/compose/normalize.ts';
 import { composeApp, composeIssue, PROJECT_NAME, type ComposeApp } from '../../lib/compose/schema.ts';
 import { conflict, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import { Containers } from '../../store/kinds/container.ts';
 import { liveNetworks } from '../../store/kinds/network.ts';
-import { INITIAL_STACK_STATUS, Stacks, type StackResource } from '../../store/kinds/stack.ts';
+import { INITIAL_STACK_STATUS, ownedContainers, stackOf, Stacks, type StackResource } from '../../store/kinds/stack.ts';
 import { liveVolumes } from '../../store/kinds/volume.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { nameParams, q } from '../request.ts';
@@ -51,13 +50,12 @@ export function stackView(r: StackResource) {
 
 /** What an apply of `document` would change (nothing is written). */
 function dryRun(store: ApiStore, name: string, document: ComposeApp): StackChange[] {
-  const owner = (labels: Record<string, string> | undefined) => labels?.[LABEL.owner] === name;
-  const containers = store.list(Containers).filter((c) => c.spec.desired !== 'removed' && owner(c.spec.config.Labels)).map((c) => ({ name: c.spec.name.replace(/^\//, ''), labels: c.spec.config.Labels ?? {} }));
+  const containers = ownedContainers(store, name).filter((c) => c.spec.desired !== 'removed').map((c) => ({ name: c.spec.name.replace(/^\//, ''), labels: c.spec.config.Labels ?? {} }));
   const networks = liveNetworks(store);
   return stackDiff(planProject(name, document, ''), {
     containers,
     networks: new Set(networks.map((n) => n.spec.name)),
-    ownedNetworks: new Set(networks.filter((n) => owner(n.spec.labels)).map((n) => n.spec.name)),
+    ownedNetworks: new Set(networks.filter((n) => stackOf(n.spec, n.spec.labels) === name).map((n) => n.spec.name)),
     volumes: new Set(liveVolumes(store).map((v) => v.name)),
   });
 }

@@ -4,15 +4,13 @@
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { conflict, EngineError, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
-import { validateLocalOptions, volumeNameError } from '../../lib/volume-options.ts';
-import { ANONYMOUS_LABEL, type VolumeSpec, type VolumeStatus, Volumes, findVolume, liveVolumes } from '../../store/kinds/volume.ts';
+import { ANONYMOUS_LABEL, Volumes, findVolume, liveVolumes } from '../../store/kinds/volume.ts';
 import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
-import { volumeSpec } from '../../admission/volumes/container-mounts.ts';
-import { volumeCreateBody } from './create-schema.ts';
+import { admitVolume } from '../../admission/volumes/admit.ts';
+import { volumeCreateBody } from '../../admission/volumes/create-schema.ts';
 import { listVolumes, usersOf, volumesInUse, volumeView, type VolumeResource } from './views.ts';
 
 export interface VolumeUsagePort {
@@ -61,30 +59,8 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
     app.post('/volumes/create', { schema: { body: volumeCreateBody } }, async (req, reply) => {
       const body = req.body;
       if (body.ClusterVolumeSpec) throw unavailable(SWARM_ONLY);
-      const rawName = body.Name;
-      const driver = body.Driver || 'local';
-      const options = body.DriverOpts ?? {};
-      const labels = body.Labels ?? {};
-      const name = rawName || newId();
-      const nameErr = volumeNameError(name);
-      if (nameErr) throw invalidArgument(`create ${name}: ${nameErr}`);
-      if (driver !== 'local') throw notFound(`create ${name}: error looking up volume plugin ${driver}: plugin "${driver}" not found`);
-      try {
-        validateLocalOptions(options);
-      } catch (err) {
-        throw invalidArgument(`create ${name}: ${(err as Error).message}`);
-      }
-      const existing = store.get(Volumes, name);
-      if (existing?.spec.desired === 'removed') throw conflict(`create ${name}: volume is being removed`);
-      if (existing) {
-        reply.code(201);
-        return volumeView(existing.status.phase === 'pending' ? await waitReady(name, existing.generation) : existing);
-      }
-      // A volume made without a name is anonymous, as the reference labels it (prune takes it by default).
-      const spec: VolumeSpec = volumeSpec(name, { anonymous: !rawName, labels, options });
-      const status: VolumeStatus = { observedGeneration: 0, phase: 'pending', error: '', mountpoint: '' };
-      const created = store.create(Volumes, name, spec, status);
-      const r = await waitReady(name, created.generation);
+      const { volume, created } = admitVolume(store, body);
+      const r = created || volume.status.phase === 'pending' ? await waitReady(volume.name, volume.generation) : volume;
       reply.code(201);
       return volumeView(r);
     });

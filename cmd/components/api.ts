@@ -1,10 +1,8 @@
 // What the API serves from beside the store (distribution, the log reader, the event recorder),
 // and the API itself: the app, its routes and the listeners.
 import { rmSync } from 'node:fs';
-import { component } from '../components.ts';
-import type { DaemonEnv, Paths } from './env.ts';
-import type { SwappableRuntimes } from './core.ts';
-import type { Execs, Runs, Volumes } from './containers.ts';
+import { component } from './registry.ts';
+import type { DaemonEnv } from './env.ts';
 import { createApp } from '../../api/app.ts';
 import { AuthzChain } from '../../api/authz/chain.ts';
 import { pluginDirs } from '../../api/authz/discovery.ts';
@@ -18,11 +16,9 @@ import type { PullJobsPort } from '../../api/distribution/port.ts';
 import { pushHandler } from '../../api/distribution/push-handler.ts';
 import { EventRecorder } from '../../api/events/recorder.ts';
 import { eventRoutes } from '../../api/events/routes.ts';
-import { resolveImage } from '../../api/images/resolve.ts';
 import { imageRoutes } from '../../api/images/routes.ts';
 import { buildBackend } from '../../api/builder/backend.ts';
 import { buildRoutes } from '../../api/builder/routes.ts';
-import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import { createBuilder } from '../../drivers/builder/builder.ts';
 import { removeLeftoverScratch } from '../../drivers/builder/scratch.ts';
 import { buildPull } from '../../api/builder/pull.ts';
@@ -30,35 +26,25 @@ import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
 import { volumeRoutes } from '../../api/volumes/routes.ts';
 import { stackRoutes } from '../../api/stacks/routes.ts';
-import { createDistribution, type DistributionDriver } from '../../drivers/distribution/distribution.ts';
+import { createDistribution } from '../../drivers/distribution/distribution.ts';
 import { createImageArchive } from '../../drivers/image/archive.ts';
 import { createImageCommitter } from '../../drivers/image/commit.ts';
 import { hostPlatform } from '../../drivers/image/platform.ts';
-import { createLogReader, readPathOf, validateLogConfig } from '../../drivers/logging/index.ts';
-import { hostRouteSubnets } from '../../drivers/network/routes.ts';
-import { validateBind } from '../../drivers/oci/index.ts';
-import type { LayerStore } from '../../drivers/storage/types.ts';
-import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
-import type { PullReconciler } from '../../reconcilers/image/pull-reconciler.ts';
+import { createLogReader, readPathOf } from '../../drivers/logging/index.ts';
 import { parseSignal } from '../../reconcilers/container/signals.ts';
-import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
-import type { Store } from '../../store/store.ts';
-import type { Cluster } from './cluster.ts';
 
 import { createContainerOps } from '../container-ops.ts';
-import { blkioWeightSupported, hostCpus, listenTls, registryOptions } from '../daemon-helpers.ts';
+import { blkioWeightSupported, listenTls, registryOptions } from '../daemon-helpers.ts';
 import { createSystemInfo } from '../system-info.ts';
 import { API_VERSION, BUILD_TIME, ENGINE_VERSION, GIT_COMMIT, MIN_API_VERSION } from '../version.ts';
 import { Containers } from '../../store/kinds/container.ts';
 import { registerEngineFamilies } from '../engine-metrics.ts';
-import type { Metrics } from './metrics.ts';
 
-type LogReader = ReturnType<typeof createLogReader>;
 
 /** What the routes use beside the store. */
 export function serviceComponents({ cfg, log }: DaemonEnv) {
   return [
-    component<DistributionDriver>({
+    component({
       id: 'distribution',
       requires: ['layers', 'paths'],
       init: (ctx) =>
@@ -67,17 +53,17 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
           ...registryOptions(cfg),
           certsDir: process.env.ENGINE_CERTS_DIR || '/etc/engine/certs.d',
           proxies: { http: cfg.httpProxy || undefined, https: cfg.httpsProxy || undefined, noProxy: cfg.noProxy || undefined },
-          layers: ctx.get<LayerStore>('layers'),
+          layers: ctx.get('layers'),
           platform: hostPlatform(),
-          tmpDir: ctx.get<Paths>('paths').tmpDir,
+          tmpDir: ctx.get('paths').tmpDir,
         }),
       close: (distribution) => distribution.close(),
     }),
-    component<LogReader>({
+    component({
       id: 'log-reader',
       requires: ['store'],
       init: (ctx) => {
-        const store = ctx.get<Store>('store');
+        const store = ctx.get('store');
         return createLogReader({
           pathOf: (id) => {
             const c = store.get(Containers, id);
@@ -87,7 +73,7 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
         });
       },
     }),
-    component<AuthzChain>({
+    component({
       id: 'authz',
       requires: [],
       // Every configured plugin must be found (a missing one: the daemon does not start); each is
@@ -103,7 +89,7 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
       id: 'events',
       // After the migrations: their rewrites of old records are not events of the user's.
       requires: ['store', 'migrations'],
-      init: (ctx) => new EventRecorder(ctx.get<Store>('store')),
+      init: (ctx) => new EventRecorder(ctx.get('store')),
       close: (events) => events.close(),
     }),
   ];
@@ -113,48 +99,36 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster'],
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'admission'],
     init: async (ctx) => {
-      const store = ctx.get<Store>('store');
-      const layers = ctx.get<LayerStore>('layers');
-      const supervisor = ctx.get<SupervisorClient>('supervisor-client');
-      const runtimes = ctx.get<SwappableRuntimes>('runtimes');
-      const runs = ctx.get<Runs>('runs').registry;
-      const volumeDriver = ctx.get<Volumes>('volumes').driver;
-      const distribution = ctx.get<DistributionDriver>('distribution');
-      const pulls = ctx.get<PullReconciler>('pulls');
-      const logReader = ctx.get<LogReader>('log-reader');
-      const events = ctx.get<EventRecorder>('events');
-      const { tmpDir } = ctx.get<Paths>('paths');
+      const store = ctx.get('store');
+      const layers = ctx.get('layers');
+      const supervisor = ctx.get('supervisor-client');
+      const runtimes = ctx.get('runtimes');
+      const runs = ctx.get('runs').registry;
+      const volumeDriver = ctx.get('volumes').driver;
+      const distribution = ctx.get('distribution');
+      const pulls = ctx.get('pulls');
+      const logReader = ctx.get('log-reader');
+      const events = ctx.get('events');
+      const { tmpDir } = ctx.get('paths');
       const attachDeps = {
         store,
         streams: { watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn), resize: (id: string, w: number, h: number) => runs.resize(id, w, h) },
-        execs: ctx.get<Execs>('execs').port,
+        execs: ctx.get('execs').port,
         logs: logReader,
         events,
       };
-      const createDefaults: CreateDefaults = {
-        get runtime() {
-          return runtimes.default;
-        },
-        hasRuntime: (n) => runtimes.names().includes(n),
-        shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
-        ipcMode: cfg.defaultIpcMode || 'private',
-        cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
-        blkioWeight: blkioWeightSupported(),
-        hostCpus: hostCpus(),
-        logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
-        validateLogConfig,
-        validateBind,
-      };
+      const admission = ctx.get('admission');
+      const createDefaults = admission.containers.defaults;
       const pullJobs: PullJobsPort = { watch: (name, fn) => pulls.progress.subscribe(name, fn), setCredentials: (name, auth) => pulls.setCredentials(name, auth) };
       const puller = createPuller({ store, jobs: pullJobs });
       // Before the API serves: a build started now must not lose its own scratch layers.
       await removeLeftoverScratch(layers, log).catch((err) => log.warn({ err }, 'removing scratch layers of interrupted builds failed'));
       const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir });
-      const backend = buildBackend({ store, resolveImage: (ref) => resolveImage(store, ref), defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
+      const backend = buildBackend({ store, resolveImage: admission.containers.resolveImage, defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
       const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
-      const metrics = ctx.get<Metrics>('metrics');
+      const metrics = ctx.get('metrics');
       const onAnswered = metrics.server ? registerEngineFamilies(metrics.registry, { store, info, events }) : undefined;
       const app = createApp({
         log: log.child({ component: 'api' }),
@@ -162,7 +136,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
         version: { api: API_VERSION, min: MIN_API_VERSION },
         onAnswered,
         corsHeader: cfg.apiCorsHeader,
-        authz: ctx.get<AuthzChain>('authz'),
+        authz: ctx.get('authz'),
         plugins: [
           systemRoutes({
             store,
@@ -173,7 +147,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             sizeRw: (id) => layers.sizeRW(id),
             volumeSize: (name) => volumeDriver.size(name),
             storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
-            cluster: ctx.get<Cluster | null>('cluster')?.membership,
+            cluster: ctx.get('cluster')?.membership,
           }),
           imageRoutes({
             store,
@@ -199,7 +173,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             signals: { kill: (id, sig) => supervisor.killTask(id, sig) },
             events,
             defaults: createDefaults,
-            resolveImage: (ref) => resolveImage(store, ref),
+            resolveImage: admission.containers.resolveImage,
             parseSignal: (s) => parseSignal(s),
             graphDriverData: (id) => layers.metadataRW(id),
             sizeRw: (id) => layers.sizeRW(id),
@@ -216,21 +190,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           attachRoutes(attachDeps),
           eventRoutes(events),
           volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
-          stackRoutes({ store, cluster: ctx.get<Cluster | null>('cluster')?.stacks }),
-          networkRoutes({
-            store,
-            defaults: {
-              mtu: cfg.mtu,
-              iptables: cfg.iptables,
-              ip6tables: cfg.iptables && cfg.ip6tables,
-              ipForward: cfg.ipForward,
-              userlandProxy: cfg.userlandProxy,
-              chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || DEFAULT_CHAIN_PREFIX,
-              pools: cfg.defaultAddressPools ?? [],
-              driverOpts: cfg.defaultNetworkOpts ?? {},
-              hostRoutes: hostRouteSubnets,
-            },
-          }),
+          stackRoutes({ store, cluster: ctx.get('cluster')?.stacks }),
+          networkRoutes({ store, defaults: admission.networks.defaults }),
         ],
       });
       await app.ready();

@@ -12,8 +12,7 @@ import { NodeAgent } from '../../reconcilers/node/agent.ts';
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
-import type { Store } from '../../store/store.ts';
-import { component } from '../components.ts';
+import { component } from './registry.ts';
 import { ENGINE_VERSION } from '../version.ts';
 import type { DaemonEnv } from './env.ts';
 
@@ -54,7 +53,7 @@ export interface Cluster {
 }
 
 export function clusterComponent({ cfg, log }: DaemonEnv) {
-  return component<Cluster | null>({
+  return component({
     id: 'cluster',
     requires: ['paths', 'store'],
     init: async (ctx) => {
@@ -77,7 +76,7 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       const clog = log.child({ component: 'cluster' });
       const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog });
       const etcd = () => membership.etcd;
-      const agent = new NodeAgent({ store: ctx.get<Store>('store'), nodeId: membership.nodeId, etcd, putLeased: (k, v) => membership.putLeased(k, v), log: clog.child({ part: 'agent' }) });
+      const agent = new NodeAgent({ store: ctx.get('store'), nodeId: membership.nodeId, etcd, putLeased: (k, v) => membership.putLeased(k, v), log: clog.child({ part: 'agent' }) });
       const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), isLeader: () => membership.isLeader, log: clog.child({ part: 'placer' }) });
       membership.on('joined', () => {
         void agent.watch().catch(() => {});

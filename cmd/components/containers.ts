@@ -2,18 +2,12 @@
 // controller under one manager, the supervisor's exit events, the record migrations, and the
 // component that sets the controllers running (and, at shutdown, stops them and the containers).
 import { join } from 'node:path';
-import { component } from '../components.ts';
-import type { DaemonEnv, Paths } from './env.ts';
-import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
+import { component } from './registry.ts';
+import type { DaemonEnv } from './env.ts';
 import type { Controller } from '../../controllers/controller.ts';
 import { Manager } from '../../controllers/manager.ts';
-import type { Logging } from '../../drivers/logging/index.ts';
-import { resolveUser, type SpecBuilder } from '../../drivers/oci/index.ts';
-import type { BridgeDriver } from '../../drivers/network/bridge-driver.ts';
-import type { LayerStore } from '../../drivers/storage/types.ts';
-import type { Stdio } from '../../drivers/stdio/stdio.ts';
-import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
-import { subscribeEvents, type EventSubscription } from '../../drivers/supervisor/events.ts';
+import { resolveUser } from '../../drivers/oci/index.ts';
+import { subscribeEvents } from '../../drivers/supervisor/events.ts';
 import { ensureShm, releaseShm } from '../../drivers/sys/shm.ts';
 import { netns } from '../../drivers/network/netns.ts';
 import { LocalVolumeDriver } from '../../drivers/volume/local.ts';
@@ -27,7 +21,6 @@ import { ContainerReconciler } from '../../reconcilers/container/reconciler.ts';
 import { RunRegistry } from '../../reconcilers/container/runs.ts';
 import { migrateEndpoints } from '../../reconcilers/endpoint/migrate.ts';
 import { EndpointReconciler } from '../../reconcilers/endpoint/reconciler.ts';
-import type { Metrics } from './metrics.ts';
 import { endpointController } from '../../reconcilers/endpoint/controller.ts';
 import { containerController } from '../../reconcilers/container/controller.ts';
 import { imageController } from '../../reconcilers/image/controller.ts';
@@ -36,16 +29,12 @@ import { volumeController } from '../../reconcilers/volume/controller.ts';
 import { runtimeController } from '../../reconcilers/runtime/controller.ts';
 import { RuntimeReconciler } from '../../reconcilers/runtime/reconciler.ts';
 import { ImageReconciler } from '../../reconcilers/image/reconciler.ts';
-import type { NetworkAttacher } from '../../reconcilers/network/attacher.ts';
-import type { NetworkDns } from '../../reconcilers/network/dns.ts';
 import { LinkFirewall } from '../../reconcilers/network/link-rules.ts';
-import type { PortPublisher } from '../../reconcilers/network/ports.ts';
 import { NetworkReconciler } from '../../reconcilers/network/reconciler.ts';
 import { VolumeMounter } from '../../reconcilers/volume/mounter.ts';
 import { VolumeReconciler } from '../../reconcilers/volume/reconciler.ts';
 
 
-import type { Store } from '../../store/store.ts';
 
 
 import { recheckMsFromEnv } from '../daemon-helpers.ts';
@@ -77,47 +66,47 @@ export interface Controllers {
 
 export function containerComponents({ cfg, log }: DaemonEnv) {
   return [
-    component<Volumes>({
+    component({
       id: 'volumes',
       requires: ['store', 'paths'],
       init: (ctx) => {
-        const driver = new LocalVolumeDriver({ root: join(ctx.get<Paths>('paths').dataRoot, 'volumes') });
-        return { driver, mounter: new VolumeMounter(ctx.get<Store>('store'), driver) };
+        const driver = new LocalVolumeDriver({ root: join(ctx.get('paths').dataRoot, 'volumes') });
+        return { driver, mounter: new VolumeMounter(ctx.get('store'), driver) };
       },
     }),
-    component<Runs>({
+    component({
       id: 'runs',
       requires: ['supervisor-client'],
       init: (ctx) => {
         const runs: Runs = {
-          registry: new RunRegistry({ supervisor: ctx.get<SupervisorClient>('supervisor-client'), exitEventsLive: () => runs.exitEvents?.live ?? false }),
+          registry: new RunRegistry({ supervisor: ctx.get('supervisor-client'), exitEventsLive: () => runs.exitEvents?.live ?? false }),
           exitEvents: null,
         };
         return runs;
       },
     }),
-    component<Execs>({
+    component({
       id: 'execs',
       requires: ['store', 'supervisor-client', 'stdio', 'runs', 'paths'],
       init: (ctx) => {
-        const store = ctx.get<Store>('store');
+        const store = ctx.get('store');
         // Not durable, as the reference's: the execs of an earlier daemon are gone before the API serves.
         const stale = store.list(ExecRecords);
         if (stale.length) store.transaction((tx) => stale.forEach((e) => tx.delete(ExecRecords, e.name)));
         // Their FIFOs too, drained first: a shim whose exec start the last daemon left half done
         // answers nothing about the container until they are read (drivers/stdio, drainLeftovers).
-        const stdio = ctx.get<Stdio>('stdio');
-        const drained = stdio.drainLeftovers(join(ctx.get<Paths>('paths').execRoot, 'supervisor'), 'init');
+        const stdio = ctx.get('stdio');
+        const drained = stdio.drainLeftovers(join(ctx.get('paths').execRoot, 'supervisor'), 'init');
         if (drained) log.info({ execs: drained }, 'drained the FIFOs of execs an earlier daemon left');
-        const supervisor = ctx.get<SupervisorClient>('supervisor-client');
-        const host = ctx.get<Runs>('runs').registry;
+        const supervisor = ctx.get('supervisor-client');
+        const host = ctx.get('runs').registry;
         const processes = new ExecProcesses();
         const reconciler = new ExecReconciler(store, {
           supervisor,
           stdio,
           host,
           processes,
-          execRoot: ctx.get<Paths>('paths').execRoot,
+          execRoot: ctx.get('paths').execRoot,
           log: log.child({ component: 'exec' }),
           resolveUser: (rootfs, user) => resolveUser(rootfs, user),
         });
@@ -128,65 +117,65 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
       id: 'containers',
       requires: ['store', 'paths', 'network-attacher', 'execs', 'volumes', 'ports', 'bridge', 'supervisor-client', 'stdio', 'logging', 'layers', 'spec', 'runtimes', 'runs', 'metrics'],
       init: (ctx) => {
-        const store = ctx.get<Store>('store');
-        const supervisor = ctx.get<SupervisorClient>('supervisor-client');
-        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        const store = ctx.get('store');
+        const supervisor = ctx.get('supervisor-client');
+        const { dataRoot, execRoot } = ctx.get('paths');
         return new ContainerReconciler(store, {
           // Read at each use: live-restore is reloadable.
           liveRestore: () => !!cfg.liveRestore,
-          network: ctx.get<NetworkAttacher>('network-attacher'),
+          network: ctx.get('network-attacher'),
           shm: { ensure: ensureShm, release: releaseShm },
           netns,
-          probes: execProbes(ctx.get<Execs>('execs').port, supervisor, ctx.get<Metrics>('metrics').engine?.healthCheck),
-          volumes: ctx.get<Volumes>('volumes').mounter,
-          ports: ctx.get<PortPublisher>('ports'),
-          links: new LinkFirewall(store, ctx.get<BridgeDriver>('bridge'), log.child({ component: 'links' })),
+          probes: execProbes(ctx.get('execs').port, supervisor, ctx.get('metrics').engine?.healthCheck),
+          volumes: ctx.get('volumes').mounter,
+          ports: ctx.get('ports'),
+          links: new LinkFirewall(store, ctx.get('bridge'), log.child({ component: 'links' })),
           supervisor,
-          stdio: ctx.get<Stdio>('stdio'),
-          logging: ctx.get<Logging>('logging'),
-          layers: ctx.get<LayerStore>('layers'),
-          spec: ctx.get<SpecBuilder>('spec'),
-          runtimes: ctx.get<SwappableRuntimes>('runtimes'),
+          stdio: ctx.get('stdio'),
+          logging: ctx.get('logging'),
+          layers: ctx.get('layers'),
+          spec: ctx.get('spec'),
+          runtimes: ctx.get('runtimes'),
           dataRoot,
           execRoot,
           cgroupParent: cfg.cgroupParent || '/engine',
           log: log.child({ component: 'container-reconciler' }),
-        }, ctx.get<Runs>('runs').registry);
+        }, ctx.get('runs').registry);
       },
     }),
-    component<Controllers>({
+    component({
       id: 'controllers',
       requires: ['store', 'paths', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics', 'runtimes', 'execs'],
       init: (ctx) => {
-        const store = ctx.get<Store>('store');
-        const images = new ImageReconciler(store, ctx.get<LayerStore>('layers'), { log: log.child({ component: 'images' }) });
+        const store = ctx.get('store');
+        const images = new ImageReconciler(store, ctx.get('layers'), { log: log.child({ component: 'images' }) });
         const manager = new Manager({ log: log.child({ component: 'controllers' }) });
-        const metrics = ctx.get<Metrics>('metrics').controllers;
-        const runs = ctx.get<Runs>('runs').registry;
-        const containers = ctx.get<ContainerReconciler>('containers');
-        const networks = new NetworkReconciler(store, ctx.get<BridgeDriver>('bridge'), { dns: ctx.get<NetworkDns>('dns'), recheckMs: recheckMsFromEnv(), log: log.child({ component: 'networks' }) });
-        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        const metrics = ctx.get('metrics').controllers;
+        const runs = ctx.get('runs').registry;
+        const containers = ctx.get('containers');
+        const networks = new NetworkReconciler(store, ctx.get('bridge'), { dns: ctx.get('dns'), recheckMs: recheckMsFromEnv(), log: log.child({ component: 'networks' }) });
+        const { dataRoot, execRoot } = ctx.get('paths');
         // Started in this order and stopped in reverse: images are up before the containers made from them.
         manager.add(runtimeController.build({ store, reconciler: new RuntimeReconciler(store, { execRoot, wrapperDir: join(dataRoot, 'runtimes'), noPivotRoot: cfg.noPivotRoot }), log, metrics }));
         manager.add(networkController.build({ store, reconciler: networks, log, metrics }));
-        manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get<Volumes>('volumes').driver), log, metrics }));
+        manager.add(volumeController.build({ store, reconciler: new VolumeReconciler(store, ctx.get('volumes').driver), log, metrics }));
         manager.add(imageController.build({ store, reconciler: images, log, metrics }));
         const containerCtl = containerController(runs, containers).build({ store, reconciler: containers, log, metrics });
         manager.add(containerCtl);
-        manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get<NetworkAttacher>('network-attacher')), log, metrics }));
-        const execs = ctx.get<Execs>('execs');
+        manager.add(endpointController.build({ store, reconciler: new EndpointReconciler(store, ctx.get('network-attacher')), log, metrics }));
+        const execs = ctx.get('execs');
         manager.add(execController(execs.processes.exits).build({ store, reconciler: execs.reconciler, log, metrics }));
         return { manager, images, containers: containerCtl };
       },
     }),
-    component<EventSubscription>({
+    component({
       id: 'supervisor-events',
       requires: ['supervisor', 'runs'],
       init: (ctx) => {
-        const runs = ctx.get<Runs>('runs');
+        const runs = ctx.get('runs');
         const registry = runs.registry;
         const subscription = subscribeEvents({
-          ...ctx.get<SupervisorAddress>('supervisor'),
+          ...ctx.get('supervisor'),
           log: log.child({ component: 'supervisor-events' }),
           onExit: (e) => {
             if (e.id === e.containerId || !e.id) registry.notifyExit(e.containerId, { pid: e.pid, exitStatus: e.exitStatus, exitedAt: e.exitedAt });
@@ -203,7 +192,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
       id: 'migrations',
       requires: ['store'],
       init: (ctx) => {
-        const store = ctx.get<Store>('store');
+        const store = ctx.get('store');
         const endpointsMigrated = migrateEndpoints(store);
         if (endpointsMigrated) log.info({ containers: endpointsMigrated }, 'networks beside NetworkMode migrated to endpoint records');
       },
@@ -221,8 +210,8 @@ export function runningComponent({ cfg, log }: DaemonEnv) {
     id: 'running',
     requires: ['controllers', 'pulls', 'containers', 'supervisor-events', 'migrations', 'events'],
     init: async (ctx) => {
-      const { manager, images } = ctx.get<Controllers>('controllers');
-      const containers = ctx.get<ContainerReconciler>('containers');
+      const { manager, images } = ctx.get('controllers');
+      const containers = ctx.get('containers');
       // Before pulls resume and the API serves: nothing is in the middle of making a layer.
       await images.collectUnreferenced().catch((err: unknown) => log.warn({ err }, 'collecting layers no image uses failed'));
       await manager.start();

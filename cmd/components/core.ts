@@ -2,15 +2,14 @@
 // here unless one is given) and what builds a container's process (runtimes, stdio, logging, spec).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { component } from '../components.ts';
-import type { DaemonEnv, Paths } from './env.ts';
+import { component } from './registry.ts';
+import type { DaemonEnv } from './env.ts';
 import type { DaemonConfig } from '../../config/load.ts';
 import { createLogging, LogThread } from '../../drivers/logging/index.ts';
 import { createSpecBuilder } from '../../drivers/oci/index.ts';
 import { memoryReducingCollection, startMemoryReclaimer } from '../../drivers/sys/memory-reclaim.ts';
 import { mallocTrim } from '../../drivers/sys/syscalls.ts';
 import { createLayerStore } from '../../drivers/storage/layer-store.ts';
-import type { LayerStore } from '../../drivers/storage/types.ts';
 import { createStdio } from '../../drivers/stdio/stdio.ts';
 import { createSupervisorClient } from '../../drivers/supervisor/client.ts';
 import { startSupervisor } from '../../drivers/supervisor/process.ts';
@@ -18,7 +17,7 @@ import type { Runtimes } from '../../drivers/supervisor/runtimes.ts';
 import { createRuntimeRegistry } from '../../reconcilers/runtime/registry.ts';
 import { findNetworkByName } from '../../store/kinds/network.ts';
 import { STORE_KINDS } from '../../store/kinds/index.ts';
-import { openStore, type Store } from '../../store/store.ts';
+import { openStore } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
 
 /** Where the supervisor listens, and in which namespace our containers live. */
@@ -39,7 +38,7 @@ const STORE_RESERVE_BYTES = 4 * 1024 * 1024;
 
 export function coreComponents({ cfg, log, sources }: DaemonEnv) {
   return [
-    component<Paths>({
+    component({
       id: 'paths',
       requires: [],
       init: () => {
@@ -48,18 +47,18 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
         return paths;
       },
     }),
-    component<Store>({
+    component({
       id: 'store',
       requires: ['paths'],
       init: (ctx) =>
-        openStore(join(ctx.get<Paths>('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), kinds: STORE_KINDS, reserveBytes: STORE_RESERVE_BYTES }),
+        openStore(join(ctx.get('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), kinds: STORE_KINDS, reserveBytes: STORE_RESERVE_BYTES }),
       close: (store) => store.close(),
     }),
-    component<LayerStore>({
+    component({
       id: 'layers',
       requires: ['paths'],
       init: (ctx) => {
-        const { dataRoot, tmpDir } = ctx.get<Paths>('paths');
+        const { dataRoot, tmpDir } = ctx.get('paths');
         if (cfg.storageDriver && cfg.storageDriver !== 'overlay2' && cfg.storageDriver !== 'vfs') {
           throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
         }
@@ -74,13 +73,13 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       // Live restore: the root filesystems of the containers left running stay mounted for the next daemon.
       close: (layers) => (cfg.liveRestore ? undefined : layers.cleanup()),
     }),
-    component<SupervisorAddress & { stop?: () => Promise<void> | void }>({
+    component({
       id: 'supervisor',
       requires: ['paths'],
       init: async (ctx) => {
         const namespace = cfg.supervisorNamespace || 'engine';
         if (cfg.supervisor) return { address: cfg.supervisor, namespace };
-        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        const { dataRoot, execRoot } = ctx.get('paths');
         const p = await startSupervisor({
           root: join(dataRoot, 'containerd'),
           state: join(execRoot, 'containerd', 'state'),
@@ -96,16 +95,16 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
     component({
       id: 'supervisor-client',
       requires: ['supervisor'],
-      init: (ctx) => createSupervisorClient({ ...ctx.get<SupervisorAddress>('supervisor'), log: log.child({ component: 'supervisor-client' }) }),
+      init: (ctx) => createSupervisorClient({ ...ctx.get('supervisor'), log: log.child({ component: 'supervisor-client' }) }),
       close: (client) => client.close(),
     }),
-    component<SwappableRuntimes>({
+    component({
       id: 'runtimes',
       requires: ['paths', 'store'],
       init: (ctx) => {
-        const { dataRoot, execRoot } = ctx.get<Paths>('paths');
+        const { dataRoot, execRoot } = ctx.get('paths');
         // Backed by the runtime records (reconcilers/runtime): the first swap writes them.
-        const registry = createRuntimeRegistry(ctx.get<Store>('store'), {
+        const registry = createRuntimeRegistry(ctx.get('store'), {
           execRoot,
           wrapperDir: join(dataRoot, 'runtimes'),
           source: sources.runtimes === 'flag' ? 'flag' : 'file',
@@ -143,7 +142,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       id: 'spec',
       requires: ['store'],
       init: (ctx) => {
-        const store = ctx.get<Store>('store');
+        const store = ctx.get('store');
         return createSpecBuilder({
           log: log.child({ component: 'oci' }),
           defaultShmSize: cfg.defaultShmSize,

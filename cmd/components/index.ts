@@ -2,6 +2,8 @@
 // after what it requires); they close in reverse, so the API closes first and the store last.
 import type { Component } from '../components.ts';
 import type { DaemonEnv } from './env.ts';
+import type { ComponentValues } from './registry.ts';
+import { admissionComponent } from './admission.ts';
 import { apiComponent, serviceComponents } from './api.ts';
 import { clusterComponent } from './cluster.ts';
 import { containerComponents, runningComponent } from './containers.ts';
@@ -14,7 +16,7 @@ import { stacksComponent } from './stacks.ts';
 
 export type { DaemonEnv } from './env.ts';
 
-export function daemonComponents(env: DaemonEnv): Component[] {
+export function daemonComponents(env: DaemonEnv): Component<unknown, ComponentValues>[] {
   return [
     metricsComponent(env),
     ...coreComponents(env),
@@ -26,6 +28,7 @@ export function daemonComponents(env: DaemonEnv): Component[] {
     // any of it closes.
     runningComponent(env),
     clusterComponent(env),
+    admissionComponent(env),
     apiComponent(env),
     stacksComponent(env),
     reloadComponent(env),

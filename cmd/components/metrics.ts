@@ -3,7 +3,7 @@
 // reference, the address needs experimental mode, and a start that cannot listen on it fails.
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { component } from '../components.ts';
+import { component } from './registry.ts';
 import { ControllerFamilies } from '../../controllers/metrics.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { registerEngineCounters, type EngineCounters } from '../engine-metrics.ts';
@@ -48,7 +48,7 @@ function listen(registry: Registry, host: string, port: number): Promise<Server>
 }
 
 export function metricsComponent({ cfg, log }: DaemonEnv) {
-  return component<Metrics>({
+  return component({
     id: 'metrics',
     requires: [],
     init: async () => {

@@ -1,6 +1,6 @@
 // Networking: the bridge driver with the default network, attaching containers to networks,
 // published ports (and the userland proxies behind them) and the embedded DNS servers.
-import { component } from '../components.ts';
+import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
 import { BridgeDriver } from '../../drivers/network/bridge-driver.ts';
 import { dnsUpstreams, startDnsServer } from '../../drivers/network/dns-server.ts';
@@ -9,7 +9,6 @@ import { NetworkAttacher } from '../../reconcilers/network/attacher.ts';
 import { ensureDefaultNetwork } from '../../reconcilers/network/default-network.ts';
 import { NetworkDns } from '../../reconcilers/network/dns.ts';
 import { PortPublisher } from '../../reconcilers/network/ports.ts';
-import type { Store } from '../../store/store.ts';
 import { Containers } from '../../store/kinds/container.ts';
 
 export function networkComponents({ cfg, log }: DaemonEnv) {
@@ -20,7 +19,7 @@ export function networkComponents({ cfg, log }: DaemonEnv) {
       init: async (ctx) => {
         const driver = new BridgeDriver({ log: log.child({ component: 'network' }) });
         await ensureDefaultNetwork(
-          ctx.get<Store>('store'),
+          ctx.get('store'),
           {
             bridge: cfg.bridge,
             bip: cfg.bip,
@@ -48,7 +47,7 @@ export function networkComponents({ cfg, log }: DaemonEnv) {
       id: 'network-attacher',
       // After the bridge: the default network exists before anything is attached to it.
       requires: ['store', 'bridge'],
-      init: (ctx) => new NetworkAttacher(ctx.get<Store>('store'), ctx.get<BridgeDriver>('bridge'), log),
+      init: (ctx) => new NetworkAttacher(ctx.get('store'), ctx.get('bridge'), log),
     }),
     component({
       id: 'port-proxies',
@@ -60,15 +59,15 @@ export function networkComponents({ cfg, log }: DaemonEnv) {
       id: 'ports',
       requires: ['store', 'bridge', 'port-proxies'],
       init: async (ctx) => {
-        const ports = new PortPublisher(ctx.get<Store>('store'), ctx.get<BridgeDriver>('bridge'), {
+        const ports = new PortPublisher(ctx.get('store'), ctx.get('bridge'), {
           log: log.child({ component: 'ports' }),
           defaultIp: cfg.ip || '0.0.0.0',
           userlandProxy: cfg.userlandProxy !== false,
-          proxy: cfg.userlandProxy !== false ? ctx.get<PortProxies>('port-proxies') : undefined,
+          proxy: cfg.userlandProxy !== false ? ctx.get('port-proxies') : undefined,
         });
         // No run of the last life is left (they are stopped at start-up): neither are its published
         // ports — unless live restore adopts the runs: the ports of containers last seen running stay.
-        const store = ctx.get<Store>('store');
+        const store = ctx.get('store');
         const lastSeenRunning = (id: string) => ['running', 'paused'].includes(store.get(Containers, id)?.status.phase ?? '');
         const swept = await ports.sweep(undefined, cfg.liveRestore ? lastSeenRunning : undefined);
         if (swept) log.info({ ports: swept }, 'published ports of the previous run released');
@@ -80,7 +79,7 @@ export function networkComponents({ cfg, log }: DaemonEnv) {
       requires: ['store'],
       init: (ctx) => {
         const dnsLog = log.child({ component: 'dns' });
-        return new NetworkDns(ctx.get<Store>('store'), { start: (o) => startDnsServer({ ...o, log: dnsLog }) }, dnsUpstreams(() => cfg.dns ?? []), dnsLog);
+        return new NetworkDns(ctx.get('store'), { start: (o) => startDnsServer({ ...o, log: dnsLog }) }, dnsUpstreams(() => cfg.dns ?? []), dnsLog);
       },
       close: (dns) => dns.closeAll(),
     }),

@@ -3,32 +3,25 @@
 // the file source (chokidar's watcher and SIGHUP both read the file into the daemon-config
 // record) and the controller that reconciles it. Taken on once the API serves.
 import { hostname } from 'node:os';
-import type { AuthzChain } from '../../api/authz/chain.ts';
-import type { EventRecorder } from '../../api/events/recorder.ts';
 import type { DaemonConfig } from '../../config/options.ts';
 import { goFormat } from '../../config/values.ts';
 import type { Controller } from '../../controllers/controller.ts';
 import type { Manager } from '../../controllers/manager.ts';
-import type { Controllers } from './containers.ts';
-import type { DistributionDriver } from '../../drivers/distribution/distribution.ts';
 import { configReloadController } from '../../reconcilers/config-reload/controller.ts';
 import { ConfigFileSource } from '../../reconcilers/config-reload/file-source.ts';
 import { ConfigReloadReconciler, reloadableValues, type ReloadOwner } from '../../reconcilers/config-reload/reconciler.ts';
-import type { Store } from '../../store/store.ts';
-import type { Cluster } from './cluster.ts';
-import { component } from '../components.ts';
+import { component } from './registry.ts';
 import { levelOf, registryOptions } from '../daemon-helpers.ts';
 import { engineId } from '../system-info.ts';
 import type { SwappableRuntimes } from './core.ts';
 import type { DaemonEnv } from './env.ts';
-import type { Metrics } from './metrics.ts';
 
 export interface Reload {
   /** SIGHUP: the file is read again and reconciled. */
   signal(): void;
 }
 
-interface Running extends Reload {
+export interface Running extends Reload {
   controller: Controller;
   manager: Manager;
   unwatch: () => Promise<void>;
@@ -60,18 +53,18 @@ export function reloadAttributes(c: DaemonConfig, runtimes: Pick<SwappableRuntim
 }
 
 export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
-  return component<Running>({
+  return component({
     id: 'reload',
     // After the API: a reload is taken only once the daemon runs.
     requires: ['store', 'runtimes', 'distribution', 'events', 'metrics', 'api', 'authz', 'cluster', 'controllers'],
     init: async (ctx) => {
-      const store = ctx.get<Store>('store');
-      const runtimes = ctx.get<SwappableRuntimes>('runtimes');
-      const distribution = ctx.get<DistributionDriver>('distribution');
-      const events = ctx.get<EventRecorder>('events');
-      const authz = ctx.get<AuthzChain>('authz');
+      const store = ctx.get('store');
+      const runtimes = ctx.get('runtimes');
+      const distribution = ctx.get('distribution');
+      const events = ctx.get('events');
+      const authz = ctx.get('authz');
       const rlog = log.child({ component: 'config-reload' });
-      const cluster = ctx.get<Cluster | null>('cluster')?.membership;
+      const cluster = ctx.get('cluster')?.membership;
       const owners: ReloadOwner[] = [
         {
           name: 'runtimes',
@@ -122,9 +115,9 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       });
       const source = new ConfigFileSource(store, cfg.configFile, rlog);
       source.started(reloadableValues(cfg));
-      const controller = configReloadController.build({ store, reconciler, log, metrics: ctx.get<Metrics>('metrics').controllers });
+      const controller = configReloadController.build({ store, reconciler, log, metrics: ctx.get('metrics').controllers });
       // Run by the manager with every other loop (a reload read before it runs waits in the store).
-      const { manager } = ctx.get<Controllers>('controllers');
+      const { manager } = ctx.get('controllers');
       manager.add(controller);
       const unwatch = await source.watch();
       return { signal: () => source.read('signal'), controller, manager, unwatch };

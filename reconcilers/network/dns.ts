@@ -8,8 +8,7 @@
 // the default bridge has none, as with the reference daemon.
 import type { Logger } from 'pino';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
-import { endpointName, endpointsOfContainer, pluggedAddresses, type EndpointSpec, type EndpointStatus, Endpoints } from '../../store/kinds/endpoint.ts';
+import { endpointName, endpointsOfContainer, pluggedAddresses, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 import { ipv4Pool, type NetworkSpec, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import { healthConfigOf } from '../container/health.ts';
@@ -189,7 +188,7 @@ export class NetworkDns {
   }
 
   /** The container's endpoint record on the network, if wanted. */
-  private recordOn(containerId: string, networkId: string): Resource<EndpointSpec, EndpointStatus> | undefined {
+  private recordOn(containerId: string, networkId: string): EndpointResource | undefined {
     const r = this.store.get(Endpoints, endpointName(containerId, networkId));
     return r?.spec.desired === 'present' ? r : undefined;
   }

@@ -5,14 +5,13 @@
 // removal) and the network reconciler (a removed network's claims, claims of gone containers).
 import { invalidArgument, unavailable } from '../../lib/errors.ts';
 import { type AddressChoice, type AddressRequest, pickIpv4, pickIpv6 } from '../../drivers/network/ipam-math.ts';
-import type { Resource } from '../../store/types.ts';
 import { Containers } from '../../store/kinds/container.ts';
-import { type IpamAllocationSpec, type IpamAllocationStatus, IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
+import { type IpamAllocationSpec, IpamAllocations, type IpamAllocationResource } from '../../store/kinds/ipam-allocation.ts';
 import { ipv4Pool, ipv6Pool, type IpamPoolConfig, type NetworkResource } from '../../store/kinds/network.ts';
 import type { NetworkStore } from './deps.ts';
 
 /** One claimed address (an ipam-allocation record). */
-export type Allocation = Resource<IpamAllocationSpec, IpamAllocationStatus>;
+export type Allocation = IpamAllocationResource;
 
 /** The slice of the store IPAM uses. */
 export type IpamStore = Pick<NetworkStore, 'get' | 'list' | 'create' | 'delete' | 'transaction'>;

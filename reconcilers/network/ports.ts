@@ -8,13 +8,12 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { EngineError } from '../../lib/errors.ts';
 import type { ContainerEndpoint, PublishedPort } from '../../store/kinds/container.ts';
-import type { Resource } from '../../store/types.ts';
 import { Networks } from '../../store/kinds/network.ts';
-import { type PortAllocationSpec, type PortAllocationStatus, PortAllocations } from '../../store/kinds/port-allocation.ts';
+import { type PortAllocationSpec, PortAllocations, type PortAllocationResource } from '../../store/kinds/port-allocation.ts';
 import type { NetworkStore } from './deps.ts';
 
 type Proto = PublishedPort['proto'];
-type Allocation = Resource<PortAllocationSpec, PortAllocationStatus>;
+type Allocation = PortAllocationResource;
 
 export interface PortRulesPort {
   publishPort(cfg: PortRuleInput, signal?: AbortSignal): Promise<void>;

@@ -9,7 +9,7 @@ import type { Etcd3 } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, parseRecord, STATUS_PREFIX, statusKey, type AssignmentRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
 import { composeApp } from '../../lib/compose/schema.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import { INITIAL_STACK_STATUS, Stacks, type StackResource, type StackSpec } from '../../store/kinds/stack.ts';
+import { INITIAL_STACK_STATUS, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
 import { PassLoop } from './pass-loop.ts';
 import type { Store } from '../../store/store.ts';
 
@@ -48,7 +48,7 @@ export class NodeAgent {
   start(): void {
     this.loop.start();
     this.unwatchStore = this.opts.store.watch(Stacks, (ev) => {
-      if (ev.type !== 'delete' && !(ev.resource as StackResource).spec.placed) return;
+      if (ev.type !== 'delete' && !ev.resource.spec.placed) return;
       this.schedulePublish();
     });
   }

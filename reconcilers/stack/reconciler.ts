@@ -1,39 +1,29 @@
 // The stack reconciler: brings the project's networks, volumes and containers to what the stack's
 // Compose application asks for and keeps them there. It reads what the stack owns from the store
-// (objects carrying its owner label) and acts through the Engine API (StackEngine: the daemon's own
-// API, in process), so every rule of a create or a remove applies as for any client. Objects it
-// did not create are never adopted or removed: a name taken by one is Degraded with the reason.
+// (objects whose owner reference names it) and writes desired state through the admission modules
+// the create routes use (./engine.ts), so every rule of a create or a remove applies as for any
+// client. It never waits: a write is observed on a later pass (a requeue, or the owned container's
+// change waking it). Objects it did not create are never adopted or removed: a name taken by one is
+// Degraded with the reason.
 // Services are reconciled dependencies first (depends_on); each is brought to its replicas by
 // ./replicas.ts (out-of-band removals and stops repaired, changes rolled out, unhealthy replicas
 // replaced); a service dropped from the document is pruned. The documents a service's stable
 // version refers to are kept in the status, so a rollback can return to it.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ReconcileContext, ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import { TerminalError, type ReconcileContext, type ReconcileResult, type Reconciler } from '../../controllers/controller.ts';
+import { parseReference } from '../../lib/reference.ts';
 import { dependenciesOf, serviceOrder } from '../../lib/compose/dependencies.ts';
 import { LABEL, planProject, projectFiles, type ServicePlan } from '../../lib/compose/normalize.ts';
 import { unmetPlacement, type NodeFacts } from '../../lib/compose/placement.ts';
-import { containerByName, Containers, type ContainerResource } from '../../store/kinds/container.ts';
+import { containerByName, type ContainerResource } from '../../store/kinds/container.ts';
 import { liveNetworks } from '../../store/kinds/network.ts';
-import { Stacks, type StackResource, type StackStatus } from '../../store/kinds/stack.ts';
 import { liveVolumes } from '../../store/kinds/volume.ts';
+import { ownedContainers, ownedNetworks, ownedVolumes, stackOf, Stacks, type StackResource, type StackStatus } from '../../store/kinds/stack.ts';
+import type { StackEngine } from './engine.ts';
 import type { Store } from '../../store/store.ts';
 import { errText, verdict, type Verdict } from './conditions.ts';
 import { reconcileService, type ServiceOutcome } from './replicas.ts';
-
-/** The Engine API calls the reconciler makes (cmd answers them with the daemon's own API). */
-export interface StackEngine {
-  createNetwork(body: Record<string, unknown>): Promise<void>;
-  removeNetwork(name: string): Promise<void>;
-  createVolume(body: Record<string, unknown>): Promise<void>;
-  removeVolume(name: string): Promise<void>;
-  /** Answers the new container's id. */
-  createContainer(name: string, body: Record<string, unknown>): Promise<string>;
-  startContainer(id: string): Promise<void>;
-  renameContainer(id: string, name: string): Promise<void>;
-  /** Forced, anonymous volumes kept (as `docker compose down`). */
-  removeContainer(id: string): Promise<void>;
-}
 
 export interface StackReconcilerDeps {
   engine: StackEngine;
@@ -47,6 +37,31 @@ type StackStore = Pick<Store, 'get' | 'list' | 'byIndex' | 'delete' | 'updateSta
 
 /** How often a stack that is not Ready yet looks again (containers' changes also wake it). */
 const RECHECK_MS = 1000;
+/** How often a stack being deleted looks again while what it owns goes. */
+const REMOVAL_RECHECK_MS = 200;
+
+/** Runs a write; its refusal goes to `onError` instead of ending the pass. */
+function attempt(write: () => void, onError: (err: unknown) => void): void {
+  try {
+    write();
+  } catch (err) {
+    onError(err);
+  }
+}
+
+/** `service: invalid reference format` for each service whose image reference cannot parse. */
+export function unparseableImages(doc: StackResource['spec']['document']): string[] {
+  const out: string[] = [];
+  for (const [svc, def] of Object.entries(doc.services)) {
+    if (!def?.image) continue;
+    try {
+      parseReference(def.image);
+    } catch (err) {
+      out.push(`${svc}: image ${JSON.stringify(def.image)}: ${errText(err)}`);
+    }
+  }
+  return out;
+}
 
 /** The documents the services' stable versions refer to; undefined when none is kept. */
 function keptDocuments(r: StackResource, services: StackStatus['services']): StackStatus['documents'] {
@@ -69,8 +84,9 @@ export class StackReconciler implements Reconciler {
     this.deps = deps;
   }
 
+  /** The stack's containers not being removed. */
   private ownedContainers(stack: string): ContainerResource[] {
-    return this.store.list(Containers).filter((c) => c.spec.config.Labels?.[LABEL.owner] === stack && c.spec.desired !== 'removed');
+    return ownedContainers(this.store, stack).filter((c) => c.spec.desired !== 'removed');
   }
 
   async reconcile(name: string, ctx: ReconcileContext): Promise<ReconcileResult> {
@@ -78,6 +94,14 @@ export class StackReconciler implements Reconciler {
     if (!r) return;
     if (r.spec.desired === 'removed') return this.remove(r);
     const { engine } = this.deps;
+    // A document no pass can ever run (an image reference that cannot parse): Degraded with the
+    // reason, and no requeue until the stack is applied again.
+    const unrunnable = unparseableImages(r.spec.document);
+    if (unrunnable.length) {
+      const message = unrunnable.join('; ');
+      this.store.updateStatus(Stacks, name, (s) => ({ ...s, observedGeneration: r.generation, conditions: verdict(s.conditions, 'Degraded', 'InvalidImageReference', message, r.generation) }));
+      throw new TerminalError(message);
+    }
     const filesDir = join(this.deps.filesRoot, name);
     const plan = planProject(name, r.spec.document, filesDir, r.spec.placed);
     const stackProblems: string[] = [];
@@ -89,14 +113,14 @@ export class StackReconciler implements Reconciler {
     const networks = liveNetworks(this.store);
     for (const n of plan.networks) {
       const have = networks.find((x) => x.spec.name === n.name);
-      if (have && have.spec.labels[LABEL.owner] !== name) stackProblems.push(`network ${n.name} exists and was not created by this stack`);
-      else if (!have) await engine.createNetwork(n.body).catch((err) => stackProblems.push(`network ${n.name}: ${errText(err)}`));
+      if (have && stackOf(have.spec, have.spec.labels) !== name) stackProblems.push(`network ${n.name} exists and was not created by this stack`);
+      else if (!have) attempt(() => engine.createNetwork(name, n.body), (err) => stackProblems.push(`network ${n.name}: ${errText(err)}`));
     }
     const volumes = liveVolumes(this.store);
     for (const v of plan.volumes) {
       const have = volumes.find((x) => x.name === v.name);
-      if (have && have.spec.labels[LABEL.owner] !== name) stackProblems.push(`volume ${v.name} exists and was not created by this stack`);
-      else if (!have) await engine.createVolume(v.body).catch((err) => stackProblems.push(`volume ${v.name}: ${errText(err)}`));
+      if (have && stackOf(have.spec, have.spec.labels) !== name) stackProblems.push(`volume ${v.name} exists and was not created by this stack`);
+      else if (!have) attempt(() => engine.createVolume(name, v.body), (err) => stackProblems.push(`volume ${v.name}: ${errText(err)}`));
     }
 
     const services: StackStatus['services'] = {};
@@ -117,10 +141,10 @@ export class StackReconciler implements Reconciler {
         out = { status: { ...r.status.services[svc.name], desired: svc.replicas, ready: 0, conditions: verdict(prevConds, 'Degraded', 'StackDegraded', stackProblems.join('; '), r.generation) }, state: 'Degraded' };
       } else if (unmet) {
         // It cannot run here: Pending, and none of its containers stays.
-        for (const c of ownedBy(svc.name)) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
+        for (const c of ownedBy(svc.name)) attempt(() => engine.removeContainer(c.name), (err) => ctx.log.warn({ err, container: c.name }, 'removing a container of an unplaceable service failed'));
         out = { status: { desired: svc.replicas, ready: 0, conditions: verdict(prevConds, 'Progressing', 'Pending', unmet, r.generation) }, state: 'Progressing' };
       } else {
-        out = await reconcileService({
+        out = reconcileService({
           stack: r,
           svc,
           stable: this.stableVersion(r, svc, filesDir),
@@ -137,14 +161,18 @@ export class StackReconciler implements Reconciler {
       const c = out.status.conditions.find((x) => x.type === out.state);
       states.push([svc.name, out.state, c?.message ?? '']);
     }
-    // What the document no longer names: its containers, then its networks.
+    // What the document no longer names: its containers, then its networks (once nothing runs on them).
     for (const c of owned) {
-      if (!plans.has(c.spec.config.Labels?.[LABEL.service] ?? '')) await engine.removeContainer(c.name).catch((err) => ctx.log.warn({ err, container: c.name }, 'pruning a container failed'));
+      if (!plans.has(c.spec.config.Labels?.[LABEL.service] ?? '')) attempt(() => engine.removeContainer(c.name), (err) => ctx.log.warn({ err, container: c.name }, 'pruning a container failed'));
     }
     const wantedNets = new Set(plan.networks.map((n) => n.name));
-    for (const n of liveNetworks(this.store)) {
-      if (n.spec.labels[LABEL.owner] === name && !wantedNets.has(n.spec.name)) await engine.removeNetwork(n.spec.name).catch((err) => ctx.log.warn({ err, network: n.spec.name }, 'pruning a network failed'));
+    let pruning = false;
+    for (const n of ownedNetworks(this.store, name)) {
+      if (n.spec.desired === 'removed' || wantedNets.has(n.spec.name)) continue;
+      attempt(() => engine.removeNetwork(n.spec.name), () => (pruning = true));
     }
+    // Removals under way are looked at again (a network waits for its containers to go).
+    if (pruning || ownedContainers(this.store, name).some((c) => c.spec.desired === 'removed')) requeue = Math.min(requeue, RECHECK_MS);
 
     const degraded = states.filter(([, s]) => s === 'Degraded');
     const progressing = states.filter(([, s]) => s === 'Progressing');
@@ -188,12 +216,29 @@ export class StackReconciler implements Reconciler {
     return undefined;
   }
 
-  /** DELETE: what the stack owns goes (named volumes only when asked), then its record. */
-  private async remove(r: StackResource): Promise<ReconcileResult> {
+  /**
+   * DELETE, level by level: its containers are asked to go; once they are gone its networks; then
+   * (when asked) its named volumes; then its files and its record. Each pass writes what the level
+   * asks and looks again shortly.
+   */
+  private remove(r: StackResource): ReconcileResult {
     const { engine } = this.deps;
-    for (const c of this.ownedContainers(r.name)) await engine.removeContainer(c.name);
-    for (const n of liveNetworks(this.store)) if (n.spec.labels[LABEL.owner] === r.name) await engine.removeNetwork(n.spec.name);
-    if (r.spec.removeVolumes) for (const v of liveVolumes(this.store)) if (v.spec.labels[LABEL.owner] === r.name) await engine.removeVolume(v.name);
+    const again = { requeueAfter: REMOVAL_RECHECK_MS };
+    const containers = ownedContainers(this.store, r.name);
+    if (containers.length) {
+      for (const c of containers) engine.removeContainer(c.name);
+      return again;
+    }
+    const networks = ownedNetworks(this.store, r.name);
+    if (networks.length) {
+      for (const n of networks) if (n.spec.desired !== 'removed') engine.removeNetwork(n.spec.name);
+      return again;
+    }
+    const volumes = r.spec.removeVolumes ? ownedVolumes(this.store, r.name) : [];
+    if (volumes.length) {
+      for (const v of volumes) engine.removeVolume(v.name);
+      return again;
+    }
     rmSync(join(this.deps.filesRoot, r.name), { recursive: true, force: true });
     this.store.delete(Stacks, r.name);
   }

@@ -11,13 +11,18 @@
 // failure: `pause` stops the rollout, `continue` goes on, `rollback` rolls the service back to its
 // stable version (the last one seen Ready; its document kept in the stack's status). Outside a
 // rollout a replica that turned unhealthy and stays so for a healthcheck interval is replaced.
+//
+// Every action is a write answered at once (./engine.ts): a replica is created and asked to run in
+// one write, a removal marks it removed. What a write leads to is seen on a later pass: a name held
+// by a replica being removed is waited for (looked at again shortly), never fought over.
 import type { Logger } from 'pino';
 import { LABEL, type ServicePlan } from '../../lib/compose/normalize.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { isRunning, type ContainerResource } from '../../store/kinds/container.ts';
 import type { Rollout, ServiceStatus, StackResource } from '../../store/kinds/stack.ts';
 import { errText, verdict, type Verdict } from './conditions.ts';
-import type { StackEngine } from './reconciler.ts';
+import { stackOf } from '../../store/kinds/stack.ts';
+import type { StackEngine } from './engine.ts';
 
 export interface ServiceInput {
   stack: StackResource;
@@ -69,7 +74,13 @@ function progress(c: ContainerResource, svc: ServicePlan, now: number, since: st
 /** Serving: running, and healthy where there is a healthcheck. */
 const serving = (c: ContainerResource, svc: ServicePlan) => c.status.phase === 'running' && (!svc.hasHealthcheck || c.status.health?.Status === 'healthy');
 
-export async function reconcileService(input: ServiceInput): Promise<ServiceOutcome> {
+/** How soon a slot waiting for its name (held by a replica being removed) looks again. */
+const NAME_WAIT_MS = 200;
+
+/** A start not taken up by the container reconciler yet: asking again would ask for another run. */
+const startPending = (c: ContainerResource) => c.spec.desired === 'running' && c.spec.runGeneration > c.status.runGeneration;
+
+export function reconcileService(input: ServiceInput): ServiceOutcome {
   const { stack, svc, owned, engine, log, now } = input;
   const gen = stack.generation;
   const prev = stack.status.services[svc.name];
@@ -90,7 +101,11 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
   let lastReplaced = prev?.lastReplaced;
   const unhealthySince: Record<string, string> = {};
 
-  const create = async (n: number) => engine.startContainer(await engine.createContainer(target.containerName(n), target.body(n)));
+  const create = (n: number) => engine.runContainer(stack.name, target.containerName(n), target.body(n));
+  /** A start of a replica that does not run, unless one is pending. */
+  const start = (c: ContainerResource) => {
+    if (!startPending(c)) engine.startContainer(c.name);
+  };
 
   const slots = new Map<number, ContainerResource[]>();
   for (const c of owned) {
@@ -100,7 +115,13 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
   // Scaled down: the highest numbers go first.
   for (const [n, members] of [...slots].sort((a, b) => b[0] - a[0])) {
     if (svc.slots.includes(n)) continue;
-    for (const c of members) await engine.removeContainer(c.name).catch((err) => problems.push(`removing ${nameOf(c)}: ${errText(err)}`));
+    for (const c of members) {
+      try {
+        engine.removeContainer(c.name);
+      } catch (err) {
+        problems.push(`removing ${nameOf(c)}: ${errText(err)}`);
+      }
+    }
   }
 
   const pending: number[] = [];
@@ -115,8 +136,11 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
     try {
       if (!members.length) {
         const other = input.byName(cname);
-        if (other && other.spec.config.Labels?.[LABEL.owner] !== stack.name) problems.push(`container ${cname} exists and was not created by this stack`);
-        else if (!other && !input.waitingOn) await create(n);
+        const wasInFlight = rolling() && rollout!.inFlight.includes(n);
+        if (other && stackOf(other.spec, other.spec.config.Labels) !== stack.name) problems.push(`container ${cname} exists and was not created by this stack`);
+        else if (other) soon(NAME_WAIT_MS); // ours, being removed: the name is free once it is gone
+        else if (!input.waitingOn || wasInFlight) create(n);
+        if (wasInFlight) inFlight.push(n);
         continue;
       }
       if (!fresh.length) {
@@ -125,13 +149,14 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
         continue;
       }
       const [cur, ...extra] = fresh;
-      for (const c of extra) await engine.removeContainer(c.name);
+      for (const c of extra) engine.removeContainer(c.name);
       const p = progress(cur!, target, now, rollout?.startedAt);
       if (stale.length || (rolling() && rollout!.inFlight.includes(n))) {
         // A new container of a rollout: up, failed, or still being watched.
         if (p.up) {
-          for (const c of stale) await engine.removeContainer(c.name);
-          if (nameOf(cur!) !== cname && !input.byName(cname)) await engine.renameContainer(cur!.name, cname);
+          for (const c of stale) engine.removeContainer(c.name);
+          if (nameOf(cur!) !== cname && !input.byName(cname)) engine.renameContainer(cur!.name, cname);
+          else if (nameOf(cur!) !== cname) soon(NAME_WAIT_MS);
           updated++;
           ready++;
           if (rollout?.inFlight.includes(n)) rollout.lastStepAt = nowIso;
@@ -143,19 +168,21 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
         if (stale.some((c) => serving(c, svc))) ready++;
         continue;
       }
-      if (nameOf(cur!) !== cname && !input.byName(cname)) await engine.renameContainer(cur!.name, cname);
+      if (nameOf(cur!) !== cname && !input.byName(cname)) engine.renameContainer(cur!.name, cname);
       updated++;
       const s = cur!.status;
       if (target.oneShot) {
-        if (s.phase === 'created' && !input.waitingOn) await engine.startContainer(cur!.name);
+        if (s.phase === 'created' && !input.waitingOn) start(cur!);
         else if (s.phase === 'exited' && s.exitCode === 0) ready++;
         else if (s.phase === 'exited' || s.phase === 'dead') failedOnce = `container ${cname} exited with code ${s.exitCode}`;
         continue;
       }
       if (!isRunning(s)) {
         if (s.phase === 'created' && input.waitingOn) continue;
-        log.info({ container: cname, phase: s.phase }, 'starting a stack container that is not running');
-        await engine.startContainer(cur!.name);
+        // Its last start failed: the reason, and another start.
+        if (s.error && !startPending(cur!)) problems.push(`${cname}: ${s.error}`);
+        if (!startPending(cur!)) log.info({ container: cname, phase: s.phase }, 'starting a stack container that is not running');
+        start(cur!);
         continue;
       }
       if (s.health?.Status === 'unhealthy' && s.phase === 'running') {
@@ -168,8 +195,9 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
           continue;
         }
         log.warn({ container: cname, unhealthySince: since }, 'replacing a replica that stayed unhealthy');
-        await engine.removeContainer(cur!.name);
-        await create(n);
+        // Its successor is made once the name is free (the empty slot, on a later pass).
+        engine.removeContainer(cur!.name);
+        soon(NAME_WAIT_MS);
         replaced++;
         lastReplaced = { container: cname, id: cur!.name, at: nowIso, reason: `unhealthy since ${since}` };
         continue;
@@ -216,12 +244,13 @@ export async function reconcileService(input: ServiceInput): Promise<ServiceOutc
         try {
           for (const c of slots.get(n) ?? []) {
             if (policy.order === 'start-first' && !backing) {
-              if (nameOf(c) === cname) await engine.renameContainer(c.name, `${c.name.slice(0, 12)}_${cname}`);
-            } else await engine.removeContainer(c.name);
+              if (nameOf(c) === cname) engine.renameContainer(c.name, `${c.name.slice(0, 12)}_${cname}`);
+            } else engine.removeContainer(c.name);
           }
-          await create(n);
+          // Stop-first: the new replica once the old one is gone and its name free (a later pass).
+          if (!input.byName(cname)) create(n);
           inFlight.push(n);
-          soon(0);
+          soon(input.byName(cname) ? NAME_WAIT_MS : 0);
         } catch (err) {
           problems.push(`${cname}: ${errText(err)}`);
         }

@@ -2,6 +2,7 @@
 // (Config, HostConfig) keep unknown keys, as the reference keeps fields it does not know; every
 // field the daemon reads is typed.
 import * as z from 'zod';
+import { ownerRefSchema } from '../owner.ts';
 import type { StoredRecord } from '../kind.ts';
 import type { ContainerConfig, ContainerSpec, ContainerStatus, HostConfig } from './container.ts';
 
@@ -82,6 +83,7 @@ const mountPoint = z.object({
 export const containerSpecSchema = z.object({
   id: z.string().regex(/^[0-9a-f]{64}$/),
   name: z.string().startsWith('/'),
+  ownerRef: ownerRefSchema.optional(),
   created: z.string(),
   imageId: z.string(),
   config: containerConfig,

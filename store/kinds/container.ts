@@ -6,6 +6,7 @@ import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { defineKind } from '../kind.ts';
 import type { Store } from '../store.ts';
 import type { IndexDef, Resource } from '../types.ts';
+import { ownerKeys, type OwnerRef } from '../owner.ts';
 import { containerSpecSchema, containerStatusSchema, levelsFromCounters } from './container-schema.ts';
 
 /** The Docker `Config` object as clients send it and as inspect returns it (merged with image defaults). */
@@ -80,6 +81,8 @@ export interface ContainerSpec {
   id: string;
   /** With the leading slash, e.g. "/web". Unique among containers. */
   name: string;
+  /** The object that made it (a stack), found by the `owner` index (store/owner.ts). */
+  ownerRef?: OwnerRef;
   /** RFC 3339 nano creation time. */
   created: string;
   /** The image the container runs: content id `sha256:...`. */
@@ -244,7 +247,7 @@ export const Containers = defineKind<ContainerSpec, ContainerStatus>({
   version: 1,
   schema: { spec: containerSpecSchema, status: containerStatusSchema },
   migrations: { 0: levelsFromCounters },
-  indexes: { name: (r) => [r.spec.name] },
+  indexes: { name: (r) => [r.spec.name], owner: (r) => ownerKeys(r.spec) },
 });
 
 /** The container has a task: running, paused, or between a restart policy's runs (the reference's State.Running). */

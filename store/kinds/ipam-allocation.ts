@@ -4,6 +4,7 @@
 
 import * as z from 'zod';
 import { defineKind } from '../kind.ts';
+import type { Resource } from '../types.ts';
 
 export interface IpamAllocationSpec {
   networkId: string;
@@ -15,6 +16,8 @@ export interface IpamAllocationSpec {
   allocatedAt: string;
 }
 export type IpamAllocationStatus = Record<string, never>;
+
+export type IpamAllocationResource = Resource<IpamAllocationSpec, IpamAllocationStatus>;
 
 export const IpamAllocations = defineKind<IpamAllocationSpec, IpamAllocationStatus>({
   name: 'ipam-allocation',

@@ -2,6 +2,7 @@
 // `host`, `none` and user-defined bridge networks. The API writes the spec; the network reconciler
 // sets up the bridge and its rules and writes status.
 import * as z from 'zod';
+import { ownerKeys, ownerRefSchema, type OwnerRef } from '../owner.ts';
 import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { defineKind } from '../kind.ts';
 import type { Store } from '../store.ts';
@@ -59,6 +60,8 @@ export interface NetworkSpec {
   labels: Record<string, string>;
   /** Present for driver 'bridge'. */
   bridge?: BridgeNetworkOptions;
+  /** The object that made it (a stack), found by the `owner` index (store/owner.ts). */
+  ownerRef?: OwnerRef;
   desired: 'present' | 'removed';
 }
 
@@ -152,6 +155,7 @@ const networkSpecSchema = z.object({
   options: stringMap,
   labels: stringMap,
   bridge: bridgeOptions.optional(),
+  ownerRef: ownerRefSchema.optional(),
   desired: z.enum(['present', 'removed']),
 }) satisfies z.ZodType<NetworkSpec>;
 
@@ -177,12 +181,17 @@ const networkStatusSchema = z.object({
 
 export type NetworkResource = Resource<NetworkSpec, NetworkStatus>;
 
-export const Networks = defineKind<NetworkSpec, NetworkStatus>({ name: 'network', version: 1, schema: { spec: networkSpecSchema, status: networkStatusSchema }, indexes: { name: (r) => [r.spec.name] } });
+export const Networks = defineKind<NetworkSpec, NetworkStatus>({ name: 'network', version: 1, schema: { spec: networkSpecSchema, status: networkStatusSchema }, indexes: { name: (r) => [r.spec.name], owner: (r) => ownerKeys(r.spec) } });
 
 /** Networks by name: a name being removed and its successor may share a key for a while. */
 export const NETWORKS_BY_NAME = Networks.indexes.name!;
 
 /** The networks named `name` that are not being removed, by the name index. */
+/** The builtin networks' names (and the modes that name no network): never created or removed by a request. */
+export function isPredefinedName(name: string): boolean {
+  return name === 'bridge' || name === 'host' || name === 'none' || name === 'default' || name.startsWith('container:');
+}
+
 export function liveNetworksNamed(
   store: { byIndex<S, T>(def: IndexDef<S, T>, key: string): Resource<S, T>[] },
   name: string,

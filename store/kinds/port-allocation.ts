@@ -4,6 +4,7 @@
 
 import * as z from 'zod';
 import { defineKind } from '../kind.ts';
+import type { Resource } from '../types.ts';
 
 export interface PortAllocationSpec {
   containerId: string;
@@ -19,6 +20,8 @@ export interface PortAllocationSpec {
   userlandProxy: boolean;
 }
 export type PortAllocationStatus = Record<string, never>;
+
+export type PortAllocationResource = Resource<PortAllocationSpec, PortAllocationStatus>;
 
 export const PortAllocations = defineKind<PortAllocationSpec, PortAllocationStatus>({
   name: 'port-allocation',

@@ -2,12 +2,15 @@
 // points at an image id. Digest references ("repo@sha256:...") are kept in ImageSpec.repoDigests.
 import * as z from 'zod';
 import { defineKind } from '../kind.ts';
+import type { Resource } from '../types.ts';
 import { digest } from './image.ts';
 
 export interface ReferenceSpec {
   imageId: string;
 }
 export type ReferenceStatus = Record<string, never>;
+
+export type ReferenceResource = Resource<ReferenceSpec, ReferenceStatus>;
 
 export const References = defineKind<ReferenceSpec, ReferenceStatus>({
   name: 'reference',

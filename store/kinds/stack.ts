@@ -5,8 +5,14 @@
 
 import * as z from 'zod';
 import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
+import { LABEL } from '../../lib/compose/normalize.ts';
 import { defineKind } from '../kind.ts';
+import { ownerKey, type OwnerRef } from '../owner.ts';
+import type { Store } from '../store.ts';
 import type { Resource } from '../types.ts';
+import { type ContainerResource, Containers } from './container.ts';
+import { type NetworkResource, Networks } from './network.ts';
+import { type VolumeResource, Volumes } from './volume.ts';
 
 export interface StackSpec {
   document: ComposeApp;
@@ -137,3 +143,34 @@ export type StackResource = Resource<StackSpec, StackStatus>;
 export const Stacks = defineKind<StackSpec, StackStatus>({ name: 'stack', version: 1, schema: { spec: specSchema, status: statusSchema } });
 
 export const INITIAL_STACK_STATUS: StackStatus = { observedGeneration: 0, conditions: [], services: {} };
+
+// What a stack owns: its containers, networks and volumes name it in their owner reference.
+export const stackOwner = (stack: string): OwnerRef => ({ kind: 'stack', name: stack });
+
+type StackStore = Pick<Store, 'list' | 'byIndex'>;
+
+/**
+ * The stack that owns an object: its owner reference, or for one an earlier version made through
+ * the API, its owner label (no reference). Undefined for anything else: never adopted.
+ */
+export function stackOf(spec: { ownerRef?: OwnerRef }, labels: Record<string, string> | null | undefined): string | undefined {
+  if (spec.ownerRef) return spec.ownerRef.kind === 'stack' ? spec.ownerRef.name : undefined;
+  return labels?.[LABEL.owner];
+}
+
+/** What a stack owns of a kind, being removed or not: by the kind's owner index, and the unreferenced ones by label. */
+function owned<R extends { spec: { ownerRef?: OwnerRef } }>(all: R[], byOwner: R[], labels: (r: R) => Record<string, string> | null | undefined, stack: string): R[] {
+  return [...byOwner, ...all.filter((r) => !r.spec.ownerRef && stackOf(r.spec, labels(r)) === stack)];
+}
+
+export function ownedContainers(store: StackStore, stack: string): ContainerResource[] {
+  return owned(store.list(Containers), store.byIndex(Containers.indexes.owner!, ownerKey(stackOwner(stack))), (c) => c.spec.config.Labels, stack);
+}
+
+export function ownedNetworks(store: StackStore, stack: string): NetworkResource[] {
+  return owned(store.list(Networks), store.byIndex(Networks.indexes.owner!, ownerKey(stackOwner(stack))), (n) => n.spec.labels, stack);
+}
+
+export function ownedVolumes(store: StackStore, stack: string): VolumeResource[] {
+  return owned(store.list(Volumes), store.byIndex(Volumes.indexes.owner!, ownerKey(stackOwner(stack))), (v) => v.spec.labels, stack);
+}

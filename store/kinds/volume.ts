@@ -4,6 +4,7 @@
 // record: the record outlives its data, never the other way round.
 
 import * as z from 'zod';
+import { ownerKeys, ownerRefSchema, type OwnerRef } from '../owner.ts';
 import { notFound } from '../../lib/errors.ts';
 import { defineKind } from '../kind.ts';
 import type { Store } from '../store.ts';
@@ -22,6 +23,8 @@ export interface VolumeSpec {
   anonymous: boolean;
   /** The container that owns it (anonymous volumes): `rm -v` of the owner removes it. */
   owner?: string;
+  /** The object that made it (a stack), found by the `owner` index (store/owner.ts). */
+  ownerRef?: OwnerRef;
   desired: 'present' | 'removed';
 }
 
@@ -46,6 +49,7 @@ const volumeSpecSchema = z.object({
   created: z.string(),
   anonymous: z.boolean(),
   owner: z.string().optional(),
+  ownerRef: ownerRefSchema.optional(),
   desired: z.enum(['present', 'removed']),
 }) satisfies z.ZodType<VolumeSpec>;
 
@@ -58,7 +62,7 @@ const volumeStatusSchema = z.object({
 
 export type VolumeResource = Resource<VolumeSpec, VolumeStatus>;
 
-export const Volumes = defineKind<VolumeSpec, VolumeStatus>({ name: 'volume', version: 1, schema: { spec: volumeSpecSchema, status: volumeStatusSchema } });
+export const Volumes = defineKind<VolumeSpec, VolumeStatus>({ name: 'volume', version: 1, schema: { spec: volumeSpecSchema, status: volumeStatusSchema }, indexes: { owner: (r) => ownerKeys(r.spec) } });
 
 /** The volumes the daemon has (one being removed is gone for clients). */
 export function liveVolumes(store: Pick<Store, 'list'>): VolumeResource[] {

@@ -9,12 +9,27 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { docker } from './harness/clients.ts';
+import { request } from 'node:http';
+import { docker, dockerOk, testImages } from './harness/clients.ts';
 import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
 
 const ENGINED = join(REPO, 'bin', 'engined');
 const NAME = 'e2eauthz';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A raw API request over the daemon's socket: its status and body text. */
+function api(d: DaemonHandle, method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': 'application/yaml', 'Content-Length': String(Buffer.byteLength(body)) };
+    const req = request({ socketPath: d.socket, method, path, headers }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 interface Seen {
   path: string;
@@ -82,6 +97,29 @@ describe('authorization plugins', () => {
     assert.match(create.body.RequestUri ?? '', /name=authz-denied/);
     assert.equal((JSON.parse(Buffer.from(create.body.RequestBody ?? '', 'base64').toString()) as { Image?: string }).Image, 'busybox:latest');
     assert.ok(!seen.some((s) => s.path === '/AuthZPlugin.AuthZRes' && /\/containers\/create/.test(s.body.RequestUri ?? '')), 'no AuthZRes for a denied request');
+  });
+
+  test('a stack: the plugin sees its PUT and DELETE, never the daemon’s own writes for it; its replicas run though container creates are denied', async () => {
+    const imgs = await testImages();
+    await dockerOk(() => d)('load', '-i', imgs.dockerArchive);
+    answer = (s) => ({ body: /\/containers\/create/.test(s.body.RequestUri ?? '') ? { Allow: false, Msg: 'no new containers' } : { Allow: true } });
+    seen = [];
+    const yaml = `services:\n  web:\n    image: ${imgs.tag}\n    command: ["sleep", "300"]\n    deploy:\n      replicas: 2\n`;
+    const put = await api(d, 'PUT', '/v1.41/stacks/guarded', yaml);
+    assert.equal(put.status, 201, put.text);
+    let ps = '';
+    for (let i = 0; i < 100 && (ps.match(/guarded-web-\d/g) ?? []).length < 2; i++) {
+      await sleep(100);
+      ps = (await docker(d, ['ps', '--format', '{{.Names}}'])).stdout;
+    }
+    assert.deepEqual((ps.match(/guarded-web-\d/g) ?? []).sort(), ['guarded-web-1', 'guarded-web-2']);
+    const uris = seen.filter((x) => x.path === '/AuthZPlugin.AuthZReq').map((x) => `${x.body.RequestMethod} ${x.body.RequestUri}`);
+    assert.ok(uris.some((u) => /^PUT \/v1\.41\/stacks\/guarded$/.test(u)), JSON.stringify(uris));
+    assert.deepEqual(uris.filter((u) => /\/containers\/create|\/containers\/[^/]+\/start|\/networks\/create/.test(u)), [], 'the daemon’s own writes are not requests');
+    assert.equal((await api(d, 'DELETE', '/v1.41/stacks/guarded')).status, 204);
+    for (let i = 0; i < 100 && (await api(d, 'GET', '/stacks/guarded')).status !== 404; i++) await sleep(100);
+    assert.ok(seen.some((x) => x.path === '/AuthZPlugin.AuthZReq' && x.body.RequestMethod === 'DELETE' && x.body.RequestUri === '/v1.41/stacks/guarded'));
+    assert.ok(!seen.some((x) => /\/containers\/[0-9a-f]{12,}/.test(x.body.RequestUri ?? '') && x.body.RequestMethod === 'DELETE'), 'its replicas are removed without a request');
   });
 
   test('a plugin answering an error: 500 with its Err', async () => {

@@ -2,8 +2,8 @@
 // and the checks of a create request, as pure functions.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { buildNetworkSpec, type CreateRequest, type NetworkDefaults } from '../../../api/networks/create.ts';
-import { DEFAULT_POOLS, pickSubnet } from '../../../api/networks/pools.ts';
+import { buildNetworkSpec, type CreateRequest, type NetworkDefaults } from '../../../admission/networks/network-spec.ts';
+import { DEFAULT_POOLS, pickSubnet } from '../../../admission/networks/pools.ts';
 import type { NetworkResource } from '../../../api/networks/views.ts';
 import { parseCidr } from '../../../lib/cidr.ts';
 

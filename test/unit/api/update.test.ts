@@ -2,14 +2,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { applyUpdate, parseUpdate, updateRoutes } from '../../../api/containers/update.ts';
-import { type ContainerSpec, type ContainerStatus, Containers } from '../../../store/kinds/container.ts';
-import type { Resource } from '../../../store/types.ts';
+import { type ContainerResource, Containers } from '../../../store/kinds/container.ts';
 
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness } from './route-harness.ts';
 
 const MB = 1024 * 1024;
-const ctr = (hostConfig: Record<string, unknown>) => ({ name: 'c'.repeat(64), spec: { hostConfig: { RestartPolicy: { Name: 'no', MaximumRetryCount: 0 }, ...hostConfig } } }) as unknown as Resource<ContainerSpec, ContainerStatus>;
+const ctr = (hostConfig: Record<string, unknown>) => ({ name: 'c'.repeat(64), spec: { hostConfig: { RestartPolicy: { Name: 'no', MaximumRetryCount: 0 }, ...hostConfig } } }) as unknown as ContainerResource;
 
 test('parse: zero and absent fields change nothing, unknown ones are ignored, types are checked', () => {
   assert.deepEqual(parseUpdate({ Memory: 0, CpuShares: 512, CpusetCpus: '', Devices: [], RestartPolicy: { Name: '', MaximumRetryCount: 0 } }), { CpuShares: 512 });

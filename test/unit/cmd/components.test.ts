@@ -35,17 +35,20 @@ test('a list already in dependency order starts as written', () => {
   assert.deepEqual(orderComponents(list).map((c) => c.id), ['a', 'c', 'b', 'd']);
 });
 
+/** A registry: `get` is typed by the id. */
+type NM = { n: number; m: number };
+
 test('init sees the values of its requirements; close gets its own value', async () => {
   const { log } = recorder();
   const closed: number[] = [];
   const started = await startComponents(
     [
-      component({ id: 'n', requires: [], init: () => 20 }),
-      component({ id: 'm', requires: ['n'], init: (ctx) => ctx.get<number>('n') + 1, close: (v) => void closed.push(v) }),
+      component<number, NM>({ id: 'n', requires: [], init: () => 20 }),
+      component<number, NM>({ id: 'm', requires: ['n'], init: (ctx) => ctx.get('n') + 1, close: (v) => void closed.push(v) }),
     ],
     log,
   );
-  assert.equal(started.get<number>('m'), 21);
+  assert.equal(started.get('m'), 21);
   await started.close();
   assert.deepEqual(closed, [21]);
 });
@@ -80,7 +83,7 @@ test('an unknown requirement or a cycle is refused before anything starts', asyn
 test('asking for an id not in requires throws, even when that component exists', async () => {
   const { log, make } = recorder();
   await assert.rejects(
-    startComponents([make('a'), component({ id: 'b', requires: [], init: (ctx) => ctx.get<string>('a') })], log),
+    startComponents([make('a'), component({ id: 'b', requires: [], init: (ctx) => ctx.get('a') })], log),
     /component b asked for a, which it does not require/,
   );
 });

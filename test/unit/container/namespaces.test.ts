@@ -3,10 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { joinNamespaceOf } from '../../../reconcilers/container/namespaces.ts';
-import type { ContainerSpec, ContainerStatus } from '../../../store/kinds/container.ts';
-import type { Resource } from '../../../store/types.ts';
+import type { ContainerResource } from '../../../store/kinds/container.ts';
 
-const ctr = (id: string, name: string, ipc = 'private') => ({ name: id, spec: { name: `/${name}`, hostConfig: { IpcMode: ipc } } }) as unknown as Resource<ContainerSpec, ContainerStatus>;
+const ctr = (id: string, name: string, ipc = 'private') => ({ name: id, spec: { name: `/${name}`, hostConfig: { IpcMode: ipc } } }) as unknown as ContainerResource;
 const spec = () => ({ linux: { namespaces: [{ type: 'mount' }, { type: 'pid' }, { type: 'ipc' }] }, mounts: [{ destination: '/dev/shm', type: 'tmpfs' }] }) as Record<string, unknown>;
 const ctx = {
   containers: [ctr('a'.repeat(64), 'donor', 'shareable'), ctr('b'.repeat(64), 'private'), ctr('c'.repeat(64), 'stopped', 'shareable')],

@@ -470,10 +470,10 @@ describe('events recorder for images', () => {
     const rec = new EventRecorder({
       list: (k) => store.list(k),
       get: (k, n) => store.get(k, n),
-      watch: (_kind, fn) => {
+      watch: ((_kind: unknown, fn: NonNullable<typeof watcher>) => {
         watcher = fn;
         return () => {};
-      },
+      }) as import('../../../api/events/recorder.ts').EventStore['watch'],
     });
     const img = makeImage('labelled', { labels: { team: 'x' } });
     store.create(Images, img.id, {

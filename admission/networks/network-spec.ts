@@ -8,7 +8,7 @@ import { contains, firstHost, formatIpv4, parseCidr, parseIpv4, type Ipv4Cidr } 
 import type { IpamPoolConfig, NetworkSpec } from '../../store/kinds/network.ts';
 import { cidr6Text, contains6, firstHost6, formatIpv6, overlaps6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import { overlaps, pickSubnet, type AddressPool } from './pools.ts';
-import type { NetworkResource } from './views.ts';
+import type { NetworkResource } from '../../store/kinds/network.ts';
 
 /** What the daemon's options say about networks it creates. */
 export interface NetworkDefaults {

@@ -1,0 +1,61 @@
+// Admission's dependencies, built once from the daemon's options: what a container create and a
+// network create are checked and defaulted against. The API's create routes and the stack
+// reconciler (which writes its objects through admission, not through the API) share them.
+import type { AdmissionDeps } from '../../admission/containers/admit.ts';
+import type { CreateDefaults } from '../../admission/containers/create-request.ts';
+import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
+import { resolveImage } from '../../api/images/resolve.ts';
+import { validateLogConfig } from '../../drivers/logging/index.ts';
+import { hostRouteSubnets } from '../../drivers/network/routes.ts';
+import { validateBind } from '../../drivers/oci/index.ts';
+import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
+import { component } from './registry.ts';
+import { blkioWeightSupported, hostCpus } from '../daemon-helpers.ts';
+import type { DaemonEnv } from './env.ts';
+
+export interface Admission {
+  containers: AdmissionDeps;
+  networks: Required<NetworkAdmissionDeps>;
+}
+
+export function admissionComponent({ cfg }: DaemonEnv) {
+  return component({
+    id: 'admission',
+    requires: ['store', 'runtimes'],
+    init: (ctx) => {
+      const store = ctx.get('store');
+      const runtimes = ctx.get('runtimes');
+      const defaults: CreateDefaults = {
+        get runtime() {
+          return runtimes.default;
+        },
+        hasRuntime: (n) => runtimes.names().includes(n),
+        shmSize: cfg.defaultShmSize || 64 * 1024 * 1024,
+        ipcMode: cfg.defaultIpcMode || 'private',
+        cgroupnsMode: cfg.defaultCgroupnsMode || 'private',
+        blkioWeight: blkioWeightSupported(),
+        hostCpus: hostCpus(),
+        logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
+        validateLogConfig,
+        validateBind,
+      };
+      return {
+        containers: { store, resolveImage: (ref) => resolveImage(store, ref), defaults },
+        networks: {
+          store,
+          defaults: {
+            mtu: cfg.mtu,
+            iptables: cfg.iptables,
+            ip6tables: cfg.iptables && cfg.ip6tables,
+            ipForward: cfg.ipForward,
+            userlandProxy: cfg.userlandProxy,
+            chainPrefix: process.env.ENGINE_IPTABLES_CHAIN_PREFIX || DEFAULT_CHAIN_PREFIX,
+            pools: cfg.defaultAddressPools ?? [],
+            driverOpts: cfg.defaultNetworkOpts ?? {},
+            hostRoutes: hostRouteSubnets,
+          },
+        },
+      };
+    },
+  });
+}
