@@ -2,7 +2,6 @@
 import { mountsView } from './mounts-view.ts';
 import { portsView, summaryPorts } from './ports.ts';
 import { ZERO_TIME } from '../../lib/ids.ts';
-import { inspectLogPath } from '../../drivers/logging/cache.ts';
 import { type ContainerSpec, type ContainerStatus, type HealthState, isRunning, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import { pluggedAddresses, type EndpointResource } from '../../store/kinds/endpoint.ts';
 
@@ -217,4 +216,9 @@ export function humanDuration(ms: number): string {
   if (hours < 24 * 30 * 2) return `${Math.floor(hours / 24 / 7)} weeks`;
   if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24 / 30)} months`;
   return `${Math.floor(hours / 24 / 365)} years`;
+}
+
+/** Inspect's LogPath: the json-file log only (local and the remote drivers' cache are not an API). */
+export function inspectLogPath(type: string, logPath: string): string {
+  return (type || 'json-file') === 'json-file' ? logPath : '';
 }

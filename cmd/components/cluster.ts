@@ -77,7 +77,7 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog });
       const etcd = () => membership.etcd;
       const agent = new NodeAgent({ store: ctx.get('store'), nodeId: membership.nodeId, etcd, putLeased: (k, v) => membership.putLeased(k, v), log: clog.child({ part: 'agent' }) });
-      const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), isLeader: () => membership.isLeader, log: clog.child({ part: 'placer' }) });
+      const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
       membership.on('joined', () => {
         void agent.watch().catch(() => {});
         void placer.watch().catch(() => {});

@@ -41,8 +41,3 @@ export function readPathOf(lc: { Type: string; Config?: Record<string, string> |
   if (REMOTE_DRIVERS.has(lc.Type)) return cacheEnabled(lc.Config ?? {}) ? cachePathBeside(logPath) : undefined;
   return logPath;
 }
-
-/** Inspect's LogPath: the json-file log only (local and the remote drivers' cache are not an API). */
-export function inspectLogPath(type: string, logPath: string): string {
-  return (type || 'json-file') === 'json-file' ? logPath : '';
-}

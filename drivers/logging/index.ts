@@ -28,7 +28,7 @@ export { MAX_LINE, nowRfc3339Nano } from './json-file.ts';
 export type { LogSink } from './json-file.ts';
 export { localLogPath } from './local.ts';
 export { LogThread } from './log-thread.ts';
-export { cachedLogPath, readPathOf, inspectLogPath, CACHE_FILE } from './cache.ts';
+export { cachedLogPath, readPathOf, CACHE_FILE } from './cache.ts';
 export type { ContainerLogInfo } from './info.ts';
 
 export interface Logging {

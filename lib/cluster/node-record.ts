@@ -84,6 +84,9 @@ export interface AssignmentRecord {
   document: unknown;
   /** Service → the slots this node runs (a service with none placed here is absent). */
   placed: Record<string, PlacedSlot[]>;
+  /** The leader that wrote it and its term (the election key's create revision). */
+  writer?: string;
+  term?: string;
 }
 
 export interface StackStatusRecord {
@@ -100,4 +103,7 @@ export interface PendingRecord {
   stack: string;
   generation: number;
   pending: Array<{ service: string; slot: number; reason: string }>;
+  /** The leader that wrote it and its term. */
+  writer?: string;
+  term?: string;
 }

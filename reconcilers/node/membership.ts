@@ -13,6 +13,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Campaign, Election, Etcd3, Lease, Watcher } from 'etcd3';
+import { type LeaderTerm, termOf } from './fence.ts';
+import { isWatchCanceled } from './pass-loop.ts';
 import { LEADER_ELECTION, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 
@@ -67,6 +69,8 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   private readonly membersCache = new Map<string, NodeRecord>();
   private leader: string | undefined;
   private leading = false;
+  private term: LeaderTerm | undefined;
+  private observer: { cancel(): Promise<void> } | null = null;
   private createdAt = '';
   private version = 0;
   private joined = false;
@@ -144,8 +148,10 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     await this.syncing?.catch(() => {});
     const bounded = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
     if (this.campaign) await bounded(this.campaign.resign());
+    this.setLeading(false);
     if (this.lease) await bounded(this.lease.revoke());
     for (const w of this.watchers) await bounded(w.cancel());
+    if (this.observer) await bounded(this.observer.cancel());
     this.client?.close();
     this.client = null;
   }
@@ -230,7 +236,11 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     if (first) this.emit('joined');
   }
 
-  /** Every node's record and every member's: listed once, then followed (the client re-watches across reconnects). */
+  /**
+   * Every node's record and every member's: listed, then followed. The client re-watches across
+   * reconnects by itself; a watch etcd cancels (it resumed from a revision compacted meanwhile) is
+   * dropped, and the next sync lists and watches again, the caches rebuilt from the list.
+   */
   private async watchNodes(client: Etcd3): Promise<void> {
     if (this.watchers.length) return;
     for (const [prefix, cache] of [[NODES_PREFIX, this.nodesCache], [MEMBERS_PREFIX, this.membersCache]] as const) {
@@ -250,13 +260,33 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
           this.enqueue();
         }
       });
-      watcher.on('error', (err) => this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)'));
+      watcher.on('error', (err) => {
+        if (!isWatchCanceled(err)) return this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)');
+        if (!this.watchers.includes(watcher) || this.stopped) return;
+        this.log.warn({ err: err.message, prefix }, 'cluster watch canceled by etcd; listing and watching again');
+        this.rewatch();
+      });
       this.watchers.push(watcher);
+      const listed = new Map<string, NodeRecord>();
       for (const v of Object.values(await client.getAll().prefix(prefix).strings())) {
         const r = nodeRecord(v);
-        if (r) cache.set(r.id, r);
+        if (r) listed.set(r.id, r);
       }
+      // This node's own record as written, also when the list raced its write.
+      const own = prefix === NODES_PREFIX ? cache.get(this.nodeId) : undefined;
+      cache.clear();
+      for (const [id, r] of listed) cache.set(id, r);
+      if (own && !cache.has(this.nodeId)) cache.set(this.nodeId, own);
+      this.emit('nodes');
     }
+  }
+
+  /** Drops every watch (one was canceled) and lists and watches again on the next sync. */
+  private rewatch(): void {
+    const old = this.watchers;
+    this.watchers = [];
+    for (const w of old) void w.cancel().catch(() => {});
+    this.enqueue();
   }
 
   /** The campaign for leadership, once; a failed one (its lease lost with etcd) starts again. */
@@ -267,9 +297,19 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     this.campaign = campaign;
     campaign.on('elected', () => {
       if (this.campaign !== campaign) return;
-      this.log.info({ nodeId: this.nodeId }, 'elected cluster leader');
-      this.setLeading(true);
-      this.leader = this.nodeId;
+      // Leading starts with a term: the election key and its create revision fence every write.
+      void campaign
+        .getCampaignKey()
+        .then((key) => termOf(client, key, this.nodeId))
+        .then((term) => {
+          if (this.campaign !== campaign || this.stopped) return;
+          if (!term) throw new Error('the election key is gone');
+          this.term = term;
+          this.log.info({ nodeId: this.nodeId, term: term.revision }, 'elected cluster leader');
+          this.setLeading(true);
+          this.leader = this.nodeId;
+        })
+        .catch((err: unknown) => this.deposed(`reading the leader term failed: ${err instanceof Error ? err.message : String(err)}`));
     });
     campaign.on('error', (err: Error) => {
       if (this.campaign !== campaign || this.stopped) return;
@@ -289,6 +329,11 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     this.observing = true;
     try {
       const observer = await this.election.observe();
+      if (this.stopped) {
+        await observer.cancel().catch(() => {});
+        return;
+      }
+      this.observer = observer;
       this.leader = observer.leader() ?? this.leader;
       observer.on('change', (leader: string | undefined) => {
         this.leader = leader;
@@ -304,9 +349,29 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     }
   }
 
+  /**
+   * A fenced write was refused (or the term could not be read): this node is not the leader,
+   * whatever it believed. It stops acting as one, lets go of its campaign and campaigns again.
+   */
+  deposed(reason: string): void {
+    if (this.stopped) return;
+    this.log.warn({ reason, term: this.term?.revision }, 'no longer the cluster leader');
+    this.setLeading(false);
+    const campaign = this.campaign;
+    this.campaign = null;
+    if (campaign) void campaign.resign().catch(() => {});
+    this.enqueue(this.backoffMs);
+  }
+
+  /** The term this node leads in; undefined while it does not lead. */
+  get leaderTerm(): LeaderTerm | undefined {
+    return this.leading ? this.term : undefined;
+  }
+
   private setLeading(leader: boolean): void {
     if (this.leading === leader) return;
     this.leading = leader;
+    if (!leader) this.term = undefined;
     this.opts.onLeadership?.(leader);
     this.emit('leader', leader);
   }

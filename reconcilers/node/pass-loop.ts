@@ -3,6 +3,14 @@
 // kicks on every change. The node agent and the leader's placer run on it.
 import type { Etcd3 } from 'etcd3';
 
+/** How soon a watch etcd canceled is made again. */
+const REWATCH_MS = 500;
+
+/** A watch etcd ended (a resume from a compacted revision): the client does not re-create it. */
+export function isWatchCanceled(err: Error): boolean {
+  return /watcher canceled/i.test(err.message);
+}
+
 export interface PassLoopOptions {
   everyMs: number;
   /** A pass runs only while this holds (the placer: while leading). */
@@ -38,7 +46,13 @@ export class PassLoop {
       const w = await client.watch().prefix(prefix).create();
       w.on('put', () => this.kick());
       w.on('delete', () => this.kick());
-      w.on('error', () => {});
+      w.on('error', (err) => {
+        // Canceled by etcd (resumed from a compacted revision): watched again, and a pass now.
+        if (!isWatchCanceled(err) || this.stopped) return;
+        this.watched.delete(prefix);
+        setTimeout(() => void this.watchPrefix(client, prefix).catch(() => {}), REWATCH_MS).unref();
+        this.kick();
+      });
       this.cancels.push(() => w.cancel());
     } catch (err) {
       this.watched.delete(prefix);

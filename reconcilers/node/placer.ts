@@ -4,13 +4,15 @@
 // still fits) and writes the difference: `/engine/assignments/<node>/<stack>` per node that runs
 // part of a stack, `/engine/pending/<stack>` for what fits nowhere. Level-triggered: run on every
 // change of stacks, nodes or assignments and every few seconds; a new leader carries on from what
-// etcd holds.
+// etcd holds. Every write of a pass is fenced by the leader's term (./fence.ts): a deposed leader's
+// writes are refused by etcd, and it stops leading. Each record names its writer and term.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, parseRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { place, type Assignment } from '../../lib/cluster/placement.ts';
 import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
+import { fencedWrite, type FencedOp, type LeaderTerm } from './fence.ts';
 import { PassLoop } from './pass-loop.ts';
 
 const RESYNC_MS = 2000;
@@ -18,7 +20,10 @@ const RESYNC_MS = 2000;
 export interface PlacerOptions {
   etcd: () => Etcd3 | null;
   nodes: () => NodeRecord[];
-  isLeader: () => boolean;
+  /** The term this node leads in (undefined while it does not lead). */
+  term: () => LeaderTerm | undefined;
+  /** Told when a fenced write was refused: the term is over. */
+  deposed: (reason: string) => void;
   log: Logger;
 }
 
@@ -30,7 +35,7 @@ export class ClusterPlacer {
     this.opts = opts;
     this.loop = new PassLoop(() => this.pass(), {
       everyMs: RESYNC_MS,
-      when: opts.isLeader,
+      when: () => !!opts.term(),
       onError: (err) => opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'placement pass failed; retrying'),
     });
   }
@@ -56,7 +61,8 @@ export class ClusterPlacer {
 
   private async pass(): Promise<void> {
     const client = this.opts.etcd();
-    if (!client || !this.opts.isLeader()) return;
+    const term = this.opts.term();
+    if (!client || !term) return;
     const stacks: Array<ClusterStackRecord & { document: ComposeApp }> = [];
     for (const v of Object.values(await client.getAll().prefix(STACKS_PREFIX).strings())) {
       const r = parseRecord<ClusterStackRecord>(v);
@@ -81,37 +87,35 @@ export class ClusterPlacer {
     for (const a of result.assignments) {
       const s = byName.get(a.stack)!;
       const key = assignmentKey(a.node, a.stack);
-      const rec = desired.get(key) ?? { stack: a.stack, node: a.node, generation: s.generation, document: s.document, placed: {} };
+      const rec = desired.get(key) ?? { stack: a.stack, node: a.node, generation: s.generation, document: s.document, placed: {}, writer: term.nodeId, term: term.revision };
       (rec.placed[a.service] ??= []).push({ n: a.slot, env: a.env, claims: a.claims } satisfies PlacedSlot);
       desired.set(key, rec);
     }
-    let writes = 0;
+    const ops: FencedOp[] = [];
     for (const [key, rec] of desired) {
       for (const slots of Object.values(rec.placed)) slots.sort((x, y) => x.n - y.n);
       const text = canonicalJson(rec);
-      if (current.get(key) === text) continue;
-      await client.put(key).value(text);
-      writes++;
+      if (current.get(key) !== text) ops.push({ put: key, value: text });
     }
-    for (const key of current.keys()) {
-      if (!desired.has(key)) {
-        await client.delete().key(key);
-        writes++;
-      }
-    }
+    for (const key of current.keys()) if (!desired.has(key)) ops.push({ delete: key });
+    const writes = ops.length;
     const pendingNow = new Map<string, PendingRecord>();
     for (const p of result.pending) {
       const s = byName.get(p.stack)!;
-      const rec = pendingNow.get(p.stack) ?? { stack: p.stack, generation: s.generation, pending: [] };
+      const rec = pendingNow.get(p.stack) ?? { stack: p.stack, generation: s.generation, pending: [], writer: term.nodeId, term: term.revision };
       rec.pending.push({ service: p.service, slot: p.slot, reason: p.reason });
       pendingNow.set(p.stack, rec);
     }
     const pendingWas = await client.getAll().prefix(PENDING_PREFIX).strings();
     for (const [stack, rec] of pendingNow) {
       const text = canonicalJson(rec);
-      if (pendingWas[pendingKey(stack)] !== text) await client.put(pendingKey(stack)).value(text);
+      if (pendingWas[pendingKey(stack)] !== text) ops.push({ put: pendingKey(stack), value: text });
     }
-    for (const key of Object.keys(pendingWas)) if (!pendingNow.has(key.slice(PENDING_PREFIX.length))) await client.delete().key(key);
+    for (const key of Object.keys(pendingWas)) if (!pendingNow.has(key.slice(PENDING_PREFIX.length))) ops.push({ delete: key });
+    if (ops.length && !(await fencedWrite(client, term, ops))) {
+      this.opts.deposed(`a placement write under term ${term.revision} was refused: another node leads`);
+      return;
+    }
     if (writes) this.opts.log.info({ stacks: stacks.length, nodes: live.length, assignments: desired.size, pending: result.pending.length, writes }, 'placed cluster stacks');
   }
 }
