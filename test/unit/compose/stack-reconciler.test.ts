@@ -76,3 +76,14 @@ test('a stack writes its replicas and network with itself as owner; DELETE remov
   assert.equal(await reconciler.reconcile('shop', ctx()), undefined);
   assert.equal(store.get(Stacks, 'shop'), undefined);
 });
+
+test('a refusal of admission reaches the stack’s status in the words the create route answers', async () => {
+  put('lost', { services: { web: { image: 'nosuch' } } });
+  await reconciler.reconcile('lost', ctx());
+  const s = store.get(Stacks, 'lost')!.status;
+  const degraded = s.conditions.find((c) => c.type === 'Degraded')!;
+  assert.equal(degraded.status, 'True');
+  // POST /containers/create answers 404 "No such image: nosuch" for the same body (admission-table.test.ts).
+  assert.match(degraded.message, /web: lost-web-1: No such image: nosuch$/);
+  assert.equal(store.byIndex(Containers.indexes.owner!, 'stack/lost').length, 0, 'nothing written');
+});
