@@ -13,7 +13,7 @@ import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from 
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
 import type { NetworkDefaults } from '../../admission/networks/network-spec.ts';
 import { admitNetwork, NetworkCreateBody } from '../../admission/networks/admit.ts';
-import { attachedContainers, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
+import { attachedContainers, checkNetworkRemovable, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
 
 export interface NetworkRouteDeps {
@@ -41,11 +41,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
 
   /** Refused while containers are attached (as the reference, 403); else torn down, waited for. */
   async function removeNetwork(net: NetworkResource): Promise<void> {
-    const attached = Object.entries(attachedContainers(store, net));
-    if (attached.length) {
-      const eps = attached.map(([id, c]) => `name:${JSON.stringify(c.Name)} id:${JSON.stringify(id.slice(0, 12))}`).join(', ');
-      throw permissionDenied(`error while removing network: network ${net.spec.name} has active endpoints (${eps})`);
-    }
+    checkNetworkRemovable(store, net);
     await writeAndWait(store, Networks, net.name, (sp) => ({ ...sp, desired: 'removed' }), gone, {
       timeoutMs,
       timedOut: () => unavailable(`removal of network ${net.spec.name} did not finish in time`),

@@ -2,7 +2,7 @@
 // records and the containers' endpoints. Lookup follows the reference daemon: full id, then
 // exact name, then unique id prefix.
 import { createHash } from 'node:crypto';
-import { invalidArgument } from '../../lib/errors.ts';
+import { invalidArgument, permissionDenied } from '../../lib/errors.ts';
 import { isPredefinedName, liveNetworksNamed, type IpamPoolConfig, type NetworkResource, liveNetworks } from '../../store/kinds/network.ts';
 export { isPredefinedName } from '../../store/kinds/network.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
@@ -57,6 +57,14 @@ export function networkNameOf(mode: string, bridgeEnabled: boolean): string | nu
  */
 function derivedEndpointId(networkId: string, containerId: string): string {
   return createHash('sha256').update(`${networkId}/${containerId}`).digest('hex');
+}
+
+/** A network's removal refused while running containers are attached (as the reference, 403); undefined when none is. */
+export function checkNetworkRemovable(store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>, net: NetworkResource): void {
+  const attached = Object.entries(attachedContainers(store, net));
+  if (!attached.length) return;
+  const eps = attached.map(([id, c]) => `name:${JSON.stringify(c.Name)} id:${JSON.stringify(id.slice(0, 12))}`).join(', ');
+  throw permissionDenied(`error while removing network: network ${net.spec.name} has active endpoints (${eps})`);
 }
 
 /** `Containers` of a network: its running containers, keyed by container id. */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { NodeFacts } from '../../lib/compose/placement.ts';
 import { engineId } from '../system-info.ts';
 import { stackController } from '../../reconcilers/stack/controller.ts';
+import { checkNetworkRemovable } from '../../api/networks/views.ts';
 import { storeEngine } from '../../reconcilers/stack/engine.ts';
 import { StackReconciler } from '../../reconcilers/stack/reconciler.ts';
 import { component } from './registry.ts';
@@ -27,7 +28,8 @@ export function stacksComponent({ cfg, log }: DaemonEnv) {
     init: async (ctx) => {
       const store = ctx.get('store');
       const id = engineId(cfg.dataRoot);
-      const engine = storeEngine(ctx.get('admission'));
+      // A network's removal is refused as DELETE /networks/{id} refuses it.
+      const engine = storeEngine({ ...ctx.get('admission'), checkNetworkRemovable: (net) => checkNetworkRemovable(store, net) });
       const reconciler = new StackReconciler(store, { engine, filesRoot: join(ctx.get('paths').dataRoot, 'stacks'), node: () => nodeFacts(cfg, id) });
       const controller = stackController.build({ store, reconciler, log: log.child({ component: 'stacks' }), metrics: ctx.get('metrics').controllers });
       // Stacks read their containers' status: started once the container controller has looked at

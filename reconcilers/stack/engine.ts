@@ -9,17 +9,16 @@ import { admitRename, checkStartable, removeLevel, startLevel } from '../../admi
 import { admitNetwork, NetworkCreateBody, type NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
 import { admitVolume } from '../../admission/volumes/admit.ts';
 import { parseVolumeCreate } from '../../admission/volumes/create-schema.ts';
-import { invalidArgument, isCode, permissionDenied } from '../../lib/errors.ts';
-import { type ContainerResource, Containers, findContainer, isRunning } from '../../store/kinds/container.ts';
-import { Endpoints } from '../../store/kinds/endpoint.ts';
-import { liveNetworksNamed, Networks } from '../../store/kinds/network.ts';
+import { invalidArgument, isCode } from '../../lib/errors.ts';
+import { Containers, findContainer } from '../../store/kinds/container.ts';
+import { liveNetworksNamed, type NetworkResource, Networks } from '../../store/kinds/network.ts';
 import { Volumes } from '../../store/kinds/volume.ts';
 import { stackOwner } from '../../store/kinds/stack.ts';
 
 /** The writes the stack reconciler makes. Each throws the admission's error when refused. */
 export interface StackEngine {
   createNetwork(stack: string, body: Record<string, unknown>): void;
-  /** Marks the network removed; refused while a running container not being removed is attached. */
+  /** Marks the network removed; refused as DELETE /networks/{id} is while running containers are attached. */
   removeNetwork(name: string): void;
   createVolume(stack: string, body: Record<string, unknown>): void;
   removeVolume(name: string): void;
@@ -34,6 +33,8 @@ export interface StackEngine {
 export interface StoreEngineDeps {
   containers: AdmissionDeps;
   networks: NetworkAdmissionDeps;
+  /** DELETE /networks/{id}'s refusal while running containers are attached (it throws). */
+  checkNetworkRemovable: (net: NetworkResource) => void;
 }
 
 export function storeEngine(deps: StoreEngineDeps): StackEngine {
@@ -47,12 +48,7 @@ export function storeEngine(deps: StoreEngineDeps): StackEngine {
     removeNetwork(name) {
       const net = liveNetworksNamed(store, name)[0];
       if (!net) return;
-      // As DELETE /networks/{id}: refused while a running container is attached (one being removed goes first).
-      const attached = store.list(Endpoints).filter((e) => e.spec.networkId === net.name).map((e) => store.get(Containers, e.spec.containerId)).filter((c): c is ContainerResource => !!c && isRunning(c.status));
-      if (attached.length) {
-        const eps = attached.map((c) => `name:${JSON.stringify(c.spec.name.replace(/^\//, ''))} id:${JSON.stringify(c.name.slice(0, 12))}`).join(', ');
-        throw permissionDenied(`error while removing network: network ${name} has active endpoints (${eps})`);
-      }
+      deps.checkNetworkRemovable(net);
       store.updateSpec(Networks, net.name, (sp) => ({ ...sp, desired: 'removed' }));
     },
     createVolume(stack, body) {

@@ -9,27 +9,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { request } from 'node:http';
-import { docker, dockerOk, testImages } from './harness/clients.ts';
+import { apiRequest, docker, dockerOk, testImages } from './harness/clients.ts';
 import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
 
 const ENGINED = join(REPO, 'bin', 'engined');
 const NAME = 'e2eauthz';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A raw API request over the daemon's socket: its status and body text. */
-function api(d: DaemonHandle, method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': 'application/yaml', 'Content-Length': String(Buffer.byteLength(body)) };
-    const req = request({ socketPath: d.socket, method, path, headers }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const api = (d: DaemonHandle, method: string, path: string, body?: string) => apiRequest(d, method, path, body, 'application/yaml');
 
 interface Seen {
   path: string;

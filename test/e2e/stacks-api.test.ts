@@ -2,27 +2,11 @@
 // as YAML or JSON is stored as a stack and inspected with its conditions; bad names and documents
 // are 400s naming the path and write nothing; DELETE removes it through the stack reconciler.
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { apiRequest, type ApiAnswer } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 
-interface Answer {
-  status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-function call(d: DaemonHandle, method: string, path: string, body?: string, contentType = 'application/json'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(body)) };
-    const req = request({ socketPath: d.socket, method, path, headers }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const call = apiRequest;
 
 const SHOP = `
 services:
@@ -49,7 +33,7 @@ describe('stacks API', () => {
     assert.equal(put.status, 201, JSON.stringify(put.body));
     assert.equal(put.body.Name, 'shop');
     assert.equal(put.body.Document.services.web.deploy.replicas, 2);
-    let got: Answer = { status: 0, body: undefined };
+    let got: ApiAnswer = { status: 0, text: '', body: undefined };
     for (let i = 0; i < 50; i++) {
       got = await call(d, 'GET', '/stacks/shop');
       if (got.body?.Status?.ObservedGeneration === got.body?.Generation) break;

@@ -6,30 +6,19 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { dockerOk, type TestImages } from './harness/clients.ts';
+import { apiRequest, dockerOk, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
 const execFileP = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function call(d: DaemonHandle, method: string, path: string, body?: string, contentType = 'application/yaml'): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(body)) };
-    const req = request({ socketPath: d.socket, method, path, headers }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** The stack API speaks YAML here. */
+const call = (d: DaemonHandle, method: string, path: string, body?: string) => apiRequest(d, method, path, body, 'application/yaml');
 
 const doc = (image: string, extra = '', env = 'one') => `
 services:

@@ -1,11 +1,40 @@
 // Real clients pointed at a test daemon: the docker CLI, dockerode, docker-py, and the test images.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import Docker from 'dockerode';
 import { buildBusyboxImages, type TestImages } from '../../../hack/images/build-busybox.ts';
 import type { DaemonHandle } from './daemon.ts';
 
 export const DOCKER_CLI = '/usr/local/bin/docker';
+
+/** A raw Engine API request over the daemon's socket (what no SDK sends: the stack extension). */
+export interface ApiAnswer {
+  status: number;
+  text: string;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export function apiRequest(d: DaemonHandle, method: string, path: string, body?: string, contentType = 'application/json'): Promise<ApiAnswer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(body)) };
+    const req = request({ socketPath: d.socket, method, path, headers }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => {
+        let parsed: unknown;
+        try {
+          parsed = text ? JSON.parse(text) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, text, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 /** Debian's python3, where python3-docker is installed (not a pyenv or venv python on PATH). */
 export const PYTHON = '/usr/bin/python3';
 

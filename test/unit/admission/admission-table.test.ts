@@ -9,6 +9,7 @@ import type { CreateDefaults } from '../../../admission/containers/create-reques
 import type { NetworkDefaults } from '../../../admission/networks/network-spec.ts';
 import { containerRoutes, type ContainerRouteDeps } from '../../../api/containers/routes.ts';
 import { networkRoutes } from '../../../api/networks/routes.ts';
+import { checkNetworkRemovable } from '../../../api/networks/views.ts';
 import { volumeRoutes } from '../../../api/volumes/routes.ts';
 import { errorCode, notFound } from '../../../lib/errors.ts';
 import { storeEngine, type StackEngine } from '../../../reconcilers/stack/engine.ts';
@@ -42,7 +43,7 @@ before(async () => {
     return [containerRoutes(deps), networkRoutes({ store, defaults: networkDefaults, waitTimeoutMs: 200 }), volumeRoutes({ store, waitTimeoutMs: 200 } as never)];
   });
   const containers: AdmissionDeps = { store: h.store, resolveImage, defaults: containerDefaults };
-  engine = storeEngine({ containers, networks: { store: h.store, defaults: networkDefaults } });
+  engine = storeEngine({ containers, networks: { store: h.store, defaults: networkDefaults }, checkNetworkRemovable: (net) => checkNetworkRemovable(h.store, net) });
   // What the cases clash with: a container named taken, a network named used.
   engine.runContainer('fixture', 'taken', { Image: 'busybox' });
   engine.createNetwork('fixture', { Name: 'used' });

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { checkNetworkRemovable } from '../../../api/networks/views.ts';
 import { TerminalError } from '../../../controllers/controller.ts';
 import { notFound } from '../../../lib/errors.ts';
 import { composeApp } from '../../../lib/compose/schema.ts';
@@ -35,6 +36,7 @@ const engine = storeEngine({
     defaults: { runtime: 'stdrt', hasRuntime: () => true, shmSize: 1 << 26, logConfig: { Type: 'json-file', Config: {} }, validateLogConfig: () => {}, validateBind: () => {} },
   },
   networks: { store, defaults: { mtu: 1500, iptables: false, ip6tables: false, ipForward: true, userlandProxy: true, chainPrefix: 'ENGINE', pools: [], driverOpts: {}, hostRoutes: () => [] } },
+  checkNetworkRemovable: (net) => checkNetworkRemovable(store, net),
 });
 const reconciler = new StackReconciler(store, { engine, filesRoot: join(dir, 'stacks') });
 const ctx = () => ({ log: fakeLog(), signal: new AbortController().signal, reconcileId: 1 }) as never;
