@@ -67,6 +67,12 @@ export interface ContainerStreamsPort {
    * of every later run, synchronously before that run's process starts, until unsubscribed.
    */
   watchRuns(containerId: string, fn: (hub: StreamHub) => void): () => void;
+  /**
+   * Settles at once unless the container's process has exited and its stop is not recorded yet;
+   * then once it is (bounded): what inspect waits on so it never shows running a container whose
+   * process is gone.
+   */
+  settled(containerId: string): Promise<void>;
   resize(containerId: string, width: number, height: number): Promise<void>;
 }
 

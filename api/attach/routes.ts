@@ -22,7 +22,7 @@ import { findContainer } from '../../store/kinds/container.ts';
 
 export interface AttachDeps {
   store: ApiStore;
-  streams: ContainerStreamsPort;
+  streams: Pick<ContainerStreamsPort, 'watchRuns' | 'resize'>;
   execs: ExecPort;
   logs: ContainerLogReader;
   /** Publishes `detach` and `exec_detach` when a client leaves with the detach keys. */

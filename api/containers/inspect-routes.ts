@@ -31,7 +31,11 @@ export function inspectRoutes(deps: ContainerRouteDeps) {
     });
 
     app.get('/containers/:id/json', { schema: { params: idParams, querystring: z.looseObject({ size: q.bool() }) } }, async (req) => {
-      const c = findContainer(store, req.params.id);
+      let c = findContainer(store, req.params.id);
+      if (deps.streams && c.status.phase === 'running') {
+        await deps.streams.settled(c.name);
+        c = findContainer(store, req.params.id);
+      }
       const size = req.query.size ? { rw: await deps.sizeRw(c.name), rootFs: 0 } : undefined;
       if (size) size.rootFs = size.rw + (store.get(Images, c.spec.imageId)?.spec.size ?? 0);
       return inspectView(c, {

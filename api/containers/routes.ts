@@ -3,7 +3,7 @@
 import type { ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ImageResource } from '../../store/kinds/image.ts';
 import type { App } from '../app.ts';
-import type { ContainerLogReader, ContainerOpsPort, ContainerSignalPort } from '../ports.ts';
+import type { ContainerLogReader, ContainerOpsPort, ContainerSignalPort, ContainerStreamsPort } from '../ports.ts';
 import { archiveRoutes } from './archive-routes.ts';
 import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import { inspectRoutes } from './inspect-routes.ts';
@@ -28,6 +28,8 @@ export interface ContainerRouteDeps {
   signals: ContainerSignalPort;
   /** Processes, stats, changes and files of a container (top, stats, diff, cp, export). */
   ops: ContainerOpsPort;
+  /** Inspect waits for a stop being recorded (the process gone, the teardown running). */
+  streams?: Pick<ContainerStreamsPort, 'settled'>;
   /** Events only the API sees (a kill's signal). */
   events?: { container(action: string, c: CR, extra?: Record<string, string>): void };
   /** How long a handler waits for the reconciler before answering 503/500. */

@@ -114,7 +114,11 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       const { tmpDir } = ctx.get('paths');
       const attachDeps = {
         store,
-        streams: { watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn), resize: (id: string, w: number, h: number) => runs.resize(id, w, h) },
+        streams: {
+          watchRuns: (id: string, fn: Parameters<typeof runs.watchRuns>[1]) => runs.watchRuns(id, fn),
+          settled: (id: string) => runs.settled(id),
+          resize: (id: string, w: number, h: number) => runs.resize(id, w, h),
+        },
         execs: ctx.get('execs').port,
         logs: logReader,
         events,
@@ -169,6 +173,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           }),
           containerRoutes({
             store,
+            streams: attachDeps.streams,
             logs: logReader,
             signals: { kill: (id, sig) => supervisor.killTask(id, sig) },
             events,

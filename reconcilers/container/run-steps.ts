@@ -321,6 +321,7 @@ export class RunSteps {
     // streams close and the log is flushed and closed then, while the task is being deleted.
     const output = within(run.hub.ended, 2000).then(async () => {
       this.runs.stopWatching(run);
+      run.reset = true;
       run.io.close();
       await run.logger?.close().catch(() => {});
     });
@@ -340,7 +341,7 @@ export class RunSteps {
       stopKilled: false,
       ports: [],
     }));
-    run.recorded = true;
+    run.markRecorded();
     await this.deps.stdio.remove(this.fifoDir(id), 'init').catch(() => {});
     this.runs.delete(id, run);
     return ranMs;

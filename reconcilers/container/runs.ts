@@ -30,11 +30,17 @@ export interface Run {
   exit: ExitInfo | null;
   exited: Promise<ExitInfo>;
   /**
-   * Its exit is in the container's status (the teardown may still run): over for clients. Until
-   * then an attach gets its output to the end, as the reference closes an attach made between
-   * the process's exit and the recorded stop; after it, an attach waits for the next run.
+   * Its output is closed (the reference's Reset, after the exit's output is drained): until then
+   * an attach gets this run's output to its end; from then on it waits for the next run, as the
+   * reference's attach made after the Reset does (compose's one-off run attaches after its start
+   * and starts again a container it finds stopped: the second run's output reaches it).
    */
+  reset: boolean;
+  /** Its exit is in the container's status (the teardown done): over for clients. */
   recorded: boolean;
+  /** Settles once `recorded` is set. */
+  whenRecorded: Promise<void>;
+  markRecorded: () => void;
   oom: boolean;
   waitAbort: AbortController;
   /** watchExit has not returned yet (aborting a settled one only costs an AbortError). */
@@ -80,12 +86,19 @@ export class RunRegistry {
    * Registers a run whose task exists (created, maybe not started yet) and begins watching for
    * its exit. `run.exited` settles with the exit, from an event or from Wait.
    */
-  add(id: string, fields: Omit<Run, 'exit' | 'exited' | 'recorded' | 'oom' | 'waitAbort' | 'waiting' | 'wake'>): Run {
+  add(id: string, fields: Omit<Run, 'exit' | 'exited' | 'reset' | 'recorded' | 'whenRecorded' | 'markRecorded' | 'oom' | 'waitAbort' | 'waiting' | 'wake'>): Run {
+    const recorded = Promise.withResolvers<void>();
     const run: Run = {
       ...fields,
       exit: null,
       exited: undefined as unknown as Promise<ExitInfo>,
+      reset: false,
       recorded: false,
+      whenRecorded: recorded.promise,
+      markRecorded: () => {
+        run.recorded = true;
+        recorded.resolve();
+      },
       oom: false,
       waitAbort: new AbortController(),
       waiting: true,
@@ -102,6 +115,22 @@ export class RunRegistry {
     if (!cur || (run && cur !== run)) return;
     this.stopWatching(cur);
     this.runs.delete(id);
+    cur.markRecorded();
+  }
+
+  /**
+   * Settles at once unless the container's process has exited and its stop is not recorded yet
+   * (the task's teardown, some tens of ms); then once it is, or after `maxMs`. Inspect waits on
+   * it as the reference's inspect waits for the container's lock held while an exit is handled:
+   * a client that finds the container running right after its process ended would wait for an
+   * end that has already come.
+   */
+  async settled(id: string, maxMs = 3000): Promise<void> {
+    const run = this.runs.get(id);
+    if (!run || !run.exit || run.recorded) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([run.whenRecorded, new Promise<void>((r) => (timer = setTimeout(r, maxMs)))]);
+    clearTimeout(timer);
   }
 
   /** Ends the exit watch of `run` (its exit is known, or it is being given up). */
@@ -150,7 +179,7 @@ export class RunRegistry {
     if (!set) this.watchers.set(containerId, (set = new Set()));
     set.add(fn);
     const run = this.runs.get(containerId);
-    if (run && !run.recorded) fn(run.hub);
+    if (run && !run.reset) fn(run.hub);
     return () => {
       set.delete(fn);
       if (set.size === 0 && this.watchers.get(containerId) === set) this.watchers.delete(containerId);

@@ -96,6 +96,40 @@ describe('run registry', () => {
     reg.delete('c1');
   });
 
+  test("an attach made once a run's output is closed waits for the next run; inspect's settled waits for the record", async () => {
+    const reg = new RunRegistry({ supervisor: fakeSupervisor(), exitEventsLive: () => true });
+    const run = addRun(reg, 'c1');
+    let settled = false;
+    await reg.settled('c1');
+    reg.notifyExit('c1', { pid: 100, exitStatus: 0, exitedAt: null });
+    const waiting = reg.settled('c1').then(() => (settled = true));
+    // Exited, output not closed yet: the attach gets this run (its end).
+    const early: HubLike[] = [];
+    reg.watchRuns('c1', (h) => early.push(h))();
+    assert.deepEqual(early, [run.hub]);
+    // The output closed (the reference's Reset): the attach waits for the next run.
+    run.reset = true;
+    const late: HubLike[] = [];
+    const stop = reg.watchRuns('c1', (h) => late.push(h));
+    assert.deepEqual(late, []);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(settled, false, 'not settled before the stop is recorded');
+    reg.delete('c1', run);
+    await waiting;
+    assert.equal(settled, true);
+    const next = fakeHub();
+    reg.announce('c1', next, () => {});
+    assert.deepEqual(late, [next]);
+    stop();
+    // Bounded: a record that never comes does not hold inspect.
+    const stuck = addRun(reg, 'c2');
+    reg.notifyExit('c2', { exitStatus: 0, exitedAt: null });
+    const t0 = Date.now();
+    await reg.settled('c2', 50);
+    assert.ok(Date.now() - t0 < 1000);
+    reg.delete('c2', stuck);
+  });
+
   test('resize reaches the supervisor only for a live run', async () => {
     const sup = fakeSupervisor();
     const reg = new RunRegistry({ supervisor: sup, exitEventsLive: () => true });
