@@ -1,45 +1,19 @@
-// Narrow interfaces the API layer needs for byte streams. `api` declares them; `cmd` fills them
-// with driver implementations. `api` imports no driver and no reconciler.
+// Narrow interfaces the API layer needs for byte streams. `api` declares the ones only it uses;
+// `cmd` fills them with driver implementations. A contract a driver implements by name (logs,
+// stdio, files, image archives) is declared once in lib/ports/, below both, and re-exported here.
+// `api` imports no driver and no reconciler.
 import type { ExecConfig } from '../store/kinds/exec.ts';
 import type { Readable } from 'node:stream';
+import type { StdioHub } from '../lib/ports/stdio.ts';
+import type { PathStat } from '../lib/ports/files.ts';
 
 // ---- logs -------------------------------------------------------------------------------------
 
-export interface LogReadOptions {
-  stdout: boolean;
-  stderr: boolean;
-  /** Keep streaming new entries until `stopFollowing` fires (then drain what is left and end). */
-  follow: boolean;
-  /** Unix time in seconds (fractional allowed); entries strictly before are skipped. 0 = none. */
-  since: number;
-  /** Unix time in seconds (fractional allowed); entries after are skipped. 0 = none. */
-  until: number;
-  /** Number of entries from the end, -1 = all. */
-  tail: number;
-}
-
-export interface LogEntry {
-  stream: 'stdout' | 'stderr';
-  /** The payload, including its trailing "\n" unless the entry is partial. */
-  line: Buffer;
-  /** RFC 3339 with 9 fractional digits. */
-  time: string;
-  attrs?: Record<string, string>;
-}
-
-export interface ContainerLogReader {
-  /**
-   * Entries of one container's log in order. `signal` aborts at once (client gone);
-   * `stopFollowing` ends follow mode gracefully (container stopped).
-   */
-  read(containerId: string, opts: LogReadOptions, signal: AbortSignal, stopFollowing?: AbortSignal): AsyncIterable<LogEntry>;
-}
+export type { ContainerLogReader, LogEntry, LogReadOptions } from '../lib/ports/logs.ts';
 
 // ---- image archives ---------------------------------------------------------------------------
 
-// The image archive and commit ports are drivers' contracts too: declared in lib/image-ports.ts,
-// below both, so the drivers that fill them import nothing above themselves.
-export type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../lib/image-ports.ts';
+export type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../lib/ports/images.ts';
 
 // ---- system facts -----------------------------------------------------------------------------
 
@@ -52,14 +26,8 @@ export interface SystemInfoPort {
 
 // ---- attach and exec --------------------------------------------------------------------------
 
-/** The in-memory stdio of one running process: output fan-out and stdin. */
-export interface StreamHub {
-  /** `fn` may return a Promise to pause the output until it settles (backpressure). */
-  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<unknown>, onEnd?: () => void): () => void;
-  ended: Promise<void>;
-  writeStdin(buf: Buffer): void;
-  closeStdin(): void;
-}
+/** The in-memory stdio of one running process: output fan-out and stdin (lib/ports/stdio.ts). */
+export type StreamHub = StdioHub;
 
 export interface ContainerStreamsPort {
   /**
@@ -106,14 +74,7 @@ export interface ExecPort {
 
 // ---- container inspection and files -----------------------------------------------------------
 
-export interface PathStat {
-  name: string;
-  size: number;
-  /** Go os.FileMode bits (type bits in the high bits, as the reference daemon encodes them). */
-  mode: number;
-  mtime: string;
-  linkTarget: string;
-}
+export type { PathStat };
 
 /** One-off signals to a container's task (`docker kill`): not desired state, like stdio. */
 export interface ContainerSignalPort {

@@ -3,17 +3,9 @@
 // real HTTP errors; after it they travel in band as `{"errorDetail":{...},"error":...}`.
 import type { FastifyReply } from 'fastify';
 import { toHttpError } from './errors.ts';
+import type { JsonMessage } from '../lib/ports/registry.ts';
 
-export interface JsonMessage {
-  status?: string;
-  id?: string;
-  stream?: string;
-  progress?: string;
-  progressDetail?: { current?: number; total?: number; start?: number; hidecounts?: boolean; units?: string };
-  aux?: unknown;
-  error?: string;
-  errorDetail?: { code?: number; message: string };
-}
+export type { JsonMessage };
 
 export interface JsonLinesWriter {
   /** True once the 200 header has been sent. */

@@ -1,7 +1,7 @@
 // The builder's backend over the store: images looked up, recorded and listed by parent, and the
 // RUN containers created, run and removed the way the container routes do it (desired state
 // written, the reconciler's status waited for), so a RUN is an ordinary container.
-import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
+import type { BuildBackend, BuildImage } from '../../lib/ports/build.ts';
 import { EngineError, internal, isCode, notFound } from '../../lib/errors.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import { createContainer, type CreateDeps } from '../containers/create.ts';

@@ -9,7 +9,7 @@
 // progress of a FROM becomes statuses of its vertex. The bookkeeping lines BuildKit has no word for
 // (" ---> Running in", "Removing intermediate container") are dropped.
 import { createHash } from 'node:crypto';
-import type { BuildOutput } from '../../lib/build-ports.ts';
+import type { BuildOutput } from '../../lib/ports/build.ts';
 import type { JsonMessage } from '../streams.ts';
 import { StatusResponse, type Vertex, type VertexLog, type VertexStatus } from './gen/control.ts';
 import type { Timestamp } from './gen/google/protobuf/timestamp.ts';

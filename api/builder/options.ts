@@ -3,7 +3,7 @@
 // every RUN container gets.
 import * as z from 'zod';
 import { invalidArgument } from '../../lib/errors.ts';
-import type { BuildOptions } from '../../lib/build-ports.ts';
+import type { BuildOptions } from '../../lib/ports/build.ts';
 import { formatReference, parseReference, withTag } from '../../lib/reference.ts';
 import { boolValue, first, q } from '../request.ts';
 

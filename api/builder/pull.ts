@@ -2,7 +2,7 @@
 // `docker pull`, with the credentials the client sent for that registry in X-Registry-Config,
 // the progress lines inside the build's stream.
 import type { FastifyRequest } from 'fastify';
-import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
+import type { BuildBackend, BuildImage } from '../../lib/ports/build.ts';
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, withTag } from '../../lib/reference.ts';
 import { authConfigOf, type RegistryAuth } from '../distribution/port.ts';

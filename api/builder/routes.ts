@@ -6,7 +6,7 @@ import { shortId } from '../../lib/ids.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import type { BuildBackend, BuilderPort, BuildOutput } from '../../lib/build-ports.ts';
+import type { BuildBackend, BuilderPort, BuildOutput } from '../../lib/ports/build.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName } from '../../lib/reference.ts';
 import { toHttpError } from '../errors.ts';

@@ -2,16 +2,9 @@
 // driver (drivers/distribution), which satisfies it structurally; api imports no driver.
 import type { JsonMessage } from '../streams.ts';
 import type { ApiStore } from '../containers/store.ts';
+import type { RegistryAuth, SearchResult } from '../../lib/ports/registry.ts';
 
-export interface RegistryAuth {
-  username?: string;
-  password?: string;
-  auth?: string;
-  email?: string;
-  serveraddress?: string;
-  identitytoken?: string;
-  registrytoken?: string;
-}
+export type { RegistryAuth, SearchResult };
 
 export interface DistributionPort {
   push(
@@ -27,15 +20,6 @@ export interface DistributionPort {
   listTags(repo: string, auth: RegistryAuth | undefined, signal?: AbortSignal): Promise<string[]>;
   /** GET /v1/search on the index the term names. */
   search(term: string, limit: number, auth: RegistryAuth | undefined, signal?: AbortSignal): Promise<SearchResult[]>;
-}
-
-/** One result of an image search, as the v1 search endpoint and the Engine API give it. */
-export interface SearchResult {
-  star_count: number;
-  is_official: boolean;
-  name: string;
-  is_automated: boolean;
-  description: string;
 }
 
 /** The pull reconciler as the pull route sees it. */

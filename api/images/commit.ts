@@ -7,14 +7,14 @@ import * as z from 'zod';
 import { conflict, invalidArgument } from '../../lib/errors.ts';
 import { type ContainerSpec, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 
-import type { CommitRequest } from '../../lib/image-ports.ts';
+import type { CommitRequest } from '../../lib/ports/images.ts';
 import { parseCreateBody } from '../../admission/containers/create-schema.ts';
 import { boolValue, first, q } from '../request.ts';
 import { noSuchImage } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { Images } from '../../store/kinds/image.ts';
 
-export type { CommitRequest, ImageCommitPort } from '../../lib/image-ports.ts';
+export type { CommitRequest, ImageCommitPort } from '../../lib/ports/images.ts';
 
 
 /**

@@ -2,7 +2,7 @@
 // until the reconciler has it ready), a tag pointed at an image.
 import { internal, isCode, unavailable } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import type { LoadedImage } from '../../lib/image-ports.ts';
+import type { LoadedImage } from '../../lib/ports/images.ts';
 import { type ImageSpec, type ImageStatus, Images } from '../../store/kinds/image.ts';
 
 import type { ImageResource } from './resolve.ts';

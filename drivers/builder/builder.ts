@@ -6,7 +6,7 @@
 import { shortId } from '../../lib/ids.ts';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { BuildBackend, BuildImage, BuilderPort, BuildOptions, BuildOutput } from '../../lib/build-ports.ts';
+import type { BuildBackend, BuildImage, BuilderPort, BuildOptions, BuildOutput } from '../../lib/ports/build.ts';
 import { EngineError, invalidArgument } from '../../lib/errors.ts';
 import { parsePlatform, platformMatches, type Platform } from '../image/platform.ts';
 import { parseConfig } from './image.ts';

@@ -4,7 +4,7 @@
 // history entry of a source whose history and layers start with the current image's, and the
 // image for that step is restored from the source's config and layers; a local match then
 // counts only when it is an ancestor of a source, as the reference does.
-import type { BuildBackend, BuildImage } from '../../lib/build-ports.ts';
+import type { BuildBackend, BuildImage } from '../../lib/ports/build.ts';
 import { containerConfigOf, createdOf, parseConfig } from './image.ts';
 import type { Config } from './state.ts';
 

@@ -1,10 +1,10 @@
 // The image one build step makes: the parent's layers (plus the step's own layer, if it made
 // one), the stage's run config as Config, the step's comment config as container_config, and
 // one more history entry, shaped like the configs the reference's classic builder writes.
-import type { BuildImage } from '../../lib/build-ports.ts';
+import type { BuildImage } from '../../lib/ports/build.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ImageConfigBlob } from '../../lib/image-config.ts';
-import type { LoadedImage } from '../../lib/image-ports.ts';
+import type { LoadedImage } from '../../lib/ports/images.ts';
 import { imageIdOf } from '../image/load-plan.ts';
 import type { Platform } from '../image/platform.ts';
 import type { Config } from './state.ts';

@@ -1,6 +1,6 @@
 // The state one build stage carries from instruction to instruction (the reference's
 // dispatchState): the current image, the run config that becomes the image's Config, the ARGs.
-import type { BuildImage } from '../../lib/build-ports.ts';
+import type { BuildImage } from '../../lib/ports/build.ts';
 import type { BuildArgs } from './build-args.ts';
 import type { EnvLookup } from './dockerfile/lex.ts';
 

@@ -13,6 +13,7 @@ import { pushImage } from './push.ts';
 import { createHostMatcher, createInsecureMatcher, proxySettings } from './registry-config.ts';
 import { Transport } from './transport.ts';
 import type { AuthConfig, AuthResult, Distribution, DistributionInspect, DistributionOptions } from './types.ts';
+import type { SearchResult } from '../../lib/ports/registry.ts';
 
 export interface DistributionDriver extends Distribution {
   /** Apply the reloadable registry options (SIGHUP); pulls and pushes under way keep what they had. */
@@ -22,13 +23,7 @@ export interface DistributionDriver extends Distribution {
   close(): void;
 }
 
-export interface SearchResult {
-  star_count: number;
-  is_official: boolean;
-  name: string;
-  is_automated: boolean;
-  description: string;
-}
+export type { SearchResult };
 
 export interface ReloadableRegistryOptions {
   insecureRegistries: string[];

@@ -3,31 +3,11 @@
 // createDistribution() into it.
 import type { Logger } from 'pino';
 import type { LayerStore } from '../storage/types.ts';
+import type { JsonMessage, RegistryAuth } from '../../lib/ports/registry.ts';
 
-/** The AuthConfig clients send base64url-encoded in X-Registry-Auth, and as the POST /auth body. */
-export interface AuthConfig {
-  username?: string;
-  password?: string;
-  /** base64("user:password"), as docker config.json stores it. */
-  auth?: string;
-  email?: string;
-  serveraddress?: string;
-  /** OAuth2 refresh token returned by an earlier login. */
-  identitytoken?: string;
-  /** A bearer token sent to the registry as is. */
-  registrytoken?: string;
-}
-
-/** One line of the JSON-lines progress stream the docker CLI renders. */
-export interface JsonMessage {
-  status?: string;
-  id?: string;
-  progress?: string;
-  progressDetail?: { current?: number; total?: number };
-  aux?: unknown;
-  error?: string;
-  errorDetail?: { message: string };
-}
+/** The AuthConfig clients send (lib/ports/registry.ts). */
+export type AuthConfig = RegistryAuth;
+export type { JsonMessage };
 
 export interface Platform {
   os: string;

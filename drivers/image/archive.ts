@@ -2,7 +2,7 @@
 // layout tarballs), import (a rootfs tarball) and save.
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../../lib/image-ports.ts';
+import type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { importRootfs } from './import-rootfs.ts';
 import { loadArchive } from './load.ts';

@@ -4,7 +4,7 @@
 // shaped like the config the reference daemon writes for a commit.
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { CommitRequest, ImageCommitPort, LoadedImage } from '../../lib/image-ports.ts';
+import type { CommitRequest, ImageCommitPort, LoadedImage } from '../../lib/ports/images.ts';
 import { notFound } from '../../lib/errors.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ImageConfigBlob } from '../../lib/image-config.ts';

@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import type { ImportOptions, LoadedImage } from '../../lib/image-ports.ts';
+import type { ImportOptions, LoadedImage } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { applyChanges } from './changes.ts';
 import { imageIdOf } from './load-plan.ts';

@@ -5,7 +5,7 @@ import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { shortId } from '../../lib/ids.ts';
-import type { LoadedImage } from '../../lib/image-ports.ts';
+import type { LoadedImage } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { decompressed } from './decompress.ts';
 import { planImages, type PlannedImage } from './load-plan.ts';

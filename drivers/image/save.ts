@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import tarStream from 'tar-stream';
 import { EngineError, internal } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, parseReference } from '../../lib/reference.ts';
-import type { SaveImage } from '../../lib/image-ports.ts';
+import type { SaveImage } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import {
   ANNOTATION_IMAGE_NAME, ANNOTATION_REF_NAME, MEDIA, OCI_LAYOUT, blobPath,

@@ -5,23 +5,8 @@
 // match the reference's.
 import { goBool, goBoolSyntax, parseGoDuration } from '../../lib/units.ts';
 
-export interface ContainerLogInfo {
-  /** Full 64-hex id. */
-  id: string;
-  /** With the leading slash, as the reference's ContainerName. */
-  name: string;
-  /** `sha256:...` */
-  imageId: string;
-  /** As given at create (Config.Image). */
-  imageName: string;
-  /** Entrypoint/executable and its arguments. */
-  path: string;
-  args: string[];
-  /** RFC 3339 (nano) creation time. */
-  created: string;
-  env: string[];
-  labels: Record<string, string>;
-}
+import type { ContainerLogInfo } from '../../lib/ports/logs.ts';
+export type { ContainerLogInfo };
 
 export const DEFAULT_TAG = '{{.ID}}';
 

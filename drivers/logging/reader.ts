@@ -15,24 +15,8 @@ import { LineSource, tailOffsets } from './json-source.ts';
 import { openRotated } from './rotate.ts';
 import type { LogFileHandle as FileHandle } from './rotate.ts';
 
-export interface LogReadOptions {
-  stdout: boolean;
-  stderr: boolean;
-  follow: boolean;
-  /** Unix seconds (fractional); entries strictly before are skipped; 0 = none. */
-  since: number;
-  /** Unix seconds (fractional); entries after are skipped; 0 = none. */
-  until: number;
-  /** Entries from the end; -1 = all. */
-  tail: number;
-}
-
-export interface LogEntry {
-  stream: 'stdout' | 'stderr';
-  line: Buffer;
-  time: string;
-  attrs?: Record<string, string>;
-}
+import type { LogEntry, LogReadOptions } from '../../lib/ports/logs.ts';
+export type { LogEntry, LogReadOptions };
 
 export interface LogReaderOptions {
   pathOf: (containerId: string) => string | undefined;

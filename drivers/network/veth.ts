@@ -5,39 +5,12 @@ import { existsSync, readlinkSync } from 'node:fs';
 import { basename } from 'node:path';
 import { isCode } from '../../lib/errors.ts';
 import { run } from './run.ts';
+import type { AttachRequest, AttachResult } from '../../lib/ports/network.ts';
 
-export interface AttachRequest {
-  /** The container's network namespace: a process inside it, or a path to the namespace file. */
-  pid?: number;
-  netnsPath?: string;
-  bridge: string;
-  /** Host-side name (≤ 15 chars); deterministic names let a repeated attach replace the old pair. */
-  hostVeth: string;
-  /** Name of the container end. */
-  ifName: string;
-  /** "172.17.0.2/16" */
-  address: string;
-  /** Default route; omitted for networks without one. */
-  gateway?: string;
-  /** "fd00:1::2/64" on an IPv6 network, with its default route `gateway6`. */
-  address6?: string;
-  gateway6?: string;
-  mac: string;
-  mtu: number;
-  /**
-   * The network's embedded DNS on `gateway`: inside the namespace, 127.0.0.11:53 (what its
-   * resolv.conf names, as with the reference) is redirected there, from the container's address.
-   */
-  dnsRedirect?: { gateway: string };
-  signal?: AbortSignal;
-}
+export type { AttachRequest, AttachResult };
 
 /** The address a container on a user-defined network asks names of (its resolv.conf nameserver). */
 export const EMBEDDED_DNS_ADDRESS = '127.0.0.11';
-
-export interface AttachResult {
-  hostVeth: string;
-}
 
 const IFNAME = /^[A-Za-z0-9_.-]{1,15}$/;
 

@@ -9,51 +9,16 @@ import { constants, mkdirSync, openSync, closeSync, readdirSync, unlinkSync } fr
 import { rmdir } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { releaseBuffer } from '../../lib/release-buffer.ts';
 import { mkfifo } from '../sys/syscalls.ts';
+import type { ProcessIO, StdioHub, StdioPort, StdStream, Subscriber, SubscribeOptions } from '../../lib/ports/stdio.ts';
 
-export type StdStream = 'stdout' | 'stderr';
+export type { ProcessIO, StdStream, Subscriber, SubscribeOptions };
+export type Hub = StdioHub;
 
-export interface ProcessIO {
-  paths: { stdin?: string; stdout: string; stderr?: string };
-  stdout: Readable;
-  /** null with a tty: the pty merges both streams onto stdout. */
-  stderr: Readable | null;
-  stdin: Writable | null;
-  close(): void;
-}
-
-/**
- * A subscriber gets every chunk, in order. One that cannot keep up (a log file on a slow disk, an
- * attach client that reads slowly) returns a Promise (e.g. the 'drain' of its socket): reading
- * the process's output pauses until it settles, so the pipe fills and the process waits on its
- * writes, as with the reference daemon. Nothing is dropped and nothing piles up in memory.
- */
-export type Subscriber = (stream: StdStream, chunk: Buffer) => void | Promise<unknown>;
-
-export interface SubscribeOptions {
-  /**
-   * The subscriber keeps no reference to a chunk once it has returned (it copies what it keeps:
-   * the file log writers). When every subscriber of a chunk says so, the hub frees the chunk's
-   * memory as soon as they have seen it, instead of leaving it to a collection (lib/release-buffer.ts).
-   */
-  copies?: boolean;
-}
-
-export interface Hub {
-  subscribe(fn: Subscriber, onEnd?: () => void, opts?: SubscribeOptions): () => void;
-  /** Resolves when every output stream has reached EOF (or was closed). */
-  ended: Promise<void>;
-  writeStdin(buf: Buffer): void;
-  closeStdin(): void;
-}
-
-export interface Stdio {
-  open(opts: { dir: string; procId: string; stdin: boolean; tty: boolean }): Promise<ProcessIO>;
-  hub(io: ProcessIO): Hub;
-  remove(dir: string, procId: string): Promise<void>;
+export interface Stdio extends StdioPort {
   /**
    * The FIFOs under `root` (one directory per container) of processes other than `keep` (the
    * execs of a daemon that died, or was stopped, while they ran): each is opened and drained until

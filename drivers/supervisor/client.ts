@@ -14,21 +14,15 @@ import {
 } from './gen/tasks.ts';
 import { anyOf, connectSupervisor, jsonAny, toDate, unary, type UnaryMethod } from './rpc.ts';
 import { killShim, listShims, startTicks } from './shims.ts';
+import type { SupervisorTasks, TaskState, TaskStatus } from '../../lib/ports/supervisor.ts';
+
+export type { TaskState, TaskStatus };
 
 const SPEC_URL = 'types.containerd.io/opencontainers/runtime-spec/1/Spec';
 const PROCESS_URL = 'types.containerd.io/opencontainers/runtime-spec/1/Process';
 const RESOURCES_URL = 'types.containerd.io/opencontainers/runtime-spec/1/LinuxResources';
 const RUNC_OPTIONS_URL = 'containerd.runc.v1.Options';
 const RUNTIME_OPTIONS_URL = 'runtimeoptions.v1.Options';
-
-export type TaskStatus = 'UNKNOWN' | 'CREATED' | 'RUNNING' | 'STOPPED' | 'PAUSED' | 'PAUSING';
-
-export interface TaskState {
-  pid: number;
-  status: TaskStatus;
-  exitStatus: number;
-  exitedAt: Date | null;
-}
 
 export interface TaskInfo extends TaskState {
   containerId: string;
@@ -44,31 +38,13 @@ export type ShimOptions =
   | { typeUrl: typeof RUNC_OPTIONS_URL; fields: Partial<RuncOptions> }
   | { typeUrl: typeof RUNTIME_OPTIONS_URL; fields: Partial<RuntimeOptions> };
 
-export interface SupervisorClient {
+export interface SupervisorClient extends SupervisorTasks {
   version(): Promise<{ version: string; revision: string }>;
-  createContainer(req: { id: string; spec: object; runtime: { name: string; options?: object }; labels?: Record<string, string> }): Promise<void>;
-  deleteContainer(id: string): Promise<void>;
-  listContainers(): Promise<string[]>;
   /** Ids of the containers with a shim started before this daemon process (an earlier life's, a lost one included). */
   staleShimIds(): Promise<string[]>;
   /** Kills the shim of container `id` (and what it started) if one is running; true when there was one. Only for a container with no task. */
   reapShim(id: string): Promise<boolean>;
-  createTask(req: { containerId: string; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<{ pid: number }>;
-  startTask(containerId: string): Promise<{ pid: number }>;
-  getTask(containerId: string): Promise<TaskState>;
   listTasks(): Promise<TaskInfo[]>;
-  killTask(containerId: string, signal: number, opts?: { all?: boolean }): Promise<void>;
-  waitTask(containerId: string, execId?: string, opts?: { signal?: AbortSignal }): Promise<{ exitStatus: number; exitedAt: Date | null }>;
-  deleteTask(containerId: string): Promise<{ pid: number; exitStatus: number; exitedAt: Date | null }>;
-  pause(id: string): Promise<void>;
-  resume(id: string): Promise<void>;
-  updateTask(containerId: string, resources: object): Promise<void>;
-  execProcess(req: { containerId: string; execId: string; spec: object; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<void>;
-  startProcess(containerId: string, execId: string): Promise<{ pid: number }>;
-  killProcess(containerId: string, execId: string, signal: number): Promise<void>;
-  deleteProcess(containerId: string, execId: string): Promise<{ exitStatus: number; exitedAt: Date | null }>;
-  resizePty(containerId: string, execId: string | undefined, width: number, height: number): Promise<void>;
-  closeIO(containerId: string, execId: string | undefined): Promise<void>;
   pids(containerId: string): Promise<number[]>;
   close(): void;
 }

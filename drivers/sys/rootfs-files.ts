@@ -13,6 +13,7 @@ import { type ContainerTree, mapContainerPath, mountsBelow, type PathMount, read
 import { invalidArgument, notFound, permissionDenied } from '../../lib/errors.ts';
 import { EXECA_DEFAULTS } from './exec.ts';
 import { packEntry } from '../storage/pack-entry.ts';
+import type { PathStat } from '../../lib/ports/files.ts';
 
 /** A container's file tree, or just a root directory (no mounts, writable). */
 export type Tree = string | ContainerTree;
@@ -30,13 +31,7 @@ export interface ResolvedInTree {
   mount: PathMount | null;
 }
 
-export interface PathStat {
-  name: string;
-  size: number;
-  mode: number;
-  mtime: string;
-  linkTarget: string;
-}
+export type { PathStat };
 
 const MAX_LINKS = 40;
 

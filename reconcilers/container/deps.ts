@@ -1,68 +1,26 @@
 // What the container reconciler needs from the world. `cmd` fills these with the real drivers;
 // tests may substitute fakes. Kept narrow so the reconciler reads as the lifecycle, not plumbing.
 import type { Logger } from 'pino';
-import type { Readable, Writable } from 'node:stream';
 import type { ProbePort } from './health.ts';
 import type { ContainerConfig, ContainerEndpoint, HostConfig, PublishedPort } from '../../store/kinds/container.ts';
+import type { ContainerLogInfo } from '../../lib/ports/logs.ts';
+import type { SupervisorTasks, TaskState } from '../../lib/ports/supervisor.ts';
+import type { ProcessIO, StdioHub, StdioPort } from '../../lib/ports/stdio.ts';
 
-export interface TaskState {
-  pid: number;
-  status: 'UNKNOWN' | 'CREATED' | 'RUNNING' | 'STOPPED' | 'PAUSED' | 'PAUSING';
-  exitStatus: number;
-  exitedAt: Date | null;
-}
-
-export interface SupervisorPort {
-  createContainer(req: { id: string; spec: object; runtime: { name: string; options?: object }; labels?: Record<string, string> }): Promise<void>;
-  deleteContainer(id: string): Promise<void>;
-  createTask(req: { containerId: string; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<{ pid: number }>;
-  startTask(containerId: string): Promise<{ pid: number }>;
-  getTask(containerId: string): Promise<TaskState>;
-  killTask(containerId: string, signal: number, opts?: { all?: boolean }): Promise<void>;
-  waitTask(containerId: string, execId?: string, opts?: { signal?: AbortSignal }): Promise<{ exitStatus: number; exitedAt: Date | null }>;
-  deleteTask(containerId: string): Promise<{ pid: number; exitStatus: number; exitedAt: Date | null }>;
-  pause(id: string): Promise<void>;
-  resume(id: string): Promise<void>;
-  execProcess(req: { containerId: string; execId: string; spec: object; stdin?: string; stdout?: string; stderr?: string; terminal: boolean }): Promise<void>;
-  startProcess(containerId: string, execId: string): Promise<{ pid: number }>;
-  killProcess(containerId: string, execId: string, signal: number): Promise<void>;
-  deleteProcess(containerId: string, execId: string): Promise<{ exitStatus: number; exitedAt: Date | null }>;
-  resizePty(containerId: string, execId: string | undefined, width: number, height: number): Promise<void>;
-  closeIO(containerId: string, execId: string | undefined): Promise<void>;
-  /** Ids of every container record the supervisor holds in our namespace. */
-  listContainers(): Promise<string[]>;
+/** The supervisor calls the run path makes (lib/ports/supervisor.ts). */
+export interface SupervisorPort extends SupervisorTasks {
   /** Ids of the containers with a shim started before this daemon process (one the supervisor lost included). */
   staleShimIds?(): Promise<string[]>;
   /** Kills a shim the supervisor lost for container `id` (one with no task); true when there was one. */
   reapShim?(id: string): Promise<boolean>;
-  /** New cgroup limits for a running task (`docker update`). */
-  updateTask(containerId: string, resources: object): Promise<void>;
 }
 
-export interface ProcessIOLike {
-  paths: { stdin?: string; stdout: string; stderr?: string };
-  stdout: Readable;
-  stderr: Readable | null;
-  stdin: Writable | null;
-  close(): void;
-}
+export type { TaskState };
 
-export interface HubLike {
-  /**
-   * `fn` may return a Promise to pause the output until it settles (backpressure). `copies`: `fn`
-   * keeps no reference to a chunk once it returns (drivers/stdio's SubscribeOptions).
-   */
-  subscribe(fn: (stream: 'stdout' | 'stderr', chunk: Buffer) => void | Promise<unknown>, onEnd?: () => void, opts?: { copies?: boolean }): () => void;
-  ended: Promise<void>;
-  writeStdin(buf: Buffer): void;
-  closeStdin(): void;
-}
-
-export interface StdioPort {
-  open(opts: { dir: string; procId: string; stdin: boolean; tty: boolean }): Promise<ProcessIOLike>;
-  hub(io: ProcessIOLike): HubLike;
-  remove(dir: string, procId: string): Promise<void>;
-}
+/** A process's stdio (lib/ports/stdio.ts). */
+export type ProcessIOLike = ProcessIO;
+export type HubLike = StdioHub;
+export type { StdioPort };
 
 export interface LoggerLike {
   /** A Promise asks the caller to wait before the next chunk (the writer is behind). */
@@ -77,18 +35,7 @@ export interface LoggingPort {
   open(containerId: string, path: string, config: { Type: string; Config: Record<string, string> }, info?: ContainerLogInfo): LoggerLike | null | Promise<LoggerLike | null>;
 }
 
-/** What the remote log drivers know of the container (tag, labels/env attributes, gelf fields). */
-export interface ContainerLogInfo {
-  id: string;
-  name: string;
-  imageId: string;
-  imageName: string;
-  path: string;
-  args: string[];
-  created: string;
-  env: string[];
-  labels: Record<string, string>;
-}
+export type { ContainerLogInfo };
 
 export function containerLogInfo(spec: { id: string; name: string; imageId: string; created: string; path: string; args: string[]; config: { Image?: string; Env?: string[] | null; Labels?: Record<string, string> | null } }): ContainerLogInfo {
   return { id: spec.id, name: spec.name, imageId: spec.imageId, imageName: spec.config.Image ?? '', path: spec.path, args: spec.args, created: spec.created, env: spec.config.Env ?? [], labels: spec.config.Labels ?? {} };

@@ -2,6 +2,7 @@
 // store/store.ts provides beyond ReconcilerStore), the bridge driver, and the daemon's options.
 import type { Store } from '../../store/store.ts';
 import type { ReconcilerStore } from '../store-like.ts';
+import type { AttachRequest, AttachResult } from '../../lib/ports/network.ts';
 
 export interface NetworkStore extends ReconcilerStore, Pick<Store, 'create'> {
   transaction<R>(fn: () => R): R;
@@ -26,22 +27,7 @@ export interface NetworkDriverPort {
   setForwardPolicy(policy: 'ACCEPT' | 'DROP', signal?: AbortSignal): Promise<void>;
   /** Put a container's host veth back on the bridge if it is loose; true when it had to. */
   ensureBridgePort(bridge: string, hostVeth: string, signal?: AbortSignal): Promise<boolean>;
-  attachContainer(req: {
-    pid?: number;
-    netnsPath?: string;
-    bridge: string;
-    hostVeth: string;
-    ifName: string;
-    address: string;
-    gateway?: string;
-    address6?: string;
-    gateway6?: string;
-    mac: string;
-    mtu: number;
-    /** Redirect 127.0.0.11:53 in the namespace to the network's embedded DNS on `gateway`. */
-    dnsRedirect?: { gateway: string };
-    signal?: AbortSignal;
-  }): Promise<{ hostVeth: string }>;
+  attachContainer(req: AttachRequest): Promise<AttachResult>;
   detachContainer(hostVeth: string, signal?: AbortSignal): Promise<boolean>;
 }
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildRoutes } from '../../../api/builder/routes.ts';
-import type { BuildBackend, BuildOptions } from '../../../lib/build-ports.ts';
+import type { BuildBackend, BuildOptions } from '../../../lib/ports/build.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 
 let h: RouteHarness;

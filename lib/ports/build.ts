@@ -2,7 +2,7 @@
 // the backend from the store) and drivers/builder/ (which runs the Dockerfile): the builder asks the
 // backend for images and containers, the way the reference's builder asks its daemon backend.
 import type { Readable } from 'node:stream';
-import type { LoadedImage } from './image-ports.ts';
+import type { LoadedImage } from './images.ts';
 
 export interface BuildImage {
   id: string;
