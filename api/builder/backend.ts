@@ -9,6 +9,7 @@ import { ensureImageRecord } from '../images/records.ts';
 import { findImage, isUsable, type ImageResource } from '../images/resolve.ts';
 import type { ContainerStreamsPort, StreamHub } from '../ports.ts';
 import { Images } from '../../store/kinds/image.ts';
+import { settle, waitRemoved } from '../write-and-wait.ts';
 
 
 export interface BuildBackendDeps extends CreateDeps {
@@ -68,14 +69,14 @@ export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullIm
         const want = store.updateSpec(Containers, id, (s) => ({
           ...s, desired: 'running', runGeneration: s.runGeneration + 1, manuallyStopped: false,
         })).spec.runGeneration;
-        const started = await store.waitFor(Containers, id, (r) => !r || r.status.runGeneration >= want, { timeoutMs, signal });
+        const started = await settle(store, Containers, id, (r) => !r || r.status.runGeneration >= want, { timeoutMs, signal });
         if (!started || started.status.runGeneration < want) throw internal(`container ${id} did not start`);
         if (started.status.error && started.status.phase !== 'running' && started.status.exitSeq === before.status.exitSeq) {
           const code = started.status.errorCode === 'InvalidArgument' ? 'InvalidArgument' : 'Internal';
           throw new EngineError(code, `failed to create task for container: ${started.status.error}`);
         }
         const exited = (r: CR | undefined) => !r || (r.status.exitSeq > before.status.exitSeq && !isRunning(r.status));
-        const done = await store.waitFor(Containers, id, exited, { signal });
+        const done = await settle(store, Containers, id, exited, { signal });
         if (!done) throw internal(`container ${id} was removed while it ran`);
         if (hub) await Promise.race([hub.ended, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
         return done.status.exitCode;
@@ -87,7 +88,7 @@ export function buildBackend(deps: BuildBackendDeps): Omit<BuildBackend, 'pullIm
     },
     async removeContainer(id) {
       removeSoon(id);
-      const left = await store.waitFor(Containers, id, (r) => !r, { timeoutMs });
+      const left = await waitRemoved(store, Containers, id, { timeoutMs });
       if (left) throw internal(`removal of container ${id} did not finish in time`);
     },
   };

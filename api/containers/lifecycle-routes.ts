@@ -7,12 +7,12 @@ import { type ContainerSpec, isRunning, Containers, type ContainerResource as CR
 import type { App } from '../app.ts';
 import { waitEndpointsPlugged } from '../networks/endpoints.ts';
 import { apiVersion, filtersQuery, idParams, q } from '../request.ts';
-import { gone, observed, waitUntil, writeAndWait, type WriteAndWaitOptions } from '../write-and-wait.ts';
+import { gone, observed, settle, waitRemoved, waitUntil, writeAndWait, type WriteAndWaitOptions } from '../write-and-wait.ts';
 import { createContainer } from './create.ts';
 import { createBody } from '../../admission/containers/create-schema.ts';
 import { removeLink } from '../../admission/containers/links.ts';
 import { admitRename, checkRemovable, checkStartable, removeLevel, startLevel } from '../../admission/containers/lifecycle.ts';
-import { parsePruneFilters, pruneMatches } from './prune-filters.ts';
+import { parseFilters, pruneFilters, pruneMatches } from '../filters.ts';
 import type { ContainerRouteDeps } from './routes.ts';
 
 
@@ -125,7 +125,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
       }
       deps.events?.container('kill', c, { signal: String(sig) });
       // As the reference: a SIGKILL answers once the container is down (or after a short wait).
-      if (sig === 9) await store.waitFor(Containers, c.name, (x) => !x || x.status.exitSeq > exits, { timeoutMs: KILL_WAIT_MS });
+      if (sig === 9) await settle(store, Containers, c.name, (x) => !x || x.status.exitSeq > exits, { timeoutMs: KILL_WAIT_MS });
       reply.code(204).send();
     });
 
@@ -158,7 +158,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         return !isRunning(r.status) || r.status.exitSeq > startExitSeq;
       };
       try {
-        await store.waitFor(Containers, c.name, done, { signal: abort.signal });
+        await settle(store, Containers, c.name, done, { signal: abort.signal });
       } catch {
         res.destroy();
         return;
@@ -216,7 +216,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
     });
 
     app.post('/containers/prune', { schema: { querystring: filtersQuery } }, async (req) => {
-      const filters = parsePruneFilters(req.query.filters);
+      const filters = pruneFilters(parseFilters(req.query.filters));
       const victims = store
         .list(Containers)
         .filter((c) => (c.status.phase === 'exited' || c.status.phase === 'created' || c.status.phase === 'dead') && c.spec.desired !== 'removed')
@@ -232,7 +232,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
           // raced with another change; skip
         }
       }
-      await Promise.all(deleted.map((id) => store.waitFor(Containers, id, (r) => !r, { timeoutMs })));
+      await Promise.all(deleted.map((id) => waitRemoved(store, Containers, id, { timeoutMs })));
       const space = deleted.filter((id) => !store.get(Containers, id)).reduce((n, id) => n + (sizes.get(id) ?? 0), 0);
       return { ContainersDeleted: deleted.length ? deleted : null, SpaceReclaimed: space };
     });

@@ -1,5 +1,6 @@
 // GET /containers/json: newest first, from the store's memory (never waits on the supervisor).
 import { invalidArgument } from '../../lib/errors.ts';
+import { invalidFilter, matchKVList, parseFilters } from '../filters.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ApiStore } from './store.ts';
 import { mountsView } from './mounts-view.ts';
@@ -13,33 +14,6 @@ import { Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts'
 const HEALTH_VALUES = new Set(['starting', 'healthy', 'unhealthy', 'none']);
 const KEYS = new Set(['ancestor', 'before', 'exited', 'id', 'isolation', 'label', 'name', 'status', 'health', 'since', 'volume', 'network', 'is-task', 'publish', 'expose']);
 const STATUSES = new Set(['created', 'restarting', 'running', 'removing', 'paused', 'exited', 'dead']);
-
-/** Both filter encodings: {"k":{"v":true}} and {"k":["v"]}. */
-export function parseFilters(raw: string): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  if (!raw) return out;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw invalidArgument('invalid filter');
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidArgument('invalid filter');
-  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    if (Array.isArray(v)) out.set(k, v.map(String));
-    else if (v && typeof v === 'object') out.set(k, Object.keys(v));
-    else throw invalidArgument('invalid filter');
-  }
-  return out;
-}
-
-function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean {
-  return wanted.every((w) => {
-    const i = w.indexOf('=');
-    if (i < 0) return w in labels;
-    return labels[w.slice(0, i)] === w.slice(i + 1);
-  });
-}
 
 function regexMatch(pattern: string, value: string): boolean {
   try {
@@ -60,10 +34,9 @@ export interface ListOptions {
 }
 
 export async function listContainers(store: ApiStore, o: ListOptions): Promise<unknown[]> {
-  const f = parseFilters(o.filters);
-  for (const k of f.keys()) if (!KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
-  for (const s of f.get('status') ?? []) if (!STATUSES.has(s)) throw invalidArgument(`invalid filter 'status=${s}'`);
-  for (const e of f.get('exited') ?? []) if (!/^-?\d+$/.test(e)) throw invalidArgument(`invalid filter 'exited=${e}'`);
+  const f = parseFilters(o.filters, KEYS);
+  for (const s of f.get('status') ?? []) if (!STATUSES.has(s)) throw invalidFilter(`status=${s}`);
+  for (const e of f.get('exited') ?? []) if (!/^-?\d+$/.test(e)) throw invalidFilter(`exited=${e}`);
   for (const h of f.get('health') ?? []) if (!HEALTH_VALUES.has(h)) throw invalidArgument(`Unrecognised filter value for health: ${h}`);
   const all = o.all || o.limit > 0 || f.has('status') || f.has('exited');
 
@@ -99,7 +72,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     const names = f.get('name');
     if (names && !names.some((p) => c.spec.name === p || c.spec.name === `/${p}` || regexMatch(p, c.spec.name) || regexMatch(p, c.spec.name.slice(1)))) return false;
     const labels = f.get('label');
-    if (labels && !labelsMatch(c.spec.config.Labels ?? {}, labels)) return false;
+    if (!matchKVList(labels, c.spec.config.Labels ?? {})) return false;
     const statuses = f.get('status');
     if (statuses && !statuses.includes(st)) return false;
     const health = f.get('health');

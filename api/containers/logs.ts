@@ -5,6 +5,7 @@ import { isRunning, Containers, type ContainerResource } from '../../store/kinds
 import type { ContainerLogReader } from '../ports.ts';
 import { FRAME_HEADER_BYTES, frame, writeFrameHeader } from '../stdcopy.ts';
 import type { ApiStore } from './store.ts';
+import { settle } from '../write-and-wait.ts';
 
 export interface LogsQuery {
   stdout: boolean;
@@ -90,8 +91,7 @@ export async function streamLogs(
   // bytes (a short log: headers and body in one write).
   if (follow) {
     res.flushHeaders();
-    store
-      .waitFor(Containers, c.name, (r) => !r || !isRunning(r.status), { signal: abort.signal })
+    settle(store, Containers, c.name, (r) => !r || !isRunning(r.status), { signal: abort.signal })
       .then(() => stopFollowing.abort(), () => {});
   }
   try {

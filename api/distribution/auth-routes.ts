@@ -6,38 +6,27 @@ import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { normalizeName } from '../../lib/reference.ts';
 import { at, body, goBody, str, struct } from '../../lib/go-json.ts';
 import { q, restParams } from '../request.ts';
+import { invalidFilter, parseFilters } from '../filters.ts';
 import { decodeRegistryAuth, type DistributionPort, type RegistryAuth, type SearchResult } from './port.ts';
 
 export interface AuthRouteDeps {
   distribution: Pick<DistributionPort, 'checkAuth' | 'inspectDistribution' | 'search'>;
 }
 
+const SEARCH_KEYS: ReadonlySet<string> = new Set(['stars', 'is-official', 'is-automated']);
+
 /** `filters` of GET /images/search: stars=N, is-official=bool, is-automated=bool. */
 function searchFilters(raw: string | undefined): (r: SearchResult) => boolean {
-  if (!raw) return () => true;
-  let f: Record<string, unknown>;
-  try {
-    f = JSON.parse(raw) as Record<string, unknown>;
-  } catch {
-    throw invalidArgument('invalid filter: filters must be JSON');
-  }
-  const vals = (k: string): string[] => {
-    const v = f[k];
-    if (v === undefined) return [];
-    if (Array.isArray(v)) return v.map(String);
-    if (v && typeof v === 'object') return Object.keys(v);
-    throw invalidArgument(`invalid filter '${k}'`);
-  };
-  for (const k of Object.keys(f)) if (!['stars', 'is-official', 'is-automated'].includes(k)) throw invalidArgument(`invalid filter '${k}'`);
+  const f = parseFilters(raw, SEARCH_KEYS);
   const bool = (k: string): boolean | undefined => {
-    const v = vals(k).at(-1);
+    const v = f.get(k)?.at(-1);
     if (v === undefined) return undefined;
-    if (!['true', 'false', '1', '0'].includes(v)) throw invalidArgument(`invalid filter '${k}=${v}'`);
+    if (!['true', 'false', '1', '0'].includes(v)) throw invalidFilter(`${k}=${v}`);
     return v === 'true' || v === '1';
   };
-  const starsText = vals('stars').at(-1);
+  const starsText = f.get('stars')?.at(-1);
   const stars = starsText === undefined ? 0 : Number(starsText);
-  if (!Number.isInteger(stars)) throw invalidArgument(`invalid filter 'stars=${starsText}'`);
+  if (!Number.isInteger(stars)) throw invalidFilter(`stars=${starsText}`);
   const official = bool('is-official');
   const automated = bool('is-automated');
   return (r) => r.star_count >= stars && (official === undefined || r.is_official === official) && (automated === undefined || r.is_automated === automated);

@@ -9,6 +9,7 @@ import { NEW_PULL_STATUS, pullName, Pulls } from '../../store/kinds/pull.ts';
 import { parseQuery, q } from '../request.ts';
 import { runJsonLines, type JsonMessage } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PullJobsPort, type RegistryAuth } from './port.ts';
+import { settle, waitRemoved } from '../write-and-wait.ts';
 
 export interface PullDeps {
   distribution: Pick<DistributionPort, 'listTags'>;
@@ -56,7 +57,7 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
   /** Writes the wish; answers the generation whose outcome answers this request. */
   async function ask(name: string, reference: string, platform: string, signal: AbortSignal): Promise<number> {
     const cur = store.get(Pulls, name);
-    if (cur?.spec.desired === 'removed') await store.waitFor(Pulls, name, (r) => !r, { signal });
+    if (cur?.spec.desired === 'removed') await waitRemoved(store, Pulls, name, { signal });
     const existing = store.get(Pulls, name);
     if (!existing) return store.create(Pulls, name, { reference, platform, request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
     return store.updateSpec(Pulls, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
@@ -70,7 +71,8 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
     waiting.set(name, (waiting.get(name) ?? 0) + 1);
     try {
       const gen = await ask(name, reference, platform, out.signal);
-      const r = await store.waitFor(
+      const r = await settle(
+        store,
         Pulls,
         name,
         (x) => !x || (x.status.observedGeneration >= gen && (x.status.phase === 'done' || x.status.phase === 'failed')),

@@ -5,56 +5,31 @@ import type { App } from '../app.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { parseTimestamp } from '../../lib/timestamp.ts';
 import { q } from '../request.ts';
+import { matchKVList, parseFilters, type Filters } from '../filters.ts';
 import type { EngineEvent, EventRecorder } from './recorder.ts';
 
-type Filters = Record<string, string[]>;
-
-function parseFilters(raw: string | undefined): Filters {
-  if (!raw) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw invalidArgument('invalid filter: ' + raw);
-  }
-  // As Go decodes it: JSON null is no filter at all; anything but an object is refused.
-  if (parsed === null) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidArgument('invalid filter: ' + raw);
-  const out: Filters = {};
-  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    if (Array.isArray(v)) out[k] = v.map(String);
-    else if (v && typeof v === 'object') out[k] = Object.entries(v).filter(([, on]) => on).map(([x]) => x);
-    else throw invalidArgument(`invalid filter '${k}'`);
-  }
-  // The reference does not validate the keys of /events: an unknown one is ignored.
-  return out;
-}
-
 export function matches(e: EngineEvent, f: Filters): boolean {
-  const any = (key: string, pred: (v: string) => boolean) => !f[key] || f[key].length === 0 || f[key].some(pred);
+  const any = (key: string, pred: (v: string) => boolean) => !f.get(key)?.length || f.get(key)!.some(pred);
   const attrs = e.Actor.Attributes;
   if (!any('type', (v) => v === e.Type)) return false;
   if (!any('event', (v) => e.Action === v || e.Action.startsWith(`${v}:`) || (v.startsWith('exec_') && e.Action.startsWith(v)))) return false;
   if (!any('scope', (v) => v === e.scope)) return false;
-  if (f.container?.length) {
+  const containers = f.get('container');
+  if (containers?.length) {
     if (e.Type !== 'container') return false;
-    if (!f.container.some((v) => e.Actor.ID === v || e.Actor.ID.startsWith(v) || attrs.name === v)) return false;
+    if (!containers.some((v) => e.Actor.ID === v || e.Actor.ID.startsWith(v) || attrs.name === v)) return false;
   }
-  if (f.image?.length) {
+  const images = f.get('image');
+  if (images?.length) {
     const img = e.Type === 'image' ? [e.Actor.ID, attrs.name] : [attrs.image];
-    if (!f.image.some((v) => img.some((x) => x === v || (x && x.split(':')[0] === v)))) return false;
+    if (!images.some((v) => img.some((x) => x === v || (x && x.split(':')[0] === v)))) return false;
   }
-  if (f.label?.length) {
-    for (const l of f.label) {
-      const i = l.indexOf('=');
-      if (i < 0 ? !(l in attrs) : attrs[l.slice(0, i)] !== l.slice(i + 1)) return false;
-    }
-  }
+  if (!matchKVList(f.get('label'), attrs)) return false;
   // network= and volume=: the actor's id or name, exactly or as a prefix (the reference's fuzzy match).
   const fuzzy = (v: string) => e.Actor.ID === v || e.Actor.ID.startsWith(v) || attrs.name === v || (!!attrs.name && attrs.name.startsWith(v));
-  if (f.network?.length && (e.Type !== 'network' || !f.network.some(fuzzy))) return false;
-  if (f.volume?.length && (e.Type !== 'volume' || !f.volume.some(fuzzy))) return false;
-  if (f.daemon?.length && e.Type !== 'daemon') return false;
+  // These keys name an event type too: a filter on one keeps only that type's events.
+  const ofType = (key: string, pred: (v: string) => boolean) => !f.get(key)?.length || (e.Type === key && f.get(key)!.some(pred));
+  if (!ofType('network', fuzzy) || !ofType('volume', fuzzy) || !ofType('daemon', () => true)) return false;
   return true;
 }
 
@@ -66,6 +41,7 @@ export function eventRoutes(recorder: EventRecorder) {
   return async function register(app: App): Promise<void> {
     app.get('/events', { schema: { querystring: eventsQuery } }, async (req, reply) => {
       const query = req.query;
+      // The reference does not validate the keys of /events: an unknown one is ignored.
       const filters = parseFilters(query.filters);
       const now = BigInt(Date.now()) * 1_000_000n;
       const since = query.since ? parseTimestamp(query.since, Date.now()) : undefined;

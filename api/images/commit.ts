@@ -13,6 +13,7 @@ import { boolValue, first, q } from '../request.ts';
 import { noSuchImage } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { Images } from '../../store/kinds/image.ts';
+import { settle } from '../write-and-wait.ts';
 
 export type { CommitRequest, ImageCommitPort } from '../../lib/ports/images.ts';
 
@@ -98,7 +99,7 @@ export async function withPaused<T>(store: ImageStore, c: CR, timeoutMs: number,
     } catch {
       return; // gone meanwhile
     }
-    await store.waitFor(Containers, c.name, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs });
+    await settle(store, Containers, c.name, (r) => !r || r.status.observedGeneration >= gen, { timeoutMs });
   };
   await setDesired(before, 'paused');
   try {

@@ -1,10 +1,9 @@
 // GET /images/json: newest first, from the store's memory.
-import { invalidArgument } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, parseReference, repositoryName } from '../../lib/reference.ts';
 import { parseTimestampMs } from '../../lib/timestamp.ts';
 
 import type { ApiStore } from '../containers/store.ts';
-import { parseFilters } from '../containers/list.ts';
+import { invalidFilter, matchAnyKV, matchKVList, parseFilters } from '../filters.ts';
 import { layerRefCounts, sharedSize, type LayerSizes } from './layers.ts';
 import { isUsable, resolveImage, type ImageResource } from './resolve.ts';
 import { createdMs, imageConfig, repoDigestsOf, summaryView } from './views.ts';
@@ -26,15 +25,14 @@ export interface ImageListOptions {
 }
 
 export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOptions): Record<string, unknown>[] {
-  const f = parseFilters(o.filters);
-  for (const k of f.keys()) if (!KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  const f = parseFilters(o.filters, KEYS);
 
   let dangling: boolean | undefined;
   for (const v of f.get('dangling') ?? []) {
     const b = v.toLowerCase();
     if (b === 'true' || b === '1') dangling = true;
     else if (b === 'false' || b === '0') dangling = dangling ?? false;
-    else throw invalidArgument(`invalid filter 'dangling=${v}'`);
+    else throw invalidFilter(`dangling=${v}`);
   }
   const beforeMs = minCreated(store, f.get('before'));
   const sinceMs = maxCreated(store, f.get('since'));
@@ -69,8 +67,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
     if (sinceMs !== undefined && created <= sinceMs) continue;
     if (untilMs !== undefined && created >= untilMs) continue;
     const imgLabels = cfg.config?.Labels ?? {};
-    if (!labelsMatch(imgLabels, labels)) continue;
-    if (notLabels.length && notLabels.some((l) => labelsMatch(imgLabels, [l]))) continue;
+    if (!matchKVList(labels, imgLabels) || matchAnyKV(notLabels, imgLabels)) continue;
 
     let shownTags = tags;
     let shownDigests = img.spec.repoDigests;
@@ -90,14 +87,6 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
   }
   out.sort((a, b) => b.created - a.created);
   return out.map((e) => e.view);
-}
-
-function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean {
-  return wanted.every((w) => {
-    const i = w.indexOf('=');
-    if (i < 0) return Object.hasOwn(labels, w);
-    return labels[w.slice(0, i)] === w.slice(i + 1);
-  });
 }
 
 function createdOf(store: Pick<ApiStore, 'get' | 'list'>, ref: string): number {
@@ -124,7 +113,7 @@ export function globToRegExp(pattern: string): RegExp {
     else if (c === '\\' && i + 1 < pattern.length) re += escapeRe(pattern[++i]);
     else if (c === '[') {
       const end = pattern.indexOf(']', i + 1);
-      if (end < 0) throw invalidArgument(`invalid filter 'reference=${pattern}'`);
+      if (end < 0) throw invalidFilter(`reference=${pattern}`);
       let cls = pattern.slice(i + 1, end);
       if (cls.startsWith('^')) cls = `^${cls.slice(1)}`;
       re += `[${cls.replace(/\\/g, '\\\\')}]`;

@@ -1,12 +1,10 @@
 // POST /images/prune: the reference daemon's selection (dangling only by default; all unused with
 // dangling=false; label, label!, until), each image removed through the ordinary delete rules
 // with conflicts skipped quietly, and the space of the removed layers reported.
-import { conflict, EngineError, invalidArgument } from '../../lib/errors.ts';
-
-import { parseFilters } from '../containers/list.ts';
+import { conflict, EngineError } from '../../lib/errors.ts';
+import { invalidFilter, matchKVList, parseFilters, untilFilter } from '../filters.ts';
 import { deleteImage, type DeleteRecord, type DeleteResult } from './delete.ts';
 import { childrenOf, layerSize, type LayerSizes } from './layers.ts';
-import { parseTimestampMs } from '../../lib/timestamp.ts';
 import { isUsable, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { createdMs, imageConfig } from './views.ts';
@@ -31,35 +29,21 @@ export interface PruneResult {
 }
 
 export function parseImagePruneFilters(raw: string, now = Date.now()): PruneSelection {
-  const f = parseFilters(raw);
-  for (const k of f.keys()) if (!ACCEPTED.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  const f = parseFilters(raw, ACCEPTED);
   let danglingOnly = true;
   const d = f.get('dangling');
   if (d !== undefined) {
     const isTrue = d.includes('1') || d.includes('true');
     const isFalse = d.includes('0') || d.includes('false');
-    if (isTrue === isFalse) throw invalidArgument(d.length ? `invalid filter 'dangling=${d.join(',')}'` : "invalid filter 'dangling'");
+    if (isTrue === isFalse) throw invalidFilter(d.length ? `dangling=${d.join(',')}` : 'dangling');
     danglingOnly = isTrue;
   }
-  const until = f.get('until') ?? [];
-  if (until.length > 1) throw invalidArgument('more than one until filter specified');
   return {
     danglingOnly,
-    untilMs: until.length ? parseTimestampMs(until[0], now) : undefined,
+    untilMs: untilFilter(f, now),
     labels: f.get('label') ?? [],
     notLabels: f.get('label!') ?? [],
   };
-}
-
-/** Every `key` or `key=value` in `wanted` holds (and an image without labels matches nothing). */
-function matchKVList(wanted: string[], labels: Record<string, string>): boolean {
-  if (wanted.length === 0) return true;
-  if (Object.keys(labels).length === 0) return false;
-  return wanted.every((w) => {
-    const i = w.indexOf('=');
-    if (i < 0) return Object.hasOwn(labels, w);
-    return Object.hasOwn(labels, w.slice(0, i)) && labels[w.slice(0, i)] === w.slice(i + 1);
-  });
 }
 
 function selected(img: ImageResource, sel: PruneSelection): boolean {
@@ -70,6 +54,7 @@ function selected(img: ImageResource, sel: PruneSelection): boolean {
   }
   if (cfg.config) {
     const labels = cfg.config.Labels ?? {};
+    // As the reference's image prune: `label!` excludes only when all of its values hold.
     if (!matchKVList(sel.labels, labels)) return false;
     if (sel.notLabels.length && matchKVList(sel.notLabels, labels)) return false;
   }

@@ -8,6 +8,7 @@ import { type ImageSpec, type ImageStatus, Images } from '../../store/kinds/imag
 import type { ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { References } from '../../store/kinds/reference.ts';
+import { settle, waitRemoved } from '../write-and-wait.ts';
 
 /** Create the image record if needed and wait until the reconciler has it ready. */
 export async function ensureImageRecord(
@@ -18,7 +19,7 @@ export async function ensureImageRecord(
   let cur = store.get(Images, li.id);
   if (cur && cur.spec.desired === 'removed') {
     // The same content is being deleted right now: let that finish, then add it anew.
-    await store.waitFor(Images, li.id, (r) => !r, { timeoutMs, signal });
+    await waitRemoved(store, Images, li.id, { timeoutMs, signal });
     cur = store.get(Images, li.id);
     if (cur) throw unavailable(`image ${li.id} is being removed`);
   }
@@ -44,7 +45,7 @@ export async function ensureImageRecord(
   }
   const settled = (r: ImageResource | undefined) =>
     !r || r.spec.desired === 'removed' || r.status.phase === 'ready' || (r.status.phase === 'failed' && r.status.observedGeneration >= gen);
-  await store.waitFor(Images, li.id, settled, { timeoutMs, signal });
+  await settle(store, Images, li.id, settled, { timeoutMs, signal });
   const r = store.get(Images, li.id);
   if (!r || r.spec.desired === 'removed') throw internal(`image ${li.id} was removed while it was being added`);
   if (r.status.phase === 'failed') throw internal(r.status.error || `image ${li.id} could not be added`);

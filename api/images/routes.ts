@@ -24,6 +24,7 @@ import type { ImageStore } from './store.ts';
 import { inspectView, type GraphDriverInfo } from './views.ts';
 import { References } from '../../store/kinds/reference.ts';
 import { Images } from '../../store/kinds/image.ts';
+import { waitRemoved } from '../write-and-wait.ts';
 
 /** Where image events go (the events recorder): ids and names as the reference daemon logs them. */
 export interface ImageEventsPort {
@@ -176,7 +177,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
 
   async function removed(ids: string[]): Promise<void> {
     for (const id of ids) {
-      await store.waitFor(Images, id, (r) => !r, { timeoutMs });
+      await waitRemoved(store, Images, id, { timeoutMs });
       if (store.get(Images, id)) throw unavailable(`timed out waiting for image ${id} to be removed`);
     }
   }

@@ -17,6 +17,7 @@ import { goStructBody } from '../../lib/go-json.ts';
 import { connectEndpoint, disconnectEndpoint, endpointOn, waitEndpoint } from './endpoints.ts';
 import { isPredefinedName, networkNameOf, type NetworkResource } from './views.ts';
 import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
+import { waitUntil } from '../write-and-wait.ts';
 
 
 const SHARED_NAMESPACE = 'container sharing network namespace with another container or host cannot be connected to any other network';
@@ -108,8 +109,8 @@ export function connectRoutes(store: ApiStore, timeoutMs: number) {
   /** The running container has let go of its NetworkMode network (ports, link rules, status.endpoint). */
   async function primaryLeft(c: CR, net: NetworkResource): Promise<void> {
     const gone = (x: CR | undefined) => !x || !isRunning(x.status) || x.status.endpoint?.NetworkID !== net.spec.id;
-    const r = await store.waitFor(Containers, c.name, gone, { timeoutMs });
-    if (!gone(r)) throw unavailable(`container ${c.name} was not disconnected from network ${net.spec.name} in time`);
+    const timedOut = () => unavailable(`container ${c.name} was not disconnected from network ${net.spec.name} in time`);
+    await waitUntil(store, Containers, c.name, gone, { timeoutMs, timedOut });
   }
 
   async function connect(id: string, body: z.output<typeof ConnectBody>): Promise<void> {

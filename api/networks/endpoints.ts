@@ -6,7 +6,7 @@ import { unavailable } from '../../lib/errors.ts';
 import { endpointName, endpointsOfContainer, isAttachedTo, newEndpoint, type EndpointConfig, type EndpointNet, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 import { Containers, type ContainerResource } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { waitUntil } from '../write-and-wait.ts';
+import { settle, waitUntil } from '../write-and-wait.ts';
 
 type Net = EndpointNet;
 
@@ -24,7 +24,7 @@ export function wantedEndpoints(store: Pick<ApiStore, 'byIndex'>, containerId: s
 /** Connect: the record is written (after a removal of an earlier one has finished). */
 export async function connectEndpoint(store: ApiStore, containerId: string, net: Net, config: EndpointConfig, timeoutMs: number | undefined, primary = false): Promise<void> {
   const name = endpointName(containerId, net.spec.id);
-  const leaving = await store.waitFor(Endpoints, name, (r) => !r || r.spec.desired === 'present', { timeoutMs });
+  const leaving = await settle(store, Endpoints, name, (r) => !r || r.spec.desired === 'present', { timeoutMs });
   if (leaving) throw unavailable(`container ${containerId} is still being disconnected from network ${net.spec.name}`);
   const e = newEndpoint(containerId, net, config, primary);
   store.create(Endpoints, e.name, e.spec, e.status);
@@ -60,7 +60,8 @@ export async function waitEndpoint(store: ApiStore, containerId: string, net: Ne
 /** After a start: waits (bounded) until the container's networks are plugged into (or adopted by) the new run. */
 export async function waitEndpointsPlugged(store: ApiStore, containerId: string, timeoutMs: number): Promise<void> {
   for (const e of wantedEndpoints(store, containerId)) {
-    await store.waitFor(
+    await settle(
+      store,
       Endpoints,
       e.name,
       (r) => {

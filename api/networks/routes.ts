@@ -6,8 +6,7 @@ import type { App } from '../app.ts';
 import { EngineError, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { goBool, goBoolSyntax } from '../../lib/units.ts';
 import { Networks, findNetwork, liveNetworks } from '../../store/kinds/network.ts';
-import { parseFilters } from '../containers/list.ts';
-import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
+import { parseFilters, pruneFilters, pruneMatches } from '../filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
@@ -51,8 +50,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
   return async function register(app: App): Promise<void> {
     for (const url of ['/networks', '/networks/']) {
       app.get(url, { schema: { querystring: filtersQuery } }, async (req) => {
-        const filters = parseFilters(req.query.filters ?? '');
-        return listNetworks(store, filters, { detailed: apiVersion(req) < 1.28 });
+        return listNetworks(store, req.query.filters, { detailed: apiVersion(req) < 1.28 });
       });
     }
 
@@ -87,7 +85,7 @@ export function networkRoutes(deps: NetworkRouteDeps) {
 
     app.post('/networks/prune', { schema: { querystring: filtersQuery } }, async (req) => {
       requireApiVersion(req, '1.25');
-      const filters = parsePruneFilters(req.query.filters);
+      const filters = pruneFilters(parseFilters(req.query.filters));
       const unused = liveNetworks(store).filter(
         (n) => !isPredefinedName(n.spec.name) && Object.keys(attachedContainers(store, n)).length === 0 && pruneMatches(filters, n.spec.labels ?? {}, Date.parse(n.spec.created)),
       );

@@ -7,6 +7,7 @@ import { isPredefinedName, liveNetworksNamed, type IpamPoolConfig, type NetworkR
 export { isPredefinedName } from '../../store/kinds/network.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
+import { matchKVList, parseFilters } from '../filters.ts';
 import { endpointName, pluggedAddresses, Endpoints } from '../../store/kinds/endpoint.ts';
 export type { NetworkResource } from '../../store/kinds/network.ts';
 
@@ -146,21 +147,13 @@ function matches(patterns: string[], value: string): boolean {
   });
 }
 
-function labelsMatch(labels: Record<string, string>, wanted: string[]): boolean {
-  return wanted.every((w) => {
-    const i = w.indexOf('=');
-    if (i < 0) return Object.hasOwn(labels, w);
-    return Object.hasOwn(labels, w.slice(0, i)) && labels[w.slice(0, i)] === w.slice(i + 1);
-  });
-}
-
 /** GET /networks with the reference daemon's filters, sorted by name (its own order is unspecified). */
 export function listNetworks(
   store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>,
-  filters: Map<string, string[]>,
+  rawFilters: string | undefined,
   opts: { detailed: boolean },
 ): Record<string, unknown>[] {
-  for (const k of filters.keys()) if (!LIST_FILTERS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  const filters = parseFilters(rawFilters, LIST_FILTERS);
   const dangling = filters.get('dangling');
   let danglingOnly: boolean | undefined;
   if (dangling && dangling.length) {
@@ -183,7 +176,7 @@ export function listNetworks(
     if (!want('driver', (v) => v.includes(s.driver))) continue;
     if (!want('name', (v) => matches(v, s.name))) continue;
     if (!want('id', (v) => matches(v, s.id))) continue;
-    if (!want('label', (v) => labelsMatch(s.labels ?? {}, v))) continue;
+    if (!want('label', (v) => matchKVList(v, s.labels ?? {}))) continue;
     if (!want('scope', (v) => v.includes(s.scope))) continue;
     const builtin = isPredefinedName(s.name);
     if (!want('type', (v) => v.includes(builtin ? 'builtin' : 'custom'))) continue;

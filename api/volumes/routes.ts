@@ -3,9 +3,9 @@
 // does not finish in time. A volume some container names is in use and is never removed.
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { conflict, EngineError, invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
+import { conflict, EngineError, notFound, unavailable } from '../../lib/errors.ts';
 import { ANONYMOUS_LABEL, Volumes, findVolume, liveVolumes } from '../../store/kinds/volume.ts';
-import { parsePruneFilters, pruneMatches } from '../containers/prune-filters.ts';
+import { invalidFilter, parseFilters, pruneFilters, pruneMatches, type Filters } from '../filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, nameParams, q, requireApiVersion } from '../request.ts';
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
@@ -26,9 +26,6 @@ export interface VolumeRouteDeps {
 }
 
 const SWARM_ONLY = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
 
 export function volumeRoutes(deps: VolumeRouteDeps) {
   const { store } = deps;
@@ -91,9 +88,9 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
 
     app.post('/volumes/prune', { schema: { querystring: filtersQuery } }, async (req) => {
       requireApiVersion(req, '1.25');
-      const { all, rest } = splitAll(req.query.filters);
-      const filters = parsePruneFilters(rest);
-      if (filters.until !== undefined) throw invalidArgument(`invalid filter 'until'`);
+      const f = parseFilters(req.query.filters, VOLUME_PRUNE_KEYS);
+      const all = takeAll(f);
+      const filters = pruneFilters(f);
       // From API 1.42 only anonymous volumes, unless all=true; before it, every unused one.
       const onlyAnonymous = apiVersion(req) >= 1.42 && !all;
       const used = volumesInUse(store);
@@ -117,22 +114,16 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
   };
 }
 
+// Volume prune takes no `until` (the reference refuses it as an unknown key); `all` is its own.
+const VOLUME_PRUNE_KEYS: ReadonlySet<string> = new Set(['all', 'label', 'label!']);
+
 /** Takes the volume-only `all` filter out of the prune filters; the rest are the common ones. */
-function splitAll(raw: string | undefined): { all: boolean; rest: string | undefined } {
-  if (!raw) return { all: false, rest: raw };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw invalidArgument(`invalid filter: ${raw}`);
-  }
-  if (!isObj(parsed) || !('all' in parsed)) return { all: false, rest: raw };
-  const { all: a, ...rest } = parsed;
-  const values = Array.isArray(a) ? a.map(String) : isObj(a) ? Object.keys(a) : [];
+function takeAll(f: Filters): boolean {
   let all = false;
-  for (const v of values) {
+  for (const v of f.get('all') ?? []) {
     if (v === 'true' || v === '1') all = true;
-    else if (v !== 'false' && v !== '0') throw invalidArgument(`invalid filter 'all=${v}'`);
+    else if (v !== 'false' && v !== '0') throw invalidFilter(`all=${v}`);
   }
-  return { all, rest: JSON.stringify(rest) };
+  f.delete('all');
+  return all;
 }

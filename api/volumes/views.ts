@@ -1,10 +1,9 @@
 // Volumes as clients read them (`volume ls`, `volume inspect`), who uses them, and the list
 // filters of the reference daemon (dangling, driver, label, name).
-import { invalidArgument } from '../../lib/errors.ts';
 import { Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 
 import { type VolumeResource, liveVolumes } from '../../store/kinds/volume.ts';
-import { parseFilters } from '../containers/list.ts';
+import { invalidFilter, matchKVList, parseFilters } from '../filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 export type { VolumeResource } from '../../store/kinds/volume.ts';
 
@@ -50,12 +49,6 @@ export function volumeView(v: VolumeResource, usage?: { Size: number; RefCount: 
 
 const LIST_KEYS = new Set(['dangling', 'driver', 'label', 'name']);
 
-function labelMatches(labels: Record<string, string>, want: string): boolean {
-  const i = want.indexOf('=');
-  if (i < 0) return want in labels;
-  return labels[want.slice(0, i)] === want.slice(i + 1);
-}
-
 /** The `name` filter is a regular expression, as the reference's filter.Match. */
 function nameMatches(pattern: string, name: string): boolean {
   try {
@@ -67,13 +60,13 @@ function nameMatches(pattern: string, name: string): boolean {
 
 /** GET /volumes with its filters. */
 export function listVolumes(store: Pick<ApiStore, 'list'>, rawFilters: string): VolumeResource[] {
-  const f = parseFilters(rawFilters);
-  for (const k of f.keys()) if (!LIST_KEYS.has(k)) throw invalidArgument(`invalid filter '${k}'`);
+  // The reference's volume list names what it was reading when the text is not filters.
+  const f = parseFilters(rawFilters, LIST_KEYS, 'error reading volume filters: ');
   let dangling: boolean | undefined;
   for (const v of f.get('dangling') ?? []) {
     if (v === 'true' || v === '1') dangling = true;
     else if (v === 'false' || v === '0') dangling = false;
-    else throw invalidArgument(`invalid filter 'dangling=${v}'`);
+    else throw invalidFilter(`dangling=${v}`);
   }
   const used = dangling === undefined ? undefined : volumesInUse(store);
   return liveVolumes(store).filter((v) => {
@@ -82,8 +75,7 @@ export function listVolumes(store: Pick<ApiStore, 'list'>, rawFilters: string): 
     if (names && !names.some((n) => nameMatches(n, v.spec.name))) return false;
     const drivers = f.get('driver');
     if (drivers && !drivers.some((d) => v.spec.driver === d)) return false;
-    const labels = f.get('label');
-    if (labels && !labels.every((l) => labelMatches(v.spec.labels, l))) return false;
+    if (!matchKVList(f.get('label'), v.spec.labels)) return false;
     return true;
   });
 }
