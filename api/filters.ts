@@ -9,7 +9,7 @@
 import { invalidArgument } from '../lib/errors.ts';
 import { jsonType } from '../lib/go-json.ts';
 import { parseTimestampMs } from '../lib/timestamp.ts';
-import { goJsonSyntaxError } from './go-json-syntax.ts';
+import { goJsonSyntaxError } from '../lib/go-json-syntax.ts';
 
 /** Each key with its values (a set in Go: no value twice). A key may be present with no values. */
 export type Filters = Map<string, string[]>;

@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { matchAnyKV, matchKVList, parseFilters, pruneFilters, pruneMatches, untilFilter } from '../../../api/filters.ts';
-import { goJsonSyntaxError } from '../../../api/go-json-syntax.ts';
+import { goJsonSyntaxError } from '../../../lib/go-json-syntax.ts';
 import { EngineError } from '../../../lib/errors.ts';
 
 /** The 400 a call answers: its message. */
