@@ -56,9 +56,9 @@ export class RunAdoption {
     if (!r) return false;
     const spec = r.spec;
     const status = this.status.get(id);
-    const { oci, rootfs } = await this.steps.runSpec(id, spec, linkedContainers(this.store, spec));
+    const { oci, rootfs } = await this.steps.start.runSpec(id, spec, linkedContainers(this.store, spec));
     this.steps.records.clean.delete(id);
-    const io = await this.deps.stdio.open({ dir: this.steps.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
+    const io = await this.deps.stdio.open({ dir: this.steps.paths.fifoDir(id), procId: 'init', stdin: !!spec.config.OpenStdin, tty: !!spec.config.Tty });
     const hub = withCloseIO(this.deps.stdio.hub(io), () => sup.closeIO(id, undefined));
     this.runs.announce(id, hub, (err) => ctx.log.warn({ err }, 'attach watcher failed'));
     let logger: LoggerLike | null = null;

@@ -2,7 +2,8 @@
 // Level-triggered: it receives an id, re-reads the record, the process registry and (for a run
 // this process has no handle for) the supervisor, turns the difference between what the spec
 // wants and what it observed into the lifecycle machine's events, and lets the machine (in
-// machine.ts) decide which step is legal and run it through the named effects provided here.
+// machine.ts) decide which step is legal and run it through the named effects it provides
+// (effects.ts).
 //
 // The machine is driven with the pure `transition` function on a snapshot, not as a live actor:
 // a container has no in-memory actor to lose in a crash, the snapshot of a settled state is
@@ -12,12 +13,10 @@
 // through the registry.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
 import { topState } from '../../controllers/machine-driver.ts';
 import { MachineHost, type Held } from '../../controllers/machine-host.ts';
 import { errorCode, isCode } from '../../lib/errors.ts';
-import { rfc3339Nano } from '../../lib/ids.ts';
 import { type ContainerSpec, type ContainerStatus, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
@@ -37,9 +36,9 @@ import { HealthChecks } from './health.ts';
 import { applyResources } from './resources-step.ts';
 import { RunAdoption } from './adopt-step.ts';
 import { RunSteps, type ReconcileContext } from './run-steps.ts';
+import { ContainerEffects } from './effects.ts';
 import type { RunRegistry } from './runs.ts';
-import { parseSignal } from './signals.ts';
-import { decideRestart } from './restart-policy.ts';
+import { stopParams } from './signals.ts';
 import { StagedStatus } from './staged-status.ts';
 import { KeySource, type Source } from '../../controllers/source.ts';
 
@@ -65,6 +64,8 @@ export class ContainerReconciler {
   private readonly status: StagedStatus;
   private readonly steps: RunSteps;
   private readonly adoption: RunAdoption;
+  /** The machine's effects (./effects.ts). */
+  private readonly effects: ContainerEffects;
   /** Machines in transient states, kept between reconciles; settled ones are rebuilt from status. */
   private readonly machines: MachineHost<Machine>;
   /** Healthcheck probes of running containers (when the wiring gives a way to run them). */
@@ -79,17 +80,18 @@ export class ContainerReconciler {
     this.status = new StagedStatus(store);
     this.steps = new RunSteps(store, deps, runs, this.status);
     this.adoption = new RunAdoption(store, deps, runs, this.status, this.steps);
+    this.effects = new ContainerEffects(store, deps, runs, this.status, this.steps, (id) => this.machines.forget(id));
     if (deps.probes) this.health = new HealthChecks(deps.probes);
     this.probeEnds = this.health?.ends ?? new KeySource();
     const machine = containerLifecycle.provide({
       actors: {
-        startRun: fromPromise<StartOutput, EffectInput>(({ input, signal }) => this.startEffect(input.id, signal)),
-        signalStop: fromPromise<void, EffectInput>(({ input, signal }) => this.signalStopEffect(input.id, signal)),
-        killRun: fromPromise<void, EffectInput>(({ input }) => this.killEffect(input.id)),
-        pauseRun: fromPromise<void, EffectInput>(({ input }) => this.pauseEffect(input.id, true)),
-        resumeRun: fromPromise<void, EffectInput>(({ input }) => this.pauseEffect(input.id, false)),
-        collectRun: fromPromise<CollectOutput, EffectInput>(({ input, signal }) => this.collectEffect(input.id, signal)),
-        teardown: fromPromise<void, EffectInput>(({ input, signal }) => this.teardownEffect(input.id, signal)),
+        startRun: fromPromise<StartOutput, EffectInput>(({ input, signal }) => this.effects.startEffect(input.id, signal)),
+        signalStop: fromPromise<void, EffectInput>(({ input, signal }) => this.effects.signalStopEffect(input.id, signal)),
+        killRun: fromPromise<void, EffectInput>(({ input }) => this.effects.killEffect(input.id)),
+        pauseRun: fromPromise<void, EffectInput>(({ input }) => this.effects.pauseEffect(input.id, true)),
+        resumeRun: fromPromise<void, EffectInput>(({ input }) => this.effects.pauseEffect(input.id, false)),
+        collectRun: fromPromise<CollectOutput, EffectInput>(({ input, signal }) => this.effects.collectEffect(input.id, signal)),
+        teardown: fromPromise<void, EffectInput>(({ input, signal }) => this.effects.teardownEffect(input.id, signal)),
       },
     });
     this.machines = new MachineHost(machine, { name: 'container' });
@@ -268,118 +270,6 @@ export class ContainerReconciler {
     }
   }
 
-  // ---- effects (the machine's named actors) -------------------------------------------------
-
-  /** What an effect works with: its own signal (the host aborts it), and a logger naming the container (made on first use). */
-  private ctx(id: string, signal: AbortSignal): ReconcileContext {
-    let log: Logger | undefined;
-    const parent = this.deps.log;
-    return {
-      signal,
-      get log() {
-        return (log ??= parent.child({ container: id }));
-      },
-    };
-  }
-
-  private async startEffect(id: string, signal: AbortSignal): Promise<StartOutput> {
-    const r = this.store.get(Containers, id)!;
-    const neverRan = this.status.get(id).phase === 'created';
-    await this.steps.startRun(id, this.ctx(id, signal));
-    // With the start's outcome (running, or the error): what `docker start` waits for.
-    this.status.stage(id, (s) => ({ ...s, runGeneration: Math.max(s.runGeneration, r.spec.runGeneration), restartOnBoot: false }));
-    const run = this.runs.get(id);
-    return { started: !!run && !run.exit, neverRan };
-  }
-
-  private async signalStopEffect(id: string, signal: AbortSignal): Promise<void> {
-    const r = this.store.get(Containers, id)!;
-    // A stop already signalled before a daemon restart (its deadline is in status) is not signalled again.
-    if (r.status.stopDeadline != null) return;
-    if (!this.runs.get(id)) this.ctx(id, signal).log.info('stopping container left running by a previous daemon');
-    if (this.status.get(id).phase === 'paused') {
-      await this.deps.supervisor.resume(id).catch(() => {});
-      this.status.stage(id, (s) => ({ ...s, phase: 'running' }));
-    }
-    await this.steps.signal(id, parseSignal(stopParams(r).signal, 'SIGTERM'));
-  }
-
-  private async killEffect(id: string): Promise<void> {
-    await this.deps.supervisor.killTask(id, 9, { all: true }).catch((err) => {
-      if (!isCode(err, 'NotFound')) throw err;
-    });
-  }
-
-  private async pauseEffect(id: string, pause: boolean): Promise<void> {
-    if (pause) await this.deps.supervisor.pause(id);
-    else await this.deps.supervisor.resume(id);
-    this.status.stage(id, (s) => ({ ...s, phase: pause ? 'paused' : 'running' }));
-  }
-
-  private async collectEffect(id: string, signal: AbortSignal): Promise<CollectOutput> {
-    const run = this.runs.get(id);
-    if (run) {
-      const ranMs = await this.steps.finishRun(id, run, (exitCode) => this.phaseAfterExit(id, exitCode));
-      return { exitCode: this.status.get(id).exitCode, ranMs, leftover: false };
-    }
-    return { exitCode: await this.collectLeftover(id, signal), ranMs: 0, leftover: true };
-  }
-
-  /**
-   * The phase an exit is recorded with: `restarting` when the machine's collect step will go on to
-   * the policy's restart (the container wants to be up, no restart or removal was asked for, and the
-   * policy restarts it: decideRestart, as the machine's policyRestarts guard), else `exited`.
-   */
-  private phaseAfterExit(id: string, exitCode: number): 'exited' | 'restarting' {
-    const r = this.store.get(Containers, id);
-    if (!r) return 'exited';
-    const spec = r.spec;
-    const wantUp = spec.desired === 'running' || spec.desired === 'paused';
-    if (!wantUp || spec.runGeneration > r.status.runGeneration) return 'exited';
-    return decideRestart(spec.hostConfig.RestartPolicy, exitCode, this.status.get(id).restartCount, spec.manuallyStopped) ? 'restarting' : 'exited';
-  }
-
-  /** What a crashed daemon left of a run: the task and record in the supervisor, network, mount. */
-  private async collectLeftover(id: string, signal: AbortSignal): Promise<number> {
-    const sup = this.deps.supervisor;
-    let exitStatus = 255;
-    let exitedAt: Date | null = null;
-    try {
-      const d = await sup.deleteTask(id);
-      exitStatus = d.exitStatus;
-      exitedAt = d.exitedAt;
-    } catch (err) {
-      if (!isCode(err, 'NotFound')) this.ctx(id, signal).log.warn({ err }, 'deleting a leftover task failed');
-    }
-    await sup.deleteContainer(id).catch(() => {});
-    await this.steps.net.unplug(id).catch(() => {});
-    // Kept at boot for live restore (ports.sweep): the run they were for is gone.
-    await this.deps.ports?.unpublish(id).catch(() => {});
-    await this.deps.layers.unmountRW(id).catch(() => {});
-    this.status.set(id, (s) => ({
-      ...s,
-      phase: 'exited',
-      pid: 0,
-      exitCode: exitStatus,
-      finishedAt: rfc3339Nano(exitedAt ?? new Date()),
-      exitSeq: s.exitSeq + 1,
-      stopDeadline: null,
-    }));
-    return exitStatus;
-  }
-
-  private async teardownEffect(id: string, signal: AbortSignal): Promise<void> {
-    await this.steps.teardown(id);
-    this.status.drop(id);
-    this.machines.forget(id);
-    const r = this.store.get(Containers, id);
-    // Anonymous volumes go with the container when asked (`rm -v`, `--rm`); the volume reconciler
-    // removes their data once this record, the last to name them, is gone.
-    if (r) this.deps.volumes?.releaseOwned(id, !!r.spec.remove?.volumes || !!r.spec.hostConfig.AutoRemove);
-    this.store.delete(Containers, id);
-    if (this.deps.log.isLevelEnabled?.('debug') ?? true) this.ctx(id, signal).log.debug('container removed');
-  }
-
   /** Stop every running container (daemon shutdown), each within its stop timeout capped at `timeoutS`. */
   async shutdown(timeoutS: number): Promise<void> {
     await Promise.all(
@@ -388,8 +278,8 @@ export class ContainerReconciler {
         const r = this.store.get(Containers, id);
         if (!run || !r) return;
         try {
-          if (!run.exit) await this.steps.stopProcess(id, run, r.spec.config.StopSignal, Math.min(timeoutS, r.spec.config.StopTimeout ?? 10));
-          await this.steps.finishRun(id, run);
+          if (!run.exit) await this.steps.stop.stopProcess(id, run, r.spec.config.StopSignal, Math.min(timeoutS, r.spec.config.StopTimeout ?? 10));
+          await this.steps.stop.finishRun(id, run);
           if (wantsRestartOnBoot(r.spec)) this.status.set(id, (s) => ({ ...s, restartOnBoot: true }));
         } catch (err) {
           this.deps.log.warn({ err, id }, 'stopping container at shutdown failed');
@@ -414,18 +304,6 @@ export class ContainerReconciler {
       }),
     );
   }
-}
-
-/**
- * The signal and grace period (seconds, negative: no end) of a stop. The options of `docker
- * stop/restart` apply to the stop they asked for; a container stopped by the daemon (a leftover)
- * uses its own configuration.
- */
-function stopParams(r: C): { signal: string | undefined; timeout: number } {
-  const spec = r.spec;
-  const asked = spec.desired === 'stopped' || spec.runGeneration > r.status.runGeneration;
-  const opts = asked ? spec.stopOptions : undefined;
-  return { signal: opts?.signal || spec.config.StopSignal, timeout: opts?.timeout ?? spec.config.StopTimeout ?? 10 };
 }
 
 /** Containers the daemon (not the user) stopped come back at the next start when their policy says so. */

@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { invalidArgument } from '../../lib/errors.ts';
+import type { ContainerSpec, ContainerStatus } from '../../store/kinds/container.ts';
 
 const BY_NAME = constants.signals as Record<string, number>;
 
@@ -18,4 +19,16 @@ export function parseSignal(input: string | number | undefined, fallback = 'SIGT
   const n = BY_NAME[name];
   if (n === undefined) throw invalidArgument(`Invalid signal: ${raw}`);
   return n;
+}
+
+/**
+ * The signal and grace period (seconds, negative: no end) of a stop. The options of `docker
+ * stop/restart` apply to the stop they asked for; a container stopped by the daemon (a leftover)
+ * uses its own configuration.
+ */
+export function stopParams(r: { spec: ContainerSpec; status: ContainerStatus }): { signal: string | undefined; timeout: number } {
+  const spec = r.spec;
+  const asked = spec.desired === 'stopped' || spec.runGeneration > r.status.runGeneration;
+  const opts = asked ? spec.stopOptions : undefined;
+  return { signal: opts?.signal || spec.config.StopSignal, timeout: opts?.timeout ?? spec.config.StopTimeout ?? 10 };
 }
