@@ -9,6 +9,7 @@ import { parseClusterStore } from '../../lib/cluster/store-url.ts';
 import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { NodeAgent } from '../../reconcilers/node/agent.ts';
+import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
@@ -49,6 +50,7 @@ export interface Cluster {
   membership: ClusterMembership;
   stacks: ClusterStacks;
   agent: NodeAgent;
+  compactor: ClusterCompactor;
   placer: ClusterPlacer;
 }
 
@@ -81,21 +83,31 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       membership.on('joined', () => {
         void agent.watch().catch(() => {});
         void placer.watch().catch(() => {});
+        agent.rejoined();
         agent.kick();
         placer.kick();
       });
+      const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
       membership.on('nodes', () => placer.kick());
       membership.on('leader', () => placer.kick());
       agent.start();
       placer.start();
+      compactor.start();
       await membership.start();
-      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer };
+      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer, compactor };
     },
     close: async (c) => {
       if (!c) return;
+      c.compactor.stop();
       await c.placer.stop();
       await c.agent.stop();
       await c.membership.stop();
     },
   });
+}
+
+/** The compaction interval: ENGINE_CLUSTER_COMPACT_MS (tests) or five minutes. */
+function compactEveryMs(): number {
+  const v = Number(process.env.ENGINE_CLUSTER_COMPACT_MS);
+  return Number.isInteger(v) && v >= 1000 ? v : COMPACT_EVERY_MS;
 }

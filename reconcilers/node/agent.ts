@@ -2,11 +2,12 @@
 // stacks of the same name (so Compose's labels filter them as any stack's), each carrying the
 // replica slots placed here and their environment (spec.placed); a local cluster stack no longer
 // assigned here is removed. It publishes each one's status under the node's lease
-// (`/engine/status/<stack>/<self>`). It acts only on a successful read of its assignments: while
+// (`/engine/status/<stack>/<self>`), when it changes. It acts only on a successful read of its assignments: while
 // etcd does not answer, what runs keeps running.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import { ASSIGNMENTS_PREFIX, parseRecord, STATUS_PREFIX, statusKey, type AssignmentRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
+import { canonicalJson } from '../../lib/canonical-json.ts';
+import { ASSIGNMENTS_PREFIX, parseRecord, statusKey, type AssignmentRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
 import { composeApp } from '../../lib/compose/schema.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { INITIAL_STACK_STATUS, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
@@ -33,6 +34,8 @@ export class NodeAgent {
   private publishTimer: NodeJS.Timeout | null = null;
   private unwatchStore: (() => void) | null = null;
   private stopped = false;
+  /** Status key → the content last written there under the current lease (without its time). */
+  private readonly published = new Map<string, string>();
   /** Stack → the assignment generation last applied (published with its status). */
   private readonly generations = new Map<string, number>();
 
@@ -117,7 +120,12 @@ export class NodeAgent {
     this.publishTimer.unref();
   }
 
-  /** Each local cluster stack's status, under the lease; the status of one removed here deleted. */
+  /**
+   * Each local cluster stack's status, under the lease, written only when it changed since this
+   * node last wrote it (a node at rest writes nothing); the status of a stack no longer here is
+   * deleted. The local status goes without the documents of earlier generations it keeps for
+   * rollbacks: the cluster view reads conditions and counts.
+   */
   private async publish(): Promise<void> {
     const { store, nodeId } = this.opts;
     const client = this.opts.etcd();
@@ -125,14 +133,27 @@ export class NodeAgent {
     const here = new Set<string>();
     for (const local of store.list(Stacks)) {
       if (!local.spec.placed || local.spec.desired === 'removed') continue;
-      here.add(local.name);
-      const rec: StackStatusRecord = { stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status: local.status, updatedAt: rfc3339Nano() };
-      await this.opts.putLeased(statusKey(local.name, nodeId), JSON.stringify(rec));
+      const key = statusKey(local.name, nodeId);
+      here.add(key);
+      const { documents: _documents, ...status } = local.status;
+      const content = canonicalJson({ stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status });
+      if (this.published.get(key) === content) continue;
+      const rec: StackStatusRecord = { stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status, updatedAt: rfc3339Nano() };
+      if (await this.opts.putLeased(key, JSON.stringify(rec))) this.published.set(key, content);
     }
-    const mine = await client.getAll().prefix(STATUS_PREFIX).keys();
-    for (const key of mine) {
-      const [stack, node] = key.slice(STATUS_PREFIX.length).split('/');
-      if (node === nodeId && stack && !here.has(stack)) await client.delete().key(key);
+    for (const key of [...this.published.keys()]) {
+      if (here.has(key)) continue;
+      await client.delete().key(key);
+      this.published.delete(key);
     }
+  }
+
+  /**
+   * The node joined again under a new lease: what it wrote under the old one went with it, so
+   * everything is written again.
+   */
+  rejoined(): void {
+    this.published.clear();
+    this.schedulePublish();
   }
 }
