@@ -28,6 +28,12 @@ export interface StartOptions {
   startTimeoutMs?: number;
   /** Put the data root on a tmpfs of this size (e.g. '48m'), mounted under the daemon's temp root. */
   dataRootTmpfs?: string;
+  /**
+   * Run the daemon in this network namespace (a name under /var/run/netns, e.g. a netns.ts
+   * handle's names[i]): spawned as `nsenter --net=… engined …`. nsenter execs engined (and the
+   * launcher execs node), so the PID is the daemon's; the socket stays on the host's filesystem.
+   */
+  netns?: string;
 }
 
 export interface StopOptions {
@@ -155,7 +161,8 @@ class Handle implements DaemonHandle {
     ];
     const fd = openSync(this.logFile, 'a');
     writeFileSync(fd, `\n===== ${new Date().toISOString()} engined ${args.join(' ')}\n`);
-    const child = spawn(ENGINED, args, {
+    const [cmd, ...argv] = this.opts.netns ? ['nsenter', `--net=/var/run/netns/${this.opts.netns}`, ENGINED, ...args] : [ENGINED, ...args];
+    const child = spawn(cmd!, argv, {
       cwd: REPO,
       env: { ...process.env, ENGINE_IPTABLES_CHAIN_PREFIX: this.state.chainPrefix ?? '', ...this.opts.env },
       stdio: ['ignore', fd, fd],

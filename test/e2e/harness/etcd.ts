@@ -20,6 +20,8 @@ export interface EtcdOptions {
   args?: string[];
   /** Serve the client URLs over https (PEM file paths); the peer URL stays http. */
   tls?: EtcdTlsOptions;
+  /** The address the client URL listens on. Default 127.0.0.1; e.g. a netns.ts bridge's .1 for daemons in namespaces. The peer URL stays on loopback. */
+  host?: string;
 }
 
 export interface EtcdTlsOptions {
@@ -64,13 +66,13 @@ export interface EtcdHandle {
   cleanup(): Promise<void>;
 }
 
-/** A port the kernel says is free on 127.0.0.1 (bound to port 0, then released). */
-function freePort(): Promise<number> {
+/** A port the kernel says is free on `host` (bound to port 0, then released). */
+function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(0, host, () => {
       const addr = srv.address();
       const port = typeof addr === 'object' && addr ? addr.port : 0;
       srv.close(() => (port ? resolvePort(port) : reject(new Error('no free port'))));
@@ -124,7 +126,7 @@ class Etcd implements EtcdHandle {
     this.logFile = join(root, 'etcd.log');
     this.name = `e2e-${root.slice(-6).replace(/[^A-Za-z0-9]/g, 'x')}`;
     this.tls = opts.tls;
-    this.clientUrl = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
+    this.clientUrl = `${opts.tls ? 'https' : 'http'}://${opts.host ?? '127.0.0.1'}:${clientPort}`;
     this.peerUrl = `http://127.0.0.1:${peerPort}`;
     this.endpoints = [this.clientUrl];
   }
@@ -232,9 +234,9 @@ class Etcd implements EtcdHandle {
   }
 }
 
-/** Starts a fresh single-member etcd on free loopback ports and waits until it is healthy. */
+/** Starts a fresh single-member etcd on free ports (loopback, or opts.host for its clients) and waits until it is healthy. */
 export async function startEtcd(opts: EtcdOptions = {}): Promise<EtcdHandle> {
-    const clientPort = await freePort();
+    const clientPort = await freePort(opts.host);
   let peerPort = await freePort();
   while (peerPort === clientPort) peerPort = await freePort();
   const root = mkdtempSync('/tmp/engine-etcd-');
