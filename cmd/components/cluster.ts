@@ -13,6 +13,7 @@ import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compa
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
+import { SelfFence } from '../../reconcilers/node/self-fence.ts';
 import { component } from './registry.ts';
 import { ENGINE_VERSION } from '../version.ts';
 import type { DaemonEnv } from './env.ts';
@@ -51,13 +52,14 @@ export interface Cluster {
   stacks: ClusterStacks;
   agent: NodeAgent;
   compactor: ClusterCompactor;
+  fence: SelfFence;
   placer: ClusterPlacer;
 }
 
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store'],
+    requires: ['paths', 'store', 'supervisor-client'],
     init: async (ctx) => {
       if (!cfg.clusterStore) return null;
       const store = parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts);
@@ -76,9 +78,27 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
         genericResources: generic,
       });
       const clog = log.child({ component: 'cluster' });
-      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog });
+      // The agent is made below; the fence's callbacks reach it once it exists.
+      let agent: NodeAgent | undefined;
+      const fence = new SelfFence({
+        ttlMs: store.ttlSeconds * 1000,
+        marginMs: store.fenceMarginSeconds * 1000,
+        onFence: (killAt) => agent?.fence(killAt),
+        onDeadline: () => agent?.deadline(),
+        onRelease: () => agent?.release(),
+      });
+      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence });
       const etcd = () => membership.etcd;
-      const agent = new NodeAgent({ store: ctx.get('store'), nodeId: membership.nodeId, etcd, putLeased: (k, v) => membership.putLeased(k, v), log: clog.child({ part: 'agent' }) });
+      const supervisor = ctx.get('supervisor-client');
+      agent = new NodeAgent({
+        store: ctx.get('store'),
+        nodeId: membership.nodeId,
+        etcd,
+        putLeased: (k, v) => membership.putLeased(k, v),
+        log: clog.child({ part: 'agent' }),
+        fence: { startsAllowed: () => fence.startsAllowed, assignmentsRead: () => fence.assignmentsRead() },
+        kill: (id) => supervisor.killTask(id, 9, { all: true }),
+      });
       const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
       membership.on('joined', () => {
         void agent.watch().catch(() => {});
@@ -94,11 +114,12 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       placer.start();
       compactor.start();
       await membership.start();
-      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer, compactor };
+      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer, compactor, fence };
     },
     close: async (c) => {
       if (!c) return;
       c.compactor.stop();
+      c.fence.stop();
       await c.placer.stop();
       await c.agent.stop();
       await c.membership.stop();

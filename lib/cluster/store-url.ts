@@ -1,24 +1,27 @@
 // --cluster-store etcd://HOST:PORT[,HOST:PORT] and --cluster-store-opt, read as the daemon takes
 // them: the etcd endpoints (https when a CA is given), the TLS files, and the lease TTL of the
-// node's record (discovery.ttl, seconds, default 15). A malformed URL or an unknown option refuses
-// the start with the reason.
+// node's record (discovery.ttl, seconds, default 15), and the self-fencing margin (fence.margin,
+// seconds, default TTL/5 up to 2 s: reconcilers/node/self-fence.ts). A malformed URL or an unknown
+// option refuses the start with the reason.
 import { invalidArgument } from '../errors.ts';
 
 export interface ClusterStore {
   endpoints: string[];
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
   ttlSeconds: number;
+  /** How long before the lease could expire at etcd a cut-off node has killed its cluster containers. */
+  fenceMarginSeconds: number;
 }
 
 export const DEFAULT_DISCOVERY_TTL = 15;
-const OPTS = new Set(['kv.cacertfile', 'kv.certfile', 'kv.keyfile', 'discovery.ttl']);
+const OPTS = new Set(['kv.cacertfile', 'kv.certfile', 'kv.keyfile', 'discovery.ttl', 'fence.margin']);
 
 export function parseClusterStore(url: string, opts: Record<string, string> = {}): ClusterStore {
   const bad = (why: string) => invalidArgument(`invalid --cluster-store ${JSON.stringify(url)}: ${why}`);
   const m = /^etcd:\/\/(.+)$/.exec(url);
   if (!m) throw bad('expected etcd://HOST:PORT[,HOST:PORT]');
   for (const k of Object.keys(opts)) {
-    if (!OPTS.has(k)) throw invalidArgument(`invalid --cluster-store-opt ${k}: expected kv.cacertfile, kv.certfile, kv.keyfile or discovery.ttl`);
+    if (!OPTS.has(k)) throw invalidArgument(`invalid --cluster-store-opt ${k}: expected kv.cacertfile, kv.certfile, kv.keyfile, discovery.ttl or fence.margin`);
   }
   const tls = opts['kv.cacertfile'] || opts['kv.certfile'] || opts['kv.keyfile'] ? { caFile: opts['kv.cacertfile'], certFile: opts['kv.certfile'], keyFile: opts['kv.keyfile'] } : undefined;
   if (tls && !!tls.certFile !== !!tls.keyFile) throw invalidArgument('invalid --cluster-store-opt: kv.certfile and kv.keyfile go together');
@@ -33,5 +36,22 @@ export function parseClusterStore(url: string, opts: Record<string, string> = {}
     if (!/^\d+$/.test(t) || Number(t) < 2) throw invalidArgument(`invalid --cluster-store-opt discovery.ttl=${opts['discovery.ttl']}: expected whole seconds, at least 2`);
     ttlSeconds = Number(t);
   }
-  return { endpoints, ...(tls ? { tls } : {}), ttlSeconds };
+  let fenceMarginSeconds = Math.min(2, ttlSeconds / 5);
+  if (opts['fence.margin'] !== undefined) {
+    const t = opts['fence.margin'].replace(/s$/, '');
+    fenceMarginSeconds = /^\d+(\.\d+)?$/.test(t) ? Number(t) : NaN;
+  }
+  const why = checkFenceMargin(ttlSeconds, fenceMarginSeconds, opts['fence.margin']);
+  if (why) throw invalidArgument(why);
+  return { endpoints, ...(tls ? { tls } : {}), ttlSeconds, fenceMarginSeconds };
+}
+
+/**
+ * The refusal of a fence margin that leaves no time to stop: fencing starts at TTL/2 without a
+ * renewal and must have killed the node's cluster containers by TTL - margin.
+ */
+export function checkFenceMargin(ttlS: number, marginS: number, given: string | number = marginS): string | undefined {
+  if (!(marginS >= 0)) return `invalid --cluster-store-opt fence.margin=${given}: expected seconds, at least 0`;
+  if (marginS >= ttlS / 2) return `invalid --cluster-store-opt fence.margin=${given}: the fence margin (${marginS}s) must be less than half the lease TTL (discovery.ttl=${ttlS}s): a node cut off from etcd starts stopping its containers at TTL/2 and must have killed them by TTL - margin`;
+  return undefined;
 }

@@ -10,7 +10,8 @@ import { canonicalJson } from '../../lib/canonical-json.ts';
 import { ASSIGNMENTS_PREFIX, parseRecord, statusKey, type AssignmentRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
 import { composeApp } from '../../lib/compose/schema.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
-import { INITIAL_STACK_STATUS, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
+import { Containers } from '../../store/kinds/container.ts';
+import { INITIAL_STACK_STATUS, ownedContainers, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
 import { PassLoop } from './pass-loop.ts';
 import type { Store } from '../../store/store.ts';
 
@@ -18,11 +19,18 @@ const RESYNC_MS = 2000;
 const PUBLISH_DEBOUNCE_MS = 200;
 
 export interface AgentOptions {
-  store: Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'watch'>;
+  store: Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'watch'> & Parameters<typeof ownedContainers>[0];
   nodeId: string;
   etcd: () => Etcd3 | null;
   putLeased: (key: string, value: string) => Promise<boolean>;
   log: Logger;
+  /**
+   * Self-fencing (./self-fence.ts): whether cluster-placed containers may start now, and the
+   * report that the assignments were read (which ends a fence under a lease held again).
+   */
+  fence?: { startsAllowed(): boolean; assignmentsRead(): void };
+  /** SIGKILL to every process of a container's task (the fence deadline). */
+  kill?: (id: string) => Promise<void>;
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -81,7 +89,12 @@ export class NodeAgent {
       const r = parseRecord<AssignmentRecord>(v);
       if (r) records.set(r.stack, r);
     }
+    // Read under a lease held again after a fence: that ends it (release() clears the stacks' mark).
+    this.opts.fence?.assignmentsRead();
+    const starts = this.opts.fence?.startsAllowed() ?? true;
     for (const [name, rec] of records) {
+      // Fenced: nothing is created or changed (a change could start something); removals go on.
+      if (!starts) continue;
       const doc = composeApp.safeParse(rec.document);
       if (!doc.success) {
         log.warn({ stack: name }, 'an assignment whose document does not validate is ignored');
@@ -98,7 +111,7 @@ export class NodeAgent {
         continue; // its removal finishes first; the next pass creates it again
       } else if (!local.spec.placed) {
         log.warn({ stack: name }, 'a local stack of the same name exists: the cluster stack is not placed here');
-      } else if (!same(local.spec.document, spec.document) || !same(local.spec.placed, spec.placed)) {
+      } else if (!same(local.spec.document, spec.document) || !same(local.spec.placed, spec.placed) || local.spec.fenced) {
         store.updateSpec(Stacks, name, () => spec);
       }
     }
@@ -109,6 +122,46 @@ export class NodeAgent {
       this.generations.delete(local.name);
     }
     this.schedulePublish();
+  }
+
+  /**
+   * The node could not renew its lease: every cluster stack here is marked fenced (its reconciler
+   * starts nothing of it) and every container of one is stopped, its stop signal now and SIGKILL
+   * by `killAt` (monotonic ms) whatever its grace: the timeout is what is left until then.
+   */
+  fence(killAt: number): void {
+    const { store, log } = this.opts;
+    const timeout = Math.max(0, Math.floor((killAt - performance.now()) / 1000));
+    let stopped = 0;
+    for (const local of store.list(Stacks)) {
+      if (!local.spec.placed || local.spec.desired === 'removed') continue;
+      if (!local.spec.fenced) store.updateSpec(Stacks, local.name, (sp) => ({ ...sp, fenced: true }));
+      for (const c of ownedContainers(store, local.name)) {
+        if (c.spec.desired !== 'running') continue;
+        store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'stopped', stopOptions: { timeout } }));
+        stopped++;
+      }
+    }
+    log.warn({ containers: stopped, killInS: timeout }, 'cluster lease not renewed: fencing this node, its cluster containers stopped');
+  }
+
+  /** The fence deadline: whatever of a fenced stack still has a process is killed. */
+  deadline(): void {
+    const { store, log } = this.opts;
+    for (const local of store.list(Stacks)) {
+      if (!local.spec.placed || !local.spec.fenced) continue;
+      for (const c of ownedContainers(store, local.name)) {
+        if (!c.status.pid) continue;
+        log.warn({ container: c.name }, 'fence deadline: killing a cluster container still running');
+        void this.opts.kill?.(c.name).catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : String(err), container: c.name }, 'fence kill failed'));
+      }
+    }
+  }
+
+  /** Fenced no more: the lease is held and the assignments read; the next sync applies them. */
+  release(): void {
+    this.opts.log.info('cluster lease held and assignments read: this node is fenced no more');
+    this.kick();
   }
 
   private schedulePublish(): void {

@@ -41,6 +41,15 @@ export function loadNodeId(file: string): string {
   return id;
 }
 
+/**
+ * How soon the client makes its watch stream again after it broke: doubling from 100 ms up to 2 s.
+ * (The client's default grows to 30 s: after etcd came back, failover would wait that long, and
+ * its pending timer keeps a stopped daemon's process alive as long.)
+ */
+function watchBackoff(ms = 100): { duration: number; next(): ReturnType<typeof watchBackoff> } {
+  return { duration: ms, next: () => watchBackoff(Math.min(2000, ms * 2)) };
+}
+
 /** A node record read back from etcd (undefined for anything else). */
 function nodeRecord(text: string): NodeRecord | undefined {
   const r = parseRecord<NodeRecord>(text);
@@ -54,6 +63,17 @@ export interface MembershipOptions {
   log: Logger;
   /** Told when this node becomes or stops being the leader. */
   onLeadership?: (leader: boolean) => void;
+  /** Told of the lease's life as etcd answers it: the self-fence's clock (./self-fence.ts). */
+  lease?: LeaseObserver;
+}
+
+/** What the self-fence hears of the lease. Times are monotonic (performance.now()). */
+export interface LeaseObserver {
+  granted(sentAt: number): void;
+  keepaliveSent(): void;
+  keepaliveAnswered(): void;
+  keepaliveBroken(): void;
+  lost(): void;
 }
 
 export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; leader: [boolean] }> {
@@ -123,6 +143,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     this.client = new Etcd3({
       hosts: store.endpoints,
       dialTimeout: 2000,
+      faultHandling: { watchBackoff: watchBackoff() },
       ...(tls
         ? {
             credentials: {
@@ -200,16 +221,25 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     if (!client || this.stopped) return;
     const ttl = this.opts.store.ttlSeconds;
     if (!this.lease) {
+      const observer = this.opts.lease;
+      const sentAt = performance.now();
       const lease = client.lease(ttl, { autoKeepAlive: true });
       lease.on('lost', (err) => {
         if (this.lease !== lease || this.stopped) return;
         this.log.warn({ err: err.message }, 'cluster lease lost; joining again');
+        observer?.lost();
         this.lease = null;
         this.joined = false;
         this.enqueue();
       });
+      if (observer) {
+        lease.on('keepaliveFired', () => this.lease === lease && observer.keepaliveSent());
+        lease.on('keepaliveSucceeded', () => this.lease === lease && observer.keepaliveAnswered());
+        lease.on('keepaliveFailed', () => this.lease === lease && observer.keepaliveBroken());
+      }
       await lease.grant();
       this.lease = lease;
+      observer?.granted(sentAt);
     }
     const prev = this.createdAt ? undefined : await client.get(nodeKey(this.nodeId)).string();
     if (prev) {
@@ -256,6 +286,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
         this.emit('nodes');
         // Our own live record gone while we run (a lease revoked from outside): write it again.
         if (prefix === NODES_PREFIX && id === this.nodeId && !this.stopped) {
+          this.opts.lease?.lost();
           this.lease = null;
           this.enqueue();
         }
@@ -315,6 +346,9 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       if (this.campaign !== campaign || this.stopped) return;
       this.log.warn({ err: err.message }, 'leader campaign failed; campaigning again');
       this.campaign = null;
+      // Its lease would keep renewing (and its timers keep the process alive) until etcd says it
+      // expired: it is let go now.
+      void campaign.resign().catch(() => {});
       this.setLeading(false);
       this.enqueue(this.backoffMs);
     });

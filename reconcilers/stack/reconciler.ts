@@ -93,6 +93,13 @@ export class StackReconciler implements Reconciler {
     const r = this.store.get(Stacks, name);
     if (!r) return;
     if (r.spec.desired === 'removed') return this.remove(r);
+    // A cluster stack on a node fenced off the cluster: the agent stops its containers; nothing of
+    // it starts until the node's assignments, read under a lease held again, clear the mark.
+    if (r.spec.fenced) {
+      const message = 'this node could not renew its cluster lease: the stack is stopped here until it holds one again and has read its assignments';
+      this.store.updateStatus(Stacks, name, (s) => ({ ...s, conditions: verdict(s.conditions, 'Degraded', 'NodeFenced', message, r.generation) }));
+      return;
+    }
     const { engine } = this.deps;
     // A document no pass can ever run (an image reference that cannot parse): Degraded with the
     // reason, and no requeue until the stack is applied again.

@@ -26,6 +26,12 @@ export interface StackSpec {
    * assignment): the replica slots of each service placed here, with their placement's environment.
    */
   placed?: Record<string, Array<{ n: number; env?: Record<string, string> }>>;
+  /**
+   * A cluster stack on a node that could not renew its lease (reconcilers/node/self-fence.ts): its
+   * containers are stopped and nothing of it starts until the node holds a lease again and has
+   * read its assignments.
+   */
+  fenced?: boolean;
 }
 
 export type StackConditionType = 'Ready' | 'Progressing' | 'Degraded';
@@ -108,6 +114,7 @@ const specSchema = z.object({
   removeVolumes: z.boolean(),
   appliedAt: z.string(),
   placed: z.record(z.string(), z.array(z.object({ n: z.number().int().positive(), env: z.record(z.string(), z.string()).optional() }))).optional(),
+  fenced: z.boolean().optional(),
 }) satisfies z.ZodType<StackSpec>;
 
 const statusSchema = z.object({

@@ -13,6 +13,7 @@ import { fencedWrite, type LeaderTerm } from '../../reconcilers/node/fence.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+import { exitWhenLingering } from './harness/processes.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = pino({ level: 'silent' });
@@ -29,7 +30,7 @@ describe('fenced leadership', () => {
   let raw: Etcd3;
   const members: ClusterMembership[] = [];
   const member = (id: string) => {
-    const m = new ClusterMembership({ store: { endpoints: etcd.endpoints, ttlSeconds: 5 }, nodeId: id.padEnd(25, '0'), facts, log });
+    const m = new ClusterMembership({ store: { endpoints: etcd.endpoints, ttlSeconds: 5, fenceMarginSeconds: 1 }, nodeId: id.padEnd(25, '0'), facts, log });
     members.push(m);
     return m;
   };
@@ -42,6 +43,7 @@ describe('fenced leadership', () => {
     for (const m of members) await m.stop().catch(() => {});
     raw?.close();
     await etcd?.stop();
+    exitWhenLingering();
   });
 
   test('a write under an ended term is refused and writes nothing; under the live term it lands', async () => {

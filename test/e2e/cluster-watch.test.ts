@@ -10,6 +10,7 @@ import { Etcd3 } from 'etcd3';
 import { nodeKey, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+import { exitWhenLingering } from './harness/processes.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = pino({ level: 'silent' });
@@ -79,10 +80,11 @@ describe('cluster watches survive', () => {
     await relay?.close();
     raw?.close();
     await etcd?.stop();
+    exitWhenLingering();
   });
 
   test('a node record gone while the watch was cut off and etcd compacted past it: the watch is made again and the node is seen gone', async () => {
-    a = new ClusterMembership({ store: { endpoints: [`http://127.0.0.1:${relay.port}`], ttlSeconds: 10 }, nodeId: 'a'.repeat(25), facts, log });
+    a = new ClusterMembership({ store: { endpoints: [`http://127.0.0.1:${relay.port}`], ttlSeconds: 10, fenceMarginSeconds: 1 }, nodeId: 'a'.repeat(25), facts, log });
     await a.start();
     for (let i = 0; i < 200 && a.state !== 'active'; i++) await sleep(50);
     assert.equal(a.state, 'active');

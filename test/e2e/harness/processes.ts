@@ -45,3 +45,14 @@ export function logTail(text: string, lines: number): string {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * For a file that runs cluster parts in the test process itself: etcd3's election observer can
+ * leave a watch on the leader key in the election's own watch manager after it was canceled, and
+ * that manager's reconnect timer keeps the process alive for good once the client is closed (a
+ * daemon exits explicitly; a test file waits for its event loop). Called at the end of the file's
+ * last hook: the process ends within `ms` if something is left.
+ */
+export function exitWhenLingering(ms = 3000): void {
+  setTimeout(() => process.exit(process.exitCode ?? 0), ms).unref();
+}

@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseClusterStore } from '../../../lib/cluster/store-url.ts';
 
-test('etcd://HOST:PORT[,HOST:PORT]: http endpoints, https with a CA; the lease TTL from discovery.ttl (15 s by default)', () => {
-  assert.deepEqual(parseClusterStore('etcd://127.0.0.1:2379,etcd.example:2380'), { endpoints: ['http://127.0.0.1:2379', 'http://etcd.example:2380'], ttlSeconds: 15 });
+test('etcd://HOST:PORT[,HOST:PORT]: http endpoints, https with a CA; the lease TTL from discovery.ttl (15 s by default); the fence margin TTL/5 up to 2 s by default', () => {
+  assert.deepEqual(parseClusterStore('etcd://127.0.0.1:2379,etcd.example:2380'), { endpoints: ['http://127.0.0.1:2379', 'http://etcd.example:2380'], ttlSeconds: 15, fenceMarginSeconds: 2 });
   assert.deepEqual(parseClusterStore('etcd://[::1]:2379', { 'kv.cacertfile': '/ca.pem', 'kv.certfile': '/c.pem', 'kv.keyfile': '/k.pem', 'discovery.ttl': '5' }), {
     endpoints: ['https://[::1]:2379'],
     tls: { caFile: '/ca.pem', certFile: '/c.pem', keyFile: '/k.pem' },
     ttlSeconds: 5,
+    fenceMarginSeconds: 1,
   });
 });
 
