@@ -80,7 +80,7 @@ describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-serv
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test(`3 nodes × ${STACKS} stacks, all Ready: 60 s idle writes nothing to etcd; the leader compacts its history`, async () => {
+  test(`3 nodes × ${STACKS} stacks, all Ready: 60 s idle writes nothing to etcd; the leader compacts its history`, { timeout: 300_000 }, async () => {
     for (let i = 0; i < STACKS; i++) {
       const f = join(dir, `s${i}.yaml`);
       writeFileSync(f, `services:\n  web:\n    image: ${imgs.tag}\n    command: ["sleep", "600"]\n    deploy:\n      replicas: 3\n`);

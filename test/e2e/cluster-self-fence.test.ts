@@ -72,7 +72,7 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a node cut off from etcd kills its replicas before its lease can expire; they run elsewhere within TTL + 5 s; never twice; local containers untouched', async () => {
+  test('a node cut off from etcd kills its replicas before its lease can expire; they run elsewhere within TTL + 5 s; never twice; local containers untouched', { timeout: 180_000 }, async () => {
     const f = join(dir, 'fenced.yaml');
     writeFileSync(f, `services:\n  web:\n    image: ${imgs.tag}\n    command: ["sleep", "600"]\n    stop_grace_period: 30s\n    deploy:\n      replicas: ${N}\n`);
     const applied = await runEngine(['apply', '--cluster', '-f', f, '-p', 'fenced'], { ENGINE_HOST: `unix://${ds[0]!.socket}` });
