@@ -2,8 +2,9 @@
 // stacks of the same name (so Compose's labels filter them as any stack's), each carrying the
 // replica slots placed here and their environment (spec.placed); a local cluster stack no longer
 // assigned here is removed. It publishes each one's status under the node's lease
-// (`/engine/status/<stack>/<self>`), when it changes. It acts only on a successful read of its assignments: while
-// etcd does not answer, what runs keeps running.
+// (`/engine/status/<stack>/<self>`), when it changes. It acts only on a successful read of its
+// assignments; a node that cannot renew its lease fences its cluster stacks (fence(), driven by
+// ./self-fence.ts) while its local containers keep running.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { canonicalJson } from '../../lib/canonical-json.ts';
@@ -189,9 +190,10 @@ export class NodeAgent {
       const key = statusKey(local.name, nodeId);
       here.add(key);
       const { documents: _documents, ...status } = local.status;
-      const content = canonicalJson({ stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status });
+      const body = { stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status };
+      const content = canonicalJson(body);
       if (this.published.get(key) === content) continue;
-      const rec: StackStatusRecord = { stack: local.name, node: nodeId, generation: this.generations.get(local.name) ?? 0, status, updatedAt: rfc3339Nano() };
+      const rec: StackStatusRecord = { ...body, updatedAt: rfc3339Nano() };
       if (await this.opts.putLeased(key, JSON.stringify(rec))) this.published.set(key, content);
     }
     for (const key of [...this.published.keys()]) {

@@ -90,9 +90,9 @@ export class SelfFence {
   /** A lease grant was sent at `sentAt` and answered. */
   granted(sentAt: number): void {
     this.outstanding.length = 0;
+    // A grant sent after the fence began counts as a renewal then (renew() marks it).
     this.renew(sentAt);
     if (this.st === 'unheld') this.release();
-    else if (this.st === 'fencing' || this.st === 'fenced') this.regranted = sentAt >= this.fencedAt || this.regranted;
   }
 
   keepaliveSent(): void {
