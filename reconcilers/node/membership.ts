@@ -12,9 +12,9 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import type { Campaign, Election, Etcd3, Lease, Watcher } from 'etcd3';
+import { Election, type Campaign, type Etcd3, type Lease, type Watcher } from 'etcd3';
+import { isWatchCanceled, watchPrefix } from './etcd-watch.ts';
 import { type LeaderTerm, termOf } from './fence.ts';
-import { isWatchCanceled } from './pass-loop.ts';
 import { LEADER_ELECTION, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 
@@ -90,7 +90,8 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   private leader: string | undefined;
   private leading = false;
   private term: LeaderTerm | undefined;
-  private observer: { cancel(): Promise<void> } | null = null;
+  /** Reads of who leads, numbered: only the newest one's answer is kept. */
+  private leaderReads = 0;
   private createdAt = '';
   private version = 0;
   private joined = false;
@@ -144,6 +145,9 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       hosts: store.endpoints,
       dialTimeout: 2000,
       faultHandling: { watchBackoff: watchBackoff() },
+      // gRPC's own reconnect back-off grows to 120 s: after a partition or an etcd restart the
+      // node would stay away (and its watches stale) that long. Bounded like the watch's.
+      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 },
       ...(tls
         ? {
             credentials: {
@@ -166,13 +170,13 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.syncing?.catch(() => {});
     const bounded = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
+    // A pass waiting on an etcd that does not answer does not hold the stop.
+    if (this.syncing) await bounded(this.syncing);
     if (this.campaign) await bounded(this.campaign.resign());
     this.setLeading(false);
     if (this.lease) await bounded(this.lease.revoke());
     for (const w of this.watchers) await bounded(w.cancel());
-    if (this.observer) await bounded(this.observer.cancel());
     this.client?.close();
     this.client = null;
   }
@@ -273,8 +277,18 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
    */
   private async watchNodes(client: Etcd3): Promise<void> {
     if (this.watchers.length) return;
+    try {
+      await this.watchAll(client);
+    } catch (err) {
+      // Half a set is no set: the next sync (after the back-off) makes them all again.
+      this.dropWatches();
+      throw err;
+    }
+  }
+
+  private async watchAll(client: Etcd3): Promise<void> {
     for (const [prefix, cache] of [[NODES_PREFIX, this.nodesCache], [MEMBERS_PREFIX, this.membersCache]] as const) {
-      const watcher = await client.watch().prefix(prefix).create();
+      const watcher = await watchPrefix(client, prefix);
       watcher.on('put', (kv) => {
         const r = nodeRecord(kv.value.toString());
         if (r) cache.set(r.id, r);
@@ -291,12 +305,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
           this.enqueue();
         }
       });
-      watcher.on('error', (err) => {
-        if (!isWatchCanceled(err)) return this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)');
-        if (!this.watchers.includes(watcher) || this.stopped) return;
-        this.log.warn({ err: err.message, prefix }, 'cluster watch canceled by etcd; listing and watching again');
-        this.rewatch();
-      });
+      this.onWatchError(watcher, prefix);
       this.watchers.push(watcher);
       const listed = new Map<string, NodeRecord>();
       for (const v of Object.values(await client.getAll().prefix(prefix).strings())) {
@@ -310,14 +319,45 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       if (own && !cache.has(this.nodeId)) cache.set(this.nodeId, own);
       this.emit('nodes');
     }
+    // Who leads: the oldest key of the election (etcd's rule), read again on every change there.
+    const election = `${Election.prefix}/${LEADER_ELECTION}/`;
+    const watcher = await watchPrefix(client, election);
+    watcher.on('put', () => void this.readLeader(client, election));
+    watcher.on('delete', () => void this.readLeader(client, election));
+    this.onWatchError(watcher, election);
+    this.watchers.push(watcher);
+    await this.readLeader(client, election);
+  }
+
+  /** A watch etcd canceled: every watch is made again (and the caches listed again). */
+  private onWatchError(watcher: Watcher, prefix: string): void {
+    watcher.on('error', (err) => {
+      if (!isWatchCanceled(err)) return this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)');
+      if (!this.watchers.includes(watcher) || this.stopped) return;
+      this.log.warn({ err: err.message, prefix }, 'cluster watch canceled by etcd; listing and watching again');
+      this.rewatch();
+    });
+  }
+
+  private async readLeader(client: Etcd3, election: string): Promise<void> {
+    const read = ++this.leaderReads;
+    const res = await client.getAll().prefix(election).sort('Create', 'Ascend').limit(1).exec().catch(() => undefined);
+    if (!res || read !== this.leaderReads || this.stopped) return;
+    const leader = res.kvs[0]?.value.toString();
+    this.leader = leader;
+    if (leader !== this.nodeId && this.leading) this.setLeading(false);
   }
 
   /** Drops every watch (one was canceled) and lists and watches again on the next sync. */
   private rewatch(): void {
+    this.dropWatches();
+    this.enqueue();
+  }
+
+  private dropWatches(): void {
     const old = this.watchers;
     this.watchers = [];
     for (const w of old) void w.cancel().catch(() => {});
-    this.enqueue();
   }
 
   /** The campaign for leadership, once; a failed one (its lease lost with etcd) starts again. */
@@ -352,35 +392,6 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       this.setLeading(false);
       this.enqueue(this.backoffMs);
     });
-    void this.observeLeader();
-  }
-
-  private observing = false;
-
-  /** Who leads, followed through the election's observer. */
-  private async observeLeader(): Promise<void> {
-    if (this.observing || !this.election) return;
-    this.observing = true;
-    try {
-      const observer = await this.election.observe();
-      if (this.stopped) {
-        await observer.cancel().catch(() => {});
-        return;
-      }
-      this.observer = observer;
-      this.leader = observer.leader() ?? this.leader;
-      observer.on('change', (leader: string | undefined) => {
-        this.leader = leader;
-        if (leader !== this.nodeId && this.leading) this.setLeading(false);
-      });
-      observer.on('error', () => {
-        this.observing = false;
-        setTimeout(() => void this.observeLeader(), this.backoffMs).unref();
-      });
-    } catch {
-      this.observing = false;
-      if (!this.stopped) setTimeout(() => void this.observeLeader(), this.backoffMs).unref();
-    }
   }
 
   /**

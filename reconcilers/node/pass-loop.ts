@@ -2,14 +2,10 @@
 // interval kicks every few seconds (a missed event never strands the loop); a watched etcd prefix
 // kicks on every change. The node agent and the leader's placer run on it.
 import type { Etcd3 } from 'etcd3';
+import { isWatchCanceled, watchPrefix } from './etcd-watch.ts';
 
 /** How soon a watch etcd canceled is made again. */
 const REWATCH_MS = 500;
-
-/** A watch etcd ended (a resume from a compacted revision): the client does not re-create it. */
-export function isWatchCanceled(err: Error): boolean {
-  return /watcher canceled/i.test(err.message);
-}
 
 export interface PassLoopOptions {
   everyMs: number;
@@ -43,7 +39,7 @@ export class PassLoop {
     if (this.watched.has(prefix) || this.stopped) return;
     this.watched.add(prefix);
     try {
-      const w = await client.watch().prefix(prefix).create();
+      const w = await watchPrefix(client, prefix);
       w.on('put', () => this.kick());
       w.on('delete', () => this.kick());
       w.on('error', (err) => {

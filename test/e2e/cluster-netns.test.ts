@@ -52,7 +52,7 @@ describe('cluster over network namespaces', { skip: !canRun && 'needs root and e
     hostBefore = hostNetwork();
     net = startNetns({ count: N });
     etcd = await startEtcd({ host: net.hostAddr });
-  });
+  }, { timeout: 180_000 });
   after(async () => {
     // Daemons before the network: they run inside its namespaces.
     await Promise.all(ds.map((d) => d.cleanup().catch(() => {})));
@@ -63,7 +63,7 @@ describe('cluster over network namespaces', { skip: !canRun && 'needs root and e
     assert.equal(now.links, '', 'no bridge or veth of ours remains');
     assert.equal(now.rules, '', 'no host iptables rule names our subnet or bridge');
     assert.equal(now.policies, hostBefore.policies, "the host's chain policies are as before");
-  });
+  }, { timeout: 180_000 });
 
   test('the namespaces: own address, lo up, default route via the bridge; the host reaches them', () => {
     for (let i = 0; i < N; i++) {

@@ -54,7 +54,7 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     ds.c = await startDaemon({ args: [...store, '--label', 'zone=b'] });
     for (const d of Object.values(ds)) await dk(d)('load', '-i', imgs.dockerArchive);
     await until('three nodes', async () => (await dk(ds.a)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
-  });
+  }, { timeout: 180_000 });
   after(async () => {
     for (const d of Object.values(ds)) {
       const ids = (await dk(d)('ps', '-aq').catch(() => '')).split('\n').filter(Boolean);
@@ -63,7 +63,7 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     }
     await etcd?.cleanup();
     rmSync(dir, { recursive: true, force: true });
-  });
+  }, { timeout: 180_000 });
 
   test('a service reserving gpu=1 runs only on the node advertising it, with DOCKER_RESOURCE_GPU; one more fits nowhere and stays pending', async () => {
     const f = file('gpu', `services:

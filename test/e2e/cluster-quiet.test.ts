@@ -69,7 +69,7 @@ describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-serv
     for (let i = 0; i < 3; i++) ds.push(await startDaemon({ args: store, env: { ENGINE_CLUSTER_COMPACT_MS: '5000' } }));
     for (const d of ds) await dk(d)('load', '-i', imgs.dockerArchive);
     await until('three nodes', async () => (await dk(ds[0]!)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
-  });
+  }, { timeout: 180_000 });
   after(async () => {
     for (const d of ds) {
       const ids = (await dk(d)('ps', '-aq').catch(() => '')).split('\n').filter(Boolean);
@@ -78,7 +78,7 @@ describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-serv
     }
     await etcd?.cleanup();
     rmSync(dir, { recursive: true, force: true });
-  });
+  }, { timeout: 180_000 });
 
   test(`3 nodes × ${STACKS} stacks, all Ready: 60 s idle writes nothing to etcd; the leader compacts its history`, { timeout: 300_000 }, async () => {
     for (let i = 0; i < STACKS; i++) {

@@ -52,11 +52,11 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
 
   before(async () => {
     etcd = await startEtcd();
-  });
+  }, { timeout: 180_000 });
   after(async () => {
     for (const d of ds) await d.cleanup().catch(() => {});
     await etcd?.cleanup();
-  });
+  }, { timeout: 180_000 });
 
   test('a malformed --cluster-store refuses the start; an unreachable etcd does not: the node serves and joins when etcd answers', async () => {
     const bad = spawnSync(ENGINED, ['--cluster-store', 'http://127.0.0.1:1', '--validate'], { encoding: 'utf8' });

@@ -1,0 +1,20 @@
+// Watches of etcd prefixes through the etcd3 client, each on a gRPC watch stream of its own.
+//
+// The client (etcd3 1.1.2) attaches a namespace's watchers to one stream, one at a time, and
+// after a reconnect attaches them all again from where each had read. When etcd answers such a
+// re-attach with "created" and "canceled" at once (the watcher resumed from a revision compacted
+// meanwhile), the client never moves on to the next watcher in line: every watcher behind it on
+// that stream stays detached for good, silently, and a watcher made later on the stream too
+// (its `create()` never resolves). A stream per watcher keeps such a cancel to the one watcher it
+// concerns, which its owner makes again (on a new stream) when told `isWatchCanceled`.
+import type { Etcd3, Watcher } from 'etcd3';
+
+/** A watch etcd ended (a resume from a compacted revision): the client does not re-create it. */
+export function isWatchCanceled(err: Error): boolean {
+  return /watcher canceled/i.test(err.message);
+}
+
+/** Watches every key under `prefix`, on a watch stream of its own (a namespace of the client). */
+export function watchPrefix(client: Etcd3, prefix: string): Promise<Watcher> {
+  return client.namespace('').watch().prefix(prefix).create();
+}
