@@ -1,21 +1,22 @@
 // This daemon as a node of the cluster (--cluster-store etcd://…), through the etcd3 client:
-// a record under a lease the client keeps alive (`/engine/nodes/<id>`), a campaign in the
-// leader election, and a watch of every node's record and of the leader, cached for the API.
-// etcd decides who leads; nothing here votes.
+// a record under a lease the client keeps alive (`/engine/nodes/<id>`), a candidacy for the
+// leadership under the same lease (./campaign.ts), and watches of every node's record and of the
+// candidates, cached for the API. etcd decides who leads; nothing here votes.
 //
 // Level-triggered like a reconciler: `sync()` brings etcd to what this node should be (lease
-// granted, record written as the node is now, campaign running) and is run again on every cause —
-// start, a lost lease, a failed campaign, new labels — and after a back-off when etcd does not
-// answer. Local work never waits for it: the daemon serves while the node is not joined.
+// granted, record written as the node is now, candidacy standing) and is run again on every cause
+// — start, a lost lease, a deposed term, new labels, a watch etcd canceled — and after a back-off
+// when etcd does not answer. Local work never waits for it: the daemon serves while the node is not joined.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { Election, type Campaign, type Etcd3, type Lease, type Watcher } from 'etcd3';
+import type { Etcd3, Lease, Watcher } from 'etcd3';
+import { ELECTION_PREFIX, LeaderCampaign } from './campaign.ts';
 import { isWatchCanceled, watchPrefix } from './etcd-watch.ts';
-import { type LeaderTerm, termOf } from './fence.ts';
-import { LEADER_ELECTION, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
+import type { LeaderTerm } from './fence.ts';
+import { MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 
 /** The facts of this node a record is written from (read again at every write). */
@@ -82,8 +83,10 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   private readonly log: Logger;
   private client: Etcd3 | null = null;
   private lease: Lease | null = null;
-  private election: Election | null = null;
-  private campaign: Campaign | null = null;
+  private leaseId = '';
+  private readonly campaign: LeaderCampaign;
+  /** Deposed: the candidacy is withdrawn (its key deleted) before standing again. */
+  private resignPending = false;
   private watchers: Watcher[] = [];
   private readonly nodesCache = new Map<string, NodeRecord>();
   private readonly membersCache = new Map<string, NodeRecord>();
@@ -107,6 +110,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     this.opts = opts;
     this.nodeId = opts.nodeId;
     this.log = opts.log;
+    this.campaign = new LeaderCampaign(opts.nodeId);
   }
 
   // ---- what the API reads ------------------------------------------------------------------------
@@ -173,7 +177,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     const bounded = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
     // A pass waiting on an etcd that does not answer does not hold the stop.
     if (this.syncing) await bounded(this.syncing);
-    if (this.campaign) await bounded(this.campaign.resign());
+    if (this.client && this.campaign.standing) await bounded(this.campaign.resign(this.client));
     this.setLeading(false);
     if (this.lease) await bounded(this.lease.revoke());
     for (const w of this.watchers) await bounded(w.cancel());
@@ -233,6 +237,8 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
         this.log.warn({ err: err.message }, 'cluster lease lost; joining again');
         observer?.lost();
         this.lease = null;
+        this.campaign.forget();
+        this.setLeading(false);
         this.joined = false;
         this.enqueue();
       });
@@ -241,7 +247,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
         lease.on('keepaliveSucceeded', () => this.lease === lease && observer.keepaliveAnswered());
         lease.on('keepaliveFailed', () => this.lease === lease && observer.keepaliveBroken());
       }
-      await lease.grant();
+      this.leaseId = await lease.grant();
       this.lease = lease;
       observer?.granted(sentAt);
     }
@@ -262,7 +268,12 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     await client.put(memberKey(this.nodeId)).value(JSON.stringify(record));
     this.nodesCache.set(this.nodeId, record);
     await this.watchNodes(client);
-    this.campaignOnce(client);
+    if (this.resignPending) {
+      await this.campaign.resign(client);
+      this.resignPending = false;
+    }
+    await this.campaign.stand(client, this.lease, this.leaseId);
+    await this.readLeader(client);
     const first = !this.joined;
     if (first) this.log.info({ nodeId: this.nodeId, endpoints: this.opts.store.endpoints, ttl }, 'joined the cluster');
     this.joined = true;
@@ -302,6 +313,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
         if (prefix === NODES_PREFIX && id === this.nodeId && !this.stopped) {
           this.opts.lease?.lost();
           this.lease = null;
+          this.campaign.forget();
           this.enqueue();
         }
       });
@@ -319,14 +331,13 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       if (own && !cache.has(this.nodeId)) cache.set(this.nodeId, own);
       this.emit('nodes');
     }
-    // Who leads: the oldest key of the election (etcd's rule), read again on every change there.
-    const election = `${Election.prefix}/${LEADER_ELECTION}/`;
-    const watcher = await watchPrefix(client, election);
-    watcher.on('put', () => void this.readLeader(client, election));
-    watcher.on('delete', () => void this.readLeader(client, election));
-    this.onWatchError(watcher, election);
+    // Who leads: the oldest candidate (./campaign.ts), read again on every change there.
+    const watcher = await watchPrefix(client, ELECTION_PREFIX);
+    watcher.on('put', () => void this.readLeader(client));
+    watcher.on('delete', () => void this.readLeader(client));
+    this.onWatchError(watcher, ELECTION_PREFIX);
     this.watchers.push(watcher);
-    await this.readLeader(client, election);
+    await this.readLeader(client);
   }
 
   /** A watch etcd canceled: every watch is made again (and the caches listed again). */
@@ -339,13 +350,22 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     });
   }
 
-  private async readLeader(client: Etcd3, election: string): Promise<void> {
+  /** Who leads, as etcd says now: this node starts or stops leading on it. */
+  private async readLeader(client: Etcd3): Promise<void> {
     const read = ++this.leaderReads;
-    const res = await client.getAll().prefix(election).sort('Create', 'Ascend').limit(1).exec().catch(() => undefined);
-    if (!res || read !== this.leaderReads || this.stopped) return;
-    const leader = res.kvs[0]?.value.toString();
-    this.leader = leader;
-    if (leader !== this.nodeId && this.leading) this.setLeading(false);
+    const standing = await this.campaign.read(client).catch(() => undefined);
+    if (!standing || read !== this.leaderReads || this.stopped) return;
+    this.leader = standing.leader;
+    const { term } = standing;
+    if (term && !this.resignPending && term.revision !== this.term?.revision) {
+      // Leading starts with a term: the candidate key and its create revision fence every write.
+      this.setLeading(false);
+      this.term = term;
+      this.log.info({ nodeId: this.nodeId, term: term.revision }, 'elected cluster leader');
+      this.setLeading(true);
+    } else if ((!term || this.resignPending) && this.leading) {
+      this.setLeading(false);
+    }
   }
 
   /** Drops every watch (one was canceled) and lists and watches again on the next sync. */
@@ -360,40 +380,6 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     for (const w of old) void w.cancel().catch(() => {});
   }
 
-  /** The campaign for leadership, once; a failed one (its lease lost with etcd) starts again. */
-  private campaignOnce(client: Etcd3): void {
-    if (this.campaign) return;
-    this.election ??= client.election(LEADER_ELECTION, this.opts.store.ttlSeconds);
-    const campaign = this.election.campaign(this.nodeId);
-    this.campaign = campaign;
-    campaign.on('elected', () => {
-      if (this.campaign !== campaign) return;
-      // Leading starts with a term: the election key and its create revision fence every write.
-      void campaign
-        .getCampaignKey()
-        .then((key) => termOf(client, key, this.nodeId))
-        .then((term) => {
-          if (this.campaign !== campaign || this.stopped) return;
-          if (!term) throw new Error('the election key is gone');
-          this.term = term;
-          this.log.info({ nodeId: this.nodeId, term: term.revision }, 'elected cluster leader');
-          this.setLeading(true);
-          this.leader = this.nodeId;
-        })
-        .catch((err: unknown) => this.deposed(`reading the leader term failed: ${err instanceof Error ? err.message : String(err)}`));
-    });
-    campaign.on('error', (err: Error) => {
-      if (this.campaign !== campaign || this.stopped) return;
-      this.log.warn({ err: err.message }, 'leader campaign failed; campaigning again');
-      this.campaign = null;
-      // Its lease would keep renewing (and its timers keep the process alive) until etcd says it
-      // expired: it is let go now.
-      void campaign.resign().catch(() => {});
-      this.setLeading(false);
-      this.enqueue(this.backoffMs);
-    });
-  }
-
   /**
    * A fenced write was refused (or the term could not be read): this node is not the leader,
    * whatever it believed. It stops acting as one, lets go of its campaign and campaigns again.
@@ -402,9 +388,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     if (this.stopped) return;
     this.log.warn({ reason, term: this.term?.revision }, 'no longer the cluster leader');
     this.setLeading(false);
-    const campaign = this.campaign;
-    this.campaign = null;
-    if (campaign) void campaign.resign().catch(() => {});
+    this.resignPending = true;
     this.enqueue(this.backoffMs);
   }
 

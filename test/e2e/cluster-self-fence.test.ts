@@ -7,11 +7,15 @@
 // time) after the cut node's was last seen alive and within TTL + 5 s of the cut: never one
 // replica on two nodes at once, however slowly the test itself is scheduled. A local container on
 // the cut node keeps running. Healed, the node comes back, starts nothing it is no longer
-// assigned, and still no replica runs twice.
+// assigned, and still no replica runs twice. Then (issue 60, 4) every node cut off while etcd
+// restarts and compacts the history they had not read: all rejoin (their watches canceled by etcd
+// and made again), every replica runs once, and the leader killed afterwards is succeeded by
+// another that re-places its replica.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
@@ -21,6 +25,7 @@ import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
 
+const execFileP = promisify(execFile);
 const TTL = 5;
 const MARGIN = 1;
 const N = 3;
@@ -33,6 +38,11 @@ const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
 function startedAt(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) / 100;
+}
+
+async function etcdctl(etcd: EtcdHandle, ...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('etcdctl', ['--endpoints', etcd.endpoints.join(','), ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
+  return stdout.trim();
 }
 
 /** Follows `key` with etcdctl on the host: seenUp is when its deletion was seen (-1 until then). */
@@ -161,5 +171,46 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
       for (const d of ds) total += (await replicas(d)).size;
       return total === N;
     }, 60_000);
+  });
+
+  test('etcd restarted and compacted while every node was cut off: all rejoin with their watches made again, every replica runs once; the leader killed afterwards: another is elected and re-places its replica', { timeout: 240_000 }, async () => {
+    const before = new Map<string, number>();
+    for (const d of ds) for (const [n, p] of await replicas(d)) before.set(n, p);
+    assert.equal(before.size, N, 'three replicas to start from');
+    for (let i = 0; i < N; i++) net.cut(i);
+    await etcd.stop();
+    await etcd.start();
+    // History the nodes have not read, compacted away: their watches resume from a compacted revision.
+    for (let i = 0; i < 5; i++) await etcdctl(etcd, 'put', `/engine/test/churn${i}`, String(i));
+    const rev = (JSON.parse(await etcdctl(etcd, 'get', '/engine/test/churn4', '-w', 'json')) as { header: { revision: number } }).header.revision;
+    await etcdctl(etcd, 'compact', String(rev), '--physical');
+    await sleep((TTL + 1) * 1000); // every node fenced, every lease expired
+    for (let i = 0; i < N; i++) net.heal(i);
+    await until('every node Ready in every node\'s view', async () => {
+      for (const d of ds) if ((await dk(d)('node', 'ls', '--format', '{{.Status}}')).split('\n').filter((s) => s === 'Ready').length !== N) return false;
+      return true;
+    }, 60_000);
+    await until('three replicas running, each once', async () => {
+      const counts = new Map<string, number>();
+      for (const d of ds) for (const [n, p] of await replicas(d)) if (alive(p)) counts.set(n, (counts.get(n) ?? 0) + 1);
+      for (const [n, c] of counts) assert.ok(c <= 1, `replica ${n} runs on ${c} nodes`);
+      return counts.size === N;
+    }, 60_000);
+
+    // Failover after all that: the leader killed, another elected, its replica run elsewhere.
+    const ids = await Promise.all(ds.map(async (d) => await dk(d)('info', '-f', '{{.Swarm.NodeID}}')));
+    const leaderId = (await dk(ds[0]!)('node', 'ls', '--format', '{{.ID}} {{.ManagerStatus}}')).split('\n').find((r) => r.endsWith(' Leader'))?.split(' ')[0];
+    const li = ids.indexOf(leaderId ?? '');
+    assert.ok(li >= 0, `a leader among ${ids.join(', ')}: ${leaderId}`);
+    const rest = ds.filter((_, i) => i !== li);
+    await ds[li]!.stop({ signal: 'SIGKILL' });
+    // (Its containers outlive it: a dead daemon is not fenced yet, docs/cluster.md. Only failover is asked here.)
+    await until('another leader', async () => (await dk(rest[0]!)('node', 'ls', '--format', '{{.ID}} {{.ManagerStatus}}')).split('\n').some((r) => r.endsWith(' Leader') && !r.startsWith(leaderId!)), (TTL + 15) * 1000);
+    await until('all three replicas on the nodes alive', async () => {
+      const names = new Set<string>();
+      for (const d of rest) for (const [n, p] of await replicas(d)) if (alive(p)) names.add(n);
+      return names.size === N;
+    }, (TTL + 15) * 1000);
+    await ds[li]!.restart();
   });
 });
