@@ -12,6 +12,7 @@ import { NodeAgent } from '../../reconcilers/node/agent.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
+import { FencerLink } from '../../reconcilers/node/fencer-link.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
 import { SelfFence } from '../../reconcilers/node/self-fence.ts';
 import { component } from './registry.ts';
@@ -53,6 +54,7 @@ export interface Cluster {
   agent: NodeAgent;
   compactor: ClusterCompactor;
   fence: SelfFence;
+  fencer: FencerLink;
   placer: ClusterPlacer;
 }
 
@@ -99,6 +101,13 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
         fence: { startsAllowed: () => fence.startsAllowed, assignmentsRead: () => fence.assignmentsRead() },
         kill: (id) => supervisor.killTask(id, 9, { all: true }),
       });
+      // Should the daemon die, its cluster containers still go by the fence deadline (cmd/fencer.ts).
+      const fencer = new FencerLink({
+        execRoot: ctx.get('paths').execRoot,
+        store: ctx.get('store'),
+        deadline: () => fence.leaseAtLeastUntil - store.fenceMarginSeconds * 1000,
+        log: clog.child({ part: 'fencer' }),
+      });
       const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
       membership.on('joined', () => {
         void agent.watch().catch(() => {});
@@ -113,13 +122,15 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       agent.start();
       placer.start();
       compactor.start();
+      fencer.start();
       await membership.start();
-      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer, compactor, fence };
+      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer, compactor, fence, fencer };
     },
     close: async (c) => {
       if (!c) return;
       c.compactor.stop();
       c.fence.stop();
+      c.fencer.stop();
       await c.placer.stop();
       await c.agent.stop();
       await c.membership.stop();

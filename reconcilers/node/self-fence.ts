@@ -5,12 +5,13 @@
 // renewed the lease on receiving it, so the lease lives at least until that send time + TTL.
 //
 //   renewed at s (the send time of the oldest keep-alive answered)
-//   s + TTL/2          no renewal since: fencing starts (cluster containers get SIGTERM)
+//   s + max(TTL/2, TTL - margin - TTL/6)
+//                      no renewal since: fencing starts (cluster containers get SIGTERM)
 //   s + TTL - margin   the fence deadline: whatever still runs gets SIGKILL, whatever its grace
 //   s + TTL            the earliest the lease can expire at etcd; the leader re-places after it
 //
-// Keep-alives go every TTL/3, so fencing starts only after one has gone unanswered and the next is
-// late. The margin covers the clock rates of two machines and the kill itself; it must leave time
+// Keep-alives go every TTL/3, so fencing starts only after one has gone unanswered for most of an
+// interval and the next is late (a busy moment does not stop everything). The margin covers the clock rates of two machines and the kill itself; it must leave time
 // to stop (margin < TTL/2: the option `fence.margin` is refused otherwise, lib/cluster/store-url.ts). Once fenced, the node starts
 // nothing cluster-placed until it holds a lease again AND has read its assignments under it.
 // The timer logic is here, pure and clock-injected (unit-tested with a fake clock); the agent
@@ -147,14 +148,25 @@ export class SelfFence {
     this.opts.onRelease();
   }
 
-  /** While held: fencing starts at renewed + TTL/2 unless a renewal comes first. */
+  /**
+   * How long after the last renewal's send time fencing starts: TTL/6 before the kill (the time a
+   * container gets for its stop signal), at TTL/2 at the earliest. Keep-alives go every TTL/3: one
+   * may take up to TTL - margin - TTL/6 - TTL/3 to be answered (0.9 s at TTL 3, 5.5 s at 15)
+   * before a node fences, so a slow answer or a busy moment does not stop everything.
+   */
+  private get fenceAfter(): number {
+    const { ttlMs, marginMs } = this.opts;
+    return Math.max(ttlMs / 2, ttlMs - marginMs - ttlMs / 6);
+  }
+
+  /** While held: fencing starts at renewed + fenceAfter unless a renewal comes first. */
   private arm(): void {
     this.cancelTimer?.();
-    const at = this.renewedSentAt + this.opts.ttlMs / 2;
+    const at = this.renewedSentAt + this.fenceAfter;
     this.cancelTimer = this.clock.after(at - this.clock.now(), () => {
       this.cancelTimer = null;
       if (this.st !== 'held') return;
-      if (this.clock.now() < this.renewedSentAt + this.opts.ttlMs / 2) return this.arm();
+      if (this.clock.now() < this.renewedSentAt + this.fenceAfter) return this.arm();
       this.startFencing();
     });
   }

@@ -48,7 +48,7 @@ function fence(ttlMs = 6000, marginMs = 1000) {
 }
 
 describe('self-fencing', () => {
-  test('renewed in time stays held; overdue fences at renewed + TTL/2 and kills at renewed + TTL - margin', () => {
+  test('renewed in time stays held; overdue fences at renewed + max(TTL/2, TTL - margin - TTL/6) and kills at renewed + TTL - margin', () => {
     const { f, c, calls } = fence();
     assert.equal(f.startsAllowed, false, 'nothing starts before a lease is held');
     f.granted(1000);
@@ -67,8 +67,9 @@ describe('self-fencing', () => {
     f.keepaliveSent();
     c.advance(2000);
     f.keepaliveSent();
-    c.advance(sent + 3000 - 1 - c.now());
-    assert.equal(f.state, 'held', 'not before renewed + TTL/2');
+    // TTL 6 s, margin 1 s: fencing at renewed + 4 s (TTL/6 before the kill).
+    c.advance(sent + 4000 - 1 - c.now());
+    assert.equal(f.state, 'held', 'not before renewed + TTL - margin - TTL/6');
     c.advance(2);
     assert.equal(f.state, 'fencing');
     assert.deepEqual(calls.slice(1), [`fence kill@${sent + 6000 - 1000}`]);
@@ -86,7 +87,7 @@ describe('self-fencing', () => {
     c.advance(800); // a slow answer, at 3800
     f.keepaliveAnswered();
     c.advance(10_000);
-    // Fencing at 3000 + TTL/2, the kill at 3000 + TTL - margin (from the answer's time: 8800).
+    // Fencing at 3000 + 4000, the kill at 3000 + TTL - margin (from the answer's time: 8800).
     assert.deepEqual(calls, ['release@1000', `fence kill@${3000 + 5000}`, `deadline@8000`]);
   });
 
@@ -124,7 +125,7 @@ describe('self-fencing', () => {
   test('a renewal sent after the fence began (the lease never expired) lets the assignments end it', () => {
     const { f, c } = fence();
     f.granted(1000);
-    c.advance(3500);
+    c.advance(4500);
     assert.equal(f.state, 'fencing');
     f.keepaliveSent();
     c.advance(10);
