@@ -124,7 +124,7 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       compactor.start();
       fencer.start();
       await membership.start();
-      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes()), agent, placer, compactor, fence, fencer };
+      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer };
     },
     close: async (c) => {
       if (!c) return;

@@ -4,7 +4,10 @@
 // assigned here is removed. It publishes each one's status under the node's lease
 // (`/engine/status/<stack>/<self>`), when it changes. It acts only on a successful read of its
 // assignments; a node that cannot renew its lease fences its cluster stacks (fence(), driven by
-// ./self-fence.ts) while its local containers keep running.
+// ./self-fence.ts) while its local containers keep running. A pass reads the assignments from a
+// watch-fed cache (./prefix-cache.ts); it reads etcd itself only when the cache cannot answer
+// (not listed yet, cut off from etcd) and while fenced or just after: a fence ends on what etcd
+// says now, not on what a watch may not have caught up with.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { canonicalJson } from '../../lib/canonical-json.ts';
@@ -14,6 +17,7 @@ import { rfc3339Nano } from '../../lib/ids.ts';
 import { Containers } from '../../store/kinds/container.ts';
 import { INITIAL_STACK_STATUS, ownedContainers, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
 import { PassLoop } from './pass-loop.ts';
+import { PrefixCache } from './prefix-cache.ts';
 import type { Store } from '../../store/store.ts';
 
 const RESYNC_MS = 2000;
@@ -40,6 +44,9 @@ export class NodeAgent {
   private readonly opts: AgentOptions;
   private readonly prefix: string;
   private readonly loop: PassLoop;
+  private readonly assignments: PrefixCache;
+  /** The next pass reads etcd itself (set on a release and a rejoin: the cache may lag a partition). */
+  private readFresh = true;
   private publishTimer: NodeJS.Timeout | null = null;
   private unwatchStore: (() => void) | null = null;
   private stopped = false;
@@ -55,6 +62,7 @@ export class NodeAgent {
       everyMs: RESYNC_MS,
       onError: (err) => opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, "reading this node's assignments failed; keeping what runs"),
     });
+    this.assignments = new PrefixCache(this.prefix, () => this.loop.kick());
   }
 
   start(): void {
@@ -65,9 +73,10 @@ export class NodeAgent {
     });
   }
 
+  /** Lists and follows this node's assignments once the client exists (again on a new client). */
   async watch(): Promise<void> {
     const client = this.opts.etcd();
-    if (client) await this.loop.watchPrefix(client, this.prefix);
+    if (client) await this.assignments.start(client);
   }
 
   async stop(): Promise<void> {
@@ -75,6 +84,7 @@ export class NodeAgent {
     if (this.publishTimer) clearTimeout(this.publishTimer);
     this.unwatchStore?.();
     await this.loop.stop();
+    this.assignments.stop();
   }
 
   kick(): void {
@@ -85,13 +95,16 @@ export class NodeAgent {
     const client = this.opts.etcd();
     if (!client) return;
     const { store, log } = this.opts;
+    const { values, fresh } = await this.readAssignments(client);
     const records = new Map<string, AssignmentRecord>();
-    for (const v of Object.values(await client.getAll().prefix(this.prefix).strings())) {
+    for (const v of values) {
       const r = parseRecord<AssignmentRecord>(v);
       if (r) records.set(r.stack, r);
     }
-    // Read under a lease held again after a fence: that ends it (release() clears the stacks' mark).
-    this.opts.fence?.assignmentsRead();
+    if (fresh) {
+      // Read from etcd under a lease held again after a fence: that ends it (release() clears the stacks' mark).
+      this.opts.fence?.assignmentsRead();
+    }
     const starts = this.opts.fence?.startsAllowed() ?? true;
     for (const [name, rec] of records) {
       // Fenced: nothing is created or changed (a change could start something); removals go on.
@@ -123,6 +136,20 @@ export class NodeAgent {
       this.generations.delete(local.name);
     }
     this.schedulePublish();
+  }
+
+  /** This node's assignment records: from the cache, or from etcd when it must be (the header says when). */
+  private async readAssignments(client: Etcd3): Promise<{ values: string[]; fresh: boolean }> {
+    void this.assignments.start(client); // a no-op on the client it follows
+    const fresh = this.readFresh || !this.assignments.ready || !(this.opts.fence?.startsAllowed() ?? true);
+    if (!fresh) return { values: this.assignments.values(), fresh };
+    this.readFresh = false;
+    try {
+      return { values: Object.values(await client.getAll().prefix(this.prefix).strings()), fresh };
+    } catch (err) {
+      this.readFresh = true;
+      throw err;
+    }
   }
 
   /**
@@ -162,6 +189,7 @@ export class NodeAgent {
   /** Fenced no more: the lease is held and the assignments read; the next sync applies them. */
   release(): void {
     this.opts.log.info('cluster lease held and assignments read: this node is fenced no more');
+    this.readFresh = true;
     this.kick();
   }
 
@@ -208,6 +236,7 @@ export class NodeAgent {
    * everything is written again.
    */
   rejoined(): void {
+    this.readFresh = true;
     this.published.clear();
     this.schedulePublish();
   }

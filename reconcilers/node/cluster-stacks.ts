@@ -1,6 +1,8 @@
 // Cluster stacks in etcd, as the API reads and writes them (`PUT|GET|DELETE /stacks/{name}?scope=cluster`):
 // the stack record, and its view with where each replica runs, what is pending and the status each
-// node published, summed per service.
+// node published, summed per service. Where each replica runs is read from the placer's cache of
+// every assignment when it has one (a view of n stacks scanned all assignments n times); the stack
+// records, pending and status are read from etcd, so a stack just written is seen at once.
 import type { Etcd3 } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, pendingKey, stackKey, STACKS_PREFIX, STATUS_PREFIX, type AssignmentRecord, type ClusterStackRecord, parseRecord, type NodeRecord, type PendingRecord, type StackStatusRecord } from '../../lib/cluster/node-record.ts';
 import { unavailable } from '../../lib/errors.ts';
@@ -13,10 +15,13 @@ type Json = Record<string, unknown>;
 export class ClusterStacks {
   private readonly etcd: () => Etcd3 | null;
   private readonly nodes: () => NodeRecord[];
+  private readonly assignments: () => ReadonlyMap<string, string> | undefined;
 
-  constructor(etcd: () => Etcd3 | null, nodes: () => NodeRecord[]) {
+  /** `assignments`: every assignment record by key, from a watch-fed cache (undefined while it has none). */
+  constructor(etcd: () => Etcd3 | null, nodes: () => NodeRecord[], assignments: () => ReadonlyMap<string, string> | undefined = () => undefined) {
     this.etcd = etcd;
     this.nodes = nodes;
+    this.assignments = assignments;
   }
 
   private client(): Etcd3 {
@@ -53,7 +58,8 @@ export class ClusterStacks {
     if (!rec) return undefined;
     const hostnames = new Map(this.nodes().map((n) => [n.id, n.hostname]));
     const placement: Record<string, Json[]> = {};
-    for (const v of Object.values(await client.getAll().prefix(ASSIGNMENTS_PREFIX).strings())) {
+    const assigned = this.assignments()?.values() ?? Object.values(await client.getAll().prefix(ASSIGNMENTS_PREFIX).strings());
+    for (const v of assigned) {
       const a = parseRecord<AssignmentRecord>(v);
       if (a?.stack !== name) continue;
       for (const [svc, slots] of Object.entries(a.placed)) {

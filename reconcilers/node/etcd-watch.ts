@@ -18,3 +18,12 @@ export function isWatchCanceled(err: Error): boolean {
 export function watchPrefix(client: Etcd3, prefix: string): Promise<Watcher> {
   return client.namespace('').watch().prefix(prefix).create();
 }
+
+/**
+ * A watcher of every key under `prefix` from `fromRevision` on, on a stream of its own, returned
+ * before etcd confirms it: its owner attaches its handlers first, since the events of a past
+ * revision can follow the confirmation within one read, before a `create()` promise settles.
+ */
+export function prefixWatcher(client: Etcd3, prefix: string, fromRevision: string): Watcher {
+  return client.namespace('').watch().prefix(prefix).startRevision(fromRevision).watcher();
+}

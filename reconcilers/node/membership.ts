@@ -374,10 +374,23 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     this.enqueue();
   }
 
+  /**
+   * Lets go of every watch: each is canceled, one a second. With a stream per watch, the etcd3
+   * client ends the stream of a canceled watch and counts that as a failure of the host; three in a
+   * row open its circuit breaker (every call refused for 5 s). Spaced, the calls between them (the
+   * sync that makes the watches again) close the count.
+   */
   private dropWatches(): void {
     const old = this.watchers;
     this.watchers = [];
-    for (const w of old) void w.cancel().catch(() => {});
+    // Ours only (the watcher listens to its own 'data' and 'connected').
+    for (const w of old) w.removeAllListeners('put').removeAllListeners('delete').removeAllListeners('error').on('error', () => {});
+    void (async () => {
+      for (const w of old) {
+        await w.cancel().catch(() => {});
+        await new Promise((r) => setTimeout(r, 1000).unref());
+      }
+    })();
   }
 
   /**

@@ -3,9 +3,11 @@
 // constraints, resource reservations, generic resources, spread, what is placed kept where it
 // still fits) and writes the difference: `/engine/assignments/<node>/<stack>` per node that runs
 // part of a stack, `/engine/pending/<stack>` for what fits nowhere. Level-triggered: run on every
-// change of stacks, nodes or assignments and every few seconds; a new leader carries on from what
-// etcd holds. Every write of a pass is fenced by the leader's term (./fence.ts): a deposed leader's
-// writes are refused by etcd, and it stops leading. Each record names its writer and term.
+// change of stacks, nodes, assignments or pending and every few seconds; a new leader carries on
+// from what etcd holds. A pass reads the three prefixes from watch-fed caches (./prefix-cache.ts),
+// not from etcd: scanning them every 2 s cost etcd more the larger the cluster. Every write of a
+// pass is fenced by the leader's term (./fence.ts): a deposed leader's writes are refused by etcd,
+// and it stops leading. Each record names its writer and term.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, parseRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
@@ -14,6 +16,7 @@ import { place, type Assignment } from '../../lib/cluster/placement.ts';
 import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
 import { fencedWrite, type FencedOp, type LeaderTerm } from './fence.ts';
 import { PassLoop } from './pass-loop.ts';
+import { PrefixCache } from './prefix-cache.ts';
 
 const RESYNC_MS = 2000;
 
@@ -30,6 +33,9 @@ export interface PlacerOptions {
 export class ClusterPlacer {
   private readonly opts: PlacerOptions;
   private readonly loop: PassLoop;
+  private readonly stacks: PrefixCache;
+  private readonly assignments: PrefixCache;
+  private readonly pending: PrefixCache;
 
   constructor(opts: PlacerOptions) {
     this.opts = opts;
@@ -38,20 +44,37 @@ export class ClusterPlacer {
       when: () => !!opts.term(),
       onError: (err) => opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'placement pass failed; retrying'),
     });
+    const kick = () => this.loop.kick();
+    this.stacks = new PrefixCache(STACKS_PREFIX, kick);
+    this.assignments = new PrefixCache(ASSIGNMENTS_PREFIX, kick);
+    this.pending = new PrefixCache(PENDING_PREFIX, kick);
+  }
+
+  private get caches(): PrefixCache[] {
+    return [this.stacks, this.assignments, this.pending];
   }
 
   start(): void {
     this.loop.start();
   }
 
-  /** Watches the stacks prefix once the client exists (a changed stack is placed at once). */
+  /**
+   * Lists and follows stacks, assignments and pending once the client exists (again on a new
+   * client); every change kicks a pass, so a changed stack is placed at once.
+   */
   async watch(): Promise<void> {
     const client = this.opts.etcd();
-    if (client) await this.loop.watchPrefix(client, STACKS_PREFIX);
+    if (client) await Promise.all(this.caches.map((c) => c.start(client)));
   }
 
-  stop(): Promise<void> {
-    return this.loop.stop();
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    for (const c of this.caches) c.stop();
+  }
+
+  /** Every assignment record by key, as the cache holds it (undefined until it is ready). */
+  assignmentRecords(): ReadonlyMap<string, string> | undefined {
+    return this.assignments.ready ? this.assignments.entries() : undefined;
   }
 
   /** Run a placement pass now (or right after the one under way). */
@@ -63,15 +86,19 @@ export class ClusterPlacer {
     const client = this.opts.etcd();
     const term = this.opts.term();
     if (!client || !term) return;
+    // The caches follow the client there is now (a no-op on the one they follow). One not listed
+    // yet, or cut off from etcd, is waited for: it kicks a pass once ready.
+    for (const c of this.caches) void c.start(client);
+    if (!this.caches.every((c) => c.ready)) return;
     const stacks: Array<ClusterStackRecord & { document: ComposeApp }> = [];
-    for (const v of Object.values(await client.getAll().prefix(STACKS_PREFIX).strings())) {
+    for (const v of this.stacks.values()) {
       const r = parseRecord<ClusterStackRecord>(v);
       const doc = r && composeApp.safeParse(r.document);
       if (r && doc?.success) stacks.push({ ...r, document: doc.data });
     }
     const current = new Map<string, string>();
     const previous: Assignment[] = [];
-    for (const [key, v] of Object.entries(await client.getAll().prefix(ASSIGNMENTS_PREFIX).strings())) {
+    for (const [key, v] of this.assignments.entries()) {
       current.set(key, v);
       const r = parseRecord<AssignmentRecord>(v);
       if (!r) continue;
@@ -106,12 +133,12 @@ export class ClusterPlacer {
       rec.pending.push({ service: p.service, slot: p.slot, reason: p.reason });
       pendingNow.set(p.stack, rec);
     }
-    const pendingWas = await client.getAll().prefix(PENDING_PREFIX).strings();
+    const pendingWas = this.pending.entries();
     for (const [stack, rec] of pendingNow) {
       const text = canonicalJson(rec);
-      if (pendingWas[pendingKey(stack)] !== text) ops.push({ put: pendingKey(stack), value: text });
+      if (pendingWas.get(pendingKey(stack)) !== text) ops.push({ put: pendingKey(stack), value: text });
     }
-    for (const key of Object.keys(pendingWas)) if (!pendingNow.has(key.slice(PENDING_PREFIX.length))) ops.push({ delete: key });
+    for (const key of pendingWas.keys()) if (!pendingNow.has(key.slice(PENDING_PREFIX.length))) ops.push({ delete: key });
     if (ops.length && !(await fencedWrite(client, term, ops))) {
       this.opts.deposed(`a placement write under term ${term.revision} was refused: another node leads`);
       return;

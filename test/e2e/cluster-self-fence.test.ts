@@ -121,6 +121,14 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
     assert.ok(elsewhere.startUp - actUp <= TTL + 5, `running elsewhere within TTL + 5 s (${trace})`);
   };
 
+  /** Converged: every replica runs (by its process on the host), each on one node (more is "not yet": `until` retries). */
+  const eachOnce = async (): Promise<boolean> => {
+    const counts = new Map<string, number>();
+    for (const d of ds) for (const [n, p] of await replicas(d)) if (alive(p)) counts.set(n, (counts.get(n) ?? 0) + 1);
+    for (const [n, c] of counts) assert.ok(c <= 1, `replica ${n} runs on ${c} nodes`);
+    return counts.size === N;
+  };
+
   before(async () => {
     net = startNetns({ count: N });
     etcd = await startEtcd({ host: net.hostAddr });
@@ -193,12 +201,7 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
     await failover(k, name, pid, 'kill -9', () => ds[k]!.stop({ signal: 'SIGKILL' }));
     await ds[k]!.restart();
     await until('every node Ready again', async () => (await dk(ds[0]!)('node', 'ls', '--format', '{{.Status}}')).split('\n').filter((s) => s === 'Ready').length === N, 60_000);
-    await until('three replicas running, each once', async () => {
-      const counts = new Map<string, number>();
-      for (const d of ds) for (const [n, p] of await replicas(d)) if (alive(p)) counts.set(n, (counts.get(n) ?? 0) + 1);
-      for (const [n, c] of counts) assert.ok(c <= 1, `replica ${n} runs on ${c} nodes`);
-      return counts.size === N;
-    }, 60_000);
+    await until('three replicas running, each once', eachOnce, 60_000);
   });
 
   test('etcd restarted and compacted while every node was cut off: all rejoin with their watches made again, every replica runs once; the leader killed afterwards: another is elected and re-places its replica', { timeout: 240_000 }, async () => {
@@ -218,12 +221,7 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
       for (const d of ds) if ((await dk(d)('node', 'ls', '--format', '{{.Status}}')).split('\n').filter((s) => s === 'Ready').length !== N) return false;
       return true;
     }, 60_000);
-    await until('three replicas running, each once', async () => {
-      const counts = new Map<string, number>();
-      for (const d of ds) for (const [n, p] of await replicas(d)) if (alive(p)) counts.set(n, (counts.get(n) ?? 0) + 1);
-      for (const [n, c] of counts) assert.ok(c <= 1, `replica ${n} runs on ${c} nodes`);
-      return counts.size === N;
-    }, 60_000);
+    await until('three replicas running, each once', eachOnce, 60_000);
 
     // Failover after all that: the leader killed, another elected, its replica run elsewhere.
     const ids = await Promise.all(ds.map(async (d) => await dk(d)('info', '-f', '{{.Swarm.NodeID}}')));

@@ -3,7 +3,6 @@
 // meanwhile, etcd cancels the resumed watch, and the node lists and watches again, so a node whose
 // record went while it was cut off is seen gone (failover keeps working).
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { Etcd3 } from 'etcd3';
@@ -11,57 +10,11 @@ import { nodeKey, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { exitWhenLingering } from './harness/processes.ts';
+import { Relay } from './harness/relay.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = pino({ level: 'silent' });
 const facts = (): NodeFacts => ({ hostname: 'h', addr: '127.0.0.1', engineVersion: 't', labels: {}, os: 'linux', arch: 'x86_64', nanoCpus: 2e9, memoryBytes: 2 ** 31, genericResources: [] });
-
-/** A TCP relay to etcd that can be cut: every connection dropped, new ones refused, until restored. */
-class Relay {
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-  private cut = false;
-  port = 0;
-
-  constructor(target: URL) {
-    this.server = createServer((client) => {
-      if (this.cut) return client.destroy();
-      const upstream = connect(Number(target.port), target.hostname);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('error', () => {});
-        s.on('close', () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-  }
-
-  listen(): Promise<void> {
-    return new Promise((r) => this.server.listen(0, '127.0.0.1', () => {
-      this.port = (this.server.address() as { port: number }).port;
-      r();
-    }));
-  }
-
-  sever(): void {
-    this.cut = true;
-    for (const s of this.sockets) s.destroy();
-  }
-
-  restore(): void {
-    this.cut = false;
-  }
-
-  close(): Promise<void> {
-    this.sever();
-    return new Promise((r) => this.server.close(() => r()));
-  }
-}
 
 describe('cluster watches survive', () => {
   let etcd: EtcdHandle;
