@@ -23,6 +23,7 @@ import { runEngine } from '../test/e2e/harness/engine-cli.ts';
 import { startEtcd } from '../test/e2e/harness/etcd.ts';
 import { startNetns } from '../test/e2e/harness/netns.ts';
 import { ReplicaTracker, uptime } from '../test/e2e/harness/replica-tracker.ts';
+import { until } from '../test/e2e/harness/wait.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '2' }, 'cut-seconds': { type: 'string', default: '30' }, ttl: { type: 'string', default: '5' } } });
 const ROUNDS = Number(values.rounds);
@@ -31,15 +32,6 @@ const TTL = Number(values.ttl);
 const N = 3;
 const PROJECT = 'part';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, fn: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn().catch(() => false)) return;
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 interface Round {
   round: number;

@@ -15,7 +15,7 @@
 // another that re-places its replica.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
@@ -25,6 +25,7 @@ import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { startNetns, type NetnsHandle } from './harness/netns.ts';
+import { startedAt, uptime } from './harness/replica-tracker.ts';
 import { until } from './harness/wait.ts';
 
 const execFileP = promisify(execFile);
@@ -34,13 +35,6 @@ const N = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const canRun = existsSync('/usr/bin/etcd') && process.getuid?.() === 0;
 const alive = (pid: number) => pid > 0 && existsSync(`/proc/${pid}`);
-/** Seconds since boot (the clock /proc's process start times count on). */
-const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
-/** When process `pid` started, in seconds since boot (field 22 of its stat, in ticks of 1/100 s). */
-function startedAt(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) / 100;
-}
 
 async function etcdctl(etcd: EtcdHandle, ...args: string[]): Promise<string> {
   const { stdout } = await execFileP('etcdctl', ['--endpoints', etcd.endpoints.join(','), ...args], { env: { ...process.env, ETCDCTL_API: '3' } });

@@ -5,20 +5,17 @@
 // one of its processes started before another of its processes on another node was last seen
 // alive: that overlap is certain, not an artefact of when anyone looked.
 import { readFileSync } from 'node:fs';
+import { procStartTime } from '../../../lib/cluster/fencer-protocol.ts';
 import { dockerOk } from './clients.ts';
 import type { DaemonHandle } from './daemon.ts';
 
 /** Seconds since boot (the clock /proc's start times count on). */
 export const uptime = (): number => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
 
-/** When process `pid` started, in seconds since boot; -1 if it is gone. */
+/** When process `pid` started, in seconds since boot (ticks of 1/100 s); -1 if it is gone. */
 export function startedAt(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) / 100;
-  } catch {
-    return -1;
-  }
+  const ticks = procStartTime(pid);
+  return ticks ? Number(ticks) / 100 : -1;
 }
 
 export interface ReplicaProcess {
