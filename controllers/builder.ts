@@ -7,6 +7,10 @@
 //     .watches(Networks, (n, { store }) => ...)
 //     .workers(4);
 //
+// A loop whose state is outside the store (the cluster's, in etcd) is a controller of fixed keys:
+//
+//   controller('cluster-agent').forKeys(['node']).source(etcdPrefix(assignments), () => 'node')
+//
 // `owns(kind, ownerOf)` is a watch whose map names the owner of a child record (an endpoint's
 // container); `source(src, map)` takes keys from outside the store (supervisor exits, a job's end).
 // Map functions read the store as it is when the event is delivered and answer keys (a key, a list
@@ -43,7 +47,7 @@ interface SourceDecl {
   map: (value: never) => Keys;
 }
 
-type Tuning = Pick<ControllerOptions, 'workers' | 'stopTimeoutMs' | 'baseDelayMs' | 'maxDelayMs' | 'resumeFromRevision'>;
+type Tuning = Pick<ControllerOptions, 'workers' | 'stopTimeoutMs' | 'baseDelayMs' | 'maxDelayMs' | 'resumeFromRevision' | 'quietRetries'>;
 
 export function controller(name: string): ControllerBuilder {
   return new ControllerBuilder(name);
@@ -52,6 +56,7 @@ export function controller(name: string): ControllerBuilder {
 export class ControllerBuilder<K extends AnyKind = AnyKind> {
   readonly name: string;
   private kind: AnyKind | undefined;
+  private keys: readonly string[] = [];
   private specChangesOnly = false;
   private readonly watchDecls: WatchDecl[] = [];
   private readonly sourceDecls: SourceDecl[] = [];
@@ -66,6 +71,15 @@ export class ControllerBuilder<K extends AnyKind = AnyKind> {
     this.kind = kind;
     this.specChangesOnly = !!opts.specChangesOnly;
     return this as unknown as ControllerBuilder<F>;
+  }
+
+  /**
+   * No kind of its own: the controller reconciles these keys (what each names is the reconciler's:
+   * this node, the cluster's placement), queued at start and whenever a watch or a source wakes one.
+   */
+  forKeys(keys: readonly string[]): this {
+    this.keys = [...keys];
+    return this;
   }
 
   /** Records of `kind` owned by this controller's: a change of one wakes the owner `ownerOf` names. */
@@ -109,34 +123,39 @@ export class ControllerBuilder<K extends AnyKind = AnyKind> {
   }
 
   /** Binds the declaration: a Controller, started and stopped by the manager. */
-  build(deps: { store: ControllerStore; reconciler: Reconciler; log: Logger; metrics?: ControllerFamilies } & Tuning): Controller {
-    if (!this.kind) throw new Error(`controller ${this.name}: no kind (call .for(kind))`);
+  build(deps: { store?: ControllerStore; reconciler: Reconciler; log: Logger; metrics?: ControllerFamilies } & Tuning): Controller {
+    if (!this.kind && !this.keys.length) throw new Error(`controller ${this.name}: no kind (call .for(kind)) and no keys (.forKeys(keys))`);
+    if ((this.kind || this.watchDecls.length) && !deps.store) throw new Error(`controller ${this.name}: watches the store, built without one`);
+    const store = deps.store;
     const triggers: Trigger[] = [
       ...this.watchDecls.map(
         (w): Trigger => ({
           describe: `${w.relation} ${w.kind.name}`,
-          start: (store, enqueue) =>
-            store.watch(w.kind, (ev) => {
-              for (const k of keysOf(w.map(ev.resource as never, { type: ev.type, store }))) enqueue(k);
-            }),
+          start: (enqueue) => {
+            const st = store!; // checked above: a watch is built with a store
+            return st.watch(w.kind, (ev) => {
+              for (const k of keysOf(w.map(ev.resource as never, { type: ev.type, store: st }))) enqueue(k);
+            });
+          },
         }),
       ),
       ...this.sourceDecls.map(
         (s): Trigger => ({
           describe: 'source',
-          start: (_store, enqueue) =>
+          start: (enqueue) =>
             s.source.subscribe((v) => {
               for (const k of keysOf(s.map(v as never))) enqueue(k);
             }),
         }),
       ),
     ];
-    const { store, reconciler, log, metrics, ...tuning } = deps;
+    const { store: _store, reconciler, log, metrics, ...tuning } = deps;
     return new Controller({
       ...this.tuning,
       ...tuning,
       name: this.name,
       kind: this.kind,
+      keys: this.keys,
       specChangesOnly: this.specChangesOnly,
       store,
       reconciler,

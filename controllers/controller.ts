@@ -1,6 +1,8 @@
 // The controller runner: store watch -> keyed work queue -> reconcile(key).
 // Every put/delete of the controller's kind enqueues the resource name; start-up enqueues every
-// existing resource once (that resync is how restarts and crash recovery converge). What else wakes
+// existing resource once (that resync is how restarts and crash recovery converge). A controller of
+// fixed keys and no kind of its own (the cluster's node agent and placer, whose state is in etcd)
+// has those keys queued at start instead, and is woken by its triggers alone. What else wakes
 // a key (other kinds' changes, supervisor events, a job's end) is declared with the builder
 // (controllers/builder.ts) and runs here as triggers while the controller runs. The reconciler gets
 // a key, never an event: it re-reads what it needs.
@@ -33,13 +35,17 @@ export interface Trigger {
   /** For logs: "watches container", "source". */
   describe: string;
   /** Starts delivering keys to `enqueue`; answers the stop. */
-  start(store: ControllerStore, enqueue: (key: string) => void): () => void;
+  start(enqueue: (key: string) => void): () => void;
 }
 
 export interface ControllerOptions {
   name: string;
-  kind: AnyKind;
-  store: ControllerStore;
+  /** The kind reconciled (each record's name a key); or, with none, `keys`. */
+  kind?: AnyKind;
+  /** Without a kind: the keys reconciled (queued at start; synced once each is reconciled once). */
+  keys?: readonly string[];
+  /** What the kind and the triggers' watches read (a controller of keys and sources alone: none). */
+  store?: ControllerStore;
   reconciler: Reconciler;
   log: Logger;
   /** Concurrent reconciles (of different keys). Default 4. */
@@ -64,6 +70,11 @@ export interface ControllerOptions {
   triggers?: readonly Trigger[];
   /** controller_runtime_* and workqueue_* families (controllers/metrics.ts); none by default. */
   metrics?: ControllerMetrics;
+  /**
+   * The reconciler reports its own failures (an unreachable store, logged once per cause): the
+   * runner logs its retries at debug, not at warn and error every back-off.
+   */
+  quietRetries?: boolean;
 }
 
 /** Thrown by a reconciler when retrying cannot help: logged, not retried. */
@@ -86,8 +97,10 @@ function isTerminal(err: unknown): boolean {
 
 export class Controller {
   readonly name: string;
-  readonly kind: AnyKind;
-  private readonly store: ControllerStore;
+  readonly kind: AnyKind | undefined;
+  private readonly keys: readonly string[];
+  private readonly quietRetries: boolean;
+  private readonly store: ControllerStore | undefined;
   private readonly reconciler: Reconciler;
   private readonly log: Logger;
   private readonly workers: number;
@@ -114,6 +127,10 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.name = opts.name;
     this.kind = opts.kind;
+    this.keys = opts.keys ?? [];
+    if (!opts.kind && !this.keys.length) throw new Error(`controller ${opts.name}: neither a kind nor keys`);
+    if (opts.kind && !opts.store) throw new Error(`controller ${opts.name}: a kind and no store`);
+    this.quietRetries = !!opts.quietRetries;
     this.store = opts.store;
     this.reconciler = opts.reconciler;
     this.log = opts.log.child({ controller: opts.name });
@@ -140,8 +157,18 @@ export class Controller {
   async start(): Promise<void> {
     if (this.started || this.stopped) return;
     this.started = true;
+    const kind = this.kind;
+    const store = this.store;
+    if (!kind || !store) {
+      for (const k of this.keys) this.queue.add(k);
+      this.unsynced = new Set(this.keys);
+      this.startTriggers();
+      for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
+      this.log.info({ workers: this.workers, keys: this.keys.length }, 'controller started');
+      return;
+    }
     const from = this.resumeFrom;
-    if (from !== undefined && this.resume(from)) {
+    if (from !== undefined && this.resume(store, kind, from)) {
       this.markSynced();
       this.startTriggers();
       for (let i = 0; i < this.workers; i++) this.loops.push(this.worker());
@@ -149,8 +176,8 @@ export class Controller {
       return;
     }
     // Watch first, then list: a change between the two is seen twice at worst, never missed.
-    this.unwatch = this.store.watch(this.kind, (ev) => this.onEvent(ev));
-    const existing = this.store.list(this.kind);
+    this.unwatch = store.watch(kind, (ev) => this.onEvent(ev));
+    const existing = store.list(kind);
     for (const r of existing) {
       this.generations?.set(r.name, r.generation);
       this.queue.add(r.name);
@@ -164,16 +191,16 @@ export class Controller {
 
   private startTriggers(): void {
     const enqueue = (key: string) => this.enqueue(key);
-    this.stopTriggers = this.triggers.map((t) => t.start(this.store, enqueue));
+    this.stopTriggers = this.triggers.map((t) => t.start(enqueue));
   }
 
   /**
    * Picks the watch up after `from` (the changes since are queued); false when the store's history
    * no longer holds them ("too old"): the caller lists everything again instead.
    */
-  private resume(from: number): boolean {
+  private resume(store: ControllerStore, kind: AnyKind, from: number): boolean {
     try {
-      this.unwatch = this.store.watch(this.kind, (ev) => this.onEvent(ev), from);
+      this.unwatch = store.watch(kind, (ev) => this.onEvent(ev), from);
       return true;
     } catch (err) {
       if (!isWatchExpired(err)) throw err;
@@ -270,7 +297,7 @@ export class Controller {
       }
       const retries = this.queue.numRequeues(key);
       this.queue.addRateLimited(key);
-      log[retries >= 5 ? 'error' : 'warn']({ err, retries: retries + 1 }, 'reconcile failed; retrying with backoff');
+      log[this.quietRetries ? 'debug' : retries >= 5 ? 'error' : 'warn']({ err, retries: retries + 1 }, 'reconcile failed; retrying with backoff');
     } finally {
       if (this.unsynced?.delete(key) && this.unsynced.size === 0) {
         this.unsynced = null;

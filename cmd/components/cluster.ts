@@ -8,7 +8,10 @@ import { join } from 'node:path';
 import { parseClusterStore } from '../../lib/cluster/store-url.ts';
 import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { invalidArgument } from '../../lib/errors.ts';
+import { Gated } from '../../controllers/gate.ts';
+import { Manager } from '../../controllers/manager.ts';
 import { NodeAgent } from '../../reconcilers/node/agent.ts';
+import { agentController, placerController } from '../../reconcilers/node/controllers.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
@@ -56,12 +59,14 @@ export interface Cluster {
   fence: SelfFence;
   fencer: FencerLink;
   placer: ClusterPlacer;
+  /** Runs membership, the agent and the placer (while leading): started in that order, stopped in reverse. */
+  loops: Manager;
 }
 
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store', 'supervisor-client'],
+    requires: ['paths', 'store', 'supervisor-client', 'metrics'],
     init: async (ctx) => {
       if (!cfg.clusterStore) return null;
       const store = parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts);
@@ -89,7 +94,8 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
         onDeadline: () => agent?.deadline(),
         onRelease: () => agent?.release(),
       });
-      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence });
+      const metrics = ctx.get('metrics').controllers;
+      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence, metrics });
       const etcd = () => membership.etcd;
       const supervisor = ctx.get('supervisor-client');
       agent = new NodeAgent({
@@ -118,22 +124,32 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
       });
       const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
       membership.on('nodes', () => placer.kick());
-      membership.on('leader', () => placer.kick());
+      const loops = new Manager({ log: clog });
+      loops.add(membership);
+      loops.add(agentController(agent).build({ reconciler: agent, log: clog.child({ part: 'agent' }), metrics }));
+      // The placer runs only while this node leads: a controller built for each term.
+      loops.add(
+        new Gated({
+          name: 'cluster-placer',
+          isOpen: () => membership.isLeader,
+          changes: { subscribe: (fn) => (membership.on('leader', fn), () => membership.off('leader', fn)) },
+          build: () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics }),
+        }),
+      );
       agent.start();
-      placer.start();
       compactor.start();
       fencer.start();
-      await membership.start();
-      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer };
+      await loops.start();
+      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer, loops };
     },
     close: async (c) => {
       if (!c) return;
       c.compactor.stop();
       c.fence.stop();
       c.fencer.stop();
-      await c.placer.stop();
+      await c.loops.stop();
+      c.placer.stop();
       await c.agent.stop();
-      await c.membership.stop();
     },
   });
 }

@@ -7,7 +7,8 @@
 // ./self-fence.ts) while its local containers keep running. A pass reads the assignments from a
 // watch-fed cache (./prefix-cache.ts); it reads etcd itself only when the cache cannot answer
 // (not listed yet, cut off from etcd) and while fenced or just after: a fence ends on what etcd
-// says now, not on what a watch may not have caught up with.
+// says now, not on what a watch may not have caught up with. It is the reconciler of the
+// `cluster-agent` controller (./controllers.ts), of one key: this node.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { canonicalJson } from '../../lib/canonical-json.ts';
@@ -15,16 +16,19 @@ import { ASSIGNMENTS_PREFIX, parseRecord, statusKey, type AssignmentRecord, type
 import { composeApp } from '../../lib/compose/schema.ts';
 import { rfc3339Nano } from '../../lib/ids.ts';
 import { Containers } from '../../store/kinds/container.ts';
-import { INITIAL_STACK_STATUS, ownedContainers, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
-import { PassLoop } from './pass-loop.ts';
+import { INITIAL_STACK_STATUS, placedStacks, Stacks, type StackSpec } from '../../store/kinds/stack.ts';
+import { KeySource } from '../../controllers/source.ts';
+import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import { AGENT_KEY } from './controllers.ts';
 import { PrefixCache } from './prefix-cache.ts';
 import type { Store } from '../../store/store.ts';
 
-const RESYNC_MS = 2000;
+/** A pass at least this often, changes or not (a missed event never strands the node). */
+export const AGENT_RESYNC_MS = 2000;
 const PUBLISH_DEBOUNCE_MS = 200;
 
 export interface AgentOptions {
-  store: Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'watch'> & Parameters<typeof ownedContainers>[0];
+  store: Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'watch'> & Parameters<typeof placedStacks>[0];
   nodeId: string;
   etcd: () => Etcd3 | null;
   putLeased: (key: string, value: string) => Promise<boolean>;
@@ -38,13 +42,16 @@ export interface AgentOptions {
   kill?: (id: string) => Promise<void>;
 }
 
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-export class NodeAgent {
+export class NodeAgent implements Reconciler {
   private readonly opts: AgentOptions;
   private readonly prefix: string;
-  private readonly loop: PassLoop;
-  private readonly assignments: PrefixCache;
+  /** This node's assignments, watch-fed: the controller's etcd source. */
+  readonly assignments: PrefixCache;
+  /** Wakes the controller's one key (a release, a rejoin). */
+  readonly wakes = new KeySource();
   /** The next pass reads etcd itself (set on a release and a rejoin: the cache may lag a partition). */
   private readFresh = true;
   private publishTimer: NodeJS.Timeout | null = null;
@@ -58,15 +65,22 @@ export class NodeAgent {
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.prefix = `${ASSIGNMENTS_PREFIX}${opts.nodeId}/`;
-    this.loop = new PassLoop(() => this.sync(), {
-      everyMs: RESYNC_MS,
-      onError: (err) => opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, "reading this node's assignments failed; keeping what runs"),
-    });
-    this.assignments = new PrefixCache(this.prefix, () => this.loop.kick());
+    this.assignments = new PrefixCache(this.prefix);
   }
 
+  /** A pass: this node's assignments applied, then again after the resync interval. */
+  async reconcile(): Promise<ReconcileResult> {
+    try {
+      await this.sync();
+    } catch (err) {
+      this.opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, "reading this node's assignments failed; keeping what runs");
+      throw err;
+    }
+    return { requeueAfter: AGENT_RESYNC_MS };
+  }
+
+  /** Publishes the local cluster stacks' status as they change. */
   start(): void {
-    this.loop.start();
     this.unwatchStore = this.opts.store.watch(Stacks, (ev) => {
       if (ev.type !== 'delete' && !ev.resource.spec.placed) return;
       this.schedulePublish();
@@ -83,12 +97,11 @@ export class NodeAgent {
     this.stopped = true;
     if (this.publishTimer) clearTimeout(this.publishTimer);
     this.unwatchStore?.();
-    await this.loop.stop();
     this.assignments.stop();
   }
 
   kick(): void {
-    this.loop.kick();
+    this.wakes.emit(AGENT_KEY);
   }
 
   private async sync(): Promise<void> {
@@ -161,10 +174,9 @@ export class NodeAgent {
     const { store, log } = this.opts;
     const timeout = Math.max(0, Math.floor((killAt - performance.now()) / 1000));
     let stopped = 0;
-    for (const local of store.list(Stacks)) {
-      if (!local.spec.placed || local.spec.desired === 'removed') continue;
+    for (const { stack: local, containers } of placedStacks(store, (s) => s.spec.desired !== 'removed')) {
       if (!local.spec.fenced) store.updateSpec(Stacks, local.name, (sp) => ({ ...sp, fenced: true }));
-      for (const c of ownedContainers(store, local.name)) {
+      for (const c of containers) {
         if (c.spec.desired !== 'running') continue;
         store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'stopped', stopOptions: { timeout } }));
         stopped++;
@@ -176,9 +188,8 @@ export class NodeAgent {
   /** The fence deadline: whatever of a fenced stack still has a process is killed. */
   deadline(): void {
     const { store, log } = this.opts;
-    for (const local of store.list(Stacks)) {
-      if (!local.spec.placed || !local.spec.fenced) continue;
-      for (const c of ownedContainers(store, local.name)) {
+    for (const { containers } of placedStacks(store, (s) => !!s.spec.fenced)) {
+      for (const c of containers) {
         if (!c.status.pid) continue;
         log.warn({ container: c.name }, 'fence deadline: killing a cluster container still running');
         void this.opts.kill?.(c.name).catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : String(err), container: c.name }, 'fence kill failed'));

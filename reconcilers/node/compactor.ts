@@ -1,7 +1,7 @@
 // The history etcd keeps of every key grows with every write until something compacts it (and
 // the quota, 2 GiB by default, fills). While this node leads, it compacts once an interval up to
 // the revision it saw one interval before: every watcher has had that long to catch up, and one
-// that has not is canceled by etcd and lists and watches again (./pass-loop.ts, ./membership.ts).
+// that has not is canceled by etcd and lists and watches again (./prefix-cache.ts, ./membership.ts).
 // Compaction is not a key write: it is not fenced, and a deposed leader's late one is harmless.
 import type { Etcd3 } from 'etcd3';
 import type { Logger } from 'pino';

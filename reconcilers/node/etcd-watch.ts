@@ -6,18 +6,9 @@
 // meanwhile), the client never moves on to the next watcher in line: every watcher behind it on
 // that stream stays detached for good, silently, and a watcher made later on the stream too
 // (its `create()` never resolves). A stream per watcher keeps such a cancel to the one watcher it
-// concerns, which its owner makes again (on a new stream) when told `isWatchCanceled`.
+// concerns, which its owner (./prefix-cache.ts) makes again, on a new stream, after listing anew:
+// the client emits a watcher's 'error' only when etcd canceled it, and never re-creates it.
 import type { Etcd3, Watcher } from 'etcd3';
-
-/** A watch etcd ended (a resume from a compacted revision): the client does not re-create it. */
-export function isWatchCanceled(err: Error): boolean {
-  return /watcher canceled/i.test(err.message);
-}
-
-/** Watches every key under `prefix`, on a watch stream of its own (a namespace of the client). */
-export function watchPrefix(client: Etcd3, prefix: string): Promise<Watcher> {
-  return client.namespace('').watch().prefix(prefix).create();
-}
 
 /**
  * A watcher of every key under `prefix` from `fromRevision` on, on a stream of its own, returned

@@ -11,7 +11,7 @@ import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { type FenceOrder, fencerSocket, monotonicNs, procStartTime } from '../../lib/cluster/fencer-protocol.ts';
-import { ownedContainers, Stacks } from '../../store/kinds/stack.ts';
+import { placedStacks } from '../../store/kinds/stack.ts';
 import type { Store } from '../../store/store.ts';
 
 const LOOK_MS = 250;
@@ -19,7 +19,7 @@ const RECONNECT_MS = 500;
 
 export interface FencerLinkOptions {
   execRoot: string;
-  store: Pick<Store, 'list'> & Parameters<typeof ownedContainers>[0];
+  store: Pick<Store, 'list'> & Parameters<typeof placedStacks>[0];
   /** When the lease could expire at etcd, less the margin (performance.now() ms; -Infinity: now). */
   deadline: () => number;
   log: Logger;
@@ -119,9 +119,8 @@ export class FencerLink {
   private clusterPids(): Array<[number, string]> {
     const { store } = this.opts;
     const out: Array<[number, string]> = [];
-    for (const stack of store.list(Stacks)) {
-      if (!stack.spec.placed) continue;
-      for (const c of ownedContainers(store, stack.name)) {
+    for (const { containers } of placedStacks(store)) {
+      for (const c of containers) {
         const start = c.status.pid ? procStartTime(c.status.pid) : '';
         if (start) out.push([c.status.pid!, start]);
       }

@@ -1,31 +1,38 @@
 // This daemon as a node of the cluster (--cluster-store etcd://…), through the etcd3 client:
 // a record under a lease the client keeps alive (`/engine/nodes/<id>`), a candidacy for the
-// leadership under the same lease (./campaign.ts), and watches of every node's record and of the
-// candidates, cached for the API. etcd decides who leads; nothing here votes.
+// leadership under the same lease (./campaign.ts), and watch-fed caches (./prefix-cache.ts) of
+// every node's record, every member's and the candidates: the API's nodes, and who leads (read again
+// on every change among the candidates). etcd decides who leads; nothing here votes.
 //
-// Level-triggered like a reconciler: `sync()` brings etcd to what this node should be (lease
-// granted, record written as the node is now, candidacy standing) and is run again on every cause
-// — start, a lost lease, a deposed term, new labels, a watch etcd canceled — and after a back-off
-// when etcd does not answer. Local work never waits for it: the daemon serves while the node is not joined.
+// A reconciler on the controller runner (the `cluster-membership` controller, ./controllers.ts, of
+// one key: this node): `sync()` brings etcd to what this node should be (lease granted, record
+// written as the node is now, candidacy standing) and is run again on every cause — start, a lost
+// lease, its own record deleted, a deposed term, new labels — and after the work queue's back-off
+// when etcd does not answer. Local work never waits for it: the daemon serves while the node is
+// not joined.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import type { Etcd3, Lease, Watcher } from 'etcd3';
+import type { Etcd3, Lease } from 'etcd3';
+import type { Controller, ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import type { ControllerFamilies } from '../../controllers/metrics.ts';
+import { KeySource } from '../../controllers/source.ts';
 import { ELECTION_PREFIX, LeaderCampaign } from './campaign.ts';
-import { isWatchCanceled, watchPrefix } from './etcd-watch.ts';
+import { PrefixCache } from './prefix-cache.ts';
 import type { LeaderTerm } from './fence.ts';
 import { MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
+import { membershipController, MEMBERSHIP_KEY } from './controllers.ts';
 
 /** The facts of this node a record is written from (read again at every write). */
 export type NodeFacts = Omit<NodeRecord, 'id' | 'state' | 'createdAt' | 'updatedAt' | 'version'>;
 
 export type MembershipState = 'pending' | 'active' | 'error';
 
-const BACKOFF_MIN_MS = 500;
-const BACKOFF_MAX_MS = 5000;
+
+const DEPOSED_RETRY_MS = 500;
 
 /** The node id kept in the data root (made once: 25 lower-case letters and digits, as swarm's). */
 export function loadNodeId(file: string): string {
@@ -51,6 +58,16 @@ function watchBackoff(ms = 100): { duration: number; next(): ReturnType<typeof w
   return { duration: ms, next: () => watchBackoff(Math.min(2000, ms * 2)) };
 }
 
+/** The node records a cache holds, by id. */
+function records(cache: PrefixCache): Map<string, NodeRecord> {
+  const out = new Map<string, NodeRecord>();
+  for (const v of cache.values()) {
+    const r = nodeRecord(v);
+    if (r) out.set(r.id, r);
+  }
+  return out;
+}
+
 /** A node record read back from etcd (undefined for anything else). */
 function nodeRecord(text: string): NodeRecord | undefined {
   const r = parseRecord<NodeRecord>(text);
@@ -66,6 +83,8 @@ export interface MembershipOptions {
   onLeadership?: (leader: boolean) => void;
   /** Told of the lease's life as etcd answers it: the self-fence's clock (./self-fence.ts). */
   lease?: LeaseObserver;
+  /** The controller-runtime families its controller records (none by default). */
+  metrics?: ControllerFamilies;
 }
 
 /** What the self-fence hears of the lease. Times are monotonic (performance.now()). */
@@ -77,7 +96,8 @@ export interface LeaseObserver {
   lost(): void;
 }
 
-export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; leader: [boolean] }> {
+export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; leader: [boolean] }> implements Reconciler {
+  readonly name = 'cluster-membership';
   readonly nodeId: string;
   private readonly opts: MembershipOptions;
   private readonly log: Logger;
@@ -87,9 +107,12 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   private readonly campaign: LeaderCampaign;
   /** Deposed: the candidacy is withdrawn (its key deleted) before standing again. */
   private resignPending = false;
-  private watchers: Watcher[] = [];
-  private readonly nodesCache = new Map<string, NodeRecord>();
-  private readonly membersCache = new Map<string, NodeRecord>();
+  /** Every node's live record, every member's lasting one and the candidates: watch-fed (./prefix-cache.ts). */
+  private readonly nodesCache = new PrefixCache(NODES_PREFIX, (keys) => this.nodesChanged(keys));
+  private readonly membersCache = new PrefixCache(MEMBERS_PREFIX, () => this.emit('nodes'));
+  private readonly candidates = new PrefixCache(ELECTION_PREFIX, () => this.client && void this.readLeader(this.client));
+  /** This node's record as last written (shown while the watch has not caught up with the write). */
+  private own: NodeRecord | undefined;
   private leader: string | undefined;
   private leading = false;
   private term: LeaderTerm | undefined;
@@ -100,10 +123,9 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   private joined = false;
   private lastError = '';
   private stopped = false;
-  private syncing: Promise<void> | null = null;
-  private again = false;
-  private timer: NodeJS.Timeout | null = null;
-  private backoffMs = BACKOFF_MIN_MS;
+  /** Wakes the controller's one key. */
+  readonly wakes = new KeySource();
+  private controller: Controller | null = null;
 
   constructor(opts: MembershipOptions) {
     super();
@@ -129,12 +151,14 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   }
   /** Every node as last seen (this node's as written); one whose live record is gone is down. */
   nodes(): NodeRecord[] {
-    const out = new Map(this.nodesCache);
-    for (const [id, r] of this.membersCache) if (!out.has(id)) out.set(id, { ...r, state: 'down' });
+    const out = records(this.nodesCache);
+    const own = this.own;
+    if (own && !((out.get(own.id)?.version ?? 0) >= own.version)) out.set(own.id, own);
+    for (const [id, r] of records(this.membersCache)) if (!out.has(id)) out.set(id, { ...r, state: 'down' });
     return [...out.values()].sort((a, b) => a.hostname.localeCompare(b.hostname) || a.id.localeCompare(b.id));
   }
   self(): NodeRecord | undefined {
-    return this.nodesCache.get(this.nodeId);
+    return this.nodes().find((n) => n.id === this.nodeId && n.state !== 'down');
   }
 
   // ---- lifecycle ---------------------------------------------------------------------------------
@@ -162,7 +186,8 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
           }
         : {}),
     });
-    this.enqueue();
+    this.controller = membershipController(this).build({ reconciler: this, log: this.log, metrics: this.opts.metrics });
+    await this.controller.start();
   }
 
   /** Labels (or other facts) changed: the record is written again. */
@@ -173,55 +198,36 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
   /** Leaves the cluster: the campaign resigned, the lease revoked (the record goes with it). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    // A pass waiting on an etcd that does not answer does not hold the stop (the controller's stop
+    // lets it run 2 s).
+    await this.controller?.stop();
+    this.controller = null;
     const bounded = <T>(p: Promise<T>) => Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
-    // A pass waiting on an etcd that does not answer does not hold the stop.
-    if (this.syncing) await bounded(this.syncing);
     if (this.client && this.campaign.standing) await bounded(this.campaign.resign(this.client));
     this.setLeading(false);
     if (this.lease) await bounded(this.lease.revoke());
-    for (const w of this.watchers) await bounded(w.cancel());
+    for (const c of [this.nodesCache, this.membersCache, this.candidates]) c.stop();
     this.client?.close();
     this.client = null;
   }
 
   // ---- the loop ----------------------------------------------------------------------------------
 
-  private enqueue(afterMs = 0): void {
-    if (this.stopped) return;
-    if (afterMs > 0) {
-      if (this.timer) return;
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        this.enqueue();
-      }, afterMs);
-      this.timer.unref();
-      return;
+  private enqueue(): void {
+    if (!this.stopped) this.wakes.emit(MEMBERSHIP_KEY);
+  }
+
+  /** One pass; a failure is reported here once per cause and retried with the queue's back-off. */
+  async reconcile(): Promise<ReconcileResult> {
+    try {
+      await this.sync();
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== this.lastError || this.joined) this.log.warn({ err: message }, 'cluster store unreachable; the node serves locally and joins when it answers');
+      this.lastError = message;
+      this.joined = false;
+      throw err;
     }
-    if (this.syncing) {
-      this.again = true;
-      return;
-    }
-    this.syncing = this.sync()
-      .then(() => {
-        this.backoffMs = BACKOFF_MIN_MS;
-      })
-      .catch((err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        if (message !== this.lastError || this.joined) this.log.warn({ err: message, retryMs: this.backoffMs }, 'cluster store unreachable; the node serves locally and joins when it answers');
-        this.lastError = message;
-        this.joined = false;
-        const wait = this.backoffMs;
-        this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
-        this.enqueue(wait);
-      })
-      .finally(() => {
-        this.syncing = null;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          this.enqueue();
-        }
-      });
   }
 
   private async sync(): Promise<void> {
@@ -237,6 +243,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
         this.log.warn({ err: err.message }, 'cluster lease lost; joining again');
         observer?.lost();
         this.lease = null;
+        this.own = undefined;
         this.campaign.forget();
         this.setLeading(false);
         this.joined = false;
@@ -266,8 +273,10 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     const record: NodeRecord = { ...this.opts.facts(), id: this.nodeId, state: 'ready', createdAt: this.createdAt, updatedAt: now, version: ++this.version };
     await this.lease.put(nodeKey(this.nodeId)).value(JSON.stringify(record));
     await client.put(memberKey(this.nodeId)).value(JSON.stringify(record));
-    this.nodesCache.set(this.nodeId, record);
-    await this.watchNodes(client);
+    this.own = record;
+    // Listed and followed from now on (a no-op once they follow this client); a watch etcd cancels
+    // is listed and made again by its cache.
+    await Promise.all([this.nodesCache, this.membersCache, this.candidates].map((c) => c.start(client)));
     if (this.resignPending) {
       await this.campaign.resign(client);
       this.resignPending = false;
@@ -281,73 +290,16 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     if (first) this.emit('joined');
   }
 
-  /**
-   * Every node's record and every member's: listed, then followed. The client re-watches across
-   * reconnects by itself; a watch etcd cancels (it resumed from a revision compacted meanwhile) is
-   * dropped, and the next sync lists and watches again, the caches rebuilt from the list.
-   */
-  private async watchNodes(client: Etcd3): Promise<void> {
-    if (this.watchers.length) return;
-    try {
-      await this.watchAll(client);
-    } catch (err) {
-      // Half a set is no set: the next sync (after the back-off) makes them all again.
-      this.dropWatches();
-      throw err;
-    }
-  }
-
-  private async watchAll(client: Etcd3): Promise<void> {
-    for (const [prefix, cache] of [[NODES_PREFIX, this.nodesCache], [MEMBERS_PREFIX, this.membersCache]] as const) {
-      const watcher = await watchPrefix(client, prefix);
-      watcher.on('put', (kv) => {
-        const r = nodeRecord(kv.value.toString());
-        if (r) cache.set(r.id, r);
-        this.emit('nodes');
-      });
-      watcher.on('delete', (kv) => {
-        const id = kv.key.toString().slice(prefix.length);
-        cache.delete(id);
-        this.emit('nodes');
-        // Our own live record gone while we run (a lease revoked from outside): write it again.
-        if (prefix === NODES_PREFIX && id === this.nodeId && !this.stopped) {
-          this.opts.lease?.lost();
-          this.lease = null;
-          this.campaign.forget();
-          this.enqueue();
-        }
-      });
-      this.onWatchError(watcher, prefix);
-      this.watchers.push(watcher);
-      const listed = new Map<string, NodeRecord>();
-      for (const v of Object.values(await client.getAll().prefix(prefix).strings())) {
-        const r = nodeRecord(v);
-        if (r) listed.set(r.id, r);
-      }
-      // This node's own record as written, also when the list raced its write.
-      const own = prefix === NODES_PREFIX ? cache.get(this.nodeId) : undefined;
-      cache.clear();
-      for (const [id, r] of listed) cache.set(id, r);
-      if (own && !cache.has(this.nodeId)) cache.set(this.nodeId, own);
-      this.emit('nodes');
-    }
-    // Who leads: the oldest candidate (./campaign.ts), read again on every change there.
-    const watcher = await watchPrefix(client, ELECTION_PREFIX);
-    watcher.on('put', () => void this.readLeader(client));
-    watcher.on('delete', () => void this.readLeader(client));
-    this.onWatchError(watcher, ELECTION_PREFIX);
-    this.watchers.push(watcher);
-    await this.readLeader(client);
-  }
-
-  /** A watch etcd canceled: every watch is made again (and the caches listed again). */
-  private onWatchError(watcher: Watcher, prefix: string): void {
-    watcher.on('error', (err) => {
-      if (!isWatchCanceled(err)) return this.log.debug({ err: err.message }, 'cluster watch error (it reconnects)');
-      if (!this.watchers.includes(watcher) || this.stopped) return;
-      this.log.warn({ err: err.message, prefix }, 'cluster watch canceled by etcd; listing and watching again');
-      this.rewatch();
-    });
+  /** A node's live record changed: this node's own gone while it runs (a lease revoked from outside) is written again. */
+  private nodesChanged(keys: readonly string[]): void {
+    this.emit('nodes');
+    const own = nodeKey(this.nodeId);
+    if (!this.own || this.stopped || !keys.includes(own) || this.nodesCache.entries().has(own)) return;
+    this.opts.lease?.lost();
+    this.lease = null;
+    this.own = undefined;
+    this.campaign.forget();
+    this.enqueue();
   }
 
   /** Who leads, as etcd says now: this node starts or stops leading on it. */
@@ -368,31 +320,6 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     }
   }
 
-  /** Drops every watch (one was canceled) and lists and watches again on the next sync. */
-  private rewatch(): void {
-    this.dropWatches();
-    this.enqueue();
-  }
-
-  /**
-   * Lets go of every watch: each is canceled, one a second. With a stream per watch, the etcd3
-   * client ends the stream of a canceled watch and counts that as a failure of the host; three in a
-   * row open its circuit breaker (every call refused for 5 s). Spaced, the calls between them (the
-   * sync that makes the watches again) close the count.
-   */
-  private dropWatches(): void {
-    const old = this.watchers;
-    this.watchers = [];
-    // Ours only (the watcher listens to its own 'data' and 'connected').
-    for (const w of old) w.removeAllListeners('put').removeAllListeners('delete').removeAllListeners('error').on('error', () => {});
-    void (async () => {
-      for (const w of old) {
-        await w.cancel().catch(() => {});
-        await new Promise((r) => setTimeout(r, 1000).unref());
-      }
-    })();
-  }
-
   /**
    * A fenced write was refused (or the term could not be read): this node is not the leader,
    * whatever it believed. It stops acting as one, lets go of its campaign and campaigns again.
@@ -402,7 +329,8 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     this.log.warn({ reason, term: this.term?.revision }, 'no longer the cluster leader');
     this.setLeading(false);
     this.resignPending = true;
-    this.enqueue(this.backoffMs);
+    // Not at once: a half-second between resigning terms keeps a confused pair from flapping.
+    setTimeout(() => this.enqueue(), DEPOSED_RETRY_MS).unref();
   }
 
   /** The term this node leads in; undefined while it does not lead. */

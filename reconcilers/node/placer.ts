@@ -7,7 +7,8 @@
 // from what etcd holds. A pass reads the three prefixes from watch-fed caches (./prefix-cache.ts),
 // not from etcd: scanning them every 2 s cost etcd more the larger the cluster. Every write of a
 // pass is fenced by the leader's term (./fence.ts): a deposed leader's writes are refused by etcd,
-// and it stops leading. Each record names its writer and term.
+// and it stops leading. Each record names its writer and term. It is the reconciler of the
+// `cluster-placer` controller (./controllers.ts), of one key, run only while this node leads.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, assignmentKey, PENDING_PREFIX, pendingKey, STACKS_PREFIX, type AssignmentRecord, type ClusterStackRecord, type NodeRecord, parseRecord, type PendingRecord, type PlacedSlot } from '../../lib/cluster/node-record.ts';
@@ -15,10 +16,14 @@ import { canonicalJson } from '../../lib/canonical-json.ts';
 import { place, type Assignment } from '../../lib/cluster/placement.ts';
 import { composeApp, type ComposeApp } from '../../lib/compose/schema.ts';
 import { fencedWrite, type FencedOp, type LeaderTerm } from './fence.ts';
-import { PassLoop } from './pass-loop.ts';
+import { KeySource } from '../../controllers/source.ts';
+import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import { PLACER_KEY } from './controllers.ts';
 import { PrefixCache } from './prefix-cache.ts';
 
-const RESYNC_MS = 2000;
+/** A pass at least this often while leading (a node's resources or a missed event). */
+export const PLACER_RESYNC_MS = 2000;
+
 
 export interface PlacerOptions {
   etcd: () => Etcd3 | null;
@@ -30,32 +35,27 @@ export interface PlacerOptions {
   log: Logger;
 }
 
-export class ClusterPlacer {
+export class ClusterPlacer implements Reconciler {
   private readonly opts: PlacerOptions;
-  private readonly loop: PassLoop;
-  private readonly stacks: PrefixCache;
-  private readonly assignments: PrefixCache;
-  private readonly pending: PrefixCache;
+  private readonly stacks = new PrefixCache(STACKS_PREFIX);
+  private readonly assignments = new PrefixCache(ASSIGNMENTS_PREFIX);
+  private readonly pending = new PrefixCache(PENDING_PREFIX);
+  /** Wakes the controller's one key (the nodes changed). */
+  readonly wakes = new KeySource();
 
   constructor(opts: PlacerOptions) {
     this.opts = opts;
-    this.loop = new PassLoop(() => this.pass(), {
-      everyMs: RESYNC_MS,
-      when: () => !!opts.term(),
-      onError: (err) => opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'placement pass failed; retrying'),
-    });
-    const kick = () => this.loop.kick();
-    this.stacks = new PrefixCache(STACKS_PREFIX, kick);
-    this.assignments = new PrefixCache(ASSIGNMENTS_PREFIX, kick);
-    this.pending = new PrefixCache(PENDING_PREFIX, kick);
   }
 
-  private get caches(): PrefixCache[] {
+  /** Stacks, assignments and pending, watch-fed: the controller's etcd sources. */
+  get caches(): PrefixCache[] {
     return [this.stacks, this.assignments, this.pending];
   }
 
-  start(): void {
-    this.loop.start();
+  /** A pass, then again after the resync interval. */
+  async reconcile(): Promise<ReconcileResult> {
+    await this.pass();
+    return { requeueAfter: PLACER_RESYNC_MS };
   }
 
   /**
@@ -67,8 +67,8 @@ export class ClusterPlacer {
     if (client) await Promise.all(this.caches.map((c) => c.start(client)));
   }
 
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  /** The caches let go (the controller is stopped by its gate). */
+  stop(): void {
     for (const c of this.caches) c.stop();
   }
 
@@ -79,7 +79,7 @@ export class ClusterPlacer {
 
   /** Run a placement pass now (or right after the one under way). */
   kick(): void {
-    this.loop.kick();
+    this.wakes.emit(PLACER_KEY);
   }
 
   private async pass(): Promise<void> {

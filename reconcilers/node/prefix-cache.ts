@@ -4,9 +4,14 @@
 // between missed, nothing before applied twice), on a watch stream of its own (./etcd-watch.ts says
 // why). etcd3's watcher resumes across reconnects from where it read; a watch etcd cancels (the
 // resume's revision was compacted meanwhile) is dropped, the prefix listed and watched again and
-// the map rebuilt. `onChange` hears of every applied change and of becoming ready (a loop kicks).
+// the map rebuilt. Its subscribers hear the keys of every applied change and, on becoming ready,
+// every key it holds and every key a rebuild dropped: `etcdPrefix(cache)` is a controller's source
+// of those keys (controllers/builder.ts `.source()`), as controller-runtime's informers feed theirs.
 import type { Etcd3 } from 'etcd3';
+import type { Source } from '../../controllers/source.ts';
 import { prefixWatcher } from './etcd-watch.ts';
+
+type ChangeFn = (keys: readonly string[]) => void;
 
 /** How soon a watch etcd canceled is made again; a failed list waits twice as long each time, up to the max. */
 const RETRY_MS = 500;
@@ -14,8 +19,10 @@ const RETRY_MAX_MS = 4000;
 
 export class PrefixCache {
   private readonly prefix: string;
-  private readonly onChange: () => void;
+  private readonly listeners = new Set<ChangeFn>();
   private map = new Map<string, string>();
+  /** Keys held before the rebuild under way: told as changed once it is ready (a delete it missed). */
+  private dropped = new Set<string>();
   private client: Etcd3 | null = null;
   /** Listed, and the watch attached to etcd (not between a disconnect and its resume). */
   private attached = false;
@@ -25,9 +32,17 @@ export class PrefixCache {
   /** Bumped by every rebuild and by stop(): a list or a watch's event for an earlier one is dropped. */
   private epoch = 0;
 
-  constructor(prefix: string, onChange: () => void) {
+  constructor(prefix: string, onChange?: ChangeFn) {
     this.prefix = prefix;
-    this.onChange = onChange;
+    if (onChange) this.listeners.add(onChange);
+  }
+
+  /** Hears the etcd keys of every change applied, and all of them on becoming ready. */
+  subscribe(fn: ChangeFn): () => void {
+    this.listeners.add(fn);
+    return () => {
+      this.listeners.delete(fn);
+    };
   }
 
   /**
@@ -86,14 +101,15 @@ export class PrefixCache {
       const res = await client.getAll().prefix(this.prefix).exec();
       if (epoch !== this.epoch) return;
       this.retryMs = RETRY_MS;
+      for (const k of this.map.keys()) this.dropped.add(k);
       this.map = new Map(res.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]));
       const w = prefixWatcher(client, this.prefix, (BigInt(res.header.revision) + 1n).toString());
       const current = () => epoch === this.epoch;
-      w.on('put', (kv) => current() && this.changed(() => this.map.set(kv.key.toString(), kv.value.toString())));
-      w.on('delete', (kv) => current() && this.changed(() => this.map.delete(kv.key.toString())));
-      w.on('connected', () => current() && !this.attached && this.changed(() => (this.attached = true)));
+      w.on('put', (kv) => current() && this.changed([kv.key.toString()], () => this.map.set(kv.key.toString(), kv.value.toString())));
+      w.on('delete', (kv) => current() && this.changed([kv.key.toString()], () => this.map.delete(kv.key.toString())));
+      w.on('connected', () => current() && !this.attached && this.becameReady());
       w.on('disconnected', () => current() && (this.attached = false));
-      // etcd3 emits a watcher's 'error' only when etcd canceled it (isWatchCanceled in
+      // etcd3 emits a watcher's 'error' only when etcd canceled it (see
       // ./etcd-watch.ts): the client never makes it again, so the cache lists and watches anew.
       w.on('error', () => current() && this.retry(epoch));
     } catch {
@@ -113,8 +129,25 @@ export class PrefixCache {
     this.timer.unref();
   }
 
-  private changed(apply: () => unknown): void {
+  private changed(keys: readonly string[], apply: () => unknown): void {
     apply();
-    this.onChange();
+    for (const fn of this.listeners) fn(keys);
   }
+
+  /** Listed and attached: every key held and every one a rebuild dropped may have changed. */
+  private becameReady(): void {
+    const keys = new Set([...this.dropped, ...this.map.keys()]);
+    this.dropped = new Set();
+    this.changed([...keys], () => (this.attached = true));
+  }
+}
+
+/** A controller's source of the etcd keys under a cache's prefix that changed (controllers/source.ts). */
+export function etcdPrefix(cache: PrefixCache): Source<string> {
+  return {
+    subscribe: (fn) =>
+      cache.subscribe((keys) => {
+        for (const k of keys) fn(k);
+      }),
+  };
 }

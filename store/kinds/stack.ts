@@ -174,6 +174,14 @@ export function ownedContainers(store: StackStore, stack: string): ContainerReso
   return owned(store.list(Containers), store.byIndex(Containers.indexes.owner!, ownerKey(stackOwner(stack))), (c) => c.spec.config.Labels, stack);
 }
 
+/** Each cluster-placed stack here that `which` keeps, with its containers (the fence's and the fencer's walk). */
+export function placedStacks(store: StackStore, which: (s: StackResource) => boolean = () => true): Array<{ stack: StackResource; containers: ContainerResource[] }> {
+  return store
+    .list(Stacks)
+    .filter((s) => !!s.spec.placed && which(s))
+    .map((stack) => ({ stack, containers: ownedContainers(store, stack.name) }));
+}
+
 export function ownedNetworks(store: StackStore, stack: string): NetworkResource[] {
   return owned(store.list(Networks), store.byIndex(Networks.indexes.owner!, ownerKey(stackOwner(stack))), (n) => n.spec.labels, stack);
 }

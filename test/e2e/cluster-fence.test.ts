@@ -12,6 +12,7 @@ import { canonicalJson } from '../../lib/canonical-json.ts';
 import { fencedWrite, type LeaderTerm } from '../../reconcilers/node/fence.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
+import { placerController } from '../../reconcilers/node/controllers.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { exitWhenLingering } from './harness/processes.ts';
 
@@ -77,19 +78,21 @@ describe('fenced leadership', () => {
     assert.ok(BigInt(c.leaderTerm!.revision) > BigInt(staleTerm.revision));
     let deposedWhy = '';
     const stalled = new ClusterPlacer({ etcd: () => raw, nodes: () => [node(b.nodeId)], term: () => (deposedWhy ? undefined : staleTerm), deposed: (why) => (deposedWhy = why), log });
-    stalled.start();
-    stalled.kick();
+    const stalledCtl = placerController(stalled).build({ reconciler: stalled, log });
+    await stalledCtl.start();
     await until('the stalled leader is deposed', () => !!deposedWhy);
-    await stalled.stop();
+    await stalledCtl.stop();
+    stalled.stop();
     assert.match(deposedWhy, new RegExp(`term ${staleTerm.revision} was refused`));
     assert.equal(await raw.get(assignmentKey(b.nodeId, 'shop')).string(), null, 'no placement of the old leader landed');
     // The live leader's pass lands, and its record names it and its term.
     const live = new ClusterPlacer({ etcd: () => raw, nodes: () => [node(c.nodeId)], term: () => c.leaderTerm, deposed: (why) => assert.fail(why), log });
-    live.start();
-    live.kick();
+    const liveCtl = placerController(live).build({ reconciler: live, log });
+    await liveCtl.start();
     let rec: AssignmentRecord | undefined;
     for (let i = 0; i < 100 && !rec; i++, await sleep(50)) rec = parseRecord<AssignmentRecord>(await raw.get(assignmentKey(c.nodeId, 'shop')).string());
-    await live.stop();
+    await liveCtl.stop();
+    live.stop();
     assert.ok(rec, 'the live leader placed the stack');
     assert.equal(rec.writer, c.nodeId);
     assert.equal(rec.term, c.leaderTerm!.revision);

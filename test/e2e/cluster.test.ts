@@ -16,6 +16,8 @@ import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { until } from './harness/wait.ts';
+import { freePort } from './harness/free-port.ts';
+import { sample } from './harness/metrics-text.ts';
 
 const execFileP = promisify(execFile);
 const ENGINED = process.env.ENGINE_E2E_ENGINED || join(REPO, 'bin', 'engined');
@@ -48,6 +50,13 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
   const ds: DaemonHandle[] = [];
   let imgs: TestImages;
   const dk = (d: DaemonHandle) => dockerOk(() => d);
+  /** Each daemon's --metrics-addr port, by index in ds. */
+  const ports: number[] = [];
+  const withMetrics = async (extra: string[]) => {
+    const port = await freePort();
+    ports.push(port);
+    return [...extra, '--experimental', '--metrics-addr', `127.0.0.1:${port}`];
+  };
   const args = (extra: string[] = []) => ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', `discovery.ttl=${TTL}`, ...extra];
 
   before(async () => {
@@ -68,7 +77,7 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
 
     await etcd.stop();
     // Labels in the file (a reload changes them below; a flag would conflict with the file).
-    const d = await startDaemon({ args: args(['--node-generic-resource', 'gpu=2', '--node-generic-resource', 'ssd=fast']), daemonJson: { labels: ['zone=a'] } });
+    const d = await startDaemon({ args: args(await withMetrics(['--node-generic-resource', 'gpu=2', '--node-generic-resource', 'ssd=fast'])), daemonJson: { labels: ['zone=a'] } });
     ds.push(d);
     assert.match(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), /^(pending|error)$/);
     assert.match((await pingSwarm(d)) ?? '', /^(pending|error)$/);
@@ -79,8 +88,8 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
   });
 
   test('three nodes: records under leases with their resources; docker node ls and node inspect self against each; one leader', async () => {
-    ds.push(await startDaemon({ args: args(['--label', 'zone=b']) }));
-    ds.push(await startDaemon({ args: args(['--label', 'zone=b', '--node-generic-resource', 'gpu=1']) }));
+    ds.push(await startDaemon({ args: args(await withMetrics(['--label', 'zone=b'])) }));
+    ds.push(await startDaemon({ args: args(await withMetrics(['--label', 'zone=b', '--node-generic-resource', 'gpu=1'])) }));
     const records = await until('three node records', async () => {
       const r = await nodeRecords(etcd);
       return r.length === 3 && r;
@@ -117,6 +126,26 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
     assert.deepEqual(gpuNode.Description.Resources.GenericResources, [{ DiscreteResourceSpec: { Kind: 'gpu', Value: 1 } }]);
     assert.deepEqual(gpuNode.Description.Engine.Labels, { zone: 'b' });
     assert.match(await dk(ds[0]!)('info'), /Swarm: active/, 'docker info prints the swarm section without failing');
+  });
+
+  test("the cluster's loops are controllers on the runner: controller-runtime metrics on every node; the placer reconciles only on the leader", async () => {
+    const scrape = async (i: number) => (await fetch(`http://127.0.0.1:${ports[i]}/metrics`)).text();
+    const total = (text: string, controller: string) =>
+      ['success', 'requeue_after', 'error'].reduce((n, result) => n + (sample(text, 'controller_runtime_reconcile_total', { controller, result }) ?? 0), 0);
+    const ids = await Promise.all(ds.map(async (d) => JSON.parse(await dk(d)('info', '--format', '{{json .Swarm.NodeID}}')) as string));
+    const leaderId = (await dk(ds[0]!)('node', 'ls', '--format', '{{.ID}} {{.ManagerStatus}}')).split('\n').find((r) => r.endsWith(' Leader'))!.split(' ')[0]!;
+    const first = await Promise.all(ds.map((_, i) => scrape(i)));
+    await sleep(4500); // two of the placer's and the agent's 2-second resyncs
+    const later = await Promise.all(ds.map((_, i) => scrape(i)));
+    for (let i = 0; i < ds.length; i++) {
+      const text = later[i]!;
+      assert.ok(total(text, 'cluster-membership') >= 1, `node ${i}: membership reconciled`);
+      assert.ok(total(text, 'cluster-agent') > total(first[i]!, 'cluster-agent'), `node ${i}: the agent resyncs`);
+      assert.notEqual(sample(text, 'workqueue_adds_total', { name: 'cluster-agent' }), undefined);
+      const placed = total(text, 'cluster-placer') - total(first[i]!, 'cluster-placer');
+      if (ids[i] === leaderId) assert.ok(placed >= 2, `the leader's placer resyncs (${placed})`);
+      else assert.equal(placed, 0, `node ${i} does not lead: its placer does not run`);
+    }
   });
 
   test('labels follow a reload: the record is written again', async () => {

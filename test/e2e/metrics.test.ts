@@ -12,29 +12,10 @@ import { promisify } from 'node:util';
 import { docker, dockerOk, type TestImages } from './harness/clients.ts';
 import { REPO, type DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+import { freePort } from './harness/free-port.ts';
+import { sample } from './harness/metrics-text.ts';
 
 const ENGINED = join(REPO, 'bin', 'engined');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** One sample's value from a text exposition, by metric name and label subset. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const want = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
-    if (want) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return undefined;
-}
 
 async function engined(args: string[]): Promise<{ code: number; stderr: string }> {
   try {

@@ -6,9 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { cleanedUp, cleanupAtExit, logTail, signalPid, sleep } from './processes.ts';
+import { freePort } from './free-port.ts';
 
 /** ENGINE_E2E_ETCD runs the suite against another etcd binary. */
 const ETCD = process.env.ENGINE_E2E_ETCD || '/usr/bin/etcd';
@@ -64,20 +64,6 @@ export interface EtcdHandle {
   start(): Promise<void>;
   /** Stops etcd and removes the temp directory. Safe to call twice. */
   cleanup(): Promise<void>;
-}
-
-/** A port the kernel says is free on `host` (bound to port 0, then released). */
-function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, host, () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolvePort(port) : reject(new Error('no free port'))));
-    });
-  });
 }
 
 /** GET <clientUrl>/health (over https with the CA and the client certificate); true when etcd says {"health":"true"}. */

@@ -6,6 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { Controller, TerminalError, type ReconcileContext, type ReconcileResult } from '../../../controllers/controller.ts';
 import { Manager } from '../../../controllers/manager.ts';
+import { controller } from '../../../controllers/builder.ts';
+import { Gated } from '../../../controllers/gate.ts';
+import { KeySource } from '../../../controllers/source.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import { fakeLog } from './fake-log.ts';
 import { testKind } from '../store/test-kind.ts';
@@ -187,6 +190,41 @@ describe('Controller', () => {
     assert.ok(log.lines.some((l) => l.level === 'error' && l.bindings.key === 'hopeless'));
   });
 
+  test('a controller of fixed keys and no kind: its keys at start (synced once each ran), a source wakes one, failures back off, quietly when asked', async () => {
+    const wakes = new KeySource();
+    const seen: string[] = [];
+    let fail = 2;
+    const ctl = controller('keyed')
+      .forKeys(['node'])
+      .source(wakes)
+      .withOptions({ baseDelayMs: 2, maxDelayMs: 20, quietRetries: true })
+      .build({
+        reconciler: {
+          reconcile: async (key) => {
+            seen.push(key);
+            if (key === 'node' && fail-- > 0) throw new Error('etcd away');
+          },
+        },
+        log: fakeLog(),
+      });
+    controllers.push(ctl);
+    const log = fakeLog();
+    const quiet = new Controller({ name: 'q', keys: ['k'], reconciler: { reconcile: async () => { throw new Error('no'); } }, log, baseDelayMs: 2, maxDelayMs: 4, quietRetries: true });
+    controllers.push(quiet);
+    await ctl.start();
+    await quiet.start();
+    await ctl.synced();
+    await until(() => seen.length >= 3);
+    assert.deepEqual(seen, ['node', 'node', 'node'], 'the failed pass retried with back-off until it worked');
+    wakes.emit('node');
+    await until(() => seen.length >= 4);
+    assert.equal(ctl.kind, undefined);
+    await until(() => log.lines.filter((l) => /retrying/.test(l.msg ?? '')).length >= 6);
+    assert.ok(log.lines.filter((l) => /retrying/.test(l.msg ?? '')).every((l) => l.level === 'debug'), 'quiet retries log at debug only');
+    assert.throws(() => new Controller({ name: 'none', reconciler: { reconcile: async () => {} }, log }), /neither a kind nor keys/);
+    assert.throws(() => controller('w').forKeys(['x']).watches(K_THING, () => 'x').build({ reconciler: { reconcile: async () => {} }, log }), /built without one/);
+  });
+
   test('enqueue with a delay (outside triggers)', async () => {
     const runs: string[] = [];
     const { c } = makeController(async (key) => {
@@ -236,6 +274,45 @@ describe('Controller', () => {
     await sleep(5);
     await c.stop();
     assert.equal(aborted, true);
+  });
+});
+
+describe('Gated', () => {
+  test('runs a new runnable for each opening, stops it at each closing, in order; stopped, it opens no more', async () => {
+    const changes = new KeySource<boolean>();
+    const events: string[] = [];
+    let n = 0;
+    const gate = new Gated({
+      name: 'gated',
+      isOpen: () => true,
+      changes,
+      build: () => {
+        const id = ++n;
+        return {
+          start: async () => {
+            await sleep(5);
+            events.push(`start ${id}`);
+          },
+          stop: async () => {
+            await sleep(5);
+            events.push(`stop ${id}`);
+          },
+        };
+      },
+    });
+    await gate.start();
+    assert.ok(gate.running);
+    changes.emit(true); // already open: nothing
+    changes.emit(false);
+    changes.emit(true);
+    changes.emit(false);
+    assert.equal(gate.running, false);
+    changes.emit(true);
+    await gate.stop();
+    changes.emit(true);
+    await sleep(20);
+    assert.deepEqual(events, ['start 1', 'stop 1', 'start 2', 'stop 2', 'start 3', 'stop 3']);
+    assert.equal(gate.running, false);
   });
 });
 

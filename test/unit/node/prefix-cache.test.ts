@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
-import { PrefixCache } from '../../../reconcilers/node/prefix-cache.ts';
+import { etcdPrefix, PrefixCache } from '../../../reconcilers/node/prefix-cache.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const P = '/engine/x/';
@@ -99,9 +99,14 @@ test('lists, watches from the next revision, follows puts and deletes, and tells
 test('not ready while cut off; a watch etcd canceled is dropped and the map rebuilt from a new list', async () => {
   const etcd = fakeEtcd({ [`${P}a`]: '1', [`${P}b`]: '2' });
   const c = new PrefixCache(P, () => {});
+  const told: string[][] = [];
+  const seen: string[] = [];
+  c.subscribe((keys) => told.push([...keys].sort()));
+  const unsubscribe = etcdPrefix(c).subscribe((k) => seen.push(k));
   await c.start(etcd.client);
   const first = etcd.last();
   first.connect();
+  assert.deepEqual(told.at(-1), [`${P}a`, `${P}b`], 'ready: every key held');
   first.emit('disconnected', new Error('stream ended'));
   assert.equal(c.ready, false, 'cut off: what it holds may be behind');
   first.connect();
@@ -119,6 +124,14 @@ test('not ready while cut off; a watch etcd canceled is dropped and the map rebu
   assert.equal(second.from, '21');
   second.connect();
   assert.deepEqual(Object.fromEntries(c.entries()), { [`${P}a`]: '1', [`${P}c`]: '3' });
+  assert.deepEqual(told.at(-1), [`${P}a`, `${P}b`, `${P}c`], 'rebuilt: the keys held and the one the rebuild dropped (its delete was missed)');
+  second.put(`${P}d`, '4');
+  assert.deepEqual(told.at(-1), [`${P}d`]);
+  assert.equal(seen.at(-1), `${P}d`, 'etcdPrefix: a source of the changed keys, one by one');
+  unsubscribe();
+  second.del(`${P}d`);
+  assert.equal(seen.at(-1), `${P}d`);
+  assert.deepEqual(told.at(-1), [`${P}d`]);
   first.put(`${P}stale`, 'x');
   assert.equal(c.entries().has(`${P}stale`), false, "the dropped watch's late events are ignored");
   c.stop();

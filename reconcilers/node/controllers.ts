@@ -1,0 +1,43 @@
+// What wakes the cluster's loops, declared beside them (controllers/builder.ts): each is a
+// controller of one key on the runner — the work queue's back-off on a failed pass, the
+// controller-runtime metrics — fed by its etcd prefixes' watch-fed caches (`etcdPrefix`) and the
+// wakes its owner emits. The placer's runs only while this node leads (controllers/gate.ts, wired
+// in cmd/components/cluster.ts).
+import { controller } from '../../controllers/builder.ts';
+import type { NodeAgent } from './agent.ts';
+import type { ClusterMembership } from './membership.ts';
+import type { ClusterPlacer } from './placer.ts';
+import { etcdPrefix } from './prefix-cache.ts';
+
+/** Back-off of a failed pass: etcd away is retried within seconds, never hammered. */
+const CLUSTER_BACKOFF = { baseDelayMs: 500, maxDelayMs: 5000, stopTimeoutMs: 2000 };
+
+export const MEMBERSHIP_KEY = 'membership';
+export const AGENT_KEY = 'node';
+export const PLACER_KEY = 'placement';
+
+/** This node's record, lease and candidacy: woken by a lost lease, a deposed term, new facts, a canceled watch. */
+export function membershipController(m: ClusterMembership) {
+  return controller('cluster-membership')
+    .forKeys([MEMBERSHIP_KEY])
+    .source(m.wakes)
+    .workers(1)
+    .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
+}
+
+/** This node's assignments made local stacks: woken by any change under its assignment prefix and by a release or rejoin. */
+export function agentController(agent: NodeAgent) {
+  return controller('cluster-agent')
+    .forKeys([AGENT_KEY])
+    .source(etcdPrefix(agent.assignments), () => AGENT_KEY)
+    .source(agent.wakes)
+    .workers(1)
+    .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
+}
+
+/** The leader's placement: woken by any change of stacks, assignments or pending, and by the nodes'. */
+export function placerController(placer: ClusterPlacer) {
+  const b = controller('cluster-placer').forKeys([PLACER_KEY]).source(placer.wakes).workers(1).withOptions(CLUSTER_BACKOFF);
+  for (const c of placer.caches) b.source(etcdPrefix(c), () => PLACER_KEY);
+  return b;
+}
