@@ -1,7 +1,9 @@
 // The swarm's certificate authority: a root CA and the certificates of its nodes, as swarmkit makes
 // them — ECDSA P-256; the root's subject CN=swarm-ca (20 years); a node's O=<cluster id>,
 // OU=<swarm-manager|swarm-worker>, CN=<node id> (90 days by default), usable as a TLS server and
-// client, with the role, the node id and the node's addresses as subject alternative names.
+// client, with the role, the node id (and for a manager swarm-ca) and the node's addresses as
+// subject alternative names (swarmkit names no address; etcd's TLS checks the address it is
+// reached at). Unlike swarmkit's, a certificate is valid from the moment it is made, not an hour before.
 // Keys come from node:crypto, certificates from the `openssl` binary (X.509 is never built by
 // hand). Every file it writes lives in a private temporary directory removed before it answers.
 import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
@@ -23,6 +25,8 @@ const ROOT_DAYS = 20 * 365;
 export const NODE_CERT_DAYS = 90;
 
 const ID = /^[a-z0-9]{1,64}$/;
+/** Names as PrintableString where they can be, as Go writes them (openssl's default config says UTF8String). */
+const STRING_MASK = 'string_mask = default';
 const DNS_NAME = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
 
 function ecKey(): string {
@@ -52,7 +56,7 @@ export function makeRootCa(days = ROOT_DAYS): Promise<KeyPair> {
     await writeFile(join(dir, 'ca.key'), keyPem, { mode: 0o600 });
     await writeFile(
       join(dir, 'ca.cnf'),
-      ['[req]', 'distinguished_name = dn', 'prompt = no', '[dn]', `CN = ${ROOT_CN}`, '[v3_ca]', 'basicConstraints = critical,CA:TRUE', 'keyUsage = critical,keyCertSign,cRLSign', 'subjectKeyIdentifier = hash', ''].join('\n'),
+      ['[req]', 'distinguished_name = dn', 'prompt = no', STRING_MASK, '[dn]', `CN = ${ROOT_CN}`, '[v3_ca]', 'basicConstraints = critical,CA:TRUE', 'keyUsage = critical,keyCertSign,cRLSign', 'subjectKeyIdentifier = hash', ''].join('\n'),
     );
     await openssl(['req', '-x509', '-new', '-config', join(dir, 'ca.cnf'), '-extensions', 'v3_ca', '-key', join(dir, 'ca.key'), '-days', String(days), '-sha256', '-set_serial', serial(), '-out', join(dir, 'ca.crt')]);
     return { certPem: await readFile(join(dir, 'ca.crt'), 'utf8'), keyPem };
@@ -71,7 +75,8 @@ export interface NodeCertRequest {
 /** A node's key and certificate, signed by the swarm's root CA. */
 export async function issueNodeCert(ca: KeyPair, req: NodeCertRequest): Promise<KeyPair> {
   if (!ID.test(req.nodeId) || !ID.test(req.clusterId)) throw new Error(`invalid node or cluster id: ${req.nodeId} ${req.clusterId}`);
-  const sans = [`DNS:${req.role}`, `DNS:${req.nodeId}`];
+  // A manager's certificate also names the CA role, as swarmkit's do.
+  const sans = [`DNS:${req.role}`, `DNS:${req.nodeId}`, ...(req.role === 'swarm-manager' ? [`DNS:${ROOT_CN}`] : [])];
   for (const h of req.hosts) {
     if (isIP(h)) sans.push(`IP:${h}`);
     else if (DNS_NAME.test(h)) sans.push(`DNS:${h}`);
@@ -83,7 +88,7 @@ export async function issueNodeCert(ca: KeyPair, req: NodeCertRequest): Promise<
     await writeFile(f('node.key'), keyPem, { mode: 0o600 });
     await writeFile(f('ca.key'), ca.keyPem, { mode: 0o600 });
     await writeFile(f('ca.crt'), ca.certPem);
-    await writeFile(f('req.cnf'), ['[req]', 'distinguished_name = dn', 'prompt = no', '[dn]', `O = ${req.clusterId}`, `OU = ${req.role}`, `CN = ${req.nodeId}`, ''].join('\n'));
+    await writeFile(f('req.cnf'), ['[req]', 'distinguished_name = dn', 'prompt = no', STRING_MASK, '[dn]', `O = ${req.clusterId}`, `OU = ${req.role}`, `CN = ${req.nodeId}`, ''].join('\n'));
     await writeFile(
       f('ext.cnf'),
       ['[v3_node]', 'basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature,keyEncipherment', 'extendedKeyUsage = serverAuth,clientAuth', `subjectAltName = ${sans.join(',')}`, 'authorityKeyIdentifier = keyid', ''].join('\n'),

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { issueNodeCert, makeRootCa, nodeIdentity } from '../../../drivers/swarm/ca.ts';
+import { REFERENCE_ROOT } from './reference-root.ts';
 import { caDigest, makeJoinToken, parseJoinToken } from '../../../lib/swarm/join-token.ts';
 
 const NODE = 'abcdefghij0123456789klmno';
@@ -25,7 +26,9 @@ test('a root CA, and a node certificate it signs with the reference subject, nam
   const cert = new X509Certificate(node.certPem);
   assert.equal(cert.ca, false);
   assert.ok(cert.checkIssued(root) && cert.verify(root.publicKey), 'signed by the root');
-  assert.equal(cert.subjectAltName, `DNS:swarm-manager, DNS:${NODE}, IP Address:10.1.2.3, DNS:host-a.example`);
+  assert.equal(cert.subjectAltName, `DNS:swarm-manager, DNS:${NODE}, DNS:swarm-ca, IP Address:10.1.2.3, DNS:host-a.example`);
+  // The subject's names as PrintableString (0x13), as Go encodes them: the reference's CertIssuerSubject.
+  assert.ok(root.raw.includes(Buffer.from('MBMxETAPBgNVBAMTCHN3YXJtLWNh', 'base64')), "the root's subject is DER-equal to the reference's");
   assert.ok(cert.checkPrivateKey((await import('node:crypto')).createPrivateKey(node.keyPem)));
   const days = (Date.parse(cert.validTo) - Date.now()) / 86_400_000;
   assert.ok(days > 89 && days <= 90, `90 days (${days})`);
@@ -62,6 +65,8 @@ test('join tokens: SWMTKN-1-<50 base-36 digest>-<25 base-36 secret>, the digest 
   assert.equal(pa.digest, parseJoinToken(b)!.digest);
   assert.equal(pa.digest, caDigest(pem));
   assert.equal(BigInt(`0x${createHash('sha256').update(pem).digest('hex')}`).toString(36).padStart(50, '0'), pa.digest);
+  // The reference's: dockerd 20.10's root (docs/reference-swarm.md) and its token's digest.
+  assert.equal(caDigest(REFERENCE_ROOT), '4yxiuph80t8twxxxwt3t0fqlkcrtr0y91q3pdixsvjczbi5rsp');
   // The reference's own example token parses.
   assert.ok(parseJoinToken('SWMTKN-1-1h8aps2yszaiqmz2l3oc5392pgk8e49qhx2aj3nyv0ui0hez2a-6qmn92w6bu3jdvnglku58u11a'));
   for (const bad of ['', 'SWMTKN-1-abc-def', 'SWMTKN-2-1-' + 'a'.repeat(50) + '-' + 'b'.repeat(25), `SWMTKN-1-${'A'.repeat(50)}-${'b'.repeat(25)}`]) assert.equal(parseJoinToken(bad), undefined, bad);

@@ -1,0 +1,3 @@
+// dockerd 20.10's swarm root CA as it answered on this machine (docs/reference-swarm.md); its join
+// tokens' digest is 4yxiuph80t8twxxxwt3t0fqlkcrtr0y91q3pdixsvjczbi5rsp.
+export const REFERENCE_ROOT = '-----BEGIN CERTIFICATE-----\nMIIBajCCARCgAwIBAgIUGdSmRfQ4w3h1t2xk9Hv2+wl/ifgwCgYIKoZIzj0EAwIw\nEzERMA8GA1UEAxMIc3dhcm0tY2EwHhcNMjYxMjA1MjIzODAwWhcNNDYxMTMwMjIz\nODAwWjATMREwDwYDVQQDEwhzd2FybS1jYTBZMBMGByqGSM49AgEGCCqGSM49AwEH\nA0IABIgV8OhjYZ6UClw99Dr3Vs/V54JGmJfIw/Phxsa1CGlqeaVuh0EczYk7DPVf\np1zvsi4Bc7H//aMUwWUBe+lOFaOjQjBAMA4GA1UdDwEB/wQEAwIBBjAPBgNVHRMB\nAf8EBTADAQH/MB0GA1UdDgQWBBQLPrAqxDZ9MF4xljKOZIy9E46fJTAKBggqhkjO\nPQQDAgNIADBFAiEAmXHgWGAKUghn46y4h8LTVQEHNMaR+G3CiWmj6P+xX7QCIAl6\nT6/WARddfNW/5e1+JNRWGm5a7g6Lftax1bmd6dzY\n-----END CERTIFICATE-----\n';
