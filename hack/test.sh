@@ -2,7 +2,7 @@
 # The whole suite: install what is missing, typecheck, unit tests, then end-to-end tests (one
 # file at a time: each starts its own daemon), then docker-py tests under test/e2e/python if any.
 # Ends with one line `N passed, N failed[, N skipped]` and exits non-zero on any failure.
-# Environment: UNIT_ONLY=1 skips the end-to-end phases; E2E_BUDGET (seconds, default 1800) bounds
+# Environment: UNIT_ONLY=1 skips the end-to-end phases; E2E_BUDGET (seconds, default 2400) bounds
 # the end-to-end phase as a whole, E2E_FILE_TIMEOUT (default 300) each e2e file, E2E_TEST_TIMEOUT
 # (ms, default 60000) each e2e test.
 set -uo pipefail
@@ -69,7 +69,7 @@ run_node_tests unit 600 --test-concurrency=2 --test-timeout=60000 'test/unit/**/
 if [ "${UNIT_ONLY:-}" != "1" ]; then
   phase end-to-end tests
   "$NODE" hack/images/build-busybox.ts >/dev/null || echo "warning: building the test images failed"
-  budget=${E2E_BUDGET:-1800}
+  budget=${E2E_BUDGET:-2400}
   start=$SECONDS
   shopt -s globstar nullglob
   for f in test/e2e/**/*.test.ts; do

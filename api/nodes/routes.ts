@@ -1,5 +1,6 @@
 // GET /nodes and GET /nodes/{id} in the reference's Node shape, from the cluster membership
-// (--cluster-store): every node is a manager, the leader marked. `docker node ls` and `docker
+// (--cluster-store): every node is a manager, the leader marked; while the node is in no cluster,
+// the reference's 503. `docker node ls` and `docker
 // node inspect self` (the CLI reads /info's NodeID for "self") work against any node. What
 // changes nodes (update, rm) keeps the 503 of a daemon without a swarm.
 import type { App } from '../app.ts';
@@ -10,7 +11,8 @@ import { filtersQuery, idParams } from '../request.ts';
 import type { ClusterPort } from './port.ts';
 import { nodeView } from './views.ts';
 
-function reachable(cluster: ClusterPort): void {
+function reachable(cluster: ClusterPort | undefined, notInCluster: string): asserts cluster is ClusterPort {
+  if (!cluster) throw unavailable(notInCluster);
   if (cluster.state !== 'active') throw unavailable(`the cluster store is not reachable${cluster.error ? `: ${cluster.error}` : ''}`);
 }
 
@@ -23,10 +25,12 @@ function findNode(nodes: readonly NodeRecord[], ref: string): NodeRecord {
   throw notFound(`node ${ref} not found`);
 }
 
-export function nodeRoutes(cluster: ClusterPort) {
+/** `current` answers the membership now (undefined while in no cluster: 503 with `notInCluster`). */
+export function nodeRoutes(current: () => ClusterPort | undefined, notInCluster: string) {
   return async function register(app: App): Promise<void> {
     app.get('/nodes', { schema: { querystring: filtersQuery } }, async (req) => {
-      reachable(cluster);
+      const cluster = current();
+      reachable(cluster, notInCluster);
       // Keys are not checked: this route has never refused one (not every node filter is modelled here).
       const f = parseFilters(req.query.filters);
       const ids = f.get('id');
@@ -41,7 +45,8 @@ export function nodeRoutes(cluster: ClusterPort) {
         .map((n) => nodeView(n, { leaderId, down: n.state === 'down' }));
     });
     app.get('/nodes/:id', { schema: { params: idParams } }, async (req) => {
-      reachable(cluster);
+      const cluster = current();
+      reachable(cluster, notInCluster);
       const n = findNode(cluster.nodes(), req.params.id);
       return nodeView(n, { leaderId: cluster.leaderId, down: n.state === 'down' });
     });

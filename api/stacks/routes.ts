@@ -28,7 +28,7 @@ export interface ClusterStacksPort {
 
 export interface StackRouteDeps {
   store: ApiStore;
-  cluster?: ClusterStacksPort;
+  cluster?: () => ClusterStacksPort | undefined;
   /** How long DELETE waits for the stack reconciler. */
   waitTimeoutMs?: number;
 }
@@ -84,8 +84,9 @@ export function stackRoutes(deps: StackRouteDeps) {
     const clusterScope = (scope: string | undefined): ClusterStacksPort | undefined => {
       if (!scope || scope === 'local') return undefined;
       if (scope !== 'cluster') throw invalidArgument(`invalid scope ${JSON.stringify(scope)}: expected local or cluster`);
-      if (!deps.cluster) throw invalidArgument('scope=cluster needs a cluster store (--cluster-store)');
-      return deps.cluster;
+      const cluster = deps.cluster?.();
+      if (!cluster) throw invalidArgument('scope=cluster needs a cluster store (--cluster-store)');
+      return cluster;
     };
     const clusterManaged = (r: StackResource | undefined) => {
       if (r?.spec.placed) throw conflict(`stack ${r.name} is the part of a cluster stack placed on this node: change it with scope=cluster`);

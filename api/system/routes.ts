@@ -44,8 +44,11 @@ export interface SystemRouteDeps {
   volumeSize?: (name: string) => Promise<number>;
   /** Records the store could not read at open (quarantined): each one a line of `docker info`'s warnings. */
   storeWarnings?: () => string[];
-  /** Cluster membership (--cluster-store): the Swarm section of /info, the Swarm header of /_ping, GET /nodes. */
-  cluster?: ClusterPort;
+  /**
+   * Cluster membership as it is now (undefined while the node is in no cluster): the Swarm section
+   * of /info, the Swarm header of /_ping, GET /nodes. A getter: a node joins and leaves at run time.
+   */
+  cluster?: () => ClusterPort | undefined;
 }
 
 /** /info's Swarm section from the membership. */
@@ -91,7 +94,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
     reply.header('Api-Version', versionInfo.apiVersion);
     reply.header('Builder-Version', '1');
     reply.header('Docker-Experimental', String(experimental));
-    const cluster = deps.cluster;
+    const cluster = deps.cluster?.();
     reply.header('Swarm', cluster ? pingSwarmHeader(cluster.state, true) : 'inactive');
     reply.header('Cache-Control', 'no-cache, no-store, must-revalidate');
     reply.header('Pragma', 'no-cache');
@@ -144,11 +147,12 @@ export function systemRoutes(deps: SystemRouteDeps) {
 
   async function info(): Promise<Record<string, unknown>> {
     const machine = await deps.info.info();
+    const cluster = deps.cluster?.();
     return {
       ...defaultInfo(),
       ...machine,
       ...liveCounts(store),
-      ...(deps.cluster ? { Swarm: clusterSwarm(deps.cluster) } : {}),
+      ...(cluster ? { Swarm: clusterSwarm(cluster) } : {}),
       Warnings: [...((machine.Warnings as string[] | undefined) ?? []), ...(deps.storeWarnings?.() ?? [])],
       ServerVersion: versionInfo.version,
       ExperimentalBuild: experimental,
@@ -212,11 +216,11 @@ export function systemRoutes(deps: SystemRouteDeps) {
       throw unavailable('This node is not part of a swarm');
     });
     for (const area of ['swarm', 'nodes', 'services', 'tasks', 'secrets', 'configs']) {
-      // With a cluster store, GET /nodes[/{id}] are node routes (api/nodes/routes.ts).
-      const method: Array<'GET' | 'POST' | 'DELETE' | 'PUT'> = area === 'nodes' && deps.cluster ? ['POST', 'DELETE', 'PUT'] : ['GET', 'POST', 'DELETE', 'PUT'];
-      app.route({ method, url: `/${area}`, handler: notManager });
-      app.route({ method, url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
+      // GET /nodes and /nodes/{id} are node routes (api/nodes/routes.ts): 503 as these while the node is in no cluster.
+      const all: Array<'GET' | 'POST' | 'DELETE' | 'PUT'> = ['GET', 'POST', 'DELETE', 'PUT'];
+      app.route({ method: area === 'nodes' ? all.slice(1) : all, url: `/${area}`, handler: notManager });
+      app.route({ method: all, url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
     }
-    if (deps.cluster) await app.register(nodeRoutes(deps.cluster));
+    await app.register(nodeRoutes(() => deps.cluster?.(), NOT_A_MANAGER));
   };
 }

@@ -151,7 +151,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             sizeRw: (id) => layers.sizeRW(id),
             volumeSize: (name) => volumeDriver.size(name),
             storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
-            cluster: ctx.get('cluster')?.membership,
+            cluster: () => ctx.get('cluster').current?.membership,
           }),
           imageRoutes({
             store,
@@ -195,7 +195,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           attachRoutes(attachDeps),
           eventRoutes(events),
           volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
-          stackRoutes({ store, cluster: ctx.get('cluster')?.stacks }),
+          stackRoutes({ store, cluster: () => ctx.get('cluster').current?.stacks }),
           networkRoutes({ store, defaults: admission.networks.defaults }),
         ],
       });

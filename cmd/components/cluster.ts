@@ -5,7 +5,10 @@
 import { cpus, hostname, machine, networkInterfaces, totalmem } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { parseClusterStore } from '../../lib/cluster/store-url.ts';
+import { parseClusterStore, type ClusterStore } from '../../lib/cluster/store-url.ts';
+import type { ControllerFamilies } from '../../controllers/metrics.ts';
+import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
+import type { Store } from '../../store/store.ts';
 import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { Gated } from '../../controllers/gate.ts';
@@ -63,94 +66,140 @@ export interface Cluster {
   loops: Manager;
 }
 
+/** What the cluster parts are made from: the daemon's configuration and its local parts. */
+export interface ClusterDeps {
+  cfg: DaemonEnv['cfg'];
+  log: DaemonEnv['log'];
+  store: Store;
+  execRoot: string;
+  supervisor: SupervisorClient;
+  metrics: ControllerFamilies | undefined;
+}
+
+/** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
+export async function startCluster(d: ClusterDeps, spec: ClusterStore): Promise<Cluster> {
+  const { cfg, log, metrics } = d;
+  const addr = advertiseAddress(cfg.clusterDefaultAdvertiseAddr);
+  const generic = parseGenericResources(cfg.nodeGenericResources);
+  const arch = machine();
+  const facts = (): NodeFacts => ({
+    hostname: hostname(),
+    addr,
+    engineVersion: ENGINE_VERSION,
+    labels: labelMap(cfg.labels),
+    os: 'linux',
+    arch,
+    nanoCpus: cpus().length * 1e9,
+    memoryBytes: totalmem(),
+    genericResources: generic,
+  });
+  const clog = log.child({ component: 'cluster' });
+  // The agent is made below; the fence's callbacks reach it once it exists.
+  let agent: NodeAgent | undefined;
+  const fence = new SelfFence({
+    ttlMs: spec.ttlSeconds * 1000,
+    marginMs: spec.fenceMarginSeconds * 1000,
+    onFence: (killAt) => agent?.fence(killAt),
+    onDeadline: () => agent?.deadline(),
+    onRelease: () => agent?.release(),
+  });
+  const membership = new ClusterMembership({ store: spec, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence, metrics });
+  const etcd = () => membership.etcd;
+  agent = new NodeAgent({
+    store: d.store,
+    nodeId: membership.nodeId,
+    etcd,
+    putLeased: (k, v) => membership.putLeased(k, v),
+    log: clog.child({ part: 'agent' }),
+    fence: { startsAllowed: () => fence.startsAllowed, assignmentsRead: () => fence.assignmentsRead() },
+    kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
+  });
+  // Should the daemon die, its cluster containers still go by the fence deadline (cmd/fencer.ts).
+  const fencer = new FencerLink({
+    execRoot: d.execRoot,
+    store: d.store,
+    deadline: () => fence.leaseAtLeastUntil - spec.fenceMarginSeconds * 1000,
+    log: clog.child({ part: 'fencer' }),
+  });
+  const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
+  const joinedAgent = agent;
+  membership.on('joined', () => {
+    void joinedAgent.watch().catch(() => {});
+    void placer.watch().catch(() => {});
+    joinedAgent.rejoined();
+    joinedAgent.kick();
+    placer.kick();
+  });
+  const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
+  membership.on('nodes', () => placer.kick());
+  const loops = new Manager({ log: clog });
+  loops.add(membership);
+  loops.add(agentController(agent).build({ reconciler: agent, log: clog.child({ part: 'agent' }), metrics }));
+  // The placer runs only while this node leads: a controller built for each term.
+  loops.add(
+    new Gated({
+      name: 'cluster-placer',
+      isOpen: () => membership.isLeader,
+      changes: { subscribe: (fn) => (membership.on('leader', fn), () => membership.off('leader', fn)) },
+      build: () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics }),
+    }),
+  );
+  agent.start();
+  compactor.start();
+  fencer.start();
+  await loops.start();
+  return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer, loops };
+}
+
+/** Leaves the cluster: every part stopped, the lease revoked. */
+export async function stopCluster(c: Cluster): Promise<void> {
+  c.compactor.stop();
+  c.fence.stop();
+  c.fencer.stop();
+  await c.loops.stop();
+  c.placer.stop();
+  await c.agent.stop();
+}
+
+/**
+ * The cluster this node is in now, if any: what the API and the reload read (through getters, as
+ * the node joins and leaves while the daemon runs). With --cluster-store it joins at start.
+ */
+export class ClusterHolder {
+  private readonly deps: ClusterDeps;
+  private cluster: Cluster | null = null;
+
+  constructor(deps: ClusterDeps) {
+    this.deps = deps;
+  }
+
+  get current(): Cluster | null {
+    return this.cluster;
+  }
+
+  async start(spec: ClusterStore): Promise<Cluster> {
+    if (this.cluster) throw new Error('this node is in a cluster already');
+    this.cluster = await startCluster(this.deps, spec);
+    return this.cluster;
+  }
+
+  async stop(): Promise<void> {
+    const c = this.cluster;
+    this.cluster = null;
+    if (c) await stopCluster(c);
+  }
+}
+
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
     requires: ['paths', 'store', 'supervisor-client', 'metrics'],
     init: async (ctx) => {
-      if (!cfg.clusterStore) return null;
-      const store = parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts);
-      const addr = advertiseAddress(cfg.clusterDefaultAdvertiseAddr);
-      const generic = parseGenericResources(cfg.nodeGenericResources);
-      const arch = machine();
-      const facts = (): NodeFacts => ({
-        hostname: hostname(),
-        addr,
-        engineVersion: ENGINE_VERSION,
-        labels: labelMap(cfg.labels),
-        os: 'linux',
-        arch,
-        nanoCpus: cpus().length * 1e9,
-        memoryBytes: totalmem(),
-        genericResources: generic,
-      });
-      const clog = log.child({ component: 'cluster' });
-      // The agent is made below; the fence's callbacks reach it once it exists.
-      let agent: NodeAgent | undefined;
-      const fence = new SelfFence({
-        ttlMs: store.ttlSeconds * 1000,
-        marginMs: store.fenceMarginSeconds * 1000,
-        onFence: (killAt) => agent?.fence(killAt),
-        onDeadline: () => agent?.deadline(),
-        onRelease: () => agent?.release(),
-      });
-      const metrics = ctx.get('metrics').controllers;
-      const membership = new ClusterMembership({ store, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence, metrics });
-      const etcd = () => membership.etcd;
-      const supervisor = ctx.get('supervisor-client');
-      agent = new NodeAgent({
-        store: ctx.get('store'),
-        nodeId: membership.nodeId,
-        etcd,
-        putLeased: (k, v) => membership.putLeased(k, v),
-        log: clog.child({ part: 'agent' }),
-        fence: { startsAllowed: () => fence.startsAllowed, assignmentsRead: () => fence.assignmentsRead() },
-        kill: (id) => supervisor.killTask(id, 9, { all: true }),
-      });
-      // Should the daemon die, its cluster containers still go by the fence deadline (cmd/fencer.ts).
-      const fencer = new FencerLink({
-        execRoot: ctx.get('paths').execRoot,
-        store: ctx.get('store'),
-        deadline: () => fence.leaseAtLeastUntil - store.fenceMarginSeconds * 1000,
-        log: clog.child({ part: 'fencer' }),
-      });
-      const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
-      membership.on('joined', () => {
-        void agent.watch().catch(() => {});
-        void placer.watch().catch(() => {});
-        agent.rejoined();
-        agent.kick();
-        placer.kick();
-      });
-      const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
-      membership.on('nodes', () => placer.kick());
-      const loops = new Manager({ log: clog });
-      loops.add(membership);
-      loops.add(agentController(agent).build({ reconciler: agent, log: clog.child({ part: 'agent' }), metrics }));
-      // The placer runs only while this node leads: a controller built for each term.
-      loops.add(
-        new Gated({
-          name: 'cluster-placer',
-          isOpen: () => membership.isLeader,
-          changes: { subscribe: (fn) => (membership.on('leader', fn), () => membership.off('leader', fn)) },
-          build: () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics }),
-        }),
-      );
-      agent.start();
-      compactor.start();
-      fencer.start();
-      await loops.start();
-      return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer, loops };
+      const holder = new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers });
+      if (cfg.clusterStore) await holder.start(parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts));
+      return holder;
     },
-    close: async (c) => {
-      if (!c) return;
-      c.compactor.stop();
-      c.fence.stop();
-      c.fencer.stop();
-      await c.loops.stop();
-      c.placer.stop();
-      await c.agent.stop();
-    },
+    close: (holder) => holder.stop(),
   });
 }
 

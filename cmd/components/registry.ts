@@ -26,7 +26,7 @@ import type { PortPublisher } from '../../reconcilers/network/ports.ts';
 import type { Store } from '../../store/store.ts';
 import { component as untypedComponent, type Component } from '../components.ts';
 import type { Admission } from './admission.ts';
-import type { Cluster } from './cluster.ts';
+import type { ClusterHolder } from './cluster.ts';
 import type { Controllers, Execs, Runs, Volumes } from './containers.ts';
 import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
 import type { Paths } from './env.ts';
@@ -63,7 +63,7 @@ export type ComponentValues = {
   events: EventRecorder;
   pulls: PullReconciler;
   running: { manager: Manager; containers: ContainerReconciler };
-  cluster: Cluster | null;
+  cluster: ClusterHolder;
   admission: Admission;
   api: { app: FastifyInstance; listeners: Awaited<ReturnType<typeof listenAll>> };
   stacks: { controller: Controller; manager: Manager };

@@ -64,7 +64,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const events = ctx.get('events');
       const authz = ctx.get('authz');
       const rlog = log.child({ component: 'config-reload' });
-      const cluster = ctx.get('cluster')?.membership;
+      const cluster = () => ctx.get('cluster').current?.membership;
       const owners: ReloadOwner[] = [
         {
           name: 'runtimes',
@@ -101,10 +101,10 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
           }),
         },
       ];
-      if (cluster) {
-        // The node record carries the labels: written again once the new configuration is in place.
-        owners.push({ name: 'cluster', fields: ['labels'], prepare: () => ({ apply: () => void setImmediate(() => cluster.refresh()), rollback: () => void setImmediate(() => cluster.refresh()) }) });
-      }
+      // The node record carries the labels: written again once the new configuration is in place
+      // (by whichever membership the node has then; none while it is in no cluster).
+      const refresh = () => void setImmediate(() => cluster()?.refresh());
+      owners.push({ name: 'cluster', fields: ['labels'], prepare: () => ({ apply: refresh, rollback: refresh }) });
       const id = engineId(cfg.dataRoot);
       const reconciler = new ConfigReloadReconciler(store, {
         config: cfg,

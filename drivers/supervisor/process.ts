@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { unavailable } from '../../lib/errors.ts';
 import { EXECA_DEFAULTS } from '../sys/exec.ts';
+import { isAlive } from '../sys/alive.ts';
 import { createSupervisorClient } from './client.ts';
 
 export interface SupervisorProcess {
@@ -91,17 +92,7 @@ export function supervisorConfig(o: { root: string; state: string; address: stri
   ].join('\n');
 }
 
-/** Alive and not a zombie (a zombie keeps /proc/<pid>). */
-export async function isAlive(pid: number): Promise<boolean> {
-  if (!pid || pid <= 0) return false;
-  try {
-    const s = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const state = s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
+export { isAlive };
 
 async function cmdline(pid: number): Promise<string[]> {
   try {

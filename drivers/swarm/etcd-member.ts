@@ -12,6 +12,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
+import { isAlive } from '../sys/alive.ts';
 
 export const SWARM_ETCD_CLIENT_PORT = 2387;
 export const SWARM_ETCD_PEER_PORT = 2388;
@@ -43,14 +44,6 @@ export interface EtcdMemberOptions {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export class EtcdMember {
   readonly clientUrl: string;
@@ -185,13 +178,20 @@ export class EtcdMember {
   /** The member a killed daemon left running: stopped by its PID when its command line names our data. */
   private async stopLeftover(): Promise<void> {
     const pid = Number((await readFile(this.pidFile, 'utf8').catch(() => '')).trim());
-    if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+    if (!Number.isInteger(pid) || pid <= 0 || !(await isAlive(pid))) return;
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
     if (!cmdline.split('\0').includes(this.dataDir)) return;
     this.opts.log.info({ pid }, 'stopping the swarm etcd member a previous daemon left running');
-    process.kill(pid, 'SIGTERM');
-    for (let i = 0; i < 100 && alive(pid); i++) await sleep(100);
-    if (alive(pid)) process.kill(pid, 'SIGKILL');
-    for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
+    const signal = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // gone meanwhile
+      }
+    };
+    signal('SIGTERM');
+    for (let i = 0; i < 100 && (await isAlive(pid)); i++) await sleep(100);
+    if (await isAlive(pid)) signal('SIGKILL');
+    for (let i = 0; i < 50 && (await isAlive(pid)); i++) await sleep(100);
   }
 }

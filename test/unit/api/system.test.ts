@@ -8,9 +8,11 @@ import { type ImageSpec, type ImageStatus, Images } from '../../../store/kinds/i
 
 import { containerRecord } from '../container/fake-world.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
+import type { ClusterPort } from '../../../api/nodes/port.ts';
+import type { NodeRecord } from '../../../lib/cluster/node-record.ts';
 
 /** The system routes on a fresh real store, closed when the test ends. */
-async function setup(t: TestContext): Promise<RouteHarness> {
+async function setup(t: TestContext, cluster?: () => ClusterPort | undefined): Promise<RouteHarness> {
   const h = await routeHarness((store) => [
     systemRoutes({
       store,
@@ -20,6 +22,7 @@ async function setup(t: TestContext): Promise<RouteHarness> {
       },
       versionInfo: { version: '0.1.0', apiVersion: '1.47', minApiVersion: '1.24', gitCommit: 'abc123' },
       experimental: false,
+      cluster,
     }),
   ]);
   t.after(() => h.close());
@@ -113,6 +116,27 @@ describe('system routes', () => {
     const leave = await app.inject({ method: 'POST', url: '/swarm/leave' });
     assert.equal(leave.statusCode, 503);
     assert.equal(leave.json().message, 'This node is not part of a swarm');
+  });
+
+  test('a node that joins and leaves while the daemon runs: /info, /_ping and GET /nodes follow it', async (t) => {
+    const node: NodeRecord = { id: 'n'.repeat(25), hostname: 'h1', addr: '10.0.0.1', engineVersion: '0.1.0', labels: {}, os: 'linux', arch: 'x86_64', nanoCpus: 2e9, memoryBytes: 2 ** 30, genericResources: [], state: 'ready', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', version: 1 };
+    let current: ClusterPort | undefined;
+    const { app } = await setup(t, () => current);
+    const swarm = async () => (await app.inject('/info')).json().Swarm;
+    assert.equal((await swarm())?.LocalNodeState ?? 'inactive', 'inactive');
+    assert.equal((await app.inject('/nodes')).statusCode, 503);
+    current = { nodeId: node.id, state: 'active', error: '', leaderId: node.id, nodes: () => [node], self: () => node };
+    assert.equal((await swarm()).LocalNodeState, 'active');
+    assert.equal((await swarm()).NodeID, node.id);
+    assert.match(String((await app.inject('/_ping')).headers.swarm), /^active/);
+    const nodes = await app.inject('/nodes');
+    assert.equal(nodes.statusCode, 200);
+    assert.equal(nodes.json()[0].ID, node.id);
+    assert.equal((await app.inject(`/nodes/${node.id}`)).json().ManagerStatus.Leader, true);
+    current = undefined;
+    assert.equal((await app.inject('/nodes')).statusCode, 503);
+    assert.match((await app.inject('/nodes/x')).json().message, /^This node is not a swarm manager\./);
+    assert.equal((await app.inject('/_ping')).headers.swarm, 'inactive');
   });
 
   test('GET /system/df', async (t) => {
