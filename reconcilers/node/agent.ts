@@ -24,7 +24,7 @@ import { PrefixCache } from './prefix-cache.ts';
 import type { Store } from '../../store/store.ts';
 
 /** A pass at least this often, changes or not (a missed event never strands the node). */
-export const AGENT_RESYNC_MS = 2000;
+const AGENT_RESYNC_MS = 2000;
 const PUBLISH_DEBOUNCE_MS = 200;
 
 export interface AgentOptions {
@@ -68,14 +68,12 @@ export class NodeAgent implements Reconciler {
     this.assignments = new PrefixCache(this.prefix);
   }
 
-  /** A pass: this node's assignments applied, then again after the resync interval. */
+  /**
+   * A pass: this node's assignments applied, then again after the resync interval. A failed read
+   * keeps what runs; the runner retries it with back-off and logs it at debug (quietRetries).
+   */
   async reconcile(): Promise<ReconcileResult> {
-    try {
-      await this.sync();
-    } catch (err) {
-      this.opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, "reading this node's assignments failed; keeping what runs");
-      throw err;
-    }
+    await this.sync();
     return { requeueAfter: AGENT_RESYNC_MS };
   }
 

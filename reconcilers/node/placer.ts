@@ -22,7 +22,7 @@ import { PLACER_KEY } from './controllers.ts';
 import { PrefixCache } from './prefix-cache.ts';
 
 /** A pass at least this often while leading (a node's resources or a missed event). */
-export const PLACER_RESYNC_MS = 2000;
+const PLACER_RESYNC_MS = 2000;
 
 
 export interface PlacerOptions {
