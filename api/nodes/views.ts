@@ -150,6 +150,8 @@ export interface SwarmInfoOptions {
   clusterCreatedAt?: string;
   /** Swarm.Cluster.Version.Index; default 1. */
   clusterVersion?: number;
+  /** Swarm.Cluster whole (the swarm's cluster object, lib/swarm/cluster-object.ts's clusterInfo); default the swarmkit defaults. */
+  cluster?: Record<string, unknown>;
 }
 
 /** The `Swarm` section of GET /info of a node that is not in a cluster (as api/system/info-defaults.ts). */
@@ -189,7 +191,7 @@ export function swarmInfo(self: NodeRecord | undefined, nodes: NodeRecord[], o: 
     self?.createdAt ??
     '0001-01-01T00:00:00Z';
   const d = CLUSTER_DEFAULTS;
-  info.Cluster = {
+  info.Cluster = o.cluster ?? {
     ID: o.clusterId,
     Version: version(o.clusterVersion ?? 1),
     CreatedAt: createdAt,

@@ -17,6 +17,9 @@ import { defaultInfo } from './info-defaults.ts';
 import type { ClusterPort } from '../nodes/port.ts';
 import { nodeRoutes } from '../nodes/routes.ts';
 import { pingSwarmHeader, swarmInfo } from '../nodes/views.ts';
+import type { SwarmPort } from '../swarm/port.ts';
+import { swarmRoutes } from '../swarm/routes.ts';
+import { clusterInfo } from '../../lib/swarm/cluster-object.ts';
 import { volumesOf, volumeView } from '../volumes/views.ts';
 import { Images } from '../../store/kinds/image.ts';
 import { Containers } from '../../store/kinds/container.ts';
@@ -49,13 +52,41 @@ export interface SystemRouteDeps {
    * of /info, the Swarm header of /_ping, GET /nodes. A getter: a node joins and leaves at run time.
    */
   cluster?: () => ClusterPort | undefined;
+  /** The node's swarm (init, leave, inspect, update): the swarm routes; without it they answer as a node in no swarm. */
+  swarm?: SwarmPort;
 }
 
-/** /info's Swarm section from the membership. */
-function clusterSwarm(c: ClusterPort): Record<string, unknown> {
+/** /info's Swarm section from the membership (and the swarm's cluster object when the node is in one). */
+function clusterSwarm(c: ClusterPort, swarm: SwarmPort | undefined): Record<string, unknown> {
   const nodes = c.nodes();
   const live = nodes.filter((n) => n.state !== 'down');
-  return swarmInfo(c.self(), live, { leaderId: c.leaderId, clusterId: CLUSTER_ID, error: c.error, state: c.state });
+  const rec = swarm?.cached();
+  return swarmInfo(c.self(), live, {
+    leaderId: c.leaderId,
+    clusterId: rec?.id ?? CLUSTER_ID,
+    error: c.error,
+    state: c.state,
+    ...(rec ? { cluster: clusterInfo(rec) } : {}),
+  });
+}
+
+/** /info's Swarm section: the swarm made by init (its state while it starts), else --cluster-store's membership; undefined in none. */
+function swarmSection(swarm: SwarmPort | undefined, cluster: ClusterPort | undefined): Record<string, unknown> | undefined {
+  if (swarm?.inSwarm) {
+    const l = swarm.local();
+    if (!cluster || l.state === 'pending' || l.state === 'error') return swarmInfo(undefined, [], { state: l.state === 'locked' ? 'error' : l.state, clusterId: '', error: l.error });
+    return clusterSwarm(cluster, swarm);
+  }
+  return cluster ? clusterSwarm(cluster, undefined) : undefined;
+}
+
+/** /_ping's Swarm header. */
+function swarmHeader(swarm: SwarmPort | undefined, cluster: ClusterPort | undefined): string {
+  if (swarm?.inSwarm) {
+    const l = swarm.local();
+    return pingSwarmHeader(l.state, l.manager);
+  }
+  return cluster ? pingSwarmHeader(cluster.state, true) : 'inactive';
 }
 
 /** One cluster per etcd prefix: its id is fixed (the CLI shows it as ClusterID). */
@@ -94,8 +125,7 @@ export function systemRoutes(deps: SystemRouteDeps) {
     reply.header('Api-Version', versionInfo.apiVersion);
     reply.header('Builder-Version', '1');
     reply.header('Docker-Experimental', String(experimental));
-    const cluster = deps.cluster?.();
-    reply.header('Swarm', cluster ? pingSwarmHeader(cluster.state, true) : 'inactive');
+    reply.header('Swarm', swarmHeader(deps.swarm, deps.cluster?.()));
     reply.header('Cache-Control', 'no-cache, no-store, must-revalidate');
     reply.header('Pragma', 'no-cache');
     reply.header('Content-Type', 'text/plain; charset=utf-8');
@@ -147,12 +177,12 @@ export function systemRoutes(deps: SystemRouteDeps) {
 
   async function info(): Promise<Record<string, unknown>> {
     const machine = await deps.info.info();
-    const cluster = deps.cluster?.();
+    const swarm = swarmSection(deps.swarm, deps.cluster?.());
     return {
       ...defaultInfo(),
       ...machine,
       ...liveCounts(store),
-      ...(cluster ? { Swarm: clusterSwarm(cluster) } : {}),
+      ...(swarm ? { Swarm: swarm } : {}),
       Warnings: [...((machine.Warnings as string[] | undefined) ?? []), ...(deps.storeWarnings?.() ?? [])],
       ServerVersion: versionInfo.version,
       ExperimentalBuild: experimental,
@@ -212,13 +242,18 @@ export function systemRoutes(deps: SystemRouteDeps) {
     const notManager = async () => {
       throw unavailable(NOT_A_MANAGER);
     };
-    app.post('/swarm/leave', async () => {
-      throw unavailable('This node is not part of a swarm');
-    });
+    if (deps.swarm) await app.register(swarmRoutes(deps.swarm, NOT_A_MANAGER));
+    else {
+      app.post('/swarm/leave', async () => {
+        throw unavailable('This node is not part of a swarm');
+      });
+    }
     for (const area of ['swarm', 'nodes', 'services', 'tasks', 'secrets', 'configs']) {
-      // GET /nodes and /nodes/{id} are node routes (api/nodes/routes.ts): 503 as these while the node is in no cluster.
+      // GET /nodes and /nodes/{id} are node routes (api/nodes/routes.ts), GET /swarm a swarm route
+      // (api/swarm/routes.ts): 503 as these while the node is in no cluster.
       const all: Array<'GET' | 'POST' | 'DELETE' | 'PUT'> = ['GET', 'POST', 'DELETE', 'PUT'];
-      app.route({ method: area === 'nodes' ? all.slice(1) : all, url: `/${area}`, handler: notManager });
+      const own = area === 'nodes' || (area === 'swarm' && deps.swarm);
+      app.route({ method: own ? all.slice(1) : all, url: `/${area}`, handler: notManager });
       app.route({ method: all, url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
     }
     await app.register(nodeRoutes(() => deps.cluster?.(), NOT_A_MANAGER));

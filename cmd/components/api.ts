@@ -99,7 +99,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'admission'],
+    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
     init: async (ctx) => {
       const store = ctx.get('store');
       const layers = ctx.get('layers');
@@ -152,6 +152,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             volumeSize: (name) => volumeDriver.size(name),
             storeWarnings: () => store.quarantined().map((q) => `WARNING: stored ${q.kind} ${q.name} could not be read and was set aside: ${q.reason}`),
             cluster: () => ctx.get('cluster').current?.membership,
+            swarm: ctx.get('swarm'),
           }),
           imageRoutes({
             store,

@@ -76,10 +76,16 @@ export interface ClusterDeps {
   metrics: ControllerFamilies | undefined;
 }
 
+/** Who the node is in a swarm it made or joined: its id and advertise address (else the node-id file and the default advertise address). */
+export interface ClusterIdentity {
+  nodeId: string;
+  addr: string;
+}
+
 /** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
-export async function startCluster(d: ClusterDeps, spec: ClusterStore): Promise<Cluster> {
+export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: ClusterIdentity): Promise<Cluster> {
   const { cfg, log, metrics } = d;
-  const addr = advertiseAddress(cfg.clusterDefaultAdvertiseAddr);
+  const addr = who?.addr ?? advertiseAddress(cfg.clusterDefaultAdvertiseAddr);
   const generic = parseGenericResources(cfg.nodeGenericResources);
   const arch = machine();
   const facts = (): NodeFacts => ({
@@ -103,7 +109,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore): Promise<
     onDeadline: () => agent?.deadline(),
     onRelease: () => agent?.release(),
   });
-  const membership = new ClusterMembership({ store: spec, nodeId: loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence, metrics });
+  const membership = new ClusterMembership({ store: spec, nodeId: who?.nodeId ?? loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence, metrics });
   const etcd = () => membership.etcd;
   agent = new NodeAgent({
     store: d.store,
@@ -177,9 +183,9 @@ export class ClusterHolder {
     return this.cluster;
   }
 
-  async start(spec: ClusterStore): Promise<Cluster> {
+  async start(spec: ClusterStore, who?: ClusterIdentity): Promise<Cluster> {
     if (this.cluster) throw new Error('this node is in a cluster already');
-    this.cluster = await startCluster(this.deps, spec);
+    this.cluster = await startCluster(this.deps, spec, who);
     return this.cluster;
   }
 

@@ -13,6 +13,7 @@ import { networkComponents } from './network.ts';
 import { pullComponent } from './pulls.ts';
 import { reloadComponent } from './reload.ts';
 import { stacksComponent } from './stacks.ts';
+import { swarmComponent } from './swarm.ts';
 
 export type { DaemonEnv } from './env.ts';
 
@@ -28,6 +29,7 @@ export function daemonComponents(env: DaemonEnv): Component<unknown, ComponentVa
     // any of it closes.
     runningComponent(env),
     clusterComponent(env),
+    swarmComponent(env),
     admissionComponent(env),
     apiComponent(env),
     stacksComponent(env),

@@ -27,6 +27,7 @@ import type { Store } from '../../store/store.ts';
 import { component as untypedComponent, type Component } from '../components.ts';
 import type { Admission } from './admission.ts';
 import type { ClusterHolder } from './cluster.ts';
+import type { SwarmNode } from '../swarm/node.ts';
 import type { Controllers, Execs, Runs, Volumes } from './containers.ts';
 import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
 import type { Paths } from './env.ts';
@@ -64,6 +65,7 @@ export type ComponentValues = {
   pulls: PullReconciler;
   running: { manager: Manager; containers: ContainerReconciler };
   cluster: ClusterHolder;
+  swarm: SwarmNode;
   admission: Admission;
   api: { app: FastifyInstance; listeners: Awaited<ReturnType<typeof listenAll>> };
   stacks: { controller: Controller; manager: Manager };

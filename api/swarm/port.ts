@@ -1,0 +1,39 @@
+// What the API asks of the node's swarm (cmd/swarm/node.ts answers): its local state, the cluster
+// object, and init, leave, update.
+import type { ClusterRecord, SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
+import type { LocalNodeState } from '../nodes/views.ts';
+
+/** POST /swarm/init's body (moby's api/types/swarm InitRequest). */
+export interface SwarmInitRequest {
+  ListenAddr?: string;
+  AdvertiseAddr?: string;
+  DataPathAddr?: string;
+  DataPathPort?: number;
+  ForceNewCluster?: boolean;
+  Spec?: SwarmSpecInput;
+  AutoLockManagers?: boolean;
+  Availability?: string;
+  DefaultAddrPool?: string[] | null;
+  SubnetSize?: number;
+}
+
+export interface SwarmUpdate {
+  version: bigint;
+  spec: SwarmSpecInput;
+  rotateWorkerToken: boolean;
+  rotateManagerToken: boolean;
+  rotateManagerUnlockKey: boolean;
+}
+
+export interface SwarmPort {
+  /** The node's state in the swarm made by init or join (inactive in none) and the reason of an error. */
+  local(): { state: LocalNodeState; error: string; manager: boolean };
+  /** True when the swarm is this daemon's (made by init or join); false for --cluster-store's membership. */
+  readonly inSwarm: boolean;
+  /** The cluster object as last read or written (for /info), undefined when not known. */
+  cached(): ClusterRecord | undefined;
+  init(req: SwarmInitRequest): Promise<string>;
+  leave(force: boolean): Promise<void>;
+  inspect(): Promise<ClusterRecord>;
+  update(u: SwarmUpdate): Promise<void>;
+}

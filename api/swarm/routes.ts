@@ -1,0 +1,109 @@
+// The swarm routes of a node (moby's api/server/router/swarm): init, leave, inspect, update and the
+// unlock key, answered from the node's swarm (./port.ts); join is (5 of 21)'s. A node in no swarm
+// answers as the reference (503); so does one asked to init or join while it is in one.
+import * as z from 'zod';
+import type { App } from '../app.ts';
+import { invalidArgument, unavailable } from '../../lib/errors.ts';
+import { parseSwarmVersion, swarmObject, type SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
+import { q } from '../request.ts';
+import type { SwarmPort } from './port.ts';
+
+const ALREADY_IN_SWARM = 'This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.';
+
+const str = z.string().nullish();
+const num = z.number().nullish();
+const labels = z.record(z.string(), z.string()).nullish();
+/** What a client may send as a swarm spec: every part optional, each typed as Go decodes it. */
+const specBody = z.looseObject({
+  Name: str,
+  Labels: labels,
+  Orchestration: z.looseObject({ TaskHistoryRetentionLimit: num }).nullish(),
+  Raft: z.looseObject({ SnapshotInterval: num, KeepOldSnapshots: num, LogEntriesForSlowFollowers: num, ElectionTick: num, HeartbeatTick: num }).nullish(),
+  Dispatcher: z.looseObject({ HeartbeatPeriod: num }).nullish(),
+  CAConfig: z.looseObject({ NodeCertExpiry: num, ExternalCAs: z.array(z.unknown()).nullish(), SigningCACert: str, SigningCAKey: str, ForceRotate: num }).nullish(),
+  TaskDefaults: z.looseObject({ LogDriver: z.looseObject({ Name: z.string(), Options: labels }).nullish() }).nullish(),
+  EncryptionConfig: z.looseObject({ AutoLockManagers: z.boolean().nullish() }).nullish(),
+});
+
+const initBody = z.looseObject({
+  ListenAddr: str,
+  AdvertiseAddr: str,
+  DataPathAddr: str,
+  DataPathPort: num,
+  ForceNewCluster: z.boolean().nullish(),
+  Spec: specBody.nullish(),
+  AutoLockManagers: z.boolean().nullish(),
+  Availability: z.enum(['active', 'pause', 'drain', '']).nullish(),
+  DefaultAddrPool: z.array(z.string()).nullish(),
+  SubnetSize: num,
+});
+
+/** Go's omitted and null fields are zero: undefined here. */
+function clean<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v, (_k, x) => (x === null ? undefined : x))) as T;
+}
+
+export function swarmRoutes(swarm: SwarmPort, notManager: string) {
+  return async function register(app: App): Promise<void> {
+    app.get('/swarm', async () => swarmObject(await swarm.inspect()));
+
+    app.post('/swarm/init', { schema: { body: initBody.nullish() } }, async (req, reply) => {
+      const b = clean(req.body ?? {});
+      const id = await swarm.init({
+        ListenAddr: b.ListenAddr ?? undefined,
+        AdvertiseAddr: b.AdvertiseAddr ?? undefined,
+        DataPathAddr: b.DataPathAddr ?? undefined,
+        DataPathPort: b.DataPathPort ?? undefined,
+        ForceNewCluster: !!b.ForceNewCluster,
+        Spec: (b.Spec ?? undefined) as SwarmSpecInput | undefined,
+        AutoLockManagers: !!b.AutoLockManagers,
+        Availability: b.Availability ?? undefined,
+        DefaultAddrPool: b.DefaultAddrPool ?? undefined,
+        SubnetSize: b.SubnetSize ?? undefined,
+      });
+      // The node id as a JSON string.
+      reply.type('application/json').send(JSON.stringify(id));
+    });
+
+    app.post('/swarm/join', async () => {
+      if (swarm.inSwarm || swarm.local().state !== 'inactive') throw unavailable(ALREADY_IN_SWARM);
+      throw unavailable(notManager);
+    });
+
+    app.post('/swarm/leave', { schema: { querystring: z.looseObject({ force: q.bool() }) } }, async (req, reply) => {
+      await swarm.leave(req.query.force);
+      reply.code(200).send();
+    });
+
+    app.post(
+      '/swarm/update',
+      {
+        schema: {
+          querystring: z.looseObject({ version: q.str(), rotateWorkerToken: q.bool(), rotateManagerToken: q.bool(), rotateManagerUnlockKey: q.bool() }),
+          body: specBody.nullish(),
+        },
+      },
+      async (req, reply) => {
+        const version = parseSwarmVersion(req.query.version);
+        await swarm.update({
+          version,
+          spec: clean(req.body ?? {}) as SwarmSpecInput,
+          rotateWorkerToken: req.query.rotateWorkerToken,
+          rotateManagerToken: req.query.rotateManagerToken,
+          rotateManagerUnlockKey: req.query.rotateManagerUnlockKey,
+        });
+        reply.code(200).send();
+      },
+    );
+
+    app.get('/swarm/unlockkey', async () => {
+      await swarm.inspect();
+      return { UnlockKey: '' };
+    });
+
+    app.post('/swarm/unlock', async () => {
+      if (!swarm.inSwarm) throw unavailable(notManager);
+      throw invalidArgument('swarm is not locked');
+    });
+  };
+}
