@@ -8,6 +8,7 @@
 // nested structs are always present (omitempty never drops a struct).
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';
 import { byteOrder } from '../../lib/compare.ts';
+import { renderNodeSpec, type NodeSpec } from '../../lib/swarm/node-spec.ts';
 
 /** The port swarm managers listen on; ManagerStatus.Addr and RemoteManagers[].Addr carry it. */
 export const MANAGER_PORT = 2377;
@@ -72,6 +73,12 @@ export interface NodeViewOptions {
   down?: boolean;
   /** The node's /info plugin lists; default DEFAULT_INFO_PLUGINS. */
   plugins?: InfoPlugins;
+  /** The node's swarm spec and its version (else an active manager's, at the record's version). */
+  spec?: { spec: NodeSpec; version: number };
+  /** The swarm's root CA (Description.TLSInfo); empty without one. */
+  tlsInfo?: { TrustRoot: string; CertIssuerSubject: string; CertIssuerPublicKey: string };
+  /** The port managers listen on (ManagerStatus.Addr); default 2377. */
+  managerPort?: string;
 }
 
 /** The Engine API `Node` (GET /nodes/{id}, an entry of GET /nodes) of a node record. */
@@ -98,25 +105,26 @@ export function nodeView(r: NodeRecord, o: NodeViewOptions): Record<string, unkn
   description.Platform = platform;
   description.Resources = resources;
   description.Engine = engine;
-  description.TLSInfo = TLS_INFO();
+  description.TLSInfo = o.tlsInfo ?? TLS_INFO();
 
   const status: Record<string, unknown> = { State: down ? 'down' : 'ready' };
   if (r.addr) status.Addr = r.addr;
 
+  const spec = o.spec?.spec ?? { Labels: {}, Role: 'manager', Availability: 'active' };
   const managerStatus: Record<string, unknown> = {};
   if (!down && o.leaderId !== undefined && r.id === o.leaderId) managerStatus.Leader = true;
   managerStatus.Reachability = down ? 'unreachable' : 'reachable';
-  if (r.addr) managerStatus.Addr = `${r.addr}:${MANAGER_PORT}`;
+  if (r.addr) managerStatus.Addr = `${r.addr.includes(':') ? `[${r.addr}]` : r.addr}:${o.managerPort ?? MANAGER_PORT}`;
 
   return {
     ID: r.id,
-    Version: version(r.version),
+    Version: version(o.spec?.version ?? r.version),
     CreatedAt: r.createdAt,
     UpdatedAt: r.updatedAt,
-    Spec: { Labels: {}, Role: 'manager', Availability: 'active' },
+    Spec: renderNodeSpec(spec),
     Description: description,
     Status: status,
-    ManagerStatus: managerStatus,
+    ...(spec.Role === 'manager' ? { ManagerStatus: managerStatus } : {}),
   };
 }
 

@@ -2,6 +2,7 @@
 // object, and init, leave, update.
 import type { ClusterRecord, SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import type { LocalNodeState } from '../nodes/views.ts';
+import type { NodeSpec } from '../../lib/swarm/node-spec.ts';
 
 /** POST /swarm/init's body (moby's api/types/swarm InitRequest). */
 export interface SwarmInitRequest {
@@ -36,4 +37,8 @@ export interface SwarmPort {
   leave(force: boolean): Promise<void>;
   inspect(): Promise<ClusterRecord>;
   update(u: SwarmUpdate): Promise<void>;
+  /** Every node's spec and its version (a manager's view). */
+  nodeSpecs(): Promise<Map<string, { spec: NodeSpec; version: number }>>;
+  updateNode(id: string, version: bigint, spec: NodeSpec): Promise<void>;
+  removeNode(id: string, o: { force: boolean; down: boolean }): Promise<void>;
 }

@@ -256,6 +256,6 @@ export function systemRoutes(deps: SystemRouteDeps) {
       app.route({ method: own ? all.slice(1) : all, url: `/${area}`, handler: notManager });
       app.route({ method: all, url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
     }
-    await app.register(nodeRoutes(() => deps.cluster?.(), NOT_A_MANAGER));
+    await app.register(nodeRoutes({ cluster: () => deps.cluster?.(), swarm: deps.swarm, notInCluster: NOT_A_MANAGER }));
   };
 }

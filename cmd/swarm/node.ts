@@ -22,6 +22,8 @@ import { DEFAULT_DISCOVERY_TTL } from '../../lib/cluster/store-url.ts';
 import type { SwarmInitRequest, SwarmPort, SwarmUpdate } from '../../api/swarm/port.ts';
 import type { LocalNodeState } from '../../api/nodes/views.ts';
 import type { ClusterHolder } from '../components/cluster.ts';
+import type { NodeAvailability, NodeSpec } from '../../lib/swarm/node-spec.ts';
+import { NodeSpecs } from './node-specs.ts';
 import { SwarmFiles, type SwarmState } from './state.ts';
 
 export const CLUSTER_KEY = '/engine/swarm/cluster';
@@ -72,10 +74,12 @@ export class SwarmNode implements SwarmPort {
   /** One init, leave or update at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly specs: NodeSpecs;
 
   constructor(d: SwarmNodeDeps) {
     this.d = d;
     this.files = new SwarmFiles(d.dataRoot);
+    this.specs = new NodeSpecs(() => this.etcd());
   }
 
   get inSwarm(): boolean {
@@ -157,6 +161,7 @@ export class SwarmNode implements SwarmPort {
         const etcd = this.etcd();
         await etcd.put(CA_KEY).value(JSON.stringify(ca satisfies KeyPair));
         await etcd.put(CLUSTER_KEY).value(JSON.stringify(stored));
+        await this.specs.put(nodeId, { Labels: {}, Role: 'manager', Availability: (req.Availability || 'active') as NodeAvailability });
         await this.files.write(state);
         this.state = state;
         await this.readRecord();
@@ -220,6 +225,25 @@ export class SwarmNode implements SwarmPort {
       const r = await etcd.if(CLUSTER_KEY, 'Mod', '==', String(u.version)).then(etcd.put(CLUSTER_KEY).value(JSON.stringify(next))).commit();
       if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
       await this.readRecord();
+    });
+  }
+
+  async nodeSpecs(): Promise<Map<string, { spec: NodeSpec; version: number }>> {
+    this.manager();
+    return await this.specs.list();
+  }
+
+  updateNode(id: string, version: bigint, spec: NodeSpec): Promise<void> {
+    return this.serial(async () => {
+      this.manager();
+      await this.specs.update(id, version, spec);
+    });
+  }
+
+  removeNode(id: string, o: { force: boolean; down: boolean }): Promise<void> {
+    return this.serial(async () => {
+      this.manager();
+      await this.specs.remove(id, o);
     });
   }
 

@@ -42,7 +42,7 @@ describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSyn
   let clusterId = '';
 
   before(async () => {
-    d = await startDaemon();
+    d = await startDaemon({ args: ['--label', 'engine.zone=east', '--node-generic-resource', 'gpu=2'] });
   });
   after(async () => {
     const left = d ? memberPid() : 0;
@@ -157,6 +157,70 @@ describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSyn
     assert.deepEqual(after3.Spec.Dispatcher, {});
     const key = await apiRequest(d, 'GET', '/swarm/unlockkey');
     assert.deepEqual([key.status, key.body], [200, { UnlockKey: '' }]);
+  });
+
+  test('nodes: ls, inspect, update (labels, availability) with filters; the refusals (CLI and docker-py)', { timeout: 120_000 }, async () => {
+    const ls = await dk('node', 'ls', '--format', '{{.ID}} {{.Self}} {{.Status}} {{.Availability}} {{.ManagerStatus}}');
+    assert.equal(ls, `${nodeId} true Ready Active Leader`);
+    const n = JSON.parse(await dk('node', 'inspect', 'self'))[0];
+    const sw = (await apiRequest(d, 'GET', '/swarm')).body;
+    assert.equal(n.ID, nodeId);
+    assert.deepEqual(n.Spec, { Labels: {}, Role: 'manager', Availability: 'active' });
+    assert.deepEqual(n.Description.TLSInfo, sw.TLSInfo);
+    assert.deepEqual(n.Description.Engine.Labels, { 'engine.zone': 'east' });
+    assert.deepEqual(n.Description.Resources.GenericResources, [{ DiscreteResourceSpec: { Kind: 'gpu', Value: 2 } }]);
+    assert.ok(n.Description.Resources.NanoCPUs > 0 && n.Description.Resources.MemoryBytes > 0);
+    assert.deepEqual(n.Status, { State: 'ready', Addr: ADDR });
+    assert.deepEqual(n.ManagerStatus, { Leader: true, Reachability: 'reachable', Addr: `${ADDR}:2377` });
+    const hostname = n.Description.Hostname as string;
+    assert.equal(JSON.parse(await dk('node', 'inspect', hostname))[0].ID, nodeId, 'by hostname');
+    assert.equal(JSON.parse(await dk('node', 'inspect', nodeId.slice(0, 5)))[0].ID, nodeId, 'by id prefix');
+    assert.equal((await apiRequest(d, 'GET', '/nodes/nosuchnode')).status, 404);
+
+    // The CLI resolves `self` for inspect only (the reference answers `node self not found` to the rest).
+    await dk('node', 'update', '--label-add', 'zone=a', '--availability', 'drain', nodeId);
+    const u = JSON.parse(await dk('node', 'inspect', 'self'))[0];
+    assert.deepEqual(u.Spec, { Labels: { zone: 'a' }, Role: 'manager', Availability: 'drain' });
+    assert.ok(u.Version.Index > n.Version.Index);
+    assert.equal(await dk('node', 'ls', '--format', '{{.Availability}}'), 'Drain');
+
+    const q = (...f: string[]) => dk('node', 'ls', '-q', ...f.flatMap((x) => ['-f', x]));
+    assert.equal(await q('node.label=zone=a'), nodeId);
+    assert.equal(await q('node.label=zone=b'), '');
+    assert.equal(await q('label=engine.zone=east', 'role=manager', 'membership=accepted'), nodeId);
+    assert.equal(await q('role=worker'), '');
+    assert.equal(await q(`name=${hostname.slice(0, 3)}`), nodeId);
+    assert.equal(await q(`id=${nodeId.slice(0, 4)}`), nodeId);
+    const badRole = await docker(d, ['node', 'ls', '-f', 'role=boss']);
+    assert.match(badRole.stderr, /Invalid role filter value: boss/);
+    const badKey = await docker(d, ['node', 'ls', '-f', 'nope=1']);
+    assert.match(badKey.stderr, /invalid filter 'nope'/);
+
+    const stale = await apiRequest(d, 'POST', `/nodes/${nodeId}/update?version=${n.Version.Index}`, JSON.stringify(u.Spec));
+    assert.deepEqual([stale.status, stale.body.message], [500, 'rpc error: code = Unknown desc = update out of sequence']);
+    const badAvail = await apiRequest(d, 'POST', `/nodes/${nodeId}/update?version=${u.Version.Index}`, JSON.stringify({ ...u.Spec, Availability: 'bogus' }));
+    assert.deepEqual([badAvail.status, badAvail.body.message], [400, 'invalid Availability: "bogus"']);
+    const demote = await docker(d, ['node', 'demote', hostname]);
+    assert.notEqual(demote.code, 0);
+    assert.match(demote.stderr, /attempting to demote the last manager of the swarm/);
+    for (const args of [['node', 'rm', nodeId], ['node', 'rm', '--force', nodeId]]) {
+      const rm = await docker(d, args);
+      assert.notEqual(rm.code, 0);
+      assert.match(rm.stderr, new RegExp(`node ${nodeId} is a cluster manager and is a member of the raft cluster\\. It must be demoted to worker before removal`));
+    }
+    assert.deepEqual(JSON.parse(await dk('node', 'inspect', 'self'))[0].Spec, u.Spec, 'refused changes change nothing');
+
+    const py = await pythonDocker(d, `
+      nodes = client.nodes.list(filters={'role': 'manager'})
+      n = nodes[0]
+      spec = n.attrs['Spec']
+      spec['Availability'] = 'active'
+      spec['Labels'] = {}
+      n.update(spec)
+      n.reload()
+      print(json.dumps([len(nodes), n.id, n.attrs['Spec']]))
+    `);
+    assert.deepEqual(JSON.parse(py), [1, nodeId, { Labels: {}, Role: 'manager', Availability: 'active' }]);
   });
 
   test('the swarm survives a restart and a kill -9: the member is back, the old one stopped', { timeout: 180_000 }, async () => {

@@ -35,6 +35,11 @@ class FakeSwarm implements SwarmPort {
   async update(u: SwarmUpdate) {
     this.updates.push(u);
   }
+  async nodeSpecs() {
+    return new Map();
+  }
+  async updateNode() {}
+  async removeNode() {}
 }
 
 async function setup(t: TestContext) {
