@@ -1,4 +1,4 @@
-// The cluster fencer: a small process beside the daemon (started by it with --cluster-store, its
+// The cluster fencer: a small process beside the daemon (started by it with the cluster, in its
 // own session, so it outlives the daemon as the supervisor does) that keeps the self-fence's
 // promise when the daemon itself dies — kill -9, a crash, the OOM killer. A dead daemon renews no
 // lease: its lease expires at etcd and the leader re-places its replicas elsewhere, while the

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { dockerOk, testImages } from '../test/e2e/harness/clients.ts';
 import { startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
+import { formSwarm } from '../test/e2e/harness/swarm.ts';
 import { runEngine } from '../test/e2e/harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from '../test/e2e/harness/etcd.ts';
 
@@ -44,6 +45,7 @@ async function main(): Promise<number> {
     const store = ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', 'discovery.ttl=5'];
     for (let i = 0; i < 3; i++) ds.push(await startDaemon({ args: store, env: { ENGINE_CLUSTER_COMPACT_MS: String(values['compact-ms']) } }));
     for (const d of ds) await dockerOk(() => d)('load', '-i', imgs.dockerArchive);
+    await formSwarm(ds);
     const end = Date.now() + MINUTES * 60_000;
     let nextReport = 0;
     let applies = 0;

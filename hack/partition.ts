@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dockerOk, testImages } from '../test/e2e/harness/clients.ts';
 import { startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
+import { formSwarm } from '../test/e2e/harness/swarm.ts';
 import { runEngine } from '../test/e2e/harness/engine-cli.ts';
 import { startEtcd } from '../test/e2e/harness/etcd.ts';
 import { startNetns } from '../test/e2e/harness/netns.ts';
@@ -57,6 +58,7 @@ async function main(): Promise<number> {
     const store = `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`;
     ds.push(...(await Promise.all(net.names.map((ns, i) => startDaemon({ netns: ns, args: ['--cluster-store', store, '--cluster-store-opt', `discovery.ttl=${TTL}`, '--cluster-default-advertise-addr', net.addr(i)] })))));
     for (const d of ds) await dockerOk(() => d)('load', '-i', imgs.dockerArchive);
+    await formSwarm(ds, net.names.map((_, i) => net.addr(i)));
     await until('three nodes', async () => (await dockerOk(() => ds[0]!)('node', 'ls', '-q')).split('\n').filter(Boolean).length === N, 60_000);
     const f = join(dir, 'stack.yaml');
     writeFileSync(f, `services:\n  web:\n    image: ${imgs.tag}\n    command: ["sleep", "3600"]\n    stop_grace_period: 30s\n    deploy:\n      replicas: ${N}\n`);

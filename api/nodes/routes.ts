@@ -2,8 +2,7 @@
 // keep alive in etcd) and, in a swarm made by `swarm init`, the node specs (role, availability,
 // labels, name: `docker node update`) and the swarm's root CA; while the node is in no cluster, the
 // reference's 503. `docker node ls` and `docker node inspect self` (the CLI reads /info's NodeID
-// for "self") work against any node. Update and remove need the swarm (a --cluster-store node has
-// no node specs: 503 as a daemon without a swarm).
+// for "self") work against any node.
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { notFound, unavailable } from '../../lib/errors.ts';
@@ -66,7 +65,7 @@ export function nodeRoutes(deps: NodeRouteDeps) {
       const { cluster, specs, render } = await view();
       return cluster
         .nodes()
-        .filter((n) => match({ id: n.id, hostname: n.hostname, spec: specs?.get(n.id)?.spec ?? { Labels: {}, Role: 'manager', Availability: 'active' }, engineLabels: n.labels ?? {} }))
+        .filter((n) => match({ id: n.id, hostname: n.hostname, spec: specs?.get(n.id)?.spec ?? { Labels: {}, Role: n.role ?? 'manager', Availability: 'active' }, engineLabels: n.labels ?? {} }))
         .map(render);
     });
 

@@ -110,7 +110,7 @@ export function nodeView(r: NodeRecord, o: NodeViewOptions): Record<string, unkn
   const status: Record<string, unknown> = { State: down ? 'down' : 'ready' };
   if (r.addr) status.Addr = r.addr;
 
-  const spec = o.spec?.spec ?? { Labels: {}, Role: 'manager', Availability: 'active' };
+  const spec = o.spec?.spec ?? { Labels: {}, Role: r.role ?? 'manager', Availability: 'active' };
   const managerStatus: Record<string, unknown> = {};
   if (!down && o.leaderId !== undefined && r.id === o.leaderId) managerStatus.Leader = true;
   managerStatus.Reachability = down ? 'unreachable' : 'reachable';
@@ -160,6 +160,8 @@ export interface SwarmInfoOptions {
   clusterVersion?: number;
   /** Swarm.Cluster whole (the swarm's cluster object, lib/swarm/cluster-object.ts's clusterInfo); default the swarmkit defaults. */
   cluster?: Record<string, unknown>;
+  /** This node is a manager (default true): a worker's section has no cluster, counts or control. */
+  manager?: boolean;
 }
 
 /** The `Swarm` section of GET /info of a node that is not in a cluster (as api/system/info-defaults.ts). */
@@ -175,24 +177,24 @@ export function inactiveSwarmInfo(): Record<string, unknown> {
 export function swarmInfo(self: NodeRecord | undefined, nodes: NodeRecord[], o: SwarmInfoOptions): Record<string, unknown> {
   if (o.state === 'inactive') return inactiveSwarmInfo();
   const active = o.state === 'active';
-  const sorted = [...nodes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const manager = o.manager !== false;
+  const managers = nodes.filter((n) => n.role !== 'worker');
+  const sorted = [...managers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const remote = sorted.filter((n) => n.addr).map((n) => ({ NodeID: n.id, Addr: `${n.addr}:${MANAGER_PORT}` }));
 
   const info: Record<string, unknown> = {
     NodeID: self?.id ?? '',
     NodeAddr: self?.addr ?? '',
     LocalNodeState: o.state,
-    ControlAvailable: active,
+    ControlAvailable: active && manager,
     Error: o.error ?? '',
     RemoteManagers: remote.length && o.state !== 'error' ? remote : null,
   };
-  if (!active) return info;
+  if (!active || !manager) return info;
 
-  // Every node is a manager: Nodes and Managers are the same count (omitempty when 0).
-  if (nodes.length) {
-    info.Nodes = nodes.length;
-    info.Managers = nodes.length;
-  }
+  // Nodes and Managers (omitempty when 0).
+  if (nodes.length) info.Nodes = nodes.length;
+  if (managers.length) info.Managers = managers.length;
   const createdAt =
     o.clusterCreatedAt ??
     nodes.map((n) => n.createdAt).filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b))[0] ??

@@ -18,7 +18,7 @@ import type { ApiStore } from '../containers/store.ts';
 import { nameParams, q } from '../request.ts';
 import { gone, writeAndWait } from '../write-and-wait.ts';
 
-/** Cluster stacks in the cluster store (cmd fills it when --cluster-store is set). */
+/** Cluster stacks in the swarm's etcd (undefined while the node is in no swarm). */
 export interface ClusterStacksPort {
   put(name: string, document: ComposeApp): Promise<{ created: boolean; view: Record<string, unknown> }>;
   get(name: string): Promise<Record<string, unknown> | undefined>;
@@ -85,7 +85,7 @@ export function stackRoutes(deps: StackRouteDeps) {
       if (!scope || scope === 'local') return undefined;
       if (scope !== 'cluster') throw invalidArgument(`invalid scope ${JSON.stringify(scope)}: expected local or cluster`);
       const cluster = deps.cluster?.();
-      if (!cluster) throw invalidArgument('scope=cluster needs a cluster store (--cluster-store)');
+      if (!cluster) throw invalidArgument('scope=cluster needs the node to be in a swarm (docker swarm init or docker swarm join)');
       return cluster;
     };
     const clusterManaged = (r: StackResource | undefined) => {

@@ -18,6 +18,16 @@ export interface SwarmInitRequest {
   SubnetSize?: number;
 }
 
+/** POST /swarm/join's body (moby's api/types/swarm JoinRequest). */
+export interface SwarmJoinRequest {
+  ListenAddr?: string;
+  AdvertiseAddr?: string;
+  DataPathAddr?: string;
+  RemoteAddrs?: string[];
+  JoinToken?: string;
+  Availability?: string;
+}
+
 export interface SwarmUpdate {
   version: bigint;
   spec: SwarmSpecInput;
@@ -29,11 +39,12 @@ export interface SwarmUpdate {
 export interface SwarmPort {
   /** The node's state in the swarm made by init or join (inactive in none) and the reason of an error. */
   local(): { state: LocalNodeState; error: string; manager: boolean };
-  /** True when the swarm is this daemon's (made by init or join); false for --cluster-store's membership. */
+  /** True while the node is in a swarm (made by init or join). */
   readonly inSwarm: boolean;
   /** The cluster object as last read or written (for /info), undefined when not known. */
   cached(): ClusterRecord | undefined;
   init(req: SwarmInitRequest): Promise<string>;
+  join(req: SwarmJoinRequest): Promise<void>;
   leave(force: boolean): Promise<void>;
   inspect(): Promise<ClusterRecord>;
   update(u: SwarmUpdate): Promise<void>;

@@ -1,14 +1,13 @@
 // The swarm routes of a node (moby's api/server/router/swarm): init, leave, inspect, update and the
-// unlock key, answered from the node's swarm (./port.ts); join is (5 of 21)'s. A node in no swarm
-// answers as the reference (503); so does one asked to init or join while it is in one.
+// unlock key, and join (through --cluster-store's etcd for now), answered from the node's swarm
+// (./port.ts). A node in no swarm answers as the reference (503); so does one asked to init or
+// join while it is in one.
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { invalidArgument, unavailable } from '../../lib/errors.ts';
 import { parseSwarmVersion, swarmObject, type SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import { q } from '../request.ts';
 import type { SwarmPort } from './port.ts';
-
-const ALREADY_IN_SWARM = 'This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.';
 
 const str = z.string().nullish();
 const num = z.number().nullish();
@@ -38,6 +37,15 @@ const initBody = z.looseObject({
   SubnetSize: num,
 });
 
+const joinBody = z.looseObject({
+  ListenAddr: str,
+  AdvertiseAddr: str,
+  DataPathAddr: str,
+  RemoteAddrs: z.array(z.string()).nullish(),
+  JoinToken: str,
+  Availability: z.enum(['active', 'pause', 'drain', '']).nullish(),
+});
+
 /** Go's omitted and null fields are zero: undefined here. */
 function clean<T>(v: T): T {
   return JSON.parse(JSON.stringify(v, (_k, x) => (x === null ? undefined : x))) as T;
@@ -65,9 +73,17 @@ export function swarmRoutes(swarm: SwarmPort, notManager: string) {
       reply.type('application/json').send(JSON.stringify(id));
     });
 
-    app.post('/swarm/join', async () => {
-      if (swarm.inSwarm || swarm.local().state !== 'inactive') throw unavailable(ALREADY_IN_SWARM);
-      throw unavailable(notManager);
+    app.post('/swarm/join', { schema: { body: joinBody.nullish() } }, async (req, reply) => {
+      const b = clean(req.body ?? {});
+      await swarm.join({
+        ListenAddr: b.ListenAddr ?? undefined,
+        AdvertiseAddr: b.AdvertiseAddr ?? undefined,
+        DataPathAddr: b.DataPathAddr ?? undefined,
+        RemoteAddrs: b.RemoteAddrs ?? undefined,
+        JoinToken: b.JoinToken ?? undefined,
+        Availability: b.Availability ?? undefined,
+      });
+      reply.code(200).send();
     });
 
     app.post('/swarm/leave', { schema: { querystring: z.looseObject({ force: q.bool() }) } }, async (req, reply) => {

@@ -66,11 +66,12 @@ function clusterSwarm(c: ClusterPort, swarm: SwarmPort | undefined): Record<stri
     clusterId: rec?.id ?? CLUSTER_ID,
     error: c.error,
     state: c.state,
+    manager: swarm ? swarm.local().manager : true,
     ...(rec ? { cluster: clusterInfo(rec) } : {}),
   });
 }
 
-/** /info's Swarm section: the swarm made by init (its state while it starts), else --cluster-store's membership; undefined in none. */
+/** /info's Swarm section: the swarm's (its state while it starts), from the membership once it runs; undefined in none. */
 function swarmSection(swarm: SwarmPort | undefined, cluster: ClusterPort | undefined): Record<string, unknown> | undefined {
   if (swarm?.inSwarm) {
     const l = swarm.local();

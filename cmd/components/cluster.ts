@@ -1,11 +1,11 @@
-// Cluster membership (--cluster-store etcd://…): the node's record, lease and leader campaign
+// Cluster membership (on the swarm's etcd: cmd/swarm/node.ts starts it): the node's record, lease and leader campaign
 // (reconcilers/node/membership.ts), with the facts it advertises — hostname, the advertise
 // address, engine version, the daemon's labels (they follow a reload), CPUs, memory and
-// --node-generic-resource. Without a cluster store the component is null and nothing changes.
+// --node-generic-resource. Until the node enters a swarm the holder holds none and nothing changes.
 import { cpus, hostname, machine, networkInterfaces, totalmem } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { parseClusterStore, type ClusterStore } from '../../lib/cluster/store-url.ts';
+import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import type { ControllerFamilies } from '../../controllers/metrics.ts';
 import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
 import type { Store } from '../../store/store.ts';
@@ -80,6 +80,8 @@ export interface ClusterDeps {
 export interface ClusterIdentity {
   nodeId: string;
   addr: string;
+  /** A worker does not stand for the leadership (its placer never runs). */
+  role: 'manager' | 'worker';
 }
 
 /** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
@@ -98,6 +100,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: Clu
     nanoCpus: cpus().length * 1e9,
     memoryBytes: totalmem(),
     genericResources: generic,
+    ...(who ? { role: who.role } : {}),
   });
   const clog = log.child({ component: 'cluster' });
   // The agent is made below; the fence's callbacks reach it once it exists.
@@ -109,7 +112,15 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: Clu
     onDeadline: () => agent?.deadline(),
     onRelease: () => agent?.release(),
   });
-  const membership = new ClusterMembership({ store: spec, nodeId: who?.nodeId ?? loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')), facts, log: clog, lease: fence, metrics });
+  const membership = new ClusterMembership({
+    store: spec,
+    nodeId: who?.nodeId ?? loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')),
+    facts,
+    log: clog,
+    lease: fence,
+    metrics,
+    candidate: who?.role !== 'worker',
+  });
   const etcd = () => membership.etcd;
   agent = new NodeAgent({
     store: d.store,
@@ -169,7 +180,7 @@ export async function stopCluster(c: Cluster): Promise<void> {
 
 /**
  * The cluster this node is in now, if any: what the API and the reload read (through getters, as
- * the node joins and leaves while the daemon runs). With --cluster-store it joins at start.
+ * the node joins and leaves while the daemon runs).
  */
 export class ClusterHolder {
   private readonly deps: ClusterDeps;
@@ -201,9 +212,8 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
     id: 'cluster',
     requires: ['paths', 'store', 'supervisor-client', 'metrics'],
     init: async (ctx) => {
-      const holder = new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers });
-      if (cfg.clusterStore) await holder.start(parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts));
-      return holder;
+      // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers });
     },
     close: (holder) => holder.stop(),
   });

@@ -1,6 +1,7 @@
-// The node's swarm (cmd/swarm/node.ts): made by `swarm init`, brought back at start while the node
-// is in one (in the background: the daemon does not wait for its etcd member), its member and
-// membership stopped at shutdown.
+// The node's swarm (cmd/swarm/node.ts): made by `swarm init` (on a managed etcd member, or in
+// --cluster-store's etcd) or `swarm join`, brought back at start while the node is in one (in the
+// background: the daemon does not wait for its etcd), its member and membership stopped at shutdown.
+import { parseClusterStore } from '../../lib/cluster/store-url.ts';
 import { SwarmNode } from '../swarm/node.ts';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
@@ -15,10 +16,10 @@ export function swarmComponent({ cfg, log }: DaemonEnv) {
         execRoot: ctx.get('paths').execRoot,
         defaultAdvertiseAddr: cfg.clusterDefaultAdvertiseAddr,
         holder: ctx.get('cluster'),
+        ...(cfg.clusterStore ? { clusterStore: parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts) } : {}),
         log: log.child({ component: 'swarm' }),
       });
-      // A node on --cluster-store's etcd is in that cluster already (docs/cluster.md).
-      if (!cfg.clusterStore) await node.resume();
+      await node.resume();
       return node;
     },
     close: (node) => node.close(),

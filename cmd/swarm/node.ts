@@ -1,53 +1,41 @@
 // The node's swarm (the reference's swarm mode) on etcd: `swarm init` makes the cluster's CA and
-// this node's certificate, starts the managed etcd member (drivers/swarm/etcd-member.ts) and joins
-// the cluster membership of (3 of 21) on it (cmd/components/cluster.ts's ClusterHolder: one
-// cluster implementation), then writes the cluster object; `swarm leave` undoes all of it. The
-// node's part is kept under <data-root>/swarm (./state.ts): at daemon start a manager's member and
-// membership start again in the background (the node answers `pending` meanwhile, `error` with the
-// reason if they cannot). The cluster object lives at /engine/swarm/cluster; its version is that
-// key's etcd mod revision, so an update names the revision it read and etcd refuses a stale one.
-import { randomBytes } from 'node:crypto';
+// this node's certificate, starts the managed etcd member (drivers/swarm/etcd-member.ts; none with
+// --cluster-store, whose etcd holds the swarm) and joins the cluster membership of (3 of 21) on it
+// (cmd/components/cluster.ts's ClusterHolder: one cluster implementation), then writes the cluster
+// object (./objects.ts); `swarm join` enters the swarm in --cluster-store's etcd with a join token;
+// `swarm leave` undoes either. The node's part is kept under <data-root>/swarm (./state.ts): at
+// daemon start its member and membership start again in the background (the node answers
+// `pending` meanwhile, `error` with the reason while they cannot).
 import { networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import ipaddr from 'ipaddr.js';
-import { issueNodeCert, makeRootCa, type KeyPair } from '../../drivers/swarm/ca.ts';
+import { issueNodeCert, makeRootCa } from '../../drivers/swarm/ca.ts';
 import { EtcdMember, SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
-import { EngineError, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
-import { normaliseAddr, resolveAdvertiseAddr, resolveDataPathAddr, resolveListenAddr, SwarmAddressError, type Interfaces } from '../../lib/swarm/addresses.ts';
+import { conflict, EngineError, internal, invalidArgument, notImplemented, unavailable } from '../../lib/errors.ts';
+import type { Interfaces } from '../../lib/swarm/addresses.ts';
 import { initSpec, replacedSpec, type ClusterRecord, type SwarmSpec } from '../../lib/swarm/cluster-object.ts';
-import { makeJoinToken } from '../../lib/swarm/join-token.ts';
+import { caDigest, makeJoinToken, parseJoinToken } from '../../lib/swarm/join-token.ts';
+import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import { DEFAULT_DISCOVERY_TTL } from '../../lib/cluster/store-url.ts';
-import type { SwarmInitRequest, SwarmPort, SwarmUpdate } from '../../api/swarm/port.ts';
+import type { SwarmInitRequest, SwarmJoinRequest, SwarmPort, SwarmUpdate } from '../../api/swarm/port.ts';
 import type { LocalNodeState } from '../../api/nodes/views.ts';
 import type { ClusterHolder } from '../components/cluster.ts';
 import type { NodeAvailability, NodeSpec } from '../../lib/swarm/node-spec.ts';
-import { NodeSpecs } from './node-specs.ts';
+import { bounded, storedSwarm, SWARM_IN_STORE, SwarmObjects, type StoredCluster } from './objects.ts';
+import { certHosts, checkDataPathPort, checkPool, newSwarmId, nodeAddresses, type NodeAddresses } from './requests.ts';
 import { SwarmFiles, type SwarmState } from './state.ts';
-
-export const CLUSTER_KEY = '/engine/swarm/cluster';
-export const CA_KEY = '/engine/swarm/ca';
 
 export const ALREADY_IN_SWARM = 'This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.';
 export const NOT_IN_SWARM = 'This node is not part of a swarm';
 const LAST_MANAGER =
   'You are attempting to leave the swarm on a node that is participating as a manager. Removing the last manager erases all current state of the swarm. Use `--force` to ignore this message. ';
-const OUT_OF_SEQUENCE = 'rpc error: code = Unknown desc = update out of sequence';
+const OTHER_MANAGERS = 'You are attempting to leave the swarm on a node that is participating as a manager. Use `--force` to suppress this message.';
 const NO_AUTOLOCK = 'autolock is not supported yet: manager autolock comes with joining nodes';
-const DEFAULT_POOL = ['10.0.0.0/8'];
-const DEFAULT_SUBNET_SIZE = 24;
-const DEFAULT_DATA_PATH_PORT = 4789;
+const INVALID_TOKEN = 'rpc error: code = InvalidArgument desc = A valid join token is necessary to join this cluster';
+const JOIN_OVER_NETWORK = 'joining a swarm through a manager\'s address is not supported yet: a node started with --cluster-store joins the swarm in that etcd';
+const NO_SWARM_IN_STORE = 'the cluster store holds no swarm: run "docker swarm init" on a node first';
 const RETRY_MS = 5000;
-
-/** A swarm id (node or cluster): 25 characters of [a-z0-9], as swarmkit's identity.NewID. */
-export function newSwarmId(): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  return [...randomBytes(25)].map((b) => alphabet[b % alphabet.length]).join('');
-}
-
-/** The cluster object as stored: ClusterRecord without its version (the key's mod revision). */
-type StoredCluster = Omit<ClusterRecord, 'version'>;
 
 export interface SwarmNodeDeps {
   dataRoot: string;
@@ -55,6 +43,8 @@ export interface SwarmNodeDeps {
   /** --cluster-default-advertise-addr. */
   defaultAdvertiseAddr: string;
   holder: ClusterHolder;
+  /** --cluster-store's etcd: the swarm lives there (no managed member). */
+  clusterStore?: ClusterStore;
   log: Logger;
   /** Interfaces and their addresses (tests pass a table). */
   interfaces?: () => Interfaces;
@@ -66,7 +56,7 @@ export class SwarmNode implements SwarmPort {
   private readonly files: SwarmFiles;
   private state: SwarmState | undefined;
   private member: EtcdMember | undefined;
-  private record: ClusterRecord | undefined;
+  private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
   private resuming = false;
   private resumeError = '';
@@ -74,12 +64,11 @@ export class SwarmNode implements SwarmPort {
   /** One init, leave or update at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
-  private readonly specs: NodeSpecs;
 
   constructor(d: SwarmNodeDeps) {
     this.d = d;
     this.files = new SwarmFiles(d.dataRoot);
-    this.specs = new NodeSpecs(() => this.etcd());
+    this.objects = new SwarmObjects(() => this.etcd());
   }
 
   get inSwarm(): boolean {
@@ -96,7 +85,7 @@ export class SwarmNode implements SwarmPort {
   }
 
   cached(): ClusterRecord | undefined {
-    return this.record;
+    return this.objects.cached();
   }
 
   /** At daemon start: a node that was in a swarm is brought back (in the background). */
@@ -130,25 +119,25 @@ export class SwarmNode implements SwarmPort {
       const pool = checkPool(req.DefaultAddrPool, req.SubnetSize);
       const dataPathPort = checkDataPathPort(req.DataPathPort);
       const addrs = this.addresses(req);
-      const nodeId = newSwarmId();
-      const clusterId = newSwarmId();
+      const external = !!this.d.clusterStore;
+      if (external) await this.withStore(async (etcd) => {
+        if (await storedSwarm(etcd)) throw conflict(SWARM_IN_STORE);
+      });
       const state: SwarmState = {
-        nodeId,
-        clusterId,
+        nodeId: newSwarmId(),
+        clusterId: newSwarmId(),
         role: 'manager',
         ...addrs,
-        member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT },
+        store: external ? 'external' : 'managed',
+        ...(external ? {} : { member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT } }),
       };
-      // What a failed init or a crash in one left is not this swarm's.
-      await this.files.removeAll();
-      try {
+      return await this.enter(state, async () => {
         const ca = await makeRootCa();
-        const cert = await issueNodeCert(ca, { nodeId, clusterId, role: 'swarm-manager', hosts: certHosts(state) });
-        await this.files.writeCerts(ca.certPem, cert);
-        await this.startManager(state, false);
+        await this.files.writeCerts(ca.certPem, await issueNodeCert(ca, { nodeId: state.nodeId, clusterId: state.clusterId, role: 'swarm-manager', hosts: certHosts(state) }));
+        await this.startNode(state);
         const now = new Date().toISOString();
         const stored: StoredCluster = {
-          id: clusterId,
+          id: state.clusterId,
           createdAt: now,
           updatedAt: now,
           spec,
@@ -158,50 +147,67 @@ export class SwarmNode implements SwarmPort {
           subnetSize: pool.subnetSize,
           dataPathPort,
         };
-        const etcd = this.etcd();
-        await etcd.put(CA_KEY).value(JSON.stringify(ca satisfies KeyPair));
-        await etcd.put(CLUSTER_KEY).value(JSON.stringify(stored));
-        await this.specs.put(nodeId, { Labels: {}, Role: 'manager', Availability: (req.Availability || 'active') as NodeAvailability });
-        await this.files.write(state);
-        this.state = state;
-        await this.readRecord();
-        await this.joined();
-        this.d.log.info({ nodeId, clusterId, advertise: `${state.advertiseHost}:${state.advertisePort}` }, 'swarm initialised');
-        return nodeId;
-      } catch (err) {
-        await this.d.holder.stop().catch(() => {});
-        await this.member?.remove().catch(() => {});
-        this.member = undefined;
-        await this.files.removeAll().catch(() => {});
-        this.state = undefined;
-        this.record = undefined;
-        if (err instanceof EngineError && (err.code === 'InvalidArgument' || err.code === 'Unavailable')) throw err;
-        throw internal(`could not initialise the swarm: ${err instanceof Error ? err.message : String(err)}`, err);
-      }
+        // Only where no swarm is yet (another node's init may have won since the check above).
+        await this.objects.create(stored, ca);
+        await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: 'manager', Availability: (req.Availability || 'active') as NodeAvailability }));
+      });
+    });
+  }
+
+  /**
+   * Joins the swarm in --cluster-store's etcd with one of its join tokens: its CA digest must be the
+   * swarm's, its secret the worker's or the manager's (the role it joins as). Joining over the
+   * network (a manager's listen address) is (5 of 21)'s.
+   */
+  join(req: SwarmJoinRequest): Promise<void> {
+    return this.serial(async () => {
+      if (this.state || this.d.holder.current) throw unavailable(ALREADY_IN_SWARM);
+      const token = parseJoinToken(req.JoinToken ?? '');
+      if (!token) throw invalidArgument(INVALID_TOKEN);
+      if (!this.d.clusterStore) throw notImplemented(JOIN_OVER_NETWORK);
+      const addrs = this.addresses(req);
+      const found = await this.withStore(storedSwarm);
+      if (!found?.ca) throw unavailable(NO_SWARM_IN_STORE);
+      const { stored, ca } = found;
+      if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(`${INVALID_TOKEN}: its CA digest is not this swarm's root CA's`);
+      const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
+      if (!role) throw invalidArgument(INVALID_TOKEN);
+      const state: SwarmState = { nodeId: newSwarmId(), clusterId: stored.id, role, ...addrs, store: 'external' };
+      await this.enter(state, async () => {
+        const hosts = certHosts(state);
+        await this.files.writeCerts(ca.certPem, await issueNodeCert(ca, { nodeId: state.nodeId, clusterId: state.clusterId, role: role === 'manager' ? 'swarm-manager' : 'swarm-worker', hosts }));
+        await this.startNode(state);
+        await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: role, Availability: (req.Availability || 'active') as NodeAvailability }));
+      });
     });
   }
 
   leave(force: boolean): Promise<void> {
     return this.serial(async () => {
-      if (!this.state) throw unavailable(NOT_IN_SWARM);
-      // This node is its swarm's only manager until nodes join ((5 of 21)).
-      if (this.state.role === 'manager' && !force) throw unavailable(LAST_MANAGER);
+      const state = this.state;
+      if (!state) throw unavailable(NOT_IN_SWARM);
+      const managers = state.role === 'manager' ? await this.objects.managerCount() : 0;
+      if (state.role === 'manager' && !force) throw unavailable(managers <= 1 ? LAST_MANAGER : OTHER_MANAGERS);
       clearTimeout(this.resumeTimer);
       this.resuming = false;
       this.resumeError = '';
+      if (state.store === 'external') {
+        // Its spec and lasting record go; the last manager takes the swarm with it.
+        await this.objects.forget(state.nodeId, state.role === 'manager' && managers <= 1).catch((err: Error) => this.d.log.warn({ err: err.message }, 'could not remove the node from the cluster store'));
+      }
       await this.d.holder.stop();
       await this.member?.remove();
       this.member = undefined;
       await this.files.removeAll();
-      this.d.log.info({ nodeId: this.state.nodeId }, 'left the swarm');
+      this.d.log.info({ nodeId: state.nodeId }, 'left the swarm');
       this.state = undefined;
-      this.record = undefined;
+      this.objects.clear();
     });
   }
 
   async inspect(): Promise<ClusterRecord> {
     this.manager();
-    return await this.readRecord();
+    return await this.objects.read();
   }
 
   update(u: SwarmUpdate): Promise<void> {
@@ -209,41 +215,26 @@ export class SwarmNode implements SwarmPort {
       this.manager();
       const spec: SwarmSpec = replacedSpec(u.spec ?? {});
       if (spec.EncryptionConfig.AutoLockManagers) throw invalidArgument(NO_AUTOLOCK);
-      const cur = await this.readRecord();
-      if (BigInt(cur.version) !== u.version) throw internal(OUT_OF_SEQUENCE);
-      const { version: _v, ...rest } = cur;
-      const next: StoredCluster = {
-        ...rest,
-        spec,
-        updatedAt: new Date().toISOString(),
-        tokens: {
-          worker: u.rotateWorkerToken ? makeJoinToken(cur.rootCaPem) : cur.tokens.worker,
-          manager: u.rotateManagerToken ? makeJoinToken(cur.rootCaPem) : cur.tokens.manager,
-        },
-      };
-      const etcd = this.etcd();
-      const r = await etcd.if(CLUSTER_KEY, 'Mod', '==', String(u.version)).then(etcd.put(CLUSTER_KEY).value(JSON.stringify(next))).commit();
-      if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
-      await this.readRecord();
+      await this.objects.update(u.version, spec, { worker: u.rotateWorkerToken, manager: u.rotateManagerToken });
     });
   }
 
   async nodeSpecs(): Promise<Map<string, { spec: NodeSpec; version: number }>> {
     this.manager();
-    return await this.specs.list();
+    return await this.objects.specs.list();
   }
 
   updateNode(id: string, version: bigint, spec: NodeSpec): Promise<void> {
     return this.serial(async () => {
       this.manager();
-      await this.specs.update(id, version, spec);
+      await this.objects.specs.update(id, version, spec);
     });
   }
 
   removeNode(id: string, o: { force: boolean; down: boolean }): Promise<void> {
     return this.serial(async () => {
       this.manager();
-      await this.specs.remove(id, o);
+      await this.objects.specs.remove(id, o);
     });
   }
 
@@ -263,57 +254,83 @@ export class SwarmNode implements SwarmPort {
     return e;
   }
 
-  private async readRecord(): Promise<ClusterRecord> {
-    let kv;
-    try {
-      kv = (await this.etcd().get(CLUSTER_KEY).exec()).kvs[0];
-    } catch (err) {
-      throw unavailable(`The swarm does not answer: ${err instanceof Error ? err.message : String(err)}`, err);
-    }
-    if (!kv) throw unavailable('The swarm has no cluster object');
-    const stored = JSON.parse(kv.value.toString()) as StoredCluster;
-    this.record = { ...stored, version: Number(kv.mod_revision) };
-    return this.record;
+  private addresses(req: { ListenAddr?: string; AdvertiseAddr?: string; DataPathAddr?: string }): NodeAddresses {
+    return nodeAddresses(req, this.d.defaultAdvertiseAddr, this.d.interfaces?.() ?? (networkInterfaces() as Interfaces));
   }
 
-  private addresses(req: SwarmInitRequest): Pick<SwarmState, 'listenAddr' | 'advertiseHost' | 'advertisePort' | 'dataPathAddr'> {
-    const ifaces = this.d.interfaces?.() ?? (networkInterfaces() as Interfaces);
+  /**
+   * The node enters the swarm in `state`: `steps` make its certificates, start it and write what the
+   * swarm keeps of it; then the state file, and the answer once the membership has joined. Whatever
+   * fails undoes all of it (the node is in no swarm, as before).
+   */
+  private async enter(state: SwarmState, steps: () => Promise<void>): Promise<string> {
+    // What a failed init or a crash in one left is not this swarm's.
+    await this.files.removeAll();
     try {
-      const listenAddr = normaliseAddr(req.ListenAddr || '0.0.0.0:2377');
-      const listen = resolveListenAddr(listenAddr, ifaces);
-      const adv = resolveAdvertiseAddr({ advertiseAddr: req.AdvertiseAddr ?? '', listenPort: listen.port, defaultAdvertiseAddr: this.d.defaultAdvertiseAddr, ifaces });
-      return { listenAddr, advertiseHost: adv.host, advertisePort: adv.port, dataPathAddr: resolveDataPathAddr(req.DataPathAddr ?? '', ifaces) };
+      await steps();
+      await this.files.write(state);
+      this.state = state;
+      if (state.role === 'manager') await this.objects.read();
+      await this.joined();
+      this.d.log.info({ nodeId: state.nodeId, clusterId: state.clusterId, role: state.role, store: state.store, advertise: `${state.advertiseHost}:${state.advertisePort}` }, 'entered the swarm');
+      return state.nodeId;
     } catch (err) {
-      if (err instanceof SwarmAddressError) throw invalidArgument(err.message);
-      throw err;
+      if (state.store === 'external' && this.d.holder.current) await this.objects.forget(state.nodeId, false).catch(() => {});
+      await this.d.holder.stop().catch(() => {});
+      await this.member?.remove().catch(() => {});
+      this.member = undefined;
+      await this.files.removeAll().catch(() => {});
+      this.state = undefined;
+      this.objects.clear();
+      if (err instanceof EngineError && ['InvalidArgument', 'Unavailable', 'Conflict'].includes(err.code)) throw err;
+      throw internal(`could not enter the swarm: ${err instanceof Error ? err.message : String(err)}`, err);
     }
   }
 
-  /** Starts the member and joins the membership on it. */
-  private async startManager(state: SwarmState, forceNewCluster: boolean): Promise<void> {
-    const certs = await this.files.readCerts();
-    const member = new EtcdMember({
-      name: state.nodeId,
-      dir: this.files.dir,
-      runDir: this.d.execRoot,
-      advertiseHost: state.advertiseHost,
-      clientPort: state.member?.clientPort,
-      peerPort: state.member?.peerPort,
-      tls: certs,
-      clusterToken: state.clusterId,
-      forceNewCluster,
-      log: this.d.log.child({ component: 'swarm-etcd' }),
-      binary: this.d.etcdBinary,
-    });
-    this.member = member;
-    await member.start();
-    const spec: ClusterStore = {
-      endpoints: [member.clientUrl],
-      tls: { caFile: this.files.cert('swarm-root-ca.crt'), certFile: this.files.cert('swarm-node.crt'), keyFile: this.files.cert('swarm-node.key') },
-      ttlSeconds: DEFAULT_DISCOVERY_TTL,
-      fenceMarginSeconds: 2,
-    };
-    await this.d.holder.start(spec, { nodeId: state.nodeId, addr: state.advertiseHost });
+  /** A short-lived client of --cluster-store's etcd (before the node is in its swarm). */
+  private async withStore<T>(fn: (etcd: Etcd3) => Promise<T>): Promise<T> {
+    const client = await etcdClient(this.d.clusterStore!);
+    try {
+      return await bounded(fn(client));
+    } catch (err) {
+      if (err instanceof EngineError) throw err;
+      throw unavailable(`The swarm's etcd does not answer: ${err instanceof Error ? err.message : String(err)}`, err);
+    } finally {
+      client.close();
+    }
+  }
+
+  /** Starts the node's part: the managed member first (a manager of a managed swarm), then the membership. */
+  private async startNode(state: SwarmState, forceNewCluster = false): Promise<void> {
+    let spec: ClusterStore;
+    if (state.store === 'external') {
+      if (!this.d.clusterStore) throw new Error('the node is in a swarm on an external etcd and the daemon was started without --cluster-store');
+      spec = this.d.clusterStore;
+    } else {
+      const certs = await this.files.readCerts();
+      const member = new EtcdMember({
+        name: state.nodeId,
+        dir: this.files.dir,
+        runDir: this.d.execRoot,
+        advertiseHost: state.advertiseHost,
+        clientPort: state.member?.clientPort,
+        peerPort: state.member?.peerPort,
+        tls: certs,
+        clusterToken: state.clusterId,
+        forceNewCluster,
+        log: this.d.log.child({ component: 'swarm-etcd' }),
+        binary: this.d.etcdBinary,
+      });
+      this.member = member;
+      await member.start();
+      spec = {
+        endpoints: [member.clientUrl],
+        tls: { caFile: this.files.cert('swarm-root-ca.crt'), certFile: this.files.cert('swarm-node.crt'), keyFile: this.files.cert('swarm-node.key') },
+        ttlSeconds: DEFAULT_DISCOVERY_TTL,
+        fenceMarginSeconds: 2,
+      };
+    }
+    await this.d.holder.start(spec, { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role });
   }
 
   /** Waits (a while) for the membership to have joined: init answers once /info says active, as the reference's. */
@@ -327,8 +344,8 @@ export class SwarmNode implements SwarmPort {
     const state = this.state!;
     await this.d.holder.stop();
     await this.member?.stop();
-    await this.startManager(state, true);
-    await this.readRecord();
+    await this.startNode(state, true);
+    await this.objects.read();
     await this.joined();
     return state.nodeId;
   }
@@ -340,8 +357,8 @@ export class SwarmNode implements SwarmPort {
     try {
       await this.serial(async () => {
         if (this.state !== state || this.closed) return;
-        if (state.role === 'manager') await this.startManager(state, false);
-        await this.readRecord().catch(() => undefined);
+        await this.startNode(state);
+        if (state.role === 'manager') await this.objects.read().catch(() => undefined);
       });
       this.resumeError = '';
       this.resuming = false;
@@ -359,35 +376,4 @@ export class SwarmNode implements SwarmPort {
     this.queue = run.catch(() => {});
     return run;
   }
-}
-
-/** The names a node certificate carries: the advertise and listen hosts (not unspecified ones). */
-function certHosts(s: SwarmState): string[] {
-  const listenHost = s.listenAddr.replace(/:\d*$/, '').replace(/^\[|\]$/g, '');
-  const hosts = new Set([s.advertiseHost]);
-  if (ipaddr.isValid(listenHost) && ipaddr.parse(listenHost).range() !== 'unspecified') hosts.add(ipaddr.parse(listenHost).toString());
-  return [...hosts];
-}
-
-/** DefaultAddrPool and SubnetSize: CIDRs, and a subnet size that fits in each. */
-function checkPool(pool: string[] | null | undefined, size: number | undefined): { pool: string[]; subnetSize: number } {
-  const p = pool?.length ? pool : DEFAULT_POOL;
-  const subnetSize = size || DEFAULT_SUBNET_SIZE;
-  for (const c of p) {
-    let bits: number;
-    try {
-      bits = ipaddr.parseCIDR(c)[1];
-    } catch {
-      throw invalidArgument(`invalid default address pool ${JSON.stringify(c)}: invalid CIDR address: ${c}`);
-    }
-    if (subnetSize < bits || subnetSize > 32) throw invalidArgument(`invalid subnet size ${subnetSize} for the default address pool ${c}`);
-  }
-  return { pool: [...p], subnetSize };
-}
-
-/** DataPathPort: 0 for the default (4789), else within 1024–49151, as the reference. */
-function checkDataPathPort(port: number | undefined): number {
-  if (!port) return DEFAULT_DATA_PATH_PORT;
-  if (!Number.isInteger(port) || port < 1024 || port > 49151) throw invalidArgument(`data path port ${port} is out of range: valid ports are 1024 to 49151`);
-  return port;
 }

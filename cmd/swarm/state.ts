@@ -1,5 +1,6 @@
 // What a node keeps of the swarm it is in, under <data-root>/swarm/ (the reference's layout):
-// state.json (its id, the cluster's, its role and addresses, the managed etcd member's ports), the
+// state.json (its id, the cluster's, its role and addresses, where the swarm's etcd is: the managed
+// member's ports, or --cluster-store's), the
 // certificates (certificates/swarm-node.crt, swarm-node.key, swarm-root-ca.crt) and the member's
 // data (etcd/, drivers/swarm/etcd-member.ts). No state file: the node is in no swarm.
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -17,9 +18,11 @@ const SwarmState = z.object({
   advertiseHost: z.string(),
   advertisePort: z.string(),
   dataPathAddr: z.string(),
+  /** managed: this daemon runs an etcd member of the swarm; external: the swarm lives in --cluster-store's etcd. */
+  store: z.enum(['managed', 'external']).default('managed'),
   member: z.object({ clientPort: z.number().int(), peerPort: z.number().int() }).optional(),
 });
-export type SwarmState = z.infer<typeof SwarmState>;
+export type SwarmState = z.output<typeof SwarmState>;
 
 export class SwarmFiles {
   readonly dir: string;

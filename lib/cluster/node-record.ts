@@ -30,6 +30,8 @@ export interface NodeRecord {
   updatedAt: string;
   /** Bumped on every write (Version.Index in the Node shape). */
   version: number;
+  /** Its swarm role (absent: a manager, as every node of a --cluster-store cluster was). */
+  role?: 'manager' | 'worker';
 }
 
 export const nodeKey = (id: string) => `${NODES_PREFIX}${id}`;

@@ -25,6 +25,7 @@ import type { LeaderTerm } from './fence.ts';
 import { MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import { membershipController, MEMBERSHIP_KEY } from './controllers.ts';
+import { etcdClient } from './etcd-client.ts';
 
 /** The facts of this node a record is written from (read again at every write). */
 export type NodeFacts = Omit<NodeRecord, 'id' | 'state' | 'createdAt' | 'updatedAt' | 'version'>;
@@ -47,15 +48,6 @@ export function loadNodeId(file: string): string {
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${id}\n`, { mode: 0o600 });
   return id;
-}
-
-/**
- * How soon the client makes its watch stream again after it broke: doubling from 100 ms up to 2 s.
- * (The client's default grows to 30 s: after etcd came back, failover would wait that long, and
- * its pending timer keeps a stopped daemon's process alive as long.)
- */
-function watchBackoff(ms = 100): { duration: number; next(): ReturnType<typeof watchBackoff> } {
-  return { duration: ms, next: () => watchBackoff(Math.min(2000, ms * 2)) };
 }
 
 /** The node records a cache holds, by id. */
@@ -85,6 +77,8 @@ export interface MembershipOptions {
   lease?: LeaseObserver;
   /** The controller-runtime families its controller records (none by default). */
   metrics?: ControllerFamilies;
+  /** Stands for the leadership (default true): a swarm worker does not. */
+  candidate?: boolean;
 }
 
 /** What the self-fence hears of the lease. Times are monotonic (performance.now()). */
@@ -165,27 +159,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
 
   /** Connects in the background: etcd answering or not, the daemon goes on starting. */
   async start(): Promise<void> {
-    const { store } = this.opts;
-    const tls = store.tls;
-    // Loaded only with a cluster store (and outside the daemon's bundle: it reads its .proto files at run time).
-    const { Etcd3 } = await import('etcd3');
-    this.client = new Etcd3({
-      hosts: store.endpoints,
-      dialTimeout: 2000,
-      faultHandling: { watchBackoff: watchBackoff() },
-      // gRPC's own reconnect back-off grows to 120 s: after a partition or an etcd restart the
-      // node would stay away (and its watches stale) that long. Bounded like the watch's.
-      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 },
-      ...(tls
-        ? {
-            credentials: {
-              rootCertificate: tls.caFile ? readFileSync(tls.caFile) : Buffer.alloc(0),
-              ...(tls.certFile ? { certChain: readFileSync(tls.certFile) } : {}),
-              ...(tls.keyFile ? { privateKey: readFileSync(tls.keyFile) } : {}),
-            },
-          }
-        : {}),
-    });
+    this.client = await etcdClient(this.opts.store);
     this.controller = membershipController(this).build({ reconciler: this, log: this.log, metrics: this.opts.metrics });
     await this.controller.start();
   }
@@ -281,7 +255,7 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
       await this.campaign.resign(client);
       this.resignPending = false;
     }
-    await this.campaign.stand(client, this.lease, this.leaseId);
+    if (this.opts.candidate !== false) await this.campaign.stand(client, this.lease, this.leaseId);
     await this.readLeader(client);
     const first = !this.joined;
     if (first) this.log.info({ nodeId: this.nodeId, endpoints: this.opts.store.endpoints, ttl }, 'joined the cluster');

@@ -9,6 +9,7 @@ import { existsSync, readlinkSync, statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { formSwarm } from './harness/swarm.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { NAME_PREFIX, startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
@@ -85,6 +86,7 @@ describe('cluster over network namespaces', { skip: !canRun && 'needs root and e
         ),
       )),
     );
+    await formSwarm(ds, net.names.map((_, i) => net.addr(i)));
     for (let i = 0; i < N; i++) {
       // The PID signalled is the daemon's own: nsenter and the launcher exec, they do not fork.
       const pid = ds[i]!.pid;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { formSwarm } from './harness/swarm.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { until } from './harness/wait.ts';
@@ -53,6 +54,7 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     ds.b = await startDaemon({ args: [...store, '--label', 'zone=b'] });
     ds.c = await startDaemon({ args: [...store, '--label', 'zone=b'] });
     for (const d of Object.values(ds)) await dk(d)('load', '-i', imgs.dockerArchive);
+    await formSwarm([ds.a, ds.b, ds.c]);
     await until('three nodes', async () => (await dk(ds.a)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
   }, { timeout: 180_000 });
   after(async () => {

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { formSwarm } from './harness/swarm.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { until } from './harness/wait.ts';
@@ -68,6 +69,7 @@ describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-serv
     const store = ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', `discovery.ttl=${TTL}`];
     for (let i = 0; i < 3; i++) ds.push(await startDaemon({ args: store, env: { ENGINE_CLUSTER_COMPACT_MS: '5000' } }));
     for (const d of ds) await dk(d)('load', '-i', imgs.dockerArchive);
+    await formSwarm(ds);
     await until('three nodes', async () => (await dk(ds[0]!)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
   }, { timeout: 180_000 });
   after(async () => {

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { formSwarm } from './harness/swarm.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { startNetns, type NetnsHandle } from './harness/netns.ts';
@@ -140,6 +141,7 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
       )),
     );
     for (const d of ds) await dk(d)('load', '-i', imgs.dockerArchive);
+    await formSwarm(ds, net.names.map((_, i) => net.addr(i)));
     await until('three nodes', async () => (await dk(ds[0]!)('node', 'ls', '-q')).split('\n').filter(Boolean).length === N, 30_000);
   }, { timeout: 180_000 });
   after(async () => {

@@ -1,10 +1,10 @@
 // Cluster membership on etcd, on one machine: one etcd (temporary data directory, free loopback
-// ports, stopped by its PID) and three daemons (own roots, sockets and chains) joined through
-// --cluster-store. Node records with their resources under leases; `docker node ls` and `docker
+// ports, stopped by its PID) and three daemons (own roots, sockets and chains) started with
+// --cluster-store, in no swarm until `swarm init` on one and `swarm join` on the others. Node records with their resources under leases; `docker node ls` and `docker
 // node inspect self` against each daemon; /info's Swarm section and /_ping's Swarm header; labels
 // following a reload; the leader killed and another elected; etcd stopped with local work
 // untouched, and the nodes registering again when it returns; a malformed store URL refused, an
-// unreachable etcd not.
+// unreachable etcd not (an init while it does not answer refused, changing nothing).
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -12,12 +12,13 @@ import { request } from 'node:http';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { join } from 'node:path';
-import { dockerOk, testImages, type TestImages } from './harness/clients.ts';
+import { apiRequest, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { REPO, startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { until } from './harness/wait.ts';
 import { freePort } from './harness/free-port.ts';
 import { sample } from './harness/metrics-text.ts';
+import { swarmInit, swarmJoin, type SwarmTokens } from './harness/swarm.ts';
 
 const execFileP = promisify(execFile);
 const ENGINED = process.env.ENGINE_E2E_ENGINED || join(REPO, 'bin', 'engined');
@@ -49,6 +50,7 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
   let etcd: EtcdHandle;
   const ds: DaemonHandle[] = [];
   let imgs: TestImages;
+  let tokens: SwarmTokens;
   const dk = (d: DaemonHandle) => dockerOk(() => d);
   /** Each daemon's --metrics-addr port, by index in ds. */
   const ports: number[] = [];
@@ -67,7 +69,7 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
     await etcd?.cleanup();
   }, { timeout: 180_000 });
 
-  test('a malformed --cluster-store refuses the start; an unreachable etcd does not: the node serves and joins when etcd answers', async () => {
+  test('a malformed --cluster-store refuses the start; an unreachable etcd does not; the node is in no swarm until init, refused while etcd does not answer', async () => {
     const bad = spawnSync(ENGINED, ['--cluster-store', 'http://127.0.0.1:1', '--validate'], { encoding: 'utf8' });
     assert.notEqual(bad.status, 0);
     assert.match(bad.stderr, /invalid --cluster-store "http:\/\/127.0.0.1:1": expected etcd:\/\/HOST:PORT\[,HOST:PORT\]/);
@@ -79,10 +81,14 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
     // Labels in the file (a reload changes them below; a flag would conflict with the file).
     const d = await startDaemon({ args: args(await withMetrics(['--node-generic-resource', 'gpu=2', '--node-generic-resource', 'ssd=fast'])), daemonJson: { labels: ['zone=a'] } });
     ds.push(d);
-    assert.match(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), /^(pending|error)$/);
-    assert.match((await pingSwarm(d)) ?? '', /^(pending|error)$/);
+    assert.equal(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), 'inactive');
+    assert.equal(await pingSwarm(d), 'inactive');
+    const refused = await apiRequest(d, 'POST', '/swarm/init', JSON.stringify({ AdvertiseAddr: '127.0.0.1' }));
+    assert.equal(refused.status, 503, refused.text);
+    assert.equal(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), 'inactive', 'a refused init changes nothing');
     await etcd.start();
-    await until('the node joined once etcd answered', async () => (await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}')) === 'active', 30_000);
+    tokens = await swarmInit(d);
+    assert.equal(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), 'active');
     imgs = await testImages();
     await dk(d)('load', '-i', imgs.dockerArchive);
   });
@@ -90,6 +96,7 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
   test('three nodes: records under leases with their resources; docker node ls and node inspect self against each; one leader', async () => {
     ds.push(await startDaemon({ args: args(await withMetrics(['--label', 'zone=b'])) }));
     ds.push(await startDaemon({ args: args(await withMetrics(['--label', 'zone=b', '--node-generic-resource', 'gpu=1'])) }));
+    for (const d of ds.slice(1)) await swarmJoin(d, tokens.manager);
     const records = await until('three node records', async () => {
       const r = await nodeRecords(etcd);
       return r.length === 3 && r;

@@ -12,20 +12,14 @@ import pino from 'pino';
 import { Etcd3 } from 'etcd3';
 import { issueNodeCert, makeRootCa, type KeyPair } from '../../drivers/swarm/ca.ts';
 import { EtcdMember, type EtcdMemberOptions } from '../../drivers/swarm/etcd-member.ts';
+import { pidAlive } from './harness/processes.ts';
 import { freePort } from './harness/free-port.ts';
 
 const NODE = 'swarmmember0000000000node';
 const CLUSTER = 'swarmcluster000000000test';
 const log = pino({ level: 'silent' });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = pidAlive;
 
 describe('the swarm etcd member', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed' }, () => {
   let dir: string;

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { pidAlive } from './harness/processes.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { apiRequest, docker, dockerOk, pythonDocker } from './harness/clients.ts';
 import { until } from './harness/wait.ts';
@@ -18,14 +19,7 @@ const NOT_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" o
 const TOKEN = /^SWMTKN-1-([0-9a-z]{50})-([0-9a-z]{25})$/;
 const ADDR = `127.${20 + (process.pid % 200)}.${1 + Math.floor(Math.random() * 250)}.1`;
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = pidAlive;
 
 describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed' }, () => {
   let d: DaemonHandle;

@@ -1,6 +1,7 @@
 // What the harnesses that start processes (the daemon, etcd) share: their cleanup when the test
 // process exits or is signalled before it ran, a signal by PID that tolerates a process already
 // gone, and the tail of a log for an error message.
+import { readFileSync } from 'node:fs';
 
 /** A harness's handle whose processes and files must not outlive the test process. */
 export interface CleansUpSync {
@@ -37,6 +38,17 @@ export function signalPid(pid: number, sig: NodeJS.Signals): void {
     process.kill(pid, sig);
   } catch {
     // already gone
+  }
+}
+
+/** A process that exists and is not a zombie. */
+export function pidAlive(pid: number): boolean {
+  if (!(pid > 0)) return false;
+  try {
+    process.kill(pid, 0);
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
   }
 }
 

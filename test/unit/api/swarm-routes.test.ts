@@ -25,6 +25,11 @@ class FakeSwarm implements SwarmPort {
     this.inSwarm = true;
     return 'node0000000000000000000id';
   }
+  joins: unknown[] = [];
+  async join(req: unknown) {
+    if (this.inSwarm) throw unavailable('This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.');
+    this.joins.push(req);
+  }
   async leave(force: boolean) {
     this.leaves.push(force);
   }
@@ -70,10 +75,15 @@ describe('swarm routes', () => {
 
   test('bad bodies are 400 and reach nothing', async (t) => {
     const { app, swarm } = await setup(t);
-    for (const payload of [{ ListenAddr: 5 }, { DataPathPort: 'x' }, { Spec: { Labels: { a: 1 } } }, { ForceNewCluster: 'yes' }, { DefaultAddrPool: '10.0.0.0/8' }]) {
+    for (const payload of [{ ListenAddr: 5 }, { DataPathPort: 'x' }, { Spec: { Labels: { a: 1 } } }, { ForceNewCluster: 'yes' }, { DefaultAddrPool: '10.0.0.0/8' }, { Availability: 'sometimes' }]) {
       const r = await app.inject({ method: 'POST', url: '/swarm/init', payload });
       assert.equal(r.statusCode, 400, JSON.stringify(payload));
     }
+    for (const payload of [{ JoinToken: 5 }, { RemoteAddrs: 'a:2377' }, { Availability: 'x' }]) {
+      const r = await app.inject({ method: 'POST', url: '/swarm/join', payload });
+      assert.equal(r.statusCode, 400, JSON.stringify(payload));
+    }
+    assert.equal(swarm.joins.length, 0);
     const notJson = await app.inject({ method: 'POST', url: '/swarm/init', payload: 'nope', headers: { 'content-type': 'application/json' } });
     assert.equal(notJson.statusCode, 400);
     assert.equal(swarm.inits.length, 0);
