@@ -63,6 +63,9 @@ export function enginePlugins(p: InfoPlugins = DEFAULT_INFO_PLUGINS): PluginDesc
 
 const TLS_INFO = () => ({ TrustRoot: '', CertIssuerSubject: '', CertIssuerPublicKey: '' });
 
+/** A manager's address as ManagerStatus.Addr and RemoteManagers show it: its advertise host and port. */
+const managerAddr = (r: NodeRecord) => `${r.addr.includes(':') ? `[${r.addr}]` : r.addr}:${r.port ?? MANAGER_PORT}`;
+
 /** Go's `Version{Index uint64 \`json:",omitempty"\`}`. */
 const version = (index: number) => (index ? { Index: index } : {});
 
@@ -77,8 +80,6 @@ export interface NodeViewOptions {
   spec?: { spec: NodeSpec; version: number };
   /** The swarm's root CA (Description.TLSInfo); empty without one. */
   tlsInfo?: { TrustRoot: string; CertIssuerSubject: string; CertIssuerPublicKey: string };
-  /** The port managers listen on (ManagerStatus.Addr); default 2377. */
-  managerPort?: string;
 }
 
 /** The Engine API `Node` (GET /nodes/{id}, an entry of GET /nodes) of a node record. */
@@ -114,7 +115,7 @@ export function nodeView(r: NodeRecord, o: NodeViewOptions): Record<string, unkn
   const managerStatus: Record<string, unknown> = {};
   if (!down && o.leaderId !== undefined && r.id === o.leaderId) managerStatus.Leader = true;
   managerStatus.Reachability = down ? 'unreachable' : 'reachable';
-  if (r.addr) managerStatus.Addr = `${r.addr.includes(':') ? `[${r.addr}]` : r.addr}:${o.managerPort ?? MANAGER_PORT}`;
+  if (r.addr) managerStatus.Addr = managerAddr(r);
 
   return {
     ID: r.id,
@@ -180,7 +181,7 @@ export function swarmInfo(self: NodeRecord | undefined, nodes: NodeRecord[], o: 
   const manager = o.manager !== false;
   const managers = nodes.filter((n) => n.role !== 'worker');
   const sorted = [...managers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const remote = sorted.filter((n) => n.addr).map((n) => ({ NodeID: n.id, Addr: `${n.addr}:${MANAGER_PORT}` }));
+  const remote = sorted.filter((n) => n.addr).map((n) => ({ NodeID: n.id, Addr: managerAddr(n) }));
 
   const info: Record<string, unknown> = {
     NodeID: self?.id ?? '',

@@ -82,6 +82,8 @@ export interface ClusterIdentity {
   addr: string;
   /** A worker does not stand for the leadership (its placer never runs). */
   role: 'manager' | 'worker';
+  /** The advertised port of its listener. */
+  port?: number;
 }
 
 /** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
@@ -101,6 +103,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: Clu
     memoryBytes: totalmem(),
     genericResources: generic,
     ...(who ? { role: who.role } : {}),
+    ...(who?.port ? { port: who.port } : {}),
   });
   const clog = log.child({ component: 'cluster' });
   // The agent is made below; the fence's callbacks reach it once it exists.

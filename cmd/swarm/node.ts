@@ -12,7 +12,8 @@ import type { Etcd3 } from 'etcd3';
 import { issueNodeCert, makeRootCa } from '../../drivers/swarm/ca.ts';
 import { EtcdMember, SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
 import { conflict, EngineError, internal, invalidArgument, notImplemented, unavailable } from '../../lib/errors.ts';
-import type { Interfaces } from '../../lib/swarm/addresses.ts';
+import { resolveListenAddr as listenEndpoint, type Interfaces } from '../../lib/swarm/addresses.ts';
+import { SwarmListener } from '../../drivers/swarm/listener.ts';
 import { initSpec, replacedSpec, type ClusterRecord, type SwarmSpec } from '../../lib/swarm/cluster-object.ts';
 import { caDigest, makeJoinToken, parseJoinToken } from '../../lib/swarm/join-token.ts';
 import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
@@ -56,6 +57,7 @@ export class SwarmNode implements SwarmPort {
   private readonly files: SwarmFiles;
   private state: SwarmState | undefined;
   private member: EtcdMember | undefined;
+  private listener: SwarmListener | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
   private resuming = false;
@@ -98,14 +100,11 @@ export class SwarmNode implements SwarmPort {
     void this.bringBack();
   }
 
-  /** Stops the member and the membership (the node stays in its swarm: the next start resumes it). */
+  /** Stops the membership, the listener and the member (the node stays in its swarm: the next start resumes it). */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.resumeTimer);
-    await this.serial(async () => {
-      await this.d.holder.stop();
-      await this.member?.stop();
-    });
+    await this.serial(() => this.stopNode(false));
   }
 
   init(req: SwarmInitRequest): Promise<string> {
@@ -195,9 +194,7 @@ export class SwarmNode implements SwarmPort {
         // Its spec and lasting record go; the last manager takes the swarm with it.
         await this.objects.forget(state.nodeId, state.role === 'manager' && managers <= 1).catch((err: Error) => this.d.log.warn({ err: err.message }, 'could not remove the node from the cluster store'));
       }
-      await this.d.holder.stop();
-      await this.member?.remove();
-      this.member = undefined;
+      await this.stopNode(true);
       await this.files.removeAll();
       this.d.log.info({ nodeId: state.nodeId }, 'left the swarm');
       this.state = undefined;
@@ -254,8 +251,12 @@ export class SwarmNode implements SwarmPort {
     return e;
   }
 
+  private ifaces(): Interfaces {
+    return this.d.interfaces?.() ?? (networkInterfaces() as Interfaces);
+  }
+
   private addresses(req: { ListenAddr?: string; AdvertiseAddr?: string; DataPathAddr?: string }): NodeAddresses {
-    return nodeAddresses(req, this.d.defaultAdvertiseAddr, this.d.interfaces?.() ?? (networkInterfaces() as Interfaces));
+    return nodeAddresses(req, this.d.defaultAdvertiseAddr, this.ifaces());
   }
 
   /**
@@ -276,13 +277,11 @@ export class SwarmNode implements SwarmPort {
       return state.nodeId;
     } catch (err) {
       if (state.store === 'external' && this.d.holder.current) await this.objects.forget(state.nodeId, false).catch(() => {});
-      await this.d.holder.stop().catch(() => {});
-      await this.member?.remove().catch(() => {});
-      this.member = undefined;
+      await this.stopNode(true).catch(() => {});
       await this.files.removeAll().catch(() => {});
       this.state = undefined;
       this.objects.clear();
-      if (err instanceof EngineError && ['InvalidArgument', 'Unavailable', 'Conflict'].includes(err.code)) throw err;
+      if (err instanceof EngineError && ['InvalidArgument', 'Unavailable', 'Conflict', 'FailedPrecondition'].includes(err.code)) throw err;
       throw internal(`could not enter the swarm: ${err instanceof Error ? err.message : String(err)}`, err);
     }
   }
@@ -300,8 +299,23 @@ export class SwarmNode implements SwarmPort {
     }
   }
 
-  /** Starts the node's part: the managed member first (a manager of a managed swarm), then the membership. */
+  /**
+   * Starts the node's part: a manager's listener (first: a listen address in use refuses at once),
+   * the managed member (a manager of a managed swarm), then the membership.
+   */
   private async startNode(state: SwarmState, forceNewCluster = false): Promise<void> {
+    if (state.role === 'manager') {
+      const { host, port } = listenEndpoint(state.listenAddr, this.ifaces());
+      const listener = new SwarmListener({
+        host,
+        port: Number(port),
+        tls: await this.files.readCerts(),
+        self: { nodeId: state.nodeId, clusterId: state.clusterId, role: state.role },
+        log: this.d.log,
+      });
+      await listener.start();
+      this.listener = listener;
+    }
     let spec: ClusterStore;
     if (state.store === 'external') {
       if (!this.d.clusterStore) throw new Error('the node is in a swarm on an external etcd and the daemon was started without --cluster-store');
@@ -330,7 +344,17 @@ export class SwarmNode implements SwarmPort {
         fenceMarginSeconds: 2,
       };
     }
-    await this.d.holder.start(spec, { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role });
+    await this.d.holder.start(spec, { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role, port: Number(state.advertisePort) || undefined });
+  }
+
+  /** Stops the node's part: the membership, the listener, the member (removed with its data when leaving). */
+  private async stopNode(removeMember: boolean): Promise<void> {
+    await this.d.holder.stop();
+    await this.listener?.stop();
+    this.listener = undefined;
+    if (removeMember) await this.member?.remove();
+    else await this.member?.stop();
+    this.member = undefined;
   }
 
   /** Waits (a while) for the membership to have joined: init answers once /info says active, as the reference's. */
@@ -342,8 +366,7 @@ export class SwarmNode implements SwarmPort {
   /** `swarm init --force-new-cluster` on a manager: its member restarted as a cluster of one from its data. */
   private async forceNewCluster(): Promise<string> {
     const state = this.state!;
-    await this.d.holder.stop();
-    await this.member?.stop();
+    await this.stopNode(false);
     await this.startNode(state, true);
     await this.objects.read();
     await this.joined();
@@ -365,8 +388,7 @@ export class SwarmNode implements SwarmPort {
     } catch (err) {
       this.resumeError = err instanceof Error ? err.message : String(err);
       this.d.log.warn({ err: this.resumeError }, 'the swarm could not be started again; retrying');
-      await this.d.holder.stop().catch(() => {});
-      await this.member?.stop().catch(() => {});
+      await this.stopNode(false).catch(() => {});
       if (!this.closed) this.resumeTimer = setTimeout(() => void this.bringBack(), RETRY_MS);
     }
   }

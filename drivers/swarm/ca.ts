@@ -99,9 +99,16 @@ export async function issueNodeCert(ca: KeyPair, req: NodeCertRequest): Promise<
   });
 }
 
+export interface NodeIdentity {
+  nodeId: string;
+  clusterId: string;
+  role: SwarmRole;
+  validTo: Date;
+}
+
 /** What a node certificate says of its node: id, cluster, role (undefined for one that is not a swarm node's). */
-export function nodeIdentity(certPem: string): { nodeId: string; clusterId: string; role: SwarmRole; validTo: Date } | undefined {
-  const c = new X509Certificate(certPem);
+export function nodeIdentity(cert: string | X509Certificate): NodeIdentity | undefined {
+  const c = typeof cert === 'string' ? new X509Certificate(cert) : cert;
   const fields = Object.fromEntries(c.subject.split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   const role = fields.OU;
   if (!fields.CN || !fields.O || (role !== 'swarm-manager' && role !== 'swarm-worker')) return undefined;

@@ -32,6 +32,8 @@ export interface NodeRecord {
   version: number;
   /** Its swarm role (absent: a manager, as every node of a --cluster-store cluster was). */
   role?: 'manager' | 'worker';
+  /** The port its swarm listener is advertised at (absent: 2377). */
+  port?: number;
 }
 
 export const nodeKey = (id: string) => `${NODES_PREFIX}${id}`;

@@ -83,7 +83,7 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
     ds.push(d);
     assert.equal(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), 'inactive');
     assert.equal(await pingSwarm(d), 'inactive');
-    const refused = await apiRequest(d, 'POST', '/swarm/init', JSON.stringify({ AdvertiseAddr: '127.0.0.1' }));
+    const refused = await apiRequest(d, 'POST', '/swarm/init', JSON.stringify({ AdvertiseAddr: '127.0.0.1', ListenAddr: `127.0.0.1:${await freePort()}` }));
     assert.equal(refused.status, 503, refused.text);
     assert.equal(await dk(d)('info', '--format', '{{.Swarm.LocalNodeState}}'), 'inactive', 'a refused init changes nothing');
     await etcd.start();

@@ -72,6 +72,12 @@ describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSyn
     assert.match(out, new RegExp(`docker swarm join --token SWMTKN-1-[0-9a-z]{50}-[0-9a-z]{25} ${ADDR.replace(/\./g, '\\.')}:2377`));
     assert.ok(memberPid() > 0 && alive(memberPid()), 'the etcd member runs');
     for (const f of ['swarm-node.crt', 'swarm-node.key', 'swarm-root-ca.crt']) assert.ok(existsSync(join(d.dataRoot, 'swarm', 'certificates', f)), f);
+    // The listen address serves TLS with the node's certificate; a peer with one of the swarm's is known.
+    const cert = (n: string) => readFileSync(join(d.dataRoot, 'swarm', 'certificates', n), 'utf8');
+    const peer = await listenerPeer(ADDR, 2377, cert('swarm-root-ca.crt'), { cert: cert('swarm-node.crt'), key: cert('swarm-node.key') });
+    assert.match(peer.subject, new RegExp(`CN=${nodeId}`));
+    assert.match(peer.subject, /OU=swarm-manager/);
+    assert.equal(peer.status, 200);
 
     const sw = (await apiRequest(d, 'GET', '/swarm')).body;
     clusterId = sw.ID;
@@ -252,6 +258,7 @@ describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSyn
     const pid = memberPid();
     await dk('swarm', 'leave', '--force');
     assert.equal(alive(pid), false);
+    await assert.rejects(listenerPeer(ADDR, 2377, ''), 'the listener is gone');
     assert.equal(existsSync(join(d.dataRoot, 'swarm')), false);
     assert.equal((await info()).LocalNodeState, 'inactive');
     assert.equal((await apiRequest(d, 'GET', '/swarm')).status, 503);
@@ -267,6 +274,21 @@ describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSyn
     await dk('swarm', 'leave', '--force');
   });
 });
+
+/** The listener's certificate subject and its answer to GET /v1/node with `client`'s certificate. */
+async function listenerPeer(host: string, port: number, ca: string, client?: { cert: string; key: string }): Promise<{ subject: string; status: number }> {
+  const { request } = await import('node:https');
+  return await new Promise((resolve, reject) => {
+    const req = request({ host, port, path: '/v1/node', ca, rejectUnauthorized: !!ca, ...(client ?? {}), timeout: 5000 }, (res) => {
+      const c = (res.socket as import('node:tls').TLSSocket).getPeerX509Certificate();
+      res.resume();
+      resolve({ subject: c?.subject.replace(/\n/g, ',') ?? '', status: res.statusCode ?? 0 });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 async function fetchPingHeader(d: DaemonHandle): Promise<string | undefined> {
   const { request } = await import('node:http');

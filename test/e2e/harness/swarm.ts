@@ -1,8 +1,10 @@
 // A swarm of test daemons through the Engine API, as the docker CLI makes one: `swarm init` on the
 // first, `swarm join` with the manager token on the others (on --cluster-store's etcd the join goes
-// through the store). Each call fails the test with the daemon's answer when it is not a 200.
+// through the store). Each manager listens on a free port of its address (daemons on one host
+// would all want 2377). Each call fails the test with the daemon's answer when it is not a 200.
 import { apiRequest } from './clients.ts';
 import type { DaemonHandle } from './daemon.ts';
+import { freePort } from './free-port.ts';
 
 export interface SwarmTokens {
   nodeId: string;
@@ -10,11 +12,11 @@ export interface SwarmTokens {
   worker: string;
 }
 
-const addrBody = (addr: string | undefined) => (addr ? { ListenAddr: `${addr}:2377`, AdvertiseAddr: addr } : {});
+const addrBody = async (addr: string | undefined) => ({ ListenAddr: `${addr || '127.0.0.1'}:${await freePort()}`, ...(addr ? { AdvertiseAddr: addr } : {}) });
 
 /** `swarm init` on `d`, advertising `addr` (default 127.0.0.1; '' for the daemon's default advertise address). */
 export async function swarmInit(d: DaemonHandle, addr: string | undefined = '127.0.0.1'): Promise<SwarmTokens> {
-  const r = await apiRequest(d, 'POST', '/swarm/init', JSON.stringify(addrBody(addr || undefined)));
+  const r = await apiRequest(d, 'POST', '/swarm/init', JSON.stringify(await addrBody(addr || undefined)));
   if (r.status !== 200) throw new Error(`swarm init: ${r.status} ${r.text}\ndaemon log tail:\n${d.logs().split('\n').slice(-20).join('\n')}`);
   const sw = await apiRequest(d, 'GET', '/swarm');
   if (sw.status !== 200) throw new Error(`GET /swarm: ${sw.status} ${sw.text}`);
@@ -23,7 +25,7 @@ export async function swarmInit(d: DaemonHandle, addr: string | undefined = '127
 
 /** `swarm join` of `d` with `token`, advertising `addr` (default 127.0.0.1; '' for the default advertise address). */
 export async function swarmJoin(d: DaemonHandle, token: string, addr: string | undefined = '127.0.0.1'): Promise<void> {
-  const r = await apiRequest(d, 'POST', '/swarm/join', JSON.stringify({ ...addrBody(addr || undefined), RemoteAddrs: ['127.0.0.1:2377'], JoinToken: token }));
+  const r = await apiRequest(d, 'POST', '/swarm/join', JSON.stringify({ ...(await addrBody(addr || undefined)), RemoteAddrs: ['127.0.0.1:2377'], JoinToken: token }));
   if (r.status !== 200) throw new Error(`swarm join: ${r.status} ${r.text}\ndaemon log tail:\n${d.logs().split('\n').slice(-20).join('\n')}`);
 }
 
