@@ -75,7 +75,7 @@ export function nodeRoutes(deps: NodeRouteDeps) {
     });
 
     app.post('/nodes/:id/update', { schema: { params: idParams, querystring: z.looseObject({ version: q.str() }), body: nodeSpecBody.nullish() } }, async (req, reply) => {
-      const version = parseSwarmVersion(req.query.version);
+      const version = parseSwarmVersion(req.query.version, 'node');
       const { cluster, swarm, specs } = await view();
       if (!swarm) throw unavailable(notInCluster);
       const b = req.body ?? {};

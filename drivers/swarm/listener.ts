@@ -3,7 +3,7 @@
 // that joins has none yet), each request told who its peer is when the peer's certificate is one of
 // this swarm's (a chain to its root, the cluster id in its subject). Node-to-node calls need that
 // identity; joins ((5 of 21)) come with a join token instead. A listen address in use refuses the
-// init or join that asked for it, in the reference's words.
+// init or join that asked for it, in the reference's words (a 400 here; dockerd answers 500).
 import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -50,8 +50,8 @@ export class SwarmListener {
       await app.close().catch(() => {});
       const code = (err as NodeJS.ErrnoException).code;
       const addr = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-      if (code === 'EADDRINUSE') throw failedPrecondition(`failed to listen on remote API address: listen tcp ${addr}: bind: address already in use`);
-      if (code === 'EADDRNOTAVAIL') throw failedPrecondition(`failed to listen on remote API address: listen tcp ${addr}: bind: cannot assign requested address`);
+      if (code === 'EADDRINUSE') throw failedPrecondition(`manager stopped: failed to listen on remote API address: listen tcp ${addr}: bind: address already in use`);
+      if (code === 'EADDRNOTAVAIL') throw failedPrecondition(`manager stopped: failed to listen on remote API address: listen tcp ${addr}: bind: cannot assign requested address`);
       throw err;
     }
     this.app = app;

@@ -109,12 +109,12 @@ export function renderSpec(s: SwarmSpec): Record<string, unknown> {
   };
 }
 
-/** `?version=` of an update: the reference's 400 in strconv's words for anything but a uint64. */
-export function parseSwarmVersion(q: string | undefined): bigint {
+/** `?version=` of an update (of the swarm, or a node): the reference's 400 in strconv's words for anything but a uint64. */
+export function parseSwarmVersion(q: string | undefined, what: 'swarm' | 'node' = 'swarm'): bigint {
   const v = q ?? '';
   if (!/^\d+$/.test(v) || BigInt(v) > 0xffff_ffff_ffff_ffffn) {
     const why = /^\d+$/.test(v) ? 'value out of range' : 'invalid syntax';
-    throw invalidArgument(`invalid swarm version '${v}': strconv.ParseUint: parsing ${JSON.stringify(v)}: ${why}`);
+    throw invalidArgument(`invalid ${what} version '${v}': strconv.ParseUint: parsing ${JSON.stringify(v)}: ${why}`);
   }
   return BigInt(v);
 }

@@ -192,9 +192,13 @@ describe('swarm init on one manager (docker CLI, docker-py)', { skip: !existsSyn
     assert.equal(await q(`name=${hostname.slice(0, 3)}`), nodeId);
     assert.equal(await q(`id=${nodeId.slice(0, 4)}`), nodeId);
     const badRole = await docker(d, ['node', 'ls', '-f', 'role=boss']);
-    assert.match(badRole.stderr, /Invalid role filter value: boss/);
+    assert.match(badRole.stderr, /Invalid role filter: 'boss'/);
     const badKey = await docker(d, ['node', 'ls', '-f', 'nope=1']);
-    assert.match(badKey.stderr, /invalid filter 'nope'/);
+    assert.match(badKey.stderr, /Invalid filter 'nope'/);
+    const badVersion = await apiRequest(d, 'POST', `/nodes/${nodeId}/update?version=abc`, JSON.stringify(u.Spec));
+    assert.deepEqual([badVersion.status, badVersion.body.message], [400, `invalid node version 'abc': strconv.ParseUint: parsing "abc": invalid syntax`]);
+    const noRole = await apiRequest(d, 'POST', `/nodes/${nodeId}/update?version=${u.Version.Index}`, JSON.stringify({ Availability: 'active' }));
+    assert.deepEqual([noRole.status, noRole.body.message], [400, 'invalid Role: ""']);
 
     const stale = await apiRequest(d, 'POST', `/nodes/${nodeId}/update?version=${n.Version.Index}`, JSON.stringify(u.Spec));
     assert.deepEqual([stale.status, stale.body.message], [500, 'rpc error: code = Unknown desc = update out of sequence']);

@@ -54,7 +54,7 @@ describe('swarm listener', () => {
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
     const port = (busy.address() as { port: number }).port;
     const l = new SwarmListener({ host: '127.0.0.1', port, tls: { caPem: ca.certPem, ...node }, self: { nodeId: 'x', clusterId: CLUSTER, role: 'manager' }, log });
-    await assert.rejects(l.start(), { message: `failed to listen on remote API address: listen tcp 127.0.0.1:${port}: bind: address already in use` });
+    await assert.rejects(l.start(), { message: `manager stopped: failed to listen on remote API address: listen tcp 127.0.0.1:${port}: bind: address already in use` });
     busy.close();
   });
 });
