@@ -29,6 +29,15 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
   const write = (id: string, mutate: (s: ContainerSpec) => ContainerSpec, done: (r: CR, written: CR) => boolean, o: WriteAndWaitOptions<CR>) =>
     writeAndWait(store, Containers, id, mutate, done, o);
 
+  /**
+   * `mutate`, refused with a 409 if the container is being removed: the check runs in the same
+   * store write as the change, so a request that raced a removal cannot bring the container back.
+   */
+  const unlessRemoved = (refusal: string, mutate: (s: ContainerSpec) => ContainerSpec) => (s: ContainerSpec): ContainerSpec => {
+    if (s.desired === 'removed') throw conflict(refusal);
+    return mutate(s);
+  };
+
   /** The reconciler has started (or failed to start) the run the spec asks for: it writes the run generation with the outcome. */
   const runStarted = (r: CR) => r.status.runGeneration >= r.spec.runGeneration;
   const notStarted = (r: CR) => unavailable(`container ${r.name} did not start in time: it is still ${r.status.phase}`);
@@ -48,7 +57,8 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
 
   /** Pause and unpause: the desired level, answered once the reconciler has observed it. */
   async function setDesired(c: CR, desired: 'paused' | 'running'): Promise<void> {
-    await write(c.name, (s) => ({ ...s, desired }), observed, { timeoutMs, timedOut: () => unavailable(`container ${c.name}: the change to ${desired} was not applied in time`) });
+    const refusal = `Container ${c.name} is marked for removal and cannot be ${desired === 'paused' ? 'paused' : 'unpaused'}`;
+    await write(c.name, unlessRemoved(refusal, (s) => ({ ...s, desired })), observed, { timeoutMs, timedOut: () => unavailable(`container ${c.name}: the change to ${desired} was not applied in time`) });
   }
 
   return async function register(app: App): Promise<void> {
@@ -94,7 +104,8 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         const stopOptions = { signal: signal || undefined, timeout: t ?? null };
         if (restart) {
           const mutate = (sp: ContainerSpec): ContainerSpec => ({ ...sp, desired: 'running', manuallyStopped: false, stopOptions, runGeneration: sp.runGeneration + 1 });
-          const first = await write(c.name, mutate, (r) => runStarted(r) || stopping(r), { timeoutMs, timedOut: notStarted });
+          const refusal = `Cannot restart container ${req.params.id}: container is marked for removal and cannot be started`;
+          const first = await write(c.name, unlessRemoved(refusal, mutate), (r) => runStarted(r) || stopping(r), { timeoutMs, timedOut: notStarted });
           const r = await throughStop(first, runStarted, notStarted);
           if (r?.status.error && r.status.phase !== 'running') {
             // A start refused for bad input is a 400 here too, as with start.
@@ -105,8 +116,13 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
         } else {
           const stopped = (r: CR) => !isRunning(r.status);
           const notStopped = (r: CR) => unavailable(`container ${r.name} did not stop in time: it is still ${r.status.phase}`);
-          const first = await write(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }), (r) => stopped(r) || stopping(r), { timeoutMs, timedOut: notStopped });
-          await throughStop(first, stopped, notStopped);
+          if (c.spec.desired === 'removed') {
+            // Being removed: the removal stops it; answered once it has.
+            await waitUntil(store, Containers, c.name, stopped, { timeoutMs, timedOut: notStopped });
+          } else {
+            const first = await write(c.name, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true, stopOptions }), (r) => stopped(r) || stopping(r), { timeoutMs, timedOut: notStopped });
+            await throughStop(first, stopped, notStopped);
+          }
         }
         reply.code(204).send();
       });

@@ -77,3 +77,20 @@ test('a reconciler that never records the stop answers 503 after the route\'s ow
   assert.equal(r.statusCode, 503);
   assert.match(r.json().message, /did not stop in time: it is still paused/);
 });
+
+test('a removal under way is never undone: restart and pause answer 409 and leave it removed, stop waits for it', async () => {
+  // The fuzzer's finding: a restart that landed after a forced remove wrote `running` over `removed`,
+  // and the remove waited for a removal nobody would do.
+  const id = '4'.repeat(64);
+  const rec = containerRecord(id, { spec: { name: '/going', desired: 'removed', runGeneration: 1 }, status: { phase: 'running', pid: 7, runGeneration: 1 } });
+  h.store.create(Containers, id, rec.spec, rec.status);
+  const restart = await h.app.inject({ method: 'POST', url: `/containers/${id}/restart` });
+  assert.equal(restart.statusCode, 409, restart.body);
+  assert.match(restart.json().message, /container is marked for removal and cannot be started/);
+  const pause = await h.app.inject({ method: 'POST', url: `/containers/${id}/pause` });
+  assert.equal(pause.statusCode, 409, pause.body);
+  const stopping = h.app.inject({ method: 'POST', url: `/containers/${id}/stop` });
+  setTimeout(() => h.store.delete(Containers, id), 50);
+  assert.equal((await stopping).statusCode, 204);
+  assert.equal(h.store.get(Containers, id), undefined);
+});
