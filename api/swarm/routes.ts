@@ -1,5 +1,5 @@
 // The swarm routes of a node (moby's api/server/router/swarm): init, leave, inspect, update and the
-// unlock key, and join (through --cluster-store's etcd for now), answered from the node's swarm
+// unlock key, and join (through a manager's address, or --cluster-store's etcd), answered from the node's swarm
 // (./port.ts). A node in no swarm answers as the reference (503); so does one asked to init or
 // join while it is in one.
 import * as z from 'zod';

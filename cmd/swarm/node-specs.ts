@@ -49,13 +49,16 @@ export class NodeSpecs {
     if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
   }
 
-  /** Removes a node that is down (or any worker with `force`); a manager is refused, as swarmkit's RemoveNode. */
-  async remove(id: string, o: { force: boolean; down: boolean }): Promise<void> {
+  /**
+   * Removes a node that is down (or any worker with `force`); a manager is refused, as swarmkit's
+   * RemoveNode (`anyRole`: a node that gave up its join or left, its member already gone).
+   */
+  async remove(id: string, o: { force: boolean; down: boolean; anyRole?: boolean }): Promise<void> {
     const etcd = this.etcd();
     const cur = (await etcd.get(key(id)).exec()).kvs[0];
     if (!cur) throw notFound(`node ${id} not found`);
     const spec = JSON.parse(cur.value.toString()) as NodeSpec;
-    if (spec.Role === 'manager') throw failedPrecondition(`rpc error: code = FailedPrecondition desc = node ${id} is a cluster manager and is a member of the raft cluster. It must be demoted to worker before removal`);
+    if (spec.Role === 'manager' && !o.anyRole) throw failedPrecondition(`rpc error: code = FailedPrecondition desc = node ${id} is a cluster manager and is a member of the raft cluster. It must be demoted to worker before removal`);
     if (!o.force && !o.down) throw failedPrecondition(`rpc error: code = FailedPrecondition desc = node ${id} is not down and can't be removed`);
     await etcd.delete().key(key(id)).exec();
     await etcd.delete().key(memberKey(id)).exec();

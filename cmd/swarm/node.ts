@@ -1,24 +1,22 @@
 // The node's swarm (the reference's swarm mode) on etcd: `swarm init` makes the cluster's CA and
-// this node's certificate, starts the managed etcd member (drivers/swarm/etcd-member.ts; none with
-// --cluster-store, whose etcd holds the swarm) and joins the cluster membership of (3 of 21) on it
-// (cmd/components/cluster.ts's ClusterHolder: one cluster implementation), then writes the cluster
-// object (./objects.ts); `swarm join` enters the swarm in --cluster-store's etcd with a join token;
-// `swarm leave` undoes either. The node's part is kept under <data-root>/swarm (./state.ts): at
-// daemon start its member and membership start again in the background (the node answers
-// `pending` meanwhile, `error` with the reason while they cannot).
+// this node's certificate, starts the node's parts (./node-parts.ts: a manager's listener and managed
+// etcd member, none with --cluster-store, whose etcd holds the swarm; the cluster membership of
+// (3 of 21) on it) and writes the cluster object (./objects.ts); `swarm join` enters a swarm with a
+// join token, through a manager's address (./remote-join.ts, answered by ./admission.ts) or through
+// --cluster-store's etcd; `swarm leave` undoes either. The node's part is kept under
+// <data-root>/swarm (./state.ts): at daemon start its parts start again in the background (the node
+// answers `pending` meanwhile, `error` with the reason while they cannot).
 import { networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import { issueNodeCert, makeRootCa } from '../../drivers/swarm/ca.ts';
-import { EtcdMember, SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
-import { conflict, EngineError, internal, invalidArgument, notImplemented, unavailable } from '../../lib/errors.ts';
-import { resolveListenAddr as listenEndpoint, type Interfaces } from '../../lib/swarm/addresses.ts';
-import { SwarmListener } from '../../drivers/swarm/listener.ts';
+import { issueNodeCert, makeRootCa, newNodeKey } from '../../drivers/swarm/ca.ts';
+import { SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
+import { conflict, EngineError, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
+import type { Interfaces } from '../../lib/swarm/addresses.ts';
 import { initSpec, replacedSpec, type ClusterRecord, type SwarmSpec } from '../../lib/swarm/cluster-object.ts';
-import { caDigest, makeJoinToken, parseJoinToken } from '../../lib/swarm/join-token.ts';
+import { caDigest, makeJoinToken, parseJoinToken, type ParsedJoinToken } from '../../lib/swarm/join-token.ts';
 import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
-import { DEFAULT_DISCOVERY_TTL } from '../../lib/cluster/store-url.ts';
 import type { SwarmInitRequest, SwarmJoinRequest, SwarmPort, SwarmUpdate } from '../../api/swarm/port.ts';
 import type { LocalNodeState } from '../../api/nodes/views.ts';
 import type { ClusterHolder } from '../components/cluster.ts';
@@ -26,17 +24,27 @@ import type { NodeAvailability, NodeSpec } from '../../lib/swarm/node-spec.ts';
 import { bounded, storedSwarm, SWARM_IN_STORE, SwarmObjects, type StoredCluster } from './objects.ts';
 import { certHosts, checkDataPathPort, checkPool, newSwarmId, nodeAddresses, type NodeAddresses } from './requests.ts';
 import { SwarmFiles, type SwarmState } from './state.ts';
+import { Admission, INVALID_TOKEN } from './admission.ts';
+import { NodeParts } from './node-parts.ts';
+import { requestForget, requestJoin } from './remote-join.ts';
 
 export const ALREADY_IN_SWARM = 'This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.';
 export const NOT_IN_SWARM = 'This node is not part of a swarm';
 const LAST_MANAGER =
   'You are attempting to leave the swarm on a node that is participating as a manager. Removing the last manager erases all current state of the swarm. Use `--force` to ignore this message. ';
-const OTHER_MANAGERS = 'You are attempting to leave the swarm on a node that is participating as a manager. Use `--force` to suppress this message.';
+/** The reference's refusal of a manager's leave without force (moby's cluster Leave), by the managers it counts. */
+function managerLeaving(reachable: number, unreachable: number): string {
+  let msg = 'You are attempting to leave the swarm on a node that is participating as a manager. ';
+  if (reachable - 2 <= unreachable) {
+    if (reachable + unreachable <= 1) return LAST_MANAGER;
+    msg += `Removing this node leaves ${reachable - 1} managers out of ${reachable + unreachable}. Without a Raft quorum your swarm will be inaccessible. `;
+  }
+  return `${msg}The only way to restore a swarm that has lost consensus is to reinitialize it with \`--force-new-cluster\`. Use \`--force\` to suppress this message.`;
+}
 const NO_AUTOLOCK = 'autolock is not supported yet: manager autolock comes with joining nodes';
-const INVALID_TOKEN = 'rpc error: code = InvalidArgument desc = A valid join token is necessary to join this cluster';
-const JOIN_OVER_NETWORK = 'joining a swarm through a manager\'s address is not supported yet: a node started with --cluster-store joins the swarm in that etcd';
 const NO_SWARM_IN_STORE = 'the cluster store holds no swarm: run "docker swarm init" on a node first';
 const RETRY_MS = 5000;
+const NO_LEADER = "rpc error: code = Unknown desc = The swarm does not have a leader. It's possible that too few managers are online. Make sure more than half of the managers are online.";
 
 export interface SwarmNodeDeps {
   dataRoot: string;
@@ -56,8 +64,8 @@ export class SwarmNode implements SwarmPort {
   private readonly d: SwarmNodeDeps;
   private readonly files: SwarmFiles;
   private state: SwarmState | undefined;
-  private member: EtcdMember | undefined;
-  private listener: SwarmListener | undefined;
+  private readonly parts: NodeParts;
+  private readonly admission: Admission;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
   private resuming = false;
@@ -71,6 +79,18 @@ export class SwarmNode implements SwarmPort {
     this.d = d;
     this.files = new SwarmFiles(d.dataRoot);
     this.objects = new SwarmObjects(() => this.etcd());
+    this.admission = new Admission({ etcd: () => this.etcd(), memberClient: () => this.parts.client(), specs: this.objects.specs, log: d.log });
+    this.parts = new NodeParts({
+      files: this.files,
+      execRoot: d.execRoot,
+      holder: d.holder,
+      clusterStore: d.clusterStore,
+      log: d.log,
+      ifaces: () => this.ifaces(),
+      etcdBinary: d.etcdBinary,
+      admit: (body) => this.admission.admit(body),
+      forget: (id) => this.admission.forget(id),
+    });
   }
 
   get inSwarm(): boolean {
@@ -104,13 +124,13 @@ export class SwarmNode implements SwarmPort {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.resumeTimer);
-    await this.serial(() => this.stopNode(false));
+    await this.serial(() => this.parts.stop(false));
   }
 
   init(req: SwarmInitRequest): Promise<string> {
     return this.serial(async () => {
       if (this.state || this.d.holder.current) {
-        if (req.ForceNewCluster && this.state?.role === 'manager' && this.member) return await this.forceNewCluster();
+        if (req.ForceNewCluster && this.state?.role === 'manager' && this.parts.hasMember) return await this.forceNewCluster();
         throw unavailable(ALREADY_IN_SWARM);
       }
       const spec = initSpec(req.Spec ?? undefined);
@@ -133,7 +153,7 @@ export class SwarmNode implements SwarmPort {
       return await this.enter(state, async () => {
         const ca = await makeRootCa();
         await this.files.writeCerts(ca.certPem, await issueNodeCert(ca, { nodeId: state.nodeId, clusterId: state.clusterId, role: 'swarm-manager', hosts: certHosts(state) }));
-        await this.startNode(state);
+        await this.parts.start(state);
         const now = new Date().toISOString();
         const stored: StoredCluster = {
           id: state.clusterId,
@@ -154,30 +174,64 @@ export class SwarmNode implements SwarmPort {
   }
 
   /**
-   * Joins the swarm in --cluster-store's etcd with one of its join tokens: its CA digest must be the
-   * swarm's, its secret the worker's or the manager's (the role it joins as). Joining over the
-   * network (a manager's listen address) is (5 of 21)'s.
+   * Joins a swarm with one of its join tokens (its CA digest must be the swarm's, its secret the
+   * worker's or the manager's: the role it joins as): through a manager's address (RemoteAddrs,
+   * ./remote-join.ts), or, for a node started with --cluster-store, through that etcd.
    */
   join(req: SwarmJoinRequest): Promise<void> {
     return this.serial(async () => {
       if (this.state || this.d.holder.current) throw unavailable(ALREADY_IN_SWARM);
       const token = parseJoinToken(req.JoinToken ?? '');
-      if (!token) throw invalidArgument(INVALID_TOKEN);
-      if (!this.d.clusterStore) throw notImplemented(JOIN_OVER_NETWORK);
+      // The reference's words for a token not in the format (it answers 500 for it).
+      if (!token) throw invalidArgument('invalid join token');
       const addrs = this.addresses(req);
-      const found = await this.withStore(storedSwarm);
-      if (!found?.ca) throw unavailable(NO_SWARM_IN_STORE);
-      const { stored, ca } = found;
-      if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(`${INVALID_TOKEN}: its CA digest is not this swarm's root CA's`);
-      const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
-      if (!role) throw invalidArgument(INVALID_TOKEN);
-      const state: SwarmState = { nodeId: newSwarmId(), clusterId: stored.id, role, ...addrs, store: 'external' };
-      await this.enter(state, async () => {
-        const hosts = certHosts(state);
-        await this.files.writeCerts(ca.certPem, await issueNodeCert(ca, { nodeId: state.nodeId, clusterId: state.clusterId, role: role === 'manager' ? 'swarm-manager' : 'swarm-worker', hosts }));
-        await this.startNode(state);
-        await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: role, Availability: (req.Availability || 'active') as NodeAvailability }));
+      if (this.d.clusterStore) return await this.joinThroughStore(req, token, addrs);
+      const remotes = req.RemoteAddrs ?? [];
+      if (!remotes.length) throw invalidArgument('at least 1 RemoteAddr is required to join');
+      const key = newNodeKey();
+      const peerPort = SWARM_ETCD_PEER_PORT;
+      const host = addrs.advertiseHost.includes(':') ? `[${addrs.advertiseHost}]` : addrs.advertiseHost;
+      const { answer, remote } = await requestJoin(remotes, token, {
+        JoinToken: req.JoinToken!,
+        PublicKey: key.publicKeyPem,
+        AdvertiseHost: addrs.advertiseHost,
+        Hosts: certHosts(addrs),
+        Availability: (req.Availability || 'active') as NodeAvailability,
+        PeerURL: `https://${host}:${peerPort}`,
       });
+      const manager = answer.Role === 'manager';
+      const state: SwarmState = {
+        nodeId: answer.NodeID,
+        clusterId: answer.ClusterID,
+        role: answer.Role,
+        ...addrs,
+        store: 'managed',
+        managers: answer.Managers,
+        joinedThrough: remote,
+        ...(manager ? { member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort } } : {}),
+      };
+      const join = manager && answer.InitialCluster && answer.MemberID ? { initialCluster: answer.InitialCluster, memberId: answer.MemberID } : undefined;
+      await this.enter(state, async () => {
+        await this.files.writeCerts(answer.RootCA, { certPem: answer.Certificate, keyPem: key.keyPem });
+        await this.parts.start(state, { join });
+      });
+    });
+  }
+
+  /** Joins the swarm in --cluster-store's etcd: this node checks the token and writes its own spec. */
+  private async joinThroughStore(req: SwarmJoinRequest, token: ParsedJoinToken, addrs: NodeAddresses): Promise<void> {
+    const found = await this.withStore(storedSwarm);
+    if (!found?.ca) throw unavailable(NO_SWARM_IN_STORE);
+    const { stored, ca } = found;
+    if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(`${INVALID_TOKEN}: its CA digest is not this swarm's root CA's`);
+    const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
+    if (!role) throw invalidArgument(INVALID_TOKEN);
+    const state: SwarmState = { nodeId: newSwarmId(), clusterId: stored.id, role, ...addrs, store: 'external' };
+    await this.enter(state, async () => {
+      const hosts = certHosts(state);
+      await this.files.writeCerts(ca.certPem, await issueNodeCert(ca, { nodeId: state.nodeId, clusterId: state.clusterId, role: role === 'manager' ? 'swarm-manager' : 'swarm-worker', hosts }));
+      await this.parts.start(state);
+      await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: role, Availability: (req.Availability || 'active') as NodeAvailability }));
     });
   }
 
@@ -186,15 +240,18 @@ export class SwarmNode implements SwarmPort {
       const state = this.state;
       if (!state) throw unavailable(NOT_IN_SWARM);
       const managers = state.role === 'manager' ? await this.objects.managerCount() : 0;
-      if (state.role === 'manager' && !force) throw unavailable(managers <= 1 ? LAST_MANAGER : OTHER_MANAGERS);
+      if (state.role === 'manager' && !force) throw unavailable(managerLeaving(managers, 0));
       clearTimeout(this.resumeTimer);
       this.resuming = false;
       this.resumeError = '';
       if (state.store === 'external') {
         // Its spec and lasting record go; the last manager takes the swarm with it.
         await this.objects.forget(state.nodeId, state.role === 'manager' && managers <= 1).catch((err: Error) => this.d.log.warn({ err: err.message }, 'could not remove the node from the cluster store'));
+      } else if (state.role === 'manager' && managers > 1) {
+        // A manager of a managed swarm with others: its spec, record and etcd member go (the others keep their quorum).
+        await this.admission.forget(state.nodeId).catch((err: Error) => this.d.log.warn({ err: err.message }, 'could not remove the node from the swarm'));
       }
-      await this.stopNode(true);
+      await this.parts.stop(true);
       await this.files.removeAll();
       this.d.log.info({ nodeId: state.nodeId }, 'left the swarm');
       this.state = undefined;
@@ -218,7 +275,7 @@ export class SwarmNode implements SwarmPort {
 
   async nodeSpecs(): Promise<Map<string, { spec: NodeSpec; version: number }>> {
     this.manager();
-    return await this.objects.specs.list();
+    return await bounded(this.objects.specs.list(), undefined, NO_LEADER);
   }
 
   updateNode(id: string, version: bigint, spec: NodeSpec): Promise<void> {
@@ -277,7 +334,9 @@ export class SwarmNode implements SwarmPort {
       return state.nodeId;
     } catch (err) {
       if (state.store === 'external' && this.d.holder.current) await this.objects.forget(state.nodeId, false).catch(() => {});
-      await this.stopNode(true).catch(() => {});
+      // Admitted by a manager, then failed: that manager forgets the node (its spec, its learner).
+      if (state.joinedThrough) await this.files.readCerts().then((t) => requestForget(state.joinedThrough!, { ca: t.caPem, cert: t.certPem, key: t.keyPem })).catch((e: Error) => this.d.log.warn({ err: e.message }, 'the manager could not be asked to forget the node'));
+      await this.parts.stop(true).catch(() => {});
       await this.files.removeAll().catch(() => {});
       this.state = undefined;
       this.objects.clear();
@@ -299,64 +358,6 @@ export class SwarmNode implements SwarmPort {
     }
   }
 
-  /**
-   * Starts the node's part: a manager's listener (first: a listen address in use refuses at once),
-   * the managed member (a manager of a managed swarm), then the membership.
-   */
-  private async startNode(state: SwarmState, forceNewCluster = false): Promise<void> {
-    if (state.role === 'manager') {
-      const { host, port } = listenEndpoint(state.listenAddr, this.ifaces());
-      const listener = new SwarmListener({
-        host,
-        port: Number(port),
-        tls: await this.files.readCerts(),
-        self: { nodeId: state.nodeId, clusterId: state.clusterId, role: state.role },
-        log: this.d.log,
-      });
-      await listener.start();
-      this.listener = listener;
-    }
-    let spec: ClusterStore;
-    if (state.store === 'external') {
-      if (!this.d.clusterStore) throw new Error('the node is in a swarm on an external etcd and the daemon was started without --cluster-store');
-      spec = this.d.clusterStore;
-    } else {
-      const certs = await this.files.readCerts();
-      const member = new EtcdMember({
-        name: state.nodeId,
-        dir: this.files.dir,
-        runDir: this.d.execRoot,
-        advertiseHost: state.advertiseHost,
-        clientPort: state.member?.clientPort,
-        peerPort: state.member?.peerPort,
-        tls: certs,
-        clusterToken: state.clusterId,
-        forceNewCluster,
-        log: this.d.log.child({ component: 'swarm-etcd' }),
-        binary: this.d.etcdBinary,
-      });
-      this.member = member;
-      await member.start();
-      spec = {
-        endpoints: [member.clientUrl],
-        tls: { caFile: this.files.cert('swarm-root-ca.crt'), certFile: this.files.cert('swarm-node.crt'), keyFile: this.files.cert('swarm-node.key') },
-        ttlSeconds: DEFAULT_DISCOVERY_TTL,
-        fenceMarginSeconds: 2,
-      };
-    }
-    await this.d.holder.start(spec, { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role, port: Number(state.advertisePort) || undefined });
-  }
-
-  /** Stops the node's part: the membership, the listener, the member (removed with its data when leaving). */
-  private async stopNode(removeMember: boolean): Promise<void> {
-    await this.d.holder.stop();
-    await this.listener?.stop();
-    this.listener = undefined;
-    if (removeMember) await this.member?.remove();
-    else await this.member?.stop();
-    this.member = undefined;
-  }
-
   /** Waits (a while) for the membership to have joined: init answers once /info says active, as the reference's. */
   private async joined(timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
@@ -366,8 +367,8 @@ export class SwarmNode implements SwarmPort {
   /** `swarm init --force-new-cluster` on a manager: its member restarted as a cluster of one from its data. */
   private async forceNewCluster(): Promise<string> {
     const state = this.state!;
-    await this.stopNode(false);
-    await this.startNode(state, true);
+    await this.parts.stop(false);
+    await this.parts.start(state, { forceNewCluster: true });
     await this.objects.read();
     await this.joined();
     return state.nodeId;
@@ -380,7 +381,7 @@ export class SwarmNode implements SwarmPort {
     try {
       await this.serial(async () => {
         if (this.state !== state || this.closed) return;
-        await this.startNode(state);
+        await this.parts.start(state);
         if (state.role === 'manager') await this.objects.read().catch(() => undefined);
       });
       this.resumeError = '';
@@ -388,7 +389,7 @@ export class SwarmNode implements SwarmPort {
     } catch (err) {
       this.resumeError = err instanceof Error ? err.message : String(err);
       this.d.log.warn({ err: this.resumeError }, 'the swarm could not be started again; retrying');
-      await this.stopNode(false).catch(() => {});
+      await this.parts.stop(false).catch(() => {});
       if (!this.closed) this.resumeTimer = setTimeout(() => void this.bringBack(), RETRY_MS);
     }
   }

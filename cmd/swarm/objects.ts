@@ -22,10 +22,10 @@ const STORE_TIMEOUT_MS = 10_000;
 export type StoredCluster = Omit<ClusterRecord, 'version'>;
 
 /** An etcd call that does not answer in time is the swarm's 503 (the store may be down). */
-export async function bounded<T>(p: Promise<T>, ms = STORE_TIMEOUT_MS): Promise<T> {
+export async function bounded<T>(p: Promise<T>, ms = STORE_TIMEOUT_MS, message = "The swarm's etcd does not answer"): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(unavailable("The swarm's etcd does not answer")), ms)))]);
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(unavailable(message)), ms)))]);
   } finally {
     clearTimeout(timer);
   }

@@ -21,6 +21,10 @@ const SwarmState = z.object({
   /** managed: this daemon runs an etcd member of the swarm; external: the swarm lives in --cluster-store's etcd. */
   store: z.enum(['managed', 'external']).default('managed'),
   member: z.object({ clientPort: z.number().int(), peerPort: z.number().int() }).optional(),
+  /** A node that joined a managed swarm: the managers' etcd client URLs it was given. */
+  managers: z.array(z.string()).optional(),
+  /** A node that joined through a manager's address: that address (asked to forget the node if the join is given up). */
+  joinedThrough: z.string().optional(),
 });
 export type SwarmState = z.output<typeof SwarmState>;
 

@@ -6,7 +6,7 @@
 // reached at). Unlike swarmkit's, a certificate is valid from the moment it is made, not an hour before.
 // Keys come from node:crypto, certificates from the `openssl` binary (X.509 is never built by
 // hand). Every file it writes lives in a private temporary directory removed before it answers.
-import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -74,7 +74,28 @@ export interface NodeCertRequest {
 
 /** A node's key and certificate, signed by the swarm's root CA. */
 export async function issueNodeCert(ca: KeyPair, req: NodeCertRequest): Promise<KeyPair> {
+  const keyPem = ecKey();
+  return { certPem: await signNodeKey(ca, publicKeyOf(keyPem), req), keyPem };
+}
+
+/** A new node key (a joining node makes its own: only its public half leaves the node). */
+export function newNodeKey(): { keyPem: string; publicKeyPem: string } {
+  const keyPem = ecKey();
+  return { keyPem, publicKeyPem: publicKeyOf(keyPem) };
+}
+
+function publicKeyOf(keyPem: string): string {
+  return createPublicKey(keyPem).export({ type: 'spki', format: 'pem' }).toString();
+}
+
+/**
+ * A node certificate for `publicKeyPem` (a P-256 key), signed by the swarm's root CA: what a manager
+ * gives a node that joins with a valid token.
+ */
+export async function signNodeKey(ca: KeyPair, publicKeyPem: string, req: NodeCertRequest): Promise<string> {
   if (!ID.test(req.nodeId) || !ID.test(req.clusterId)) throw new Error(`invalid node or cluster id: ${req.nodeId} ${req.clusterId}`);
+  const key = createPublicKey(publicKeyPem);
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new Error('a node key must be an ECDSA P-256 key');
   // A manager's certificate also names the CA role, as swarmkit's do.
   const sans = [`DNS:${req.role}`, `DNS:${req.nodeId}`, ...(req.role === 'swarm-manager' ? [`DNS:${ROOT_CN}`] : [])];
   for (const h of req.hosts) {
@@ -83,19 +104,17 @@ export async function issueNodeCert(ca: KeyPair, req: NodeCertRequest): Promise<
     else throw new Error(`invalid host for a node certificate: ${JSON.stringify(h)}`);
   }
   return await inTempDir(async (dir) => {
-    const keyPem = ecKey();
     const f = (n: string) => join(dir, n);
-    await writeFile(f('node.key'), keyPem, { mode: 0o600 });
+    await writeFile(f('node.pub'), key.export({ type: 'spki', format: 'pem' }));
     await writeFile(f('ca.key'), ca.keyPem, { mode: 0o600 });
     await writeFile(f('ca.crt'), ca.certPem);
-    await writeFile(f('req.cnf'), ['[req]', 'distinguished_name = dn', 'prompt = no', STRING_MASK, '[dn]', `O = ${req.clusterId}`, `OU = ${req.role}`, `CN = ${req.nodeId}`, ''].join('\n'));
     await writeFile(
       f('ext.cnf'),
       ['[v3_node]', 'basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature,keyEncipherment', 'extendedKeyUsage = serverAuth,clientAuth', `subjectAltName = ${sans.join(',')}`, 'authorityKeyIdentifier = keyid', ''].join('\n'),
     );
-    await openssl(['req', '-new', '-config', f('req.cnf'), '-key', f('node.key'), '-out', f('node.csr')]);
-    await openssl(['x509', '-req', '-in', f('node.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-set_serial', serial(), '-days', String(req.days ?? NODE_CERT_DAYS), '-sha256', '-extfile', f('ext.cnf'), '-extensions', 'v3_node', '-out', f('node.crt')]);
-    return { certPem: await readFile(f('node.crt'), 'utf8'), keyPem };
+    const subject = `/O=${req.clusterId}/OU=${req.role}/CN=${req.nodeId}`;
+    await openssl(['x509', '-new', '-force_pubkey', f('node.pub'), '-subj', subject, '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-set_serial', serial(), '-days', String(req.days ?? NODE_CERT_DAYS), '-sha256', '-extfile', f('ext.cnf'), '-extensions', 'v3_node', '-out', f('node.crt')]);
+    return await readFile(f('node.crt'), 'utf8');
   });
 }
 

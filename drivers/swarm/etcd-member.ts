@@ -37,6 +37,11 @@ export interface EtcdMemberOptions {
   /** The initial cluster token (the swarm's id). */
   clusterToken: string;
   forceNewCluster?: boolean;
+  /**
+   * A member joining a cluster that has it as a learner: etcd's --initial-cluster (every member,
+   * this one too) and `existing`; `ready` says when it has caught up (its promotion), not /health.
+   */
+  join?: { initialCluster: string; ready: () => Promise<boolean> };
   log: Logger;
   binary?: string;
   startTimeoutMs?: number;
@@ -71,7 +76,7 @@ export class EtcdMember {
     return c && c.exitCode === null && c.signalCode === null ? (c.pid ?? 0) : 0;
   }
 
-  /** Starts the member (stopping one a killed daemon left) and waits until it answers /health. */
+  /** Starts the member (stopping one a killed daemon left) and waits until it answers /health (or is `join.ready`). */
   async start(): Promise<void> {
     if (this.pid) return;
     await this.stopLeftover();
@@ -90,9 +95,9 @@ export class EtcdMember {
       '--advertise-client-urls', this.clientUrl,
       '--listen-peer-urls', this.peerUrl,
       '--initial-advertise-peer-urls', this.peerUrl,
-      '--initial-cluster', `${name}=${this.peerUrl}`,
+      '--initial-cluster', this.opts.join?.initialCluster ?? `${name}=${this.peerUrl}`,
       // With data present etcd ignores the --initial-* flags: a restart keeps its cluster.
-      '--initial-cluster-state', 'new',
+      '--initial-cluster-state', this.opts.join ? 'existing' : 'new',
       '--initial-cluster-token', clusterToken,
       '--cert-file', f('cert.pem'), '--key-file', f('key.pem'), '--trusted-ca-file', f('ca.pem'), '--client-cert-auth',
       '--peer-cert-file', f('cert.pem'), '--peer-key-file', f('key.pem'), '--peer-trusted-ca-file', f('ca.pem'), '--peer-client-cert-auth',
@@ -128,7 +133,7 @@ export class EtcdMember {
         this.child = null;
         throw new Error(`the swarm's etcd member did not start: ${(failed as Error | null)?.message ?? tail.slice(-3).join(' | ')}`);
       }
-      if (await this.healthy()) return;
+      if (this.opts.join ? await this.opts.join.ready() : await this.healthy()) return;
       if (Date.now() > deadline) {
         await this.stop();
         throw new Error(`the swarm's etcd member did not answer ${this.clientUrl}/health in time: ${tail.slice(-3).join(' | ')}`);

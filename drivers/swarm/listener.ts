@@ -2,12 +2,15 @@
 // node's certificate from the swarm's CA, client certificates asked for but not required (a node
 // that joins has none yet), each request told who its peer is when the peer's certificate is one of
 // this swarm's (a chain to its root, the cluster id in its subject). Node-to-node calls need that
-// identity; joins ((5 of 21)) come with a join token instead. A listen address in use refuses the
-// init or join that asked for it, in the reference's words (a 400 here; dockerd answers 500).
+// identity. A node that joins has no certificate yet: it reads the root CA (GET /v1/ca) and checks it
+// against the digest in its join token, then asks for its certificate with the token (POST
+// /v1/join, answered by the manager's admission, cmd/swarm/admission.ts). Refusals travel as
+// {code, message}: the joining daemon answers its client with the same. A listen address in use
+// refuses the init or join that asked for it, in the reference's words (a 400 here; dockerd: 500).
 import type { TLSSocket } from 'node:tls';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { failedPrecondition } from '../../lib/errors.ts';
+import { EngineError, failedPrecondition } from '../../lib/errors.ts';
 import { nodeIdentity, type NodeIdentity } from './ca.ts';
 
 export interface SwarmListenerOptions {
@@ -17,7 +20,14 @@ export interface SwarmListenerOptions {
   /** This node, as GET /v1/node answers it to a peer of the swarm. */
   self: { nodeId: string; clusterId: string; role: 'manager' | 'worker' };
   log: Logger;
+  /** A join's admission: the body as sent, the caller's address; refusals are EngineErrors. */
+  admit?: (body: unknown, remoteAddress: string) => Promise<unknown>;
+  /** A node of the swarm that gave up its join (or left) asks to be forgotten: its id from its certificate. */
+  forget?: (nodeId: string) => Promise<void>;
 }
+
+/** The statuses a refusal travels with (the joining daemon reads the code from the body). */
+const STATUS: Partial<Record<string, number>> = { InvalidArgument: 400, FailedPrecondition: 400, PermissionDenied: 403, NotFound: 404, Conflict: 409, Unavailable: 503 };
 
 /** The peer of a request when its certificate is this swarm's, else undefined. */
 export function swarmPeer(req: FastifyRequest, clusterId: string): NodeIdentity | undefined {
@@ -42,6 +52,28 @@ export class SwarmListener {
     app.get('/v1/node', async (req, reply) => {
       if (!swarmPeer(req, self.clusterId)) return reply.code(401).send({ message: 'a certificate of this swarm is required' });
       return { NodeID: self.nodeId, ClusterID: self.clusterId, Role: self.role };
+    });
+    app.get('/v1/ca', async () => ({ RootCA: tls.caPem }));
+    const answer = async (reply: FastifyReply, what: string, fn: () => Promise<unknown>) => {
+      try {
+        return (await fn()) ?? {};
+      } catch (err) {
+        if (err instanceof EngineError) return reply.code(STATUS[err.code] ?? 500).send({ code: err.code, message: err.message });
+        this.opts.log.warn({ err: err instanceof Error ? err.message : String(err) }, `a ${what} failed`);
+        return reply.code(500).send({ code: 'Internal', message: `the ${what} failed on the manager: ${err instanceof Error ? err.message : String(err)}` });
+      }
+    };
+    app.post('/v1/join', { bodyLimit: 64 * 1024 }, async (req, reply) => {
+      const admit = this.opts.admit;
+      if (!admit) return reply.code(503).send({ code: 'Unavailable', message: 'this node does not admit nodes' });
+      return answer(reply, 'join', () => admit(req.body, req.ip));
+    });
+    app.post('/v1/forget', async (req, reply) => {
+      const peer = swarmPeer(req, self.clusterId);
+      if (!peer) return reply.code(401).send({ code: 'Unauthorized', message: 'a certificate of this swarm is required' });
+      const forget = this.opts.forget;
+      if (!forget) return reply.code(503).send({ code: 'Unavailable', message: 'this node does not admit nodes' });
+      return answer(reply, 'leave', () => forget(peer.nodeId));
     });
     app.setNotFoundHandler(async (_req, reply) => reply.code(404).send({ message: 'page not found' }));
     try {

@@ -11,6 +11,11 @@ export interface ClusterStore {
   ttlSeconds: number;
   /** How long before the lease could expire at etcd a cut-off node has killed its cluster containers. */
   fenceMarginSeconds: number;
+  /**
+   * A deadline for each unary call (not the streams: watches, keep-alives): a call sent to an
+   * endpoint that went away fails instead of waiting, and the client turns to another endpoint.
+   */
+  callTimeoutMs?: number;
 }
 
 export const DEFAULT_DISCOVERY_TTL = 15;

@@ -20,6 +20,13 @@ export function makeJoinToken(rootCaPem: string): string {
   return `SWMTKN-1-${caDigest(rootCaPem)}-${base36(randomBytes(16), SECRET_LEN)}`;
 }
 
+/** A token's digest as the reference prints it (a CA that does not match): the SHA-256 in 64 hex digits. */
+export function digestHex(digest: string): string {
+  let n = 0n;
+  for (const ch of digest) n = n * 36n + BigInt(parseInt(ch, 36));
+  return n.toString(16).padStart(64, '0');
+}
+
 export interface ParsedJoinToken {
   digest: string;
   secret: string;

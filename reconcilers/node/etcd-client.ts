@@ -23,6 +23,7 @@ export async function etcdClient(store: ClusterStore): Promise<Etcd3> {
     dialTimeout: 2000,
     faultHandling: { watchBackoff: watchBackoff() },
     grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 },
+    ...(store.callTimeoutMs ? { defaultCallOptions: (ctx: { isStream: boolean }) => (ctx.isStream ? {} : { deadline: Date.now() + store.callTimeoutMs! }) } : {}),
     ...(tls
       ? {
           credentials: {

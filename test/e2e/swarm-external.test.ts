@@ -71,7 +71,7 @@ describe('swarm mode on an external etcd (--cluster-store)', { skip: !existsSync
     const sw = (await apiRequest(a, 'GET', '/swarm')).body;
     const bad = await docker(b, ['swarm', 'join', '--token', 'SWMTKN-1-nope', '127.0.0.1:2377']);
     assert.notEqual(bad.code, 0);
-    assert.match(bad.stderr, /A valid join token is necessary to join this cluster/);
+    assert.match(bad.stderr, /invalid join token/);
     const forged = sw.JoinTokens.Worker.replace(/-[0-9a-z]{25}$/, `-${'0'.repeat(25)}`);
     const wrong = await docker(b, ['swarm', 'join', '--token', forged, '127.0.0.1:2377']);
     assert.notEqual(wrong.code, 0);

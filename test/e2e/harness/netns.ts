@@ -1,9 +1,11 @@
 // A small virtual network for cluster tests, made for one test file and removed even on failure:
 // one Linux bridge (a unique name) on a private /24 nobody on the host uses, the host holding .1,
 // and N network namespaces, each joined to the bridge by a veth pair (.10+i inside, default route
-// via .1). Daemons started inside them reach services the host binds on .1 (etcd) and nothing
-// else of the host's networks. `cut`/`heal` drop and restore a namespace's traffic to the subnet
-// with iptables rules inside that namespace: the host's own chains and policies stay untouched.
+// via .1). Daemons started inside them reach services the host binds on .1 (etcd) and one another
+// (one rule first in the host's FORWARD chain names the bridge: with br_netfilter, bridged traffic
+// crosses that chain, whose policy may be DROP; removed with the bridge), and nothing else of the
+// host's networks. `cut`/`heal` drop and restore a namespace's traffic to the subnet with iptables
+// rules inside that namespace: the host's policies stay untouched.
 // Removal runs from cleanup(), from the process exit hook, and from a detached reaper if the test
 // process is killed outright (a runner's timeout), like the daemon harness's roots.
 //   node netns.ts <test-pid> <json NetState>   (the reaper)
@@ -97,6 +99,12 @@ function pickSubnet(): string {
   throw new Error('netns: no free private /24 found');
 }
 
+/**
+ * Traffic between two namespaces crosses the bridge, and with br_netfilter it crosses the host's
+ * FORWARD chain too (whose policy may be DROP): this rule, first in the chain, lets it pass.
+ */
+const forwardRule = (bridge: string) => ['-i', bridge, '-o', bridge, '-j', 'ACCEPT'];
+
 /** Synchronous removal of everything in `s`; used by cleanup(), the exit hook and the reaper. */
 function removeNet(s: NetState): void {
   for (const ns of s.namespaces) {
@@ -106,6 +114,10 @@ function removeNet(s: NetState): void {
     // runs there was started by the test (a daemon whose own cleanup did not run).
     const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8', timeout: 10_000 }).stdout ?? '';
     for (const p of pids.split('\n').map(Number).filter((n) => n > 1 && n !== process.pid)) signalPid(p, 'SIGKILL');
+  }
+  // The host's rule that lets the namespaces reach one another across the bridge (deleted until none is left).
+  for (let i = 0; i < 5 && spawnSync('iptables', ['-w', '5', '-C', 'FORWARD', ...forwardRule(s.bridge)], { stdio: 'ignore', timeout: 10_000 }).status === 0; i++) {
+    tryRun('iptables', ['-w', '5', '-D', 'FORWARD', ...forwardRule(s.bridge)]);
   }
   for (const v of s.hostVeths) if (existsSync(`/sys/class/net/${v}`)) tryRun('ip', ['link', 'del', v]);
   if (existsSync(`/sys/class/net/${s.bridge}`)) tryRun('ip', ['link', 'del', s.bridge]);
@@ -188,6 +200,7 @@ class Netns implements NetnsHandle {
     run('ip', ['link', 'add', this.bridge, 'type', 'bridge']);
     run('ip', ['addr', 'add', `${this.hostAddr}/24`, 'dev', this.bridge]);
     run('ip', ['link', 'set', this.bridge, 'up']);
+    run('iptables', ['-w', '5', '-I', 'FORWARD', ...forwardRule(this.bridge)]);
     for (let i = 0; i < count; i++) {
       const ns = this.state.namespaces[i]!;
       const host = this.state.hostVeths[i]!;

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { issueNodeCert, makeRootCa, nodeIdentity } from '../../../drivers/swarm/ca.ts';
+import { issueNodeCert, makeRootCa, newNodeKey, nodeIdentity, signNodeKey } from '../../../drivers/swarm/ca.ts';
 import { REFERENCE_ROOT } from './reference-root.ts';
-import { caDigest, makeJoinToken, parseJoinToken } from '../../../lib/swarm/join-token.ts';
+import { caDigest, digestHex, makeJoinToken, parseJoinToken } from '../../../lib/swarm/join-token.ts';
 
 const NODE = 'abcdefghij0123456789klmno';
 const CLUSTER = 'zyxwvutsrq9876543210ponml';
@@ -70,4 +70,21 @@ test('join tokens: SWMTKN-1-<50 base-36 digest>-<25 base-36 secret>, the digest 
   // The reference's own example token parses.
   assert.ok(parseJoinToken('SWMTKN-1-1h8aps2yszaiqmz2l3oc5392pgk8e49qhx2aj3nyv0ui0hez2a-6qmn92w6bu3jdvnglku58u11a'));
   for (const bad of ['', 'SWMTKN-1-abc-def', 'SWMTKN-2-1-' + 'a'.repeat(50) + '-' + 'b'.repeat(25), `SWMTKN-1-${'A'.repeat(50)}-${'b'.repeat(25)}`]) assert.equal(parseJoinToken(bad), undefined, bad);
+});
+
+test('a joining node\'s key: the manager signs its public half; only that key goes with the certificate; another key type is refused', async () => {
+  const ca = await makeRootCa();
+  const key = newNodeKey();
+  const certPem = await signNodeKey(ca, key.publicKeyPem, { nodeId: NODE, clusterId: CLUSTER, role: 'swarm-worker', hosts: ['10.9.8.7'] });
+  const cert = new X509Certificate(certPem);
+  assert.ok(cert.verify(new X509Certificate(ca.certPem).publicKey), 'signed by the root');
+  assert.ok(cert.checkPrivateKey((await import('node:crypto')).createPrivateKey(key.keyPem)), 'for the joining node\'s key');
+  assert.equal(nodeIdentity(cert)?.role, 'swarm-worker');
+  const rsa = (await import('node:crypto')).generateKeyPairSync('rsa', { modulusLength: 1024, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  await assert.rejects(signNodeKey(ca, rsa.publicKey, { nodeId: NODE, clusterId: CLUSTER, role: 'swarm-worker', hosts: [] }), /P-256/);
+});
+
+test('a token\'s digest in hex, as the reference prints a CA that does not match: the SHA-256 of the root', async () => {
+  const ca = await makeRootCa();
+  assert.equal(digestHex(caDigest(ca.certPem)), createHash('sha256').update(ca.certPem).digest('hex'));
 });

@@ -1,0 +1,155 @@
+// A manager's side of a join (the reference's node CA and dispatcher on 2377): a node that asks
+// with a join token gets a node id and a certificate for its public key from the swarm's CA, its
+// node spec, and what it needs to reach the swarm's etcd — the members' client URLs, and for a
+// manager a place in etcd's cluster: it is added as a learner (no vote, so the quorum is not
+// changed by a member that may never start) that the new manager promotes once it has caught up.
+// The token is checked against the swarm's current ones (its CA digest and its secret); a refusal
+// leaves nothing behind. A node that gives up halfway (or leaves) asks to be forgotten.
+import type { Etcd3 } from 'etcd3';
+import * as z from 'zod';
+import type { Logger } from 'pino';
+import { signNodeKey } from '../../drivers/swarm/ca.ts';
+import { invalidArgument, isCode, unavailable } from '../../lib/errors.ts';
+import { memberKey } from '../../lib/cluster/node-record.ts';
+import { caDigest, parseJoinToken } from '../../lib/swarm/join-token.ts';
+import { bounded, storedSwarm } from './objects.ts';
+import type { NodeSpecs } from './node-specs.ts';
+import { newSwarmId } from './requests.ts';
+
+export const INVALID_TOKEN = 'rpc error: code = InvalidArgument desc = A valid join token is necessary to join this cluster';
+
+/** What a joining node sends (over TLS, checked against the CA its token names). */
+export const JoinBody = z.object({
+  JoinToken: z.string().max(200),
+  PublicKey: z.string().max(4096),
+  AdvertiseHost: z.string().max(255),
+  /** Names its certificate carries (its advertise and listen hosts). */
+  Hosts: z.array(z.string().max(255)).max(8),
+  Availability: z.enum(['active', 'pause', 'drain']).default('active'),
+  /** A manager's etcd peer URL: the member to add. */
+  PeerURL: z.string().max(300).optional(),
+});
+export type JoinBody = z.input<typeof JoinBody>;
+
+export interface JoinAnswer {
+  NodeID: string;
+  ClusterID: string;
+  Role: 'manager' | 'worker';
+  Certificate: string;
+  RootCA: string;
+  /** The client URLs of the swarm's etcd members (the managers). */
+  Managers: string[];
+  /** A manager's: etcd's --initial-cluster with its own member in it, and that member's id. */
+  InitialCluster?: string;
+  MemberID?: string;
+}
+
+export interface AdmissionDeps {
+  etcd: () => Etcd3;
+  /**
+   * A client of its own for etcd's member calls, closed after: etcd refuses a member add for a few
+   * seconds after a member joined, and those refusals must not open the breaker of the client the
+   * node's membership lives on.
+   */
+  memberClient: () => Promise<Etcd3>;
+  specs: NodeSpecs;
+  log: Logger;
+}
+
+const ADD_WITHIN_MS = 20_000;
+/** etcd's refusals of a member add that pass: a member that joined moments ago is not yet "connected" for 5 s. */
+const NOT_YET = /unhealthy cluster|not enough started members|too many learner|circuit breaker/i;
+
+/** Adds the learner at `peerUrl`, asking again while etcd says the cluster is not ready for it yet. */
+async function addLearner(etcd: Etcd3, peerUrl: string) {
+  const deadline = Date.now() + ADD_WITHIN_MS;
+  for (;;) {
+    try {
+      return await bounded(etcd.cluster.memberAdd({ peerURLs: [peerUrl], isLearner: true }));
+    } catch (err) {
+      if (!NOT_YET.test(err instanceof Error ? err.message : String(err)) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+export class Admission {
+  private readonly d: AdmissionDeps;
+  /** One join at a time: etcd takes one learner at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+  /** The members this manager added for managers that joined, by node id (a learner has no name until it starts). */
+  private readonly learners = new Map<string, string>();
+
+  constructor(d: AdmissionDeps) {
+    this.d = d;
+  }
+
+  admit(raw: unknown): Promise<JoinAnswer> {
+    const run = this.queue.then(() => this.admitNow(raw));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  /** Removes a node that gave up its join (or left): its etcd member if it has one, its spec, its record. */
+  async forget(nodeId: string): Promise<void> {
+    const etcd = this.d.etcd();
+    await bounded(this.d.specs.remove(nodeId, { force: true, down: true, anyRole: true })).catch((err: unknown) => {
+      if (!isCode(err, 'NotFound')) throw err;
+    });
+    await bounded(etcd.delete().key(memberKey(nodeId)).exec());
+    // Last: a manager leaving asks its own member, which stops serving once removed.
+    const client = await this.d.memberClient();
+    try {
+      const members = (await bounded(client.cluster.memberList({}))).members ?? [];
+      const learner = this.learners.get(nodeId);
+      const mine = members.find((m) => m.name === nodeId || (learner !== undefined && String(m.ID) === learner));
+      if (mine) await bounded(client.cluster.memberRemove({ ID: mine.ID }));
+    } finally {
+      client.close();
+    }
+    this.learners.delete(nodeId);
+  }
+
+  private async admitNow(raw: unknown): Promise<JoinAnswer> {
+    const parsed = JoinBody.safeParse(raw);
+    if (!parsed.success) throw invalidArgument(`invalid join request: ${parsed.error.issues[0]?.message ?? 'malformed'}`);
+    const body = parsed.data;
+    const token = parseJoinToken(body.JoinToken);
+    if (!token) throw invalidArgument(INVALID_TOKEN);
+    const etcd = this.d.etcd();
+    const found = await bounded(storedSwarm(etcd));
+    if (!found?.ca) throw unavailable('The swarm has no cluster object');
+    const { stored, ca } = found;
+    if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(INVALID_TOKEN);
+    const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
+    if (!role) throw invalidArgument(INVALID_TOKEN);
+    if (role === 'manager' && !body.PeerURL) throw invalidArgument('a manager joins with the peer URL of its etcd member');
+    const nodeId = newSwarmId();
+    let certPem: string;
+    try {
+      certPem = await signNodeKey(ca, body.PublicKey, { nodeId, clusterId: stored.id, role: role === 'manager' ? 'swarm-manager' : 'swarm-worker', hosts: body.Hosts });
+    } catch (err) {
+      throw invalidArgument(`invalid join request: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    await bounded(this.d.specs.put(nodeId, { Labels: {}, Role: role, Availability: body.Availability }));
+    try {
+      const answer: JoinAnswer = { NodeID: nodeId, ClusterID: stored.id, Role: role, Certificate: certPem, RootCA: stored.rootCaPem, Managers: [] };
+      if (role === 'manager') {
+        const client = await this.d.memberClient();
+        const added = await addLearner(client, body.PeerURL!).finally(() => client.close());
+        answer.MemberID = String(added.member.ID);
+        this.learners.set(nodeId, answer.MemberID);
+        answer.InitialCluster = (added.members ?? [])
+          .flatMap((m) => m.peerURLs.map((u) => `${String(m.ID) === answer.MemberID ? nodeId : m.name}=${u}`))
+          .join(',');
+      }
+      const members = (await bounded(etcd.cluster.memberList({}))).members ?? [];
+      answer.Managers = members.filter((m) => !m.isLearner).flatMap((m) => m.clientURLs);
+      this.d.log.info({ nodeId, role, addr: body.AdvertiseHost }, 'a node joined the swarm');
+      return answer;
+    } catch (err) {
+      await bounded(this.d.specs.remove(nodeId, { force: true, down: true, anyRole: true })).catch(() => {});
+      throw unavailable(`the swarm's etcd could not take the node: ${err instanceof Error ? err.message : String(err)}`, err);
+    }
+  }
+}

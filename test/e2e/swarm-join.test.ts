@@ -1,0 +1,137 @@
+// Swarm mode on the managed etcd across machines (issue (5 of 21)): four daemons, each in its own
+// network namespace (test/e2e/harness/netns.ts), none with --cluster-store. `swarm init` on the
+// first; the others join through a manager's address with the stock docker CLI and the Engine API:
+// two as managers (etcd members), one as a worker (an etcd client of the managers). A wrong token,
+// a CA digest of another swarm and an unreachable manager are refused with nothing half-joined; a
+// manager cut off the network leaves the other two keeping the swarm.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { apiRequest, docker } from './harness/clients.ts';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { startNetns, type NetnsHandle } from './harness/netns.ts';
+import { until } from './harness/wait.ts';
+
+const N = 4;
+const canRun = existsSync('/usr/bin/etcd') && process.getuid?.() === 0;
+
+interface NodeView {
+  ID: string;
+  Spec: { Role: string };
+  Status: { State: string; Addr: string };
+  ManagerStatus?: { Leader?: boolean; Reachability: string; Addr: string };
+}
+
+async function nodes(d: DaemonHandle): Promise<NodeView[]> {
+  const r = await apiRequest(d, 'GET', '/nodes');
+  if (r.status !== 200) throw new Error(`GET /nodes: ${r.status} ${r.text}`);
+  return r.body as NodeView[];
+}
+
+async function localState(d: DaemonHandle): Promise<string> {
+  return (await apiRequest(d, 'GET', '/info')).body.Swarm.LocalNodeState;
+}
+
+describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
+  let net: NetnsHandle;
+  const ds: DaemonHandle[] = [];
+  let tokens: { manager: string; worker: string };
+  const join = (i: number, token: string, remote: string, extra: Record<string, unknown> = {}) =>
+    apiRequest(ds[i]!, 'POST', '/swarm/join', JSON.stringify({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: net.addr(i), RemoteAddrs: [remote], JoinToken: token, ...extra }));
+
+  before(async () => {
+    net = startNetns({ count: N });
+    ds.push(...(await Promise.all(net.names.map((ns) => startDaemon({ netns: ns })))));
+  }, { timeout: 180_000 });
+  after(async () => {
+    await Promise.all(ds.map((d) => d.cleanup().catch(() => {})));
+    net?.cleanup();
+  }, { timeout: 180_000 });
+
+  test('init on the first; a wrong secret, another swarm\'s CA digest, an unreachable manager: refused, nothing half-joined', async () => {
+    const init = await apiRequest(ds[0]!, 'POST', '/swarm/init', JSON.stringify({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: net.addr(0) }));
+    assert.equal(init.status, 200, init.text);
+    const sw = await apiRequest(ds[0]!, 'GET', '/swarm');
+    tokens = { manager: sw.body.JoinTokens.Manager, worker: sw.body.JoinTokens.Worker };
+    const manager0 = `${net.addr(0)}:2377`;
+
+    const [, , digest, secret] = tokens.worker.split('-');
+    const wrongSecret = await join(1, `SWMTKN-1-${digest}-${'0'.repeat(25)}`, manager0);
+    assert.equal(wrongSecret.status, 400, wrongSecret.text);
+    assert.equal(wrongSecret.body.message, 'rpc error: code = InvalidArgument desc = A valid join token is necessary to join this cluster');
+    const wrongDigest = await join(1, `SWMTKN-1-${'1'.repeat(50)}-${secret}`, manager0);
+    assert.equal(wrongDigest.status, 400, wrongDigest.text);
+    // The reference's words (its status is a 500: a 400 here); the digest the token named, in hex.
+    assert.match(wrongDigest.body.message, /^remote CA does not match fingerprint\. Expected: [0-9a-f]{64}$/);
+    const unreachable = await join(1, tokens.worker, `${net.addr(0)}:2999`);
+    assert.equal(unreachable.status, 503, unreachable.text);
+    assert.equal(unreachable.body.message, `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing dial tcp ${net.addr(0)}:2999: connect: connection refused"`);
+    const malformed = await join(1, 'SWMTKN-1-abc', manager0);
+    assert.deepEqual([malformed.status, malformed.body.message], [400, 'invalid join token']);
+
+    assert.equal(await localState(ds[1]!), 'inactive');
+    const ns = await nodes(ds[0]!);
+    assert.equal(ns.length, 1, 'no node spec left by a refused join');
+  });
+
+  test('two managers join (the docker CLI, the Engine API), a worker joins through the second: every manager lists all four', async () => {
+    const cli = await docker(ds[1]!, ['swarm', 'join', '--token', tokens.manager, '--advertise-addr', net.addr(1), `${net.addr(0)}:2377`]);
+    assert.equal(cli.code, 0, `${cli.stderr}\n${ds[1]!.logs().split('\n').slice(-30).join('\n')}`);
+    assert.match(cli.stdout, /This node joined a swarm as a manager\./);
+    const api = await join(2, tokens.manager, `${net.addr(1)}:2377`);
+    assert.equal(api.status, 200, `${api.text}\n${ds[2]!.logs().split('\n').slice(-30).join('\n')}`);
+    const worker = await docker(ds[3]!, ['swarm', 'join', '--token', tokens.worker, '--advertise-addr', net.addr(3), `${net.addr(1)}:2377`]);
+    assert.equal(worker.code, 0, `${worker.stderr}\n${ds[3]!.logs().split('\n').slice(-30).join('\n')}`);
+    assert.match(worker.stdout, /This node joined a swarm as a worker\./);
+
+    for (const d of ds.slice(0, 3)) {
+      await until('four nodes ready, three managers', async () => {
+        const ns = await nodes(d);
+        return ns.length === N && ns.every((n) => n.Status.State === 'ready') && ns.filter((n) => n.ManagerStatus).length === 3;
+      }, 30_000);
+    }
+    const ns = await nodes(ds[0]!);
+    const byAddr = new Map(ns.map((n) => [n.Status.Addr, n]));
+    assert.equal(byAddr.get(net.addr(3))?.Spec.Role, 'worker');
+    assert.equal(byAddr.get(net.addr(3))?.ManagerStatus, undefined);
+    assert.equal(ns.filter((n) => n.ManagerStatus?.Leader).length, 1, 'one leader');
+    assert.deepEqual(ns.filter((n) => n.ManagerStatus).map((n) => n.ManagerStatus!.Reachability), ['reachable', 'reachable', 'reachable']);
+    // A worker holds no view of the cluster.
+    const fromWorker = await apiRequest(ds[3]!, 'GET', '/nodes');
+    assert.equal(fromWorker.status, 503);
+    assert.match(fromWorker.body.message, /not a swarm manager/);
+    const info = (await apiRequest(ds[3]!, 'GET', '/info')).body.Swarm;
+    assert.deepEqual([info.LocalNodeState, info.ControlAvailable], ['active', false]);
+    const again = await join(3, tokens.worker, `${net.addr(0)}:2377`);
+    assert.equal(again.status, 503);
+    assert.match(again.body.message, /already part of a swarm/);
+  });
+
+  test('a manager cut off the network: the other two keep the swarm and show it unreachable', async () => {
+    net.cut(0);
+    try {
+      for (const d of ds.slice(1, 3)) {
+        let seen = '';
+        await until('node 0 down and unreachable', async () => {
+          const all = await nodes(d).catch((e: Error) => e.message);
+          seen = JSON.stringify(all);
+          const n = typeof all === 'string' ? undefined : all.find((x) => x.Status.Addr === net.addr(0));
+          return n?.Status.State === 'down' && n.ManagerStatus?.Reachability === 'unreachable';
+        }, 60_000).catch((err: Error) => {
+          const certs = `${d.dataRoot}/swarm/certificates`;
+          const members = net.exec(1, ['etcdctl', `--endpoints=https://${net.addr(1)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${certs}/swarm-node.key`, 'member', 'list', '-w', 'table']);
+          throw new Error(`${err.message}; last seen: ${seen}\n${members.stdout}${members.stderr}\n${d.logs().split('\n').filter((l) => /swarm|etcd|cluster|member/i.test(l)).slice(-40).join('\n')}`);
+        });
+      }
+      // Writes go on: a node update through a remaining manager.
+      const ns = await nodes(ds[1]!);
+      const w = ns.find((n) => n.Status.Addr === net.addr(3))!;
+      const cur = await apiRequest(ds[1]!, 'GET', `/nodes/${w.ID}`);
+      const upd = await apiRequest(ds[1]!, 'POST', `/nodes/${w.ID}/update?version=${cur.body.Version.Index}`, JSON.stringify({ ...cur.body.Spec, Labels: { kept: 'yes' } }));
+      assert.equal(upd.status, 200, upd.text);
+    } finally {
+      net.heal(0);
+    }
+    await until('node 0 ready again', async () => (await nodes(ds[1]!)).find((x) => x.Status.Addr === net.addr(0))?.Status.State === 'ready', 60_000);
+  });
+});
