@@ -108,7 +108,8 @@ export function nodeView(r: NodeRecord, o: NodeViewOptions): Record<string, unkn
   description.Engine = engine;
   description.TLSInfo = o.tlsInfo ?? TLS_INFO();
 
-  const status: Record<string, unknown> = { State: down ? 'down' : 'ready' };
+  // The reference's words for a node whose heartbeats stopped (NodeStatus: State, Message, Addr).
+  const status: Record<string, unknown> = down ? { State: 'down', Message: 'heartbeat failure' } : { State: 'ready' };
   if (r.addr) status.Addr = r.addr;
 
   const spec = o.spec?.spec ?? { Labels: {}, Role: r.role ?? 'manager', Availability: 'active' };

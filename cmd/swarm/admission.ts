@@ -4,15 +4,17 @@
 // manager a place in etcd's cluster: it is added as a learner (no vote, so the quorum is not
 // changed by a member that may never start) that the new manager promotes once it has caught up.
 // The token is checked against the swarm's current ones (its CA digest and its secret); a refusal
-// leaves nothing behind. A node that gives up halfway (or leaves) asks to be forgotten.
+// leaves nothing behind. A node that gives up halfway (or leaves) asks to be forgotten. A worker
+// promoted (`docker node promote`: its spec says manager) asks for a manager's place the same way,
+// known by its certificate instead of a token.
 import type { Etcd3 } from 'etcd3';
 import * as z from 'zod';
 import type { Logger } from 'pino';
-import { signNodeKey } from '../../drivers/swarm/ca.ts';
-import { invalidArgument, isCode, unavailable } from '../../lib/errors.ts';
+import { signNodeKey, type KeyPair } from '../../drivers/swarm/ca.ts';
+import { failedPrecondition, invalidArgument, isCode, unavailable } from '../../lib/errors.ts';
 import { memberKey } from '../../lib/cluster/node-record.ts';
 import { caDigest, parseJoinToken } from '../../lib/swarm/join-token.ts';
-import { bounded, storedSwarm } from './objects.ts';
+import { bounded, storedSwarm, type StoredCluster } from './objects.ts';
 import type { NodeSpecs } from './node-specs.ts';
 import { newSwarmId } from './requests.ts';
 
@@ -31,6 +33,10 @@ export const JoinBody = z.object({
 });
 export type JoinBody = z.input<typeof JoinBody>;
 
+/** What a node being promoted sends (it is known by its certificate). */
+export const PromoteBody = JoinBody.pick({ PublicKey: true, Hosts: true }).extend({ PeerURL: z.string().max(300) });
+export type PromoteBody = z.input<typeof PromoteBody>;
+
 export interface JoinAnswer {
   NodeID: string;
   ClusterID: string;
@@ -39,6 +45,8 @@ export interface JoinAnswer {
   RootCA: string;
   /** The client URLs of the swarm's etcd members (the managers). */
   Managers: string[];
+  /** The swarm's dispatcher heartbeat period (ns). */
+  HeartbeatPeriod?: number;
   /** A manager's: etcd's --initial-cluster with its own member in it, and that member's id. */
   InitialCluster?: string;
   MemberID?: string;
@@ -85,9 +93,22 @@ export class Admission {
   }
 
   admit(raw: unknown): Promise<JoinAnswer> {
-    const run = this.queue.then(() => this.admitNow(raw));
-    this.queue = run.catch(() => {});
-    return run;
+    return this.serial(() => this.admitNow(raw));
+  }
+
+  /**
+   * A worker whose spec now says manager (`docker node promote`) asks for its place: a manager's
+   * certificate for its new key and a learner member (the node is known by its certificate).
+   */
+  promote(nodeId: string, raw: unknown): Promise<JoinAnswer> {
+    return this.serial(async () => {
+      const parsed = PromoteBody.safeParse(raw);
+      if (!parsed.success) throw invalidArgument(`invalid promotion request: ${parsed.error.issues[0]?.message ?? 'malformed'}`);
+      const spec = (await bounded(this.d.specs.list())).get(nodeId)?.spec;
+      if (spec?.Role !== 'manager') throw failedPrecondition(`node ${nodeId} is not to be a manager`);
+      const { stored, ca } = await this.swarm();
+      return await this.place(stored, ca, nodeId, 'manager', parsed.data);
+    });
   }
 
   /** Removes a node that gave up its join (or left): its etcd member if it has one, its spec, its record. */
@@ -98,6 +119,11 @@ export class Admission {
     });
     await bounded(etcd.delete().key(memberKey(nodeId)).exec());
     // Last: a manager leaving asks its own member, which stops serving once removed.
+    await this.removeMember(nodeId);
+  }
+
+  /** Removes the node's etcd member, if it has one (a manager demoted or removed while down, one that gave up its join). */
+  async removeMember(nodeId: string): Promise<void> {
     const client = await this.d.memberClient();
     try {
       const members = (await bounded(client.cluster.memberList({}))).members ?? [];
@@ -116,40 +142,62 @@ export class Admission {
     const body = parsed.data;
     const token = parseJoinToken(body.JoinToken);
     if (!token) throw invalidArgument(INVALID_TOKEN);
-    const etcd = this.d.etcd();
-    const found = await bounded(storedSwarm(etcd));
-    if (!found?.ca) throw unavailable('The swarm has no cluster object');
-    const { stored, ca } = found;
+    const { stored, ca } = await this.swarm();
     if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(INVALID_TOKEN);
     const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
     if (!role) throw invalidArgument(INVALID_TOKEN);
     if (role === 'manager' && !body.PeerURL) throw invalidArgument('a manager joins with the peer URL of its etcd member');
     const nodeId = newSwarmId();
+    await bounded(this.d.specs.put(nodeId, { Labels: {}, Role: role, Availability: body.Availability }));
+    try {
+      return await this.place(stored, ca, nodeId, role, body);
+    } catch (err) {
+      await bounded(this.d.specs.remove(nodeId, { force: true, down: true, anyRole: true })).catch(() => {});
+      throw err;
+    }
+  }
+
+  private async swarm(): Promise<{ stored: StoredCluster; ca: KeyPair }> {
+    const found = await bounded(storedSwarm(this.d.etcd()));
+    if (!found?.ca) throw unavailable('The swarm has no cluster object');
+    return { stored: found.stored, ca: found.ca };
+  }
+
+  /** The node's certificate for its key, and for a manager its learner member: what it needs to take its place. */
+  private async place(stored: StoredCluster, ca: KeyPair, nodeId: string, role: 'manager' | 'worker', body: { PublicKey: string; Hosts: string[]; PeerURL?: string }): Promise<JoinAnswer> {
+    if (role === 'manager' && !body.PeerURL) throw invalidArgument('a manager joins with the peer URL of its etcd member');
     let certPem: string;
     try {
       certPem = await signNodeKey(ca, body.PublicKey, { nodeId, clusterId: stored.id, role: role === 'manager' ? 'swarm-manager' : 'swarm-worker', hosts: body.Hosts });
     } catch (err) {
       throw invalidArgument(`invalid join request: ${err instanceof Error ? err.message : String(err)}`);
     }
-    await bounded(this.d.specs.put(nodeId, { Labels: {}, Role: role, Availability: body.Availability }));
+    const answer: JoinAnswer = { NodeID: nodeId, ClusterID: stored.id, Role: role, Certificate: certPem, RootCA: stored.rootCaPem, Managers: [], HeartbeatPeriod: stored.spec.Dispatcher?.HeartbeatPeriod || undefined };
+    const client = await this.d.memberClient();
     try {
-      const answer: JoinAnswer = { NodeID: nodeId, ClusterID: stored.id, Role: role, Certificate: certPem, RootCA: stored.rootCaPem, Managers: [] };
       if (role === 'manager') {
-        const client = await this.d.memberClient();
-        const added = await addLearner(client, body.PeerURL!).finally(() => client.close());
+        const added = await addLearner(client, body.PeerURL!);
         answer.MemberID = String(added.member.ID);
         this.learners.set(nodeId, answer.MemberID);
         answer.InitialCluster = (added.members ?? [])
           .flatMap((m) => m.peerURLs.map((u) => `${String(m.ID) === answer.MemberID ? nodeId : m.name}=${u}`))
           .join(',');
       }
-      const members = (await bounded(etcd.cluster.memberList({}))).members ?? [];
+      const members = (await bounded(client.cluster.memberList({}))).members ?? [];
       answer.Managers = members.filter((m) => !m.isLearner).flatMap((m) => m.clientURLs);
-      this.d.log.info({ nodeId, role, addr: body.AdvertiseHost }, 'a node joined the swarm');
-      return answer;
     } catch (err) {
-      await bounded(this.d.specs.remove(nodeId, { force: true, down: true, anyRole: true })).catch(() => {});
       throw unavailable(`the swarm's etcd could not take the node: ${err instanceof Error ? err.message : String(err)}`, err);
+    } finally {
+      client.close();
     }
+    this.d.log.info({ nodeId, role, addr: body.Hosts[0] }, role === 'manager' ? 'a manager takes its place in the swarm' : 'a node joined the swarm');
+    return answer;
+  }
+
+  /** One at a time: etcd takes one learner at a time. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => {});
+    return run;
   }
 }

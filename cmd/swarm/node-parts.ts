@@ -17,6 +17,15 @@ import type { SwarmFiles, SwarmState } from './state.ts';
 const PROMOTE_EVERY_MS = 500;
 const CALL_TIMEOUT_MS = 5000;
 
+/**
+ * How long a node's record lives without a renewal: the swarm's heartbeat period times swarmkit's
+ * grace multiplier (3; 5 s → 15 s, as dockerd 20.10 shows a node down after 12–16 s).
+ */
+export function heartbeatTtl(heartbeatNs: number | undefined): number {
+  if (!heartbeatNs) return DEFAULT_DISCOVERY_TTL;
+  return Math.max(3, Math.round((heartbeatNs / 1e9) * 3));
+}
+
 export interface NodePartsDeps {
   files: SwarmFiles;
   execRoot: string;
@@ -28,6 +37,7 @@ export interface NodePartsDeps {
   /** A manager's listener answers joins and leaves with these. */
   admit: (body: unknown) => Promise<unknown>;
   forget: (nodeId: string) => Promise<void>;
+  promote: (nodeId: string, body: unknown) => Promise<unknown>;
 }
 
 export interface StartOptions {
@@ -88,6 +98,7 @@ export class NodeParts {
       log: this.d.log,
       admit: (body) => this.d.admit(body),
       forget: (id) => this.d.forget(id),
+      promote: (id, body) => this.d.promote(id, body),
     });
     await listener.start();
     this.listener = listener;
@@ -101,7 +112,7 @@ export class NodeParts {
     }
     const store = (endpoints: string[]): ClusterStore => {
       this.endpoints = endpoints;
-      return { endpoints, tls: this.tlsFiles(), ttlSeconds: DEFAULT_DISCOVERY_TTL, fenceMarginSeconds: 2, callTimeoutMs: CALL_TIMEOUT_MS };
+      return { endpoints, tls: this.tlsFiles(), ttlSeconds: heartbeatTtl(state.heartbeatNs), fenceMarginSeconds: 2, callTimeoutMs: CALL_TIMEOUT_MS };
     };
     if (state.role === 'worker') {
       if (!state.managers?.length) throw new Error('the node is a worker of a swarm whose managers it does not know');

@@ -1,6 +1,7 @@
 // The swarm's node specs in etcd (/engine/swarm/nodes/<id>): written for a node when it enters the
 // swarm, replaced by `docker node update` at the version it read (the key's mod revision, an etcd
-// transaction refusing a stale one), removed with the node (and its lasting member record).
+// transaction refusing a stale one; the last manager is not demoted), removed with the node (and
+// its lasting member record). A role changed here is the node's to take up (./role.ts).
 import type { Etcd3 } from 'etcd3';
 import { failedPrecondition, internal, notFound } from '../../lib/errors.ts';
 import { memberKey } from '../../lib/cluster/node-record.ts';
@@ -26,6 +27,11 @@ export class NodeSpecs {
     await this.etcd().put(key(id)).value(JSON.stringify(spec));
   }
 
+  async get(id: string): Promise<NodeSpec | undefined> {
+    const kv = (await this.etcd().get(key(id)).exec()).kvs[0];
+    return kv ? (JSON.parse(kv.value.toString()) as NodeSpec) : undefined;
+  }
+
   async list(): Promise<Map<string, VersionedNodeSpec>> {
     const r = await this.etcd().getAll().prefix(NODE_SPECS_PREFIX).exec();
     const out = new Map<string, VersionedNodeSpec>();
@@ -41,10 +47,9 @@ export class NodeSpecs {
     const current = JSON.parse(cur.value.toString()) as NodeSpec;
     if (BigInt(cur.mod_revision) !== version) throw internal(OUT_OF_SEQUENCE);
     if (current.Role === 'manager' && spec.Role === 'worker') {
-      // This node is its swarm's only manager until nodes join ((5 of 21)).
-      throw failedPrecondition('rpc error: code = FailedPrecondition desc = attempting to demote the last manager of the swarm');
+      const managers = [...(await this.list()).values()].filter((v) => v.spec.Role === 'manager').length;
+      if (managers <= 1) throw failedPrecondition('rpc error: code = FailedPrecondition desc = attempting to demote the last manager of the swarm');
     }
-    if (current.Role === 'worker' && spec.Role === 'manager') throw failedPrecondition('promoting a node to manager comes with joining nodes');
     const r = await etcd.if(key(id), 'Mod', '==', String(version)).then(etcd.put(key(id)).value(JSON.stringify(spec))).commit();
     if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
   }

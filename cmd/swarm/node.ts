@@ -9,7 +9,7 @@
 import { networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import { issueNodeCert, makeRootCa, newNodeKey } from '../../drivers/swarm/ca.ts';
+import { issueNodeCert, makeRootCa } from '../../drivers/swarm/ca.ts';
 import { SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
 import { conflict, EngineError, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
 import type { Interfaces } from '../../lib/swarm/addresses.ts';
@@ -26,25 +26,11 @@ import { certHosts, checkDataPathPort, checkPool, newSwarmId, nodeAddresses, typ
 import { SwarmFiles, type SwarmState } from './state.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
 import { NodeParts } from './node-parts.ts';
-import { requestForget, requestJoin } from './remote-join.ts';
+import { admitted, requestForget } from './remote-join.ts';
+import { RoleReconciler } from './role.ts';
+import { A_WORKER, ALREADY_IN_SWARM, managerLeaving, NO_AUTOLOCK, NO_LEADER, NO_SWARM_IN_STORE, NOT_A_MANAGER, NOT_IN_SWARM } from './refusals.ts';
 
-export const ALREADY_IN_SWARM = 'This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.';
-export const NOT_IN_SWARM = 'This node is not part of a swarm';
-const LAST_MANAGER =
-  'You are attempting to leave the swarm on a node that is participating as a manager. Removing the last manager erases all current state of the swarm. Use `--force` to ignore this message. ';
-/** The reference's refusal of a manager's leave without force (moby's cluster Leave), by the managers it counts. */
-function managerLeaving(reachable: number, unreachable: number): string {
-  let msg = 'You are attempting to leave the swarm on a node that is participating as a manager. ';
-  if (reachable - 2 <= unreachable) {
-    if (reachable + unreachable <= 1) return LAST_MANAGER;
-    msg += `Removing this node leaves ${reachable - 1} managers out of ${reachable + unreachable}. Without a Raft quorum your swarm will be inaccessible. `;
-  }
-  return `${msg}The only way to restore a swarm that has lost consensus is to reinitialize it with \`--force-new-cluster\`. Use \`--force\` to suppress this message.`;
-}
-const NO_AUTOLOCK = 'autolock is not supported yet: manager autolock comes with joining nodes';
-const NO_SWARM_IN_STORE = 'the cluster store holds no swarm: run "docker swarm init" on a node first';
 const RETRY_MS = 5000;
-const NO_LEADER = "rpc error: code = Unknown desc = The swarm does not have a leader. It's possible that too few managers are online. Make sure more than half of the managers are online.";
 
 export interface SwarmNodeDeps {
   dataRoot: string;
@@ -66,6 +52,7 @@ export class SwarmNode implements SwarmPort {
   private state: SwarmState | undefined;
   private readonly parts: NodeParts;
   private readonly admission: Admission;
+  private readonly role: RoleReconciler;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
   private resuming = false;
@@ -90,6 +77,20 @@ export class SwarmNode implements SwarmPort {
       etcdBinary: d.etcdBinary,
       admit: (body) => this.admission.admit(body),
       forget: (id) => this.admission.forget(id),
+      promote: (id, body) => this.admission.promote(id, body),
+    });
+    this.role = new RoleReconciler({
+      state: () => (this.resuming || this.resumeError ? undefined : this.state),
+      setState: async (s) => {
+        await this.files.write(s);
+        this.state = s;
+      },
+      spec: (id) => this.objects.specs.get(id),
+      records: () => this.d.holder.current?.membership.nodes() ?? [],
+      parts: this.parts,
+      files: this.files,
+      serial: (fn) => this.serial(fn),
+      log: d.log,
     });
   }
 
@@ -112,6 +113,8 @@ export class SwarmNode implements SwarmPort {
 
   /** At daemon start: a node that was in a swarm is brought back (in the background). */
   async resume(): Promise<void> {
+    // Promotions and demotions are looked for while the daemon runs (a no-op while in no swarm).
+    this.role.start();
     const { state, error } = await this.files.read();
     if (error) this.d.log.warn({ error }, 'the swarm state cannot be read: the node is in no swarm');
     if (!state) return;
@@ -123,6 +126,7 @@ export class SwarmNode implements SwarmPort {
   /** Stops the membership, the listener and the member (the node stays in its swarm: the next start resumes it). */
   async close(): Promise<void> {
     this.closed = true;
+    this.role.stop();
     clearTimeout(this.resumeTimer);
     await this.serial(() => this.parts.stop(false));
   }
@@ -148,7 +152,7 @@ export class SwarmNode implements SwarmPort {
         role: 'manager',
         ...addrs,
         store: external ? 'external' : 'managed',
-        ...(external ? {} : { member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT } }),
+        ...(external ? {} : { member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT }, heartbeatNs: spec.Dispatcher.HeartbeatPeriod }),
       };
       return await this.enter(state, async () => {
         const ca = await makeRootCa();
@@ -186,33 +190,9 @@ export class SwarmNode implements SwarmPort {
       if (!token) throw invalidArgument('invalid join token');
       const addrs = this.addresses(req);
       if (this.d.clusterStore) return await this.joinThroughStore(req, token, addrs);
-      const remotes = req.RemoteAddrs ?? [];
-      if (!remotes.length) throw invalidArgument('at least 1 RemoteAddr is required to join');
-      const key = newNodeKey();
-      const peerPort = SWARM_ETCD_PEER_PORT;
-      const host = addrs.advertiseHost.includes(':') ? `[${addrs.advertiseHost}]` : addrs.advertiseHost;
-      const { answer, remote } = await requestJoin(remotes, token, {
-        JoinToken: req.JoinToken!,
-        PublicKey: key.publicKeyPem,
-        AdvertiseHost: addrs.advertiseHost,
-        Hosts: certHosts(addrs),
-        Availability: (req.Availability || 'active') as NodeAvailability,
-        PeerURL: `https://${host}:${peerPort}`,
-      });
-      const manager = answer.Role === 'manager';
-      const state: SwarmState = {
-        nodeId: answer.NodeID,
-        clusterId: answer.ClusterID,
-        role: answer.Role,
-        ...addrs,
-        store: 'managed',
-        managers: answer.Managers,
-        joinedThrough: remote,
-        ...(manager ? { member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort } } : {}),
-      };
-      const join = manager && answer.InitialCluster && answer.MemberID ? { initialCluster: answer.InitialCluster, memberId: answer.MemberID } : undefined;
+      const { state, answer, keyPem, join } = await admitted(req, token, addrs);
       await this.enter(state, async () => {
-        await this.files.writeCerts(answer.RootCA, { certPem: answer.Certificate, keyPem: key.keyPem });
+        await this.files.writeCerts(answer.RootCA, { certPem: answer.Certificate, keyPem });
         await this.parts.start(state, { join });
       });
     });
@@ -281,15 +261,25 @@ export class SwarmNode implements SwarmPort {
   updateNode(id: string, version: bigint, spec: NodeSpec): Promise<void> {
     return this.serial(async () => {
       this.manager();
+      const before = await bounded(this.objects.specs.get(id));
       await this.objects.specs.update(id, version, spec);
+      // A manager demoted while down cannot remove its own member (./role.ts): this manager does.
+      if (before?.Role === 'manager' && spec.Role === 'worker' && this.isDown(id)) await this.admission.removeMember(id);
     });
   }
 
   removeNode(id: string, o: { force: boolean; down: boolean }): Promise<void> {
     return this.serial(async () => {
       this.manager();
+      const spec = await bounded(this.objects.specs.get(id));
+      // Beyond the reference (which wants a demotion first): a manager that is down goes with --force, its member too.
+      if (spec?.Role === 'manager' && o.force && o.down && this.state?.store === 'managed') return await this.admission.forget(id);
       await this.objects.specs.remove(id, o);
     });
+  }
+
+  private isDown(id: string): boolean {
+    return this.d.holder.current?.membership.nodes().find((n) => n.id === id)?.state !== 'ready';
   }
 
   // ---- parts -------------------------------------------------------------------------------------
@@ -297,8 +287,8 @@ export class SwarmNode implements SwarmPort {
   /** Only an active manager answers for the cluster (the reference's 503 otherwise). */
   private manager(): void {
     const l = this.local();
-    if (!this.state) throw unavailable('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.');
-    if (!l.manager) throw unavailable('This node is not a swarm manager. Worker nodes can\'t be used to view or modify cluster state. Please run this command on a manager node or promote the current node to a manager.');
+    if (!this.state) throw unavailable(NOT_A_MANAGER);
+    if (!l.manager) throw unavailable(A_WORKER);
     if (l.state === 'error' && this.resumeError) throw unavailable(`The swarm is not reachable from this node: ${l.error}`);
   }
 

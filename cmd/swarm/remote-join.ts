@@ -8,7 +8,13 @@
 import { request } from 'node:https';
 import { EngineError, invalidArgument, unavailable, type ErrorCode } from '../../lib/errors.ts';
 import { caDigest, digestHex, type ParsedJoinToken } from '../../lib/swarm/join-token.ts';
-import type { JoinAnswer, JoinBody } from './admission.ts';
+import type { JoinAnswer, JoinBody, PromoteBody } from './admission.ts';
+import { newNodeKey } from '../../drivers/swarm/ca.ts';
+import { SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
+import type { SwarmJoinRequest } from '../../api/swarm/port.ts';
+import type { NodeAvailability } from '../../lib/swarm/node-spec.ts';
+import { certHosts, type NodeAddresses } from './requests.ts';
+import type { SwarmState } from './state.ts';
 
 const CALL_TIMEOUT_MS = 20_000;
 const DEFAULT_PORT = '2377';
@@ -109,4 +115,54 @@ export async function requestJoin(remotes: readonly string[], token: ParsedJoinT
 export async function requestForget(remote: string, tls: { ca: string; cert: string; key: string }): Promise<void> {
   const r = await call(remote, 'POST', '/v1/forget', tls, {});
   if (r.status !== 200) throw refusal(r);
+}
+
+/** Asks the managers at `remotes` (in order) for this node's place as a manager (its spec says so). */
+export async function requestPromotion(remotes: readonly string[], tls: { ca: string; cert: string; key: string }, body: PromoteBody): Promise<JoinAnswer> {
+  let lastError: Error = unavailable('no manager to ask for the promotion');
+  for (const remote of remotes) {
+    let r: Reply;
+    try {
+      r = await call(remote, 'POST', '/v1/promote', tls, body);
+    } catch (err) {
+      lastError = unreachable(remote, err);
+      continue;
+    }
+    if (r.status !== 200) throw refusal(r);
+    return r.body as unknown as JoinAnswer;
+  }
+  throw lastError;
+}
+
+/**
+ * A node's join through a manager (RemoteAddrs): its new key, the manager's answer, and the state it
+ * enters the swarm in (a manager's member joining as the learner the answer names).
+ */
+export async function admitted(req: SwarmJoinRequest, token: ParsedJoinToken, addrs: NodeAddresses) {
+  const remotes = req.RemoteAddrs ?? [];
+  if (!remotes.length) throw invalidArgument('at least 1 RemoteAddr is required to join');
+  const key = newNodeKey();
+  const host = addrs.advertiseHost.includes(':') ? `[${addrs.advertiseHost}]` : addrs.advertiseHost;
+  const { answer, remote } = await requestJoin(remotes, token, {
+    JoinToken: req.JoinToken!,
+    PublicKey: key.publicKeyPem,
+    AdvertiseHost: addrs.advertiseHost,
+    Hosts: certHosts(addrs),
+    Availability: (req.Availability || 'active') as NodeAvailability,
+    PeerURL: `https://${host}:${SWARM_ETCD_PEER_PORT}`,
+  });
+  const manager = answer.Role === 'manager';
+  const state: SwarmState = {
+    nodeId: answer.NodeID,
+    clusterId: answer.ClusterID,
+    role: answer.Role,
+    ...addrs,
+    store: 'managed',
+    managers: answer.Managers,
+    joinedThrough: remote,
+    heartbeatNs: answer.HeartbeatPeriod,
+    ...(manager ? { member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT } } : {}),
+  };
+  const join = manager && answer.InitialCluster && answer.MemberID ? { initialCluster: answer.InitialCluster, memberId: answer.MemberID } : undefined;
+  return { state, answer, keyPem: key.keyPem, join };
 }

@@ -23,6 +23,8 @@ const SwarmState = z.object({
   member: z.object({ clientPort: z.number().int(), peerPort: z.number().int() }).optional(),
   /** A node that joined a managed swarm: the managers' etcd client URLs it was given. */
   managers: z.array(z.string()).optional(),
+  /** The swarm's dispatcher heartbeat period (ns) when the node entered it: a node is down after 3 of them without a renewal. */
+  heartbeatNs: z.number().int().positive().optional(),
   /** A node that joined through a manager's address: that address (asked to forget the node if the join is given up). */
   joinedThrough: z.string().optional(),
 });

@@ -22,6 +22,8 @@ export interface SwarmListenerOptions {
   log: Logger;
   /** A join's admission: the body as sent, the caller's address; refusals are EngineErrors. */
   admit?: (body: unknown, remoteAddress: string) => Promise<unknown>;
+  /** A node of the swarm whose spec now says manager asks for its place: its id from its certificate. */
+  promote?: (nodeId: string, body: unknown) => Promise<unknown>;
   /** A node of the swarm that gave up its join (or left) asks to be forgotten: its id from its certificate. */
   forget?: (nodeId: string) => Promise<void>;
 }
@@ -67,6 +69,13 @@ export class SwarmListener {
       const admit = this.opts.admit;
       if (!admit) return reply.code(503).send({ code: 'Unavailable', message: 'this node does not admit nodes' });
       return answer(reply, 'join', () => admit(req.body, req.ip));
+    });
+    app.post('/v1/promote', { bodyLimit: 64 * 1024 }, async (req, reply) => {
+      const peer = swarmPeer(req, self.clusterId);
+      if (!peer) return reply.code(401).send({ code: 'Unauthorized', message: 'a certificate of this swarm is required' });
+      const promote = this.opts.promote;
+      if (!promote) return reply.code(503).send({ code: 'Unavailable', message: 'this node does not admit nodes' });
+      return answer(reply, 'promotion', () => promote(peer.nodeId, req.body));
     });
     app.post('/v1/forget', async (req, reply) => {
       const peer = swarmPeer(req, self.clusterId);

@@ -134,4 +134,63 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     }
     await until('node 0 ready again', async () => (await nodes(ds[1]!)).find((x) => x.Status.Addr === net.addr(0))?.Status.State === 'ready', 60_000);
   });
+
+  const byAddr = async (d: DaemonHandle) => new Map((await nodes(d)).map((n) => [n.Status.Addr, n]));
+  const idOf = async (i: number) => (await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.NodeID as string;
+  const controls = async (i: number) => (await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.ControlAvailable as boolean;
+  const members = (i: number) => {
+    const certs = `${ds[i]!.dataRoot}/swarm/certificates`;
+    const r = net.exec(i, ['etcdctl', `--endpoints=https://${net.addr(i)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${certs}/swarm-node.key`, 'member', 'list']);
+    return r.stdout.trim().split('\n').filter(Boolean);
+  };
+
+  test('docker node promote makes the worker a manager (an etcd member); demote makes a manager a worker (its member removed)', async () => {
+    const dk = (i: number, ...args: string[]) => docker(ds[i]!, args);
+    const promote = await dk(1, 'node', 'promote', await idOf(3));
+    assert.equal(promote.code, 0, promote.stderr);
+    await until('node 3 a manager with control', async () => (await controls(3)) && (await byAddr(ds[1]!)).get(net.addr(3))?.ManagerStatus?.Reachability === 'reachable', 60_000);
+    await until('four members', async () => members(1).length === 4, 30_000);
+    const demote = await dk(1, 'node', 'demote', await idOf(0));
+    assert.equal(demote.code, 0, demote.stderr);
+    await until('node 0 a worker', async () => !(await controls(0)), 60_000);
+    await until('three members', async () => members(1).length === 3, 30_000);
+    const seen = (await byAddr(ds[1]!)).get(net.addr(0));
+    assert.equal(seen?.Spec.Role, 'worker');
+    assert.equal(seen?.ManagerStatus, undefined);
+    await until('node 0 ready as a worker', async () => (await byAddr(ds[1]!)).get(net.addr(0))?.Status.State === 'ready', 30_000);
+    const fromDemoted = await apiRequest(ds[0]!, 'GET', '/nodes');
+    assert.equal(fromDemoted.status, 503);
+  });
+
+  test('drain; a manager that is down removed with --force (its member too); a worker leaves and shows down; a manager leaves with --force and the last keeps the swarm', async () => {
+    const dk = (i: number, ...args: string[]) => docker(ds[i]!, args);
+    const drain = await dk(1, 'node', 'update', '--availability', 'drain', await idOf(3));
+    assert.equal(drain.code, 0, drain.stderr);
+    assert.equal((await byAddr(ds[1]!)).get(net.addr(3))?.Spec.Role, 'manager');
+    const id2 = await idOf(2);
+    await ds[2]!.stop();
+    await until('node 2 down', async () => (await byAddr(ds[1]!)).get(net.addr(2))?.Status.State === 'down', 60_000);
+    const down = (await byAddr(ds[1]!)).get(net.addr(2))!;
+    assert.equal((down.Status as { Message?: string }).Message, 'heartbeat failure');
+    const rm = await dk(1, 'node', 'rm', '--force', id2);
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.equal((await byAddr(ds[1]!)).has(net.addr(2)), false);
+    assert.equal(members(1).length, 2);
+
+    const leave = await dk(0, 'swarm', 'leave');
+    assert.equal(leave.code, 0, leave.stderr);
+    assert.equal(await localState(ds[0]!), 'inactive');
+    await until('the worker that left shows down', async () => (await byAddr(ds[1]!)).get(net.addr(0))?.Status.State === 'down', 40_000);
+
+    const noForce = await dk(3, 'swarm', 'leave');
+    assert.notEqual(noForce.code, 0);
+    assert.match(noForce.stderr, /Removing this node leaves 1 managers out of 2\. Without a Raft quorum your swarm will be inaccessible\./);
+    const forced = await dk(3, 'swarm', 'leave', '--force');
+    assert.equal(forced.code, 0, forced.stderr);
+    await until('the last manager answers alone', async () => {
+      const r = await apiRequest(ds[1]!, 'GET', '/nodes');
+      return r.status === 200 && !(r.body as NodeView[]).some((n) => n.Status.Addr === net.addr(3));
+    }, 30_000);
+    assert.equal(members(1).length, 1);
+  });
 });

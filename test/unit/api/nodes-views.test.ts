@@ -65,6 +65,9 @@ describe('nodeView', () => {
   test('a down node: State down, unreachable, never the leader', () => {
     const v = nodeView(rec(), { leaderId: 'abcdefghijklmnopqrstuvwxy', down: true }) as any;
     assert.equal(v.Status.State, 'down');
+    // As dockerd 20.10 shows it (docs/reference-swarm.md, "Joining"): the message before the address.
+    assert.deepEqual(Object.keys(v.Status), ['State', 'Message', 'Addr']);
+    assert.equal(v.Status.Message, 'heartbeat failure');
     assert.deepEqual(v.ManagerStatus, { Reachability: 'unreachable', Addr: '10.1.0.5:2377' });
     const fromRecord = nodeView(rec({ state: 'down' }), { leaderId: undefined }) as any;
     assert.equal(fromRecord.Status.State, 'down');
