@@ -2,46 +2,25 @@
 // (reconcilers/node/membership.ts), with the facts it advertises — hostname, the advertise
 // address, engine version, the daemon's labels (they follow a reload), CPUs, memory and
 // --node-generic-resource. Until the node enters a swarm the holder holds none and nothing changes.
-import { cpus, hostname, machine, networkInterfaces, totalmem } from 'node:os';
-import { isIP } from 'node:net';
-import { join } from 'node:path';
+import { cpus, hostname, machine, totalmem } from 'node:os';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import type { ControllerFamilies } from '../../controllers/metrics.ts';
 import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
 import type { Store } from '../../store/store.ts';
 import { parseGenericResources } from '../../lib/generic-resources.ts';
-import { invalidArgument } from '../../lib/errors.ts';
 import { Gated } from '../../controllers/gate.ts';
 import { Manager } from '../../controllers/manager.ts';
 import { NodeAgent } from '../../reconcilers/node/agent.ts';
 import { agentController, placerController } from '../../reconcilers/node/controllers.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
-import { ClusterMembership, loadNodeId, type NodeFacts } from '../../reconcilers/node/membership.ts';
+import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { FencerLink } from '../../reconcilers/node/fencer-link.ts';
 import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
 import { SelfFence } from '../../reconcilers/node/self-fence.ts';
 import { component } from './registry.ts';
 import { ENGINE_VERSION } from '../version.ts';
 import type { DaemonEnv } from './env.ts';
-
-/** The address other nodes reach this one at: --cluster-default-advertise-addr (an IP or an interface), else the first external IPv4. */
-export function advertiseAddress(setting: string): string {
-  const ifaces = networkInterfaces();
-  if (setting) {
-    if (isIP(setting)) return setting;
-    const addrs = ifaces[setting];
-    if (!addrs) throw invalidArgument(`invalid --cluster-default-advertise-addr ${setting}: not an IP address and no interface of that name`);
-    const v4 = addrs.find((a) => a.family === 'IPv4') ?? addrs[0];
-    if (!v4) throw invalidArgument(`invalid --cluster-default-advertise-addr ${setting}: the interface has no address`);
-    return v4.address;
-  }
-  for (const addrs of Object.values(ifaces)) {
-    const a = addrs?.find((x) => x.family === 'IPv4' && !x.internal);
-    if (a) return a.address;
-  }
-  return '127.0.0.1';
-}
 
 /** The daemon's `--label KEY=VALUE` list as a map (what placement constraints and node records read). */
 export function labelMap(labels: readonly string[]): Record<string, string> {
@@ -76,7 +55,7 @@ export interface ClusterDeps {
   metrics: ControllerFamilies | undefined;
 }
 
-/** Who the node is in a swarm it made or joined: its id and advertise address (else the node-id file and the default advertise address). */
+/** Who the node is in the swarm it made or joined: its id, advertise address and role. */
 export interface ClusterIdentity {
   nodeId: string;
   addr: string;
@@ -87,9 +66,9 @@ export interface ClusterIdentity {
 }
 
 /** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
-export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: ClusterIdentity): Promise<Cluster> {
+export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: ClusterIdentity): Promise<Cluster> {
   const { cfg, log, metrics } = d;
-  const addr = who?.addr ?? advertiseAddress(cfg.clusterDefaultAdvertiseAddr);
+  const addr = who.addr;
   const generic = parseGenericResources(cfg.nodeGenericResources);
   const arch = machine();
   const facts = (): NodeFacts => ({
@@ -102,8 +81,8 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: Clu
     nanoCpus: cpus().length * 1e9,
     memoryBytes: totalmem(),
     genericResources: generic,
-    ...(who ? { role: who.role } : {}),
-    ...(who?.port ? { port: who.port } : {}),
+    role: who.role,
+    ...(who.port ? { port: who.port } : {}),
   });
   const clog = log.child({ component: 'cluster' });
   // The agent is made below; the fence's callbacks reach it once it exists.
@@ -117,12 +96,12 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who?: Clu
   });
   const membership = new ClusterMembership({
     store: spec,
-    nodeId: who?.nodeId ?? loadNodeId(join(cfg.dataRoot, 'cluster', 'node-id')),
+    nodeId: who.nodeId,
     facts,
     log: clog,
     lease: fence,
     metrics,
-    candidate: who?.role !== 'worker',
+    candidate: who.role !== 'worker',
   });
   const etcd = () => membership.etcd;
   agent = new NodeAgent({
@@ -197,7 +176,7 @@ export class ClusterHolder {
     return this.cluster;
   }
 
-  async start(spec: ClusterStore, who?: ClusterIdentity): Promise<Cluster> {
+  async start(spec: ClusterStore, who: ClusterIdentity): Promise<Cluster> {
     if (this.cluster) throw new Error('this node is in a cluster already');
     this.cluster = await startCluster(this.deps, spec, who);
     return this.cluster;

@@ -10,10 +10,7 @@
 // lease, its own record deleted, a deposed term, new labels — and after the work queue's back-off
 // when etcd does not answer. Local work never waits for it: the daemon serves while the node is
 // not joined.
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Etcd3, Lease } from 'etcd3';
 import type { Controller, ReconcileResult, Reconciler } from '../../controllers/controller.ts';
@@ -32,23 +29,7 @@ export type NodeFacts = Omit<NodeRecord, 'id' | 'state' | 'createdAt' | 'updated
 
 export type MembershipState = 'pending' | 'active' | 'error';
 
-
 const DEPOSED_RETRY_MS = 500;
-
-/** The node id kept in the data root (made once: 25 lower-case letters and digits, as swarm's). */
-export function loadNodeId(file: string): string {
-  try {
-    const id = readFileSync(file, 'utf8').trim();
-    if (/^[a-z0-9]{25}$/.test(id)) return id;
-  } catch {
-    // made below
-  }
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  const id = [...randomBytes(25)].map((b) => alphabet[b % alphabet.length]).join('');
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${id}\n`, { mode: 0o600 });
-  return id;
-}
 
 /** The node records a cache holds, by id. */
 function records(cache: PrefixCache): Map<string, NodeRecord> {
