@@ -155,7 +155,7 @@ export interface SwarmInfoOptions {
   clusterId: string;
   /** Swarm.Error (empty when absent). */
   error?: string;
-  state: 'active' | 'pending' | 'inactive' | 'error';
+  state: LocalNodeState;
   /** Swarm.Cluster.CreatedAt/UpdatedAt; default the earliest node createdAt. */
   clusterCreatedAt?: string;
   /** Swarm.Cluster.Version.Index; default 1. */

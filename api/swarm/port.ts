@@ -52,4 +52,8 @@ export interface SwarmPort {
   nodeSpecs(): Promise<Map<string, { spec: NodeSpec; version: number }>>;
   updateNode(id: string, version: bigint, spec: NodeSpec): Promise<void>;
   removeNode(id: string, o: { force: boolean; down: boolean }): Promise<void>;
+  /** The swarm's unlock key ('' while autolock is off). */
+  unlockKey(): Promise<string>;
+  /** Unlocks a manager whose key is sealed (autolock) with the swarm's unlock key. */
+  unlock(key: string): Promise<void>;
 }

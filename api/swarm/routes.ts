@@ -4,7 +4,7 @@
 // join while it is in one.
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { invalidArgument, unavailable } from '../../lib/errors.ts';
+import { unavailable } from '../../lib/errors.ts';
 import { parseSwarmVersion, swarmObject, type SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import { q } from '../request.ts';
 import type { SwarmPort } from './port.ts';
@@ -112,14 +112,12 @@ export function swarmRoutes(swarm: SwarmPort, notManager: string) {
       },
     );
 
-    app.get('/swarm/unlockkey', async () => {
-      await swarm.inspect();
-      return { UnlockKey: '' };
-    });
+    app.get('/swarm/unlockkey', async () => ({ UnlockKey: await swarm.unlockKey() }));
 
-    app.post('/swarm/unlock', async () => {
+    app.post('/swarm/unlock', { schema: { body: z.looseObject({ UnlockKey: z.string().nullish() }).nullish() } }, async (req, reply) => {
       if (!swarm.inSwarm) throw unavailable(notManager);
-      throw invalidArgument('swarm is not locked');
+      await swarm.unlock(req.body?.UnlockKey ?? '');
+      reply.code(200).send();
     });
   };
 }

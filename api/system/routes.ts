@@ -75,7 +75,7 @@ function clusterSwarm(c: ClusterPort, swarm: SwarmPort | undefined): Record<stri
 function swarmSection(swarm: SwarmPort | undefined, cluster: ClusterPort | undefined): Record<string, unknown> | undefined {
   if (swarm?.inSwarm) {
     const l = swarm.local();
-    if (!cluster || l.state === 'pending' || l.state === 'error') return swarmInfo(undefined, [], { state: l.state === 'locked' ? 'error' : l.state, clusterId: '', error: l.error });
+    if (!cluster || l.state === 'pending' || l.state === 'error' || l.state === 'locked') return swarmInfo(undefined, [], { state: l.state, clusterId: '', error: l.error });
     return clusterSwarm(cluster, swarm);
   }
   return cluster ? clusterSwarm(cluster, undefined) : undefined;

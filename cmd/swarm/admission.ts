@@ -14,7 +14,7 @@ import { signNodeKey, type KeyPair } from '../../drivers/swarm/ca.ts';
 import { failedPrecondition, invalidArgument, isCode, unavailable } from '../../lib/errors.ts';
 import { memberKey } from '../../lib/cluster/node-record.ts';
 import { caDigest, parseJoinToken } from '../../lib/swarm/join-token.ts';
-import { bounded, storedSwarm, type StoredCluster } from './objects.ts';
+import { bounded, roleOfToken, storedSwarm, type StoredCluster } from './objects.ts';
 import type { NodeSpecs } from './node-specs.ts';
 import { newSwarmId } from './requests.ts';
 
@@ -64,16 +64,19 @@ export interface AdmissionDeps {
   log: Logger;
 }
 
-const ADD_WITHIN_MS = 20_000;
-/** etcd's refusals of a member add that pass: a member that joined moments ago is not yet "connected" for 5 s. */
+const RECONFIGURE_WITHIN_MS = 20_000;
+/**
+ * etcd's refusals of a member change that pass: etcd counts a member as started only once it has
+ * been connected for 5 s, so a change just after a member joined or was promoted is refused a while.
+ */
 const NOT_YET = /unhealthy cluster|not enough started members|too many learner|circuit breaker/i;
 
-/** Adds the learner at `peerUrl`, asking again while etcd says the cluster is not ready for it yet. */
-async function addLearner(etcd: Etcd3, peerUrl: string) {
-  const deadline = Date.now() + ADD_WITHIN_MS;
+/** An etcd membership change (member add, remove), asked again while etcd says the cluster is not ready for it yet. */
+export async function reconfigure<T>(change: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + RECONFIGURE_WITHIN_MS;
   for (;;) {
     try {
-      return await bounded(etcd.cluster.memberAdd({ peerURLs: [peerUrl], isLearner: true }));
+      return await bounded(change());
     } catch (err) {
       if (!NOT_YET.test(err instanceof Error ? err.message : String(err)) || Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 500));
@@ -129,7 +132,7 @@ export class Admission {
       const members = (await bounded(client.cluster.memberList({}))).members ?? [];
       const learner = this.learners.get(nodeId);
       const mine = members.find((m) => m.name === nodeId || (learner !== undefined && String(m.ID) === learner));
-      if (mine) await bounded(client.cluster.memberRemove({ ID: mine.ID }));
+      if (mine) await reconfigure(() => client.cluster.memberRemove({ ID: mine.ID }));
     } finally {
       client.close();
     }
@@ -144,7 +147,7 @@ export class Admission {
     if (!token) throw invalidArgument(INVALID_TOKEN);
     const { stored, ca } = await this.swarm();
     if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(INVALID_TOKEN);
-    const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
+    const role = roleOfToken(stored, token);
     if (!role) throw invalidArgument(INVALID_TOKEN);
     if (role === 'manager' && !body.PeerURL) throw invalidArgument('a manager joins with the peer URL of its etcd member');
     const nodeId = newSwarmId();
@@ -176,7 +179,7 @@ export class Admission {
     const client = await this.d.memberClient();
     try {
       if (role === 'manager') {
-        const added = await addLearner(client, body.PeerURL!);
+        const added = await reconfigure(() => client.cluster.memberAdd({ peerURLs: [body.PeerURL!], isLearner: true }));
         answer.MemberID = String(added.member.ID);
         this.learners.set(nodeId, answer.MemberID);
         answer.InitialCluster = (added.members ?? [])

@@ -62,6 +62,7 @@ export class NodeParts {
   }
 
   async start(state: SwarmState, o: StartOptions = {}): Promise<void> {
+    await this.d.files.writeLiveKey();
     if (state.role === 'manager') await this.startListener(state);
     await this.d.holder.start(await this.storeOf(state, o), { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role, port: Number(state.advertisePort) || undefined });
   }
@@ -74,6 +75,7 @@ export class NodeParts {
     if (removeMember) await this.member?.remove();
     else await this.member?.stop();
     this.member = undefined;
+    await this.d.files.removeLiveKey();
   }
 
   /** A new etcd client of the node's swarm (the caller closes it). */
@@ -85,7 +87,7 @@ export class NodeParts {
   /** The TLS files of the node's certificate, as an etcd client of the swarm presents them. */
   tlsFiles(): NonNullable<ClusterStore['tls']> {
     const f = this.d.files;
-    return { caFile: f.cert('swarm-root-ca.crt'), certFile: f.cert('swarm-node.crt'), keyFile: f.cert('swarm-node.key') };
+    return { caFile: f.cert('swarm-root-ca.crt'), certFile: f.cert('swarm-node.crt'), keyFile: f.liveKeyFile };
   }
 
   private async startListener(state: SwarmState): Promise<void> {

@@ -15,22 +15,24 @@ import { conflict, EngineError, internal, invalidArgument, unavailable } from '.
 import type { Interfaces } from '../../lib/swarm/addresses.ts';
 import { initSpec, replacedSpec, type ClusterRecord, type SwarmSpec } from '../../lib/swarm/cluster-object.ts';
 import { caDigest, makeJoinToken, parseJoinToken, type ParsedJoinToken } from '../../lib/swarm/join-token.ts';
-import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import type { SwarmInitRequest, SwarmJoinRequest, SwarmPort, SwarmUpdate } from '../../api/swarm/port.ts';
 import type { LocalNodeState } from '../../api/nodes/views.ts';
 import type { ClusterHolder } from '../components/cluster.ts';
 import type { NodeAvailability, NodeSpec } from '../../lib/swarm/node-spec.ts';
-import { bounded, storedSwarm, SWARM_IN_STORE, SwarmObjects, type StoredCluster } from './objects.ts';
+import { bounded, roleOfToken, storedSwarm, SWARM_IN_STORE, SwarmObjects, withStore, type StoredCluster } from './objects.ts';
 import { certHosts, checkDataPathPort, checkPool, newSwarmId, nodeAddresses, type NodeAddresses } from './requests.ts';
-import { SwarmFiles, type SwarmState } from './state.ts';
+import { SwarmFiles, SwarmLockedError, type SwarmState } from './state.ts';
+import { makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlock-key.ts';
+import { LockReconciler } from './lock.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
 import { NodeParts } from './node-parts.ts';
 import { admitted, requestForget } from './remote-join.ts';
 import { RoleReconciler } from './role.ts';
-import { A_WORKER, ALREADY_IN_SWARM, managerLeaving, NO_AUTOLOCK, NO_LEADER, NO_SWARM_IN_STORE, NOT_A_MANAGER, NOT_IN_SWARM } from './refusals.ts';
+import { A_WORKER, ALREADY_IN_SWARM, managerLeaving, NO_LEADER, SWARM_LOCKED, NO_SWARM_IN_STORE, NOT_A_MANAGER, NOT_IN_SWARM } from './refusals.ts';
 
 const RETRY_MS = 5000;
+const LOOK_EVERY_MS = 2000;
 
 export interface SwarmNodeDeps {
   dataRoot: string;
@@ -53,9 +55,13 @@ export class SwarmNode implements SwarmPort {
   private readonly parts: NodeParts;
   private readonly admission: Admission;
   private readonly role: RoleReconciler;
+  private readonly lock: LockReconciler;
+  private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
   private resuming = false;
+  /** A manager started with its key sealed (autolock): nothing of the swarm runs until it is unlocked. */
+  private locked = false;
   private resumeError = '';
   private resumeTimer: NodeJS.Timeout | undefined;
   /** One init, leave or update at a time. */
@@ -64,7 +70,7 @@ export class SwarmNode implements SwarmPort {
 
   constructor(d: SwarmNodeDeps) {
     this.d = d;
-    this.files = new SwarmFiles(d.dataRoot);
+    this.files = new SwarmFiles(d.dataRoot, d.execRoot);
     this.objects = new SwarmObjects(() => this.etcd());
     this.admission = new Admission({ etcd: () => this.etcd(), memberClient: () => this.parts.client(), specs: this.objects.specs, log: d.log });
     this.parts = new NodeParts({
@@ -92,6 +98,13 @@ export class SwarmNode implements SwarmPort {
       serial: (fn) => this.serial(fn),
       log: d.log,
     });
+    this.lock = new LockReconciler({
+      state: () => (this.resuming || this.resumeError || this.locked ? undefined : this.state),
+      unlockKey: () => this.objects.unlockKey(),
+      files: this.files,
+      serial: (fn) => this.serial(fn),
+      log: d.log,
+    });
   }
 
   get inSwarm(): boolean {
@@ -101,6 +114,7 @@ export class SwarmNode implements SwarmPort {
   local(): { state: LocalNodeState; error: string; manager: boolean } {
     if (!this.state) return { state: 'inactive', error: '', manager: false };
     const manager = this.state.role === 'manager';
+    if (this.locked) return { state: 'locked', error: '', manager };
     if (this.resumeError) return { state: 'error', error: this.resumeError, manager };
     const m = this.d.holder.current?.membership;
     if (this.resuming || !m) return { state: 'pending', error: '', manager };
@@ -113,20 +127,55 @@ export class SwarmNode implements SwarmPort {
 
   /** At daemon start: a node that was in a swarm is brought back (in the background). */
   async resume(): Promise<void> {
-    // Promotions and demotions are looked for while the daemon runs (a no-op while in no swarm).
-    this.role.start();
+    // Promotions, demotions and the autolock seal are looked for while the daemon runs (no-ops while in no swarm).
+    this.looks ??= setInterval(() => {
+      void this.role.look();
+      void this.lock.look();
+    }, LOOK_EVERY_MS).unref();
     const { state, error } = await this.files.read();
     if (error) this.d.log.warn({ error }, 'the swarm state cannot be read: the node is in no swarm');
     if (!state) return;
     this.state = state;
+    if (await this.files.keySealed()) {
+      // Autolock: nothing of the swarm starts until `swarm unlock` gives the key.
+      this.locked = true;
+      this.d.log.info({ nodeId: state.nodeId }, 'the swarm is locked: docker swarm unlock gives its key');
+      return;
+    }
     this.resuming = true;
     void this.bringBack();
+  }
+
+  unlock(key: string): Promise<void> {
+    return this.serial(async () => {
+      if (!this.state) throw unavailable(NOT_A_MANAGER);
+      if (!this.locked) throw invalidArgument('swarm is not locked');
+      const k = parseUnlockKey(key);
+      if (!k) throw invalidArgument('invalid key string');
+      this.files.useUnlockKey(k);
+      try {
+        await this.files.readCerts();
+      } catch (err) {
+        this.files.useUnlockKey(undefined);
+        if (err instanceof SwarmLockedError) throw invalidArgument('swarm could not be unlocked: invalid key provided');
+        throw err;
+      }
+      this.locked = false;
+      this.resuming = true;
+      this.d.log.info({ nodeId: this.state.nodeId }, 'the swarm is unlocked');
+      void this.bringBack();
+    });
+  }
+
+  async unlockKey(): Promise<string> {
+    this.manager();
+    return (await this.objects.unlockKey()) ?? '';
   }
 
   /** Stops the membership, the listener and the member (the node stays in its swarm: the next start resumes it). */
   async close(): Promise<void> {
     this.closed = true;
-    this.role.stop();
+    clearInterval(this.looks);
     clearTimeout(this.resumeTimer);
     await this.serial(() => this.parts.stop(false));
   }
@@ -138,12 +187,12 @@ export class SwarmNode implements SwarmPort {
         throw unavailable(ALREADY_IN_SWARM);
       }
       const spec = initSpec(req.Spec ?? undefined);
-      if (req.AutoLockManagers || spec.EncryptionConfig.AutoLockManagers) throw invalidArgument(NO_AUTOLOCK);
+      if (req.AutoLockManagers) spec.EncryptionConfig.AutoLockManagers = true;
       const pool = checkPool(req.DefaultAddrPool, req.SubnetSize);
       const dataPathPort = checkDataPathPort(req.DataPathPort);
       const addrs = this.addresses(req);
       const external = !!this.d.clusterStore;
-      if (external) await this.withStore(async (etcd) => {
+      if (external) await withStore(this.d.clusterStore!, async (etcd) => {
         if (await storedSwarm(etcd)) throw conflict(SWARM_IN_STORE);
       });
       const state: SwarmState = {
@@ -173,6 +222,11 @@ export class SwarmNode implements SwarmPort {
         // Only where no swarm is yet (another node's init may have won since the check above).
         await this.objects.create(stored, ca);
         await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: 'manager', Availability: (req.Availability || 'active') as NodeAvailability }));
+        if (spec.EncryptionConfig.AutoLockManagers) {
+          const key = makeUnlockKey();
+          await this.objects.setUnlockKey(key);
+          await this.files.sealWith(parseUnlockKey(key));
+        }
       });
     });
   }
@@ -200,11 +254,11 @@ export class SwarmNode implements SwarmPort {
 
   /** Joins the swarm in --cluster-store's etcd: this node checks the token and writes its own spec. */
   private async joinThroughStore(req: SwarmJoinRequest, token: ParsedJoinToken, addrs: NodeAddresses): Promise<void> {
-    const found = await this.withStore(storedSwarm);
+    const found = await withStore(this.d.clusterStore!, storedSwarm);
     if (!found?.ca) throw unavailable(NO_SWARM_IN_STORE);
     const { stored, ca } = found;
     if (token.digest !== caDigest(stored.rootCaPem)) throw invalidArgument(`${INVALID_TOKEN}: its CA digest is not this swarm's root CA's`);
-    const role = token.secret === parseJoinToken(stored.tokens.manager)?.secret ? 'manager' : token.secret === parseJoinToken(stored.tokens.worker)?.secret ? 'worker' : undefined;
+    const role = roleOfToken(stored, token);
     if (!role) throw invalidArgument(INVALID_TOKEN);
     const state: SwarmState = { nodeId: newSwarmId(), clusterId: stored.id, role, ...addrs, store: 'external' };
     await this.enter(state, async () => {
@@ -224,12 +278,13 @@ export class SwarmNode implements SwarmPort {
       clearTimeout(this.resumeTimer);
       this.resuming = false;
       this.resumeError = '';
+      this.locked = false;
       if (state.store === 'external') {
         // Its spec and lasting record go; the last manager takes the swarm with it.
         await this.objects.forget(state.nodeId, state.role === 'manager' && managers <= 1).catch((err: Error) => this.d.log.warn({ err: err.message }, 'could not remove the node from the cluster store'));
       } else if (state.role === 'manager' && managers > 1) {
         // A manager of a managed swarm with others: its spec, record and etcd member go (the others keep their quorum).
-        await this.admission.forget(state.nodeId).catch((err: Error) => this.d.log.warn({ err: err.message }, 'could not remove the node from the swarm'));
+        await this.admission.forget(state.nodeId).catch((err: Error) => this.d.log.warn({ error: err.message }, 'could not remove the node from the swarm'));
       }
       await this.parts.stop(true);
       await this.files.removeAll();
@@ -248,8 +303,14 @@ export class SwarmNode implements SwarmPort {
     return this.serial(async () => {
       this.manager();
       const spec: SwarmSpec = replacedSpec(u.spec ?? {});
-      if (spec.EncryptionConfig.AutoLockManagers) throw invalidArgument(NO_AUTOLOCK);
       await this.objects.update(u.version, spec, { worker: u.rotateWorkerToken, manager: u.rotateManagerToken });
+      // Autolock: the unlock key made, replaced or dropped; every manager seals its key under it (./lock.ts).
+      const had = await this.objects.unlockKey();
+      const autolock = spec.EncryptionConfig.AutoLockManagers;
+      const next = !autolock ? undefined : !had || u.rotateManagerUnlockKey ? makeUnlockKey() : had;
+      if (next !== had) await this.objects.setUnlockKey(next);
+      const want = next ? parseUnlockKey(next) : undefined;
+      if (this.state?.role === 'manager') await this.files.sealWith(want);
     });
   }
 
@@ -288,6 +349,7 @@ export class SwarmNode implements SwarmPort {
   private manager(): void {
     const l = this.local();
     if (!this.state) throw unavailable(NOT_A_MANAGER);
+    if (this.locked) throw unavailable(SWARM_LOCKED);
     if (!l.manager) throw unavailable(A_WORKER);
     if (l.state === 'error' && this.resumeError) throw unavailable(`The swarm is not reachable from this node: ${l.error}`);
   }
@@ -335,18 +397,7 @@ export class SwarmNode implements SwarmPort {
     }
   }
 
-  /** A short-lived client of --cluster-store's etcd (before the node is in its swarm). */
-  private async withStore<T>(fn: (etcd: Etcd3) => Promise<T>): Promise<T> {
-    const client = await etcdClient(this.d.clusterStore!);
-    try {
-      return await bounded(fn(client));
-    } catch (err) {
-      if (err instanceof EngineError) throw err;
-      throw unavailable(`The swarm's etcd does not answer: ${err instanceof Error ? err.message : String(err)}`, err);
-    } finally {
-      client.close();
-    }
-  }
+
 
   /** Waits (a while) for the membership to have joined: init answers once /info says active, as the reference's. */
   private async joined(timeoutMs = 15_000): Promise<void> {

@@ -5,15 +5,19 @@
 // call is bounded: an etcd that does not answer is the swarm's 503.
 import type { Etcd3 } from 'etcd3';
 import type { KeyPair } from '../../drivers/swarm/ca.ts';
-import { conflict, internal, unavailable } from '../../lib/errors.ts';
+import { conflict, EngineError, internal, unavailable } from '../../lib/errors.ts';
 import { memberKey } from '../../lib/cluster/node-record.ts';
 import type { ClusterRecord, SwarmSpec } from '../../lib/swarm/cluster-object.ts';
-import { makeJoinToken } from '../../lib/swarm/join-token.ts';
+import { makeJoinToken, parseJoinToken, type ParsedJoinToken } from '../../lib/swarm/join-token.ts';
+import type { ClusterStore } from '../../lib/cluster/store-url.ts';
+import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
 import { NODE_SPECS_PREFIX, NodeSpecs } from './node-specs.ts';
 
 export const SWARM_PREFIX = '/engine/swarm/';
 export const CLUSTER_KEY = `${SWARM_PREFIX}cluster`;
 export const CA_KEY = `${SWARM_PREFIX}ca`;
+/** The managers' unlock key while autolock is on (absent: off). */
+export const UNLOCK_KEY = `${SWARM_PREFIX}unlock`;
 const OUT_OF_SEQUENCE = 'rpc error: code = Unknown desc = update out of sequence';
 export const SWARM_IN_STORE = 'the cluster store holds a swarm already: use "docker swarm join" with one of its join tokens';
 const STORE_TIMEOUT_MS = 10_000;
@@ -37,6 +41,26 @@ export async function storedSwarm(etcd: Etcd3): Promise<{ stored: StoredCluster;
   if (!kv) return undefined;
   const caKv = (await etcd.get(CA_KEY).exec()).kvs[0];
   return { stored: JSON.parse(kv.value.toString()) as StoredCluster, ca: caKv ? (JSON.parse(caKv.value.toString()) as KeyPair) : null };
+}
+
+/** The role a join token's secret gives in this swarm (undefined: neither the worker's nor the manager's). */
+export function roleOfToken(stored: StoredCluster, token: ParsedJoinToken): 'manager' | 'worker' | undefined {
+  if (token.secret === parseJoinToken(stored.tokens.manager)?.secret) return 'manager';
+  if (token.secret === parseJoinToken(stored.tokens.worker)?.secret) return 'worker';
+  return undefined;
+}
+
+/** A short-lived client of --cluster-store's etcd (before the node is in its swarm): an etcd that does not answer is the swarm's 503. */
+export async function withStore<T>(store: ClusterStore, fn: (etcd: Etcd3) => Promise<T>): Promise<T> {
+  const client = await etcdClient(store);
+  try {
+    return await bounded(fn(client));
+  } catch (err) {
+    if (err instanceof EngineError) throw err;
+    throw unavailable(`The swarm's etcd does not answer: ${err instanceof Error ? err.message : String(err)}`, err);
+  } finally {
+    client.close();
+  }
 }
 
 export class SwarmObjects {
@@ -96,6 +120,18 @@ export class SwarmObjects {
     const r = await bounded(etcd.if(CLUSTER_KEY, 'Mod', '==', String(version)).then(etcd.put(CLUSTER_KEY).value(JSON.stringify(next))).commit());
     if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
     await this.read();
+  }
+
+  /** The swarm's unlock key (undefined: autolock is off). */
+  async unlockKey(): Promise<string | undefined> {
+    const kv = (await bounded(this.etcd().get(UNLOCK_KEY).exec())).kvs[0];
+    return kv ? kv.value.toString() : undefined;
+  }
+
+  /** Sets the unlock key (undefined: autolock off); the managers seal their keys under it (cmd/swarm/lock.ts). */
+  async setUnlockKey(key: string | undefined): Promise<void> {
+    if (key) await bounded(this.etcd().put(UNLOCK_KEY).value(key).exec());
+    else await bounded(this.etcd().delete().key(UNLOCK_KEY).exec());
   }
 
   /** Removes a node's spec and lasting record (and, for the last manager, the swarm's keys). */

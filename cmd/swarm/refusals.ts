@@ -13,8 +13,8 @@ export function managerLeaving(reachable: number, unreachable: number): string {
   }
   return `${msg}The only way to restore a swarm that has lost consensus is to reinitialize it with \`--force-new-cluster\`. Use \`--force\` to suppress this message.`;
 }
-export const NO_AUTOLOCK = 'autolock is not supported yet: manager autolock comes with joining nodes';
 export const NO_SWARM_IN_STORE = 'the cluster store holds no swarm: run "docker swarm init" on a node first';
 export const NO_LEADER = "rpc error: code = Unknown desc = The swarm does not have a leader. It's possible that too few managers are online. Make sure more than half of the managers are online.";
 export const NOT_A_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
 export const A_WORKER = "This node is not a swarm manager. Worker nodes can't be used to view or modify cluster state. Please run this command on a manager node or promote the current node to a manager.";
+export const SWARM_LOCKED = 'Swarm is encrypted and needs to be unlocked before it can be used. Please use "docker swarm unlock" to unlock it.';

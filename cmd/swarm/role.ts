@@ -1,6 +1,6 @@
 // A node's role in a managed swarm, reconciled: the desired role is the node's spec in etcd
 // (`docker node promote/demote` write it, ./node-specs.ts), the observed one its state
-// (<data-root>/swarm/state.json). Every few seconds the node compares them and acts on a difference:
+// (<data-root>/swarm/state.json). Every 2 s (./node.ts's looks) the node compares them and acts on a difference:
 // - promoted (worker → manager): it asks a manager (its listener, known from the membership's
 //   records) for a manager's certificate for a new key and a learner member (./admission.ts
 //   `promote`), then starts its listener and member as a manager that joins does;
@@ -14,13 +14,12 @@ import { newNodeKey } from '../../drivers/swarm/ca.ts';
 import { SWARM_ETCD_CLIENT_PORT, SWARM_ETCD_PEER_PORT } from '../../drivers/swarm/etcd-member.ts';
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { NodeSpec } from '../../lib/swarm/node-spec.ts';
+import { reconfigure } from './admission.ts';
 import type { NodeParts } from './node-parts.ts';
 import { bounded } from './objects.ts';
 import { requestPromotion } from './remote-join.ts';
 import { certHosts } from './requests.ts';
 import type { SwarmFiles, SwarmState } from './state.ts';
-
-const LOOK_EVERY_MS = 2000;
 
 export interface RoleDeps {
   /** The node's state now (undefined: in no swarm, or not ready to change). */
@@ -40,22 +39,10 @@ export interface RoleDeps {
 
 export class RoleReconciler {
   private readonly d: RoleDeps;
-  private timer: NodeJS.Timeout | undefined;
   private running = false;
 
   constructor(d: RoleDeps) {
     this.d = d;
-  }
-
-  start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.look(), LOOK_EVERY_MS);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   /** One look: the spec's role against the state's, a change made when they differ. */
@@ -113,7 +100,7 @@ export class RoleReconciler {
       const self = members.find((m) => m.name === state.nodeId);
       others = members.filter((m) => m !== self && !m.isLearner).flatMap((m) => m.clientURLs);
       if (!others.length) throw new Error('no other manager to go on with');
-      if (self) await bounded(client.cluster.memberRemove({ ID: self.ID }));
+      if (self) await reconfigure(() => client.cluster.memberRemove({ ID: self.ID }));
     } finally {
       client.close();
     }

@@ -2,11 +2,14 @@
 // state.json (its id, the cluster's, its role and addresses, where the swarm's etcd is: the managed
 // member's ports, or --cluster-store's), the
 // certificates (certificates/swarm-node.crt, swarm-node.key, swarm-root-ca.crt) and the member's
-// data (etcd/, drivers/swarm/etcd-member.ts). No state file: the node is in no swarm.
+// data (etcd/, drivers/swarm/etcd-member.ts). No state file: the node is in no swarm. With autolock
+// a manager's key is sealed by the swarm's unlock key (lib/swarm/unlock-key.ts); while the node runs
+// its key is kept unsealed under <exec-root>/swarm only.
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as z from 'zod';
 import type { KeyPair } from '../../drivers/swarm/ca.ts';
+import { isSealed, seal, unseal } from '../../lib/swarm/unlock-key.ts';
 
 const SwarmState = z.object({
   nodeId: z.string().regex(/^[a-z0-9]{25}$/),
@@ -30,10 +33,62 @@ const SwarmState = z.object({
 });
 export type SwarmState = z.output<typeof SwarmState>;
 
+/** The node's key is sealed (autolock) and the unlock key that opens it has not been given. */
+export class SwarmLockedError extends Error {}
+
 export class SwarmFiles {
   readonly dir: string;
-  constructor(dataRoot: string) {
+  /** Where the node's private key lives unsealed while the node runs (the exec root: a tmpfs in production). */
+  readonly runDir: string;
+  /** The unlock key the node's key is (to be) sealed under; undefined: kept plain. */
+  private unlock: Buffer | undefined;
+
+  constructor(dataRoot: string, execRoot: string) {
     this.dir = join(dataRoot, 'swarm');
+    this.runDir = join(execRoot, 'swarm');
+  }
+
+  /** The unlock key the node's key is sealed under now (undefined: plain). */
+  get unlockKey(): Buffer | undefined {
+    return this.unlock;
+  }
+
+  /** Gives the key to open a sealed node key with (POST /swarm/unlock); `readCerts` tells whether it opens it. */
+  useUnlockKey(k: Buffer | undefined): void {
+    this.unlock = k;
+  }
+
+  /** Whether the node key on disk is sealed. */
+  async keySealed(): Promise<boolean> {
+    return isSealed(await readFile(this.cert('swarm-node.key'), 'utf8').catch(() => ''));
+  }
+
+  /** Seals the node key on disk under `k` (undefined: keeps it plain), from what it holds now. */
+  async sealWith(k: Buffer | undefined): Promise<void> {
+    const certs = await this.readCerts();
+    this.unlock = k;
+    await this.writeKey(certs.keyPem);
+  }
+
+  /** The node's private key, unsealed, where the node's etcd clients read it while it runs. */
+  get liveKeyFile(): string {
+    return join(this.runDir, 'swarm-node.key');
+  }
+
+  async writeLiveKey(): Promise<void> {
+    const { keyPem } = await this.readCerts();
+    await mkdir(this.runDir, { recursive: true, mode: 0o700 });
+    await writeFile(this.liveKeyFile, keyPem, { mode: 0o600 });
+  }
+
+  async removeLiveKey(): Promise<void> {
+    await rm(this.runDir, { recursive: true, force: true });
+  }
+
+  private async writeKey(keyPem: string): Promise<void> {
+    const tmp = `${this.cert('swarm-node.key')}.tmp`;
+    await writeFile(tmp, this.unlock ? seal(keyPem, this.unlock) : keyPem, { mode: 0o600 });
+    await rename(tmp, this.cert('swarm-node.key'));
   }
 
   private get stateFile(): string {
@@ -73,16 +128,22 @@ export class SwarmFiles {
     await mkdir(join(this.dir, 'certificates'), { recursive: true, mode: 0o700 });
     await writeFile(this.cert('swarm-root-ca.crt'), rootCaPem);
     await writeFile(this.cert('swarm-node.crt'), node.certPem);
-    await writeFile(this.cert('swarm-node.key'), node.keyPem, { mode: 0o600 });
+    await this.writeKey(node.keyPem);
   }
 
+  /** The node's certificates and key (unsealed: SwarmLockedError when it is sealed and no unlock key that opens it was given). */
   async readCerts(): Promise<{ caPem: string; certPem: string; keyPem: string }> {
-    const [caPem, certPem, keyPem] = await Promise.all([readFile(this.cert('swarm-root-ca.crt'), 'utf8'), readFile(this.cert('swarm-node.crt'), 'utf8'), readFile(this.cert('swarm-node.key'), 'utf8')]);
+    const [caPem, certPem, stored] = await Promise.all([readFile(this.cert('swarm-root-ca.crt'), 'utf8'), readFile(this.cert('swarm-node.crt'), 'utf8'), readFile(this.cert('swarm-node.key'), 'utf8')]);
+    if (!isSealed(stored)) return { caPem, certPem, keyPem: stored };
+    const keyPem = this.unlock ? unseal(stored, this.unlock) : undefined;
+    if (!keyPem) throw new SwarmLockedError('the node key is sealed by the swarm\'s unlock key');
     return { caPem, certPem, keyPem };
   }
 
   /** Everything of the swarm this node kept (leaving it, or a failed init's leftovers). */
   async removeAll(): Promise<void> {
+    this.unlock = undefined;
     await rm(this.dir, { recursive: true, force: true });
+    await this.removeLiveKey();
   }
 }

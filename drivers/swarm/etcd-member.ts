@@ -1,6 +1,7 @@
 // The managed etcd member of a swarm manager (Debian's etcd binary), as the daemon manages its
 // private supervisor: its data under <data-root>/swarm/etcd, TLS for clients and peers with the
-// node's certificate from the swarm's CA (clients must present one too), its client and peer URLs
+// node's certificate from the swarm's CA (clients must present one too; the files under the exec
+// root, written at start and removed at stop), its client and peer URLs
 // on the advertise host at ports of their own (2387 and 2388 unless told), its output in the
 // daemon's log at debug level. It is started with the daemon while the node is a manager and stopped
 // with it; one a killed daemon left running (its PID file names it, its command line its data
@@ -66,7 +67,8 @@ export class EtcdMember {
     this.clientUrl = `https://${host}:${opts.clientPort ?? SWARM_ETCD_CLIENT_PORT}`;
     this.peerUrl = `https://${host}:${opts.peerPort ?? SWARM_ETCD_PEER_PORT}`;
     this.dataDir = join(opts.dir, 'etcd');
-    this.tlsDir = join(opts.dir, 'etcd-tls');
+    // Its key unsealed only while it runs, under the exec root (the swarm's key may be sealed on disk: autolock).
+    this.tlsDir = join(opts.runDir, 'swarm-etcd-tls');
     this.pidFile = join(opts.runDir, 'swarm-etcd.pid');
   }
 
@@ -156,6 +158,7 @@ export class EtcdMember {
     }
     this.child = null;
     await rm(this.pidFile, { force: true });
+    await rm(this.tlsDir, { recursive: true, force: true });
   }
 
   /** Stops and removes the member's data and certificates (leaving the swarm). */

@@ -39,6 +39,13 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
   const join = (i: number, token: string, remote: string, extra: Record<string, unknown> = {}) =>
     apiRequest(ds[i]!, 'POST', '/swarm/join', JSON.stringify({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: net.addr(i), RemoteAddrs: [remote], JoinToken: token, ...extra }));
 
+  /** etcdctl member list through node i's own member (its key unsealed under the exec root while it runs). */
+  const members = (i: number) => {
+    const certs = `${ds[i]!.dataRoot}/swarm/certificates`;
+    const r = net.exec(i, ['etcdctl', `--endpoints=https://${net.addr(i)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${ds[i]!.execRoot}/swarm/swarm-node.key`, 'member', 'list']);
+    return r.stdout.trim().split('\n').filter(Boolean);
+  };
+
   before(async () => {
     net = startNetns({ count: N });
     ds.push(...(await Promise.all(net.names.map((ns) => startDaemon({ netns: ns })))));
@@ -118,9 +125,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
           const n = typeof all === 'string' ? undefined : all.find((x) => x.Status.Addr === net.addr(0));
           return n?.Status.State === 'down' && n.ManagerStatus?.Reachability === 'unreachable';
         }, 60_000).catch((err: Error) => {
-          const certs = `${d.dataRoot}/swarm/certificates`;
-          const members = net.exec(1, ['etcdctl', `--endpoints=https://${net.addr(1)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${certs}/swarm-node.key`, 'member', 'list', '-w', 'table']);
-          throw new Error(`${err.message}; last seen: ${seen}\n${members.stdout}${members.stderr}\n${d.logs().split('\n').filter((l) => /swarm|etcd|cluster|member/i.test(l)).slice(-40).join('\n')}`);
+          throw new Error(`${err.message}; last seen: ${seen}\n${members(1).join('\n')}\n${d.logs().split('\n').filter((l) => /swarm|etcd|cluster|member/i.test(l)).slice(-40).join('\n')}`);
         });
       }
       // Writes go on: a node update through a remaining manager.
@@ -138,11 +143,6 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
   const byAddr = async (d: DaemonHandle) => new Map((await nodes(d)).map((n) => [n.Status.Addr, n]));
   const idOf = async (i: number) => (await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.NodeID as string;
   const controls = async (i: number) => (await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.ControlAvailable as boolean;
-  const members = (i: number) => {
-    const certs = `${ds[i]!.dataRoot}/swarm/certificates`;
-    const r = net.exec(i, ['etcdctl', `--endpoints=https://${net.addr(i)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${certs}/swarm-node.key`, 'member', 'list']);
-    return r.stdout.trim().split('\n').filter(Boolean);
-  };
 
   test('docker node promote makes the worker a manager (an etcd member); demote makes a manager a worker (its member removed)', async () => {
     const dk = (i: number, ...args: string[]) => docker(ds[i]!, args);
@@ -187,10 +187,14 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.match(noForce.stderr, /Removing this node leaves 1 managers out of 2\. Without a Raft quorum your swarm will be inaccessible\./);
     const forced = await dk(3, 'swarm', 'leave', '--force');
     assert.equal(forced.code, 0, forced.stderr);
+    let last = '';
     await until('the last manager answers alone', async () => {
       const r = await apiRequest(ds[1]!, 'GET', '/nodes');
+      last = `${r.status} ${r.text}`;
       return r.status === 200 && !(r.body as NodeView[]).some((n) => n.Status.Addr === net.addr(3));
-    }, 30_000);
+    }, 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}; last answer: ${last}\nmembers: ${members(1).join('\n')}\n${ds[3]!.logs().split('\n').filter((l) => /level=(warning|error|info)/.test(l) && /swarm|leave|member|could not/i.test(l)).slice(-15).join('\n')}`);
+    });
     assert.equal(members(1).length, 1);
   });
 });

@@ -45,6 +45,10 @@ class FakeSwarm implements SwarmPort {
   }
   async updateNode() {}
   async removeNode() {}
+  async unlockKey() {
+    return '';
+  }
+  async unlock() {}
 }
 
 async function setup(t: TestContext) {
