@@ -93,6 +93,7 @@ export class SwarmNode implements SwarmPort {
       },
       spec: (id) => this.objects.specs.get(id),
       records: () => this.d.holder.current?.membership.nodes() ?? [],
+      managers: async () => ((await this.etcd().cluster.memberList({})).members ?? []).filter((m) => !m.isLearner).flatMap((m) => m.clientURLs),
       parts: this.parts,
       files: this.files,
       serial: (fn) => this.serial(fn),

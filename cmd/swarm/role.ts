@@ -6,7 +6,8 @@
 //   `promote`), then starts its listener and member as a manager that joins does;
 // - demoted (manager → worker): it removes its own etcd member (the others keep their quorum),
 //   stops its listener and member, and goes on as a worker on the other members.
-// A change that fails is tried again at the next look; nothing is half-done on the node's side
+// A worker also keeps its list of the managers' etcd URLs current (the next start reaches the swarm
+// through it). A change that fails is tried again at the next look; nothing is half-done on the node's side
 // (the old parts start again). A demoted node that is down cannot do its part: the manager that
 // demoted it removes its member (./node.ts).
 import type { Logger } from 'pino';
@@ -28,6 +29,8 @@ export interface RoleDeps {
   setState: (s: SwarmState) => Promise<void>;
   /** The node's own spec as etcd holds it. */
   spec: (nodeId: string) => Promise<NodeSpec | undefined>;
+  /** The client URLs of the swarm's voting etcd members (the managers), as etcd lists them now. */
+  managers: () => Promise<string[]>;
   /** The membership's records (where the managers' listeners are). */
   records: () => NodeRecord[];
   parts: NodeParts;
@@ -52,6 +55,7 @@ export class RoleReconciler {
     try {
       const state = this.d.state();
       if (!state || state.store !== 'managed') return;
+      if (state.role === 'worker') await this.refreshManagers(state);
       const spec = await bounded(this.d.spec(state.nodeId)).catch(() => undefined);
       if (!spec || spec.Role === state.role) return;
       await this.d.serial(async () => {
@@ -65,6 +69,20 @@ export class RoleReconciler {
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * A worker keeps the managers' etcd URLs it reaches the swarm through (state.json): as managers
+   * come and go (promote, demote, rm) the list is kept current, so the next start finds the swarm.
+   */
+  private async refreshManagers(state: SwarmState): Promise<void> {
+    const urls = await bounded(this.d.managers()).catch(() => []);
+    const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && [...a].sort().every((u, i) => u === [...b].sort()[i]);
+    if (!urls.length || same(urls, state.managers ?? [])) return;
+    await this.d.serial(async () => {
+      const now = this.d.state();
+      if (now?.nodeId === state.nodeId && now.role === 'worker') await this.d.setState({ ...now, managers: urls });
+    });
   }
 
   private async promote(state: SwarmState): Promise<void> {

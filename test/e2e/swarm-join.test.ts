@@ -5,7 +5,7 @@
 // a CA digest of another swarm and an unreachable manager are refused with nothing half-joined; a
 // manager cut off the network leaves the other two keeping the swarm.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, docker } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
@@ -176,6 +176,9 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.equal(rm.code, 0, rm.stderr);
     assert.equal((await byAddr(ds[1]!)).has(net.addr(2)), false);
     assert.equal(members(1).length, 2);
+    // The worker (node 0, demoted above) keeps its list of the managers' etcd URLs current.
+    const managersOf0 = () => JSON.parse(readFileSync(`${ds[0]!.dataRoot}/swarm/state.json`, 'utf8')).managers as string[];
+    await until('the worker\'s list of managers without node 2', async () => !managersOf0().some((u) => u.includes(`//${net.addr(2)}:`)) && managersOf0().some((u) => u.includes(`//${net.addr(3)}:`)), 20_000);
 
     const leave = await dk(0, 'swarm', 'leave');
     assert.equal(leave.code, 0, leave.stderr);
