@@ -1,5 +1,7 @@
 // What the API serves from beside the store (distribution, the log reader, the event recorder),
 // and the API itself: the app, its routes and the listeners.
+import { unavailable } from '../../lib/errors.ts';
+import { A_WORKER } from '../swarm/refusals.ts';
 import { rmSync } from 'node:fs';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
@@ -196,7 +198,15 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           attachRoutes(attachDeps),
           eventRoutes(events),
           volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
-          stackRoutes({ store, cluster: () => ctx.get('cluster').current?.stacks }),
+          stackRoutes({
+            store,
+            cluster: () => {
+              const c = ctx.get('cluster').current;
+              // A worker's etcd user reads no cluster stacks: the reference's answer to a worker asked for cluster state.
+              if (c && !c.stacks) throw unavailable(A_WORKER);
+              return c?.stacks;
+            },
+          }),
           networkRoutes({ store, defaults: admission.networks.defaults }),
         ],
       });

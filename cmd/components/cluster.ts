@@ -35,7 +35,8 @@ export function labelMap(labels: readonly string[]): Record<string, string> {
 /** The cluster parts: membership, the cluster stacks the API reads and writes, the node agent, the leader's placer. */
 export interface Cluster {
   membership: ClusterMembership;
-  stacks: ClusterStacks;
+  /** Cluster stacks as the API reads and writes them (a manager's: a worker may not read them). */
+  stacks: ClusterStacks | undefined;
   agent: NodeAgent;
   compactor: ClusterCompactor;
   fence: SelfFence;
@@ -147,7 +148,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
   compactor.start();
   fencer.start();
   await loops.start();
-  return { membership, stacks: new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer, loops };
+  return { membership, stacks: who.role === 'worker' ? undefined : new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer, loops };
 }
 
 /** Leaves the cluster: every part stopped, the lease revoked. */

@@ -54,6 +54,8 @@ export interface JoinAnswer {
 
 export interface AdmissionDeps {
   etcd: () => Etcd3;
+  /** Makes the node a user of the swarm's etcd in its role (a managed swarm's: drivers/swarm/etcd-access.ts). */
+  grant: (nodeId: string, role: 'manager' | 'worker') => Promise<void>;
   /**
    * A client of its own for etcd's member calls, closed after: etcd refuses a member add for a few
    * seconds after a member joined, and those refusals must not open the breaker of the client the
@@ -110,6 +112,7 @@ export class Admission {
       const spec = (await bounded(this.d.specs.list())).get(nodeId)?.spec;
       if (spec?.Role !== 'manager') throw failedPrecondition(`node ${nodeId} is not to be a manager`);
       const { stored, ca } = await this.swarm();
+      await bounded(this.d.grant(nodeId, 'manager'));
       return await this.place(stored, ca, nodeId, 'manager', parsed.data);
     });
   }
@@ -153,6 +156,8 @@ export class Admission {
     const nodeId = newSwarmId();
     await bounded(this.d.specs.put(nodeId, { Labels: {}, Role: role, Availability: body.Availability }));
     try {
+      // Its etcd user before its answer: the node's first call is allowed (./access.ts drops it if the join fails).
+      await bounded(this.d.grant(nodeId, role));
       return await this.place(stored, ca, nodeId, role, body);
     } catch (err) {
       await bounded(this.d.specs.remove(nodeId, { force: true, down: true, anyRole: true })).catch(() => {});

@@ -5,10 +5,9 @@
 import type { Etcd3 } from 'etcd3';
 import { failedPrecondition, internal, notFound } from '../../lib/errors.ts';
 import { memberKey } from '../../lib/cluster/node-record.ts';
-import type { NodeSpec } from '../../lib/swarm/node-spec.ts';
+import { NODE_SPECS_PREFIX, nodeSpecKey, type NodeSpec } from '../../lib/swarm/node-spec.ts';
 
-export const NODE_SPECS_PREFIX = '/engine/swarm/nodes/';
-const key = (id: string) => `${NODE_SPECS_PREFIX}${id}`;
+const key = nodeSpecKey;
 const OUT_OF_SEQUENCE = 'rpc error: code = Unknown desc = update out of sequence';
 
 export interface VersionedNodeSpec {

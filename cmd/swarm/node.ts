@@ -25,6 +25,8 @@ import { certHosts, checkDataPathPort, checkPool, newSwarmId, nodeAddresses, typ
 import { SwarmFiles, SwarmLockedError, type SwarmState } from './state.ts';
 import { makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlock-key.ts';
 import { LockReconciler } from './lock.ts';
+import { AccessReconciler } from './access.ts';
+import { grantNode } from '../../drivers/swarm/etcd-access.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
 import { NodeParts } from './node-parts.ts';
 import { admitted, requestForget } from './remote-join.ts';
@@ -56,6 +58,7 @@ export class SwarmNode implements SwarmPort {
   private readonly admission: Admission;
   private readonly role: RoleReconciler;
   private readonly lock: LockReconciler;
+  private readonly access: AccessReconciler;
   private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
@@ -72,7 +75,15 @@ export class SwarmNode implements SwarmPort {
     this.d = d;
     this.files = new SwarmFiles(d.dataRoot, d.execRoot);
     this.objects = new SwarmObjects(() => this.etcd());
-    this.admission = new Admission({ etcd: () => this.etcd(), memberClient: () => this.parts.client(), specs: this.objects.specs, log: d.log });
+    this.admission = new Admission({
+      etcd: () => this.etcd(),
+      grant: async (id, role) => {
+        if (this.state?.store === 'managed') await grantNode(this.etcd(), id, role);
+      },
+      memberClient: () => this.parts.client(),
+      specs: this.objects.specs,
+      log: d.log,
+    });
     this.parts = new NodeParts({
       files: this.files,
       execRoot: d.execRoot,
@@ -97,6 +108,13 @@ export class SwarmNode implements SwarmPort {
       parts: this.parts,
       files: this.files,
       serial: (fn) => this.serial(fn),
+      log: d.log,
+    });
+    this.access = new AccessReconciler({
+      state: () => (this.resuming || this.resumeError || this.locked ? undefined : this.state),
+      leading: () => this.d.holder.current?.membership.isLeader ?? false,
+      etcd: () => this.etcd(),
+      specs: () => this.objects.specs.list(),
       log: d.log,
     });
     this.lock = new LockReconciler({
@@ -132,6 +150,7 @@ export class SwarmNode implements SwarmPort {
     this.looks ??= setInterval(() => {
       void this.role.look();
       void this.lock.look();
+      void this.access.look();
     }, LOOK_EVERY_MS).unref();
     const { state, error } = await this.files.read();
     if (error) this.d.log.warn({ error }, 'the swarm state cannot be read: the node is in no swarm');

@@ -11,7 +11,8 @@ import type { ClusterRecord, SwarmSpec } from '../../lib/swarm/cluster-object.ts
 import { makeJoinToken, parseJoinToken, type ParsedJoinToken } from '../../lib/swarm/join-token.ts';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
-import { NODE_SPECS_PREFIX, NodeSpecs } from './node-specs.ts';
+import { NodeSpecs } from './node-specs.ts';
+import { nodeSpecKey } from '../../lib/swarm/node-spec.ts';
 
 export const SWARM_PREFIX = '/engine/swarm/';
 export const CLUSTER_KEY = `${SWARM_PREFIX}cluster`;
@@ -137,7 +138,7 @@ export class SwarmObjects {
   /** Removes a node's spec and lasting record (and, for the last manager, the swarm's keys). */
   async forget(nodeId: string, wholeSwarm: boolean): Promise<void> {
     const etcd = this.etcd();
-    await bounded(etcd.delete().key(`${NODE_SPECS_PREFIX}${nodeId}`).exec());
+    await bounded(etcd.delete().key(nodeSpecKey(nodeId)).exec());
     await bounded(etcd.delete().key(memberKey(nodeId)).exec());
     if (wholeSwarm) await bounded(etcd.delete().prefix(SWARM_PREFIX).exec());
   }

@@ -7,6 +7,8 @@ export const NODES_PREFIX = '/engine/nodes/';
 export const MEMBERS_PREFIX = '/engine/members/';
 /** The election all nodes campaign in; its leader places cluster stacks. */
 export const LEADER_ELECTION = 'engine-leader';
+/** Where the candidates' keys are (etcd3's election layout). */
+export const ELECTION_PREFIX = `election/${LEADER_ELECTION}/`;
 
 export interface NodeRecord {
   /** 25 lower-case letters and digits, as swarm's node ids; kept in the data root. */
@@ -55,14 +57,17 @@ export const memberKey = (id: string) => `${MEMBERS_PREFIX}${id}`;
 export const STACKS_PREFIX = '/engine/stacks/';
 /** `/engine/assignments/<node>/<stack>`: what the leader placed on a node (no lease; the leader rewrites it). */
 export const ASSIGNMENTS_PREFIX = '/engine/assignments/';
-/** `/engine/status/<stack>/<node>`: a node's status of its part of a stack, under the node's lease. */
+/**
+ * `/engine/status/<node>/<stack>`: a node's status of its part of a stack, under the node's lease
+ * (by node first: a worker's etcd role may write its own prefix only, drivers/swarm/etcd-access.ts).
+ */
 export const STATUS_PREFIX = '/engine/status/';
 /** `/engine/pending/<stack>`: the replicas the leader could place nowhere, with the reason. */
 export const PENDING_PREFIX = '/engine/pending/';
 
 export const stackKey = (name: string) => `${STACKS_PREFIX}${name}`;
 export const assignmentKey = (node: string, stack: string) => `${ASSIGNMENTS_PREFIX}${node}/${stack}`;
-export const statusKey = (stack: string, node: string) => `${STATUS_PREFIX}${stack}/${node}`;
+export const statusKey = (stack: string, node: string) => `${STATUS_PREFIX}${node}/${stack}`;
 export const pendingKey = (stack: string) => `${PENDING_PREFIX}${stack}`;
 
 export interface ClusterStackRecord {

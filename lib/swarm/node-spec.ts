@@ -3,6 +3,10 @@
 // reference's refusals of a role or availability it does not know.
 import { invalidArgument } from '../errors.ts';
 
+/** `/engine/swarm/nodes/<id>`: the node specs in a swarm's etcd (cmd/swarm/node-specs.ts). */
+export const NODE_SPECS_PREFIX = '/engine/swarm/nodes/';
+export const nodeSpecKey = (id: string) => `${NODE_SPECS_PREFIX}${id}`;
+
 export type NodeRole = 'manager' | 'worker';
 export type NodeAvailability = 'active' | 'pause' | 'drain';
 

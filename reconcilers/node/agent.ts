@@ -2,7 +2,7 @@
 // stacks of the same name (so Compose's labels filter them as any stack's), each carrying the
 // replica slots placed here and their environment (spec.placed); a local cluster stack no longer
 // assigned here is removed. It publishes each one's status under the node's lease
-// (`/engine/status/<stack>/<self>`), when it changes. It acts only on a successful read of its
+// (`/engine/status/<self>/<stack>`), when it changes. It acts only on a successful read of its
 // assignments; a node that cannot renew its lease fences its cluster stacks (fence(), driven by
 // ./self-fence.ts) while its local containers keep running. A pass reads the assignments from a
 // watch-fed cache (./prefix-cache.ts); it reads etcd itself only when the cache cannot answer

@@ -6,10 +6,7 @@
 // leadership ends with the node's lease, which is also what the self-fence follows.
 import type { Etcd3, Lease } from 'etcd3';
 import type { LeaderTerm } from './fence.ts';
-import { LEADER_ELECTION } from '../../lib/cluster/node-record.ts';
-
-/** Where the candidates' keys live (the etcd3 client's election layout, kept). */
-export const ELECTION_PREFIX = `election/${LEADER_ELECTION}/`;
+import { ELECTION_PREFIX } from '../../lib/cluster/node-record.ts';
 
 export interface Standing {
   /** The leading node's id (undefined: nobody). */

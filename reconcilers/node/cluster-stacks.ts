@@ -75,9 +75,9 @@ export class ClusterStacks {
     for (const [svc, def] of Object.entries(doc.services)) services[svc] = { desired: def?.deploy?.replicas ?? 1, ready: 0, nodes: {} };
     let degraded = false;
     let behind = false;
-    for (const v of Object.values(await client.getAll().prefix(`${STATUS_PREFIX}${name}/`).strings())) {
+    for (const v of Object.values(await client.getAll().prefix(STATUS_PREFIX).strings())) {
       const s = parseRecord<StackStatusRecord>(v);
-      if (!s) continue;
+      if (s?.stack !== name) continue;
       const st = s.status as StackStatus;
       nodes[s.node] = { Hostname: hostnames.get(s.node) ?? '', Generation: s.generation, ObservedGeneration: st.observedGeneration, Conditions: st.conditions, Services: st.services, UpdatedAt: s.updatedAt };
       if (s.generation !== rec.generation) behind = true;

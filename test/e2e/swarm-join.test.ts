@@ -39,12 +39,13 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
   const join = (i: number, token: string, remote: string, extra: Record<string, unknown> = {}) =>
     apiRequest(ds[i]!, 'POST', '/swarm/join', JSON.stringify({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: net.addr(i), RemoteAddrs: [remote], JoinToken: token, ...extra }));
 
-  /** etcdctl member list through node i's own member (its key unsealed under the exec root while it runs). */
-  const members = (i: number) => {
+  /** etcdctl as node i (its certificate; its key unsealed under the exec root while it runs), at manager m's member. */
+  const etcdctl = (i: number, m: number, args: string[]) => {
     const certs = `${ds[i]!.dataRoot}/swarm/certificates`;
-    const r = net.exec(i, ['etcdctl', `--endpoints=https://${net.addr(i)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${ds[i]!.execRoot}/swarm/swarm-node.key`, 'member', 'list']);
-    return r.stdout.trim().split('\n').filter(Boolean);
+    return net.exec(i, ['etcdctl', `--endpoints=https://${net.addr(m)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${ds[i]!.execRoot}/swarm/swarm-node.key`, ...args]);
   };
+  /** etcdctl member list through node i's own member. */
+  const members = (i: number) => etcdctl(i, i, ['member', 'list']).stdout.trim().split('\n').filter(Boolean);
 
   before(async () => {
     net = startNetns({ count: N });
@@ -107,11 +108,29 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     const fromWorker = await apiRequest(ds[3]!, 'GET', '/nodes');
     assert.equal(fromWorker.status, 503);
     assert.match(fromWorker.body.message, /not a swarm manager/);
+    const stacksFromWorker = await apiRequest(ds[3]!, 'GET', '/stacks?scope=cluster');
+    assert.equal(stacksFromWorker.status, 503, 'a worker reads no cluster stacks');
+    assert.match(stacksFromWorker.body.message, /Worker nodes can't be used to view or modify cluster state/);
     const info = (await apiRequest(ds[3]!, 'GET', '/info')).body.Swarm;
     assert.deepEqual([info.LocalNodeState, info.ControlAvailable], ['active', false]);
     const again = await join(3, tokens.worker, `${net.addr(0)}:2377`);
     assert.equal(again.status, 503);
     assert.match(again.body.message, /already part of a swarm/);
+
+    // The worker is an etcd user of its own (its certificate's CN): it reads its own assignments,
+    // and another node's are refused it; a manager (root) reads them all.
+    const workerId = byAddr.get(net.addr(3))!.ID;
+    const managerId = byAddr.get(net.addr(1))!.ID;
+    await until('etcd auth enabled by the leader', async () => /permission denied/.test(etcdctl(3, 0, ['get', '--prefix', '/engine/assignments/']).stderr), 20_000);
+    const other = etcdctl(3, 0, ['get', '--prefix', `/engine/assignments/${managerId}/`]);
+    assert.notEqual(other.status, 0);
+    assert.match(other.stderr, /permission denied/);
+    const own = etcdctl(3, 0, ['get', '--prefix', `/engine/assignments/${workerId}/`]);
+    assert.equal(own.status, 0, own.stderr);
+    assert.equal(etcdctl(3, 0, ['put', `/engine/status/${managerId}/x`, '{}']).status === 0, false, 'another node\'s status is not the worker\'s to write');
+    const asManager = etcdctl(1, 0, ['get', '--prefix', '--keys-only', '/engine/']);
+    assert.equal(asManager.status, 0, asManager.stderr);
+    assert.match(etcdctl(1, 0, ['user', 'get', workerId]).stdout, new RegExp(`Roles: node-${workerId}`));
   });
 
   test('a manager cut off the network: the other two keep the swarm and show it unreachable', async () => {
@@ -150,6 +169,10 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.equal(promote.code, 0, promote.stderr);
     await until('node 3 a manager with control', async () => (await controls(3)) && (await byAddr(ds[1]!)).get(net.addr(3))?.ManagerStatus?.Reachability === 'reachable', 60_000);
     await until('four members', async () => members(1).length === 4, 30_000);
+    const roles = (id: string) => /Roles: (.*)/.exec(etcdctl(1, 1, ['user', 'get', id]).stdout)?.[1]?.trim();
+    const id3 = await idOf(3);
+    assert.equal(roles(id3), 'root', 'a manager is etcd\'s root');
+    const id0 = await idOf(0);
     const demote = await dk(1, 'node', 'demote', await idOf(0));
     assert.equal(demote.code, 0, demote.stderr);
     await until('node 0 a worker', async () => !(await controls(0)), 60_000);
@@ -160,6 +183,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     await until('node 0 ready as a worker', async () => (await byAddr(ds[1]!)).get(net.addr(0))?.Status.State === 'ready', 30_000);
     const fromDemoted = await apiRequest(ds[0]!, 'GET', '/nodes');
     assert.equal(fromDemoted.status, 503);
+    await until('the demoted node\'s etcd user a worker\'s', async () => roles(id0) === `node-${id0}`, 20_000);
   });
 
   test('drain; a manager that is down removed with --force (its member too); a worker leaves and shows down; a manager leaves with --force and the last keeps the swarm', async () => {
