@@ -49,11 +49,15 @@ export interface JoinAnswer {
   HeartbeatPeriod?: number;
   /** A manager's: etcd's --initial-cluster with its own member in it, and that member's id. */
   InitialCluster?: string;
+  /** A manager's: the swarm's data key (./state.ts), kept by managers only. */
+  DataKey?: string;
   MemberID?: string;
 }
 
 export interface AdmissionDeps {
   etcd: () => Etcd3;
+  /** The swarm's data key as this manager holds it (given to a manager that joins or is promoted). */
+  dataKey: () => Promise<string | undefined>;
   /** Makes the node a user of the swarm's etcd in its role (a managed swarm's: drivers/swarm/etcd-access.ts). */
   grant: (nodeId: string, role: 'manager' | 'worker') => Promise<void>;
   /**
@@ -184,6 +188,7 @@ export class Admission {
     const client = await this.d.memberClient();
     try {
       if (role === 'manager') {
+        answer.DataKey = await this.d.dataKey();
         const added = await reconfigure(() => client.cluster.memberAdd({ peerURLs: [body.PeerURL!], isLearner: true }));
         answer.MemberID = String(added.member.ID);
         this.learners.set(nodeId, answer.MemberID);

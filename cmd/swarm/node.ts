@@ -23,7 +23,7 @@ import type { NodeAvailability, NodeSpec } from '../../lib/swarm/node-spec.ts';
 import { bounded, roleOfToken, storedSwarm, SWARM_IN_STORE, SwarmObjects, withStore, type StoredCluster } from './objects.ts';
 import { certHosts, checkDataPathPort, checkPool, newSwarmId, nodeAddresses, type NodeAddresses } from './requests.ts';
 import { SwarmFiles, SwarmLockedError, type SwarmState } from './state.ts';
-import { makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlock-key.ts';
+import { makeDataKey, makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlock-key.ts';
 import { LockReconciler } from './lock.ts';
 import { AccessReconciler } from './access.ts';
 import { grantNode } from '../../drivers/swarm/etcd-access.ts';
@@ -81,6 +81,7 @@ export class SwarmNode implements SwarmPort {
         if (this.state?.store === 'managed') await grantNode(this.etcd(), id, role);
       },
       memberClient: () => this.parts.client(),
+      dataKey: () => this.files.readDataKey(),
       specs: this.objects.specs,
       log: d.log,
     });
@@ -226,6 +227,7 @@ export class SwarmNode implements SwarmPort {
       return await this.enter(state, async () => {
         const ca = await makeRootCa();
         await this.files.writeCerts(ca.certPem, await issueNodeCert(ca, { nodeId: state.nodeId, clusterId: state.clusterId, role: 'swarm-manager', hosts: certHosts(state) }));
+        await this.files.writeDataKey(makeDataKey());
         await this.parts.start(state);
         const now = new Date().toISOString();
         const stored: StoredCluster = {
@@ -267,6 +269,7 @@ export class SwarmNode implements SwarmPort {
       const { state, answer, keyPem, join } = await admitted(req, token, addrs);
       await this.enter(state, async () => {
         await this.files.writeCerts(answer.RootCA, { certPem: answer.Certificate, keyPem });
+        if (state.role === 'manager') await this.files.writeDataKey(answer.DataKey);
         await this.parts.start(state, { join });
       });
     });

@@ -97,12 +97,14 @@ export class RoleReconciler {
     const next: SwarmState = { ...state, role: 'manager', member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT }, managers: answer.Managers };
     await this.d.parts.stop(false);
     await this.d.files.writeCerts(answer.RootCA, { certPem: answer.Certificate, keyPem: key.keyPem });
+    await this.d.files.writeDataKey(answer.DataKey);
     try {
       await this.d.parts.start(next, { join: answer.InitialCluster && answer.MemberID ? { initialCluster: answer.InitialCluster, memberId: answer.MemberID } : undefined });
     } catch (err) {
       // Back to the worker it was (its certificate too); the next look asks again.
       await this.d.parts.stop(true).catch(() => {});
       await this.d.files.writeCerts(old.caPem, { certPem: old.certPem, keyPem: old.keyPem });
+      await this.d.files.writeDataKey(undefined);
       await this.d.parts.start(state);
       throw err;
     }
@@ -123,6 +125,8 @@ export class RoleReconciler {
       client.close();
     }
     await this.d.parts.stop(true);
+    // A worker holds no data key.
+    await this.d.files.writeDataKey(undefined);
     const next: SwarmState = { ...state, role: 'worker', member: undefined, managers: others };
     await this.d.parts.start(next);
     await this.d.setState(next);

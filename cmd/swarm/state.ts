@@ -63,11 +63,36 @@ export class SwarmFiles {
     return isSealed(await readFile(this.cert('swarm-node.key'), 'utf8').catch(() => ''));
   }
 
-  /** Seals the node key on disk under `k` (undefined: keeps it plain), from what it holds now. */
+  /** Seals the node key and the swarm's data key on disk under `k` (undefined: keeps them plain), from what they hold now. */
   async sealWith(k: Buffer | undefined): Promise<void> {
     const certs = await this.readCerts();
+    const dataKey = await this.readDataKey();
     this.unlock = k;
     await this.writeKey(certs.keyPem);
+    if (dataKey) await this.writeSealable(this.dataKeyFile, dataKey);
+  }
+
+  /**
+   * The swarm's data key (a manager's: it will seal the swarm's secrets, (9 of 21)), sealed like the
+   * node key; undefined removes it (a worker holds none). It is never in etcd: a manager that joins
+   * or is promoted is given it over the listener's mTLS.
+   */
+  async writeDataKey(key: string | undefined): Promise<void> {
+    if (key === undefined) await rm(this.dataKeyFile, { force: true });
+    else await this.writeSealable(this.dataKeyFile, key);
+  }
+
+  /** The swarm's data key (undefined: the node holds none; SwarmLockedError while sealed and locked). */
+  async readDataKey(): Promise<string | undefined> {
+    const stored = await readFile(this.dataKeyFile, 'utf8').catch(() => undefined);
+    if (stored === undefined || !isSealed(stored)) return stored;
+    const key = this.unlock ? unseal(stored, this.unlock) : undefined;
+    if (!key) throw new SwarmLockedError('the swarm\'s data key is sealed by the swarm\'s unlock key');
+    return key;
+  }
+
+  private get dataKeyFile(): string {
+    return join(this.dir, 'certificates', 'swarm-data.key');
   }
 
   /** The node's private key, unsealed, where the node's etcd clients read it while it runs. */
@@ -86,9 +111,15 @@ export class SwarmFiles {
   }
 
   private async writeKey(keyPem: string): Promise<void> {
-    const tmp = `${this.cert('swarm-node.key')}.tmp`;
-    await writeFile(tmp, this.unlock ? seal(keyPem, this.unlock) : keyPem, { mode: 0o600 });
-    await rename(tmp, this.cert('swarm-node.key'));
+    await this.writeSealable(this.cert('swarm-node.key'), keyPem);
+  }
+
+  /** `text` written to `file`, sealed under the unlock key when there is one. */
+  private async writeSealable(file: string, text: string): Promise<void> {
+    await mkdir(join(this.dir, 'certificates'), { recursive: true, mode: 0o700 });
+    const tmp = `${file}.tmp`;
+    await writeFile(tmp, this.unlock ? seal(text, this.unlock) : text, { mode: 0o600 });
+    await rename(tmp, file);
   }
 
   private get stateFile(): string {

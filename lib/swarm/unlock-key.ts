@@ -9,6 +9,11 @@ const BEGIN = '-----BEGIN ENGINE SEALED KEY-----';
 const END = '-----END ENGINE SEALED KEY-----';
 const INFO = Buffer.from('engine swarm key sealing');
 
+/** A swarm's data key: 32 random bytes, in a form of our own (it never leaves the managers). */
+export function makeDataKey(): string {
+  return `SWMDEK-1-${randomBytes(32).toString('base64').replace(/=+$/, '')}`;
+}
+
 export function makeUnlockKey(): string {
   return `${PREFIX}${randomBytes(32).toString('base64').replace(/=+$/, '')}`;
 }

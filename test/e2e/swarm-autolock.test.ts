@@ -23,6 +23,8 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
   };
   const state = async () => (await apiRequest(d, 'GET', '/info')).body.Swarm.LocalNodeState as string;
   const keyFile = () => readFileSync(join(d.dataRoot, 'swarm', 'certificates', 'swarm-node.key'), 'utf8');
+  /** The swarm's data key (it will seal secrets, (9 of 21)): sealed like the node key. */
+  const dataKeyFile = () => readFileSync(join(d.dataRoot, 'swarm', 'certificates', 'swarm-data.key'), 'utf8');
   const unlock = (key: string) => apiRequest(d, 'POST', '/swarm/unlock', JSON.stringify({ UnlockKey: key }));
 
   before(async () => {
@@ -39,6 +41,8 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
     assert.equal((await dk('swarm', 'unlock-key', '-q')).trim(), key);
     assert.equal((await apiRequest(d, 'GET', '/swarm')).body.Spec.EncryptionConfig.AutoLockManagers, true);
     assert.doesNotMatch(keyFile(), /PRIVATE KEY/, 'no private key in the clear on disk');
+    assert.match(dataKeyFile(), /^-----BEGIN ENGINE SEALED KEY-----/, 'the data key sealed on disk');
+    assert.doesNotMatch(dataKeyFile(), /SWMDEK/);
     const notLocked = await unlock(key);
     assert.deepEqual([notLocked.status, notLocked.body.message], [400, 'swarm is not locked']);
 
@@ -74,6 +78,7 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
     await dk('swarm', 'update', '--autolock=false');
     assert.equal((await dk('swarm', 'unlock-key', '-q').catch((e: Error) => e.message)).includes('SWMKEY'), false);
     assert.match(keyFile(), /PRIVATE KEY/);
+    assert.match(dataKeyFile(), /^SWMDEK-1-/, 'the data key plain again');
     await d.restart();
     await until('active without an unlock', async () => (await state()) === 'active', 30_000);
   });

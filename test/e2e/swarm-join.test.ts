@@ -44,6 +44,8 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     const certs = `${ds[i]!.dataRoot}/swarm/certificates`;
     return net.exec(i, ['etcdctl', `--endpoints=https://${net.addr(m)}:2387`, `--cacert=${certs}/swarm-root-ca.crt`, `--cert=${certs}/swarm-node.crt`, `--key=${ds[i]!.execRoot}/swarm/swarm-node.key`, ...args]);
   };
+  /** The swarm's data key node i holds (a manager's; undefined: none). */
+  const dataKey = (i: number) => (existsSync(`${ds[i]!.dataRoot}/swarm/certificates/swarm-data.key`) ? readFileSync(`${ds[i]!.dataRoot}/swarm/certificates/swarm-data.key`, 'utf8') : undefined);
   /** etcdctl member list through node i's own member. */
   const members = (i: number) => etcdctl(i, i, ['member', 'list']).stdout.trim().split('\n').filter(Boolean);
 
@@ -113,6 +115,9 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.match(stacksFromWorker.body.message, /Worker nodes can't be used to view or modify cluster state/);
     const info = (await apiRequest(ds[3]!, 'GET', '/info')).body.Swarm;
     assert.deepEqual([info.LocalNodeState, info.ControlAvailable], ['active', false]);
+    // The swarm's data key: the managers hold the first one's, the worker none.
+    assert.match(dataKey(0) ?? '', /^SWMDEK-1-/);
+    assert.deepEqual([dataKey(1), dataKey(2), dataKey(3)], [dataKey(0), dataKey(0), undefined]);
     const again = await join(3, tokens.worker, `${net.addr(0)}:2377`);
     assert.equal(again.status, 503);
     assert.match(again.body.message, /already part of a swarm/);
@@ -172,6 +177,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     const roles = (id: string) => /Roles: (.*)/.exec(etcdctl(1, 1, ['user', 'get', id]).stdout)?.[1]?.trim();
     const id3 = await idOf(3);
     assert.equal(roles(id3), 'root', 'a manager is etcd\'s root');
+    assert.equal(dataKey(3), dataKey(1), 'a promoted node is given the swarm\'s data key');
     const id0 = await idOf(0);
     const demote = await dk(1, 'node', 'demote', await idOf(0));
     assert.equal(demote.code, 0, demote.stderr);
@@ -184,6 +190,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     const fromDemoted = await apiRequest(ds[0]!, 'GET', '/nodes');
     assert.equal(fromDemoted.status, 503);
     await until('the demoted node\'s etcd user a worker\'s', async () => roles(id0) === `node-${id0}`, 20_000);
+    assert.equal(dataKey(0), undefined, 'a demoted node keeps no data key');
   });
 
   test('drain; a manager that is down removed with --force (its member too); a worker leaves and shows down; a manager leaves with --force and the last keeps the swarm', async () => {
