@@ -3,6 +3,7 @@
 import type { ClusterRecord, SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import type { LocalNodeState } from '../nodes/views.ts';
 import type { NodeSpec } from '../../lib/swarm/node-spec.ts';
+import type { ServicesPort } from '../services/port.ts';
 
 /** POST /swarm/init's body (moby's api/types/swarm InitRequest). */
 export interface SwarmInitRequest {
@@ -56,4 +57,6 @@ export interface SwarmPort {
   unlockKey(): Promise<string>;
   /** Unlocks a manager whose key is sealed (autolock) with the swarm's unlock key. */
   unlock(key: string): Promise<void>;
+  /** The swarm's services (the reference's 503 unless this node is a manager that can answer). */
+  services(): ServicesPort;
 }

@@ -26,6 +26,8 @@ import { SwarmFiles, SwarmLockedError, type SwarmState } from './state.ts';
 import { makeDataKey, makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlock-key.ts';
 import { LockReconciler } from './lock.ts';
 import { AccessReconciler } from './access.ts';
+import { SwarmServices } from './services.ts';
+import type { ServicesPort } from '../../api/services/port.ts';
 import { grantNode } from '../../drivers/swarm/etcd-access.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
 import { NodeParts } from './node-parts.ts';
@@ -59,6 +61,7 @@ export class SwarmNode implements SwarmPort {
   private readonly role: RoleReconciler;
   private readonly lock: LockReconciler;
   private readonly access: AccessReconciler;
+  private readonly serviceStore = new SwarmServices(() => this.etcd());
   private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
@@ -369,6 +372,11 @@ export class SwarmNode implements SwarmPort {
   // ---- parts -------------------------------------------------------------------------------------
 
   /** Only an active manager answers for the cluster (the reference's 503 otherwise). */
+  services(): ServicesPort {
+    this.manager();
+    return this.serviceStore;
+  }
+
   private manager(): void {
     const l = this.local();
     if (!this.state) throw unavailable(NOT_A_MANAGER);

@@ -110,7 +110,7 @@ export function renderSpec(s: SwarmSpec): Record<string, unknown> {
 }
 
 /** `?version=` of an update (of the swarm, or a node): the reference's 400 in strconv's words for anything but a uint64. */
-export function parseSwarmVersion(q: string | undefined, what: 'swarm' | 'node' = 'swarm'): bigint {
+export function parseSwarmVersion(q: string | undefined, what: 'swarm' | 'node' | 'service' = 'swarm'): bigint {
   const v = q ?? '';
   if (!/^\d+$/.test(v) || BigInt(v) > 0xffff_ffff_ffff_ffffn) {
     const why = /^\d+$/.test(v) ? 'value out of range' : 'invalid syntax';

@@ -20,6 +20,9 @@ class FakeSwarm implements SwarmPort {
   cached() {
     return undefined;
   }
+  services(): never {
+    throw unavailable('This node is not a swarm manager.');
+  }
   async init(req: SwarmInitRequest) {
     this.inits.push(req);
     this.inSwarm = true;

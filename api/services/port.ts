@@ -1,0 +1,23 @@
+// What the service routes ask of the swarm (cmd/swarm/services.ts answers, on a manager).
+import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
+
+/** A service as stored: its spec, the one before the last update, and when. */
+export interface ServiceRecord {
+  ID: string;
+  /** etcd's mod revision of the record (Version.Index). */
+  version: number;
+  CreatedAt: string;
+  UpdatedAt: string;
+  Spec: ServiceSpec;
+  PreviousSpec?: ServiceSpec;
+}
+
+export interface ServicesPort {
+  list(): Promise<ServiceRecord[]>;
+  /** By full ID, exact name, or unique ID prefix (the reference's 404 otherwise). */
+  find(ref: string): Promise<ServiceRecord>;
+  /** Creates the service from a raw spec (checked here); its ID. */
+  create(raw: unknown): Promise<string>;
+  update(ref: string, version: bigint, raw: unknown): Promise<void>;
+  remove(ref: string): Promise<void>;
+}

@@ -1,0 +1,75 @@
+// A swarm's services in its etcd (managers only): `/engine/swarm/services/<id>` holds the record
+// (its spec, the previous one, when made and updated; Version.Index is the key's mod revision) and
+// `/engine/swarm/service-names/<name>` the id a name belongs to, so a name is taken once, by an etcd
+// transaction. An update names the version it read (a stale one is the reference's "update out of
+// sequence"); a rename is refused as the reference does. The specs are checked by
+// lib/swarm/service-spec.ts before anything is written.
+import type { Etcd3 } from 'etcd3';
+import { generateName } from '../../admission/containers/names.ts';
+import { alreadyExists, internal, notFound, notImplemented } from '../../lib/errors.ts';
+import { serviceSpecOf, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
+import { SWARM_PREFIX } from './objects.ts';
+import { newSwarmId } from './requests.ts';
+
+export const SERVICES_PREFIX = `${SWARM_PREFIX}services/`;
+const NAMES_PREFIX = `${SWARM_PREFIX}service-names/`;
+const key = (id: string) => `${SERVICES_PREFIX}${id}`;
+const nameKey = (name: string) => `${NAMES_PREFIX}${name}`;
+const OUT_OF_SEQUENCE = 'rpc error: code = Unknown desc = update out of sequence';
+
+type Stored = Omit<ServiceRecord, 'version'>;
+
+export class SwarmServices implements ServicesPort {
+  private readonly etcd: () => Etcd3;
+
+  constructor(etcd: () => Etcd3) {
+    this.etcd = etcd;
+  }
+
+  async list(): Promise<ServiceRecord[]> {
+    const r = await this.etcd().getAll().prefix(SERVICES_PREFIX).exec();
+    return r.kvs.map((kv) => ({ ...(JSON.parse(kv.value.toString()) as Stored), version: Number(kv.mod_revision) })).sort((a, b) => (a.ID < b.ID ? -1 : a.ID > b.ID ? 1 : 0));
+  }
+
+  async find(ref: string): Promise<ServiceRecord> {
+    const all = await this.list();
+    const found = all.find((s) => s.ID === ref) ?? all.find((s) => s.Spec.Name === ref);
+    if (found) return found;
+    const byPrefix = ref ? all.filter((s) => s.ID.startsWith(ref)) : [];
+    if (byPrefix.length === 1) return byPrefix[0]!;
+    throw notFound(`service ${ref} not found`);
+  }
+
+  async create(raw: unknown): Promise<string> {
+    const taken = new Set((await this.list()).map((s) => s.Spec.Name));
+    const spec = serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1));
+    const now = new Date().toISOString();
+    const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec };
+    const etcd = this.etcd();
+    const r = await etcd
+      .if(nameKey(spec.Name), 'Create', '==', 0)
+      .then(etcd.put(nameKey(spec.Name)).value(rec.ID), etcd.put(key(rec.ID)).value(JSON.stringify(rec)))
+      .commit();
+    if (!r.succeeded) throw alreadyExists(`rpc error: code = AlreadyExists desc = name conflicts with an existing object: service ${spec.Name} already exists`);
+    return rec.ID;
+  }
+
+  async update(ref: string, version: bigint, raw: unknown): Promise<void> {
+    const cur = await this.find(ref);
+    const spec: ServiceSpec = serviceSpecOf(raw, () => cur.Spec.Name);
+    if (spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
+    if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);
+    const { version: _v, ...stored } = cur;
+    const next: Stored = { ...stored, UpdatedAt: new Date().toISOString(), Spec: spec, PreviousSpec: cur.Spec };
+    const etcd = this.etcd();
+    const r = await etcd.if(key(cur.ID), 'Mod', '==', String(version)).then(etcd.put(key(cur.ID)).value(JSON.stringify(next))).commit();
+    if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
+  }
+
+  async remove(ref: string): Promise<void> {
+    const cur = await this.find(ref);
+    const etcd = this.etcd();
+    await etcd.if(key(cur.ID), 'Create', '!=', 0).then(etcd.delete().key(key(cur.ID)), etcd.delete().key(nameKey(cur.Spec.Name))).commit();
+  }
+}

@@ -1,0 +1,194 @@
+// A swarm service's spec (moby's api/types/swarm ServiceSpec) as dockerd 20.10 takes it: checked
+// with swarmkit's refusals in its words (docs/reference-services.md §2–3), stored with what the
+// reference fills in (Labels {}, Mode Replicated 1, Isolation "default", ForceUpdate 0, Runtime
+// "container", a port's protocol tcp unless udp or sctp), and shown with `insertDefaults` as it
+// shows it. Ingress-mode ports are (8 of 21)'s: refused until then.
+import * as z from 'zod';
+import { invalidArgument, internal, notImplemented } from '../errors.ts';
+
+const strMap = z.record(z.string(), z.string());
+
+export const PortConfig = z.looseObject({
+  Name: z.string().optional(),
+  Protocol: z.string().optional(),
+  TargetPort: z.number().int().min(0).max(65535).optional(),
+  PublishedPort: z.number().int().min(0).optional(),
+  PublishMode: z.string().optional(),
+});
+export type PortConfig = z.output<typeof PortConfig>;
+
+const NetworkAttachment = z.looseObject({ Target: z.string(), Aliases: z.array(z.string()).nullish(), DriverOpts: strMap.nullish() });
+
+/** The spec as a client sends it: the parts this daemon reads are typed, the rest kept as sent. */
+export const ServiceSpecInput = z.looseObject({
+  Name: z.string().optional(),
+  Labels: strMap.nullish(),
+  TaskTemplate: z
+    .looseObject({
+      ContainerSpec: z.looseObject({ Image: z.string().optional() }).nullish(),
+      Resources: z.looseObject({}).nullish(),
+      RestartPolicy: z.looseObject({ Condition: z.string().optional(), Delay: z.number().nullish(), MaxAttempts: z.number().nullish(), Window: z.number().nullish() }).nullish(),
+      Placement: z.looseObject({ Constraints: z.array(z.string()).nullish() }).nullish(),
+      Networks: z.array(NetworkAttachment).nullish(),
+      ForceUpdate: z.number().int().nullish(),
+      Runtime: z.string().optional(),
+    })
+    .nullish(),
+  Mode: z.looseObject({ Replicated: z.looseObject({ Replicas: z.unknown().optional() }).nullish(), Global: z.looseObject({}).nullish() }).nullish(),
+  UpdateConfig: z.looseObject({}).nullish(),
+  RollbackConfig: z.looseObject({}).nullish(),
+  Networks: z.array(NetworkAttachment).nullish(),
+  EndpointSpec: z.looseObject({ Mode: z.string().optional(), Ports: z.array(PortConfig).nullish() }).nullish(),
+});
+export type ServiceSpecInput = z.input<typeof ServiceSpecInput>;
+
+export interface ServiceSpec {
+  Name: string;
+  Labels: Record<string, string>;
+  TaskTemplate: Record<string, unknown> & {
+    ContainerSpec: Record<string, unknown> & { Image: string };
+    Placement?: { Constraints?: string[] | null } & Record<string, unknown>;
+    ForceUpdate: number;
+    Runtime: string;
+  };
+  Mode: { Replicated: { Replicas: number } } | { Global: Record<string, never> };
+  UpdateConfig?: Record<string, unknown>;
+  RollbackConfig?: Record<string, unknown>;
+  EndpointSpec?: { Mode?: string; Ports?: PortConfig[] };
+  [k: string]: unknown;
+}
+
+/** `o` without its null members (Go decodes a JSON null as the zero value, which the reference omits). */
+function withoutNulls<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], null> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null)) as { [K in keyof T]: Exclude<T[K], null> };
+}
+
+const rpc = (code: string, desc: string) => `rpc error: code = ${code} desc = ${desc}`;
+const DNS_NAME = /^[a-zA-Z0-9](?:[-_]*[A-Za-z0-9]+)*$/;
+const RESTART_CONDITIONS = new Set(['none', 'on-failure', 'any']);
+const PROTOCOLS = new Set(['tcp', 'udp', 'sctp']);
+
+/** swarmkit's constraint syntax: KEY==VALUE or KEY!=VALUE (the reference answers 500 for another). */
+export function parseConstraint(c: string): { key: string; op: '==' | '!='; value: string } {
+  const m = /^\s*([^=!\s]+)\s*(==|!=)\s*(.*?)\s*$/.exec(c);
+  if (!m || !m[3]) throw internal(rpc('Unknown', 'constraint expected one operator from ==, !='));
+  return { key: m[1]!, op: m[2] as '==' | '!=', value: m[3] };
+}
+
+/** `o`'s member named `name` in any case (Go's JSON decoding matches field names so). */
+function member(o: Record<string, unknown>, name: string): unknown {
+  const k = Object.keys(o).find((x) => x.toLowerCase() === name.toLowerCase());
+  return k === undefined ? undefined : o[k];
+}
+
+/** The Mode as Go decodes it: `{"replicated": {"replicas": 3}}` (docker-py's) is Replicated with 3. */
+function canonicalMode(raw: unknown): unknown {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const mode = member(raw as Record<string, unknown>, 'Mode');
+  if (!mode || typeof mode !== 'object' || Array.isArray(mode)) return raw;
+  const m = mode as Record<string, unknown>;
+  const rep = member(m, 'Replicated');
+  const glob = member(m, 'Global');
+  const { Mode: _m, mode: _lower, ...rest } = raw as Record<string, unknown>;
+  return {
+    ...rest,
+    Mode: {
+      ...(rep !== undefined ? { Replicated: rep && typeof rep === 'object' ? { Replicas: member(rep as Record<string, unknown>, 'Replicas') } : rep } : {}),
+      ...(glob !== undefined ? { Global: glob } : {}),
+    },
+  };
+}
+
+/** The replicas a Replicated mode asks for, as Go decodes a uint64 (the reference's 400 for another number). */
+function replicas(v: unknown): number {
+  if (v === undefined || v === null) return 1;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > Number.MAX_SAFE_INTEGER) {
+    throw invalidArgument(`json: cannot unmarshal ${typeof v === 'number' ? `number ${v}` : typeof v} into Go struct field ReplicatedService.Mode.Replicated.Replicas of type uint64`);
+  }
+  return v;
+}
+
+/**
+ * The spec checked and filled in as the reference stores it; `name` is the one to use when the
+ * client gave none. A spec the reference refuses throws its error (nothing is written).
+ */
+export function serviceSpecOf(raw: unknown, name: () => string): ServiceSpec {
+  const parsed = ServiceSpecInput.safeParse(canonicalMode(raw ?? {}));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw invalidArgument(`json: cannot unmarshal ${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'malformed'}`);
+  }
+  const input = parsed.data;
+  const Name = input.Name || name();
+  if (!DNS_NAME.test(Name)) throw invalidArgument(rpc('InvalidArgument', 'name must be valid as a DNS name component'));
+  if (Name.length > 63) throw invalidArgument(rpc('InvalidArgument', 'name must be 63 characters or fewer'));
+  if (input.Mode?.Replicated && input.Mode.Global) throw invalidArgument('must specify only one service mode');
+  const Mode: ServiceSpec['Mode'] = input.Mode?.Global ? { Global: {} } : { Replicated: { Replicas: replicas(input.Mode?.Replicated?.Replicas) } };
+  const tt = input.TaskTemplate ?? {};
+  const cond = tt.RestartPolicy?.Condition;
+  if (cond && !RESTART_CONDITIONS.has(cond)) throw invalidArgument(`invalid RestartCondition: ${JSON.stringify(cond)}`);
+  const ep = input.EndpointSpec;
+  if (ep?.Mode && ep.Mode !== 'vip' && ep.Mode !== 'dnsrr') throw invalidArgument(`invalid resolution mode: ${JSON.stringify(ep.Mode)}`);
+  const image = tt.ContainerSpec?.Image;
+  if (!image) throw invalidArgument(rpc('InvalidArgument', 'ContainerSpec: image reference must be provided'));
+  for (const c of tt.Placement?.Constraints ?? []) parseConstraint(c);
+  const ports = (ep?.Ports ?? []).map((p) => ({ ...p, Protocol: PROTOCOLS.has((p.Protocol ?? '').toLowerCase()) ? p.Protocol!.toLowerCase() : 'tcp', PublishMode: p.PublishMode || 'ingress' }));
+  const seen = new Set<string>();
+  for (const p of ports) {
+    if (!p.PublishedPort) continue;
+    const k = `${p.PublishedPort}/${p.Protocol}/${p.PublishMode}`;
+    if (seen.has(k)) throw invalidArgument(rpc('InvalidArgument', 'EndpointSpec: duplicate published ports provided'));
+    seen.add(k);
+  }
+  if (ep?.Mode === 'dnsrr' && ports.some((p) => p.PublishMode === 'ingress')) throw invalidArgument(rpc('InvalidArgument', "EndpointSpec: port published with ingress mode can't be used with dnsrr mode"));
+  if (ports.some((p) => p.PublishMode === 'ingress')) {
+    throw notImplemented('ports published in ingress mode (the routing mesh) are not supported yet: publish them with mode=host (docker service create --publish mode=host,target=PORT,published=PORT)');
+  }
+  const networks = [...(tt.Networks ?? []), ...(input.Networks ?? [])];
+  // There are no swarm-scoped networks yet (overlay: (8 of 21)): every target is unknown, as the reference says it.
+  if (networks.length) throw internal(`network ${networks[0]!.Target} not found`);
+  const { Runtime: _runtime, ForceUpdate, ...restTt } = withoutNulls(tt);
+  const { Networks: _networks, EndpointSpec: _ep, ...rest } = withoutNulls(input);
+  const spec: ServiceSpec = {
+    ...rest,
+    Name,
+    Labels: input.Labels ?? {},
+    TaskTemplate: {
+      ...restTt,
+      ContainerSpec: { ...tt.ContainerSpec, Image: image, Isolation: (tt.ContainerSpec?.Isolation as string | undefined) || 'default' },
+      ForceUpdate: ForceUpdate ?? 0,
+      Runtime: 'container',
+    },
+    Mode,
+  };
+  if (ep) {
+    const { Ports: _ports, ...epRest } = withoutNulls(ep);
+    spec.EndpointSpec = { ...epRest, ...(ep.Ports ? { Ports: ports } : {}) };
+  }
+  return spec;
+}
+
+const UPDATE_DEFAULTS = { Parallelism: 1, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: 'stop-first' };
+
+/** The spec as `GET /services/{id}?insertDefaults=true` shows it (swarmkit's defaults filled in). */
+export function withDefaults(spec: ServiceSpec): ServiceSpec {
+  const tt = spec.TaskTemplate;
+  const cs = tt.ContainerSpec;
+  return {
+    ...spec,
+    TaskTemplate: {
+      ...tt,
+      ContainerSpec: { ...cs, StopGracePeriod: cs['StopGracePeriod'] ?? 10_000_000_000, DNSConfig: cs['DNSConfig'] ?? {} },
+      Resources: tt['Resources'] ?? {},
+      RestartPolicy: { Condition: 'any', Delay: 5_000_000_000, MaxAttempts: 0, ...(tt['RestartPolicy'] as object | undefined) },
+      Placement: tt.Placement ?? {},
+    },
+    UpdateConfig: { ...UPDATE_DEFAULTS, ...spec.UpdateConfig },
+    RollbackConfig: { ...UPDATE_DEFAULTS, ...spec.RollbackConfig },
+  };
+}
+
+/** The number of tasks a replicated service asks for (undefined for a global one). */
+export function replicasOf(spec: ServiceSpec): number | undefined {
+  return 'Replicated' in spec.Mode ? spec.Mode.Replicated.Replicas : undefined;
+}
