@@ -1,5 +1,6 @@
 // What the service routes ask of the swarm (cmd/swarm/services.ts answers, on a manager).
 import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import type { TaskRecord } from '../../lib/swarm/task.ts';
 
 /** A service as stored: its spec, the one before the last update, and when. */
 export interface ServiceRecord {
@@ -13,6 +14,8 @@ export interface ServiceRecord {
 }
 
 export interface ServicesPort {
+  /** Every task of the swarm, with its version (the key's mod revision). */
+  tasks(): Promise<Array<{ task: TaskRecord; version: number }>>;
   list(): Promise<ServiceRecord[]>;
   /** By full ID, exact name, or unique ID prefix (the reference's 404 otherwise). */
   find(ref: string): Promise<ServiceRecord>;

@@ -1,29 +1,43 @@
 // The service routes of swarm mode (a manager's: the swarm answers the reference's 503 on a worker,
-// on a node in no swarm, on a locked one): create, list, inspect, update at a version, remove.
+// on a node in no swarm, on a locked one): create, list, inspect, update at a version, remove; the
+// tasks (./tasks.ts).
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { parseSwarmVersion } from '../../lib/swarm/cluster-object.ts';
 import { filtersQuery, idParams, q } from '../request.ts';
 import type { ServicesPort } from './port.ts';
-import { serviceFilter, serviceView, type ServiceCounts } from './views.ts';
+import { serviceFilter, serviceView } from './views.ts';
+import { findTask, serviceCounts, taskFilter, type NodeRef } from './tasks.ts';
+import { taskView } from '../../lib/swarm/task.ts';
 
 export interface ServiceRouteDeps {
   /** The swarm's services (throws the reference's 503 when this node is not a manager that can answer). */
   services: () => ServicesPort;
-  /** The counts of ServiceStatus (status=true). */
-  counts?: (serviceId: string) => Promise<ServiceCounts>;
+  /** The swarm's nodes (the tasks' node filter). */
+  nodes: () => NodeRef[];
 }
 
 const anyBody = z.unknown();
 
 export function serviceRoutes(deps: ServiceRouteDeps) {
-  const counts = async (id: string): Promise<ServiceCounts> => (deps.counts ? await deps.counts(id) : { RunningTasks: 0, DesiredTasks: 0, CompletedTasks: 0 });
-
   return async function register(app: App): Promise<void> {
     app.get('/services', { schema: { querystring: filtersQuery.extend({ status: q.bool() }) } }, async (req) => {
       const match = serviceFilter(req.query.filters);
-      const list = (await deps.services().list()).filter(match);
-      return await Promise.all(list.map(async (s) => serviceView(s, req.query.status ? { status: await counts(s.ID) } : {})));
+      const port = deps.services();
+      const list = (await port.list()).filter(match);
+      const tasks = req.query.status ? (await port.tasks()).map((x) => x.task) : [];
+      return list.map((s) => serviceView(s, req.query.status ? { status: serviceCounts(s, tasks) } : {}));
+    });
+
+    app.get('/tasks', { schema: { querystring: filtersQuery } }, async (req) => {
+      const port = deps.services();
+      const match = taskFilter(req.query.filters, await port.list(), deps.nodes());
+      return (await port.tasks()).filter((x) => match(x.task)).map((x) => taskView(x.task, x.version));
+    });
+
+    app.get('/tasks/:id', { schema: { params: idParams } }, async (req) => {
+      const x = findTask(await deps.services().tasks(), req.params.id);
+      return taskView(x.task, x.version);
     });
 
     app.get('/services/:id', { schema: { params: idParams, querystring: z.looseObject({ insertDefaults: q.bool() }) } }, async (req) => {

@@ -11,7 +11,11 @@ import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { Gated } from '../../controllers/gate.ts';
 import { Manager } from '../../controllers/manager.ts';
 import { NodeAgent } from '../../reconcilers/node/agent.ts';
-import { agentController, placerController } from '../../reconcilers/node/controllers.ts';
+import { agentController, orchestratorController, placerController, taskRunnerController } from '../../reconcilers/node/controllers.ts';
+import { SwarmOrchestrator } from '../../reconcilers/node/orchestrator.ts';
+import { TaskRunner } from '../../reconcilers/node/task-runner.ts';
+import { admitContainer, type AdmissionDeps } from '../../admission/containers/admit.ts';
+import { swarmTaskOwner } from '../../store/kinds/container.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
 import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
@@ -42,6 +46,9 @@ export interface Cluster {
   fence: SelfFence;
   fencer: FencerLink;
   placer: ClusterPlacer;
+  /** The leader's swarm orchestrator, and this node's swarm tasks as containers. */
+  orchestrator: SwarmOrchestrator;
+  runner: TaskRunner;
   /** Runs membership, the agent and the placer (while leading): started in that order, stopped in reverse. */
   loops: Manager;
 }
@@ -53,6 +60,8 @@ export interface ClusterDeps {
   store: Store;
   execRoot: string;
   supervisor: SupervisorClient;
+  /** The container create route's admission (a swarm task's container is made through it). */
+  containers: AdmissionDeps;
   metrics: ControllerFamilies | undefined;
 }
 
@@ -88,12 +97,22 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
   const clog = log.child({ component: 'cluster' });
   // The agent is made below; the fence's callbacks reach it once it exists.
   let agent: NodeAgent | undefined;
+  let runner: TaskRunner | undefined;
   const fence = new SelfFence({
     ttlMs: spec.ttlSeconds * 1000,
     marginMs: spec.fenceMarginSeconds * 1000,
-    onFence: (killAt) => agent?.fence(killAt),
-    onDeadline: () => agent?.deadline(),
-    onRelease: () => agent?.release(),
+    onFence: (killAt) => {
+      agent?.fence(killAt);
+      runner?.fence(killAt);
+    },
+    onDeadline: () => {
+      agent?.deadline();
+      runner?.deadline();
+    },
+    onRelease: () => {
+      agent?.release();
+      runner?.kick();
+    },
   });
   const membership = new ClusterMembership({
     store: spec,
@@ -121,6 +140,18 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     deadline: () => fence.leaseAtLeastUntil - spec.fenceMarginSeconds * 1000,
     log: clog.child({ part: 'fencer' }),
   });
+  runner = new TaskRunner({
+    store: d.store,
+    nodeId: membership.nodeId,
+    etcd,
+    putLeased: (k, v) => membership.putLeased(k, v),
+    run: (taskId, name, body, start) => void admitContainer(d.containers, body, { name, ownerRef: swarmTaskOwner(taskId), start }),
+    startsAllowed: () => fence.startsAllowed,
+    kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
+    log: clog.child({ part: 'tasks' }),
+  });
+  const tasks = runner;
+  const orchestrator = new SwarmOrchestrator({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'orchestrator' }) });
   const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
   const joinedAgent = agent;
   membership.on('joined', () => {
@@ -129,26 +160,31 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     joinedAgent.rejoined();
     joinedAgent.kick();
     placer.kick();
+    void tasks.watch().catch(() => {});
+    void orchestrator.watch().catch(() => {});
+    tasks.rejoined();
+    orchestrator.kick();
   });
   const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
-  membership.on('nodes', () => placer.kick());
+  membership.on('nodes', () => {
+    placer.kick();
+    orchestrator.kick();
+  });
   const loops = new Manager({ log: clog });
   loops.add(membership);
   loops.add(agentController(agent).build({ reconciler: agent, log: clog.child({ part: 'agent' }), metrics }));
-  // The placer runs only while this node leads: a controller built for each term.
-  loops.add(
-    new Gated({
-      name: 'cluster-placer',
-      isOpen: () => membership.isLeader,
-      changes: { subscribe: (fn) => (membership.on('leader', fn), () => membership.off('leader', fn)) },
-      build: () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics }),
-    }),
-  );
+  // The placer and the orchestrator run only while this node leads: a controller built for each term.
+  const whileLeading = (name: string, build: () => ReturnType<ReturnType<typeof placerController>['build']>) =>
+    new Gated({ name, isOpen: () => membership.isLeader, changes: { subscribe: (fn) => (membership.on('leader', fn), () => membership.off('leader', fn)) }, build });
+  loops.add(whileLeading('cluster-placer', () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics })));
+  loops.add(whileLeading('swarm-orchestrator', () => orchestratorController(orchestrator).build({ reconciler: orchestrator, log: clog.child({ part: 'orchestrator' }), metrics })));
+  loops.add(taskRunnerController(tasks).build({ reconciler: tasks, log: clog.child({ part: 'tasks' }), metrics }));
   agent.start();
+  tasks.start();
   compactor.start();
   fencer.start();
   await loops.start();
-  return { membership, stacks: who.role === 'worker' ? undefined : new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, compactor, fence, fencer, loops };
+  return { membership, stacks: who.role === 'worker' ? undefined : new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, orchestrator, runner: tasks, compactor, fence, fencer, loops };
 }
 
 /** Leaves the cluster: every part stopped, the lease revoked. */
@@ -158,6 +194,8 @@ export async function stopCluster(c: Cluster): Promise<void> {
   c.fencer.stop();
   await c.loops.stop();
   c.placer.stop();
+  c.orchestrator.stop();
+  c.runner.stop();
   await c.agent.stop();
 }
 
@@ -193,10 +231,10 @@ export class ClusterHolder {
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store', 'supervisor-client', 'metrics'],
+    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission'],
     init: async (ctx) => {
       // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
-      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers });
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers });
     },
     close: (holder) => holder.stop(),
   });

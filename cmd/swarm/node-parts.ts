@@ -19,12 +19,16 @@ const CALL_TIMEOUT_MS = 5000;
 
 /**
  * How long a node's record lives without a renewal: the swarm's heartbeat period times swarmkit's
- * grace multiplier (3; 5 s → 15 s, as dockerd 20.10 shows a node down after 12–16 s).
+ * grace multiplier (3; 5 s → 15 s, as dockerd 20.10 shows a node down after 12–16 s). At least 6 s:
+ * the lease is renewed every third of it and a node fences its tasks 2 s before it could expire
+ * (FENCE_MARGIN_S), so a shorter one would fence a node that misses no renewal.
  */
 export function heartbeatTtl(heartbeatNs: number | undefined): number {
   if (!heartbeatNs) return DEFAULT_DISCOVERY_TTL;
-  return Math.max(3, Math.round((heartbeatNs / 1e9) * 3));
+  return Math.max(MIN_TTL_S, Math.round((heartbeatNs / 1e9) * 3));
 }
+const MIN_TTL_S = 6;
+const FENCE_MARGIN_S = 2;
 
 export interface NodePartsDeps {
   files: SwarmFiles;
@@ -81,7 +85,7 @@ export class NodeParts {
   /** A new etcd client of the node's swarm (the caller closes it). */
   async client(): Promise<Etcd3> {
     if (!this.endpoints.length) throw new Error('the node reaches no etcd of its swarm');
-    return await etcdClient({ endpoints: this.endpoints, tls: this.tlsFiles(), ttlSeconds: DEFAULT_DISCOVERY_TTL, fenceMarginSeconds: 2, callTimeoutMs: CALL_TIMEOUT_MS });
+    return await etcdClient({ endpoints: this.endpoints, tls: this.tlsFiles(), ttlSeconds: DEFAULT_DISCOVERY_TTL, fenceMarginSeconds: FENCE_MARGIN_S, callTimeoutMs: CALL_TIMEOUT_MS });
   }
 
   /** The TLS files of the node's certificate, as an etcd client of the swarm presents them. */
@@ -114,7 +118,7 @@ export class NodeParts {
     }
     const store = (endpoints: string[]): ClusterStore => {
       this.endpoints = endpoints;
-      return { endpoints, tls: this.tlsFiles(), ttlSeconds: heartbeatTtl(state.heartbeatNs), fenceMarginSeconds: 2, callTimeoutMs: CALL_TIMEOUT_MS };
+      return { endpoints, tls: this.tlsFiles(), ttlSeconds: heartbeatTtl(state.heartbeatNs), fenceMarginSeconds: FENCE_MARGIN_S, callTimeoutMs: CALL_TIMEOUT_MS };
     };
     if (state.role === 'worker') {
       if (!state.managers?.length) throw new Error('the node is a worker of a swarm whose managers it does not know');
@@ -147,7 +151,7 @@ export class NodeParts {
   private async promote(managers: string[], memberId: string): Promise<boolean> {
     if (this.promoting && Date.now() - this.promoting.at < PROMOTE_EVERY_MS) return false;
     this.promoting = { at: Date.now() };
-    const client = await etcdClient({ endpoints: managers, tls: this.tlsFiles(), ttlSeconds: DEFAULT_DISCOVERY_TTL, fenceMarginSeconds: 2, callTimeoutMs: CALL_TIMEOUT_MS });
+    const client = await etcdClient({ endpoints: managers, tls: this.tlsFiles(), ttlSeconds: DEFAULT_DISCOVERY_TTL, fenceMarginSeconds: FENCE_MARGIN_S, callTimeoutMs: CALL_TIMEOUT_MS });
     try {
       await client.cluster.memberPromote({ ID: memberId });
       this.d.log.info({ memberId }, 'the swarm etcd member was promoted');

@@ -312,6 +312,8 @@ export class SwarmNode implements SwarmPort {
         // A manager of a managed swarm with others: its spec, record and etcd member go (the others keep their quorum).
         await this.admission.forget(state.nodeId).catch((err: Error) => this.d.log.warn({ error: err.message }, 'could not remove the node from the swarm'));
       }
+      // Its task containers go with it (the reference's leave removes them).
+      this.d.holder.current?.runner.removeAll();
       await this.parts.stop(true);
       await this.files.removeAll();
       this.d.log.info({ nodeId: state.nodeId }, 'left the swarm');

@@ -14,8 +14,9 @@ import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
 import { NodeSpecs } from './node-specs.ts';
 import { nodeSpecKey } from '../../lib/swarm/node-spec.ts';
 
-export const SWARM_PREFIX = '/engine/swarm/';
-export const CLUSTER_KEY = `${SWARM_PREFIX}cluster`;
+import { CLUSTER_KEY, SWARM_PREFIX } from '../../lib/swarm/keys.ts';
+import { NODE_TASKS_PREFIX } from '../../lib/swarm/task.ts';
+
 export const CA_KEY = `${SWARM_PREFIX}ca`;
 /** The managers' unlock key while autolock is on (absent: off). */
 export const UNLOCK_KEY = `${SWARM_PREFIX}unlock`;
@@ -140,7 +141,10 @@ export class SwarmObjects {
     const etcd = this.etcd();
     await bounded(etcd.delete().key(nodeSpecKey(nodeId)).exec());
     await bounded(etcd.delete().key(memberKey(nodeId)).exec());
-    if (wholeSwarm) await bounded(etcd.delete().prefix(SWARM_PREFIX).exec());
+    if (wholeSwarm) {
+      await bounded(etcd.delete().prefix(SWARM_PREFIX).exec());
+      await bounded(etcd.delete().prefix(NODE_TASKS_PREFIX).exec());
+    }
   }
 
   /** How many managers the swarm has (1 when its etcd does not answer: a refusal then errs on the safe side). */

@@ -8,14 +8,13 @@ import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
 import { alreadyExists, internal, notFound, notImplemented } from '../../lib/errors.ts';
 import { serviceSpecOf, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
-import { SWARM_PREFIX } from './objects.ts';
+import { SERVICE_NAMES_PREFIX, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
 import { newSwarmId } from './requests.ts';
 
-export const SERVICES_PREFIX = `${SWARM_PREFIX}services/`;
-const NAMES_PREFIX = `${SWARM_PREFIX}service-names/`;
 const key = (id: string) => `${SERVICES_PREFIX}${id}`;
-const nameKey = (name: string) => `${NAMES_PREFIX}${name}`;
+const nameKey = (name: string) => `${SERVICE_NAMES_PREFIX}${name}`;
 const OUT_OF_SEQUENCE = 'rpc error: code = Unknown desc = update out of sequence';
 
 type Stored = Omit<ServiceRecord, 'version'>;
@@ -30,6 +29,11 @@ export class SwarmServices implements ServicesPort {
   async list(): Promise<ServiceRecord[]> {
     const r = await this.etcd().getAll().prefix(SERVICES_PREFIX).exec();
     return r.kvs.map((kv) => ({ ...(JSON.parse(kv.value.toString()) as Stored), version: Number(kv.mod_revision) })).sort((a, b) => (a.ID < b.ID ? -1 : a.ID > b.ID ? 1 : 0));
+  }
+
+  async tasks(): Promise<Array<{ task: TaskRecord; version: number }>> {
+    const r = await this.etcd().getAll().prefix(TASKS_PREFIX).exec();
+    return r.kvs.map((kv) => ({ task: JSON.parse(kv.value.toString()) as TaskRecord, version: Number(kv.mod_revision) }));
   }
 
   async find(ref: string): Promise<ServiceRecord> {

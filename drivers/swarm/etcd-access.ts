@@ -2,7 +2,7 @@
 // the CN of the client certificate, which is the node id, ./ca.ts). A manager is a user with
 // etcd's root role; a worker a user with a role of its own, `node-<id>`, that may read the
 // membership (node records, lasting member records, the leader election), its own assignments and
-// its own node spec, and write only its own node record, lasting record and task status — another
+// its own node spec and the tasks it is given, and write only its own node record, lasting record and task status — another
 // node's assignments are refused it. A node removed from the swarm has no user: its certificate
 // opens nothing. Auth is enabled once etcd's `root` user exists (a user no certificate names:
 // swarm CNs are 25-character ids).
@@ -10,6 +10,7 @@ import type { Etcd3, IPermission } from 'etcd3';
 import { Range } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, ELECTION_PREFIX, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, STATUS_PREFIX } from '../../lib/cluster/node-record.ts';
 import { nodeSpecKey } from '../../lib/swarm/node-spec.ts';
+import { NODE_TASKS_PREFIX } from '../../lib/swarm/task.ts';
 
 export const ROOT = 'root';
 export type AccessRole = 'manager' | 'worker';
@@ -31,6 +32,7 @@ export function workerPermissions(nodeId: string): IPermission[] {
     prefix(MEMBERS_PREFIX, 'Read'),
     prefix(ELECTION_PREFIX, 'Read'),
     prefix(`${ASSIGNMENTS_PREFIX}${nodeId}/`, 'Read'),
+    prefix(`${NODE_TASKS_PREFIX}${nodeId}/`, 'Read'),
     key(nodeSpecKey(nodeId), 'Read'),
     key(nodeKey(nodeId), 'Readwrite'),
     key(memberKey(nodeId), 'Readwrite'),

@@ -34,7 +34,8 @@ export function resourceEnv(claims: readonly Claim[]): Record<string, string> {
   return env;
 }
 
-interface NodeState {
+/** A node as the scheduler sees it: what is left of its capacity, what runs there. */
+export interface NodeState {
   record: NodeRecord;
   facts: NodeFacts;
   nanoCpus: number;
@@ -46,7 +47,8 @@ interface NodeState {
   total: number;
 }
 
-interface Needs { nanoCpus: number; memoryBytes: number; generic: Array<{ kind: string; value: number }> }
+/** What one replica reserves. */
+export interface Needs { nanoCpus: number; memoryBytes: number; generic: Array<{ kind: string; value: number }> }
 
 const bySlot = (a: { stack: string; service: string; slot: number }, b: { stack: string; service: string; slot: number }) =>
   byteOrder(a.stack, b.stack) || byteOrder(a.service, b.service) || a.slot - b.slot;
@@ -62,19 +64,20 @@ function needsOf(svc: ComposeService): Needs {
   };
 }
 
-function nodeState(record: NodeRecord): NodeState {
+/** `record` as the scheduler starts from it (a swarm node's own labels as its node.labels, when given). */
+export function nodeState(record: NodeRecord, nodeLabels?: Record<string, string>): NodeState {
   const discrete = new Map<string, number>();
   const named = new Map<string, string[]>();
   for (const g of record.genericResources) {
     if ('DiscreteResourceSpec' in g) discrete.set(g.DiscreteResourceSpec.Kind, (discrete.get(g.DiscreteResourceSpec.Kind) ?? 0) + g.DiscreteResourceSpec.Value);
     else named.set(g.NamedResourceSpec.Kind, [...(named.get(g.NamedResourceSpec.Kind) ?? []), g.NamedResourceSpec.Value]);
   }
-  const facts: NodeFacts = { id: record.id, hostname: record.hostname, role: 'manager', os: record.os, arch: record.arch, labels: record.labels, cpus: record.nanoCpus / 1e9, memoryBytes: record.memoryBytes };
+  const facts: NodeFacts = { id: record.id, hostname: record.hostname, role: record.role ?? 'manager', os: record.os, arch: record.arch, labels: record.labels, ...(nodeLabels ? { nodeLabels } : {}), cpus: record.nanoCpus / 1e9, memoryBytes: record.memoryBytes };
   return { record, facts, nanoCpus: record.nanoCpus, memoryBytes: record.memoryBytes, discrete, named, claimed: new Set(), perService: new Map(), total: 0 };
 }
 
 /** The claims serving `needs` on `n` (a discrete count, else as many free named units), or undefined. */
-function freshClaims(n: NodeState, needs: Needs): Claim[] | undefined {
+export function freshClaims(n: NodeState, needs: Needs): Claim[] | undefined {
   const claims: Claim[] = [];
   const taken = new Set<string>();
   const discreteTaken = new Map<string, number>();
@@ -118,7 +121,8 @@ function claimsStillValid(n: NodeState, needs: Needs, claims: readonly Claim[]):
   return true;
 }
 
-function take(n: NodeState, key: string, needs: Needs, claims: readonly Claim[]): void {
+/** Counts a replica of `key` on `n`: its reservations and claims taken from what is left. */
+export function take(n: NodeState, key: string, needs: Needs, claims: readonly Claim[]): void {
   n.nanoCpus -= needs.nanoCpus;
   n.memoryBytes -= needs.memoryBytes;
   for (const c of claims) {
@@ -129,11 +133,11 @@ function take(n: NodeState, key: string, needs: Needs, claims: readonly Claim[])
   n.total++;
 }
 
-const fitsCapacity = (n: NodeState, needs: Needs) => needs.nanoCpus <= n.nanoCpus && needs.memoryBytes <= n.memoryBytes;
+export const fitsCapacity = (n: NodeState, needs: Needs) => needs.nanoCpus <= n.nanoCpus && needs.memoryBytes <= n.memoryBytes;
 const nodes = (count: number) => (count === 1 ? '1 node' : `${count} nodes`);
 
 export function place(input: PlacementInput): PlacementResult {
-  const states = [...input.nodes].sort((a, b) => byteOrder(a.id, b.id)).map(nodeState);
+  const states = [...input.nodes].sort((a, b) => byteOrder(a.id, b.id)).map((r) => nodeState(r));
   const byId = new Map(states.map((s) => [s.record.id, s]));
   const services = new Map<string, { svc: ComposeService; replicas: number; needs: Needs }>();
   const slots: Array<{ stack: string; service: string; slot: number }> = [];
@@ -165,28 +169,37 @@ export function place(input: PlacementInput): PlacementResult {
     if (placed.has(slotKey(slot))) continue;
     const key = svcKey(slot.stack, slot.service);
     const { svc, needs } = services.get(key)!;
-    let resources = 0;
-    let constraints = 0;
-    let best: { n: NodeState; claims: Claim[] } | undefined;
-    for (const n of states) {
-      // Swarm's pipeline: the resource filter runs before the constraint filter; a node counts once.
-      const claims = fitsCapacity(n, needs) ? freshClaims(n, needs) : undefined;
-      if (!claims) resources++;
-      else if (unmetPlacement(svc, n.facts) !== undefined) constraints++;
-      else if (!best || (n.perService.get(key) ?? 0) < (best.n.perService.get(key) ?? 0) || ((n.perService.get(key) ?? 0) === (best.n.perService.get(key) ?? 0) && n.total < best.n.total)) best = { n, claims };
-    }
-    if (best) {
-      take(best.n, key, needs, best.claims);
-      assignments.push({ ...slot, node: best.n.record.id, env: resourceEnv(best.claims), claims: best.claims });
-      continue;
-    }
-    // Explain: most failures first; on a tie the pipeline's order (resources, then constraints).
-    const parts = [
-      { count: resources, text: `insufficient resources on ${nodes(resources)}` },
-      { count: constraints, text: `scheduling constraints not satisfied on ${nodes(constraints)}` },
-    ].filter((p) => p.count > 0).sort((a, b) => b.count - a.count);
-    pending.push({ ...slot, reason: parts.length ? `no suitable node (${parts.map((p) => p.text).join('; ')})` : 'no suitable node' });
+    const chosen = chooseNode(states, key, needs, (facts) => unmetPlacement(svc, facts) !== undefined);
+    if ('node' in chosen) {
+      take(chosen.node, key, needs, chosen.claims);
+      assignments.push({ ...slot, node: chosen.node.record.id, env: resourceEnv(chosen.claims), claims: chosen.claims });
+    } else pending.push({ ...slot, reason: chosen.reason });
   }
   assignments.sort(bySlot);
   return { assignments, pending };
+}
+
+/**
+ * Swarm's scheduler for one replica of `key`: the nodes that fit its reservations and meet its
+ * constraints (`unmet` says which do not), the one with the fewest replicas of `key`, then the
+ * fewest in total; or, when none is eligible, the reason in the scheduler's words.
+ */
+export function chooseNode(states: readonly NodeState[], key: string, needs: Needs, unmet: (facts: NodeFacts) => boolean): { node: NodeState; claims: Claim[] } | { reason: string } {
+  let resources = 0;
+  let constraints = 0;
+  let best: { node: NodeState; claims: Claim[] } | undefined;
+  for (const n of states) {
+    // Swarm's pipeline: the resource filter runs before the constraint filter; a node counts once.
+    const claims = fitsCapacity(n, needs) ? freshClaims(n, needs) : undefined;
+    if (!claims) resources++;
+    else if (unmet(n.facts)) constraints++;
+    else if (!best || (n.perService.get(key) ?? 0) < (best.node.perService.get(key) ?? 0) || ((n.perService.get(key) ?? 0) === (best.node.perService.get(key) ?? 0) && n.total < best.node.total)) best = { node: n, claims };
+  }
+  if (best) return best;
+  // Explain: most failures first; on a tie the pipeline's order (resources, then constraints).
+  const parts = [
+    { count: resources, text: `insufficient resources on ${nodes(resources)}` },
+    { count: constraints, text: `scheduling constraints not satisfied on ${nodes(constraints)}` },
+  ].filter((p) => p.count > 0).sort((a, b) => b.count - a.count);
+  return { reason: parts.length ? `no suitable node (${parts.map((p) => p.text).join('; ')})` : 'no suitable node' };
 }

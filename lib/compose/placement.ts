@@ -14,6 +14,8 @@ export interface NodeFacts {
   arch: string;
   /** The daemon's labels (`--label`), as KEY → VALUE. */
   labels: Record<string, string>;
+  /** A swarm node's own labels (`docker node update --label-add`); absent: node.labels are the daemon's. */
+  nodeLabels?: Record<string, string>;
   cpus: number;
   memoryBytes: number;
 }
@@ -32,13 +34,14 @@ function field(key: string, node: NodeFacts): string | undefined {
     case 'node.platform.arch':
       return node.arch;
   }
-  for (const prefix of ['node.labels.', 'engine.labels.']) if (key.startsWith(prefix)) return node.labels[key.slice(prefix.length)] ?? '';
+  if (key.startsWith('node.labels.')) return (node.nodeLabels ?? node.labels)[key.slice('node.labels.'.length)] ?? '';
+  if (key.startsWith('engine.labels.')) return node.labels[key.slice('engine.labels.'.length)] ?? '';
   return undefined;
 }
 
-/** Why `svc` cannot be placed on `node`, or undefined when it can. */
-export function unmetPlacement(svc: ComposeService, node: NodeFacts): string | undefined {
-  for (const c of svc.deploy?.placement?.constraints ?? []) {
+/** The first of `constraints` that `node` does not meet, in words; undefined when it meets them all. */
+export function unmetConstraint(constraints: readonly string[], node: NodeFacts): string | undefined {
+  for (const c of constraints) {
     const m = /^\s*([^=!\s]+)\s*(==|!=)\s*(.*?)\s*$/.exec(c);
     if (!m) return `invalid constraint ${JSON.stringify(c)}: expected KEY==VALUE or KEY!=VALUE`;
     const have = field(m[1]!, node);
@@ -46,6 +49,13 @@ export function unmetPlacement(svc: ComposeService, node: NodeFacts): string | u
     const equal = have === m[3];
     if ((m[2] === '==') !== equal) return `constraint ${JSON.stringify(c)} is not met by this node (${m[1]} is ${JSON.stringify(have)})`;
   }
+  return undefined;
+}
+
+/** Why `svc` cannot be placed on `node`, or undefined when it can. */
+export function unmetPlacement(svc: ComposeService, node: NodeFacts): string | undefined {
+  const unmet = unmetConstraint(svc.deploy?.placement?.constraints ?? [], node);
+  if (unmet) return unmet;
   const r = svc.deploy?.resources?.reservations;
   if (r?.cpus !== undefined && Number(r.cpus) > node.cpus) return `reservation of ${Number(r.cpus)} CPUs exceeds this node's ${node.cpus}`;
   const mem = sizeBytes(r?.memory);

@@ -7,6 +7,8 @@ import { controller } from '../../controllers/builder.ts';
 import type { NodeAgent } from './agent.ts';
 import type { ClusterMembership } from './membership.ts';
 import type { ClusterPlacer } from './placer.ts';
+import type { SwarmOrchestrator } from './orchestrator.ts';
+import type { TaskRunner } from './task-runner.ts';
 import { etcdPrefix } from './prefix-cache.ts';
 
 /** Back-off of a failed pass: etcd away is retried within seconds, never hammered. */
@@ -15,6 +17,8 @@ const CLUSTER_BACKOFF = { baseDelayMs: 500, maxDelayMs: 5000, stopTimeoutMs: 200
 export const MEMBERSHIP_KEY = 'membership';
 export const AGENT_KEY = 'node';
 export const PLACER_KEY = 'placement';
+export const ORCHESTRATOR_KEY = 'orchestration';
+export const TASKS_KEY = 'tasks';
 
 /** This node's record, lease and candidacy: woken by a lost lease, a deposed term, new facts, a canceled watch. */
 export function membershipController(m: ClusterMembership) {
@@ -40,4 +44,21 @@ export function placerController(placer: ClusterPlacer) {
   const b = controller('cluster-placer').forKeys([PLACER_KEY]).source(placer.wakes).workers(1).withOptions(CLUSTER_BACKOFF);
   for (const c of placer.caches) b.source(etcdPrefix(c), () => PLACER_KEY);
   return b;
+}
+
+/** The leader's swarm orchestrator: woken by any change of services, tasks, reports, node specs, and by the nodes'. */
+export function orchestratorController(o: SwarmOrchestrator) {
+  const b = controller('swarm-orchestrator').forKeys([ORCHESTRATOR_KEY]).source(o.wakes).workers(1).withOptions(CLUSTER_BACKOFF);
+  for (const c of o.caches) b.source(etcdPrefix(c), () => ORCHESTRATOR_KEY);
+  return b;
+}
+
+/** This node's swarm tasks run as containers: woken by any change under its node-task prefix, by its containers' changes, by a release. */
+export function taskRunnerController(r: TaskRunner) {
+  return controller('swarm-tasks')
+    .forKeys([TASKS_KEY])
+    .source(etcdPrefix(r.assigned), () => TASKS_KEY)
+    .source(r.wakes)
+    .workers(1)
+    .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
 }

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { type FenceOrder, fencerSocket, monotonicNs, procStartTime } from '../../lib/cluster/fencer-protocol.ts';
 import { placedStacks } from '../../store/kinds/stack.ts';
+import { swarmTaskContainers } from '../../store/kinds/container.ts';
 import type { Store } from '../../store/store.ts';
 
 const LOOK_MS = 250;
@@ -119,11 +120,9 @@ export class FencerLink {
   private clusterPids(): Array<[number, string]> {
     const { store } = this.opts;
     const out: Array<[number, string]> = [];
-    for (const { containers } of placedStacks(store)) {
-      for (const c of containers) {
-        const start = c.status.pid ? procStartTime(c.status.pid) : '';
-        if (start) out.push([c.status.pid!, start]);
-      }
+    for (const c of [...placedStacks(store).flatMap((p) => p.containers), ...swarmTaskContainers(store)]) {
+      const start = c.status.pid ? procStartTime(c.status.pid) : '';
+      if (start) out.push([c.status.pid!, start]);
     }
     return out.sort((a, b) => a[0] - b[0]);
   }

@@ -278,3 +278,11 @@ export function findContainer(store: Pick<Store, 'get' | 'list' | 'byIndex'>, re
   }
   throw notFound(`No such container: ${ref}`);
 }
+
+/** The owner of a swarm task's container (reconcilers/node/task-runner.ts). */
+export const swarmTaskOwner = (taskId: string): OwnerRef => ({ kind: 'swarm-task', name: taskId });
+
+/** The containers that run swarm tasks on this node (the fence's and the fencer's walk too). */
+export function swarmTaskContainers(store: Pick<Store, 'list'>): ContainerResource[] {
+  return store.list(Containers).filter((c) => c.spec.ownerRef?.kind === 'swarm-task');
+}

@@ -1,0 +1,201 @@
+// The swarm's orchestrator and scheduler as one pure step, run by the leader (reconcilers/node/
+// orchestrator.ts): from the services, the tasks, what nodes report of them and the live nodes, the
+// tasks to write and to delete. As swarmkit's:
+// - a task's reported status is folded in (a state only moves forward);
+// - a replicated service has one live task per slot 1..Replicas, a global one one per eligible node;
+//   a slot (node) without one gets a new task — after the restart policy's delay (desired `ready`,
+//   then `running`) when its last task ended by itself, none when the policy says so (condition
+//   none; on-failure after a success; MaxAttempts reached);
+// - a live task is shut down when its run ended, its node is gone or drained, its spec is no longer
+//   the service's (an update replaces every task at once here), or its slot is past Replicas
+//   (desired `remove`: deleted once it has stopped);
+// - a task of a removed service is removed; a slot keeps TaskHistoryRetentionLimit tasks in all;
+// - a new task goes to the node the scheduler picks (lib/cluster/placement.ts: reservations and
+//   generic resources, constraints, the fewest of its service, then the fewest in all), or waits
+//   `pending` with the scheduler's reason, and is placed as soon as a node fits.
+import { canonicalJson } from '../canonical-json.ts';
+import type { NodeRecord } from '../cluster/node-record.ts';
+import { chooseNode, nodeState, take, type NodeState, type Needs } from '../cluster/placement.ts';
+import { unmetConstraint } from '../compose/placement.ts';
+import type { NodeSpec } from './node-spec.ts';
+import { replicasOf, type ServiceSpec } from './service-spec.ts';
+import { isTerminal, stateRank, type TaskRecord, type TaskReport, type TaskState } from './task.ts';
+
+export interface OrchestrateInput {
+  /** Epoch ms. */
+  now: number;
+  services: ReadonlyArray<{ ID: string; Spec: ServiceSpec }>;
+  tasks: readonly TaskRecord[];
+  /** What the node a task is on reports of it, by task id. */
+  reports: ReadonlyMap<string, TaskReport>;
+  /** The live nodes and their specs (availability, labels). */
+  nodes: ReadonlyArray<{ record: NodeRecord; spec?: NodeSpec }>;
+  /** The swarm's TaskHistoryRetentionLimit. */
+  retention: number;
+  newId: () => string;
+}
+
+export interface OrchestrateResult {
+  put: TaskRecord[];
+  remove: string[];
+}
+
+const DEFAULT_DELAY_NS = 5_000_000_000;
+const isLive = (t: TaskRecord) => (t.DesiredState === 'running' || t.DesiredState === 'ready') && !isTerminal(t.Status.State);
+/** The template a task runs: the service's TaskTemplate without Runtime, as the reference shows a task's Spec. */
+export const taskSpecOf = (s: ServiceSpec): Record<string, unknown> => {
+  const { Runtime: _r, ...spec } = s.TaskTemplate;
+  return spec;
+};
+
+function needsOf(s: ServiceSpec): Needs {
+  const r = ((s.TaskTemplate['Resources'] as Record<string, unknown> | undefined)?.['Reservations'] ?? {}) as { NanoCPUs?: number; MemoryBytes?: number; GenericResources?: Array<Record<string, { Kind: string; Value: number | string }>> };
+  const generic: Needs['generic'] = [];
+  for (const g of r.GenericResources ?? []) {
+    const d = g['DiscreteResourceSpec'];
+    if (d) generic.push({ kind: d.Kind, value: Number(d.Value) });
+    else if (g['NamedResourceSpec']) generic.push({ kind: g['NamedResourceSpec'].Kind, value: 1 });
+  }
+  return { nanoCpus: r.NanoCPUs ?? 0, memoryBytes: r.MemoryBytes ?? 0, generic };
+}
+
+const hostPorts = (s: ServiceSpec) =>
+  (s.EndpointSpec?.Ports ?? []).filter((p) => p.PublishMode === 'host').map((p) => ({ Protocol: p.Protocol ?? 'tcp', TargetPort: p.TargetPort, PublishedPort: p.PublishedPort }));
+const constraintsOf = (s: ServiceSpec) => s.TaskTemplate.Placement?.Constraints ?? [];
+
+/** Whether a slot whose last task ended by itself gets another, by the restart policy. */
+function restarts(s: ServiceSpec, history: readonly TaskRecord[]): boolean {
+  const last = history[0];
+  if (!last || !['complete', 'failed', 'rejected'].includes(last.Status.State)) return true;
+  const p = (s.TaskTemplate['RestartPolicy'] ?? {}) as { Condition?: string; MaxAttempts?: number };
+  const cond = p.Condition || 'any';
+  if (cond === 'none') return false;
+  if (cond === 'on-failure' && last.Status.State === 'complete') return false;
+  const ended = history.filter((t) => ['complete', 'failed', 'rejected'].includes(t.Status.State)).length;
+  return !p.MaxAttempts || ended <= p.MaxAttempts;
+}
+
+export function orchestrate(input: OrchestrateInput): OrchestrateResult {
+  const nowIso = new Date(input.now).toISOString();
+  const changed = new Map<string, TaskRecord>();
+  const removed = new Set<string>();
+  const upd = (t: TaskRecord, patch: Partial<TaskRecord>): TaskRecord => {
+    const next = { ...t, ...patch, UpdatedAt: nowIso };
+    changed.set(t.ID, next);
+    return next;
+  };
+  const status = (state: TaskState, message: string, err?: string) => ({ Timestamp: nowIso, State: state, Message: message, ...(err ? { Err: err } : {}), PortStatus: {} });
+  const nodesUp = new Map(input.nodes.map((n) => [n.record.id, n]));
+  const availability = (id: string | undefined) => (id ? (nodesUp.get(id)?.spec?.Availability ?? 'active') : undefined);
+  const services = new Map(input.services.map((s) => [s.ID, s]));
+
+  // Fold in what the nodes report; shut down what can no longer run; remove what is done with.
+  let tasks = input.tasks.map((t) => {
+    const r = input.reports.get(t.ID);
+    if (r && t.NodeID && stateRank(r.Status.State) >= stateRank(t.Status.State) && canonicalJson(r.Status) !== canonicalJson(t.Status)) t = upd(t, { Status: r.Status });
+    const svc = services.get(t.ServiceID);
+    const gone = !!t.NodeID && !nodesUp.has(t.NodeID);
+    if (!svc || t.DesiredState === 'remove') {
+      if (t.DesiredState !== 'remove') t = upd(t, { DesiredState: 'remove' });
+      if (!t.NodeID || gone || isTerminal(t.Status.State)) removed.add(t.ID);
+      return t;
+    }
+    if (!isLive(t) && t.DesiredState !== 'shutdown' && isTerminal(t.Status.State)) return upd(t, { DesiredState: 'shutdown' });
+    if (!isLive(t)) return t;
+    const replicas = replicasOf(svc.Spec);
+    if (replicas !== undefined && (t.Slot ?? 0) > replicas) return upd(t, { DesiredState: 'remove' });
+    if (gone || availability(t.NodeID) === 'drain' || canonicalJson(t.Spec) !== canonicalJson(taskSpecOf(svc.Spec))) return upd(t, { DesiredState: 'shutdown' });
+    if (t.DesiredState === 'ready' && (t.RunAfter ?? 0) <= input.now) return upd(t, { DesiredState: 'running' });
+    return t;
+  });
+  tasks = tasks.filter((t) => !removed.has(t.ID));
+
+  // The scheduler's view: active nodes, with what their live tasks already take.
+  const states = new Map<string, NodeState>();
+  for (const n of input.nodes) if ((n.spec?.Availability ?? 'active') === 'active') states.set(n.record.id, nodeState(n.record, n.spec?.Labels));
+  for (const t of tasks) {
+    const svc = services.get(t.ServiceID);
+    const st = t.NodeID ? states.get(t.NodeID) : undefined;
+    if (svc && st && isLive(t)) take(st, svc.ID, needsOf(svc.Spec), t.Claims ?? []);
+  }
+  const place = (svc: { ID: string; Spec: ServiceSpec }, candidates: readonly NodeState[]) =>
+    chooseNode(candidates, svc.ID, needsOf(svc.Spec), (facts) => unmetConstraint(constraintsOf(svc.Spec), facts) !== undefined);
+  const assign = (t: TaskRecord, svc: { ID: string; Spec: ServiceSpec }, candidates: readonly NodeState[]): TaskRecord => {
+    const chosen = place(svc, candidates);
+    if (!('node' in chosen)) {
+      const pending = status('pending', 'pending task scheduling', chosen.reason);
+      return t.Status.State === 'pending' && t.Status.Err === chosen.reason ? t : upd(t, { Status: pending });
+    }
+    take(chosen.node, svc.ID, needsOf(svc.Spec), chosen.claims);
+    return upd(t, { NodeID: chosen.node.record.id, Claims: chosen.claims, Status: status('assigned', 'scheduler assigned task to node') });
+  };
+  const fresh = (svc: { ID: string; Spec: ServiceSpec }, where: { Slot?: number; NodeID?: string }, delayed: boolean): TaskRecord => {
+    const delayNs = Number((svc.Spec.TaskTemplate['RestartPolicy'] as { Delay?: number } | undefined)?.Delay ?? DEFAULT_DELAY_NS);
+    const t: TaskRecord = {
+      ID: input.newId(),
+      CreatedAt: nowIso,
+      UpdatedAt: nowIso,
+      Labels: {},
+      Spec: taskSpecOf(svc.Spec),
+      ServiceID: svc.ID,
+      ServiceName: svc.Spec.Name,
+      ...where,
+      ...(hostPorts(svc.Spec).length ? { HostPorts: hostPorts(svc.Spec) } : {}),
+      Status: status('new', 'created'),
+      DesiredState: delayed && delayNs > 0 ? 'ready' : 'running',
+      ...(delayed && delayNs > 0 ? { RunAfter: input.now + Math.round(delayNs / 1e6) } : {}),
+    };
+    changed.set(t.ID, t);
+    return t;
+  };
+
+  const byService = new Map<string, TaskRecord[]>();
+  for (const t of tasks) byService.set(t.ServiceID, [...(byService.get(t.ServiceID) ?? []), t]);
+  const newest = (a: TaskRecord, b: TaskRecord) => (a.CreatedAt < b.CreatedAt ? 1 : a.CreatedAt > b.CreatedAt ? -1 : 0);
+  for (const svc of [...services.values()].sort((a, b) => (a.ID < b.ID ? -1 : 1))) {
+    const own = byService.get(svc.ID) ?? [];
+    const replicas = replicasOf(svc.Spec);
+    // A slot of a replicated service, a node of a global one: its tasks, newest first.
+    const groups = new Map<string, TaskRecord[]>();
+    for (const t of own) {
+      const k = replicas !== undefined ? String(t.Slot) : (t.NodeID ?? '');
+      groups.set(k, [...(groups.get(k) ?? []), t]);
+    }
+    for (const g of groups.values()) g.sort(newest);
+    const wanted: Array<{ key: string; where: { Slot?: number; NodeID?: string }; candidates: NodeState[] }> = [];
+    if (replicas !== undefined) {
+      for (let slot = 1; slot <= replicas; slot++) wanted.push({ key: String(slot), where: { Slot: slot }, candidates: [...states.values()] });
+    } else {
+      for (const st of states.values()) {
+        if (unmetConstraint(constraintsOf(svc.Spec), st.facts) === undefined) wanted.push({ key: st.record.id, where: { NodeID: st.record.id }, candidates: [st] });
+      }
+      // A node that no longer meets the constraints: its task is shut down.
+      for (const [node, g] of groups) {
+        if (wanted.some((w) => w.key === node)) continue;
+        for (const t of g) if (isLive(t) && t.NodeID) upd(t, { DesiredState: 'shutdown' });
+      }
+    }
+    for (const w of wanted) {
+      const history = (groups.get(w.key) ?? []).map((t) => changed.get(t.ID) ?? t);
+      const live = history.find(isLive);
+      if (live) {
+        if (!live.NodeID) assign(live, svc, w.candidates);
+        continue;
+      }
+      if (!restarts(svc.Spec, history)) continue;
+      const endedByItself = !!history[0] && ['complete', 'failed', 'rejected'].includes(history[0].Status.State);
+      const t = fresh(svc, w.where, endedByItself);
+      const placed = assign(t, svc, w.candidates);
+      groups.set(w.key, [placed, ...history]);
+    }
+    // History: a slot keeps `retention` tasks in all; the oldest that are done with go.
+    for (const g of groups.values()) {
+      const all = g.map((t) => changed.get(t.ID) ?? t).sort(newest);
+      for (const t of all.slice(Math.max(1, input.retention))) {
+        if (!isLive(t) && (isTerminal(t.Status.State) || !t.NodeID || !nodesUp.has(t.NodeID))) removed.add(t.ID);
+      }
+    }
+  }
+  for (const id of removed) changed.delete(id);
+  return { put: [...changed.values()], remove: [...removed] };
+}

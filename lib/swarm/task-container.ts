@@ -1,0 +1,70 @@
+// The container a task runs, as the reference's executor makes it (moby's daemon/cluster/executor/
+// container/container.go): the ContainerSpec's image, Command as the entrypoint and Args as the
+// command, env (with DOCKER_RESOURCE_<KIND> for the generic resources it was given), the labels it
+// names and the reference's com.docker.swarm.* ones, dir, user, hostname, tty, mounts, hosts, DNS,
+// healthcheck, read-only root, stop signal and grace, init, capabilities, sysctls, ulimits, groups;
+// the resource limits; the service's log driver; ports published in host mode; no restart policy
+// (the orchestrator replaces a task that ended). A create body as POST /containers/create takes it.
+import { resourceEnv } from '../cluster/placement.ts';
+import { taskLabels, type NodeTask } from './task.ts';
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
+const strs = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map(String) : undefined);
+
+/** "IP host1 host2" (the service's Hosts) as ExtraHosts' "host:IP" entries. */
+function extraHosts(hosts: string[] | undefined): string[] | undefined {
+  if (!hosts) return undefined;
+  return hosts.flatMap((h) => {
+    const [ip, ...names] = h.trim().split(/\s+/);
+    return ip ? names.map((n) => `${n}:${ip}`) : [];
+  });
+}
+
+export function containerBodyOf(t: NodeTask): Obj {
+  const cs = obj(t.Spec['ContainerSpec']);
+  const limits = obj(obj(t.Spec['Resources'])['Limits']);
+  const dns = obj(cs['DNSConfig']);
+  const log = obj(t.Spec['LogDriver']);
+  const generic = Object.entries(resourceEnv(t.Claims ?? [])).map(([k, v]) => `${k}=${v}`);
+  const env = [...(strs(cs['Env']) ?? []), ...generic];
+  const ports = t.HostPorts ?? [];
+  const grace = cs['StopGracePeriod'];
+  const hostConfig: Obj = {
+    RestartPolicy: { Name: '', MaximumRetryCount: 0 },
+    ...(cs['Mounts'] ? { Mounts: cs['Mounts'] } : {}),
+    ...(cs['ReadOnly'] ? { ReadonlyRootfs: true } : {}),
+    ...(extraHosts(strs(cs['Hosts'])) ? { ExtraHosts: extraHosts(strs(cs['Hosts'])) } : {}),
+    ...(dns['Nameservers'] ? { Dns: dns['Nameservers'] } : {}),
+    ...(dns['Search'] ? { DnsSearch: dns['Search'] } : {}),
+    ...(dns['Options'] ? { DnsOptions: dns['Options'] } : {}),
+    ...(cs['Init'] !== undefined && cs['Init'] !== null ? { Init: cs['Init'] } : {}),
+    ...(cs['CapabilityAdd'] ? { CapAdd: cs['CapabilityAdd'] } : {}),
+    ...(cs['CapabilityDrop'] ? { CapDrop: cs['CapabilityDrop'] } : {}),
+    ...(cs['Sysctls'] ? { Sysctls: cs['Sysctls'] } : {}),
+    ...(cs['Ulimits'] ? { Ulimits: cs['Ulimits'] } : {}),
+    ...(cs['Groups'] ? { GroupAdd: cs['Groups'] } : {}),
+    ...(limits['NanoCPUs'] ? { NanoCpus: limits['NanoCPUs'] } : {}),
+    ...(limits['MemoryBytes'] ? { Memory: limits['MemoryBytes'] } : {}),
+    ...(limits['Pids'] ? { PidsLimit: limits['Pids'] } : {}),
+    ...(log['Name'] ? { LogConfig: { Type: log['Name'], Config: log['Options'] ?? {} } } : {}),
+    ...(ports.length ? { PortBindings: Object.fromEntries(ports.map((p) => [`${p.TargetPort}/${p.Protocol}`, [{ HostIp: '', HostPort: String(p.PublishedPort ?? '') }]])) } : {}),
+  };
+  return {
+    Image: cs['Image'],
+    ...(strs(cs['Command']) ? { Entrypoint: strs(cs['Command']) } : {}),
+    ...(strs(cs['Args']) ? { Cmd: strs(cs['Args']) } : {}),
+    ...(env.length ? { Env: env } : {}),
+    Labels: { ...(obj(cs['Labels']) as Record<string, string>), ...taskLabels(t) },
+    ...(cs['Dir'] ? { WorkingDir: cs['Dir'] } : {}),
+    ...(cs['User'] ? { User: cs['User'] } : {}),
+    ...(cs['Hostname'] ? { Hostname: cs['Hostname'] } : {}),
+    ...(cs['TTY'] ? { Tty: true } : {}),
+    ...(cs['OpenStdin'] ? { OpenStdin: true } : {}),
+    ...(cs['StopSignal'] ? { StopSignal: cs['StopSignal'] } : {}),
+    ...(typeof grace === 'number' ? { StopTimeout: Math.round(grace / 1e9) } : {}),
+    ...(cs['Healthcheck'] ? { Healthcheck: cs['Healthcheck'] } : {}),
+    ...(ports.length ? { ExposedPorts: Object.fromEntries(ports.map((p) => [`${p.TargetPort}/${p.Protocol}`, {}])) } : {}),
+    HostConfig: hostConfig,
+  };
+}

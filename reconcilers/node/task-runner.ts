@@ -1,0 +1,211 @@
+// A node's swarm tasks, run as containers: the desired state is what the leader gave this node
+// (`/engine/node-tasks/<self>/<id>`, watch-fed), the observed one its containers owned by a task
+// (ownerRef swarm-task/<id>, in the durable store: a restarted daemon finds them). For each task:
+// desired running or ready and no container → one is created through admission (the create route's
+// checks and defaults) as SERVICE.SLOT.ID, started when running; desired shutdown or remove → its
+// container is stopped; a task no longer given → its container removed. A task's container is
+// never started twice: once its run ended the task is over (the orchestrator makes another). What
+// each task is doing is reported under the node's lease (`/engine/status/<self>/task/<id>`), when it
+// changes, in the reference's states. A node that cannot renew its lease stops its task containers
+// (fence(), driven by ./self-fence.ts) and starts nothing until the lease is held again. It is the
+// reconciler of the `swarm-tasks` controller (./controllers.ts), of one key: this node.
+import type { Logger } from 'pino';
+import type { Etcd3 } from 'etcd3';
+import { canonicalJson } from '../../lib/canonical-json.ts';
+import { removeLevel } from '../../admission/containers/lifecycle.ts';
+import { parseRecord } from '../../lib/cluster/node-record.ts';
+import { containerBodyOf } from '../../lib/swarm/task-container.ts';
+import { isTerminal, NODE_TASKS_PREFIX, taskName, taskStatusKey, taskStatusPrefix, type NodeTask, type TaskState, type TaskStatus } from '../../lib/swarm/task.ts';
+import { Containers, isRunning, swarmTaskContainers, type ContainerResource } from '../../store/kinds/container.ts';
+import type { Store } from '../../store/store.ts';
+import { KeySource } from '../../controllers/source.ts';
+import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import { TASKS_KEY } from './controllers.ts';
+import { PrefixCache } from './prefix-cache.ts';
+
+const RESYNC_MS = 2000;
+
+export interface TaskRunnerOptions {
+  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch'>;
+  nodeId: string;
+  etcd: () => Etcd3 | null;
+  putLeased: (key: string, value: string) => Promise<boolean>;
+  /** Creates the task's container through admission (owned by the task); started when `start`. Throws the admission's refusal. */
+  run: (taskId: string, name: string, body: Record<string, unknown>, start: boolean) => void;
+  /** Whether containers may start now (./self-fence.ts). */
+  startsAllowed?: () => boolean;
+  kill?: (id: string) => Promise<void>;
+  log: Logger;
+}
+
+const taskOf = (c: ContainerResource) => c.spec.ownerRef?.name ?? '';
+
+export class TaskRunner implements Reconciler {
+  private readonly opts: TaskRunnerOptions;
+  readonly assigned: PrefixCache;
+  readonly wakes = new KeySource();
+  /** Task → the status last reported (the timestamp kept while nothing else changes). */
+  private readonly reported = new Map<string, TaskStatus>();
+  /** Status key → what was written there under the current lease. */
+  private readonly published = new Map<string, string>();
+  private unwatch: (() => void) | null = null;
+
+  constructor(opts: TaskRunnerOptions) {
+    this.opts = opts;
+    this.assigned = new PrefixCache(`${NODE_TASKS_PREFIX}${opts.nodeId}/`);
+  }
+
+  start(): void {
+    this.unwatch = this.opts.store.watch(Containers, (ev) => {
+      if (ev.resource.spec.ownerRef?.kind === 'swarm-task') this.kick();
+    });
+  }
+
+  async watch(): Promise<void> {
+    const client = this.opts.etcd();
+    if (client) await this.assigned.start(client);
+  }
+
+  stop(): void {
+    this.unwatch?.();
+    this.assigned.stop();
+  }
+
+  kick(): void {
+    this.wakes.emit(TASKS_KEY);
+  }
+
+  /** The node joined again under a new lease: every status is written again. */
+  rejoined(): void {
+    this.published.clear();
+    this.kick();
+  }
+
+  async reconcile(): Promise<ReconcileResult> {
+    await this.sync();
+    return { requeueAfter: RESYNC_MS };
+  }
+
+  /** The lease could not be renewed: every task container is stopped, SIGKILL by `killAt` (monotonic ms). */
+  fence(killAt: number): void {
+    const timeout = Math.max(0, Math.floor((killAt - performance.now()) / 1000));
+    for (const c of swarmTaskContainers(this.opts.store)) {
+      if (c.spec.desired === 'running') this.opts.store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'stopped', stopOptions: { timeout } }));
+    }
+  }
+
+  /** The node leaves its swarm: every task container goes (as the reference's leave removes them). */
+  removeAll(): void {
+    for (const c of swarmTaskContainers(this.opts.store)) {
+      if (c.spec.desired !== 'removed') this.opts.store.updateSpec(Containers, c.name, removeLevel({ force: true, volumes: false }));
+    }
+  }
+
+  /** The fence deadline: a task container still running is killed. */
+  deadline(): void {
+    for (const c of swarmTaskContainers(this.opts.store)) {
+      if (c.status.pid) void this.opts.kill?.(c.name).catch(() => {});
+    }
+  }
+
+  private async sync(): Promise<void> {
+    const client = this.opts.etcd();
+    if (!client) return;
+    void this.assigned.start(client);
+    // Only on a whole view of what this node is given: a partial one would remove what runs.
+    if (!this.assigned.ready) return;
+    const tasks = new Map<string, NodeTask>();
+    for (const v of this.assigned.values()) {
+      const t = parseRecord<NodeTask>(v);
+      if (t?.ID) tasks.set(t.ID, t);
+    }
+    const containers = new Map(swarmTaskContainers(this.opts.store).map((c) => [taskOf(c), c]));
+    const starts = this.opts.startsAllowed?.() ?? true;
+    for (const t of tasks.values()) {
+      const s = this.step(t, containers.get(t.ID), starts);
+      if (s) this.report(t.ID, s);
+    }
+    for (const [id, c] of containers) {
+      if (tasks.has(id) || c.spec.desired === 'removed') continue;
+      this.opts.store.updateSpec(Containers, c.name, removeLevel({ force: true, volumes: false }));
+    }
+    for (const id of [...this.reported.keys()]) if (!tasks.has(id)) this.reported.delete(id);
+    await this.publish(client, tasks);
+  }
+
+  /** One task: its container made, started or stopped as the task wants; its status now. */
+  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean): Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'> | undefined {
+    const prev = this.reported.get(t.ID);
+    const { store, log } = this.opts;
+    if (t.DesiredState === 'running' || t.DesiredState === 'ready') {
+      if (!c) {
+        if (!starts || (prev && isTerminal(prev.State))) return undefined;
+        try {
+          this.opts.run(t.ID, taskName(t), containerBodyOf(t), t.DesiredState === 'running');
+        } catch (err) {
+          log.warn({ task: t.ID, err: err instanceof Error ? err.message : String(err) }, 'a swarm task\'s container could not be made');
+          return { State: 'rejected', Message: 'preparing', Err: err instanceof Error ? err.message : String(err) };
+        }
+        return t.DesiredState === 'running' ? { State: 'starting', Message: 'starting' } : { State: 'ready', Message: 'prepared' };
+      }
+      // Its run is over: the task is done (the orchestrator makes another); nothing starts it again.
+      if (prev && isTerminal(prev.State)) return undefined;
+      if (t.DesiredState === 'running' && c.spec.desired === 'created' && starts) {
+        store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1 }));
+        return { State: 'starting', Message: 'starting', ContainerStatus: { ContainerID: c.spec.id, PID: 0, ExitCode: 0 } };
+      }
+      return observed(c, false);
+    }
+    // Shut down (or to be removed): its container stopped.
+    if (c && c.spec.desired === 'running') store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'stopped' }));
+    if (prev && isTerminal(prev.State)) return undefined;
+    return c ? observed(c, true) : { State: 'shutdown', Message: 'shutdown' };
+  }
+
+  private report(id: string, s: Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'>): void {
+    const prev = this.reported.get(id);
+    const next: TaskStatus = { Timestamp: prev?.Timestamp ?? new Date().toISOString(), State: s.State, Message: s.Message, ...(s.Err ? { Err: s.Err } : {}), ...(s.ContainerStatus ? { ContainerStatus: s.ContainerStatus } : {}), PortStatus: {} };
+    const { Timestamp: _a, ...a } = next;
+    const b = prev ? (({ Timestamp: _b, ...rest }) => rest)(prev) : undefined;
+    if (b && canonicalJson(a) === canonicalJson(b)) return;
+    this.reported.set(id, { ...next, Timestamp: new Date().toISOString() });
+  }
+
+  /** Each task's status under the lease, when it changed; the statuses of tasks no longer here deleted. */
+  private async publish(client: Etcd3, tasks: ReadonlyMap<string, NodeTask>): Promise<void> {
+    const { nodeId } = this.opts;
+    for (const [id, status] of this.reported) {
+      const key = taskStatusKey(nodeId, id);
+      const text = JSON.stringify({ ID: id, Status: status });
+      if (this.published.get(key) === text) continue;
+      if (await this.opts.putLeased(key, text)) this.published.set(key, text);
+    }
+    const prefix = taskStatusPrefix(nodeId);
+    for (const key of [...this.published.keys()]) {
+      if (tasks.has(key.slice(prefix.length))) continue;
+      await client.delete().key(key);
+      this.published.delete(key);
+    }
+  }
+}
+
+/** A task's state as its container shows it (`stopped`: the task was shut down, so its end is a shutdown). */
+function observed(c: ContainerResource, stopped: boolean): Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'> | undefined {
+  const cs = (pid: number, exitCode: number) => ({ ContainerID: c.spec.id, PID: pid, ExitCode: exitCode });
+  const st = c.status;
+  if (isRunning(st)) return stopped ? undefined : { State: 'running', Message: 'started', ContainerStatus: cs(st.pid, 0) };
+  if (st.phase === 'created') {
+    if (st.error) return { State: 'rejected', Message: 'starting', Err: st.error, ContainerStatus: cs(0, 0) };
+    return stopped ? { State: 'shutdown', Message: 'shutdown' } : c.spec.desired === 'running' ? { State: 'starting', Message: 'starting', ContainerStatus: cs(0, 0) } : { State: 'ready', Message: 'prepared' };
+  }
+  if (st.phase === 'exited' || st.phase === 'dead') {
+    const state: TaskState = stopped ? 'shutdown' : st.exitCode === 0 ? 'complete' : 'failed';
+    return {
+      State: state,
+      Message: stopped ? 'shutdown' : state === 'complete' ? 'finished' : 'started',
+      ...(state === 'failed' ? { Err: `task: non-zero exit (${st.exitCode})` } : {}),
+      ContainerStatus: cs(0, st.exitCode),
+    };
+  }
+  return undefined;
+}

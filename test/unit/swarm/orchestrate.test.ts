@@ -1,0 +1,96 @@
+// The swarm's orchestrator and scheduler step (lib/swarm/orchestrate.ts) on made-up nodes and tasks.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { orchestrate, type OrchestrateInput } from '../../../lib/swarm/orchestrate.ts';
+import { serviceSpecOf } from '../../../lib/swarm/service-spec.ts';
+import type { NodeRecord } from '../../../lib/cluster/node-record.ts';
+import type { TaskRecord } from '../../../lib/swarm/task.ts';
+
+const node = (id: string, extra: Partial<NodeRecord> = {}): NodeRecord => ({
+  id, hostname: id, addr: '10.0.0.1', engineVersion: 'x', labels: {}, os: 'linux', arch: 'x86_64', nanoCpus: 2e9, memoryBytes: 8e9,
+  genericResources: [], state: 'ready', createdAt: '', updatedAt: '', version: 1, role: 'worker', ...extra,
+});
+const svc = (id: string, extra: Record<string, unknown> = {}, tt: Record<string, unknown> = {}) => ({
+  ID: id,
+  Spec: serviceSpecOf({ Name: id, TaskTemplate: { ContainerSpec: { Image: 'busybox' }, ...tt }, ...extra }, () => id),
+});
+let n = 0;
+const base = (over: Partial<OrchestrateInput>): OrchestrateInput => ({ now: 1_000_000, services: [], tasks: [], reports: new Map(), nodes: [{ record: node('a') }], retention: 5, newId: () => `t${++n}`, ...over });
+/** Runs steps, feeding each result back as the tasks of the next. */
+function run(input: OrchestrateInput, steps = 1): TaskRecord[] {
+  let tasks = [...input.tasks];
+  for (let i = 0; i < steps; i++) {
+    const r = orchestrate({ ...input, tasks });
+    const byId = new Map(tasks.map((t) => [t.ID, t]));
+    for (const t of r.put) byId.set(t.ID, t);
+    for (const id of r.remove) byId.delete(id);
+    tasks = [...byId.values()];
+  }
+  return tasks;
+}
+
+describe('orchestrate', () => {
+  test('replicated: one task per slot, spread over the nodes', () => {
+    const tasks = run(base({ services: [svc('web', { Mode: { Replicated: { Replicas: 3 } } })], nodes: [{ record: node('a') }, { record: node('b') }] }));
+    assert.deepEqual(tasks.map((t) => t.Slot).sort(), [1, 2, 3]);
+    assert.ok(tasks.every((t) => t.Status.State === 'assigned' && t.DesiredState === 'running' && t.ServiceName === 'web'));
+    assert.deepEqual(tasks.map((t) => t.NodeID).sort(), ['a', 'a', 'b']);
+    assert.deepEqual(orchestrate(base({ services: [svc('web', { Mode: { Replicated: { Replicas: 3 } } })], tasks, nodes: [{ record: node('a') }, { record: node('b') }] })), { put: [], remove: [] }, 'a second step changes nothing');
+  });
+
+  test('global: one task per node that meets the constraints; drained nodes get none', () => {
+    const tasks = run(base({
+      services: [svc('g', { Mode: { Global: {} } }, { Placement: { Constraints: ['node.labels.zone==b'] } })],
+      nodes: [{ record: node('a'), spec: { Labels: { zone: 'b' }, Role: 'worker', Availability: 'active' } }, { record: node('b') }, { record: node('c'), spec: { Labels: { zone: 'b' }, Role: 'worker', Availability: 'drain' } }],
+    }));
+    assert.deepEqual(tasks.map((t) => [t.NodeID, t.Slot]), [['a', undefined]]);
+  });
+
+  test('a reservation no node has: pending with the scheduler\'s reason, placed once a node has it', () => {
+    const s = svc('gpu', {}, { Resources: { Reservations: { GenericResources: [{ DiscreteResourceSpec: { Kind: 'gpu', Value: 1 } }] } } });
+    const pending = run(base({ services: [s] }));
+    assert.equal(pending[0]!.Status.State, 'pending');
+    assert.equal(pending[0]!.Status.Err, 'no suitable node (insufficient resources on 1 node)');
+    const placed = run(base({ services: [s], tasks: pending, nodes: [{ record: node('a', { genericResources: [{ NamedResourceSpec: { Kind: 'gpu', Value: 'UUID1' } }] }) }] }));
+    assert.equal(placed[0]!.ID, pending[0]!.ID, 'the same task');
+    assert.deepEqual([placed[0]!.NodeID, placed[0]!.Claims], ['a', [{ kind: 'gpu', unit: 'UUID1' }]]);
+  });
+
+  test('a task that failed is shut down and replaced after the restart delay; condition none: not replaced', () => {
+    const s = svc('f');
+    const [t] = run(base({ services: [s] }));
+    const reports = new Map([[t!.ID, { ID: t!.ID, Status: { Timestamp: 'x', State: 'failed' as const, Message: 'started', Err: 'task: non-zero exit (1)', PortStatus: {} } }]]);
+    const after = run(base({ services: [s], tasks: [t!], reports }));
+    const old = after.find((x) => x.ID === t!.ID)!;
+    const next = after.find((x) => x.ID !== t!.ID)!;
+    assert.deepEqual([old.DesiredState, old.Status.State], ['shutdown', 'failed']);
+    assert.deepEqual([next.Slot, next.DesiredState, next.RunAfter], [1, 'ready', 1_000_000 + 5000]);
+    const later = run(base({ services: [s], tasks: after, now: 1_000_000 + 5001 }));
+    assert.equal(later.find((x) => x.ID === next.ID)!.DesiredState, 'running');
+    const none = svc('f', {}, { RestartPolicy: { Condition: 'none' } });
+    assert.equal(run(base({ services: [none], tasks: [t!], reports })).length, 1, 'condition none: no new task');
+  });
+
+  test('scale down: tasks past Replicas removed once stopped; a removed service\'s tasks too', () => {
+    const s3 = svc('w', { Mode: { Replicated: { Replicas: 3 } } });
+    const three = run(base({ services: [s3] }));
+    const s1 = svc('w', { Mode: { Replicated: { Replicas: 1 } } });
+    const one = run(base({ services: [s1], tasks: three }));
+    assert.deepEqual(one.filter((t) => t.DesiredState === 'remove').map((t) => t.Slot).sort(), [2, 3]);
+    const stopped = new Map(one.filter((t) => t.DesiredState === 'remove').map((t) => [t.ID, { ID: t.ID, Status: { Timestamp: 'y', State: 'shutdown' as const, Message: 'shutdown', PortStatus: {} } }]));
+    assert.deepEqual(run(base({ services: [s1], tasks: one, reports: stopped })).map((t) => t.Slot), [1]);
+    assert.equal(run(base({ services: [], tasks: one, nodes: [] })).length, 0, 'a removed service on a node that is gone');
+  });
+
+  test('an updated spec replaces the tasks; a node gone: its task shut down and replaced elsewhere', () => {
+    const s = svc('u');
+    const [t] = run(base({ services: [s], nodes: [{ record: node('a') }, { record: node('b') }] }));
+    const updated = svc('u', {}, { ContainerSpec: { Image: 'busybox:2' } });
+    const after = run(base({ services: [updated], tasks: [t!] }));
+    assert.equal(after.find((x) => x.ID === t!.ID)!.DesiredState, 'shutdown');
+    assert.equal(after.find((x) => x.ID !== t!.ID)!.DesiredState, 'running');
+    const other = t!.NodeID === 'a' ? 'b' : 'a';
+    const moved = run(base({ services: [s], tasks: [t!], nodes: [{ record: node(other) }] }));
+    assert.deepEqual(moved.find((x) => x.ID !== t!.ID)?.NodeID, other);
+  });
+});
