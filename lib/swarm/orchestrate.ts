@@ -6,12 +6,14 @@
 //   a slot (node) without one gets a new task — after the restart policy's delay (desired `ready`,
 //   then `running`) when its last task ended by itself, none when the policy says so (condition
 //   none; on-failure after a success; MaxAttempts reached);
-// - a live task is shut down when its run ended, its node is gone or drained, its spec is no longer
-//   the service's (an update replaces every task at once here), or its slot is past Replicas
-//   (desired `remove`: deleted once it has stopped);
+// - a live task is shut down when its run ended, its node is gone or drained, or its slot is past
+//   Replicas (desired `remove`: deleted once it has stopped); an update rolls over the tasks whose
+//   spec is no longer the service's, UpdateConfig.Parallelism at a time;
 // - a task of a removed service is removed; a slot keeps TaskHistoryRetentionLimit tasks in all;
 // - a new task goes to the node the scheduler picks (lib/cluster/placement.ts: reservations and
-//   generic resources, constraints, the fewest of its service, then the fewest in all), or waits
+//   generic resources, constraints, platforms, MaxReplicas, host ports free there; spread preferences
+//   first over a label's values; a node where the service's tasks failed 3 times in 5 minutes last;
+//   the fewest of its service, then the fewest in all), or waits
 //   `pending` with the scheduler's reason, and is placed as soon as a node fits.
 import { canonicalJson } from '../canonical-json.ts';
 import type { NodeRecord } from '../cluster/node-record.ts';
@@ -41,6 +43,12 @@ export interface OrchestrateResult {
 }
 
 const DEFAULT_DELAY_NS = 5_000_000_000;
+/**
+ * A node where a service's tasks failed this often lately is tried last (swarmkit counts 5 in 5
+ * minutes apart from the tasks; here the count is of the tasks history keeps, 4 per slot by default).
+ */
+const MAX_FAILURES = 3;
+const FAILURE_WINDOW_MS = 5 * 60_000;
 const isLive = (t: TaskRecord) => (t.DesiredState === 'running' || t.DesiredState === 'ready') && !isTerminal(t.Status.State);
 /** The template a task runs: the service's TaskTemplate without Runtime, as the reference shows a task's Spec. */
 export const taskSpecOf = (s: ServiceSpec): Record<string, unknown> => {
@@ -62,6 +70,64 @@ function needsOf(s: ServiceSpec): Needs {
 const hostPorts = (s: ServiceSpec) =>
   (s.EndpointSpec?.Ports ?? []).filter((p) => p.PublishMode === 'host').map((p) => ({ Protocol: p.Protocol ?? 'tcp', TargetPort: p.TargetPort, PublishedPort: p.PublishedPort }));
 const constraintsOf = (s: ServiceSpec) => s.TaskTemplate.Placement?.Constraints ?? [];
+
+interface Placement {
+  Platforms?: Array<{ Architecture?: string; OS?: string }> | null;
+  MaxReplicas?: number;
+  Preferences?: Array<{ Spread?: { SpreadDescriptor?: string } }> | null;
+}
+
+/** Go's architecture names for what a node reports (uname's). */
+const GOARCH: Record<string, string> = { x86_64: 'amd64', aarch64: 'arm64', armv7l: 'arm', i686: '386', i386: '386' };
+
+/** Whether the node is one of the platforms (none listed: any). */
+function platformMatches(platforms: Placement['Platforms'], facts: NodeState['facts']): boolean {
+  if (!platforms?.length) return true;
+  const arch = GOARCH[facts.arch] ?? facts.arch;
+  return platforms.some((p) => (!p.OS || p.OS === facts.os) && (!p.Architecture || p.Architecture === arch || p.Architecture === facts.arch));
+}
+
+/**
+ * The candidates by the first spread preference's label (node.labels.X or engine.labels.X): one
+ * group per value, the group with the fewest tasks of `key` first (a node without the label is a
+ * group of its own value ""). No preference: one group, every candidate.
+ */
+function spreadGroups(prefs: Placement['Preferences'], candidates: readonly NodeState[], key: string): NodeState[][] {
+  const desc = prefs?.find((p) => p.Spread?.SpreadDescriptor)?.Spread?.SpreadDescriptor;
+  if (!desc) return [[...candidates]];
+  const valueOf = (n: NodeState) =>
+    desc.startsWith('node.labels.') ? ((n.facts.nodeLabels ?? n.facts.labels)[desc.slice('node.labels.'.length)] ?? '') : desc.startsWith('engine.labels.') ? (n.facts.labels[desc.slice('engine.labels.'.length)] ?? '') : '';
+  const groups = new Map<string, NodeState[]>();
+  for (const n of candidates) groups.set(valueOf(n), [...(groups.get(valueOf(n)) ?? []), n]);
+  const load = (g: NodeState[]) => g.reduce((sum, n) => sum + (n.perService.get(key) ?? 0), 0);
+  return [...groups.values()].sort((a, b) => load(a) - load(b));
+}
+
+/**
+ * An update rolls (UpdateConfig.Parallelism, default 1, 0 for all at once): the tasks whose spec is
+ * no longer the service's are shut down a batch at a time, the next batch once the replacements of
+ * the last are running (stop-first: a slot's new task is made once its old one is shut down).
+ */
+function rollingUpdate(svc: { ID: string; Spec: ServiceSpec }, tasks: readonly TaskRecord[], upd: (t: TaskRecord, patch: Partial<TaskRecord>) => TaskRecord): void {
+  const spec = canonicalJson(taskSpecOf(svc.Spec));
+  const live = tasks.filter(isLive);
+  const outdated = live.filter((t) => canonicalJson(t.Spec) !== spec).sort((a, b) => (a.Slot ?? 0) - (b.Slot ?? 0) || (a.NodeID ?? '').localeCompare(b.NodeID ?? ''));
+  if (!outdated.length) return;
+  const parallelism = Number((svc.Spec.UpdateConfig as { Parallelism?: number } | undefined)?.Parallelism ?? 1);
+  // Replacements on their way: up to date, meant to run, not running yet.
+  const inFlight = live.filter((t) => canonicalJson(t.Spec) === spec && t.Status.State !== 'running').length;
+  // A slot of 1..Replicas whose newest task this update shut down and that has no live one yet is
+  // being replaced too (its new task is made in this step).
+  const replicas = replicasOf(svc.Spec) ?? 0;
+  let replacing = 0;
+  for (let slot = 1; slot <= replicas; slot++) {
+    if (live.some((t) => t.Slot === slot)) continue;
+    const newest = tasks.filter((t) => t.Slot === slot).sort((a, b) => (a.CreatedAt < b.CreatedAt ? 1 : -1))[0];
+    if (newest && canonicalJson(newest.Spec) !== spec && !['complete', 'failed', 'rejected'].includes(newest.Status.State)) replacing++;
+  }
+  const room = parallelism > 0 ? parallelism - inFlight - replacing : outdated.length;
+  for (const t of outdated.slice(0, Math.max(0, room))) upd(t, { DesiredState: 'shutdown' });
+}
 
 /** Whether a slot whose last task ended by itself gets another, by the restart policy. */
 function restarts(s: ServiceSpec, history: readonly TaskRecord[]): boolean {
@@ -104,7 +170,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     if (!isLive(t)) return t;
     const replicas = replicasOf(svc.Spec);
     if (replicas !== undefined && (t.Slot ?? 0) > replicas) return upd(t, { DesiredState: 'remove' });
-    if (gone || availability(t.NodeID) === 'drain' || canonicalJson(t.Spec) !== canonicalJson(taskSpecOf(svc.Spec))) return upd(t, { DesiredState: 'shutdown' });
+    if (gone || availability(t.NodeID) === 'drain') return upd(t, { DesiredState: 'shutdown' });
     if (t.DesiredState === 'ready' && (t.RunAfter ?? 0) <= input.now) return upd(t, { DesiredState: 'running' });
     return t;
   });
@@ -118,8 +184,47 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     const st = t.NodeID ? states.get(t.NodeID) : undefined;
     if (svc && st && isLive(t)) take(st, svc.ID, needsOf(svc.Spec), t.Claims ?? []);
   }
-  const place = (svc: { ID: string; Spec: ServiceSpec }, candidates: readonly NodeState[]) =>
-    chooseNode(candidates, svc.ID, needsOf(svc.Spec), (facts) => unmetConstraint(constraintsOf(svc.Spec), facts) !== undefined);
+  // Host ports taken on each node by its live tasks (a task publishing one in host mode needs it free).
+  const portsUsed = new Map<string, Set<string>>();
+  const portKeys = (t: Pick<TaskRecord, 'HostPorts'>) => (t.HostPorts ?? []).filter((p) => p.PublishedPort).map((p) => `${p.PublishedPort}/${p.Protocol}`);
+  for (const t of tasks) {
+    if (!t.NodeID || !isLive(t)) continue;
+    const used = portsUsed.get(t.NodeID) ?? new Set<string>();
+    for (const k of portKeys(t)) used.add(k);
+    portsUsed.set(t.NodeID, used);
+  }
+  const failingNodes = (serviceId: string): Set<string> => {
+    const counts = new Map<string, number>();
+    for (const t of tasks) {
+      if (t.ServiceID !== serviceId || !t.NodeID || !['failed', 'rejected'].includes(t.Status.State)) continue;
+      if (input.now - Date.parse(t.Status.Timestamp) > FAILURE_WINDOW_MS) continue;
+      counts.set(t.NodeID, (counts.get(t.NodeID) ?? 0) + 1);
+    }
+    return new Set([...counts].filter(([, n]) => n >= MAX_FAILURES).map(([id]) => id));
+  };
+  const place = (svc: { ID: string; Spec: ServiceSpec }, candidates: readonly NodeState[]) => {
+    const pl = svc.Spec.TaskTemplate.Placement as Placement | undefined;
+    const wants = portKeys({ HostPorts: hostPorts(svc.Spec) });
+    const unmet = (facts: NodeState['facts']) =>
+      unmetConstraint(constraintsOf(svc.Spec), facts) !== undefined ||
+      !platformMatches(pl?.Platforms, facts) ||
+      (!!pl?.MaxReplicas && (states.get(facts.id)?.perService.get(svc.ID) ?? 0) >= pl.MaxReplicas) ||
+      wants.some((k) => portsUsed.get(facts.id)?.has(k));
+    // Nodes where the service's tasks keep failing are tried last (swarmkit: 5 failures in 5 minutes).
+    const failing = failingNodes(svc.ID);
+    const healthy = candidates.filter((n) => !failing.has(n.record.id));
+    // Spread preferences: the nodes of the label value with the fewest of the service's tasks first.
+    for (const group of [...spreadGroups(pl?.Preferences, healthy, svc.ID), ...spreadGroups(pl?.Preferences, candidates, svc.ID)]) {
+      const chosen = chooseNode(group, svc.ID, needsOf(svc.Spec), unmet);
+      if ('node' in chosen) {
+        const used = portsUsed.get(chosen.node.record.id) ?? new Set<string>();
+        for (const k of wants) used.add(k);
+        portsUsed.set(chosen.node.record.id, used);
+        return chosen;
+      }
+    }
+    return chooseNode(candidates, svc.ID, needsOf(svc.Spec), unmet);
+  };
   const assign = (t: TaskRecord, svc: { ID: string; Spec: ServiceSpec }, candidates: readonly NodeState[]): TaskRecord => {
     const chosen = place(svc, candidates);
     if (!('node' in chosen)) {
@@ -162,6 +267,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       groups.set(k, [...(groups.get(k) ?? []), t]);
     }
     for (const g of groups.values()) g.sort(newest);
+    rollingUpdate(svc, own.map((t) => changed.get(t.ID) ?? t), upd);
     const wanted: Array<{ key: string; where: { Slot?: number; NodeID?: string }; candidates: NodeState[] }> = [];
     if (replicas !== undefined) {
       for (let slot = 1; slot <= replicas; slot++) wanted.push({ key: String(slot), where: { Slot: slot }, candidates: [...states.values()] });

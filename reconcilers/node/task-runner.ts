@@ -2,7 +2,8 @@
 // (`/engine/node-tasks/<self>/<id>`, watch-fed), the observed one its containers owned by a task
 // (ownerRef swarm-task/<id>, in the durable store: a restarted daemon finds them). For each task:
 // desired running or ready and no container → one is created through admission (the create route's
-// checks and defaults) as SERVICE.SLOT.ID, started when running; desired shutdown or remove → its
+// checks and defaults) as SERVICE.SLOT.ID, started when running (an image the node lacks is pulled
+// first: `preparing`, then `rejected` with the pull's error if it fails); desired shutdown or remove → its
 // container is stopped; a task no longer given → its container removed. A task's container is
 // never started twice: once its run ended the task is over (the orchestrator makes another). What
 // each task is doing is reported under the node's lease (`/engine/status/<self>/task/<id>`), when it
@@ -13,6 +14,9 @@ import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { removeLevel } from '../../admission/containers/lifecycle.ts';
+import { isCode } from '../../lib/errors.ts';
+import { formatReference, parseReference, withTag } from '../../lib/reference.ts';
+import { NEW_PULL_STATUS, pullName, Pulls } from '../../store/kinds/pull.ts';
 import { parseRecord } from '../../lib/cluster/node-record.ts';
 import { containerBodyOf } from '../../lib/swarm/task-container.ts';
 import { isTerminal, NODE_TASKS_PREFIX, taskName, taskStatusKey, taskStatusPrefix, type NodeTask, type TaskState, type TaskStatus } from '../../lib/swarm/task.ts';
@@ -26,7 +30,7 @@ import { PrefixCache } from './prefix-cache.ts';
 const RESYNC_MS = 2000;
 
 export interface TaskRunnerOptions {
-  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch'>;
+  store: Pick<Store, 'get' | 'list' | 'create' | 'updateSpec' | 'watch'>;
   nodeId: string;
   etcd: () => Etcd3 | null;
   putLeased: (key: string, value: string) => Promise<boolean>;
@@ -39,6 +43,7 @@ export interface TaskRunnerOptions {
 }
 
 const taskOf = (c: ContainerResource) => c.spec.ownerRef?.name ?? '';
+type Report = Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'> & { PortStatus?: TaskStatus['PortStatus'] };
 
 export class TaskRunner implements Reconciler {
   private readonly opts: TaskRunnerOptions;
@@ -46,6 +51,8 @@ export class TaskRunner implements Reconciler {
   readonly wakes = new KeySource();
   /** Task → the status last reported (the timestamp kept while nothing else changes). */
   private readonly reported = new Map<string, TaskStatus>();
+  /** Task → the generation of the pull of its image it waits for. */
+  private readonly pulling = new Map<string, number>();
   /** Status key → what was written there under the current lease. */
   private readonly published = new Map<string, string>();
   private unwatch: (() => void) | null = null;
@@ -130,11 +137,12 @@ export class TaskRunner implements Reconciler {
       this.opts.store.updateSpec(Containers, c.name, removeLevel({ force: true, volumes: false }));
     }
     for (const id of [...this.reported.keys()]) if (!tasks.has(id)) this.reported.delete(id);
+    for (const id of [...this.pulling.keys()]) if (!tasks.has(id)) this.pulling.delete(id);
     await this.publish(client, tasks);
   }
 
   /** One task: its container made, started or stopped as the task wants; its status now. */
-  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean): Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'> | undefined {
+  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean): Report | undefined {
     const prev = this.reported.get(t.ID);
     const { store, log } = this.opts;
     if (t.DesiredState === 'running' || t.DesiredState === 'ready') {
@@ -142,9 +150,19 @@ export class TaskRunner implements Reconciler {
         if (!starts || (prev && isTerminal(prev.State))) return undefined;
         try {
           this.opts.run(t.ID, taskName(t), containerBodyOf(t), t.DesiredState === 'running');
+          this.pulling.delete(t.ID);
         } catch (err) {
-          log.warn({ task: t.ID, err: err instanceof Error ? err.message : String(err) }, 'a swarm task\'s container could not be made');
-          return { State: 'rejected', Message: 'preparing', Err: err instanceof Error ? err.message : String(err) };
+          const msg = err instanceof Error ? err.message : String(err);
+          // An image the node does not have: pulled first (a Pull in the store, as `docker pull` asks).
+          if (isCode(err, 'NotFound') && msg.startsWith('No such image')) {
+            const pull = this.pull(t);
+            if (pull === 'pulling') return { State: 'preparing', Message: 'preparing' };
+            if (pull === 'done') return this.step(t, c, starts);
+            log.warn({ task: t.ID, err: pull.failed }, 'a swarm task\'s image could not be pulled');
+            return { State: 'rejected', Message: 'preparing', Err: pull.failed };
+          }
+          log.warn({ task: t.ID, err: msg }, 'a swarm task\'s container could not be made');
+          return { State: 'rejected', Message: 'preparing', Err: msg };
         }
         return t.DesiredState === 'running' ? { State: 'starting', Message: 'starting' } : { State: 'ready', Message: 'prepared' };
       }
@@ -162,9 +180,39 @@ export class TaskRunner implements Reconciler {
     return c ? observed(c, true) : { State: 'shutdown', Message: 'shutdown' };
   }
 
-  private report(id: string, s: Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'>): void {
+  /** The task's image pulled: asked once, then followed until done or failed. */
+  private pull(t: NodeTask): 'pulling' | 'done' | { failed: string } {
+    const { store } = this.opts;
+    const image = String((t.Spec['ContainerSpec'] as { Image?: string } | undefined)?.Image ?? '');
+    let reference: string;
+    try {
+      const ref = parseReference(image);
+      reference = formatReference(ref.tag === undefined && ref.digest === undefined ? withTag(ref, 'latest') : ref);
+    } catch (err) {
+      return { failed: err instanceof Error ? err.message : String(err) };
+    }
+    const name = pullName(reference, '');
+    const cur = store.get(Pulls, name);
+    const asked = this.pulling.get(t.ID);
+    if (!asked) {
+      const generation = cur
+        ? store.updateSpec(Pulls, name, (sp) => ({ ...sp, request: sp.request + 1, desired: 'present' })).generation
+        : store.create(Pulls, name, { reference, platform: '', request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
+      this.pulling.set(t.ID, generation);
+      return 'pulling';
+    }
+    if (!cur) {
+      this.pulling.delete(t.ID);
+      return { failed: `No such image: ${image}` };
+    }
+    if (cur.status.observedGeneration < asked || (cur.status.phase !== 'done' && cur.status.phase !== 'failed')) return 'pulling';
+    this.pulling.delete(t.ID);
+    return cur.status.phase === 'done' ? 'done' : { failed: cur.status.error || `No such image: ${image}` };
+  }
+
+  private report(id: string, s: Report): void {
     const prev = this.reported.get(id);
-    const next: TaskStatus = { Timestamp: prev?.Timestamp ?? new Date().toISOString(), State: s.State, Message: s.Message, ...(s.Err ? { Err: s.Err } : {}), ...(s.ContainerStatus ? { ContainerStatus: s.ContainerStatus } : {}), PortStatus: {} };
+    const next: TaskStatus = { Timestamp: prev?.Timestamp ?? new Date().toISOString(), State: s.State, Message: s.Message, ...(s.Err ? { Err: s.Err } : {}), ...(s.ContainerStatus ? { ContainerStatus: s.ContainerStatus } : {}), PortStatus: s.PortStatus ?? {} };
     const { Timestamp: _a, ...a } = next;
     const b = prev ? (({ Timestamp: _b, ...rest }) => rest)(prev) : undefined;
     if (b && canonicalJson(a) === canonicalJson(b)) return;
@@ -190,10 +238,15 @@ export class TaskRunner implements Reconciler {
 }
 
 /** A task's state as its container shows it (`stopped`: the task was shut down, so its end is a shutdown). */
-function observed(c: ContainerResource, stopped: boolean): Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'> | undefined {
+function observed(c: ContainerResource, stopped: boolean): Report | undefined {
   const cs = (pid: number, exitCode: number) => ({ ContainerID: c.spec.id, PID: pid, ExitCode: exitCode });
   const st = c.status;
-  if (isRunning(st)) return stopped ? undefined : { State: 'running', Message: 'started', ContainerStatus: cs(st.pid, 0) };
+  if (isRunning(st)) {
+    if (stopped) return undefined;
+    // Its ports published in host mode, as the reference's PortStatus lists them.
+    const ports = (st.ports ?? []).map((p) => ({ Protocol: p.proto, TargetPort: p.containerPort, PublishedPort: p.hostPort, PublishMode: 'host' }));
+    return { State: 'running', Message: 'started', ContainerStatus: cs(st.pid, 0), ...(ports.length ? { PortStatus: { Ports: ports } } : {}) };
+  }
   if (st.phase === 'created') {
     if (st.error) return { State: 'rejected', Message: 'starting', Err: st.error, ContainerStatus: cs(0, 0) };
     return stopped ? { State: 'shutdown', Message: 'shutdown' } : c.spec.desired === 'running' ? { State: 'starting', Message: 'starting', ContainerStatus: cs(0, 0) } : { State: 'ready', Message: 'prepared' };

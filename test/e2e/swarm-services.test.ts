@@ -56,8 +56,9 @@ describe('swarm services', () => {
     assert.equal(full.Spec.TaskTemplate.ContainerSpec.StopGracePeriod, 10_000_000_000);
     assert.deepEqual(full.Spec.UpdateConfig, { Parallelism: 1, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: 'stop-first' });
     assert.equal((await get(`/services/${id.slice(0, 4)}`)).body.ID, id, 'a unique ID prefix');
-    const byPrefixOfName = await get('/services/we');
-    assert.deepEqual([byPrefixOfName.status, byPrefixOfName.body.message], [404, 'service we not found']);
+    // Not found: the reference's 404 ("we", a prefix of the name, could be a prefix of the random id).
+    const missing = await get('/services/no-such');
+    assert.deepEqual([missing.status, missing.body.message], [404, 'service no-such not found']);
     const again = await post('/services/create', spec('web'));
     assert.deepEqual([again.status, again.body.message], [409, 'rpc error: code = AlreadyExists desc = name conflicts with an existing object: service web already exists']);
     const unnamed = await post('/services/create', spec(''));

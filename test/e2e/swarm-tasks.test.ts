@@ -10,6 +10,9 @@ import { apiRequest, docker, pythonDocker, testImages, type TestImages } from '.
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { swarmInit } from './harness/swarm.ts';
 import { until } from './harness/wait.ts';
+import { freePort } from './harness/free-port.ts';
+import { registryAvailable, startRegistry } from './registry/registry.ts';
+import { connect } from 'node:net';
 
 interface Task {
   ID: string;
@@ -39,7 +42,8 @@ describe('swarm tasks on one node', () => {
 
   before(async () => {
     imgs = await testImages();
-    d = await startDaemon();
+    // A bridge of its own: a task's port published in host mode is bound through it.
+    d = await startDaemon({ bridge: true });
     await dk('load', '-i', imgs.dockerArchive);
     nodeId = (await swarmInit(d)).nodeId;
   }, { timeout: 120_000 });
@@ -68,8 +72,10 @@ describe('swarm tasks on one node', () => {
     assert.match(ps, /web\.1\s+\S+\s+\S+\s+Running\s+Running/);
     const listed = (await apiRequest(d, 'GET', '/services?status=true')).body.find((s: { Spec: { Name: string } }) => s.Spec.Name === 'web');
     assert.deepEqual(listed.ServiceStatus, { RunningTasks: 2, DesiredTasks: 2, CompletedTasks: 0 });
-    const badFilter = await apiRequest(d, 'GET', `/tasks?filters=${encodeURIComponent('{"service":["we"]}')}`);
-    assert.deepEqual([badFilter.status, badFilter.body.message], [404, 'service we not found']);
+    // A service the filter names that is not there: the reference's 404 (a name prefix is not a
+    // match either, but "we" could be an id prefix: ids are random).
+    const badFilter = await apiRequest(d, 'GET', `/tasks?filters=${encodeURIComponent('{"service":["no-such"]}')}`);
+    assert.deepEqual([badFilter.status, badFilter.body.message], [404, 'service no-such not found']);
   });
 
   test('scale up and down: new slots run; the removed ones\' tasks and containers go', { timeout: 120_000 }, async () => {
@@ -147,6 +153,47 @@ describe('swarm tasks on one node', () => {
       s.remove()
     `);
     assert.deepEqual(JSON.parse(out.trim()), { running: 1, slot: 1 });
+  });
+
+  test('a port published in host mode: bound on the node, in the task\'s PortStatus; a second task cannot take it', { timeout: 120_000 }, async () => {
+    const port = await freePort();
+    await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'hp', '--replicas', '2', '--stop-grace-period', '1s', '--publish', `mode=host,target=80,published=${port}`, imgs.tag, 'sh', '-c', 'while true; do echo hi | nc -l -p 80; done');
+    await until('one task running, the other pending', async () => {
+      const all = await tasks({ service: ['hp'] });
+      return all.some((t) => t.Status.State === 'running') && all.some((t) => t.Status.State === 'pending');
+    }, 60_000);
+    const [t] = await running('hp');
+    await until('the port in the task\'s PortStatus', async () => (await apiRequest(d, 'GET', `/tasks/${t!.ID}`)).body.Status.PortStatus.Ports !== undefined, 20_000);
+    assert.deepEqual((await apiRequest(d, 'GET', `/tasks/${t!.ID}`)).body.Status.PortStatus, { Ports: [{ Protocol: 'tcp', TargetPort: 80, PublishedPort: port, PublishMode: 'host' }] });
+    const got = await new Promise<string>((resolve, reject) => {
+      const sock = connect(port, '127.0.0.1');
+      let data = '';
+      sock.on('data', (b) => (data += b.toString()));
+      sock.on('end', () => resolve(data));
+      sock.on('error', reject);
+      setTimeout(() => (sock.destroy(), resolve(data)), 5000).unref();
+    });
+    assert.match(got, /hi/);
+    await dk('service', 'rm', 'hp');
+  });
+
+  test('an image the node lacks is pulled before the task runs; one no registry has: rejected with the pull\'s error', { timeout: 120_000, skip: !registryAvailable() && 'docker-registry is not installed' }, async () => {
+    const reg = await startRegistry();
+    try {
+      const image = `${reg.hostPort}/swarm/pulled:1`;
+      await dk('tag', imgs.tag, image);
+      await dk('push', image);
+      await dk('rmi', image);
+      await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'pulled', '--stop-grace-period', '1s', image, 'sleep', '1000');
+      await until('the pulled task running', async () => (await running('pulled')).length === 1, 60_000);
+      assert.ok((await dk('images', '--format', '{{.Repository}}:{{.Tag}}')).includes(`${reg.hostPort}/swarm/pulled:1`), 'the image was pulled');
+      await dk('service', 'rm', 'pulled');
+      await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'nowhere', `${reg.hostPort}/swarm/missing:1`, 'sleep', '1000');
+      await until('rejected with the pull\'s error', async () => (await tasks({ service: ['nowhere'] })).some((t) => t.Status.State === 'rejected' && !!t.Status.Err), 60_000);
+      await dk('service', 'rm', 'nowhere');
+    } finally {
+      await reg.stop();
+    }
   });
 
   test('swarm leave takes the task containers with it', { timeout: 120_000 }, async () => {

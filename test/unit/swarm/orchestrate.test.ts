@@ -93,4 +93,69 @@ describe('orchestrate', () => {
     const moved = run(base({ services: [s], tasks: [t!], nodes: [{ record: node(other) }] }));
     assert.deepEqual(moved.find((x) => x.ID !== t!.ID)?.NodeID, other);
   });
+
+  test('MaxReplicas per node, platforms, host ports already taken', () => {
+    const two = [{ record: node('a') }, { record: node('b') }];
+    const max = run(base({ services: [svc('m', { Mode: { Replicated: { Replicas: 3 } } }, { Placement: { MaxReplicas: 1 } })], nodes: two }));
+    assert.deepEqual(max.filter((t) => t.NodeID).map((t) => t.NodeID).sort(), ['a', 'b']);
+    assert.equal(max.filter((t) => t.Status.State === 'pending').length, 1);
+    const arm = run(base({ services: [svc('p', {}, { Placement: { Platforms: [{ Architecture: 'arm64', OS: 'linux' }] } })], nodes: two }));
+    assert.equal(arm[0]!.Status.State, 'pending');
+    const amd = run(base({ services: [svc('p', {}, { Placement: { Platforms: [{ Architecture: 'amd64', OS: 'linux' }] } })], nodes: two }));
+    assert.equal(amd[0]!.Status.State, 'assigned');
+    const port = { EndpointSpec: { Ports: [{ TargetPort: 80, PublishedPort: 8080, PublishMode: 'host' }] }, Mode: { Replicated: { Replicas: 3 } } };
+    const ports = run(base({ services: [svc('h', port)], nodes: two }));
+    assert.deepEqual(ports.filter((t) => t.NodeID).map((t) => t.NodeID).sort(), ['a', 'b'], 'one task per node can publish 8080');
+    assert.deepEqual(ports.find((t) => t.NodeID)!.HostPorts, [{ Protocol: 'tcp', TargetPort: 80, PublishedPort: 8080 }]);
+  });
+
+  test('a spread preference: over the values of a label first', () => {
+    const nodes = [
+      { record: node('a'), spec: { Labels: { dc: 'east' }, Role: 'worker' as const, Availability: 'active' as const } },
+      { record: node('b'), spec: { Labels: { dc: 'east' }, Role: 'worker' as const, Availability: 'active' as const } },
+      { record: node('c'), spec: { Labels: { dc: 'west' }, Role: 'worker' as const, Availability: 'active' as const } },
+    ];
+    const tasks = run(base({ services: [svc('s', { Mode: { Replicated: { Replicas: 4 } } }, { Placement: { Preferences: [{ Spread: { SpreadDescriptor: 'node.labels.dc' } }] } })], nodes }));
+    const west = tasks.filter((t) => t.NodeID === 'c').length;
+    assert.equal(west, 2, 'half on the one west node');
+  });
+
+  test('an update rolls one task at a time (Parallelism 1): the next once the last replacement runs', () => {
+    const three = { Mode: { Replicated: { Replicas: 3 } } };
+    const before = run(base({ services: [svc('r', three)] }));
+    const updated = svc('r', three, { ContainerSpec: { Image: 'busybox:2' } });
+    const step1 = run(base({ services: [updated], tasks: before }));
+    const image = (t: TaskRecord) => (t.Spec['ContainerSpec'] as { Image: string }).Image;
+    const liveNew = (ts: TaskRecord[]) => ts.filter((t) => t.DesiredState === 'running' && image(t) === 'busybox:2');
+    assert.equal(liveNew(step1).length, 1);
+    assert.equal(step1.filter((t) => t.DesiredState === 'shutdown').length, 1);
+    assert.equal(liveNew(run(base({ services: [updated], tasks: step1 }))).length, 1, 'waits while the replacement is not running');
+    const runningReports = new Map(liveNew(step1).map((t) => [t.ID, { ID: t.ID, Status: { Timestamp: 'z', State: 'running' as const, Message: 'started', PortStatus: {} } }]));
+    assert.equal(liveNew(run(base({ services: [updated], tasks: step1, reports: runningReports }))).length, 2, 'then the next');
+    const all = svc('r', { ...three, UpdateConfig: { Parallelism: 0 } }, { ContainerSpec: { Image: 'busybox:3' } });
+    assert.equal(run(base({ services: [all], tasks: before })).filter((t) => t.DesiredState === 'running').length, 3, 'Parallelism 0: all at once');
+  });
+
+  test('a node where the service\'s tasks keep failing is tried last', () => {
+    const s1 = svc('f');
+    const failed = (id: string, nodeId: string): TaskRecord => ({
+      ID: id, CreatedAt: `2026-01-01T00:00:0${id.slice(-1)}Z`, UpdatedAt: '', Labels: {}, Spec: {}, ServiceID: 'f', ServiceName: 'f', Slot: 1, NodeID: nodeId,
+      Status: { Timestamp: new Date(1_000_000 - 1000).toISOString(), State: 'failed', Message: 'started', Err: 'task: non-zero exit (1)', PortStatus: {} }, DesiredState: 'shutdown',
+    });
+    const history = [failed('x1', 'a'), failed('x2', 'a'), failed('x3', 'a')];
+    const next = run(base({ services: [s1], tasks: history, nodes: [{ record: node('a') }, { record: node('b') }] })).find((t) => !t.ID.startsWith('x'));
+    assert.equal(next?.NodeID, 'b');
+  });
+
+  test('an update after a scale down rolls (the slots scaled away do not hold it)', () => {
+    const four = run(base({ services: [svc('r', { Mode: { Replicated: { Replicas: 4 } } })] }));
+    const two = svc('r', { Mode: { Replicated: { Replicas: 2 } } });
+    const scaled = run(base({ services: [two], tasks: four }));
+    const stopped = new Map(scaled.filter((t) => t.DesiredState === 'remove').map((t) => [t.ID, { ID: t.ID, Status: { Timestamp: 'y', State: 'shutdown' as const, Message: 'shutdown', PortStatus: {} } }]));
+    const kept = run(base({ services: [two], tasks: scaled, reports: stopped }));
+    assert.equal(kept.length, 2);
+    const updated = svc('r', { Mode: { Replicated: { Replicas: 2 } } }, { ContainerSpec: { Image: 'busybox:2' } });
+    const after = run(base({ services: [updated], tasks: kept }));
+    assert.equal(after.filter((t) => t.DesiredState === 'shutdown').length, 1, 'one task of the two replaced first');
+  });
 });
