@@ -16,7 +16,7 @@ import { memberKey } from '../../lib/cluster/node-record.ts';
 import { caDigest, parseJoinToken } from '../../lib/swarm/join-token.ts';
 import { bounded, roleOfToken, storedSwarm, type StoredCluster } from './objects.ts';
 import type { NodeSpecs } from './node-specs.ts';
-import { newSwarmId } from './requests.ts';
+import { newSwarmId } from '../../lib/swarm/ids.ts';
 
 export const INVALID_TOKEN = 'rpc error: code = InvalidArgument desc = A valid join token is necessary to join this cluster';
 

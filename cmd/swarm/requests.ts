@@ -1,7 +1,6 @@
 // What `swarm init` and `swarm join` ask for, checked before anything changes: the addresses (as
 // moby resolves them, lib/swarm/addresses.ts), the default address pool and subnet size, the data
-// path port; new swarm ids; the names a node certificate carries.
-import { randomBytes } from 'node:crypto';
+// path port; the names a node certificate carries.
 import ipaddr from 'ipaddr.js';
 import { invalidArgument } from '../../lib/errors.ts';
 import { normaliseAddr, resolveAdvertiseAddr, resolveDataPathAddr, resolveListenAddr, SwarmAddressError, type Interfaces } from '../../lib/swarm/addresses.ts';
@@ -10,11 +9,6 @@ const DEFAULT_POOL = ['10.0.0.0/8'];
 const DEFAULT_SUBNET_SIZE = 24;
 const DEFAULT_DATA_PATH_PORT = 4789;
 
-/** A swarm id (node or cluster): 25 characters of [a-z0-9], as swarmkit's identity.NewID. */
-export function newSwarmId(): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  return [...randomBytes(25)].map((b) => alphabet[b % alphabet.length]).join('');
-}
 
 export interface NodeAddresses {
   /** host:port, normalised. */

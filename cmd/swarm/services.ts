@@ -11,7 +11,7 @@ import { serviceSpecOf, type ServiceSpec } from '../../lib/swarm/service-spec.ts
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
 import { SERVICE_NAMES_PREFIX, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
-import { newSwarmId } from './requests.ts';
+import { newSwarmId } from '../../lib/swarm/ids.ts';
 
 const key = (id: string) => `${SERVICES_PREFIX}${id}`;
 const nameKey = (name: string) => `${SERVICE_NAMES_PREFIX}${name}`;

@@ -9,7 +9,7 @@
 // `swarm-orchestrator` controller (./controllers.ts), of one key, run only while this node leads.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
-import { randomBytes } from 'node:crypto';
+import { newSwarmId } from '../../lib/swarm/ids.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { parseRecord, STATUS_PREFIX, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import { CLUSTER_KEY, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
@@ -34,11 +34,6 @@ export interface OrchestratorOptions {
   log: Logger;
 }
 
-/** A task id as swarmkit's: 25 lower-case letters and digits. */
-function newTaskId(): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  return [...randomBytes(25)].map((b) => alphabet[b % alphabet.length]).join('');
-}
 
 export class SwarmOrchestrator implements Reconciler {
   private readonly opts: OrchestratorOptions;
@@ -138,7 +133,7 @@ export class SwarmOrchestrator implements Reconciler {
     const stored = parseRecord<{ spec?: { Orchestration?: { TaskHistoryRetentionLimit?: number } } }>(this.cluster.values()[0]);
     const retention = stored?.spec?.Orchestration?.TaskHistoryRetentionLimit ?? DEFAULT_RETENTION;
     const now = Date.now();
-    const result = orchestrate({ now, services, tasks, reports, nodes, retention: retention > 0 ? retention : DEFAULT_RETENTION, newId: newTaskId });
+    const result = orchestrate({ now, services, tasks, reports, nodes, retention: retention > 0 ? retention : DEFAULT_RETENTION, newId: newSwarmId });
 
     const after = new Map(tasks.map((t) => [t.ID, t]));
     for (const t of result.put) after.set(t.ID, t);
