@@ -33,24 +33,4 @@ export interface PullJobsPort {
 /** The store operations the pull and push routes use (store/store.ts implements them). */
 export type DistributionStore = Pick<ApiStore, 'get' | 'list' | 'create' | 'updateSpec' | 'waitFor'>;
 
-/** X-Registry-Auth: base64url (or base64) JSON AuthConfig; empty, `{}` or garbage mean anonymous. */
-export function decodeRegistryAuth(header: string | string[] | undefined): RegistryAuth | undefined {
-  const h = Array.isArray(header) ? header[0] : header;
-  if (!h) return undefined;
-  try {
-    return authConfigOf(JSON.parse(Buffer.from(h, 'base64').toString('utf8')));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The credentials of one decoded AuthConfig object; anything else means anonymous. */
-export function authConfigOf(v: unknown): RegistryAuth | undefined {
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
-  const out: RegistryAuth = {};
-  for (const k of ['username', 'password', 'auth', 'email', 'serveraddress', 'identitytoken', 'registrytoken'] as const) {
-    const x = (v as Record<string, unknown>)[k];
-    if (typeof x === 'string' && x) out[k] = x;
-  }
-  return Object.keys(out).length ? out : undefined;
-}
+export { authConfigOf, decodeRegistryAuth } from '../../lib/registry-auth.ts';

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { EngineError, errorCode, invalidArgument } from '../../lib/errors.ts';
 import { familiarName, formatReference, isDigest, parseReference, repositoryName, withTag, type Reference } from '../../lib/reference.ts';
-import { NEW_PULL_STATUS, pullName, Pulls } from '../../store/kinds/pull.ts';
+import { askPull, pullName, Pulls } from '../../store/kinds/pull.ts';
 import { parseQuery, q } from '../request.ts';
 import { runJsonLines, type JsonMessage } from '../streams.ts';
 import { decodeRegistryAuth, type DistributionPort, type DistributionStore, type PullJobsPort, type RegistryAuth } from './port.ts';
@@ -58,9 +58,7 @@ export function createPuller(deps: Pick<PullDeps, 'store' | 'jobs'>): Puller {
   async function ask(name: string, reference: string, platform: string, signal: AbortSignal): Promise<number> {
     const cur = store.get(Pulls, name);
     if (cur?.spec.desired === 'removed') await waitRemoved(store, Pulls, name, { signal });
-    const existing = store.get(Pulls, name);
-    if (!existing) return store.create(Pulls, name, { reference, platform, request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
-    return store.updateSpec(Pulls, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
+    return askPull(store, reference, platform);
   }
 
   async function pullOne(ref: Reference, platform: string, auth: RegistryAuth | undefined, out: PullOutput): Promise<boolean> {

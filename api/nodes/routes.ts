@@ -5,9 +5,10 @@
 // for "self") work against any node.
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { notFound, unavailable } from '../../lib/errors.ts';
+import { invalidArgument, notFound, unavailable } from '../../lib/errors.ts';
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';
 import { nodeSpecOf } from '../../lib/swarm/node-spec.ts';
+import { lookup } from '../../lib/swarm/lookup.ts';
 import { parseSwarmVersion, tlsInfo } from '../../lib/swarm/cluster-object.ts';
 import { filtersQuery, idParams, q } from '../request.ts';
 import type { SwarmPort } from '../swarm/port.ts';
@@ -22,11 +23,7 @@ function reachable(cluster: ClusterPort | undefined, notInCluster: string): asse
 
 /** A node by id, hostname (or spec name), or unique id prefix. */
 function findNode(nodes: readonly NodeRecord[], ref: string, name: (n: NodeRecord) => string | undefined = () => undefined): NodeRecord {
-  const exact = nodes.find((n) => n.id === ref) ?? nodes.find((n) => name(n) === ref) ?? nodes.find((n) => n.hostname === ref);
-  if (exact) return exact;
-  const byPrefix = nodes.filter((n) => n.id.startsWith(ref));
-  if (byPrefix.length === 1) return byPrefix[0]!;
-  throw notFound(`node ${ref} not found`);
+  return lookup(nodes, ref, { id: (n) => n.id, names: [name, (n) => n.hostname], notFound: (r) => notFound(`node ${r} not found`), ambiguous: (r, n) => invalidArgument(`node ${r} is ambiguous (${n} matches found)`), emptyPrefix: true });
 }
 
 const nodeSpecBody = z.looseObject({

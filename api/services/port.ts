@@ -19,8 +19,12 @@ export interface ServicesPort {
   list(): Promise<ServiceRecord[]>;
   /** By full ID, exact name, or unique ID prefix (the reference's 404 otherwise). */
   find(ref: string): Promise<ServiceRecord>;
-  /** Creates the service from a raw spec (checked here); its ID. */
-  create(raw: unknown): Promise<string>;
-  update(ref: string, version: bigint, raw: unknown): Promise<void>;
+  /** Creates the service from a raw spec (checked here), its tasks pulling with `auth` (X-Registry-Auth); its ID. */
+  create(raw: unknown, auth?: string): Promise<string>;
+  /**
+   * Updates to a raw spec at `version`; the tasks pull with `auth` when given, else with the
+   * credentials of the current spec (`from` "spec", the default) or of the previous one ("previous-spec").
+   */
+  update(ref: string, version: bigint, raw: unknown, o?: { auth?: string; from?: 'spec' | 'previous-spec' }): Promise<void>;
   remove(ref: string): Promise<void>;
 }

@@ -4,6 +4,7 @@
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { parseSwarmVersion } from '../../lib/swarm/cluster-object.ts';
+import { invalidArgument } from '../../lib/errors.ts';
 import { filtersQuery, idParams, q } from '../request.ts';
 import type { ServicesPort } from './port.ts';
 import { serviceFilter, serviceView } from './views.ts';
@@ -18,6 +19,9 @@ export interface ServiceRouteDeps {
 }
 
 const anyBody = z.unknown();
+
+/** The X-Registry-Auth a service's tasks pull with (`--with-registry-auth`), kept as sent. */
+const registryAuthHeader = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) || undefined;
 
 export function serviceRoutes(deps: ServiceRouteDeps) {
   return async function register(app: App): Promise<void> {
@@ -45,13 +49,17 @@ export function serviceRoutes(deps: ServiceRouteDeps) {
     });
 
     app.post('/services/create', { schema: { body: anyBody } }, async (req, reply) => {
-      const id = await deps.services().create(req.body);
+      const id = await deps.services().create(req.body, registryAuthHeader(req.headers['x-registry-auth']));
       reply.code(201).send({ ID: id });
     });
 
     app.post('/services/:id/update', { schema: { params: idParams, querystring: z.looseObject({ version: q.str(), registryAuthFrom: q.str(), rollback: q.str() }), body: anyBody } }, async (req) => {
       const version = parseSwarmVersion(req.query.version, 'service');
-      await deps.services().update(req.params.id, version, req.body);
+      const auth = registryAuthHeader(req.headers['x-registry-auth']);
+      const from = req.query.registryAuthFrom || 'spec';
+      // As moby: checked only when no credentials come with the update.
+      if (!auth && from !== 'spec' && from !== 'previous-spec') throw invalidArgument('unsupported registryAuthFrom value');
+      await deps.services().update(req.params.id, version, req.body, { auth, from: from === 'previous-spec' ? from : 'spec' });
       return { Warnings: null };
     });
 

@@ -5,8 +5,8 @@
 // unknown one is its 404), runtime; another key refused.
 import { internal, invalidArgument, notFound } from '../../lib/errors.ts';
 import { replicasOf } from '../../lib/swarm/service-spec.ts';
-import { canonicalJson } from '../../lib/canonical-json.ts';
-import { taskSpecOf } from '../../lib/swarm/orchestrate.ts';
+import { lookup } from '../../lib/swarm/lookup.ts';
+import { taskSpecKey, taskSpecOf } from '../../lib/swarm/orchestrate.ts';
 import { TASK_STATES, type TaskRecord } from '../../lib/swarm/task.ts';
 import { matchKVList, parseFilters } from '../filters.ts';
 import type { ServiceRecord } from './port.ts';
@@ -22,11 +22,7 @@ export interface NodeRef {
 
 /** An object by id, exact name, or unique id prefix; the reference's 404 otherwise. */
 function resolve<T>(all: readonly T[], ref: string, id: (x: T) => string, name: (x: T) => string, what: string): T {
-  const found = all.find((x) => id(x) === ref) ?? all.find((x) => name(x) === ref);
-  if (found) return found;
-  const byPrefix = ref ? all.filter((x) => id(x).startsWith(ref)) : [];
-  if (byPrefix.length === 1) return byPrefix[0]!;
-  throw notFound(`${what} ${ref} not found`);
+  return lookup(all, ref, { id, names: [name], notFound: (r) => notFound(`${what} ${r} not found`), ambiguous: (r, n) => invalidArgument(`${what} ${r} is ambiguous (${n} matches found)`) });
 }
 
 /** The `filters` query of GET /tasks as a predicate (services and nodes named by it resolved first). */
@@ -43,9 +39,9 @@ export function taskFilter(raw: string | undefined, services: readonly ServiceRe
   const ids = f.get('id') ?? [];
   const names = f.get('name') ?? [];
   const upToDate = f.has('_up-to-date');
-  const current = new Map(services.map((s) => [s.ID, canonicalJson(taskSpecOf(s.Spec))]));
+  const current = new Map(services.map((s) => [s.ID, taskSpecKey(taskSpecOf(s.Spec))]));
   return (t) =>
-    (!upToDate || current.get(t.ServiceID) === canonicalJson(t.Spec)) &&
+    (!upToDate || current.get(t.ServiceID) === taskSpecKey(t.Spec)) &&
     (!desired.length || desired.includes(t.DesiredState)) &&
     (!serviceIds.length || serviceIds.includes(t.ServiceID)) &&
     (!nodeIds.length || (!!t.NodeID && nodeIds.includes(t.NodeID))) &&
@@ -56,11 +52,7 @@ export function taskFilter(raw: string | undefined, services: readonly ServiceRe
 
 /** A task by id or unique id prefix (GET /tasks/{id}). */
 export function findTask<T extends { task: TaskRecord }>(all: readonly T[], ref: string): T {
-  const exact = all.find((x) => x.task.ID === ref);
-  if (exact) return exact;
-  const byPrefix = ref ? all.filter((x) => x.task.ID.startsWith(ref)) : [];
-  if (byPrefix.length === 1) return byPrefix[0]!;
-  throw notFound(`task ${ref} not found`);
+  return lookup(all, ref, { id: (x) => x.task.ID, notFound: (r) => notFound(`task ${r} not found`), ambiguous: (r, n) => invalidArgument(`task ${r} is ambiguous (${n} matches found)`) });
 }
 
 /** ServiceStatus: tasks running, tasks wanted (a global service's: its tasks meant to run), tasks completed. */

@@ -3,7 +3,7 @@
 // for host-mode ports, the ports; no virtual IPs without networks), ServiceStatus with status=true;
 // and the GET /services filters (id and name prefixes, label, mode; another key refused).
 import { invalidArgument } from '../../lib/errors.ts';
-import { withDefaults } from '../../lib/swarm/service-spec.ts';
+import { withDefaults, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { matchKVList, parseFilters } from '../filters.ts';
 import type { ServiceRecord } from './port.ts';
 
@@ -14,7 +14,8 @@ export interface ServiceCounts {
 }
 
 export function serviceView(s: ServiceRecord, o: { insertDefaults?: boolean; status?: ServiceCounts } = {}): Record<string, unknown> {
-  const spec = o.insertDefaults ? withDefaults(s.Spec) : s.Spec;
+  const shown = (x: ServiceSpec) => withRegistryAuth(o.insertDefaults ? withDefaults(x) : x, undefined);
+  const spec = shown(s.Spec);
   const ep = s.Spec.EndpointSpec;
   const endpoint: Record<string, unknown> = { Spec: ep ?? {} };
   if (ep?.Ports?.length) endpoint['Ports'] = ep.Ports.map((p) => ({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: p.PublishedPort, PublishMode: p.PublishMode }));
@@ -24,7 +25,7 @@ export function serviceView(s: ServiceRecord, o: { insertDefaults?: boolean; sta
     CreatedAt: s.CreatedAt,
     UpdatedAt: s.UpdatedAt,
     Spec: spec,
-    ...(s.PreviousSpec ? { PreviousSpec: o.insertDefaults ? withDefaults(s.PreviousSpec) : s.PreviousSpec } : {}),
+    ...(s.PreviousSpec ? { PreviousSpec: shown(s.PreviousSpec) } : {}),
     Endpoint: endpoint,
     ...(o.status ? { ServiceStatus: o.status } : {}),
   };

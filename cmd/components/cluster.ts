@@ -2,6 +2,7 @@
 // (reconcilers/node/membership.ts), with the facts it advertises — hostname, the advertise
 // address, engine version, the daemon's labels (they follow a reload), CPUs, memory and
 // --node-generic-resource. Until the node enters a swarm the holder holds none and nothing changes.
+import type { RegistryAuth } from '../../lib/ports/registry.ts';
 import { cpus, hostname, machine, totalmem } from 'node:os';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
 import type { ControllerFamilies } from '../../controllers/metrics.ts';
@@ -63,6 +64,8 @@ export interface ClusterDeps {
   /** The container create route's admission (a swarm task's container is made through it). */
   containers: AdmissionDeps;
   metrics: ControllerFamilies | undefined;
+  /** The credentials the next run of a pull uses (a task's image, pulled with its service's). */
+  pullCredentials?: (pull: string, auth: RegistryAuth | undefined) => void;
 }
 
 /** Who the node is in the swarm it made or joined: its id, advertise address and role. */
@@ -148,6 +151,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     run: (taskId, name, body, start) => void admitContainer(d.containers, body, { name, ownerRef: swarmTaskOwner(taskId), start }),
     startsAllowed: () => fence.startsAllowed,
     kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
+    ...(d.pullCredentials ? { credentials: d.pullCredentials } : {}),
     log: clog.child({ part: 'tasks' }),
   });
   const tasks = runner;
@@ -231,10 +235,10 @@ export class ClusterHolder {
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission'],
+    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls'],
     init: async (ctx) => {
       // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
-      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers });
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
     },
     close: (holder) => holder.stop(),
   });

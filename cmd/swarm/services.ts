@@ -6,12 +6,13 @@
 // lib/swarm/service-spec.ts before anything is written.
 import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
-import { alreadyExists, internal, notFound, notImplemented } from '../../lib/errors.ts';
-import { serviceSpecOf, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { alreadyExists, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
+import { registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
 import { SERVICE_NAMES_PREFIX, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
 import { newSwarmId } from '../../lib/swarm/ids.ts';
+import { lookup } from '../../lib/swarm/lookup.ts';
 
 const key = (id: string) => `${SERVICES_PREFIX}${id}`;
 const nameKey = (name: string) => `${SERVICE_NAMES_PREFIX}${name}`;
@@ -37,17 +38,12 @@ export class SwarmServices implements ServicesPort {
   }
 
   async find(ref: string): Promise<ServiceRecord> {
-    const all = await this.list();
-    const found = all.find((s) => s.ID === ref) ?? all.find((s) => s.Spec.Name === ref);
-    if (found) return found;
-    const byPrefix = ref ? all.filter((s) => s.ID.startsWith(ref)) : [];
-    if (byPrefix.length === 1) return byPrefix[0]!;
-    throw notFound(`service ${ref} not found`);
+    return lookup(await this.list(), ref, { id: (s) => s.ID, names: [(s) => s.Spec.Name], notFound: (r) => notFound(`service ${r} not found`), ambiguous: (r, n) => invalidArgument(`service ${r} is ambiguous (${n} matches found)`) });
   }
 
-  async create(raw: unknown): Promise<string> {
+  async create(raw: unknown, auth?: string): Promise<string> {
     const taken = new Set((await this.list()).map((s) => s.Spec.Name));
-    const spec = serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1));
+    const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1)), auth);
     const now = new Date().toISOString();
     const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec };
     const etcd = this.etcd();
@@ -59,9 +55,10 @@ export class SwarmServices implements ServicesPort {
     return rec.ID;
   }
 
-  async update(ref: string, version: bigint, raw: unknown): Promise<void> {
+  async update(ref: string, version: bigint, raw: unknown, o: { auth?: string; from?: 'spec' | 'previous-spec' } = {}): Promise<void> {
     const cur = await this.find(ref);
-    const spec: ServiceSpec = serviceSpecOf(raw, () => cur.Spec.Name);
+    const auth = o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec);
+    const spec: ServiceSpec = withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name), auth);
     if (spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
     if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);
     const { version: _v, ...stored } = cur;

@@ -9,7 +9,8 @@
 // - a live task is shut down when its run ended, its node is gone or drained, or its slot is past
 //   Replicas (desired `remove`: deleted once it has stopped); an update rolls over the tasks whose
 //   spec is no longer the service's, UpdateConfig.Parallelism at a time;
-// - a task of a removed service is removed; a slot keeps TaskHistoryRetentionLimit tasks in all;
+// - a task whose node has been down for a day is orphaned;
+// - a task whose node has been down for a day is orphaned; a task of a removed service is removed; a slot keeps TaskHistoryRetentionLimit tasks in all;
 // - a new task goes to the node the scheduler picks (lib/cluster/placement.ts: reservations and
 //   generic resources, constraints, platforms, MaxReplicas, host ports free there; spread preferences
 //   first over a label's values; a node where the service's tasks failed 3 times in 5 minutes last;
@@ -20,7 +21,7 @@ import type { NodeRecord } from '../cluster/node-record.ts';
 import { chooseNode, nodeState, take, type NodeState, type Needs } from '../cluster/placement.ts';
 import { unmetConstraint } from '../compose/placement.ts';
 import type { NodeSpec } from './node-spec.ts';
-import { replicasOf, type ServiceSpec } from './service-spec.ts';
+import { replicasOf, shownTaskSpec, type ServiceSpec } from './service-spec.ts';
 import { isTerminal, stateRank, type TaskRecord, type TaskReport, type TaskState } from './task.ts';
 
 export interface OrchestrateInput {
@@ -34,6 +35,8 @@ export interface OrchestrateInput {
   nodes: ReadonlyArray<{ record: NodeRecord; spec?: NodeSpec }>;
   /** The swarm's TaskHistoryRetentionLimit. */
   retention: number;
+  /** A task on a node down this long is orphaned (ORPHAN_AFTER_MS unless given). */
+  orphanAfterMs?: number;
   newId: () => string;
 }
 
@@ -49,12 +52,18 @@ const DEFAULT_DELAY_NS = 5_000_000_000;
  */
 const MAX_FAILURES = 3;
 const FAILURE_WINDOW_MS = 5 * 60_000;
+/** The states a task's run ends in by itself. */
+const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'rejected']);
+/** A task on a node down this long is orphaned (swarmkit's 24 hours): its node will not report it again. */
+export const ORPHAN_AFTER_MS = 24 * 3600_000;
 const isLive = (t: TaskRecord) => (t.DesiredState === 'running' || t.DesiredState === 'ready') && !isTerminal(t.Status.State);
 /** The template a task runs: the service's TaskTemplate without Runtime, as the reference shows a task's Spec. */
 export const taskSpecOf = (s: ServiceSpec): Record<string, unknown> => {
   const { Runtime: _r, ...spec } = s.TaskTemplate;
   return spec;
 };
+/** A task template's identity for an update: without the pull credentials (swarmkit's IsTaskDirty ignores PullOptions). */
+export const taskSpecKey = (spec: Record<string, unknown>): string => canonicalJson(shownTaskSpec(spec));
 
 function needsOf(s: ServiceSpec): Needs {
   const r = ((s.TaskTemplate['Resources'] as Record<string, unknown> | undefined)?.['Reservations'] ?? {}) as { NanoCPUs?: number; MemoryBytes?: number; GenericResources?: Array<Record<string, { Kind: string; Value: number | string }>> };
@@ -109,13 +118,13 @@ function spreadGroups(prefs: Placement['Preferences'], candidates: readonly Node
  * the last are running (stop-first: a slot's new task is made once its old one is shut down).
  */
 function rollingUpdate(svc: { ID: string; Spec: ServiceSpec }, tasks: readonly TaskRecord[], upd: (t: TaskRecord, patch: Partial<TaskRecord>) => TaskRecord): void {
-  const spec = canonicalJson(taskSpecOf(svc.Spec));
+  const spec = taskSpecKey(taskSpecOf(svc.Spec));
   const live = tasks.filter(isLive);
-  const outdated = live.filter((t) => canonicalJson(t.Spec) !== spec).sort((a, b) => (a.Slot ?? 0) - (b.Slot ?? 0) || (a.NodeID ?? '').localeCompare(b.NodeID ?? ''));
+  const outdated = live.filter((t) => taskSpecKey(t.Spec) !== spec).sort((a, b) => (a.Slot ?? 0) - (b.Slot ?? 0) || (a.NodeID ?? '').localeCompare(b.NodeID ?? ''));
   if (!outdated.length) return;
   const parallelism = Number((svc.Spec.UpdateConfig as { Parallelism?: number } | undefined)?.Parallelism ?? 1);
   // Replacements on their way: up to date, meant to run, not running yet.
-  const inFlight = live.filter((t) => canonicalJson(t.Spec) === spec && t.Status.State !== 'running').length;
+  const inFlight = live.filter((t) => taskSpecKey(t.Spec) === spec && t.Status.State !== 'running').length;
   // A slot of 1..Replicas whose newest task this update shut down and that has no live one yet is
   // being replaced too (its new task is made in this step).
   const replicas = replicasOf(svc.Spec) ?? 0;
@@ -123,21 +132,27 @@ function rollingUpdate(svc: { ID: string; Spec: ServiceSpec }, tasks: readonly T
   for (let slot = 1; slot <= replicas; slot++) {
     if (live.some((t) => t.Slot === slot)) continue;
     const newest = tasks.filter((t) => t.Slot === slot).sort((a, b) => (a.CreatedAt < b.CreatedAt ? 1 : -1))[0];
-    if (newest && canonicalJson(newest.Spec) !== spec && !['complete', 'failed', 'rejected'].includes(newest.Status.State)) replacing++;
+    if (newest && taskSpecKey(newest.Spec) !== spec && !ENDED.has(newest.Status.State)) replacing++;
   }
   const room = parallelism > 0 ? parallelism - inFlight - replacing : outdated.length;
   for (const t of outdated.slice(0, Math.max(0, room))) upd(t, { DesiredState: 'shutdown' });
 }
 
-/** Whether a slot whose last task ended by itself gets another, by the restart policy. */
+/**
+ * Whether a slot whose last task ended by itself gets another, by the restart policy: MaxAttempts
+ * counts the runs that ended (within Window before the last one ended, when a Window is set: the
+ * decision stays the same as time passes, as swarmkit's, which decides once when the task ends).
+ */
 function restarts(s: ServiceSpec, history: readonly TaskRecord[]): boolean {
   const last = history[0];
-  if (!last || !['complete', 'failed', 'rejected'].includes(last.Status.State)) return true;
-  const p = (s.TaskTemplate['RestartPolicy'] ?? {}) as { Condition?: string; MaxAttempts?: number };
+  if (!last || !ENDED.has(last.Status.State)) return true;
+  const p = (s.TaskTemplate['RestartPolicy'] ?? {}) as { Condition?: string; MaxAttempts?: number; Window?: number };
   const cond = p.Condition || 'any';
   if (cond === 'none') return false;
   if (cond === 'on-failure' && last.Status.State === 'complete') return false;
-  const ended = history.filter((t) => ['complete', 'failed', 'rejected'].includes(t.Status.State)).length;
+  const windowMs = Math.round(Number(p.Window ?? 0) / 1e6);
+  const since = windowMs > 0 ? Date.parse(last.Status.Timestamp) - windowMs : -Infinity;
+  const ended = history.filter((t) => ENDED.has(t.Status.State) && Date.parse(t.Status.Timestamp) >= since).length;
   return !p.MaxAttempts || ended <= p.MaxAttempts;
 }
 
@@ -165,6 +180,10 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       if (t.DesiredState !== 'remove') t = upd(t, { DesiredState: 'remove' });
       if (!t.NodeID || gone || isTerminal(t.Status.State)) removed.add(t.ID);
       return t;
+    }
+    // A node down for a day will not say how its task ended (swarmkit's orphaned).
+    if (gone && !isTerminal(t.Status.State) && input.now - Date.parse(t.UpdatedAt) >= (input.orphanAfterMs ?? ORPHAN_AFTER_MS)) {
+      return upd(t, { DesiredState: 'shutdown', Status: { ...t.Status, Timestamp: nowIso, State: 'orphaned' } });
     }
     if (!isLive(t) && t.DesiredState !== 'shutdown' && isTerminal(t.Status.State)) return upd(t, { DesiredState: 'shutdown' });
     if (!isLive(t)) return t;
@@ -289,7 +308,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
         continue;
       }
       if (!restarts(svc.Spec, history)) continue;
-      const endedByItself = !!history[0] && ['complete', 'failed', 'rejected'].includes(history[0].Status.State);
+      const endedByItself = !!history[0] && ENDED.has(history[0].Status.State);
       const t = fresh(svc, w.where, endedByItself);
       const placed = assign(t, svc, w.candidates);
       groups.set(w.key, [placed, ...history]);

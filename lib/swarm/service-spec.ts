@@ -155,7 +155,7 @@ export function serviceSpecOf(raw: unknown, name: () => string): ServiceSpec {
     Labels: input.Labels ?? {},
     TaskTemplate: {
       ...restTt,
-      ContainerSpec: { ...tt.ContainerSpec, Image: image, Isolation: (tt.ContainerSpec?.Isolation as string | undefined) || 'default' },
+      ContainerSpec: { ...withoutPullOptions(tt.ContainerSpec ?? {}), Image: image, Isolation: (tt.ContainerSpec?.Isolation as string | undefined) || 'default' },
       ForceUpdate: ForceUpdate ?? 0,
       Runtime: 'container',
     },
@@ -166,6 +166,32 @@ export function serviceSpecOf(raw: unknown, name: () => string): ServiceSpec {
     spec.EndpointSpec = { ...epRest, ...(ep.Ports ? { Ports: ports } : {}) };
   }
   return spec;
+}
+
+/**
+ * The registry credentials a service's tasks pull with: the X-Registry-Auth the client sent
+ * (`--with-registry-auth`), kept where moby keeps it, in ContainerSpec.PullOptions.RegistryAuth; a
+ * client never sets it in a spec and never sees it (the views take it out).
+ */
+export function registryAuthOf(spec: Pick<ServiceSpec, 'TaskTemplate'> | undefined): string | undefined {
+  const po = (spec?.TaskTemplate.ContainerSpec['PullOptions'] ?? undefined) as { RegistryAuth?: string } | undefined;
+  return po?.RegistryAuth || undefined;
+}
+
+export function withRegistryAuth(spec: ServiceSpec, auth: string | undefined): ServiceSpec {
+  const cs = withoutPullOptions(spec.TaskTemplate.ContainerSpec);
+  return { ...spec, TaskTemplate: { ...spec.TaskTemplate, ContainerSpec: auth ? { ...cs, PullOptions: { RegistryAuth: auth } } : cs } };
+}
+
+export function withoutPullOptions<T extends Record<string, unknown>>(cs: T): T {
+  const { PullOptions: _po, ...rest } = cs;
+  return rest as T;
+}
+
+/** A task template as shown (GET /tasks, a service's Spec): without the pull credentials. */
+export function shownTaskSpec(tt: Record<string, unknown>): Record<string, unknown> {
+  const cs = tt['ContainerSpec'];
+  return cs && typeof cs === 'object' && 'PullOptions' in cs ? { ...tt, ContainerSpec: withoutPullOptions(cs as Record<string, unknown>) } : tt;
 }
 
 const UPDATE_DEFAULTS = { Parallelism: 1, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: 'stop-first' };

@@ -2,7 +2,8 @@
 // container/container.go): the ContainerSpec's image, Command as the entrypoint and Args as the
 // command, env (with DOCKER_RESOURCE_<KIND> for the generic resources it was given), the labels it
 // names and the reference's com.docker.swarm.* ones, dir, user, hostname, tty, mounts, hosts, DNS,
-// healthcheck, read-only root, stop signal and grace, init, capabilities, sysctls, ulimits, groups;
+// healthcheck, read-only root, stop signal and grace, init, capabilities, sysctls, ulimits, groups,
+// privileges (security options);
 // the resource limits; the service's log driver; ports published in host mode; no restart policy
 // (the orchestrator replaces a task that ended). A create body as POST /containers/create takes it.
 import { resourceEnv } from '../cluster/placement.ts';
@@ -19,6 +20,23 @@ function extraHosts(hosts: string[] | undefined): string[] | undefined {
     const [ip, ...names] = h.trim().split(/\s+/);
     return ip ? names.map((n) => `${n}:${ip}`) : [];
   });
+}
+
+/**
+ * ContainerSpec.Privileges as security options (moby's executor, applyPrivileges): the SELinux
+ * context, the seccomp and AppArmor modes, no-new-privileges. (CredentialSpec is Windows'.)
+ */
+function securityOpts(p: Obj): string[] | undefined {
+  const out: string[] = [];
+  const se = obj(p['SELinuxContext']);
+  if (se['Disable']) out.push('label=disable');
+  for (const [k, opt] of [['User', 'user'], ['Role', 'role'], ['Type', 'type'], ['Level', 'level']] as const) if (se[k]) out.push(`label=${opt}:${String(se[k])}`);
+  const sc = obj(p['Seccomp']);
+  if (sc['Mode'] === 'unconfined') out.push('seccomp=unconfined');
+  else if (sc['Mode'] === 'custom' && typeof sc['Profile'] === 'string') out.push(`seccomp=${Buffer.from(sc['Profile'], 'base64').toString('utf8')}`);
+  if (obj(p['AppArmor'])['Mode'] === 'disabled') out.push('apparmor=unconfined');
+  if (p['NoNewPrivileges']) out.push('no-new-privileges=true');
+  return out.length ? out : undefined;
 }
 
 export function containerBodyOf(t: NodeTask): Obj {
@@ -44,6 +62,7 @@ export function containerBodyOf(t: NodeTask): Obj {
     ...(cs['Sysctls'] ? { Sysctls: cs['Sysctls'] } : {}),
     ...(cs['Ulimits'] ? { Ulimits: cs['Ulimits'] } : {}),
     ...(cs['Groups'] ? { GroupAdd: cs['Groups'] } : {}),
+    ...(securityOpts(obj(cs['Privileges'])) ? { SecurityOpt: securityOpts(obj(cs['Privileges'])) } : {}),
     ...(limits['NanoCPUs'] ? { NanoCpus: limits['NanoCPUs'] } : {}),
     ...(limits['MemoryBytes'] ? { Memory: limits['MemoryBytes'] } : {}),
     ...(limits['Pids'] ? { PidsLimit: limits['Pids'] } : {}),

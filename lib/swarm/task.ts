@@ -7,6 +7,7 @@
 import type { Claim } from '../cluster/placement.ts';
 import { STATUS_PREFIX } from '../cluster/node-record.ts';
 import { SWARM_PREFIX } from './keys.ts';
+import { shownTaskSpec } from './service-spec.ts';
 
 export const TASKS_PREFIX = `${SWARM_PREFIX}tasks/`;
 export const NODE_TASKS_PREFIX = '/engine/node-tasks/';
@@ -99,7 +100,7 @@ export function taskView(t: TaskRecord, version: number): Record<string, unknown
     CreatedAt: t.CreatedAt,
     UpdatedAt: t.UpdatedAt,
     Labels: t.Labels,
-    Spec: t.Spec,
+    Spec: shownTaskSpec(t.Spec),
     ServiceID: t.ServiceID,
     ...(t.Slot !== undefined ? { Slot: t.Slot } : {}),
     ...(t.NodeID ? { NodeID: t.NodeID } : {}),

@@ -16,7 +16,10 @@ import { canonicalJson } from '../../lib/canonical-json.ts';
 import { removeLevel } from '../../admission/containers/lifecycle.ts';
 import { isCode } from '../../lib/errors.ts';
 import { formatReference, parseReference, withTag } from '../../lib/reference.ts';
-import { NEW_PULL_STATUS, pullName, Pulls } from '../../store/kinds/pull.ts';
+import { askPull, pullName, Pulls } from '../../store/kinds/pull.ts';
+import { decodeRegistryAuth } from '../../lib/registry-auth.ts';
+import type { RegistryAuth } from '../../lib/ports/registry.ts';
+import { registryAuthOf, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { parseRecord } from '../../lib/cluster/node-record.ts';
 import { containerBodyOf } from '../../lib/swarm/task-container.ts';
 import { isTerminal, NODE_TASKS_PREFIX, taskName, taskStatusKey, taskStatusPrefix, type NodeTask, type TaskState, type TaskStatus } from '../../lib/swarm/task.ts';
@@ -39,6 +42,8 @@ export interface TaskRunnerOptions {
   /** Whether containers may start now (./self-fence.ts). */
   startsAllowed?: () => boolean;
   kill?: (id: string) => Promise<void>;
+  /** The credentials the next run of a pull uses (the pull reconciler's). */
+  credentials?: (pull: string, auth: RegistryAuth | undefined) => void;
   log: Logger;
 }
 
@@ -195,10 +200,9 @@ export class TaskRunner implements Reconciler {
     const cur = store.get(Pulls, name);
     const asked = this.pulling.get(t.ID);
     if (!asked) {
-      const generation = cur
-        ? store.updateSpec(Pulls, name, (sp) => ({ ...sp, request: sp.request + 1, desired: 'present' })).generation
-        : store.create(Pulls, name, { reference, platform: '', request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
-      this.pulling.set(t.ID, generation);
+      // With the credentials the service was given (`--with-registry-auth`), else anonymous.
+      this.opts.credentials?.(name, decodeRegistryAuth(registryAuthOf({ TaskTemplate: t.Spec as ServiceSpec['TaskTemplate'] })));
+      this.pulling.set(t.ID, askPull(store, reference, ''));
       return 'pulling';
     }
     if (!cur) {

@@ -7,6 +7,7 @@
 import * as z from 'zod';
 import { defineKind } from '../kind.ts';
 import type { Resource } from '../types.ts';
+import type { Store } from '../store.ts';
 
 export interface PullSpec {
   /** Fully normalised reference with a tag or a digest ("docker.io/library/busybox:latest"). */
@@ -74,3 +75,13 @@ export const Pulls = defineKind<PullSpec, PullStatus>({
     }) satisfies z.ZodType<PullStatus>,
   },
 });
+
+/**
+ * Asks for a pull (`docker pull`'s wish): makes the record, or bumps its `request` so it runs again.
+ * Answers the generation whose outcome answers this request.
+ */
+export function askPull(store: Pick<Store, 'get' | 'create' | 'updateSpec'>, reference: string, platform: string): number {
+  const name = pullName(reference, platform);
+  if (!store.get(Pulls, name)) return store.create(Pulls, name, { reference, platform, request: 1, desired: 'present' }, NEW_PULL_STATUS).generation;
+  return store.updateSpec(Pulls, name, (s) => ({ ...s, request: s.request + 1, desired: 'present' })).generation;
+}

@@ -79,7 +79,7 @@ describe('swarm services on three machines', { skip: !canRun && 'needs root and 
     assert.deepEqual(task.GenericResources, [{ NamedResourceSpec: { Kind: 'gpu', Value: 'GPU-one' } }]);
   });
 
-  test('constraints spread over the nodes that meet them; global on every node; a drain moves tasks off', { timeout: 180_000 }, async () => {
+  test('constraints spread over the nodes that meet them; global on every node; a drain moves tasks off, and a node active again gets its global task', { timeout: 180_000 }, async () => {
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'zb', '--replicas', '4', '--stop-grace-period', '1s', '--constraint', 'node.labels.zone==b', imgs.tag, 'sleep', '1000');
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'all', '--mode', 'global', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
     await waitFor('four zb tasks running', 'zb', async () => (await running('zb')).length === 4, 60_000);
@@ -93,6 +93,8 @@ describe('swarm services on three machines', { skip: !canRun && 'needs root and 
       return zb.length === 4 && nodesOf(zb).every((n) => n === 2) && onOne === '';
     }, 90_000);
     await dk(0, 'node', 'update', '--availability', 'active', ids[1]!);
+    // A node that becomes eligible again gets its global task.
+    await waitFor('the global task back on node 1', 'all', async () => nodesOf(await running('all')).join() === '0,1,2', 60_000);
     await dk(0, 'service', 'rm', 'all');
   });
 

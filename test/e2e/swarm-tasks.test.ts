@@ -11,7 +11,12 @@ import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { swarmInit } from './harness/swarm.ts';
 import { until } from './harness/wait.ts';
 import { freePort } from './harness/free-port.ts';
-import { registryAvailable, startRegistry } from './registry/registry.ts';
+import { bcryptHtpasswd, registryAvailable, startRegistry } from './registry/registry.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const htpasswd = bcryptHtpasswd('alice', 's3cret');
 import { connect } from 'node:net';
 
 interface Task {
@@ -193,6 +198,35 @@ describe('swarm tasks on one node', () => {
       await dk('service', 'rm', 'nowhere');
     } finally {
       await reg.stop();
+    }
+  });
+
+  test('--with-registry-auth: the node pulls with the client\'s credentials, never shown; without them the pull is refused', { timeout: 120_000, skip: (!registryAvailable() && 'docker-registry is not installed') || (!htpasswd && 'no bcrypt implementation to write an htpasswd file') }, async () => {
+    const reg = await startRegistry({ htpasswd: htpasswd! });
+    const cfg = await mkdtemp(join(tmpdir(), 'engine-e2e-swarm-auth-'));
+    const env = { DOCKER_CONFIG: cfg };
+    try {
+      const image = `${reg.hostPort}/swarm/private:1`;
+      const login = await docker(d, ['login', reg.hostPort, '-u', 'alice', '--password-stdin'], { env, input: 's3cret\n' });
+      assert.equal(login.code, 0, login.stderr);
+      await dk('tag', imgs.tag, image);
+      assert.equal((await docker(d, ['push', image], { env })).code, 0);
+      await dk('rmi', image);
+      const made = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--with-registry-auth', '--name', 'private', '--stop-grace-period', '1s', image, 'sleep', '1000'], { env });
+      assert.equal(made.code, 0, made.stderr);
+      await until('the private task running', async () => (await running('private')).length === 1, 60_000);
+      const shown = JSON.stringify([(await apiRequest(d, 'GET', '/services/private')).body, await tasks({ service: ['private'] })]);
+      assert.ok(!shown.includes('PullOptions') && !shown.includes('RegistryAuth'), 'the credentials are never shown');
+      const bad = await apiRequest(d, 'POST', '/services/private/update?version=1&registryAuthFrom=elsewhere', JSON.stringify({}));
+      assert.deepEqual([bad.status, (bad.body as { message: string }).message], [400, 'unsupported registryAuthFrom value']);
+      await dk('service', 'rm', 'private');
+      await dk('rmi', image);
+      await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'anon', image, 'sleep', '1000');
+      await until('rejected: no credentials', async () => (await tasks({ service: ['anon'] })).some((t) => t.Status.State === 'rejected' && /basic auth|unauthorized|authentication/i.test(t.Status.Err ?? '')), 60_000);
+      await dk('service', 'rm', 'anon');
+    } finally {
+      await reg.stop();
+      await rm(cfg, { recursive: true, force: true });
     }
   });
 

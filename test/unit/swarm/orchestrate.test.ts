@@ -2,9 +2,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { orchestrate, type OrchestrateInput } from '../../../lib/swarm/orchestrate.ts';
-import { serviceSpecOf } from '../../../lib/swarm/service-spec.ts';
+import { registryAuthOf, serviceSpecOf, withRegistryAuth } from '../../../lib/swarm/service-spec.ts';
 import type { NodeRecord } from '../../../lib/cluster/node-record.ts';
-import type { TaskRecord } from '../../../lib/swarm/task.ts';
+import { taskView, type TaskRecord } from '../../../lib/swarm/task.ts';
 
 const node = (id: string, extra: Partial<NodeRecord> = {}): NodeRecord => ({
   id, hostname: id, addr: '10.0.0.1', engineVersion: 'x', labels: {}, os: 'linux', arch: 'x86_64', nanoCpus: 2e9, memoryBytes: 8e9,
@@ -157,5 +157,40 @@ describe('orchestrate', () => {
     const updated = svc('r', { Mode: { Replicated: { Replicas: 2 } } }, { ContainerSpec: { Image: 'busybox:2' } });
     const after = run(base({ services: [updated], tasks: kept }));
     assert.equal(after.filter((t) => t.DesiredState === 'shutdown').length, 1, 'one task of the two replaced first');
+  });
+
+  test('MaxAttempts counts the runs that ended within the Window before the last one ended', () => {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const s = svc('w', {}, { RestartPolicy: { Condition: 'any', Delay: 0, MaxAttempts: 1, Window: 10_000_000_000 } });
+    const ended = (id: string, at: number): TaskRecord => ({ ...run(base({ services: [s] }))[0]!, ID: id, CreatedAt: iso(at), DesiredState: 'shutdown', Status: { Timestamp: iso(at), State: 'failed', Message: 'started', PortStatus: {} } });
+    // Two failures 20 s apart: each the only one in its 10 s window, so the slot runs again.
+    const apart = run(base({ services: [s], tasks: [ended('old', 1_000_000 - 20_000), ended('last', 1_000_000)] }));
+    assert.equal(apart.filter((t) => t.DesiredState === 'running').length, 1);
+    // Two within 10 s: MaxAttempts reached, and still so a minute later.
+    const close = [ended('old', 1_000_000 - 5_000), ended('last', 1_000_000)];
+    assert.equal(run(base({ services: [s], tasks: close })).length, 2);
+    assert.equal(run(base({ services: [s], tasks: close, now: 1_060_000 })).length, 2);
+  });
+
+  test('a task on a node down for a day is orphaned', () => {
+    const s = svc('o');
+    const [t] = run(base({ services: [s], nodes: [{ record: node('a') }] }));
+    const running = { ...t!, Status: { ...t!.Status, State: 'running' as const } };
+    const down = run(base({ services: [s], tasks: [running], nodes: [{ record: node('b') }] }));
+    const mine = () => down.find((x) => x.ID === t!.ID)!;
+    assert.deepEqual([mine().DesiredState, mine().Status.State], ['shutdown', 'running'], 'not yet: the node may come back');
+    const day = run(base({ services: [s], tasks: down, nodes: [{ record: node('b') }], now: 1_000_000 + 24 * 3600_000 }));
+    assert.equal(day.find((x) => x.ID === t!.ID)!.Status.State, 'orphaned');
+    assert.equal(run(base({ services: [s], tasks: down, nodes: [{ record: node('b') }], now: 1_000_000 + 1000, orphanAfterMs: 500 })).find((x) => x.ID === t!.ID)!.Status.State, 'orphaned');
+  });
+
+  test('the registry credentials are not a change of the spec: no task is replaced for them', () => {
+    const s = svc('r');
+    const tasks = run(base({ services: [s] }));
+    const withAuth = { ...s, Spec: withRegistryAuth(s.Spec, 'eyJ1c2VybmFtZSI6InUifQ==') };
+    assert.deepEqual(orchestrate(base({ services: [withAuth], tasks })), { put: [], remove: [] });
+    const t = run(base({ services: [withAuth] }))[0]!;
+    assert.equal(registryAuthOf({ TaskTemplate: t.Spec as never }), 'eyJ1c2VybmFtZSI6InUifQ==', 'the node is given them');
+    assert.equal((taskView(t, 1)['Spec'] as { ContainerSpec: Record<string, unknown> }).ContainerSpec['PullOptions'], undefined, 'never shown');
   });
 });
