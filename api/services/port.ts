@@ -1,6 +1,7 @@
 // What the service routes ask of the swarm (cmd/swarm/services.ts answers, on a manager).
 import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import type { TaskRecord } from '../../lib/swarm/task.ts';
+import type { UpdateStatus } from '../../lib/swarm/update.ts';
 
 /** A service as stored: its spec, the one before the last update, and when. */
 export interface ServiceRecord {
@@ -11,6 +12,8 @@ export interface ServiceRecord {
   UpdatedAt: string;
   Spec: ServiceSpec;
   PreviousSpec?: ServiceSpec;
+  /** Where the last update is (the orchestrator's; none until one replaced tasks). */
+  UpdateStatus?: UpdateStatus;
 }
 
 export interface ServicesPort {
@@ -24,7 +27,8 @@ export interface ServicesPort {
   /**
    * Updates to a raw spec at `version`; the tasks pull with `auth` when given, else with the
    * credentials of the current spec (`from` "spec", the default) or of the previous one ("previous-spec").
+   * `rollback`: back to the previous spec (the raw spec is checked, not used), as `docker service rollback`.
    */
-  update(ref: string, version: bigint, raw: unknown, o?: { auth?: string; from?: 'spec' | 'previous-spec' }): Promise<void>;
+  update(ref: string, version: bigint, raw: unknown, o?: { auth?: string; from?: 'spec' | 'previous-spec'; rollback?: boolean }): Promise<void>;
   remove(ref: string): Promise<void>;
 }

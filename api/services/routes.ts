@@ -4,7 +4,7 @@
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { parseSwarmVersion } from '../../lib/swarm/cluster-object.ts';
-import { invalidArgument } from '../../lib/errors.ts';
+import { internal } from '../../lib/errors.ts';
 import { filtersQuery, idParams, q } from '../request.ts';
 import type { ServicesPort } from './port.ts';
 import { serviceFilter, serviceView } from './views.ts';
@@ -58,8 +58,10 @@ export function serviceRoutes(deps: ServiceRouteDeps) {
       const auth = registryAuthHeader(req.headers['x-registry-auth']);
       const from = req.query.registryAuthFrom || 'spec';
       // As moby: checked only when no credentials come with the update.
-      if (!auth && from !== 'spec' && from !== 'previous-spec') throw invalidArgument('unsupported registryAuthFrom value');
-      await deps.services().update(req.params.id, version, req.body, { auth, from: from === 'previous-spec' ? from : 'spec' });
+      if (!auth && from !== 'spec' && from !== 'previous-spec') throw internal('unsupported registryAuthFrom value');
+      const rollback = req.query.rollback ?? '';
+      if (rollback !== '' && rollback !== 'none' && rollback !== 'previous') throw internal(`unrecognized rollback option ${rollback}`);
+      await deps.services().update(req.params.id, version, req.body, { auth, from: from === 'previous-spec' ? from : 'spec', rollback: rollback === 'previous' });
       return { Warnings: null };
     });
 

@@ -6,7 +6,7 @@
 import { internal, invalidArgument, notFound } from '../../lib/errors.ts';
 import { replicasOf } from '../../lib/swarm/service-spec.ts';
 import { lookup } from '../../lib/swarm/lookup.ts';
-import { taskSpecKey, taskSpecOf } from '../../lib/swarm/orchestrate.ts';
+import { taskSpecKey, taskSpecOf } from '../../lib/swarm/update.ts';
 import { TASK_STATES, type TaskRecord } from '../../lib/swarm/task.ts';
 import { matchKVList, parseFilters } from '../filters.ts';
 import type { ServiceRecord } from './port.ts';

@@ -26,6 +26,7 @@ export function serviceView(s: ServiceRecord, o: { insertDefaults?: boolean; sta
     UpdatedAt: s.UpdatedAt,
     Spec: spec,
     ...(s.PreviousSpec ? { PreviousSpec: shown(s.PreviousSpec) } : {}),
+    ...(s.UpdateStatus ? { UpdateStatus: s.UpdateStatus } : {}),
     Endpoint: endpoint,
     ...(o.status ? { ServiceStatus: o.status } : {}),
   };

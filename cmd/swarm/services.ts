@@ -6,7 +6,7 @@
 // lib/swarm/service-spec.ts before anything is written.
 import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
-import { alreadyExists, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
+import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
 import { registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
@@ -55,14 +55,24 @@ export class SwarmServices implements ServicesPort {
     return rec.ID;
   }
 
-  async update(ref: string, version: bigint, raw: unknown, o: { auth?: string; from?: 'spec' | 'previous-spec' } = {}): Promise<void> {
+  async update(ref: string, version: bigint, raw: unknown, o: { auth?: string; from?: 'spec' | 'previous-spec'; rollback?: boolean } = {}): Promise<void> {
     const cur = await this.find(ref);
-    const auth = o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec);
-    const spec: ServiceSpec = withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name), auth);
-    if (spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
+    // A rollback takes the previous spec as it is (the body is not read, as the reference).
+    const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
+    if (spec && spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
+    if (spec && ('Global' in spec.Mode) !== ('Global' in cur.Spec.Mode)) throw notImplemented('rpc error: code = Unimplemented desc = service mode change is not allowed');
     if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);
-    const { version: _v, ...stored } = cur;
-    const next: Stored = { ...stored, UpdatedAt: new Date().toISOString(), Spec: spec, PreviousSpec: cur.Spec };
+    const { version: _v, UpdateStatus: _u, ...stored } = cur;
+    const now = new Date().toISOString();
+    let next: Stored;
+    if (!spec) {
+      // As swarmkit: the previous spec and the current one swap; the rollback is under way.
+      if (!cur.PreviousSpec) throw failedPrecondition(`rpc error: code = FailedPrecondition desc = service ${cur.ID} does not have a previous spec`);
+      next = { ...stored, UpdatedAt: now, Spec: cur.PreviousSpec, PreviousSpec: cur.Spec, UpdateStatus: { State: 'rollback_started', StartedAt: now, Message: 'manually requested rollback' } };
+    } else {
+      // A new spec: its update has not started (the orchestrator starts it if tasks need replacing).
+      next = { ...stored, UpdatedAt: now, Spec: spec, PreviousSpec: cur.Spec };
+    }
     const etcd = this.etcd();
     const r = await etcd.if(key(cur.ID), 'Mod', '==', String(version)).then(etcd.put(key(cur.ID)).value(JSON.stringify(next))).commit();
     if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);

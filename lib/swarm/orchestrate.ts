@@ -21,13 +21,14 @@ import type { NodeRecord } from '../cluster/node-record.ts';
 import { chooseNode, nodeState, take, type NodeState, type Needs } from '../cluster/placement.ts';
 import { unmetConstraint } from '../compose/placement.ts';
 import type { NodeSpec } from './node-spec.ts';
-import { replicasOf, shownTaskSpec, type ServiceSpec } from './service-spec.ts';
+import { replicasOf, type ServiceSpec } from './service-spec.ts';
+import { ENDED, isLive, rollout, taskSpecKey, taskSpecOf, type UpdateStatus } from './update.ts';
 import { isTerminal, stateRank, type TaskRecord, type TaskReport, type TaskState } from './task.ts';
 
 export interface OrchestrateInput {
   /** Epoch ms. */
   now: number;
-  services: ReadonlyArray<{ ID: string; Spec: ServiceSpec }>;
+  services: readonly ServiceInput[];
   tasks: readonly TaskRecord[];
   /** What the node a task is on reports of it, by task id. */
   reports: ReadonlyMap<string, TaskReport>;
@@ -40,9 +41,21 @@ export interface OrchestrateInput {
   newId: () => string;
 }
 
+/** A service as the step reads it: its spec, whether it has a previous one, where its update is. */
+export interface ServiceInput {
+  ID: string;
+  Spec: ServiceSpec;
+  PreviousSpec?: ServiceSpec;
+  UpdateStatus?: UpdateStatus;
+}
+
 export interface OrchestrateResult {
   put: TaskRecord[];
   remove: string[];
+  /** Services whose UpdateStatus changes (and that roll back to their PreviousSpec). */
+  services: Array<{ ID: string; UpdateStatus: UpdateStatus; rollback?: boolean }>;
+  /** When (epoch ms) a restart's delay, an update's Delay or Monitor ends. */
+  wakeAt?: number;
 }
 
 const DEFAULT_DELAY_NS = 5_000_000_000;
@@ -52,18 +65,8 @@ const DEFAULT_DELAY_NS = 5_000_000_000;
  */
 const MAX_FAILURES = 3;
 const FAILURE_WINDOW_MS = 5 * 60_000;
-/** The states a task's run ends in by itself. */
-const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'rejected']);
 /** A task on a node down this long is orphaned (swarmkit's 24 hours): its node will not report it again. */
 export const ORPHAN_AFTER_MS = 24 * 3600_000;
-const isLive = (t: TaskRecord) => (t.DesiredState === 'running' || t.DesiredState === 'ready') && !isTerminal(t.Status.State);
-/** The template a task runs: the service's TaskTemplate without Runtime, as the reference shows a task's Spec. */
-export const taskSpecOf = (s: ServiceSpec): Record<string, unknown> => {
-  const { Runtime: _r, ...spec } = s.TaskTemplate;
-  return spec;
-};
-/** A task template's identity for an update: without the pull credentials (swarmkit's IsTaskDirty ignores PullOptions). */
-export const taskSpecKey = (spec: Record<string, unknown>): string => canonicalJson(shownTaskSpec(spec));
 
 function needsOf(s: ServiceSpec): Needs {
   const r = ((s.TaskTemplate['Resources'] as Record<string, unknown> | undefined)?.['Reservations'] ?? {}) as { NanoCPUs?: number; MemoryBytes?: number; GenericResources?: Array<Record<string, { Kind: string; Value: number | string }>> };
@@ -113,32 +116,6 @@ function spreadGroups(prefs: Placement['Preferences'], candidates: readonly Node
 }
 
 /**
- * An update rolls (UpdateConfig.Parallelism, default 1, 0 for all at once): the tasks whose spec is
- * no longer the service's are shut down a batch at a time, the next batch once the replacements of
- * the last are running (stop-first: a slot's new task is made once its old one is shut down).
- */
-function rollingUpdate(svc: { ID: string; Spec: ServiceSpec }, tasks: readonly TaskRecord[], upd: (t: TaskRecord, patch: Partial<TaskRecord>) => TaskRecord): void {
-  const spec = taskSpecKey(taskSpecOf(svc.Spec));
-  const live = tasks.filter(isLive);
-  const outdated = live.filter((t) => taskSpecKey(t.Spec) !== spec).sort((a, b) => (a.Slot ?? 0) - (b.Slot ?? 0) || (a.NodeID ?? '').localeCompare(b.NodeID ?? ''));
-  if (!outdated.length) return;
-  const parallelism = Number((svc.Spec.UpdateConfig as { Parallelism?: number } | undefined)?.Parallelism ?? 1);
-  // Replacements on their way: up to date, meant to run, not running yet.
-  const inFlight = live.filter((t) => taskSpecKey(t.Spec) === spec && t.Status.State !== 'running').length;
-  // A slot of 1..Replicas whose newest task this update shut down and that has no live one yet is
-  // being replaced too (its new task is made in this step).
-  const replicas = replicasOf(svc.Spec) ?? 0;
-  let replacing = 0;
-  for (let slot = 1; slot <= replicas; slot++) {
-    if (live.some((t) => t.Slot === slot)) continue;
-    const newest = tasks.filter((t) => t.Slot === slot).sort((a, b) => (a.CreatedAt < b.CreatedAt ? 1 : -1))[0];
-    if (newest && taskSpecKey(newest.Spec) !== spec && !ENDED.has(newest.Status.State)) replacing++;
-  }
-  const room = parallelism > 0 ? parallelism - inFlight - replacing : outdated.length;
-  for (const t of outdated.slice(0, Math.max(0, room))) upd(t, { DesiredState: 'shutdown' });
-}
-
-/**
  * Whether a slot whose last task ended by itself gets another, by the restart policy: MaxAttempts
  * counts the runs that ended (within Window before the last one ended, when a Window is set: the
  * decision stays the same as time passes, as swarmkit's, which decides once when the task ends).
@@ -173,7 +150,9 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
   // Fold in what the nodes report; shut down what can no longer run; remove what is done with.
   let tasks = input.tasks.map((t) => {
     const r = input.reports.get(t.ID);
-    if (r && t.NodeID && stateRank(r.Status.State) >= stateRank(t.Status.State) && canonicalJson(r.Status) !== canonicalJson(t.Status)) t = upd(t, { Status: r.Status });
+    if (r && t.NodeID && stateRank(r.Status.State) >= stateRank(t.Status.State) && canonicalJson(r.Status) !== canonicalJson(t.Status)) {
+      t = upd(t, { Status: r.Status, ...(r.Status.State === 'running' && !t.RunningSince ? { RunningSince: r.Status.Timestamp } : {}) });
+    }
     const svc = services.get(t.ServiceID);
     const gone = !!t.NodeID && !nodesUp.has(t.NodeID);
     if (!svc || t.DesiredState === 'remove') {
@@ -190,10 +169,17 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     const replicas = replicasOf(svc.Spec);
     if (replicas !== undefined && (t.Slot ?? 0) > replicas) return upd(t, { DesiredState: 'remove' });
     if (gone || availability(t.NodeID) === 'drain') return upd(t, { DesiredState: 'shutdown' });
-    if (t.DesiredState === 'ready' && (t.RunAfter ?? 0) <= input.now) return upd(t, { DesiredState: 'running' });
     return t;
   });
   tasks = tasks.filter((t) => !removed.has(t.ID));
+  // A task waiting to run: after its restart delay, and once the task it replaces has stopped (stop-first).
+  const byId = new Map(tasks.map((t) => [t.ID, t]));
+  tasks = tasks.map((t) => {
+    if (t.DesiredState !== 'ready' || !isLive(t) || (t.RunAfter ?? 0) > input.now) return t;
+    const before = t.StartAfter ? byId.get(t.StartAfter) : undefined;
+    if (before && !isTerminal(before.Status.State) && !!before.NodeID && nodesUp.has(before.NodeID)) return t;
+    return upd(t, { DesiredState: 'running' });
+  });
 
   // The scheduler's view: active nodes, with what their live tasks already take.
   const states = new Map<string, NodeState>();
@@ -253,7 +239,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     take(chosen.node, svc.ID, needsOf(svc.Spec), chosen.claims);
     return upd(t, { NodeID: chosen.node.record.id, Claims: chosen.claims, Status: status('assigned', 'scheduler assigned task to node') });
   };
-  const fresh = (svc: { ID: string; Spec: ServiceSpec }, where: { Slot?: number; NodeID?: string }, delayed: boolean): TaskRecord => {
+  const fresh = (svc: { ID: string; Spec: ServiceSpec }, where: { Slot?: number; NodeID?: string }, delayed: boolean, startAfter?: string): TaskRecord => {
     const delayNs = Number((svc.Spec.TaskTemplate['RestartPolicy'] as { Delay?: number } | undefined)?.Delay ?? DEFAULT_DELAY_NS);
     const t: TaskRecord = {
       ID: input.newId(),
@@ -266,13 +252,16 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       ...where,
       ...(hostPorts(svc.Spec).length ? { HostPorts: hostPorts(svc.Spec) } : {}),
       Status: status('new', 'created'),
-      DesiredState: delayed && delayNs > 0 ? 'ready' : 'running',
+      DesiredState: (delayed && delayNs > 0) || startAfter ? 'ready' : 'running',
       ...(delayed && delayNs > 0 ? { RunAfter: input.now + Math.round(delayNs / 1e6) } : {}),
+      ...(startAfter ? { StartAfter: startAfter } : {}),
     };
     changed.set(t.ID, t);
     return t;
   };
 
+  const serviceChanges: OrchestrateResult['services'] = [];
+  const wakes: number[] = [];
   const byService = new Map<string, TaskRecord[]>();
   for (const t of tasks) byService.set(t.ServiceID, [...(byService.get(t.ServiceID) ?? []), t]);
   const newest = (a: TaskRecord, b: TaskRecord) => (a.CreatedAt < b.CreatedAt ? 1 : a.CreatedAt > b.CreatedAt ? -1 : 0);
@@ -286,7 +275,6 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       groups.set(k, [...(groups.get(k) ?? []), t]);
     }
     for (const g of groups.values()) g.sort(newest);
-    rollingUpdate(svc, own.map((t) => changed.get(t.ID) ?? t), upd);
     const wanted: Array<{ key: string; where: { Slot?: number; NodeID?: string }; candidates: NodeState[] }> = [];
     if (replicas !== undefined) {
       for (let slot = 1; slot <= replicas; slot++) wanted.push({ key: String(slot), where: { Slot: slot }, candidates: [...states.values()] });
@@ -300,16 +288,29 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
         for (const t of g) if (isLive(t) && t.NodeID) upd(t, { DesiredState: 'shutdown' });
       }
     }
+    // The rolling update (./update.ts): which outdated tasks go now, which slots start their replacement first.
+    const current = () => new Map([...groups].map(([k, g]) => [k, g.map((t) => changed.get(t.ID) ?? t)]));
+    const roll = rollout({ now: input.now, spec: svc.Spec, status: svc.UpdateStatus, hasPrevious: !!svc.PreviousSpec, slots: current(), wanted: wanted.map((w) => w.key) });
+    if (roll.status) serviceChanges.push({ ID: svc.ID, UpdateStatus: roll.status, ...(roll.rollback ? { rollback: true } : {}) });
+    if (roll.wakeAt) wakes.push(roll.wakeAt);
+    for (const t of roll.shutdown) upd(changed.get(t.ID) ?? t, { DesiredState: 'shutdown' });
+    // Rolling back: the tasks follow the previous spec once it is the service's (the next step).
+    if (roll.rollback) continue;
+    const specKey = taskSpecKey(taskSpecOf(svc.Spec));
     for (const w of wanted) {
       const history = (groups.get(w.key) ?? []).map((t) => changed.get(t.ID) ?? t);
-      const live = history.find(isLive);
-      if (live) {
-        if (!live.NodeID) assign(live, svc, w.candidates);
+      const live = history.filter(isLive);
+      const startFirst = roll.startFirst.has(w.key) && !live.some((t) => taskSpecKey(t.Spec) === specKey);
+      if (live.length && !startFirst) {
+        for (const t of live) if (!t.NodeID) assign(t, svc, w.candidates);
         continue;
       }
-      if (!restarts(svc.Spec, history)) continue;
-      const endedByItself = !!history[0] && ENDED.has(history[0].Status.State);
-      const t = fresh(svc, w.where, endedByItself);
+      if (!startFirst && !restarts(svc.Spec, history)) continue;
+      const endedByItself = !startFirst && !!history[0] && ENDED.has(history[0].Status.State);
+      // Stop-first: the replacement of a task this update shut down runs once that one has stopped.
+      const prev = history[0];
+      const stopping = !startFirst && prev && prev.DesiredState === 'shutdown' && !isTerminal(prev.Status.State) && !!prev.NodeID && nodesUp.has(prev.NodeID) && taskSpecKey(prev.Spec) !== specKey;
+      const t = fresh(svc, w.where, endedByItself, stopping ? prev.ID : undefined);
       const placed = assign(t, svc, w.candidates);
       groups.set(w.key, [placed, ...history]);
     }
@@ -322,5 +323,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     }
   }
   for (const id of removed) changed.delete(id);
-  return { put: [...changed.values()], remove: [...removed] };
+  const after = [...tasks.filter((t) => !changed.has(t.ID) && !removed.has(t.ID)), ...changed.values()];
+  for (const t of after) if (t.DesiredState === 'ready' && t.RunAfter && t.RunAfter > input.now) wakes.push(t.RunAfter);
+  return { put: [...changed.values()], remove: [...removed], services: serviceChanges, ...(wakes.length ? { wakeAt: Math.min(...wakes) } : {}) };
 }

