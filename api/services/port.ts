@@ -2,6 +2,7 @@
 import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import type { TaskRecord } from '../../lib/swarm/task.ts';
 import type { UpdateStatus } from '../../lib/swarm/update.ts';
+import type { JobStatus } from '../../lib/swarm/task.ts';
 
 /** A service as stored: its spec, the one before the last update, and when. */
 export interface ServiceRecord {
@@ -14,6 +15,8 @@ export interface ServiceRecord {
   PreviousSpec?: ServiceSpec;
   /** Where the last update is (the orchestrator's; none until one replaced tasks). */
   UpdateStatus?: UpdateStatus;
+  /** A job's: the iteration its tasks belong to (bumped by each update) and when it began. */
+  JobStatus?: JobStatus;
 }
 
 export interface ServicesPort {

@@ -4,7 +4,7 @@
 // SERVICE.SLOT or SERVICE.NODE), label, node and service (by id, id prefix, name or hostname: an
 // unknown one is its 404), runtime; another key refused.
 import { internal, invalidArgument, notFound } from '../../lib/errors.ts';
-import { replicasOf } from '../../lib/swarm/service-spec.ts';
+import { jobOf, replicasOf } from '../../lib/swarm/service-spec.ts';
 import { lookup } from '../../lib/swarm/lookup.ts';
 import { taskSpecKey, taskSpecOf } from '../../lib/swarm/update.ts';
 import { TASK_STATES, type TaskRecord } from '../../lib/swarm/task.ts';
@@ -57,6 +57,18 @@ export function findTask<T extends { task: TaskRecord }>(all: readonly T[], ref:
 
 /** ServiceStatus: tasks running, tasks wanted (a global service's: its tasks meant to run), tasks completed. */
 export function serviceCounts(s: ServiceRecord, tasks: readonly TaskRecord[]): ServiceCounts {
+  const job = jobOf(s.Spec);
+  if (job) {
+    // A job's (dockerd 20.10, docs/reference-services.md §11): its iteration's tasks; a replicated
+    // job wants MaxConcurrent, a global one its tasks not yet complete.
+    const iteration = s.JobStatus?.JobIteration.Index ?? 0;
+    const own = tasks.filter((t) => t.ServiceID === s.ID && (t.JobIteration?.Index ?? 0) === iteration);
+    return {
+      RunningTasks: own.filter((t) => t.Status.State === 'running' && t.DesiredState === 'complete').length,
+      DesiredTasks: job.kind === 'replicated' ? job.maxConcurrent : own.filter((t) => t.DesiredState === 'complete' && t.Status.State !== 'complete').length,
+      CompletedTasks: own.filter((t) => t.Status.State === 'complete').length,
+    };
+  }
   const own = tasks.filter((t) => t.ServiceID === s.ID);
   const replicas = replicasOf(s.Spec);
   return {

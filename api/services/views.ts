@@ -3,9 +3,10 @@
 // for host-mode ports, the ports; no virtual IPs without networks), ServiceStatus with status=true;
 // and the GET /services filters (id and name prefixes, label, mode; another key refused).
 import { invalidArgument } from '../../lib/errors.ts';
-import { withDefaults, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { modeName, withDefaults, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { matchKVList, parseFilters } from '../filters.ts';
 import type { ServiceRecord } from './port.ts';
+import { versionView } from '../../lib/swarm/task.ts';
 
 export interface ServiceCounts {
   RunningTasks: number;
@@ -27,6 +28,7 @@ export function serviceView(s: ServiceRecord, o: { insertDefaults?: boolean; sta
     Spec: spec,
     ...(s.PreviousSpec ? { PreviousSpec: shown(s.PreviousSpec) } : {}),
     ...(s.UpdateStatus ? { UpdateStatus: s.UpdateStatus } : {}),
+    ...(s.JobStatus ? { JobStatus: { JobIteration: versionView(s.JobStatus.JobIteration), LastExecution: s.JobStatus.LastExecution } } : {}),
     Endpoint: endpoint,
     ...(o.status ? { ServiceStatus: o.status } : {}),
   };
@@ -44,6 +46,6 @@ export function serviceFilter(raw: string | undefined): (s: ServiceRecord) => bo
   return (s) =>
     (!ids.length || ids.some((x) => s.ID.startsWith(x))) &&
     (!names.length || names.some((x) => s.Spec.Name.startsWith(x))) &&
-    (!modes.length || modes.includes('Global' in s.Spec.Mode ? 'global' : 'replicated')) &&
+    (!modes.length || modes.includes(modeName(s.Spec))) &&
     matchKVList(f.get('label'), s.Spec.Labels);
 }

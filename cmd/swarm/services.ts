@@ -7,7 +7,7 @@
 import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
 import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
-import { registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
 import { SERVICE_NAMES_PREFIX, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
@@ -45,7 +45,7 @@ export class SwarmServices implements ServicesPort {
     const taken = new Set((await this.list()).map((s) => s.Spec.Name));
     const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1)), auth);
     const now = new Date().toISOString();
-    const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec };
+    const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec, ...(jobOf(spec) ? { JobStatus: { JobIteration: { Index: 0 }, LastExecution: now } } : {}) };
     const etcd = this.etcd();
     const r = await etcd
       .if(nameKey(spec.Name), 'Create', '==', 0)
@@ -60,7 +60,7 @@ export class SwarmServices implements ServicesPort {
     // A rollback takes the previous spec as it is (the body is not read, as the reference).
     const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
     if (spec && spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
-    if (spec && ('Global' in spec.Mode) !== ('Global' in cur.Spec.Mode)) throw notImplemented('rpc error: code = Unimplemented desc = service mode change is not allowed');
+    if (spec && modeName(spec) !== modeName(cur.Spec)) throw notImplemented('rpc error: code = Unimplemented desc = service mode change is not allowed');
     if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);
     const { version: _v, UpdateStatus: _u, ...stored } = cur;
     const now = new Date().toISOString();
@@ -73,6 +73,8 @@ export class SwarmServices implements ServicesPort {
       // A new spec: its update has not started (the orchestrator starts it if tasks need replacing).
       next = { ...stored, UpdatedAt: now, Spec: spec, PreviousSpec: cur.Spec };
     }
+    // A job runs again with each change of its spec (its next iteration).
+    if (jobOf(next.Spec)) next.JobStatus = { JobIteration: { Index: (cur.JobStatus?.JobIteration.Index ?? 0) + 1 }, LastExecution: now };
     const etcd = this.etcd();
     const r = await etcd.if(key(cur.ID), 'Mod', '==', String(version)).then(etcd.put(key(cur.ID)).value(JSON.stringify(next))).commit();
     if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);

@@ -21,9 +21,9 @@ import type { NodeRecord } from '../cluster/node-record.ts';
 import { chooseNode, nodeState, take, type NodeState, type Needs } from '../cluster/placement.ts';
 import { unmetConstraint } from '../compose/placement.ts';
 import type { NodeSpec } from './node-spec.ts';
-import { replicasOf, type ServiceSpec } from './service-spec.ts';
+import { jobOf, replicasOf, type ServiceSpec } from './service-spec.ts';
 import { ENDED, isLive, rollout, taskSpecKey, taskSpecOf, type UpdateStatus } from './update.ts';
-import { isTerminal, stateRank, type TaskRecord, type TaskReport, type TaskState } from './task.ts';
+import { isTerminal, stateRank, type JobStatus, type TaskRecord, type TaskReport, type TaskState } from './task.ts';
 
 export interface OrchestrateInput {
   /** Epoch ms. */
@@ -47,6 +47,7 @@ export interface ServiceInput {
   Spec: ServiceSpec;
   PreviousSpec?: ServiceSpec;
   UpdateStatus?: UpdateStatus;
+  JobStatus?: JobStatus;
 }
 
 export interface OrchestrateResult {
@@ -146,6 +147,8 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
   const nodesUp = new Map(input.nodes.map((n) => [n.record.id, n]));
   const availability = (id: string | undefined) => (id ? (nodesUp.get(id)?.spec?.Availability ?? 'active') : undefined);
   const services = new Map(input.services.map((s) => [s.ID, s]));
+  /** What a task is meant to do once it may run: a job's runs to completion. */
+  const runState = (svc: ServiceInput | undefined): TaskState => (svc && jobOf(svc.Spec) ? 'complete' : 'running');
 
   // Fold in what the nodes report; shut down what can no longer run; remove what is done with.
   let tasks = input.tasks.map((t) => {
@@ -164,7 +167,8 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     if (gone && !isTerminal(t.Status.State) && input.now - Date.parse(t.UpdatedAt) >= (input.orphanAfterMs ?? ORPHAN_AFTER_MS)) {
       return upd(t, { DesiredState: 'shutdown', Status: { ...t.Status, Timestamp: nowIso, State: 'orphaned' } });
     }
-    if (!isLive(t) && t.DesiredState !== 'shutdown' && isTerminal(t.Status.State)) return upd(t, { DesiredState: 'shutdown' });
+    // (A job's task that completed stays complete/complete, as the reference shows it.)
+    if (!isLive(t) && t.DesiredState !== 'shutdown' && isTerminal(t.Status.State) && !(t.DesiredState === 'complete' && t.Status.State === 'complete')) return upd(t, { DesiredState: 'shutdown' });
     if (!isLive(t)) return t;
     const replicas = replicasOf(svc.Spec);
     if (replicas !== undefined && (t.Slot ?? 0) > replicas) return upd(t, { DesiredState: 'remove' });
@@ -178,7 +182,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     if (t.DesiredState !== 'ready' || !isLive(t) || (t.RunAfter ?? 0) > input.now) return t;
     const before = t.StartAfter ? byId.get(t.StartAfter) : undefined;
     if (before && !isTerminal(before.Status.State) && !!before.NodeID && nodesUp.has(before.NodeID)) return t;
-    return upd(t, { DesiredState: 'running' });
+    return upd(t, { DesiredState: runState(services.get(t.ServiceID)) });
   });
 
   // The scheduler's view: active nodes, with what their live tasks already take.
@@ -239,7 +243,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     take(chosen.node, svc.ID, needsOf(svc.Spec), chosen.claims);
     return upd(t, { NodeID: chosen.node.record.id, Claims: chosen.claims, Status: status('assigned', 'scheduler assigned task to node') });
   };
-  const fresh = (svc: { ID: string; Spec: ServiceSpec }, where: { Slot?: number; NodeID?: string }, delayed: boolean, startAfter?: string): TaskRecord => {
+  const fresh = (svc: ServiceInput, where: { Slot?: number; NodeID?: string }, delayed: boolean, startAfter?: string): TaskRecord => {
     const delayNs = Number((svc.Spec.TaskTemplate['RestartPolicy'] as { Delay?: number } | undefined)?.Delay ?? DEFAULT_DELAY_NS);
     const t: TaskRecord = {
       ID: input.newId(),
@@ -252,7 +256,8 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       ...where,
       ...(hostPorts(svc.Spec).length ? { HostPorts: hostPorts(svc.Spec) } : {}),
       Status: status('new', 'created'),
-      DesiredState: (delayed && delayNs > 0) || startAfter ? 'ready' : 'running',
+      DesiredState: (delayed && delayNs > 0) || startAfter ? 'ready' : runState(svc),
+      ...(jobOf(svc.Spec) ? { JobIteration: { Index: svc.JobStatus?.JobIteration.Index ?? 0 } } : {}),
       ...(delayed && delayNs > 0 ? { RunAfter: input.now + Math.round(delayNs / 1e6) } : {}),
       ...(startAfter ? { StartAfter: startAfter } : {}),
     };
@@ -266,31 +271,53 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
   for (const t of tasks) byService.set(t.ServiceID, [...(byService.get(t.ServiceID) ?? []), t]);
   const newest = (a: TaskRecord, b: TaskRecord) => (a.CreatedAt < b.CreatedAt ? 1 : a.CreatedAt > b.CreatedAt ? -1 : 0);
   for (const svc of [...services.values()].sort((a, b) => (a.ID < b.ID ? -1 : 1))) {
-    const own = byService.get(svc.ID) ?? [];
-    const replicas = replicasOf(svc.Spec);
+    const job = jobOf(svc.Spec);
+    const iteration = svc.JobStatus?.JobIteration.Index ?? 0;
+    let own = byService.get(svc.ID) ?? [];
+    if (job) {
+      // A job's earlier iterations: what still runs of them is shut down; they are history.
+      for (const t of own) if ((t.JobIteration?.Index ?? 0) !== iteration && isLive(t)) upd(t, { DesiredState: 'shutdown' });
+      own = own.filter((t) => (t.JobIteration?.Index ?? 0) === iteration);
+    }
+    const replicas = job?.kind === 'replicated' ? job.total : replicasOf(svc.Spec);
+    const bySlot = job ? job.kind === 'replicated' : replicas !== undefined;
     // A slot of a replicated service, a node of a global one: its tasks, newest first.
     const groups = new Map<string, TaskRecord[]>();
     for (const t of own) {
-      const k = replicas !== undefined ? String(t.Slot) : (t.NodeID ?? '');
+      const k = bySlot ? String(t.Slot ?? 0) : (t.NodeID ?? '');
       groups.set(k, [...(groups.get(k) ?? []), t]);
     }
     for (const g of groups.values()) g.sort(newest);
+    const done = (key: string) => !!job && (groups.get(key) ?? []).some((t) => t.Status.State === 'complete');
     const wanted: Array<{ key: string; where: { Slot?: number; NodeID?: string }; candidates: NodeState[] }> = [];
-    if (replicas !== undefined) {
+    if (job?.kind === 'replicated') {
+      // A replicated job: slots 0..TotalCompletions-1, each until one of its tasks completes, at
+      // most MaxConcurrent at once (the lowest slots first).
+      let room = job.maxConcurrent - [...groups.values()].filter((g) => g.some(isLive)).length;
+      for (let slot = 0; slot < job.total; slot++) {
+        const key = String(slot);
+        if (done(key)) continue;
+        const active = (groups.get(key) ?? []).some(isLive);
+        if (!active && room <= 0) continue;
+        if (!active) room--;
+        wanted.push({ key, where: slot ? { Slot: slot } : {}, candidates: [...states.values()] });
+      }
+    } else if (replicas !== undefined) {
       for (let slot = 1; slot <= replicas; slot++) wanted.push({ key: String(slot), where: { Slot: slot }, candidates: [...states.values()] });
     } else {
       for (const st of states.values()) {
-        if (unmetConstraint(constraintsOf(svc.Spec), st.facts) === undefined) wanted.push({ key: st.record.id, where: { NodeID: st.record.id }, candidates: [st] });
+        if (unmetConstraint(constraintsOf(svc.Spec), st.facts) === undefined && !done(st.record.id)) wanted.push({ key: st.record.id, where: { NodeID: st.record.id }, candidates: [st] });
       }
       // A node that no longer meets the constraints: its task is shut down.
       for (const [node, g] of groups) {
-        if (wanted.some((w) => w.key === node)) continue;
+        if (wanted.some((w) => w.key === node) || done(node)) continue;
         for (const t of g) if (isLive(t) && t.NodeID) upd(t, { DesiredState: 'shutdown' });
       }
     }
     // The rolling update (./update.ts): which outdated tasks go now, which slots start their replacement first.
     const current = () => new Map([...groups].map(([k, g]) => [k, g.map((t) => changed.get(t.ID) ?? t)]));
-    const roll = rollout({ now: input.now, spec: svc.Spec, status: svc.UpdateStatus, hasPrevious: !!svc.PreviousSpec, slots: current(), wanted: wanted.map((w) => w.key) });
+    // (A job has none: a change of its spec is its next iteration.)
+    const roll = job ? { shutdown: [], startFirst: new Set<string>() } : rollout({ now: input.now, spec: svc.Spec, status: svc.UpdateStatus, hasPrevious: !!svc.PreviousSpec, slots: current(), wanted: wanted.map((w) => w.key) });
     if (roll.status) serviceChanges.push({ ID: svc.ID, UpdateStatus: roll.status, ...(roll.rollback ? { rollback: true } : {}) });
     if (roll.wakeAt) wakes.push(roll.wakeAt);
     for (const t of roll.shutdown) upd(changed.get(t.ID) ?? t, { DesiredState: 'shutdown' });
@@ -314,8 +341,8 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       const placed = assign(t, svc, w.candidates);
       groups.set(w.key, [placed, ...history]);
     }
-    // History: a slot keeps `retention` tasks in all; the oldest that are done with go.
-    for (const g of groups.values()) {
+    // History: a slot keeps `retention` tasks in all; the oldest that are done with go (a job's are kept, as the reference keeps them).
+    for (const g of job ? [] : groups.values()) {
       const all = g.map((t) => changed.get(t.ID) ?? t).sort(newest);
       for (const t of all.slice(Math.max(1, input.retention))) {
         if (!isLive(t) && (isTerminal(t.Status.State) || !t.NodeID || !nodesUp.has(t.NodeID))) removed.add(t.ID);

@@ -34,7 +34,14 @@ export const ServiceSpecInput = z.looseObject({
       Runtime: z.string().optional(),
     })
     .nullish(),
-  Mode: z.looseObject({ Replicated: z.looseObject({ Replicas: z.unknown().optional() }).nullish(), Global: z.looseObject({}).nullish() }).nullish(),
+  Mode: z
+    .looseObject({
+      Replicated: z.looseObject({ Replicas: z.unknown().optional() }).nullish(),
+      Global: z.looseObject({}).nullish(),
+      ReplicatedJob: z.looseObject({ MaxConcurrent: z.unknown().optional(), TotalCompletions: z.unknown().optional() }).nullish(),
+      GlobalJob: z.looseObject({}).nullish(),
+    })
+    .nullish(),
   UpdateConfig: z.looseObject({}).nullish(),
   RollbackConfig: z.looseObject({}).nullish(),
   Networks: z.array(NetworkAttachment).nullish(),
@@ -51,7 +58,7 @@ export interface ServiceSpec {
     ForceUpdate: number;
     Runtime: string;
   };
-  Mode: { Replicated: { Replicas: number } } | { Global: Record<string, never> };
+  Mode: { Replicated: { Replicas: number } } | { Global: Record<string, never> } | { ReplicatedJob: { MaxConcurrent?: number; TotalCompletions?: number } } | { GlobalJob: Record<string, never> };
   UpdateConfig?: Record<string, unknown>;
   RollbackConfig?: Record<string, unknown>;
   EndpointSpec?: { Mode?: string; Ports?: PortConfig[] };
@@ -89,23 +96,59 @@ function canonicalMode(raw: unknown): unknown {
   const m = mode as Record<string, unknown>;
   const rep = member(m, 'Replicated');
   const glob = member(m, 'Global');
+  const repJob = member(m, 'ReplicatedJob');
+  const globJob = member(m, 'GlobalJob');
   const { Mode: _m, mode: _lower, ...rest } = raw as Record<string, unknown>;
   return {
     ...rest,
     Mode: {
       ...(rep !== undefined ? { Replicated: rep && typeof rep === 'object' ? { Replicas: member(rep as Record<string, unknown>, 'Replicas') } : rep } : {}),
       ...(glob !== undefined ? { Global: glob } : {}),
+      ...(repJob !== undefined ? { ReplicatedJob: repJob && typeof repJob === 'object' ? { MaxConcurrent: member(repJob as Record<string, unknown>, 'MaxConcurrent'), TotalCompletions: member(repJob as Record<string, unknown>, 'TotalCompletions') } : repJob } : {}),
+      ...(globJob !== undefined ? { GlobalJob: globJob } : {}),
     },
   };
 }
 
 /** The replicas a Replicated mode asks for, as Go decodes a uint64 (the reference's 400 for another number). */
-function replicas(v: unknown): number {
-  if (v === undefined || v === null) return 1;
+function replicas(v: unknown, field = 'ReplicatedService.Mode.Replicated.Replicas', dflt = 1): number {
+  if (v === undefined || v === null) return dflt;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > Number.MAX_SAFE_INTEGER) {
-    throw invalidArgument(`json: cannot unmarshal ${typeof v === 'number' ? `number ${v}` : typeof v} into Go struct field ReplicatedService.Mode.Replicated.Replicas of type uint64`);
+    throw invalidArgument(`json: cannot unmarshal ${typeof v === 'number' ? `number ${v}` : typeof v} into Go struct field ${field} of type uint64`);
   }
   return v;
+}
+
+/** The Mode stored: one of replicated (Replicas, 1 by default), global, replicated-job, global-job. */
+function modeOf(m: ServiceSpecInput['Mode']): ServiceSpec['Mode'] {
+  const given = m ? (['Replicated', 'Global', 'ReplicatedJob', 'GlobalJob'] as const).filter((k) => m[k]) : [];
+  if (given.length > 1) throw invalidArgument('must specify only one service mode');
+  if (m?.Global) return { Global: {} };
+  if (m?.GlobalJob) return { GlobalJob: {} };
+  if (m?.ReplicatedJob) {
+    const j = m.ReplicatedJob;
+    const max = replicas(j.MaxConcurrent, 'ReplicatedJob.Mode.ReplicatedJob.MaxConcurrent', 1);
+    return { ReplicatedJob: { MaxConcurrent: max, TotalCompletions: replicas(j.TotalCompletions, 'ReplicatedJob.Mode.ReplicatedJob.TotalCompletions', max) } };
+  }
+  return { Replicated: { Replicas: replicas(m?.Replicated?.Replicas) } };
+}
+
+/** A job's mode: how many complete at most at once and in all (a global job: one per eligible node). */
+export type JobMode = { kind: 'replicated'; maxConcurrent: number; total: number } | { kind: 'global' };
+
+export function jobOf(spec: Pick<ServiceSpec, 'Mode'>): JobMode | undefined {
+  const m = spec.Mode as Record<string, { MaxConcurrent?: number; TotalCompletions?: number } | undefined>;
+  if (m['GlobalJob']) return { kind: 'global' };
+  const j = m['ReplicatedJob'];
+  if (!j) return undefined;
+  const max = j.MaxConcurrent ?? 1;
+  return { kind: 'replicated', maxConcurrent: max, total: j.TotalCompletions ?? max };
+}
+
+/** A service's mode as the reference names it (replicated, global, replicated-job, global-job). */
+export function modeName(spec: Pick<ServiceSpec, 'Mode'>): string {
+  const m = spec.Mode;
+  return 'Global' in m ? 'global' : 'GlobalJob' in m ? 'global-job' : 'ReplicatedJob' in m ? 'replicated-job' : 'replicated';
 }
 
 /**
@@ -122,8 +165,8 @@ export function serviceSpecOf(raw: unknown, name: () => string): ServiceSpec {
   const Name = input.Name || name();
   if (!DNS_NAME.test(Name)) throw invalidArgument(rpc('InvalidArgument', 'name must be valid as a DNS name component'));
   if (Name.length > 63) throw invalidArgument(rpc('InvalidArgument', 'name must be 63 characters or fewer'));
-  if (input.Mode?.Replicated && input.Mode.Global) throw invalidArgument('must specify only one service mode');
-  const Mode: ServiceSpec['Mode'] = input.Mode?.Global ? { Global: {} } : { Replicated: { Replicas: replicas(input.Mode?.Replicated?.Replicas) } };
+  const Mode = modeOf(input.Mode);
+  if (jobOf({ Mode }) && input.UpdateConfig) throw invalidArgument(rpc('InvalidArgument', 'Jobs may not have an update config'));
   const tt = input.TaskTemplate ?? {};
   const cond = tt.RestartPolicy?.Condition;
   if (cond && !RESTART_CONDITIONS.has(cond)) throw invalidArgument(`invalid RestartCondition: ${JSON.stringify(cond)}`);

@@ -23,6 +23,15 @@ export const stateRank = (s: string) => TASK_STATES.indexOf(s as TaskState);
 /** A state past running: the task's run is over. */
 export const isTerminal = (s: string) => stateRank(s) > stateRank('running');
 
+/** A job's iteration: its tasks carry the one they run for. */
+export interface JobStatus {
+  JobIteration: { Index: number };
+  LastExecution: string;
+}
+
+/** Go's omitempty of a Version: iteration 0 is shown as {}. */
+export const versionView = (v: { Index: number }) => (v.Index ? { Index: v.Index } : {});
+
 export interface TaskStatus {
   Timestamp: string;
   State: TaskState;
@@ -53,6 +62,8 @@ export interface TaskRecord {
   Claims?: Claim[];
   /** Not before (epoch ms): a restart's delay before its desired state becomes running. */
   RunAfter?: number;
+  /** A job's task: the iteration it runs for. */
+  JobIteration?: { Index: number };
   /** Not before this task has stopped (an update's stop-first replacement). */
   StartAfter?: string;
   /** When the task was first reported running (an update's Monitor counts from it). */
@@ -76,7 +87,7 @@ export const nodeTaskOf = (t: TaskRecord): NodeTask => {
 };
 
 /** The task's name: SERVICE.SLOT.ID, or SERVICE.NODE.ID for a global service's. */
-export const taskName = (t: Pick<TaskRecord, 'ServiceName' | 'Slot' | 'NodeID' | 'ID'>) => `${t.ServiceName}.${t.Slot ?? t.NodeID}.${t.ID}`;
+export const taskName = (t: Pick<TaskRecord, 'ServiceName' | 'Slot' | 'NodeID' | 'ID'>) => `${t.ServiceName}.${t.Slot || t.NodeID}.${t.ID}`;
 
 /** The reference's labels of a task's container. */
 export function taskLabels(t: NodeTask): Record<string, string> {
@@ -106,10 +117,11 @@ export function taskView(t: TaskRecord, version: number): Record<string, unknown
     Labels: t.Labels,
     Spec: shownTaskSpec(t.Spec),
     ServiceID: t.ServiceID,
-    ...(t.Slot !== undefined ? { Slot: t.Slot } : {}),
+    ...(t.Slot ? { Slot: t.Slot } : {}),
     ...(t.NodeID ? { NodeID: t.NodeID } : {}),
     Status: t.Status,
     DesiredState: t.DesiredState,
     ...(generic ? { GenericResources: generic } : {}),
+    ...(t.JobIteration ? { JobIteration: versionView(t.JobIteration) } : {}),
   };
 }

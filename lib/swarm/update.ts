@@ -37,7 +37,8 @@ export const UPDATE_DEFAULTS: UpdateConfig = { Parallelism: 1, Delay: 0, Failure
 /** The states a task's run ends in by itself. */
 export const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'rejected']);
 
-export const isLive = (t: TaskRecord) => (t.DesiredState === 'running' || t.DesiredState === 'ready') && !isTerminal(t.Status.State);
+/** A task meant to run (a job's: to run to completion) whose run has not ended. */
+export const isLive = (t: TaskRecord) => (t.DesiredState === 'running' || t.DesiredState === 'ready' || t.DesiredState === 'complete') && !isTerminal(t.Status.State);
 
 /** The template a task runs: the service's TaskTemplate without Runtime, as the reference shows a task's Spec. */
 export const taskSpecOf = (s: ServiceSpec): Record<string, unknown> => {

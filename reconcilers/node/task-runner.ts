@@ -1,8 +1,8 @@
 // A node's swarm tasks, run as containers: the desired state is what the leader gave this node
 // (`/engine/node-tasks/<self>/<id>`, watch-fed), the observed one its containers owned by a task
 // (ownerRef swarm-task/<id>, in the durable store: a restarted daemon finds them). For each task:
-// desired running or ready and no container → one is created through admission (the create route's
-// checks and defaults) as SERVICE.SLOT.ID, started when running (an image the node lacks is pulled
+// desired running (a job's: complete) or ready and no container → one is created through admission
+// (the create route's checks and defaults) as SERVICE.SLOT.ID, started when it runs (an image the node lacks is pulled
 // first: `preparing`, then `rejected` with the pull's error if it fails); desired shutdown or remove → its
 // container is stopped; a task no longer given → its container removed. A task's container is
 // never started twice: once its run ended the task is over (the orchestrator makes another). What
@@ -150,11 +150,12 @@ export class TaskRunner implements Reconciler {
   private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean): Report | undefined {
     const prev = this.reported.get(t.ID);
     const { store, log } = this.opts;
-    if (t.DesiredState === 'running' || t.DesiredState === 'ready') {
+    const runs = t.DesiredState === 'running' || t.DesiredState === 'complete';
+    if (runs || t.DesiredState === 'ready') {
       if (!c) {
         if (!starts || (prev && isTerminal(prev.State))) return undefined;
         try {
-          this.opts.run(t.ID, taskName(t), containerBodyOf(t), t.DesiredState === 'running');
+          this.opts.run(t.ID, taskName(t), containerBodyOf(t), runs);
           this.pulling.delete(t.ID);
         } catch (err) {
           const msg = err instanceof Error ? err.message : String(err);
@@ -169,11 +170,11 @@ export class TaskRunner implements Reconciler {
           log.warn({ task: t.ID, err: msg }, 'a swarm task\'s container could not be made');
           return { State: 'rejected', Message: 'preparing', Err: msg };
         }
-        return t.DesiredState === 'running' ? { State: 'starting', Message: 'starting' } : { State: 'ready', Message: 'prepared' };
+        return runs ? { State: 'starting', Message: 'starting' } : { State: 'ready', Message: 'prepared' };
       }
       // Its run is over: the task is done (the orchestrator makes another); nothing starts it again.
       if (prev && isTerminal(prev.State)) return undefined;
-      if (t.DesiredState === 'running' && c.spec.desired === 'created' && starts) {
+      if (runs && c.spec.desired === 'created' && starts) {
         store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1 }));
         return { State: 'starting', Message: 'starting', ContainerStatus: { ContainerID: c.spec.id, PID: 0, ExitCode: 0 } };
       }

@@ -3,7 +3,8 @@
 // UpdateStatus from updating to completed and its PreviousSpec; an update whose new tasks turn
 // unhealthy rolled back by itself (FailureAction rollback); one that fails paused; a manual
 // `docker service rollback` and POST /services/{id}/update?rollback=previous; start-first running
-// the new task beside the old one before the old one goes.
+// the new task beside the old one before the old one goes. Jobs (issue 64, 1): replicated and
+// global, to completion, again with each update.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, docker, testImages, type TestImages } from './harness/clients.ts';
@@ -138,5 +139,39 @@ describe('swarm service updates and rollbacks', () => {
     assert.ok(both, 'the old and the new task ran at once');
     assert.deepEqual(await running('sf'), ['upd:2']);
     await dk('service', 'rm', 'sf');
+  });
+
+  test('jobs: a replicated job runs to TotalCompletions, MaxConcurrent at once, not again until update --force; a global job once per node', { timeout: 180_000 }, async () => {
+    const status = async (name: string) => {
+      const r = await apiRequest(d, 'GET', `/services?status=true&filters=${encodeURIComponent(JSON.stringify({ name: [name] }))}`);
+      return (r.body as Array<{ ServiceStatus: { RunningTasks: number; DesiredTasks: number; CompletedTasks: number }; JobStatus?: { JobIteration: { Index?: number } } }>)[0]!;
+    };
+    await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'job1', '--mode', 'replicated-job', '--replicas', '3', '--max-concurrent', '2', 'upd:1', 'sh', '-c', 'sleep 1');
+    let most = 0;
+    await until2('three completions', async () => {
+      const s = await status('job1');
+      most = Math.max(most, s.ServiceStatus.RunningTasks);
+      return s.ServiceStatus.CompletedTasks === 3;
+    }, 90_000);
+    assert.ok(most <= 2, `at most MaxConcurrent at once (${most})`);
+    const s1 = await status('job1');
+    assert.deepEqual([s1.ServiceStatus.DesiredTasks, s1.JobStatus?.JobIteration], [2, {}]);
+    const done = await swarmTasks(d, { service: ['job1'] });
+    assert.deepEqual(done.map((t) => `${t.DesiredState}/${t.Status.State}`), ['complete/complete', 'complete/complete', 'complete/complete']);
+    assert.match(await dk('service', 'ls', '--filter', 'name=job1', '--format', '{{.Mode}} {{.Replicas}}'), /^replicated job 0\/2 \(3\/3 completed\)$/m);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal((await swarmTasks(d, { service: ['job1'] })).length, 3, 'a completed job runs nothing again');
+    await dk('service', 'update', '--detach', '--force', 'job1');
+    await until2('the next iteration completes', async () => (await status('job1')).JobStatus?.JobIteration.Index === 1 && (await status('job1')).ServiceStatus.CompletedTasks === 3, 90_000);
+    assert.equal((await swarmTasks(d, { service: ['job1'] })).length, 6, 'the first iteration\'s tasks stay');
+    await dk('service', 'rm', 'job1');
+
+    await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'gjob', '--mode', 'global-job', 'upd:1', 'true');
+    await until2('the global job completes', async () => (await status('gjob')).ServiceStatus.CompletedTasks === 1, 60_000);
+    assert.deepEqual((await status('gjob')).ServiceStatus, { RunningTasks: 0, DesiredTasks: 0, CompletedTasks: 1 });
+    await dk('service', 'rm', 'gjob');
+
+    const bad = await apiRequest(d, 'POST', '/services/create', JSON.stringify({ Name: 'badjob', Mode: { ReplicatedJob: {} }, UpdateConfig: { Parallelism: 1 }, TaskTemplate: { ContainerSpec: { Image: 'upd:1' } } }));
+    assert.deepEqual([bad.status, (bad.body as { message: string }).message], [400, 'rpc error: code = InvalidArgument desc = Jobs may not have an update config']);
   });
 });

@@ -197,3 +197,38 @@ describe('orchestrate', () => {
     assert.equal((taskView(t, 1)['Spec'] as { ContainerSpec: Record<string, unknown> }).ContainerSpec['PullOptions'], undefined, 'never shown');
   });
 });
+
+describe('jobs', () => {
+  const reportAll = (ts: TaskRecord[], state: 'running' | 'complete' | 'failed') =>
+    new Map(ts.filter((t) => t.NodeID && t.DesiredState === 'complete' && !['complete', 'failed'].includes(t.Status.State)).map((t) => [t.ID, { ID: t.ID, Status: { Timestamp: new Date(1_000_000).toISOString(), State: state, Message: state, PortStatus: {} } }]));
+  test('a replicated job: TotalCompletions tasks from slot 0, MaxConcurrent at once, complete ones not run again', () => {
+    const job = svc('j', { Mode: { ReplicatedJob: { MaxConcurrent: 2, TotalCompletions: 3 } } }, { RestartPolicy: { Delay: 0 } });
+    const first = run(base({ services: [job] }));
+    assert.deepEqual(first.map((t) => [t.Slot, t.DesiredState, t.JobIteration?.Index]).sort(), [[undefined, 'complete', 0], [1, 'complete', 0]]);
+    const done = run(base({ services: [job], tasks: first, reports: reportAll(first, 'complete') }));
+    assert.equal(done.length, 3, 'the third slot once one completes');
+    const all = run(base({ services: [job], tasks: done, reports: reportAll(done, 'complete') }), 2);
+    assert.equal(all.length, 3);
+    assert.ok(all.every((t) => t.DesiredState === 'complete' && t.Status.State === 'complete'), 'complete/complete, nothing run again');
+    // The next iteration (an update): every slot runs again; the old tasks stay as history.
+    const next = run(base({ services: [{ ...job, JobStatus: { JobIteration: { Index: 1 }, LastExecution: '' } }], tasks: all }));
+    assert.equal(next.filter((t) => t.JobIteration?.Index === 1).length, 2);
+    assert.equal(next.length, 5);
+  });
+
+  test('a failed job task runs again after the restart delay; a global job: one per node, once', () => {
+    const job = svc('j', { Mode: { ReplicatedJob: {} } });
+    const first = run(base({ services: [job] }));
+    assert.equal(first.length, 1);
+    const failed = run(base({ services: [job], tasks: first, reports: reportAll(first, 'failed') }));
+    const retry = failed.find((t) => t.ID !== first[0]!.ID)!;
+    assert.deepEqual([retry.DesiredState, retry.RunAfter], ['ready', 1_000_000 + 5000]);
+    assert.equal(run(base({ services: [job], tasks: failed, now: 1_000_000 + 5001 })).find((t) => t.ID === retry.ID)!.DesiredState, 'complete');
+    const g = svc('g', { Mode: { GlobalJob: {} } });
+    const two = [{ record: node('a') }, { record: node('b') }];
+    const gt = run(base({ services: [g], nodes: two }));
+    assert.deepEqual(gt.map((t) => t.NodeID).sort(), ['a', 'b']);
+    const gdone = run(base({ services: [g], tasks: gt, nodes: two, reports: reportAll(gt, 'complete') }), 2);
+    assert.equal(gdone.length, 2);
+  });
+});
