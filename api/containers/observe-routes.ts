@@ -5,19 +5,8 @@ import { isRunning, Containers, findContainer } from '../../store/kinds/containe
 import type { App } from '../app.ts';
 import { apiVersion, idParams, q, strconvError } from '../request.ts';
 import { streamLogs } from './logs.ts';
+import { logsQuery, logTail, logTime } from '../logs-query.ts';
 import type { ContainerRouteDeps } from './routes.ts';
-
-/** A log time bound as the reference reads it (`<seconds>[.<fraction>]`); empty is none. */
-function logTime(v: string | undefined): number {
-  if (v === undefined || v === '') return 0;
-  if (!/^-?\d+(\.\d+)?$/.test(v)) throw invalidArgument(strconvError('ParseInt', v));
-  return Number(v);
-}
-
-/** `tail`: a count, or anything else (`all`, junk) for every line, as the reference reads it. */
-function logTail(v: string | undefined): number {
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : -1;
-}
 
 const ZERO_CPU = { cpu_usage: { total_usage: 0 }, throttling_data: { periods: 0, throttled_periods: 0, throttled_time: 0 } };
 const NO_TIME = '0001-01-01T00:00:00Z';
@@ -25,10 +14,6 @@ const NO_TIME = '0001-01-01T00:00:00Z';
 export function observeRoutes(deps: ContainerRouteDeps) {
   const { store } = deps;
   return async function register(app: App): Promise<void> {
-    const logsQuery = z.looseObject({
-      stdout: q.bool(), stderr: q.bool(), follow: q.bool(), timestamps: q.bool(), details: q.bool(),
-      since: q.str(), until: q.str(), tail: q.str(),
-    });
     app.get('/containers/:id/logs', { schema: { params: idParams, querystring: logsQuery } }, async (req, reply) => {
       const c = findContainer(store, req.params.id);
       const { stdout, stderr, follow, timestamps, details } = req.query;

@@ -3,6 +3,7 @@ import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import type { TaskRecord } from '../../lib/swarm/task.ts';
 import type { UpdateStatus } from '../../lib/swarm/update.ts';
 import type { JobStatus } from '../../lib/swarm/task.ts';
+import type { LogEntry, LogReadOptions } from '../../lib/ports/logs.ts';
 
 /** A service as stored: its spec, the one before the last update, and when. */
 export interface ServiceRecord {
@@ -34,4 +35,6 @@ export interface ServicesPort {
    */
   update(ref: string, version: bigint, raw: unknown, o?: { auth?: string; from?: 'spec' | 'previous-spec'; rollback?: boolean }): Promise<void>;
   remove(ref: string): Promise<void>;
+  /** A task's log, read where the task runs (this node, or the node it is on over the swarm's mTLS). */
+  logs(t: TaskRecord, o: LogReadOptions, signal: AbortSignal): AsyncIterable<LogEntry>;
 }

@@ -1,6 +1,6 @@
 // The service routes of swarm mode (a manager's: the swarm answers the reference's 503 on a worker,
 // on a node in no swarm, on a locked one): create, list, inspect, update at a version, remove; the
-// tasks (./tasks.ts).
+// tasks (./tasks.ts); the logs of a service's tasks or of one (./logs.ts).
 import * as z from 'zod';
 import type { App } from '../app.ts';
 import { parseSwarmVersion } from '../../lib/swarm/cluster-object.ts';
@@ -10,6 +10,8 @@ import type { ServicesPort } from './port.ts';
 import { serviceFilter, serviceView } from './views.ts';
 import { findTask, serviceCounts, taskFilter, type NodeRef } from './tasks.ts';
 import { taskView } from '../../lib/swarm/task.ts';
+import { logsQuery, logTail, logTime } from '../logs-query.ts';
+import { checkStreams, streamTaskLogs, type TaskLogsQuery } from './logs.ts';
 
 export interface ServiceRouteDeps {
   /** The swarm's services (throws the reference's 503 when this node is not a manager that can answer). */
@@ -19,6 +21,11 @@ export interface ServiceRouteDeps {
 }
 
 const anyBody = z.unknown();
+
+function taskLogsQuery(qs: z.output<typeof logsQuery>): TaskLogsQuery {
+  checkStreams(qs);
+  return { stdout: qs.stdout, stderr: qs.stderr, follow: qs.follow, timestamps: qs.timestamps, details: qs.details, since: logTime(qs.since), until: logTime(qs.until), tail: logTail(qs.tail) };
+}
 
 /** The X-Registry-Auth a service's tasks pull with (`--with-registry-auth`), kept as sent. */
 const registryAuthHeader = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) || undefined;
@@ -42,6 +49,21 @@ export function serviceRoutes(deps: ServiceRouteDeps) {
     app.get('/tasks/:id', { schema: { params: idParams } }, async (req) => {
       const x = findTask(await deps.services().tasks(), req.params.id);
       return taskView(x.task, x.version);
+    });
+
+    app.get('/services/:id/logs', { schema: { params: idParams, querystring: logsQuery } }, async (req, reply) => {
+      const o = taskLogsQuery(req.query);
+      const port = deps.services();
+      const svc = await port.find(req.params.id);
+      const tasks = async () => (await port.tasks()).map((x) => x.task).filter((t) => t.ServiceID === svc.ID);
+      await streamTaskLogs(reply, port, tasks, o, !!svc.Spec.TaskTemplate.ContainerSpec['TTY']);
+    });
+
+    app.get('/tasks/:id/logs', { schema: { params: idParams, querystring: logsQuery } }, async (req, reply) => {
+      const o = taskLogsQuery(req.query);
+      const port = deps.services();
+      const { task } = findTask(await port.tasks(), req.params.id);
+      await streamTaskLogs(reply, port, async () => [task], o, !!(task.Spec['ContainerSpec'] as Record<string, unknown> | undefined)?.['TTY']);
     });
 
     app.get('/services/:id', { schema: { params: idParams, querystring: z.looseObject({ insertDefaults: q.bool() }) } }, async (req) => {

@@ -9,7 +9,7 @@ import type { DaemonEnv } from './env.ts';
 export function swarmComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'swarm',
-    requires: ['paths', 'cluster'],
+    requires: ['paths', 'cluster', 'store', 'log-reader'],
     init: async (ctx) => {
       const node = new SwarmNode({
         dataRoot: cfg.dataRoot,
@@ -18,6 +18,7 @@ export function swarmComponent({ cfg, log }: DaemonEnv) {
         holder: ctx.get('cluster'),
         ...(cfg.clusterStore ? { clusterStore: parseClusterStore(cfg.clusterStore, cfg.clusterStoreOpts) } : {}),
         log: log.child({ component: 'swarm' }),
+        logs: { store: ctx.get('store'), reader: ctx.get('log-reader') },
       });
       await node.resume();
       return node;

@@ -1,5 +1,5 @@
-// What runs while a node is in its swarm: a manager's listener (drivers/swarm/listener.ts; first,
-// so a listen address in use refuses at once), a manager's etcd member in a managed swarm
+// What runs while a node is in its swarm: its listener (drivers/swarm/listener.ts; a manager's first,
+// so a listen address in use refuses at once; a worker's when it can), a manager's etcd member in a managed swarm
 // (drivers/swarm/etcd-member.ts; a manager that joins starts its member as a learner of the
 // existing cluster and promotes it once it has caught up), then the cluster membership of (3 of 21)
 // through cmd/components/cluster.ts's ClusterHolder: on the manager's own member, on the managers'
@@ -13,6 +13,7 @@ import { DEFAULT_DISCOVERY_TTL, type ClusterStore } from '../../lib/cluster/stor
 import { etcdClient } from '../../reconcilers/node/etcd-client.ts';
 import type { ClusterHolder } from '../components/cluster.ts';
 import type { SwarmFiles, SwarmState } from './state.ts';
+import type { LogReadOptions } from '../../lib/ports/logs.ts';
 
 const PROMOTE_EVERY_MS = 500;
 const CALL_TIMEOUT_MS = 5000;
@@ -42,6 +43,8 @@ export interface NodePartsDeps {
   admit: (body: unknown) => Promise<unknown>;
   forget: (nodeId: string) => Promise<void>;
   promote: (nodeId: string, body: unknown) => Promise<unknown>;
+  /** Every node's listener serves the log of a task it runs to the managers (JSON lines). */
+  taskLogs?: (taskId: string, o: LogReadOptions, signal: AbortSignal) => AsyncIterable<string>;
 }
 
 export interface StartOptions {
@@ -68,6 +71,9 @@ export class NodeParts {
   async start(state: SwarmState, o: StartOptions = {}): Promise<void> {
     await this.d.files.writeLiveKey();
     if (state.role === 'manager') await this.startListener(state);
+    // A worker listens too when it can (the managers read its tasks' logs there); its listen
+    // address may be another daemon's on this host: it goes on without.
+    else await this.startListener(state).catch((err: unknown) => this.d.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'the worker\'s swarm listener could not start: its tasks\' logs cannot be read from the managers'));
     await this.d.holder.start(await this.storeOf(state, o), { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role, port: Number(state.advertisePort) || undefined });
   }
 
@@ -102,9 +108,8 @@ export class NodeParts {
       tls: await this.d.files.readCerts(),
       self: { nodeId: state.nodeId, clusterId: state.clusterId, role: state.role },
       log: this.d.log,
-      admit: (body) => this.d.admit(body),
-      forget: (id) => this.d.forget(id),
-      promote: (id, body) => this.d.promote(id, body),
+      ...(state.role === 'manager' ? { admit: (body: unknown) => this.d.admit(body), forget: (id: string) => this.d.forget(id), promote: (id: string, body: unknown) => this.d.promote(id, body) } : {}),
+      ...(this.d.taskLogs ? { taskLogs: this.d.taskLogs } : {}),
     });
     await listener.start();
     this.listener = listener;

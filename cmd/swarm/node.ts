@@ -28,6 +28,8 @@ import { makeDataKey, makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlo
 import { LockReconciler } from './lock.ts';
 import { AccessReconciler } from './access.ts';
 import { SwarmServices } from './services.ts';
+import { TaskLogs, wireLines, type TaskLogsDeps } from './task-logs.ts';
+import type { LogReadOptions } from '../../lib/ports/logs.ts';
 import type { ServicesPort } from '../../api/services/port.ts';
 import { grantNode } from '../../drivers/swarm/etcd-access.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
@@ -51,6 +53,8 @@ export interface SwarmNodeDeps {
   /** Interfaces and their addresses (tests pass a table). */
   interfaces?: () => Interfaces;
   etcdBinary?: string;
+  /** Where the swarm's task logs are read on this node (its task containers and their log reader). */
+  logs?: Pick<TaskLogsDeps, 'store' | 'reader'>;
 }
 
 export class SwarmNode implements SwarmPort {
@@ -62,7 +66,8 @@ export class SwarmNode implements SwarmPort {
   private readonly role: RoleReconciler;
   private readonly lock: LockReconciler;
   private readonly access: AccessReconciler;
-  private readonly serviceStore = new SwarmServices(() => this.etcd());
+  private readonly taskLogs: TaskLogs | undefined;
+  private readonly serviceStore: SwarmServices;
   private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
@@ -89,6 +94,16 @@ export class SwarmNode implements SwarmPort {
       specs: this.objects.specs,
       log: d.log,
     });
+    const logs = d.logs;
+    this.taskLogs = logs
+      ? new TaskLogs({
+          ...logs,
+          self: async () => (this.state ? { nodeId: this.state.nodeId, tls: await this.files.readCerts() } : undefined),
+          nodes: () => this.d.holder.current?.membership.nodes() ?? [],
+        })
+      : undefined;
+    const taskLogs = this.taskLogs;
+    this.serviceStore = new SwarmServices(() => this.etcd(), taskLogs ? (t, o, signal) => taskLogs.read(t, o, signal) : undefined);
     this.parts = new NodeParts({
       files: this.files,
       execRoot: d.execRoot,
@@ -100,6 +115,7 @@ export class SwarmNode implements SwarmPort {
       admit: (body) => this.admission.admit(body),
       forget: (id) => this.admission.forget(id),
       promote: (id, body) => this.admission.promote(id, body),
+      ...(taskLogs ? { taskLogs: (id: string, o: LogReadOptions, signal: AbortSignal) => wireLines(taskLogs.local(id, o, signal)) } : {}),
     });
     this.role = new RoleReconciler({
       state: () => (this.resuming || this.resumeError ? undefined : this.state),

@@ -10,6 +10,7 @@ import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound,
 import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
+import type { LogEntry, LogReadOptions } from '../../lib/ports/logs.ts';
 import { SERVICE_NAMES_PREFIX, SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
 import { newSwarmId } from '../../lib/swarm/ids.ts';
 import { lookup } from '../../lib/swarm/lookup.ts';
@@ -22,9 +23,16 @@ type Stored = Omit<ServiceRecord, 'version'>;
 
 export class SwarmServices implements ServicesPort {
   private readonly etcd: () => Etcd3;
+  private readonly taskLogs: ServicesPort['logs'] | undefined;
 
-  constructor(etcd: () => Etcd3) {
+  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs']) {
     this.etcd = etcd;
+    this.taskLogs = taskLogs;
+  }
+
+  logs(t: TaskRecord, o: LogReadOptions, signal: AbortSignal): AsyncIterable<LogEntry> {
+    if (!this.taskLogs) throw notImplemented('this daemon reads no swarm task logs');
+    return this.taskLogs(t, o, signal);
   }
 
   async list(): Promise<ServiceRecord[]> {

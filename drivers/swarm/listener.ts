@@ -4,7 +4,9 @@
 // this swarm's (a chain to its root, the cluster id in its subject). Node-to-node calls need that
 // identity. A node that joins has no certificate yet: it reads the root CA (GET /v1/ca) and checks it
 // against the digest in its join token, then asks for its certificate with the token (POST
-// /v1/join, answered by the manager's admission, cmd/swarm/admission.ts). Refusals travel as
+// /v1/join, answered by the manager's admission, cmd/swarm/admission.ts). Every node listens (a
+// worker when it can: its listen address may be taken), so a manager reads the log of a task it
+// runs (GET /v1/tasks/<id>/logs, a manager's certificate only). Refusals travel as
 // {code, message}: the joining daemon answers its client with the same. A listen address in use
 // refuses the init or join that asked for it, in the reference's words (a 400 here; dockerd: 500).
 import type { TLSSocket } from 'node:tls';
@@ -12,6 +14,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from 'pino';
 import { EngineError, failedPrecondition } from '../../lib/errors.ts';
 import { nodeIdentity, type NodeIdentity } from './ca.ts';
+import type { LogReadOptions } from '../../lib/ports/logs.ts';
 
 export interface SwarmListenerOptions {
   host: string;
@@ -26,6 +29,8 @@ export interface SwarmListenerOptions {
   promote?: (nodeId: string, body: unknown) => Promise<unknown>;
   /** A node of the swarm that gave up its join (or left) asks to be forgotten: its id from its certificate. */
   forget?: (nodeId: string) => Promise<void>;
+  /** The log of a task this node runs, asked by a manager of the swarm (`docker service logs`), as JSON lines. */
+  taskLogs?: (taskId: string, o: LogReadOptions, signal: AbortSignal) => AsyncIterable<string>;
 }
 
 /** The statuses a refusal travels with (the joining daemon reads the code from the body). */
@@ -83,6 +88,28 @@ export class SwarmListener {
       const forget = this.opts.forget;
       if (!forget) return reply.code(503).send({ code: 'Unavailable', message: 'this node does not admit nodes' });
       return answer(reply, 'leave', () => forget(peer.nodeId));
+    });
+    app.get('/v1/tasks/:id/logs', async (req, reply) => {
+      const peer = swarmPeer(req, self.clusterId);
+      if (!peer || peer.role !== 'swarm-manager') return reply.code(403).send({ code: 'PermissionDenied', message: 'a manager of this swarm asks for a task\'s log' });
+      const logs = this.opts.taskLogs;
+      if (!logs) return reply.code(503).send({ code: 'Unavailable', message: 'this node serves no task logs' });
+      const q = req.query as Record<string, string | undefined>;
+      const num = (v: string | undefined, d: number) => (v !== undefined && Number.isFinite(Number(v)) ? Number(v) : d);
+      const o: LogReadOptions = { stdout: q['stdout'] === '1', stderr: q['stderr'] === '1', follow: q['follow'] === '1', since: num(q['since'], 0), until: num(q['until'], 0), tail: num(q['tail'], -1) };
+      const id = (req.params as { id: string }).id;
+      reply.hijack();
+      const res = reply.raw;
+      const ac = new AbortController();
+      res.on('close', () => ac.abort());
+      res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+      res.flushHeaders();
+      try {
+        for await (const line of logs(id, o, ac.signal)) if (!res.write(line)) await new Promise((r) => res.once('drain', r));
+      } catch (err) {
+        if (!ac.signal.aborted) this.opts.log.warn({ task: id, err: err instanceof Error ? err.message : String(err) }, 'a task\'s log could not be read');
+      }
+      res.end();
     });
     app.setNotFoundHandler(async (_req, reply) => reply.code(404).send({ message: 'page not found' }));
     try {

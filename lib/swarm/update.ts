@@ -129,18 +129,18 @@ export function rollout(input: RolloutInput): RolloutResult {
 
   if (state === 'paused' || state === 'rollback_paused') return out;
   if (!inUpdate && !dirty.length) return out;
-  if (!dirty.length && !inFlight && !replacing) {
-    if (!failures.length && lastRunning && now < lastRunning + ms(cfg.Monitor)) return { ...out, wakeAt: lastRunning + ms(cfg.Monitor) };
-    if (!failures.length || cfg.FailureAction === 'continue') {
-      out.status = rollingBack
-        ? { ...status, State: 'rollback_completed', Message: 'rollback completed', CompletedAt: nowIso }
-        : { ...status, State: 'completed', Message: 'update completed', CompletedAt: nowIso };
-      return out;
-    }
+  // More failures than MaxFailureRatio of the slots allows: the FailureAction's (continue: none).
+  const tooMany = failures.length > 0 && failures.length > cfg.MaxFailureRatio * Math.max(1, input.wanted.length) && cfg.FailureAction !== 'continue';
+  if (!dirty.length && !inFlight && !replacing && !tooMany) {
+    if (lastRunning && now < lastRunning + ms(cfg.Monitor)) return { ...out, wakeAt: lastRunning + ms(cfg.Monitor) };
+    out.status = rollingBack
+      ? { ...status, State: 'rollback_completed', Message: 'rollback completed', CompletedAt: nowIso }
+      : { ...status, State: 'completed', Message: 'update completed', CompletedAt: nowIso };
+    return out;
   }
   let next: UpdateStatus = inUpdate ? status! : { State: 'updating', StartedAt: nowIso, Message: 'update in progress' };
   if (!inUpdate) out.status = next;
-  if (inUpdate && failures.length && failures.length > cfg.MaxFailureRatio * Math.max(1, input.wanted.length) && cfg.FailureAction !== 'continue') {
+  if (inUpdate && tooMany) {
     const id = failures[0]!.ID;
     if (cfg.FailureAction === 'rollback' && !rollingBack && input.hasPrevious) {
       out.status = { ...next, State: 'rollback_started', Message: `update rolled back due to failure or early termination of task ${id}` };

@@ -1,7 +1,8 @@
 // Swarm services across machines (issue 63, 3–5): a manager and two workers, each daemon in a
 // network namespace of its own, with the docker CLI. A generic resource only one node advertises
 // (its task there, DOCKER_RESOURCE_GPU in its container), constraints on node labels spread over the
-// nodes that meet them, a global service on every node, a drained node's tasks moved off, and a
+// nodes that meet them, a global service on every node, a drained node's tasks moved off, the
+// logs of tasks on every node read from the manager (issue 64, 4), and a
 // worker killed (kill -9): its tasks placed again on the others once it is down, and its own task
 // containers killed by its fencer before — a task never runs twice.
 import assert from 'node:assert/strict';
@@ -19,6 +20,7 @@ interface Task {
   ID: string;
   Slot?: number;
   NodeID?: string;
+  ServiceID: string;
   DesiredState: string;
   Status: { State: string; ContainerStatus?: { ContainerID: string; PID: number } };
 }
@@ -96,6 +98,24 @@ describe('swarm services on three machines', { skip: !canRun && 'needs root and 
     // A node that becomes eligible again gets its global task.
     await waitFor('the global task back on node 1', 'all', async () => nodesOf(await running('all')).join() === '0,1,2', 60_000);
     await dk(0, 'service', 'rm', 'all');
+  });
+
+  test('docker service logs on the manager: the tasks on the workers too, read from them over mTLS; -f follows them', { timeout: 180_000 }, async () => {
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'talk', '--replicas', '3', '--stop-grace-period', '1s', imgs.tag, 'sh', '-c', 'i=0; while true; do echo "line $i"; i=$((i+1)); sleep 0.3; done');
+    await waitFor('three talk tasks running', 'talk', async () => (await running('talk')).length === 3, 60_000);
+    const ts = await running('talk');
+    assert.deepEqual(nodesOf(ts), [0, 1, 2], 'one task on each node');
+    await new Promise((r) => setTimeout(r, 1000));
+    const history = await dk(0, 'service', 'logs', 'talk');
+    for (const t of ts) assert.match(history, new RegExp(`^talk\\.${t.Slot}\\.\\w+@\\S+\\s+\\| line 0$`, 'm'), `the task on node ${ids.indexOf(t.NodeID!)}`);
+    // The API: one frame per line, each with the task's context.
+    const raw = await apiRequest(ds[0]!, 'GET', '/services/talk/logs?stdout=1&details=1&timestamps=1');
+    assert.equal(raw.status, 200);
+    for (const t of ts) assert.ok(raw.text.includes(` com.docker.swarm.node.id=${t.NodeID},com.docker.swarm.service.id=${t.ServiceID},com.docker.swarm.task.id=${t.ID} line 0`), `details of ${t.ID}`);
+    // Following: new lines of every task, the workers' too.
+    const follow = await docker(ds[0]!, ['service', 'logs', '-f', '--tail', '0', 'talk'], { timeoutMs: 4000 });
+    for (const t of ts) assert.match(follow.stdout, new RegExp(`^talk\\.${t.Slot}\\.\\w+@\\S+\\s+\\| line [1-9]\\d*$`, 'm'), `followed the task on node ${ids.indexOf(t.NodeID!)}`);
+    await dk(0, 'service', 'rm', 'talk');
   });
 
   test('a worker killed: its tasks run again on another node once it is down, never on two at once', { timeout: 180_000 }, async () => {

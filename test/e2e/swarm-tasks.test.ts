@@ -3,7 +3,8 @@
 // shape and states, containers SERVICE.SLOT.TASKID (SERVICE.NODEID.TASKID for global) with the
 // com.docker.swarm.* labels, `docker service ps`, ServiceStatus, scale up and down, global mode, a
 // reservation no node has pending with the scheduler's reason, a task that fails replaced after the
-// restart delay, an update replacing the tasks, rm taking the containers.
+// restart delay, an update replacing the tasks, rm taking the containers; the logs of a service and
+// of a task (issue 64, 4).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, docker, pythonDocker, testImages, type TestImages } from './harness/clients.ts';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 
 const htpasswd = bcryptHtpasswd('alice', 's3cret');
 import { connect } from 'node:net';
+import { request as httpRequest } from 'node:http';
 
 interface Task {
   ID: string;
@@ -43,6 +45,17 @@ describe('swarm tasks on one node', () => {
     return r.body as Task[];
   };
   const running = async (service: string) => (await tasks({ service: [service], 'desired-state': ['running'] })).filter((t) => t.Status.State === 'running');
+  /** A GET's body as bytes. */
+  const rawGet = (path: string) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const req = httpRequest({ socketPath: d.socket, path }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve(Buffer.concat(chunks)));
+      });
+      req.on('error', reject);
+      req.end();
+    });
   const names = async () => (await dk('ps', '-a', '--format', '{{.Names}}')).split('\n').filter(Boolean);
 
   before(async () => {
@@ -228,6 +241,42 @@ describe('swarm tasks on one node', () => {
       await reg.stop();
       await rm(cfg, { recursive: true, force: true });
     }
+  });
+
+  test('logs of a service and of a task: frames, timestamps, details; a TTY service raw; the reference\'s errors', { timeout: 120_000 }, async () => {
+    await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'lg', '--replicas', '2', '--stop-grace-period', '1s', imgs.tag, 'sh', '-c', 'echo out; echo err >&2; sleep 1000');
+    await until('two lg tasks running', async () => (await running('lg')).length === 2, 60_000);
+    const ts = await running('lg');
+    await until('both logged', async () => ((await apiRequest(d, 'GET', '/services/lg/logs?stdout=1&stderr=1')).text.match(/out\n/g) ?? []).length === 2, 20_000);
+    const cli = await docker(d, ['service', 'logs', 'lg']);
+    assert.equal(cli.code, 0, cli.stderr);
+    for (const t of ts) {
+      assert.match(cli.stdout, new RegExp(`^lg\\.${t.Slot}\\.\\w+@\\S+\\s+\\| out$`, 'm'));
+      assert.match(cli.stderr, new RegExp(`^lg\\.${t.Slot}\\.\\w+@\\S+\\s+\\| err$`, 'm'));
+    }
+    // One multiplexed frame per line: stream 1 stdout, 2 stderr; timestamps, then the task's context.
+    const body = await rawGet(`/tasks/${ts[0]!.ID}/logs?stdout=1&stderr=1&timestamps=1&details=1`);
+    const frames: Array<[number, string]> = [];
+    for (let off = 0; off + 8 <= body.length; ) {
+      const len = body.readUInt32BE(off + 4);
+      frames.push([body[off]!, body.subarray(off + 8, off + 8 + len).toString()]);
+      off += 8 + len;
+    }
+    const ctx = `com.docker.swarm.node.id=${nodeId},com.docker.swarm.service.id=${ts[0]!.ServiceID},com.docker.swarm.task.id=${ts[0]!.ID}`;
+    assert.deepEqual(frames.map(([s, l]) => [s, l.replace(/^\S+ /, 'TIME ')]).sort(), [[1, `TIME ${ctx} out\n`], [2, `TIME ${ctx} err\n`]]);
+    assert.match(frames[0]![1], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z /);
+    const noStream = await apiRequest(d, 'GET', '/services/lg/logs');
+    assert.deepEqual([noStream.status, noStream.body.message], [500, 'Bad parameters: you must choose at least one stream']);
+    const nosuch = await apiRequest(d, 'GET', '/services/nosuch/logs?stdout=1');
+    assert.deepEqual([nosuch.status, nosuch.body.message], [404, 'service nosuch not found']);
+    const notask = await apiRequest(d, 'GET', '/tasks/nosuchtask/logs?stdout=1');
+    assert.deepEqual([notask.status, notask.body.message], [404, 'task nosuchtask not found']);
+    await dk('service', 'rm', 'lg');
+    // With a TTY: raw bytes, no frame headers.
+    await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'lgtty', '--tty', imgs.tag, 'sh', '-c', 'echo tty; sleep 1000');
+    await until('lgtty logged', async () => (await rawGet('/services/lgtty/logs?stdout=1')).toString().includes('tty'), 60_000);
+    assert.equal((await rawGet('/services/lgtty/logs?stdout=1')).toString(), 'tty\r\n');
+    await dk('service', 'rm', 'lgtty');
   });
 
   test('swarm leave takes the task containers with it', { timeout: 120_000 }, async () => {

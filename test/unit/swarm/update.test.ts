@@ -131,4 +131,29 @@ describe('rolling updates', () => {
     assert.deepEqual(w.running(), ['img:1', 'img:1']);
     assert.equal(w.svc.UpdateStatus?.State, 'rollback_completed');
   });
+
+  test('MaxFailureRatio: failures up to the ratio of the slots go on; FailureAction continue goes on and completes', () => {
+    const four = { Mode: { Replicated: { Replicas: 4 } } };
+    const w = world(spec('img:1', four));
+    w.steps(3);
+    let failedOnce = false;
+    w.behave = (t) => {
+      if (image(t) === 'img:2' && !failedOnce) {
+        failedOnce = true;
+        return 'failed';
+      }
+      return 'running';
+    };
+    w.update(spec('img:2', { ...four, UpdateConfig: { Parallelism: 2, MaxFailureRatio: 0.25, Monitor: 1_000_000_000 } }));
+    w.steps(20);
+    assert.equal(w.svc.UpdateStatus?.State, 'completed', 'one failure in four slots is within 0.25');
+    assert.deepEqual(w.running(), ['img:2', 'img:2', 'img:2', 'img:2']);
+    const c = world(spec('img:1'));
+    c.steps(3);
+    c.behave = (t) => (image(t) === 'bad' ? 'failed' : 'running');
+    c.update(spec('bad', { UpdateConfig: { FailureAction: 'continue' } }));
+    c.steps(10);
+    assert.notEqual(c.svc.UpdateStatus?.State, 'paused');
+    assert.equal(c.tasks.filter((t) => image(t) === 'img:1' && t.DesiredState === 'running').length, 0, 'every slot replaced despite the failures');
+  });
 });
