@@ -21,6 +21,7 @@ import { KeySource } from '../../controllers/source.ts';
 import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { AGENT_KEY } from './controllers.ts';
 import { PrefixCache } from './prefix-cache.ts';
+import { killAtDeadline, stopForFence } from './fence-containers.ts';
 import type { Store } from '../../store/store.ts';
 
 /** A pass at least this often, changes or not (a missed event never strands the node). */
@@ -170,29 +171,18 @@ export class NodeAgent implements Reconciler {
    */
   fence(killAt: number): void {
     const { store, log } = this.opts;
-    const timeout = Math.max(0, Math.floor((killAt - performance.now()) / 1000));
     let stopped = 0;
     for (const { stack: local, containers } of placedStacks(store, (s) => s.spec.desired !== 'removed')) {
       if (!local.spec.fenced) store.updateSpec(Stacks, local.name, (sp) => ({ ...sp, fenced: true }));
-      for (const c of containers) {
-        if (c.spec.desired !== 'running') continue;
-        store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'stopped', stopOptions: { timeout } }));
-        stopped++;
-      }
+      stopped += stopForFence(store, containers, killAt);
     }
-    log.warn({ containers: stopped, killInS: timeout }, 'cluster lease not renewed: fencing this node, its cluster containers stopped');
+    log.warn({ containers: stopped, killInS: Math.max(0, Math.floor((killAt - performance.now()) / 1000)) }, 'cluster lease not renewed: fencing this node, its cluster containers stopped');
   }
 
   /** The fence deadline: whatever of a fenced stack still has a process is killed. */
   deadline(): void {
     const { store, log } = this.opts;
-    for (const { containers } of placedStacks(store, (s) => !!s.spec.fenced)) {
-      for (const c of containers) {
-        if (!c.status.pid) continue;
-        log.warn({ container: c.name }, 'fence deadline: killing a cluster container still running');
-        void this.opts.kill?.(c.name).catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : String(err), container: c.name }, 'fence kill failed'));
-      }
-    }
+    for (const { containers } of placedStacks(store, (s) => !!s.spec.fenced)) killAtDeadline(containers, this.opts.kill, log);
   }
 
   /** Fenced no more: the lease is held and the assignments read; the next sync applies them. */

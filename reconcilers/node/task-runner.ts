@@ -13,7 +13,8 @@
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { canonicalJson } from '../../lib/canonical-json.ts';
-import { removeLevel } from '../../admission/containers/lifecycle.ts';
+import { removeLevel, startLevel } from '../../admission/containers/lifecycle.ts';
+import { killAtDeadline, stopForFence } from './fence-containers.ts';
 import { isCode } from '../../lib/errors.ts';
 import { formatReference, parseReference, withTag } from '../../lib/reference.ts';
 import { askPull, pullName, Pulls } from '../../store/kinds/pull.ts';
@@ -100,10 +101,7 @@ export class TaskRunner implements Reconciler {
 
   /** The lease could not be renewed: every task container is stopped, SIGKILL by `killAt` (monotonic ms). */
   fence(killAt: number): void {
-    const timeout = Math.max(0, Math.floor((killAt - performance.now()) / 1000));
-    for (const c of swarmTaskContainers(this.opts.store)) {
-      if (c.spec.desired === 'running') this.opts.store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'stopped', stopOptions: { timeout } }));
-    }
+    stopForFence(this.opts.store, swarmTaskContainers(this.opts.store), killAt);
   }
 
   /** The node leaves its swarm: every task container goes (as the reference's leave removes them). */
@@ -115,9 +113,7 @@ export class TaskRunner implements Reconciler {
 
   /** The fence deadline: a task container still running is killed. */
   deadline(): void {
-    for (const c of swarmTaskContainers(this.opts.store)) {
-      if (c.status.pid) void this.opts.kill?.(c.name).catch(() => {});
-    }
+    killAtDeadline(swarmTaskContainers(this.opts.store), this.opts.kill, this.opts.log);
   }
 
   private async sync(): Promise<void> {
@@ -175,7 +171,7 @@ export class TaskRunner implements Reconciler {
       // Its run is over: the task is done (the orchestrator makes another); nothing starts it again.
       if (prev && isTerminal(prev.State)) return undefined;
       if (runs && c.spec.desired === 'created' && starts) {
-        store.updateSpec(Containers, c.name, (sp) => ({ ...sp, desired: 'running', runGeneration: sp.runGeneration + 1 }));
+        store.updateSpec(Containers, c.name, startLevel);
         return { State: 'starting', Message: 'starting', ContainerStatus: { ContainerID: c.spec.id, PID: 0, ExitCode: 0 } };
       }
       return observed(c, false);
