@@ -1,7 +1,9 @@
 // Throws seeded, reproducible malformed requests at a running engined and reports what should never
 // happen on bad input: a 5xx, a request that hangs past its deadline, or a daemon that stops
 // answering /_ping. Well-formed HTTP goes through node:http; malformed HTTP through raw sockets.
-//   node_modules/.bin/node hack/fuzz.ts --socket /var/run/engine.sock [--seconds 30] [--requests N] [--seed 1] [--image busybox]
+//   node_modules/.bin/node hack/fuzz.ts --socket /var/run/engine.sock [--seconds 30] [--requests N] [--seed 1] [--image busybox] [--swarm]
+// With --swarm (the daemon is a swarm manager) the swarm-mode routes (swarm, nodes, services, tasks)
+// and the stacks routes are fuzzed too (SWARM_GENERATORS).
 import { connect } from 'node:net';
 import { request } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -21,6 +23,11 @@ export interface FuzzOptions {
   concurrency?: number;
   /** Findings to leave out of the report (known, with a reason). */
   known?: KnownFinding[];
+  /**
+   * The daemon is a swarm manager: also send the swarm-mode and stacks cases (services it creates
+   * are removed at the end). Off, the sequence for a seed is what it was before these cases existed.
+   */
+  swarm?: boolean;
 }
 
 /** One request, as data: replayable and printable. */
@@ -193,13 +200,27 @@ export interface FuzzContext {
   networks: string[];
   volumes: string[];
   execs: string[];
+  /** Swarm-mode state (with FuzzOptions.swarm): ids learned from creates and lists. */
+  services: string[];
+  /** A service's name (from its create request), for updates that keep it. */
+  serviceNames: Map<string, string>;
+  nodes: string[];
+  tasks: string[];
+  /** Version.Index last seen for an object (a service, a node, or 'swarm'). */
+  versions: Map<string, number>;
+  /** Stacks PUT made, as name and scope. */
+  stacks: Array<{ name: string; scope: string }>;
+  swarm: boolean;
   counter: number;
   /** id -> the request that created it, so a finding on a later request can be replayed. */
   origin: Map<string, string>;
 }
 
-export function newContext(image: string, seed: number): FuzzContext {
-  return { image, prefix: `fz${seed}x${Date.now().toString(36)}`, containers: [], networks: [], volumes: [], execs: [], counter: 0, origin: new Map() };
+export function newContext(image: string, seed: number, swarm = false): FuzzContext {
+  return {
+    image, prefix: `fz${seed}x${Date.now().toString(36)}`, containers: [], networks: [], volumes: [], execs: [],
+    services: [], serviceNames: new Map(), nodes: [], tasks: [], versions: new Map(), stacks: [], swarm, counter: 0, origin: new Map(),
+  };
 }
 
 const VERSIONS = ['/v1.41', '/v1.41', '/v1.41', '', '/v1.99', '/v0.1', '/v1.12', '/vabc', '/v', '/v1.41/v1.41', '/V1.41', '/v1.', '/v1.41.0', '/v-1.41'];
@@ -366,6 +387,362 @@ const GENERATORS: Array<[weight: number, gen: Gen]> = [
   [6, (rng, ctx) => rawMalformed(rng, ctx)],
 ];
 
+// ---------------------------------------------------------------- swarm mode and stacks (FuzzOptions.swarm)
+
+/** Replica and job counts: wrong types and out-of-range numbers, never a huge count Go would take. */
+const ODD_COUNTS: readonly unknown[] = [0, 1, 2, -1, 1.5, 0.000001, 1e308, -1e308, '1', null, true, [], {}, -2147483648, 18446744073709551616, 123456789012345678901234567890];
+/** Durations (int64 nanoseconds): wrong types and odd values. */
+const ODD_DURATIONS: readonly unknown[] = [0, -1, 1, 1.5, 1e308, -9007199254740991, 9007199254740991, '5s', '1', null, true, {}, -1e9, 1_000_000_000];
+const SWARM_IDS = ['nope', '', 'a'.repeat(500), '%2F', '..', 'x', '0', 'self', 'a b', '%00', 'abcdefghijklmnopqrstuvwxy'];
+const CONSTRAINTS = [
+  'node.role==manager', 'node.role!=worker', 'node.labels.zone=b', 'node.labels.zone==', '==x', 'node.hostname', 'node.platform.os==linux',
+  'engine.labels.x!=y', 'node.id==nope', 'node.role==boss', 'node.labels.' + 'z'.repeat(300) + '==1', '', ' == ', 'node.role===manager', 'node.role<>manager',
+];
+const ODD_ADDRS = ['', ':', '127.0.0.1:1', '127.0.0.1:99999', '[::1]:1', '999.1.1.1:2377', 'nosuchiface', 'lo', '0.0.0.0:-1', 'a:b:c', '127.0.0.1', 'tcp://127.0.0.1:1'];
+const AUTH_HEADERS = ['', '!!!', 'e30=', Buffer.from('{"username":1}').toString('base64'), Buffer.from('{"username":"u","password":"p","serveraddress":"127.0.0.1:1"}').toString('base64'), 'x'.repeat(5000)];
+
+/** One of the listed values, or now and then any odd value at all. */
+function oddOf(rng: Rng, xs: readonly unknown[]): unknown {
+  return rng.chance(0.8) ? rng.pick(xs) : weirdValue(rng);
+}
+
+/** A `filters` query for these keys: mostly well-formed JSON with odd values, sometimes junk. */
+function swarmFilters(rng: Rng, keys: readonly string[], values: readonly string[]): string {
+  if (rng.chance(0.2)) return garbageQuery(rng);
+  const f: Record<string, unknown> = {};
+  for (let i = 0, n = 1 + rng.int(2); i < n; i++) {
+    const k = rng.chance(0.9) ? rng.pick(keys) : rng.pick(['nope', '', 'x'.repeat(100)]);
+    f[k] = rng.chance(0.85) ? [rng.pick(values)] : rng.chance(0.5) ? { [rng.pick(values)]: rng.pick([true, false, 1, 'x']) } : weirdValue(rng);
+  }
+  return `?filters=${enc(JSON.stringify(f))}`;
+}
+
+function someService(rng: Rng, ctx: FuzzContext): string {
+  if (ctx.services.length && rng.chance(0.7)) {
+    const id = rng.pick(ctx.services);
+    if (rng.chance(0.15)) return ctx.serviceNames.get(id) ?? id;
+    return rng.chance(0.1) ? id.slice(0, 1 + rng.int(6)) : id;
+  }
+  return rng.pick(SWARM_IDS);
+}
+
+function someNode(rng: Rng, ctx: FuzzContext): string {
+  if (ctx.nodes.length && rng.chance(0.7)) {
+    const id = rng.pick(ctx.nodes);
+    return rng.chance(0.1) ? id.slice(0, 1 + rng.int(6)) : id;
+  }
+  return rng.pick(SWARM_IDS);
+}
+
+/** ?version=: mostly the last one seen (so the update is applied), else stale, odd or absent. */
+function versionQuery(rng: Rng, ctx: FuzzContext, key: string): string {
+  const seen = ctx.versions.get(key);
+  if (seen !== undefined && rng.chance(0.6)) return `?version=${seen}`;
+  return rng.pick(['', '?version=', '?version=1', '?version=0', '?version=-1', '?version=abc', '?version=99999999999999999999', '?version=1.5', '?version=%00', `?version=${enc(rng.pick(WEIRD_STRINGS))}`]);
+}
+
+function validServiceSpec(ctx: FuzzContext, name: string): Record<string, unknown> {
+  return { Name: name, TaskTemplate: { ContainerSpec: { Image: ctx.image, Command: ['sleep', '600'] } }, Mode: { Replicated: { Replicas: 1 } } };
+}
+
+/** Each part of a ServiceSpec as a wrong-or-odd value (nested parts keep a valid shape around the odd field). */
+const SERVICE_MUTATIONS: Record<string, (rng: Rng, ctx: FuzzContext) => unknown> = {
+  Name: (rng) => oddOf(rng, ['', 'bad name!', 'a'.repeat(64), '-x', 'x-', 'UPPER', '😀', 'a.b', 'ingress']),
+  Labels: (rng) => oddOf(rng, [{ a: 'b' }, { '': '' }, { a: 1 }, { ['z'.repeat(300)]: 'x' }, []]),
+  Mode: (rng) => rng.pick([
+    () => ({ Replicated: { Replicas: oddOf(rng, ODD_COUNTS) } }),
+    () => ({ Global: oddOf(rng, [{}, null, { Replicas: 2 }]) }),
+    () => ({ ReplicatedJob: { MaxConcurrent: oddOf(rng, ODD_COUNTS), TotalCompletions: oddOf(rng, ODD_COUNTS) } }),
+    () => ({ GlobalJob: oddOf(rng, [{}, null]) }),
+    () => ({ Replicated: { Replicas: 1 }, Global: {} }),
+    () => ({ ReplicatedJob: {}, GlobalJob: {} }),
+    () => ({}),
+    () => weirdValue(rng),
+  ])(),
+  'TaskTemplate.ContainerSpec': (rng, ctx) => {
+    const cs: Record<string, unknown> = { Image: ctx.image, Command: ['sleep', '600'] };
+    const field = rng.pick([
+      'Image', 'Labels', 'Command', 'Args', 'Hostname', 'Env', 'Dir', 'User', 'Groups', 'Privileges', 'Init', 'TTY', 'OpenStdin', 'ReadOnly',
+      'Mounts', 'StopSignal', 'StopGracePeriod', 'Healthcheck', 'Hosts', 'DNSConfig', 'Secrets', 'Configs', 'Isolation', 'Sysctls',
+      'CapabilityAdd', 'CapabilityDrop', 'Ulimits', 'Duration',
+    ]);
+    const odd: Record<string, () => unknown> = {
+      Image: () => oddOf(rng, ['', 'UPPER', ':', '127.0.0.1:1/x', 'a@sha256:zz', ctx.image + '@sha256:' + '0'.repeat(64)]),
+      StopGracePeriod: () => oddOf(rng, ODD_DURATIONS),
+      Healthcheck: () => ({ Test: oddOf(rng, [['CMD', 'true'], ['NONE'], [], ['BOGUS'], 'true']), Interval: oddOf(rng, ODD_DURATIONS), Retries: oddOf(rng, ODD_COUNTS) }),
+      Mounts: () => [{ Type: oddOf(rng, ['volume', 'bind', 'tmpfs', 'npipe', 'nope', '']), Source: oddOf(rng, ['', '/', '/nonexistent', 'v', '../x']), Target: oddOf(rng, ['/m', '', '/', 'rel']), ReadOnly: oddOf(rng, [true, false]) }],
+      Privileges: () => ({ CredentialSpec: weirdValue(rng), SELinuxContext: weirdValue(rng), Seccomp: oddOf(rng, [{ Mode: 'unconfined' }, { Mode: 'custom', Profile: '{' }]), NoNewPrivileges: weirdValue(rng) }),
+      DNSConfig: () => ({ Nameservers: oddOf(rng, [['1.1.1.1'], ['x'], [1]]), Search: weirdValue(rng), Options: weirdValue(rng) }),
+      Secrets: () => [{ SecretID: oddOf(rng, ['nope', '']), SecretName: weirdValue(rng), File: { Name: 'x', UID: '0', GID: '0', Mode: oddOf(rng, [292, -1, 1.5]) } }],
+      Configs: () => [{ ConfigID: oddOf(rng, ['nope', '']), ConfigName: weirdValue(rng), Runtime: weirdValue(rng) }],
+      Ulimits: () => [{ Name: oddOf(rng, ['nofile', 'nope', '']), Soft: oddOf(rng, ODD_COUNTS), Hard: oddOf(rng, ODD_COUNTS) }],
+      Isolation: () => oddOf(rng, ['default', 'process', 'hyperv', 'nope', '']),
+      StopSignal: () => oddOf(rng, ['SIGKILL', 'SIGNOPE', '0', '99', '']),
+      Hosts: () => oddOf(rng, [['1.2.3.4 a'], ['x'], ['a:b'], [''], 'x']),
+      Sysctls: () => oddOf(rng, [{ 'net.ipv4.ip_forward': '1' }, { 'kernel.nope': 'x' }, { '': '' }]),
+    };
+    cs[field] = odd[field]?.() ?? weirdValue(rng);
+    if (rng.chance(0.2)) cs[`Unknown${rng.int(1000)}`] = weirdValue(rng);
+    return { ContainerSpec: rng.chance(0.9) ? cs : weirdValue(rng) };
+  },
+  'TaskTemplate.RestartPolicy': (rng) => ({
+    Condition: oddOf(rng, ['none', 'on-failure', 'any', 'always', '']), Delay: oddOf(rng, ODD_DURATIONS), MaxAttempts: oddOf(rng, ODD_COUNTS), Window: oddOf(rng, ODD_DURATIONS),
+  }),
+  'TaskTemplate.Placement': (rng) => ({
+    Constraints: rng.chance(0.8) ? [rng.pick(CONSTRAINTS), ...(rng.chance(0.3) ? [rng.pick(CONSTRAINTS)] : [])] : weirdValue(rng),
+    Preferences: oddOf(rng, [[{ Spread: { SpreadDescriptor: 'node.labels.zone' } }], [{ Spread: { SpreadDescriptor: '' } }], [{ Spread: {} }], [{}], [{ Spread: { SpreadDescriptor: 'nope' } }]]),
+    Platforms: oddOf(rng, [[{ Architecture: 'amd64', OS: 'linux' }], [{ Architecture: 'nope', OS: 'plan9' }], [{}], [{ OS: 1 }]]),
+    MaxReplicas: oddOf(rng, ODD_COUNTS),
+  }),
+  'TaskTemplate.Resources': (rng) => ({
+    Limits: { NanoCPUs: oddOf(rng, ODD_COUNTS), MemoryBytes: oddOf(rng, [0, 1, 4096, -1, 1.5, 4 * 1024 * 1024, 1e308]), Pids: oddOf(rng, ODD_COUNTS) },
+    Reservations: {
+      NanoCPUs: oddOf(rng, [0, 1, -1, 1e18, 1.5]), MemoryBytes: oddOf(rng, [0, -1, 1e18, 1.5]),
+      GenericResources: oddOf(rng, [
+        [{ NamedResourceSpec: { Kind: 'gpu', Value: 'g0' } }], [{ DiscreteResourceSpec: { Kind: 'gpu', Value: 2 } }], [{ DiscreteResourceSpec: { Kind: 'gpu', Value: -1 } }],
+        [{ NamedResourceSpec: { Kind: '', Value: '' } }], [{}], [{ NamedResourceSpec: { Kind: 'gpu', Value: 'a' }, DiscreteResourceSpec: { Kind: 'gpu', Value: 1 } }], [{ DiscreteResourceSpec: { Kind: 'gpu', Value: 1.5 } }],
+      ]),
+    },
+  }),
+  'TaskTemplate.LogDriver': (rng) => ({ Name: oddOf(rng, ['json-file', 'none', 'nope', '', 'syslog']), Options: oddOf(rng, [{ 'max-size': 'x' }, { 'max-size': '1m' }, { a: 1 }]) }),
+  'TaskTemplate.Networks': (rng, ctx) => [{ Target: ctx.networks.length && rng.chance(0.3) ? rng.pick(ctx.networks) : oddOf(rng, ['nope', 'bridge', 'host', 'none', 'ingress', '']), Aliases: weirdValue(rng) }],
+  'TaskTemplate.ForceUpdate': (rng) => oddOf(rng, ODD_COUNTS),
+  'TaskTemplate.Runtime': (rng) => oddOf(rng, ['container', 'plugin', 'attachment', 'nope', '']),
+  'TaskTemplate.PluginSpec': (rng) => ({ Name: weirdValue(rng), Remote: weirdValue(rng) }),
+  UpdateConfig: (rng) => ({
+    Parallelism: oddOf(rng, ODD_COUNTS), Delay: oddOf(rng, ODD_DURATIONS), FailureAction: oddOf(rng, ['continue', 'pause', 'rollback', 'nope', '']),
+    Monitor: oddOf(rng, ODD_DURATIONS), MaxFailureRatio: oddOf(rng, [0, 0.5, 1, 1.5, -0.1, 1e308, '0.5']), Order: oddOf(rng, ['stop-first', 'start-first', 'nope', '']),
+  }),
+  RollbackConfig: (rng) => SERVICE_MUTATIONS['UpdateConfig']!(rng, undefined as unknown as FuzzContext),
+  EndpointSpec: (rng) => ({
+    Mode: oddOf(rng, ['vip', 'dnsrr', 'nope', '']),
+    Ports: rng.chance(0.8)
+      ? Array.from({ length: 1 + rng.int(2) }, () => ({
+        Name: weirdValue(rng), Protocol: oddOf(rng, ['tcp', 'udp', 'sctp', 'nope', '']), TargetPort: oddOf(rng, [80, 0, -1, 65536, 1.5, 4294967296]),
+        PublishedPort: oddOf(rng, [0, 30000 + rng.int(20000), -1, 65536, 1.5, 4294967296]), PublishMode: oddOf(rng, ['host', 'host', 'ingress', 'nope', '']),
+      }))
+      : weirdValue(rng),
+  }),
+  Networks: (rng, ctx) => SERVICE_MUTATIONS['TaskTemplate.Networks']!(rng, ctx),
+};
+
+/** A valid ServiceSpec with one to three of its parts replaced by odd ones; the touched parts. */
+function mutatedServiceSpec(rng: Rng, ctx: FuzzContext, name: string): [Record<string, unknown>, string[]] {
+  const spec = validServiceSpec(ctx, name);
+  const touched: string[] = [];
+  for (let i = 0, n = 1 + rng.int(3); i < n; i++) {
+    const k = rng.pick(Object.keys(SERVICE_MUTATIONS));
+    const v = SERVICE_MUTATIONS[k]!(rng, ctx);
+    if (k.startsWith('TaskTemplate.')) {
+      const tt = spec.TaskTemplate as Record<string, unknown>;
+      if (k === 'TaskTemplate.ContainerSpec') Object.assign(tt, v);
+      else tt[k.slice('TaskTemplate.'.length)] = v;
+    } else spec[k] = v;
+    touched.push(k);
+  }
+  if (rng.chance(0.1)) {
+    spec.TaskTemplate = weirdValue(rng);
+    touched.push('TaskTemplate');
+  }
+  if (rng.chance(0.1)) {
+    spec[`Unknown${rng.int(1000)}`] = weirdValue(rng);
+    touched.push('unknown-field');
+  }
+  return [spec, touched];
+}
+
+/** A random swarm spec (POST /swarm/update, init's Spec): odd values in its parts. */
+function oddSwarmSpec(rng: Rng): Record<string, unknown> {
+  const spec: Record<string, unknown> = {};
+  const parts: Record<string, () => unknown> = {
+    Name: () => oddOf(rng, ['default', '', 'other']),
+    Labels: () => oddOf(rng, [{ a: 'b' }, { a: 1 }, []]),
+    Orchestration: () => ({ TaskHistoryRetentionLimit: oddOf(rng, ODD_COUNTS) }),
+    Raft: () => ({ SnapshotInterval: oddOf(rng, ODD_COUNTS), KeepOldSnapshots: oddOf(rng, ODD_COUNTS), LogEntriesForSlowFollowers: oddOf(rng, ODD_COUNTS), ElectionTick: oddOf(rng, ODD_COUNTS), HeartbeatTick: oddOf(rng, ODD_COUNTS) }),
+    Dispatcher: () => ({ HeartbeatPeriod: oddOf(rng, ODD_DURATIONS) }),
+    CAConfig: () => ({
+      NodeCertExpiry: oddOf(rng, ODD_DURATIONS),
+      ExternalCAs: oddOf(rng, [[{ Protocol: 'cfssl', URL: 'https://127.0.0.1:1' }], [{ Protocol: 'nope', URL: '' }], [{}], 'x']),
+      SigningCACert: oddOf(rng, ['', '-----BEGIN CERTIFICATE-----\nzz\n-----END CERTIFICATE-----\n', 'x']),
+      SigningCAKey: oddOf(rng, ['', 'x']),
+    }),
+    TaskDefaults: () => ({ LogDriver: oddOf(rng, [{ Name: 'json-file' }, { Name: '' }, { Name: 'nope', Options: { a: 'b' } }, { Options: {} }]) }),
+    // Never true: autolock would lock the swarm for the rest of the run.
+    EncryptionConfig: () => ({ AutoLockManagers: rng.pick([false, 'x', 1, null, {}]) }),
+  };
+  for (let i = 0, n = 1 + rng.int(3); i < n; i++) {
+    const k = rng.pick(Object.keys(parts));
+    spec[k] = parts[k]!();
+  }
+  if (rng.chance(0.15)) spec[`Unknown${rng.int(1000)}`] = weirdValue(rng);
+  return spec;
+}
+
+const LOGS_KEYS = ['stdout', 'stderr', 'follow', 'timestamps', 'details', 'since', 'until', 'tail'];
+const LOGS_VALUES = ['', '1', '0', 'true', 'x', '-1', 'all', '99999999999999999999', '1.5', '1e3', '%', '%zz', '2020-01-01T00:00:00Z', 'nope'];
+
+function logsQueryOf(rng: Rng): string {
+  const parts = rng.chance(0.8) ? ['stdout=1'] : [];
+  for (let i = 0, n = rng.int(4); i < n; i++) parts.push(`${rng.pick(LOGS_KEYS)}=${rng.pick(LOGS_VALUES)}`);
+  return parts.length ? '?' + parts.join('&') : '';
+}
+
+/** A Compose document for PUT /stacks: a valid one with odd values, or junk. */
+function stackDocument(rng: Rng, ctx: FuzzContext): { body: Buffer; contentType: string; touched: string } {
+  const svc: Record<string, unknown> = { image: ctx.image, command: ['sleep', '600'] };
+  const doc: Record<string, unknown> = { services: { web: svc } };
+  const keys: Record<string, () => unknown> = {
+    image: () => oddOf(rng, ['', 'UPPER', '127.0.0.1:1/x', ':']),
+    command: () => weirdValue(rng),
+    ports: () => oddOf(rng, [['80'], ['99999:80'], ['a:b'], [{ target: 80, published: 'x' }], [{ target: 0 }], [{ target: 80, mode: 'ingress' }]]),
+    deploy: () => ({ replicas: oddOf(rng, ODD_COUNTS), mode: oddOf(rng, ['replicated', 'global', 'nope']), placement: { constraints: [rng.pick(CONSTRAINTS)] } }),
+    depends_on: () => oddOf(rng, [['nope'], ['web'], { web: { condition: 'nope' } }]),
+    networks: () => oddOf(rng, [['nope'], ['default'], { x: null }]),
+    volumes: () => oddOf(rng, [['v:/m'], ['/etc:/etc:zz'], [{ type: 'nope', target: '/m' }], ['../x:/m']]),
+    healthcheck: () => ({ test: ['CMD', 'true'], interval: oddOf(rng, ['1s', '1x', '', '-1s', 1]) }),
+    environment: () => weirdValue(rng),
+    restart: () => oddOf(rng, ['always', 'no', 'on-failure:x', 'nope']),
+  };
+  const k = rng.pick(Object.keys(keys));
+  svc[k] = keys[k]!();
+  if (rng.chance(0.2)) doc[rng.pick(['networks', 'volumes', 'name', 'version', 'x-extra', 'nope'])] = weirdValue(rng);
+  if (rng.chance(0.1)) doc.services = weirdValue(rng);
+  const yaml = rng.chance(0.3);
+  if (rng.chance(0.15)) return { body: rng.chance(0.5) ? badJson(rng) : Buffer.from(rng.pick(['a: [', ': :', '- - -', '*x', '!!binary zz', 'a: &a [*a]', '{{{', '\t\tx'])), contentType: yaml ? 'application/yaml' : 'application/json', touched: 'junk' };
+  // JSON is YAML: the YAML content type takes it too.
+  return { body: json(doc), contentType: yaml ? 'application/yaml' : 'application/json', touched: k };
+}
+
+const STACK_NAMES = ['', 'UPPER', '-x', '_x', 'a b', '%00', '..', 'x'.repeat(300), 'nope'];
+
+function someStack(rng: Rng, ctx: FuzzContext): string {
+  if (ctx.stacks.length && rng.chance(0.6)) return rng.pick(ctx.stacks).name;
+  return rng.pick(STACK_NAMES);
+}
+
+const scopeQuery = (rng: Rng) => rng.pick(['', 'scope=local', 'scope=cluster', 'scope=cluster', 'scope=nope', 'scope=']);
+
+/** The swarm-mode and stacks cases, drawn only with FuzzOptions.swarm. */
+const SWARM_GENERATORS: Array<[weight: number, gen: Gen]> = [
+  // Swarm: inspect, init and join (refused: the node is in a swarm), leave never forced, update at the version, unlock.
+  [2, (rng) => http('swarm-read', 'GET', `${version(rng)}${rng.pick(['/swarm', '/swarm/unlockkey'])}${rng.chance(0.3) ? garbageQuery(rng) : ''}`)],
+  [2, (rng) => {
+    const body: Record<string, unknown> = { ListenAddr: rng.pick(ODD_ADDRS), AdvertiseAddr: rng.pick(ODD_ADDRS) };
+    const k = rng.pick(['ListenAddr', 'AdvertiseAddr', 'DataPathAddr', 'DataPathPort', 'Spec', 'AutoLockManagers', 'Availability', 'DefaultAddrPool', 'SubnetSize', 'ForceNewCluster']);
+    // ForceNewCluster is never true: it would re-make the swarm under the run.
+    body[k] = k === 'Spec' ? oddSwarmSpec(rng) : k === 'ForceNewCluster' ? rng.pick([false, 'x', 1, null, {}]) : k === 'DefaultAddrPool' ? oddOf(rng, [['10.0.0.0/33'], ['x'], [], ['10.10.0.0/16']]) : weirdValue(rng);
+    return http(`swarm-init:${k}`, 'POST', `${version(rng)}/swarm/init${rng.chance(0.2) ? garbageQuery(rng) : ''}`, rng.chance(0.85) ? json(body) : badJson(rng));
+  }],
+  [2, (rng) => {
+    const body: Record<string, unknown> = {
+      ListenAddr: rng.pick(ODD_ADDRS), RemoteAddrs: oddOf(rng, [['127.0.0.1:1'], [], ['x'], ['[::1]:1'], [''], ['999.1.1.1:2377']]),
+      JoinToken: oddOf(rng, ['', 'SWMTKN-1-abc', `SWMTKN-1-${'0'.repeat(50)}-${'a'.repeat(25)}`, 'x'.repeat(1000)]),
+    };
+    const k = rng.pick(['ListenAddr', 'AdvertiseAddr', 'DataPathAddr', 'RemoteAddrs', 'JoinToken', 'Availability']);
+    body[k] = weirdValue(rng);
+    return http(`swarm-join:${k}`, 'POST', `${version(rng)}/swarm/join`, rng.chance(0.85) ? json(body) : badJson(rng));
+  }],
+  [1, (rng) => http('swarm-leave', 'POST', `${version(rng)}/swarm/leave${rng.pick(['', '?force=0', '?force=false', '?force=no', '?force=', '?force=none'])}`)],
+  [3, (rng, ctx) => {
+    const q = versionQuery(rng, ctx, 'swarm');
+    const rot = rng.chance(0.3) ? `${q ? '&' : '?'}${rng.pick(['rotateWorkerToken', 'rotateManagerToken', 'rotateManagerUnlockKey'])}=${rng.pick(['1', '0', 'x', ''])}` : '';
+    return http('swarm-update', 'POST', `${version(rng)}/swarm/update${q}${rot}`, rng.chance(0.85) ? json(oddSwarmSpec(rng)) : badJson(rng));
+  }],
+  [1, (rng) => http('swarm-unlock', 'POST', `${version(rng)}/swarm/unlock`, rng.chance(0.7) ? json({ UnlockKey: oddOf(rng, ['', 'SWMKEY-1-abc', 'x'.repeat(1000)]) }) : badJson(rng))],
+  // Nodes.
+  [3, (rng, ctx) => http('node-read', 'GET', rng.chance(0.4)
+    ? `${version(rng)}/nodes${swarmFilters(rng, ['id', 'label', 'node.label', 'membership', 'name', 'role'], ['manager', 'worker', 'boss', 'accepted', 'pending', 'x', 'a=b', '', ...ctx.nodes.slice(0, 2)])}`
+    : `${version(rng)}/nodes/${enc(someNode(rng, ctx))}`)],
+  [3, (rng, ctx) => {
+    const node = someNode(rng, ctx);
+    const spec: Record<string, unknown> = { Role: 'manager', Availability: 'active', Labels: {} };
+    const k = rng.pick(['Name', 'Labels', 'Role', 'Availability']);
+    // Never a drain; now and then a demotion of the sole manager, which the reference refuses (the last manager).
+    spec[k] = oddOf(rng, k === 'Role' ? ['manager', 'boss', '', 'Manager'] : k === 'Availability' ? ['active', 'pause', 'nope', ''] : k === 'Labels' ? [{ a: 'b' }, { a: 1 }, { '': '' }] : ['', 'x', 'z'.repeat(300)]);
+    if (typeof spec.Role === 'string' && !['manager', 'worker', ''].includes(spec.Role) && rng.chance(0.1)) spec.Role = 'worker';
+    return http(`node-update:${k}`, 'POST', `${version(rng)}/nodes/${enc(node)}/update${versionQuery(rng, ctx, node)}`, rng.chance(0.85) ? json(spec) : badJson(rng));
+  }],
+  [1, (rng, ctx) => http('node-rm', 'DELETE', `${version(rng)}/nodes/${enc(someNode(rng, ctx))}${rng.pick(['', '?force=0', '?force=x', '?force='])}`)],
+  // Services: create from random and mutated specs, read, update at the version (with and without X-Registry-Auth), remove.
+  [12, (rng, ctx) => {
+    const [spec, touched] = mutatedServiceSpec(rng, ctx, uniqueName(rng, ctx));
+    const headers: Record<string, string> = { ...JSON_HEADERS };
+    if (rng.chance(0.3)) headers['X-Registry-Auth'] = rng.pick(AUTH_HEADERS);
+    return http(`service-create:${touched.join(',')}`, 'POST', `${version(rng)}/services/create${rng.chance(0.1) ? garbageQuery(rng) : ''}`, json(spec), { headers });
+  }],
+  [2, (rng, ctx) => http('service-create-valid', 'POST', `/v1.41/services/create`, json(validServiceSpec(ctx, uniqueName(rng, ctx))))],
+  [3, (rng, ctx) => {
+    const body = rng.chance(0.5) ? badJson(rng) : json(rng.chance(0.5) ? weirdValue(rng) : { Name: uniqueName(rng, ctx), TaskTemplate: weirdValue(rng), Mode: weirdValue(rng) });
+    return http('service-create-junk', 'POST', `${version(rng)}/services/create`, body);
+  }],
+  [4, (rng, ctx) => {
+    const p = rng.chance(0.4)
+      ? `/services${swarmFilters(rng, ['id', 'label', 'mode', 'name'], ['replicated', 'global', 'replicated-job', 'global-job', 'bad', 'a=b', 'a', ctx.prefix, '', ...ctx.services.slice(0, 2)])}${rng.chance(0.3) ? '&status=' + rng.pick(['1', '0', 'x']) : ''}`
+      : `/services/${enc(someService(rng, ctx))}${rng.chance(0.6) ? `?insertDefaults=${rng.pick(['1', 'true', '0', 'x', '', '%zz'])}` : ''}`;
+    return http('service-read', 'GET', `${version(rng)}${p}`);
+  }],
+  [8, (rng, ctx) => {
+    const id = someService(rng, ctx);
+    const name = ctx.serviceNames.get(id) ?? (rng.chance(0.5) ? id : uniqueName(rng, ctx));
+    const [spec, touched] = rng.chance(0.2) ? [validServiceSpec(ctx, name), ['none']] : mutatedServiceSpec(rng, ctx, name);
+    if (!touched.includes('Name') && rng.chance(0.9)) spec.Name = name;
+    let q = versionQuery(rng, ctx, id);
+    const extra: string[] = [];
+    if (rng.chance(0.3)) extra.push(`rollback=${rng.pick(['', 'none', 'previous', 'bogus', '%00'])}`);
+    if (rng.chance(0.3)) extra.push(`registryAuthFrom=${rng.pick(['', 'spec', 'previous-spec', 'bogus'])}`);
+    if (extra.length) q += `${q ? '&' : '?'}${extra.join('&')}`;
+    const headers: Record<string, string> = { ...JSON_HEADERS };
+    if (rng.chance(0.4)) headers['X-Registry-Auth'] = rng.pick(AUTH_HEADERS);
+    return http(`service-update:${touched.join(',')}`, 'POST', `${version(rng)}/services/${enc(id)}/update${q}`, rng.chance(0.9) ? json(spec) : badJson(rng), { headers });
+  }],
+  [2, (rng, ctx) => http('service-rm', 'DELETE', `${version(rng)}/services/${enc(someService(rng, ctx))}${rng.chance(0.2) ? garbageQuery(rng) : ''}`)],
+  [3, (rng, ctx) => http('service-logs', 'GET', `${version(rng)}/services/${enc(someService(rng, ctx))}/logs${logsQueryOf(rng)}`, undefined, { mayBlock: true })],
+  // Tasks.
+  [4, (rng, ctx) => {
+    const r = rng.int(3);
+    const some = () => (ctx.tasks.length && rng.chance(0.7) ? rng.pick(ctx.tasks) : rng.pick(SWARM_IDS));
+    if (r === 0) {
+      return http('task-list', 'GET', `${version(rng)}/tasks${rng.chance(0.8) ? swarmFilters(rng, ['id', 'name', 'service', 'node', 'label', 'desired-state', 'up-to-date', 'runtime'], ['running', 'shutdown', 'accepted', 'bad', 'a=b', ctx.prefix, '', ...ctx.services.slice(0, 2), ...ctx.nodes.slice(0, 1)]) : ''}`);
+    }
+    if (r === 1) return http('task-read', 'GET', `${version(rng)}/tasks/${enc(some())}`);
+    return http('task-logs', 'GET', `${version(rng)}/tasks/${enc(some())}/logs${logsQueryOf(rng)}`, undefined, { mayBlock: true });
+  }],
+  // Stacks (the API extension): put a Compose document, list, inspect, remove; local and cluster scope.
+  [4, (rng, ctx) => {
+    const name = rng.chance(0.8) ? (ctx.stacks.length && rng.chance(0.3) ? rng.pick(ctx.stacks).name : uniqueName(rng, ctx)) : rng.pick(STACK_NAMES);
+    const { body, contentType, touched } = stackDocument(rng, ctx);
+    const q = [scopeQuery(rng), rng.chance(0.2) ? `dryRun=${rng.pick(['1', '0', 'x'])}` : ''].filter(Boolean).join('&');
+    return http(`stack-put:${touched}`, 'PUT', `${version(rng)}/stacks/${enc(name)}${q ? '?' + q : ''}`, rng.chance(0.9) ? body : undefined, { headers: { 'Content-Type': contentType } });
+  }],
+  [2, (rng, ctx) => {
+    const q = scopeQuery(rng);
+    return http('stack-read', 'GET', `${version(rng)}/stacks${rng.chance(0.5) ? `/${enc(someStack(rng, ctx))}` : ''}${q ? '?' + q : ''}`);
+  }],
+  [1, (rng, ctx) => {
+    const q = [scopeQuery(rng), rng.chance(0.3) ? `volumes=${rng.pick(['1', '0', 'x'])}` : ''].filter(Boolean).join('&');
+    return http('stack-rm', 'DELETE', `${version(rng)}/stacks/${enc(someStack(rng, ctx))}${q ? '?' + q : ''}`);
+  }],
+];
+
+/**
+ * 5xx answers in swarm mode that are the reference's own (dockerd 20.10, docs/reference-services.md
+ * and docs/reference-swarm.md): a 5xx for a client's fault, but the same status and words as the
+ * reference gives. Pass them as FuzzOptions.known to see only what differs.
+ */
+export const SWARM_REFERENCE_5XX: KnownFinding[] = [
+  ['reference 503: init or join while in a swarm', 503, /already part of a swarm/],
+  ['reference 503: the sole manager leaves without force', 503, /You are attempting to leave the swarm/],
+  ['reference 500: a stale version', 500, /update out of sequence/],
+  ['reference 500: a constraint without == or !=', 500, /constraint expected one operator|malformed constraint|invalid constraint/],
+  ['reference 500: a network the spec names does not exist', 500, /network .* not found/],
+  ['reference 500: unsupported registryAuthFrom value', 500, /^\{"message":"unsupported registryAuthFrom value"\}$/],
+  ['reference 500: unrecognized rollback option', 500, /unrecognized rollback option/],
+  ['reference 500: logs without a stream', 500, /you must choose at least one stream/],
+  ['reference 500: a bad filter value (desired-state, role, membership)', 500, /Invalid (desired-state|role|membership) filter/],
+  ['reference 501: renaming a service, changing its mode', 501, /renaming services is not supported|service mode change is not allowed/],
+  ['reference 501: ports in ingress mode (no routing mesh yet)', 501, /ingress mode .* not supported yet/],
+].map(([reason, status, re]) => ({ reason: reason as string, match: (f: Finding) => f.type === '5xx' && f.status === status && (re as RegExp).test(f.response ?? '') }));
+
 const CRLF = '\r\n';
 
 function rawMalformed(rng: Rng, ctx: FuzzContext): FuzzCase {
@@ -390,11 +767,14 @@ function rawMalformed(rng: Rng, ctx: FuzzContext): FuzzCase {
 }
 
 const TOTAL_WEIGHT = GENERATORS.reduce((s, [w]) => s + w, 0);
+const WITH_SWARM = [...GENERATORS, ...SWARM_GENERATORS];
+const TOTAL_WEIGHT_SWARM = WITH_SWARM.reduce((s, [w]) => s + w, 0);
 
 /** The next case for this PRNG state. */
 export function generateCase(rng: Rng, ctx: FuzzContext): FuzzCase {
-  let r = rng.int(TOTAL_WEIGHT);
-  for (const [w, gen] of GENERATORS) {
+  const gens = ctx.swarm ? WITH_SWARM : GENERATORS;
+  let r = rng.int(ctx.swarm ? TOTAL_WEIGHT_SWARM : TOTAL_WEIGHT);
+  for (const [w, gen] of gens) {
     if (r < w) return gen(rng, ctx);
     r -= w;
   }
@@ -511,23 +891,55 @@ export function ping(socketPath: string, timeoutMs = 5000): Promise<boolean> {
 
 /** Learns ids from successful creates so later cases hit real objects. */
 function learn(ctx: FuzzContext, c: FuzzCase, o: Outcome): void {
-  if (c.kind !== 'http' || o.status !== 201) return;
+  if (c.kind !== 'http') return;
+  if (ctx.swarm && o.status === 200) learnSwarm(ctx, c, o);
+  if (o.status !== 201 && !(o.status === 200 && c.method === 'PUT' && c.path.includes('/stacks/'))) return;
   let id: unknown;
   try {
-    id = (JSON.parse(o.body) as { Id?: unknown; Name?: unknown }).Id ?? (JSON.parse(o.body) as { Name?: unknown }).Name;
+    const b = JSON.parse(o.body) as { Id?: unknown; ID?: unknown; Name?: unknown };
+    id = b.Id ?? b.ID ?? b.Name;
   } catch {
     return;
   }
   if (typeof id !== 'string') return;
   ctx.origin.set(id, describeCase(c));
-  if (c.path.includes('/containers/create')) ctx.containers.push(id);
+  if (c.path.includes('/services/create')) {
+    ctx.services.push(id);
+    try {
+      const name = (JSON.parse(c.body?.toString() ?? '') as { Name?: unknown }).Name;
+      if (typeof name === 'string') ctx.serviceNames.set(id, name);
+    } catch {
+      // not JSON the daemon took: no name to keep
+    }
+  } else if (c.path.includes('/stacks/')) {
+    const scope = /[?&]scope=cluster(&|$)/.test(c.path) ? 'cluster' : 'local';
+    if (!ctx.stacks.some((s) => s.name === id && s.scope === scope)) ctx.stacks.push({ name: id, scope });
+  } else if (c.path.includes('/containers/create')) ctx.containers.push(id);
   else if (c.path.includes('/networks/create')) ctx.networks.push(id);
   else if (c.path.includes('/volumes/create')) ctx.volumes.push(id);
   else if (/\/containers\/[^/]+\/exec/.test(c.path)) ctx.execs.push(id);
 }
 
+/** Ids and versions from the answers to swarm reads (the first object in an excerpt is enough). */
+function learnSwarm(ctx: FuzzContext, c: Extract<FuzzCase, { kind: 'http' }>, o: Outcome): void {
+  const path = c.path.split('?')[0]!;
+  const id = /"ID":"([a-z0-9]{25})"/.exec(o.body)?.[1];
+  const ver = /"Version":\{"Index":(\d+)\}/.exec(o.body)?.[1];
+  const push = (xs: string[], x: string | undefined) => {
+    if (x && !xs.includes(x)) xs.push(x);
+  };
+  if (/\/nodes(\/[^/]+)?$/.test(path)) {
+    push(ctx.nodes, id);
+    if (id && ver) ctx.versions.set(id, Number(ver));
+  } else if (/\/tasks$/.test(path)) push(ctx.tasks, id);
+  else if (/\/services\/[^/]+$/.test(path) && id && ver) ctx.versions.set(id, Number(ver));
+  else if (/\/swarm$/.test(path) && ver) ctx.versions.set('swarm', Number(ver));
+}
+
 async function cleanupCreated(socketPath: string, ctx: FuzzContext, timeoutMs: number): Promise<void> {
   const del = (path: string) => sendHttp(socketPath, { kind: 'http', label: 'cleanup', method: 'DELETE', path }, timeoutMs).catch(() => undefined);
+  for (const id of ctx.services) await del(`/v1.41/services/${id}`);
+  for (const s of ctx.stacks) await del(`/v1.41/stacks/${s.name}?volumes=1${s.scope === 'cluster' ? '&scope=cluster' : ''}`);
   for (const id of ctx.containers) await del(`/v1.41/containers/${id}?force=1&v=1`);
   for (const id of ctx.networks) await del(`/v1.41/networks/${id}`);
   for (const id of ctx.volumes) await del(`/v1.41/volumes/${id}?force=1`);
@@ -539,12 +951,12 @@ export async function fuzz(opts: FuzzOptions): Promise<Report> {
   const maxRequests = opts.requests ?? (opts.seconds ? Infinity : 2000);
   const deadline = opts.seconds ? Date.now() + opts.seconds * 1000 : Infinity;
   const rng = prng(seed);
-  const ctx = newContext(opts.image ?? 'busybox', seed);
+  const ctx = newContext(opts.image ?? 'busybox', seed, !!opts.swarm);
   const report: Report = { seed, requests: 0, elapsedMs: 0, byStatus: {}, byLabel: {}, findings: [], known: [], blocked: 0, crashed: false };
   const start = Date.now();
   let index = 0;
   const record = (f: Finding) => {
-    const id = /\/(?:containers|exec|networks|volumes)\/([0-9a-f]{64})\b/.exec(f.request)?.[1];
+    const id = /\/(?:containers|exec|networks|volumes)\/([0-9a-f]{64})\b/.exec(f.request)?.[1] ?? /\/services\/([a-z0-9]{25})\b/.exec(f.request)?.[1];
     if (id && ctx.origin.has(id)) f.createdBy = ctx.origin.get(id);
     const k = opts.known?.find((kf) => kf.match(f));
     if (k) report.known.push({ ...f, reason: k.reason });
@@ -594,6 +1006,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       image: { type: 'string', default: 'busybox' },
       concurrency: { type: 'string', default: '4' },
       timeout: { type: 'string', default: '5000' },
+      swarm: { type: 'boolean', default: false },
     },
   });
   const report = await fuzz({
@@ -604,6 +1017,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     image: values.image,
     concurrency: Number(values.concurrency),
     timeoutMs: Number(values.timeout),
+    swarm: values.swarm,
   });
   console.log(JSON.stringify(report, null, 2));
   process.exitCode = report.crashed || report.findings.length ? 1 : 0;

@@ -86,3 +86,10 @@ export function macFromIpv4(ip: string | number): string {
   const bytes = [0x02, 0x42, ...ipv4Of(n).toByteArray()];
   return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
 }
+
+/** Whether two subnets share an address. */
+export function overlaps(a: Ipv4Cidr, b: Ipv4Cidr): boolean {
+  const p = Math.min(a.prefixLen, b.prefixLen);
+  const m = maskOf(p);
+  return ((a.network & m) >>> 0) === ((b.network & m) >>> 0);
+}

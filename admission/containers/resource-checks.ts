@@ -30,7 +30,8 @@ export function parseUintList(text: string): Set<number> | null {
   return out;
 }
 
-function checkCpuset(value: unknown, available: string | undefined, what: 'cpus' | 'mems'): void {
+/** A cpuset as the reference checks it: a list of ranges, each of what the host has when that is known. */
+export function checkCpuset(value: unknown, available: string | undefined, what: 'cpus' | 'mems'): void {
   if (typeof value !== 'string' || value === '') return;
   const asked = parseUintList(value);
   if (!asked) throw invalidArgument(`Invalid value ${value} for cpuset ${what}`);

@@ -1,7 +1,7 @@
 // Address pools for networks created without a subnet: the first subnet of the configured pools
 // (--default-address-pool, else the reference daemon's defaults) that overlaps neither another
 // network nor a route of the host. Pure: the caller says what is taken.
-import { formatIpv4, maskOf, parseCidr, type Ipv4Cidr } from '../../lib/cidr.ts';
+import { formatIpv4, overlaps, parseCidr, type Ipv4Cidr } from '../../lib/cidr.ts';
 import { permissionDenied } from '../../lib/errors.ts';
 
 export interface AddressPool {
@@ -22,11 +22,7 @@ export const DEFAULT_POOLS: readonly AddressPool[] = [
   { base: '192.168.0.0/16', size: 20 },
 ];
 
-export function overlaps(a: Ipv4Cidr, b: Ipv4Cidr): boolean {
-  const p = Math.min(a.prefixLen, b.prefixLen);
-  const m = maskOf(p);
-  return ((a.network & m) >>> 0) === ((b.network & m) >>> 0);
-}
+export { overlaps };
 
 /** The first free subnet of `pools`; 403 as the reference when all are used. */
 export function pickSubnet(pools: readonly AddressPool[], taken: readonly Ipv4Cidr[]): string {

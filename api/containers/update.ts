@@ -4,6 +4,7 @@
 // running container's update answers once it is applied; when the task refuses it, the old
 // values are put back and the reason answered, as the reference does.
 import { conflict, internal, invalidArgument, unavailable } from '../../lib/errors.ts';
+import { checkCpuset } from '../../admission/containers/resource-checks.ts';
 import { type HostConfig, type RestartPolicy, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 
 import type { App } from '../app.ts';
@@ -73,6 +74,8 @@ export function applyUpdate(c: CR, u: Update): HostConfig {
   if (u.Memory !== undefined && u.MemorySwap === undefined && num('MemorySwap') > 0 && u.Memory > num('MemorySwap')) {
     throw cannot('Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time');
   }
+  checkCpuset(u.CpusetCpus, undefined, 'cpus');
+  checkCpuset(u.CpusetMems, undefined, 'mems');
   if (u.RestartPolicy && u.RestartPolicy.Name !== 'no' && cur.AutoRemove) throw cannot('Restart policy cannot be updated because AutoRemove is enabled for the container');
   const next: Record<string, unknown> = { ...cur };
   for (const k of [...NUMBERS, ...STRINGS]) if (u[k] !== undefined) next[k] = u[k];

@@ -1,18 +1,22 @@
 // Network routes. The builtin networks (`bridge` unless --bridge none, `host`, `none`) and
 // user-defined bridge networks live in the store; create and remove write desired state and wait
-// for the network reconciler. Connect and disconnect are connect.ts.
+// for the network reconciler. Connect and disconnect are connect.ts. On a swarm manager, the
+// swarm's overlay networks (driver overlay, scope swarm) are listed, inspected, created and
+// removed through the swarm (./swarm-port.ts; this node's own networks answer first).
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { EngineError, permissionDenied, unavailable } from '../../lib/errors.ts';
+import { conflict, EngineError, permissionDenied, unavailable } from '../../lib/errors.ts';
+import { swarmNetworkView, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
+import type { SwarmNetworksPort } from './swarm-port.ts';
 import { goBool, goBoolSyntax } from '../../lib/units.ts';
-import { Networks, findNetwork, liveNetworks } from '../../store/kinds/network.ts';
+import { Networks, findNetwork, liveNetworks, liveNetworksNamed } from '../../store/kinds/network.ts';
 import { parseFilters, pruneFilters, pruneMatches } from '../filters.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { apiVersion, filtersQuery, first, idParams, q, requireApiVersion } from '../request.ts';
 import { gone, waitUntil, writeAndWait } from '../write-and-wait.ts';
 import type { NetworkDefaults } from '../../admission/networks/network-spec.ts';
 import { admitNetwork, NetworkCreateBody } from '../../admission/networks/admit.ts';
-import { attachedContainers, checkNetworkRemovable, isPredefinedName, listNetworks, networkView, type NetworkResource } from './views.ts';
+import { attachedContainers, checkNetworkRemovable, isPredefinedName, listNetworks, networkMatcher, networkView, type NetworkResource } from './views.ts';
 import { connectRoutes } from './connect.ts';
 
 export interface NetworkRouteDeps {
@@ -21,9 +25,13 @@ export interface NetworkRouteDeps {
   defaults?: NetworkDefaults;
   /** How long a handler waits for the network reconciler before answering 503. */
   waitTimeoutMs?: number;
+  /** The swarm's overlay networks (throws the reference's 503 unless this node is a manager). */
+  swarm?: () => SwarmNetworksPort;
 }
 
 export { USER_DEFINED_UNSUPPORTED } from '../../admission/networks/admit.ts';
+
+const NOT_A_SWARM_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
 
 /** strconv.ParseBool, which the reference daemon uses for `verbose`: the one flag it refuses a bad value of. */
 const verboseFlag = z.preprocess(first, z.string().optional()).transform((v, ctx) => {
@@ -47,19 +55,58 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     });
   }
 
+  /** The swarm's networks when this node is a manager that can answer (none otherwise). */
+  async function swarmList(): Promise<SwarmNetworkRecord[]> {
+    let port: SwarmNetworksPort;
+    try {
+      if (!deps.swarm) return [];
+      port = deps.swarm();
+    } catch {
+      return [];
+    }
+    return port.list();
+  }
+
+  /** The swarm network `ref` names, if this node is a manager and there is one. */
+  async function swarmFind(ref: string): Promise<SwarmNetworkRecord | undefined> {
+    return (await swarmList()).length ? deps.swarm!().find(ref).catch(() => undefined) : undefined;
+  }
+
+  /** Whether one of this node's networks answers to `ref`. */
+  function localNetwork(ref: string, scope?: string): boolean {
+    try {
+      findNetwork(store, ref, { scope });
+      return true;
+    } catch (err) {
+      if (err instanceof EngineError && err.code === 'NotFound') return false;
+      return true;
+    }
+  }
+
   return async function register(app: App): Promise<void> {
     for (const url of ['/networks', '/networks/']) {
       app.get(url, { schema: { querystring: filtersQuery } }, async (req) => {
-        return listNetworks(store, req.query.filters, { detailed: apiVersion(req) < 1.28 });
+        const local = listNetworks(store, req.query.filters, { detailed: apiVersion(req) < 1.28 });
+        const match = networkMatcher(req.query.filters);
+        const overlays = (await swarmList()).filter((n) => match({ name: n.Name, id: n.ID, driver: 'overlay', scope: 'swarm', labels: n.Labels ?? {}, attached: 0 }));
+        return [...local, ...overlays.map(swarmNetworkView)];
       });
     }
 
     app.get('/networks/:id', { schema: { params: idParams, querystring: z.looseObject({ verbose: verboseFlag, scope: q.str() }) } }, async (req) => {
-      const net = findNetwork(store, req.params.id, { scope: req.query.scope || undefined });
+      const scope = req.query.scope || undefined;
+      const overlay = scope === 'swarm' || !localNetwork(req.params.id, scope) ? await swarmFind(req.params.id) : undefined;
+      if (overlay) return swarmNetworkView(overlay);
+      const net = findNetwork(store, req.params.id, { scope });
       return networkView(net, attachedContainers(store, net));
     });
 
     app.delete('/networks/:id', { schema: { params: idParams } }, async (req, reply) => {
+      const overlay = !localNetwork(req.params.id) ? await swarmFind(req.params.id) : undefined;
+      if (overlay) {
+        await deps.swarm!().remove(overlay.ID);
+        return reply.code(204).send();
+      }
       const net = findNetwork(store, req.params.id);
       if (isPredefinedName(net.spec.name)) throw permissionDenied(`${net.spec.name} is a pre-defined network and cannot be removed`);
       await removeNetwork(net);
@@ -67,6 +114,20 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     });
 
     app.post('/networks/create', { schema: { body: NetworkCreateBody } }, async (req, reply) => {
+      if (req.body.Driver === 'overlay') {
+        // A swarm-scoped network, made by a manager in the swarm's etcd (a node in no swarm: the reference's 500).
+        let port: SwarmNetworksPort;
+        try {
+          if (!deps.swarm) throw unavailable(NOT_A_SWARM_MANAGER);
+          port = deps.swarm();
+        } catch (err) {
+          if (err instanceof EngineError && err.message.startsWith('This node is not a swarm manager.')) throw new EngineError('Internal', err.message);
+          throw err;
+        }
+        const name = req.body.Name ?? '';
+        if (name && liveNetworksNamed(store, name).length) throw conflict(`network with name ${name} already exists`);
+        return reply.code(201).send({ Id: await port.create(req.body), Warning: '' });
+      }
       const created = admitNetwork({ store, defaults: deps.defaults }, req.body);
       const id = created.name;
       const name = created.spec.name;

@@ -148,11 +148,19 @@ function matches(patterns: string[], value: string): boolean {
 }
 
 /** GET /networks with the reference daemon's filters, sorted by name (its own order is unspecified). */
-export function listNetworks(
-  store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>,
-  rawFilters: string | undefined,
-  opts: { detailed: boolean },
-): Record<string, unknown>[] {
+/** What the `filters` of GET /networks test of a network. */
+export interface NetworkFacts {
+  name: string;
+  id: string;
+  driver: string;
+  scope: string;
+  labels: Record<string, string>;
+  /** Containers attached (a custom network without any is dangling). */
+  attached: number;
+}
+
+/** The `filters` query of GET /networks as a predicate (the reference's refusals for bad ones). */
+export function networkMatcher(rawFilters: string | undefined): (n: NetworkFacts) => boolean {
   const filters = parseFilters(rawFilters, LIST_FILTERS);
   const dangling = filters.get('dangling');
   let danglingOnly: boolean | undefined;
@@ -164,25 +172,37 @@ export function listNetworks(
   }
   const types = filters.get('type');
   for (const t of types ?? []) if (t !== 'builtin' && t !== 'custom') throw invalidArgument(`invalid filter: 'type'='${t}'`);
+  const want = (key: string, test: (values: string[]) => boolean) => {
+    const v = filters.get(key);
+    return !v || v.length === 0 || test(v);
+  };
+  return (n) => {
+    const builtin = isPredefinedName(n.name);
+    return (
+      want('driver', (v) => v.includes(n.driver)) &&
+      want('name', (v) => matches(v, n.name)) &&
+      want('id', (v) => matches(v, n.id)) &&
+      want('label', (v) => matchKVList(v, n.labels)) &&
+      want('scope', (v) => v.includes(n.scope)) &&
+      want('type', (v) => v.includes(builtin ? 'builtin' : 'custom')) &&
+      !(danglingOnly === true && (builtin || n.attached > 0)) &&
+      !(danglingOnly === false && !builtin && n.attached === 0)
+    );
+  };
+}
 
+export function listNetworks(
+  store: Pick<ApiStore, 'list' | 'get' | 'byIndex'>,
+  rawFilters: string | undefined,
+  opts: { detailed: boolean },
+): Record<string, unknown>[] {
+  const match = networkMatcher(rawFilters);
   const out: Record<string, unknown>[] = [];
   const nets = liveNetworks(store).sort((a, b) => (a.spec.name < b.spec.name ? -1 : a.spec.name > b.spec.name ? 1 : 0));
   for (const n of nets) {
     const s = n.spec;
-    const want = (key: string, test: (values: string[]) => boolean) => {
-      const v = filters.get(key);
-      return !v || v.length === 0 || test(v);
-    };
-    if (!want('driver', (v) => v.includes(s.driver))) continue;
-    if (!want('name', (v) => matches(v, s.name))) continue;
-    if (!want('id', (v) => matches(v, s.id))) continue;
-    if (!want('label', (v) => matchKVList(v, s.labels ?? {}))) continue;
-    if (!want('scope', (v) => v.includes(s.scope))) continue;
-    const builtin = isPredefinedName(s.name);
-    if (!want('type', (v) => v.includes(builtin ? 'builtin' : 'custom'))) continue;
     const containers = attachedContainers(store, n);
-    if (danglingOnly === true && (builtin || Object.keys(containers).length > 0)) continue;
-    if (danglingOnly === false && !builtin && Object.keys(containers).length === 0) continue;
+    if (!match({ name: s.name, id: s.id, driver: s.driver, scope: s.scope, labels: s.labels ?? {}, attached: Object.keys(containers).length })) continue;
     out.push(networkView(n, opts.detailed ? containers : {}));
   }
   return out;

@@ -3,6 +3,7 @@
 import type { ClusterRecord, SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import type { LocalNodeState } from '../nodes/views.ts';
 import type { NodeSpec } from '../../lib/swarm/node-spec.ts';
+import type { SwarmNetworksPort } from '../networks/swarm-port.ts';
 import type { ServicesPort } from '../services/port.ts';
 
 /** POST /swarm/init's body (moby's api/types/swarm InitRequest). */
@@ -59,4 +60,6 @@ export interface SwarmPort {
   unlock(key: string): Promise<void>;
   /** The swarm's services (the reference's 503 unless this node is a manager that can answer). */
   services(): ServicesPort;
+  /** The swarm's overlay networks (the same 503). */
+  networks(): SwarmNetworksPort;
 }

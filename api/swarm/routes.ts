@@ -4,7 +4,7 @@
 // join while it is in one.
 import * as z from 'zod';
 import type { App } from '../app.ts';
-import { unavailable } from '../../lib/errors.ts';
+import { invalidArgument, unavailable } from '../../lib/errors.ts';
 import { parseSwarmVersion, swarmObject, type SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import { q } from '../request.ts';
 import type { SwarmPort } from './port.ts';
@@ -48,7 +48,13 @@ const joinBody = z.looseObject({
 
 /** Go's omitted and null fields are zero: undefined here. */
 function clean<T>(v: T): T {
-  return JSON.parse(JSON.stringify(v, (_k, x) => (x === null ? undefined : x))) as T;
+  try {
+    return JSON.parse(JSON.stringify(v, (_k, x) => (x === null ? undefined : x))) as T;
+  } catch (err) {
+    // A body nested deeper than the stack (Go's decoder: "exceeded max depth").
+    if (err instanceof RangeError) throw invalidArgument('exceeded max depth');
+    throw err;
+  }
 }
 
 export function swarmRoutes(swarm: SwarmPort, notManager: string) {

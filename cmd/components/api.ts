@@ -207,7 +207,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
               return c?.stacks;
             },
           }),
-          networkRoutes({ store, defaults: admission.networks.defaults }),
+          networkRoutes({ store, defaults: admission.networks.defaults, swarm: () => ctx.get('swarm').networks() }),
         ],
       });
       await app.ready();

@@ -28,6 +28,8 @@ import { makeDataKey, makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlo
 import { LockReconciler } from './lock.ts';
 import { AccessReconciler } from './access.ts';
 import { SwarmServices } from './services.ts';
+import { SwarmNetworks } from './networks.ts';
+import type { SwarmNetworksPort } from '../../api/networks/swarm-port.ts';
 import { TaskLogs, wireLines, type TaskLogsDeps } from './task-logs.ts';
 import type { LogReadOptions } from '../../lib/ports/logs.ts';
 import type { ServicesPort } from '../../api/services/port.ts';
@@ -68,6 +70,7 @@ export class SwarmNode implements SwarmPort {
   private readonly access: AccessReconciler;
   private readonly taskLogs: TaskLogs | undefined;
   private readonly serviceStore: SwarmServices;
+  private readonly networkStore: SwarmNetworks;
   private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
@@ -103,7 +106,20 @@ export class SwarmNode implements SwarmPort {
         })
       : undefined;
     const taskLogs = this.taskLogs;
-    this.serviceStore = new SwarmServices(() => this.etcd(), taskLogs ? (t, o, signal) => taskLogs.read(t, o, signal) : undefined);
+    this.serviceStore = new SwarmServices(
+      () => this.etcd(),
+      taskLogs ? (t, o, signal) => taskLogs.read(t, o, signal) : undefined,
+      async () => new Set((await this.networkStore.list()).flatMap((n) => [n.ID, n.Name])),
+    );
+    this.networkStore = new SwarmNetworks({
+      etcd: () => this.etcd(),
+      pool: () => {
+        const c = this.objects.cached();
+        return { defaultAddrPool: c?.defaultAddrPool ?? [], subnetSize: c?.subnetSize ?? 24 };
+      },
+      usedBy: async () =>
+        (await this.serviceStore.list()).flatMap((s) => [...((s.Spec.TaskTemplate['Networks'] as Array<{ Target: string }> | undefined) ?? []), ...((s.Spec['Networks'] as Array<{ Target: string }> | undefined) ?? [])].map((n) => ({ network: n.Target, service: s.ID }))),
+    });
     this.parts = new NodeParts({
       files: this.files,
       execRoot: d.execRoot,
@@ -394,6 +410,11 @@ export class SwarmNode implements SwarmPort {
   services(): ServicesPort {
     this.manager();
     return this.serviceStore;
+  }
+
+  networks(): SwarmNetworksPort {
+    this.manager();
+    return this.networkStore;
   }
 
   private manager(): void {

@@ -25,9 +25,12 @@ export class SwarmServices implements ServicesPort {
   private readonly etcd: () => Etcd3;
   private readonly taskLogs: ServicesPort['logs'] | undefined;
 
-  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs']) {
+  private readonly networkRefs: () => Promise<ReadonlySet<string>>;
+
+  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs'], networkRefs: () => Promise<ReadonlySet<string>> = async () => new Set()) {
     this.etcd = etcd;
     this.taskLogs = taskLogs;
+    this.networkRefs = networkRefs;
   }
 
   logs(t: TaskRecord, o: LogReadOptions, signal: AbortSignal): AsyncIterable<LogEntry> {
@@ -51,7 +54,7 @@ export class SwarmServices implements ServicesPort {
 
   async create(raw: unknown, auth?: string): Promise<string> {
     const taken = new Set((await this.list()).map((s) => s.Spec.Name));
-    const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1)), auth);
+    const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1), { networks: await this.networkRefs() }), auth);
     const now = new Date().toISOString();
     const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec, ...(jobOf(spec) ? { JobStatus: { JobIteration: { Index: 0 }, LastExecution: now } } : {}) };
     const etcd = this.etcd();
@@ -66,7 +69,7 @@ export class SwarmServices implements ServicesPort {
   async update(ref: string, version: bigint, raw: unknown, o: { auth?: string; from?: 'spec' | 'previous-spec'; rollback?: boolean } = {}): Promise<void> {
     const cur = await this.find(ref);
     // A rollback takes the previous spec as it is (the body is not read, as the reference).
-    const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
+    const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name, { networks: await this.networkRefs() }), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
     if (spec && spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
     if (spec && modeName(spec) !== modeName(cur.Spec)) throw notImplemented('rpc error: code = Unimplemented desc = service mode change is not allowed');
     if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);

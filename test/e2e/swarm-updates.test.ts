@@ -7,7 +7,7 @@
 // global, to completion, again with each update.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { apiRequest, docker, testImages, type TestImages } from './harness/clients.ts';
+import { apiRequest, docker, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { swarmInit, swarmTasks } from './harness/swarm.ts';
 import { until } from './harness/wait.ts';
@@ -29,11 +29,7 @@ interface Service {
 describe('swarm service updates and rollbacks', () => {
   let d: DaemonHandle;
   let imgs: TestImages;
-  const dk = async (...args: string[]) => {
-    const r = await docker(d, args);
-    assert.equal(r.code, 0, `docker ${args.join(' ')}: ${r.stderr}\n${d.logs().split('\n').slice(-20).join('\n')}`);
-    return r.stdout;
-  };
+  const dk = dockerOk(() => d);
   const service = async (name: string): Promise<Service> => {
     const r = await apiRequest(d, 'GET', `/services/${name}`);
     assert.equal(r.status, 200, r.text);

@@ -23,6 +23,9 @@ class FakeSwarm implements SwarmPort {
   services(): never {
     throw unavailable('This node is not a swarm manager.');
   }
+  networks(): never {
+    throw unavailable('This node is not a swarm manager.');
+  }
   async init(req: SwarmInitRequest) {
     this.inits.push(req);
     this.inSwarm = true;
