@@ -42,7 +42,15 @@ export class SwarmNetworks implements SwarmNetworksPort {
     return lookup(await this.list(), ref, { id: (n) => n.ID, names: [(n) => n.Name], notFound: (r) => notFound(`network ${r} not found`) });
   }
 
-  async create(body: NetworkCreateInput): Promise<string> {
+  /**
+   * The swarm's `ingress` network, made with the swarm as the reference makes it (the first subnet
+   * of the pool, the first VXLAN id); the routing mesh that uses it is (8 of 21)'s next part.
+   */
+  async createIngress(pool: { defaultAddrPool: string[]; subnetSize: number }): Promise<string> {
+    return this.create({ Name: 'ingress', Driver: 'overlay', Ingress: true }, pool);
+  }
+
+  async create(body: NetworkCreateInput, poolGiven?: { defaultAddrPool: string[]; subnetSize: number }): Promise<string> {
     const name = body.Name ?? '';
     if (PREDEFINED.has(name)) throw permissionDenied(`operation is not permitted on predefined ${name} network `);
     if (!name) throw invalidArgument('network name must not be empty');
@@ -68,7 +76,7 @@ export class SwarmNetworks implements SwarmNetworksPort {
       const taken = all.flatMap((n) => n.IPAM.Config.map((c) => c.Subnet));
       let config = asked;
       if (!config.length) {
-        const pool = this.d.pool();
+        const pool = poolGiven ?? this.d.pool();
         const subnet = nextSubnet(pool.defaultAddrPool.length ? pool.defaultAddrPool : ['10.0.0.0/8'], pool.subnetSize || 24, taken);
         if (!subnet) throw permissionDenied('could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network');
         config = [{ Subnet: subnet, Gateway: gatewayOf(subnet) }];

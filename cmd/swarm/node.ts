@@ -280,6 +280,7 @@ export class SwarmNode implements SwarmPort {
         // Only where no swarm is yet (another node's init may have won since the check above).
         await this.objects.create(stored, ca);
         await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: 'manager', Availability: (req.Availability || 'active') as NodeAvailability }));
+        await bounded(this.networkStore.createIngress({ defaultAddrPool: pool.pool, subnetSize: pool.subnetSize }));
         if (spec.EncryptionConfig.AutoLockManagers) {
           const key = makeUnlockKey();
           await this.objects.setUnlockKey(key);

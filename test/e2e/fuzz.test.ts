@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { docker, testImages } from './harness/clients.ts';
 import { request } from 'node:http';
-import { fuzz, ping, type KnownFinding } from '../../hack/fuzz.ts';
+import { fuzz, ping, SWARM_REFERENCE_5XX, type KnownFinding } from '../../hack/fuzz.ts';
+import { swarmInit } from './harness/swarm.ts';
 
 /** Findings seen and not yet fixed; each names the exact case and why it is excused. */
 const KNOWN: KnownFinding[] = [
@@ -75,5 +76,14 @@ describe('fuzz', () => {
     // Refused at create as the reference refuses them, not at start with 500.
     assert.equal(await get('/v1.41/containers/create', 'POST', JSON.stringify({ Image: image, HostConfig: { CpusetMems: '/' } })), 400);
     assert.equal(await get('/v1.41/containers/create', 'POST', JSON.stringify({ Image: image, HostConfig: { MemorySwap: -2147483648 } })), 400);
+  });
+
+  test('a swarm manager: 800 malformed requests to the swarm, node, service, task and stack routes too; no crash, no 5xx the reference does not give, no hang', { timeout: 240_000 }, async () => {
+    await swarmInit(d);
+    const report = await fuzz({ socketPath: d.socket, requests: 800, seconds: 150, seed: 17, image, swarm: true, known: [...KNOWN, ...SWARM_REFERENCE_5XX] });
+    console.log(JSON.stringify({ requests: report.requests, elapsedMs: report.elapsedMs, byStatus: report.byStatus, known: report.known.length }));
+    assert.equal(report.crashed, false, `daemon stopped answering:\n${JSON.stringify(report.findings, null, 1)}\n${d.logs().split('\n').slice(-40).join('\n')}`);
+    assert.equal(await ping(d.socket), true, '/_ping after the run');
+    assert.deepEqual(report.findings, [], `findings:\n${JSON.stringify(report.findings, null, 1)}`);
   });
 });

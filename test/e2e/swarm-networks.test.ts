@@ -1,6 +1,6 @@
 // Swarm-scoped overlay networks as objects (issue 65, 1 and 5 in part), with the docker CLI and the
 // Engine API, matched to dockerd 20.10 (docs/reference-overlay.md): refused on a node in no swarm;
-// on a manager made in the swarm's etcd with a subnet of its DefaultAddrPool (or the one asked for)
+// the swarm's ingress network made with it; on a manager made in the swarm's etcd with a subnet of its DefaultAddrPool (or the one asked for)
 // and a VXLAN id, listed and inspected with Scope swarm, names shared with the node's own networks,
 // found by id prefix, removed; an encrypted overlay and a service's tasks joining one are refused
 // clearly until the overlay data path is here, never accepted and ignored.
@@ -31,19 +31,22 @@ describe('swarm overlay networks', () => {
 
   test('on a manager: created with a subnet of the pool and a VXLAN id, listed, inspected, found by id prefix, removed', { timeout: 120_000 }, async () => {
     await swarmInit(d);
+    // The swarm's ingress network, made with it as the reference makes it.
+    const ingress = JSON.parse(await dk('network', 'inspect', 'ingress'))[0];
+    assert.deepEqual([ingress.Scope, ingress.Driver, ingress.Ingress, ingress.IPAM.Config, ingress.Options['com.docker.network.driver.overlay.vxlanid_list']], ['swarm', 'overlay', true, [{ Subnet: '10.0.0.0/24', Gateway: '10.0.0.1' }], '4096']);
     const id = (await dk('network', 'create', '-d', 'overlay', '--attachable', '--label', 'a=b', '--opt', 'com.docker.network.driver.mtu=1400', 'ov1')).trim();
     assert.match(id, /^[a-z0-9]{25}$/);
     const n = JSON.parse(await dk('network', 'inspect', 'ov1'))[0];
     assert.equal(n.Id, id);
     assert.deepEqual([n.Scope, n.Driver, n.Attachable, n.Ingress, n.Labels], ['swarm', 'overlay', true, false, { a: 'b' }]);
-    assert.deepEqual(n.IPAM.Config, [{ Subnet: '10.0.0.0/24', Gateway: '10.0.0.1' }]);
-    assert.deepEqual(n.Options, { 'com.docker.network.driver.overlay.vxlanid_list': '4096', 'com.docker.network.driver.mtu': '1400' });
+    assert.deepEqual(n.IPAM.Config, [{ Subnet: '10.0.1.0/24', Gateway: '10.0.1.1' }]);
+    assert.deepEqual(n.Options, { 'com.docker.network.driver.overlay.vxlanid_list': '4097', 'com.docker.network.driver.mtu': '1400' });
     const given = JSON.parse(await dk('network', 'inspect', (await dk('network', 'create', '-d', 'overlay', '--subnet', '10.20.0.0/24', 'ov2')).trim()))[0];
-    assert.deepEqual([given.IPAM.Config, given.Options['com.docker.network.driver.overlay.vxlanid_list']], [[{ Subnet: '10.20.0.0/24', Gateway: '10.20.0.1' }], '4097']);
+    assert.deepEqual([given.IPAM.Config, given.Options['com.docker.network.driver.overlay.vxlanid_list']], [[{ Subnet: '10.20.0.0/24', Gateway: '10.20.0.1' }], '4098']);
     const third = JSON.parse(await dk('network', 'inspect', (await dk('network', 'create', '-d', 'overlay', 'ov3')).trim()))[0];
-    assert.equal(third.IPAM.Config[0].Subnet, '10.0.1.0/24', 'the next free subnet of the pool');
+    assert.equal(third.IPAM.Config[0].Subnet, '10.0.2.0/24', 'the next free subnet of the pool');
     const ls = await dk('network', 'ls', '--filter', 'driver=overlay', '--format', '{{.Name}} {{.Scope}}');
-    assert.deepEqual(ls.trim().split('\n').sort(), ['ov1 swarm', 'ov2 swarm', 'ov3 swarm']);
+    assert.deepEqual(ls.trim().split('\n').sort(), ['ingress swarm', 'ov1 swarm', 'ov2 swarm', 'ov3 swarm']);
     assert.ok((await dk('network', 'ls', '--format', '{{.Name}}')).includes('host'), 'the node\'s own networks too');
     assert.equal(JSON.parse(await dk('network', 'inspect', id.slice(0, 6)))[0].Name, 'ov1', 'by id prefix');
     const dup = await apiRequest(d, 'POST', '/networks/create', JSON.stringify({ Name: 'ov1', Driver: 'overlay' }));
