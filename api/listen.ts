@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../lib/errors.ts';
 import { http } from '../lib/node-http.ts';
+import { joinHostPort } from '../lib/host-port.ts';
 
 export type HostAddress =
   | { kind: 'unix'; path: string }
@@ -140,8 +141,7 @@ export async function listenAll(
         await listen(srv, { host: addr.host, port: addr.port });
         const a = srv.address();
         const port = a && typeof a === 'object' ? a.port : addr.port;
-        const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
-        addresses.push(`tcp://${host}:${port}`);
+        addresses.push(`tcp://${joinHostPort(addr.host, port)}`);
       }
       opts.log.info({ address: addresses[addresses.length - 1] }, 'API listening');
     }

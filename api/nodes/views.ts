@@ -9,6 +9,7 @@
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';
 import { byteOrder } from '../../lib/compare.ts';
 import { renderNodeSpec, type NodeSpec } from '../../lib/swarm/node-spec.ts';
+import { joinHostPort } from '../../lib/host-port.ts';
 
 /** The port swarm managers listen on; ManagerStatus.Addr and RemoteManagers[].Addr carry it. */
 export const MANAGER_PORT = 2377;
@@ -64,7 +65,7 @@ export function enginePlugins(p: InfoPlugins = DEFAULT_INFO_PLUGINS): PluginDesc
 const TLS_INFO = () => ({ TrustRoot: '', CertIssuerSubject: '', CertIssuerPublicKey: '' });
 
 /** A manager's address as ManagerStatus.Addr and RemoteManagers show it: its advertise host and port. */
-const managerAddr = (r: NodeRecord) => `${r.addr.includes(':') ? `[${r.addr}]` : r.addr}:${r.port ?? MANAGER_PORT}`;
+const managerAddr = (r: NodeRecord) => joinHostPort(r.addr, r.port ?? MANAGER_PORT);
 
 /** Go's `Version{Index uint64 \`json:",omitempty"\`}`. */
 const version = (index: number) => (index ? { Index: index } : {});

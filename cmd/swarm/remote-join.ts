@@ -15,6 +15,7 @@ import type { SwarmJoinRequest } from '../../api/swarm/port.ts';
 import type { NodeAvailability } from '../../lib/swarm/node-spec.ts';
 import { certHosts, type NodeAddresses } from './requests.ts';
 import type { SwarmState } from './state.ts';
+import { bracketHost, joinHostPort } from '../../lib/host-port.ts';
 
 const CALL_TIMEOUT_MS = 20_000;
 const DEFAULT_PORT = '2377';
@@ -74,7 +75,7 @@ function call(addr: string, method: 'GET' | 'POST', path: string, tls: { ca?: st
 function unreachable(remote: string, err: unknown): Error {
   const code = (err as NodeJS.ErrnoException).code;
   const { host, port } = remoteEndpoint(remote);
-  const addr = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const addr = joinHostPort(host, port);
   const why = code === 'ECONNREFUSED' ? 'connect: connection refused' : code === 'EHOSTUNREACH' ? 'connect: no route to host' : code === 'ENETUNREACH' ? 'connect: network is unreachable' : undefined;
   if (why) return unavailable(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing dial tcp ${addr}: ${why}"`, err);
   return unavailable('rpc error: code = DeadlineExceeded desc = context deadline exceeded', err);
@@ -142,7 +143,7 @@ export async function admitted(req: SwarmJoinRequest, token: ParsedJoinToken, ad
   const remotes = req.RemoteAddrs ?? [];
   if (!remotes.length) throw invalidArgument('at least 1 RemoteAddr is required to join');
   const key = newNodeKey();
-  const host = addrs.advertiseHost.includes(':') ? `[${addrs.advertiseHost}]` : addrs.advertiseHost;
+  const host = bracketHost(addrs.advertiseHost);
   const { answer, remote } = await requestJoin(remotes, token, {
     JoinToken: req.JoinToken!,
     PublicKey: key.publicKeyPem,

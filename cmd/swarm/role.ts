@@ -21,6 +21,7 @@ import { bounded } from './objects.ts';
 import { requestPromotion } from './remote-join.ts';
 import { certHosts } from './requests.ts';
 import type { SwarmFiles, SwarmState } from './state.ts';
+import { bracketHost, joinHostPort } from '../../lib/host-port.ts';
 
 export interface RoleDeps {
   /** The node's state now (undefined: in no swarm, or not ready to change). */
@@ -89,10 +90,10 @@ export class RoleReconciler {
     const managers = this.d
       .records()
       .filter((r) => r.state === 'ready' && (r.role ?? 'manager') === 'manager' && r.id !== state.nodeId)
-      .map((r) => `${r.addr.includes(':') ? `[${r.addr}]` : r.addr}:${r.port ?? 2377}`);
+      .map((r) => joinHostPort(r.addr, r.port ?? 2377));
     const old = await this.d.files.readCerts();
     const key = newNodeKey();
-    const host = state.advertiseHost.includes(':') ? `[${state.advertiseHost}]` : state.advertiseHost;
+    const host = bracketHost(state.advertiseHost);
     const answer = await requestPromotion(managers, { ca: old.caPem, cert: old.certPem, key: old.keyPem }, { PublicKey: key.publicKeyPem, Hosts: certHosts(state), PeerURL: `https://${host}:${SWARM_ETCD_PEER_PORT}` });
     const next: SwarmState = { ...state, role: 'manager', member: { clientPort: SWARM_ETCD_CLIENT_PORT, peerPort: SWARM_ETCD_PEER_PORT }, managers: answer.Managers };
     await this.d.parts.stop(false);

@@ -19,6 +19,7 @@ import { openUnixDgram, type UnixDgramSender } from '../sys/unix-dgram.ts';
 import { dgramConn, type Conn } from './dgram-conn.ts';
 import { dialError, goAtoi, goUrlParse, parseLogTag, splitHostPort, type ContainerLogInfo } from './info.ts';
 import type { LogMessage, RemoteDriver } from './remote.ts';
+import { joinHostPort } from '../../lib/host-port.ts';
 
 const FACILITIES: Record<string, number> = {
   kern: 0, user: 1, mail: 2, daemon: 3, auth: 4, syslog: 5, lpr: 6, news: 7, uucp: 8, cron: 9, authpriv: 10, ftp: 11,
@@ -50,7 +51,7 @@ export function parseSyslogAddress(address: string): { proto: string; addr: stri
     splitHostPort(host);
   } catch (err) {
     if (!(err as Error).message.includes('missing port in address')) throw err;
-    host = host.includes(':') ? `[${host}]:514` : `${host}:514`;
+    host = joinHostPort(host, 514);
   }
   return { proto: u.scheme, addr: host };
 }

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import { isAlive } from '../sys/alive.ts';
+import { bracketHost } from '../../lib/host-port.ts';
 
 export const SWARM_ETCD_CLIENT_PORT = 2387;
 export const SWARM_ETCD_PEER_PORT = 2388;
@@ -63,7 +64,7 @@ export class EtcdMember {
 
   constructor(opts: EtcdMemberOptions) {
     this.opts = opts;
-    const host = opts.advertiseHost.includes(':') ? `[${opts.advertiseHost}]` : opts.advertiseHost;
+    const host = bracketHost(opts.advertiseHost);
     this.clientUrl = `https://${host}:${opts.clientPort ?? SWARM_ETCD_CLIENT_PORT}`;
     this.peerUrl = `https://${host}:${opts.peerPort ?? SWARM_ETCD_PEER_PORT}`;
     this.dataDir = join(opts.dir, 'etcd');

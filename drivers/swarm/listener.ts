@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { EngineError, failedPrecondition } from '../../lib/errors.ts';
 import { nodeIdentity, type NodeIdentity } from './ca.ts';
 import type { LogReadOptions } from '../../lib/ports/logs.ts';
+import { joinHostPort } from '../../lib/host-port.ts';
 
 export interface SwarmListenerOptions {
   host: string;
@@ -117,7 +118,7 @@ export class SwarmListener {
     } catch (err) {
       await app.close().catch(() => {});
       const code = (err as NodeJS.ErrnoException).code;
-      const addr = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      const addr = joinHostPort(host, port);
       if (code === 'EADDRINUSE') throw failedPrecondition(`manager stopped: failed to listen on remote API address: listen tcp ${addr}: bind: address already in use`);
       if (code === 'EADDRNOTAVAIL') throw failedPrecondition(`manager stopped: failed to listen on remote API address: listen tcp ${addr}: bind: cannot assign requested address`);
       throw err;

@@ -6,6 +6,7 @@
 // (`os.networkInterfaces()` in the daemon), so the rules are tested on tables.
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { joinHostPort } from '../host-port.ts';
 
 export const DEFAULT_LISTEN_PORT = '2377';
 
@@ -41,7 +42,7 @@ export function normaliseAddr(addr: string): string {
   const hp = splitHostPort(a);
   if (!hp) return addr;
   const host = hp.host || '0.0.0.0';
-  return `${host.includes(':') ? `[${host}]` : host}:${hp.port || DEFAULT_LISTEN_PORT}`;
+  return joinHostPort(host, hp.port || DEFAULT_LISTEN_PORT);
 }
 
 function interfaceAddr(name: string, ifaces: Interfaces): string | undefined {
