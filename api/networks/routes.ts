@@ -55,21 +55,23 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     });
   }
 
-  /** The swarm's networks when this node is a manager that can answer (none otherwise). */
-  async function swarmList(): Promise<SwarmNetworkRecord[]> {
-    let port: SwarmNetworksPort;
+  /** The swarm's networks, when this node is a manager that can answer (undefined otherwise). */
+  function swarmPort(): SwarmNetworksPort | undefined {
     try {
-      if (!deps.swarm) return [];
-      port = deps.swarm();
+      return deps.swarm?.();
     } catch {
-      return [];
+      return undefined;
     }
-    return port.list();
   }
 
-  /** The swarm network `ref` names, if this node is a manager and there is one. */
+  /** The swarm's networks (none on a node that is not a manager). */
+  async function swarmList(): Promise<SwarmNetworkRecord[]> {
+    return (await swarmPort()?.list()) ?? [];
+  }
+
+  /** The swarm network `ref` names, if this node is a manager and there is one (one read of etcd). */
   async function swarmFind(ref: string): Promise<SwarmNetworkRecord | undefined> {
-    return (await swarmList()).length ? deps.swarm!().find(ref).catch(() => undefined) : undefined;
+    return swarmPort()?.find(ref).catch(() => undefined);
   }
 
   /** Whether one of this node's networks answers to `ref`. */
