@@ -8,7 +8,7 @@ import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
 import { type ContainerSpec, type ContainerStatus, containerByName, type ContainerResource, Containers, findContainer } from '../../store/kinds/container.ts';
 import type { ImageResource } from '../../store/kinds/image.ts';
 import { endpointsFromCreate, Endpoints, newEndpoint } from '../../store/kinds/endpoint.ts';
-import { findNetwork } from '../../store/kinds/network.ts';
+import { findNetwork, isBridged } from '../../store/kinds/network.ts';
 import { Volumes } from '../../store/kinds/volume.ts';
 import type { AdmissionStore } from '../store.ts';
 import { resolveContainerMounts } from '../volumes/container-mounts.ts';
@@ -75,7 +75,7 @@ export function admitContainer(
   const split = endpointsFromCreate(mode, body.NetworkingConfig, (ref) => {
     try {
       const net = findNetwork(store, ref);
-      return net.spec.driver === 'bridge' ? net : undefined;
+      return isBridged(net.spec) ? net : undefined;
     } catch {
       return undefined;
     }

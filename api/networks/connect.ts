@@ -8,7 +8,7 @@ import { conflict, invalidArgument, permissionDenied, unavailable } from '../../
 import { contains, parseCidr, parseIpv4 } from '../../lib/cidr.ts';
 import { contains6, formatIpv6, parseCidr6, parseIpv6 } from '../../lib/cidr6.ts';
 import { endpointConfigOf, Endpoints } from '../../store/kinds/endpoint.ts';
-import { ipv4Pool, ipv6Pool, liveNetworksNamed, findNetwork } from '../../store/kinds/network.ts';
+import { ipv4Pool, ipv6Pool, isBridged, liveNetworksNamed, findNetwork } from '../../store/kinds/network.ts';
 import { isRunning, Containers, type ContainerResource as CR, findContainer } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
 import type { App } from '../app.ts';
@@ -57,7 +57,7 @@ export function connectRoutes(store: ApiStore, timeoutMs: number) {
     if (mode === 'host' || mode === 'none' || mode.startsWith('container:')) return undefined;
     try {
       const net = findNetwork(store, mode === '' || mode === 'default' ? 'bridge' : mode);
-      return net.spec.driver === 'bridge' ? net : undefined;
+      return isBridged(net.spec) ? net : undefined;
     } catch {
       return undefined;
     }

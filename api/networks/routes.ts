@@ -90,7 +90,9 @@ export function networkRoutes(deps: NetworkRouteDeps) {
       app.get(url, { schema: { querystring: filtersQuery } }, async (req) => {
         const local = listNetworks(store, req.query.filters, { detailed: apiVersion(req) < 1.28 });
         const match = networkMatcher(req.query.filters);
-        const overlays = (await swarmList()).filter((n) => match({ name: n.Name, id: n.ID, driver: 'overlay', scope: 'swarm', labels: n.Labels ?? {}, attached: 0 }));
+        // A swarm network this node has an instance of is listed once, as the instance.
+        const here = new Set(local.map((n) => (n as { Id: string }).Id));
+        const overlays = (await swarmList()).filter((n) => !here.has(n.ID) && match({ name: n.Name, id: n.ID, driver: 'overlay', scope: 'swarm', labels: n.Labels ?? {}, attached: 0 }));
         return [...local, ...overlays.map(swarmNetworkView)];
       });
     }
@@ -104,12 +106,14 @@ export function networkRoutes(deps: NetworkRouteDeps) {
     });
 
     app.delete('/networks/:id', { schema: { params: idParams } }, async (req, reply) => {
-      const overlay = !localNetwork(req.params.id) ? await swarmFind(req.params.id) : undefined;
+      const overlay = !localNetwork(req.params.id, 'local') ? await swarmFind(req.params.id) : undefined;
       if (overlay) {
         await deps.swarm!().remove(overlay.ID);
         return reply.code(204).send();
       }
       const net = findNetwork(store, req.params.id);
+      // This node's instance of a swarm network goes with the network, never on its own.
+      if (net.spec.scope === 'swarm') throw permissionDenied(`network ${net.spec.name} is a swarm network: remove it on a manager`);
       if (isPredefinedName(net.spec.name)) throw permissionDenied(`${net.spec.name} is a pre-defined network and cannot be removed`);
       await removeNetwork(net);
       reply.code(204).send();

@@ -3,7 +3,7 @@
 // exact name, then unique id prefix.
 import { createHash } from 'node:crypto';
 import { invalidArgument, permissionDenied } from '../../lib/errors.ts';
-import { isPredefinedName, liveNetworksNamed, type IpamPoolConfig, type NetworkResource, liveNetworks } from '../../store/kinds/network.ts';
+import { isBridged, isPredefinedName, liveNetworksNamed, type IpamPoolConfig, type NetworkResource, liveNetworks } from '../../store/kinds/network.ts';
 export { isPredefinedName } from '../../store/kinds/network.ts';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import type { ApiStore } from '../containers/store.ts';
@@ -40,7 +40,7 @@ export function networkNameResolver(store: Pick<ApiStore, 'list'>): (ref: string
 
 /** Whether a network reference (name, id, id prefix) names a bridge network the daemon has now. */
 export function bridgeNetworkTest(store: Pick<ApiStore, 'list'>): (ref: string) => boolean {
-  const nets = liveNetworks(store).filter((n) => n.spec.driver === 'bridge');
+  const nets = liveNetworks(store).filter((n) => isBridged(n.spec));
   return (ref) => !!ref && (nets.some((n) => n.spec.id === ref || n.spec.name === ref) || nets.filter((n) => n.spec.id.startsWith(ref)).length === 1);
 }
 
@@ -96,7 +96,7 @@ function containerEntry(store: Pick<ApiStore, 'get'>, c: CR, net: NetworkResourc
       IPv6Address: ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}/${ep.GlobalIPv6PrefixLen}` : '',
     };
   }
-  if (net.spec.driver === 'bridge') return null;
+  if (isBridged(net.spec)) return null;
   if (networkNameOf(c.spec.hostConfig?.NetworkMode ?? '', bridgeEnabled) !== net.spec.name) return null;
   return { Name: name, EndpointID: derivedEndpointId(net.spec.id, c.name), MacAddress: '', IPv4Address: '', IPv6Address: '' };
 }
@@ -119,7 +119,7 @@ export function networkView(net: NetworkResource, containers: Record<string, Net
     Created: s.created,
     Scope: s.scope,
     Driver: s.driver,
-    EnableIPv4: s.driver === 'bridge',
+    EnableIPv4: isBridged(s),
     EnableIPv6: s.enableIPv6,
     IPAM: { Driver: s.ipam.Driver, Options: s.ipam.Options, Config: s.ipam.Config.map(poolView) },
     Internal: s.internal,

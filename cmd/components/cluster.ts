@@ -12,9 +12,14 @@ import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { Gated } from '../../controllers/gate.ts';
 import { Manager } from '../../controllers/manager.ts';
 import { NodeAgent } from '../../reconcilers/node/agent.ts';
-import { agentController, orchestratorController, placerController, taskRunnerController } from '../../reconcilers/node/controllers.ts';
+import { agentController, orchestratorController, overlayController, placerController, taskRunnerController } from '../../reconcilers/node/controllers.ts';
 import { SwarmOrchestrator } from '../../reconcilers/node/orchestrator.ts';
 import { TaskRunner } from '../../reconcilers/node/task-runner.ts';
+import { OverlayNetworks } from '../../reconcilers/node/overlay.ts';
+import { admitOverlayInstance } from '../../admission/networks/overlay-instance.ts';
+import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
+import type { VxlanPeer } from '../../lib/ports/network.ts';
+import { DATA_PATH_PORT } from '../../lib/swarm/endpoints.ts';
 import { admitContainer, type AdmissionDeps } from '../../admission/containers/admit.ts';
 import { swarmTaskOwner } from '../../store/kinds/container.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
@@ -50,6 +55,8 @@ export interface Cluster {
   /** The leader's swarm orchestrator, and this node's swarm tasks as containers. */
   orchestrator: SwarmOrchestrator;
   runner: TaskRunner;
+  /** This node's part of the overlay networks. */
+  overlay: OverlayNetworks;
   /** Runs membership, the agent and the placer (while leading): started in that order, stopped in reverse. */
   loops: Manager;
 }
@@ -63,6 +70,10 @@ export interface ClusterDeps {
   supervisor: SupervisorClient;
   /** The container create route's admission (a swarm task's container is made through it). */
   containers: AdmissionDeps;
+  /** The network create's admission (the node's instances of overlay networks are made through it). */
+  networks: NetworkAdmissionDeps;
+  /** The VXLAN devices' peer entries (the bridge driver's). */
+  syncPeers: (vxlan: string, peers: readonly VxlanPeer[], signal?: AbortSignal) => Promise<number>;
   metrics: ControllerFamilies | undefined;
   /** The credentials the next run of a pull uses (a task's image, pulled with its service's). */
   pullCredentials?: (pull: string, auth: RegistryAuth | undefined) => void;
@@ -76,6 +87,8 @@ export interface ClusterIdentity {
   role: 'manager' | 'worker';
   /** The advertised port of its listener. */
   port?: number;
+  /** Its VTEP: the data path address (DataPathAddr), else the advertise address. */
+  dataPathAddr?: string;
 }
 
 /** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
@@ -143,6 +156,17 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     deadline: () => fence.leaseAtLeastUntil - spec.fenceMarginSeconds * 1000,
     log: clog.child({ part: 'fencer' }),
   });
+  const overlay = new OverlayNetworks({
+    store: d.store,
+    nodeId: membership.nodeId,
+    vtep: who.dataPathAddr || addr,
+    etcd,
+    instance: (n) => admitOverlayInstance(d.networks, n, { vtep: who.dataPathAddr || addr, port: DATA_PATH_PORT }),
+    createLeased: (k, v) => membership.createLeased(k, v),
+    putLeased: (k, v) => membership.putLeased(k, v),
+    syncPeers: d.syncPeers,
+    log: clog.child({ part: 'overlay' }),
+  });
   runner = new TaskRunner({
     store: d.store,
     nodeId: membership.nodeId,
@@ -151,6 +175,8 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     run: (taskId, name, body, start) => void admitContainer(d.containers, body, { name, ownerRef: swarmTaskOwner(taskId), start }),
     startsAllowed: () => fence.startsAllowed,
     kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
+    networks: (t) => overlay.prepare(t),
+    networksDone: (id) => overlay.forget(id),
     ...(d.pullCredentials ? { credentials: d.pullCredentials } : {}),
     log: clog.child({ part: 'tasks' }),
   });
@@ -167,6 +193,8 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     void tasks.watch().catch(() => {});
     void orchestrator.watch().catch(() => {});
     tasks.rejoined();
+    void overlay.watch().catch(() => {});
+    overlay.rejoined();
     orchestrator.kick();
   });
   const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
@@ -183,12 +211,14 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
   loops.add(whileLeading('cluster-placer', () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics })));
   loops.add(whileLeading('swarm-orchestrator', () => orchestratorController(orchestrator).build({ reconciler: orchestrator, log: clog.child({ part: 'orchestrator' }), metrics })));
   loops.add(taskRunnerController(tasks).build({ reconciler: tasks, log: clog.child({ part: 'tasks' }), metrics }));
+  loops.add(overlayController(overlay).build({ reconciler: overlay, log: clog.child({ part: 'overlay' }), metrics }));
   agent.start();
   tasks.start();
+  overlay.start();
   compactor.start();
   fencer.start();
   await loops.start();
-  return { membership, stacks: who.role === 'worker' ? undefined : new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, orchestrator, runner: tasks, compactor, fence, fencer, loops };
+  return { membership, stacks: who.role === 'worker' ? undefined : new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, orchestrator, runner: tasks, overlay, compactor, fence, fencer, loops };
 }
 
 /** Leaves the cluster: every part stopped, the lease revoked. */
@@ -200,6 +230,7 @@ export async function stopCluster(c: Cluster): Promise<void> {
   c.placer.stop();
   c.orchestrator.stop();
   c.runner.stop();
+  c.overlay.stop();
   await c.agent.stop();
 }
 
@@ -235,10 +266,10 @@ export class ClusterHolder {
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls'],
+    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls', 'bridge'],
     init: async (ctx) => {
       // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
-      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
     },
     close: (holder) => holder.stop(),
   });

@@ -74,7 +74,7 @@ export class NodeParts {
     // A worker listens too when it can (the managers read its tasks' logs there); its listen
     // address may be another daemon's on this host: it goes on without.
     else await this.startListener(state).catch((err: unknown) => this.d.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'the worker\'s swarm listener could not start: its tasks\' logs cannot be read from the managers'));
-    await this.d.holder.start(await this.storeOf(state, o), { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role, port: Number(state.advertisePort) || undefined });
+    await this.d.holder.start(await this.storeOf(state, o), { nodeId: state.nodeId, addr: state.advertiseHost, role: state.role, port: Number(state.advertisePort) || undefined, dataPathAddr: state.dataPathAddr || undefined });
   }
 
   /** Stops the membership, the listener, the member (removed with its data when leaving). */

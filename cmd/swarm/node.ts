@@ -109,7 +109,7 @@ export class SwarmNode implements SwarmPort {
     this.serviceStore = new SwarmServices(
       () => this.etcd(),
       taskLogs ? (t, o, signal) => taskLogs.read(t, o, signal) : undefined,
-      async () => new Set((await this.networkStore.list()).flatMap((n) => [n.ID, n.Name])),
+      async () => this.networkStore.list(),
     );
     this.networkStore = new SwarmNetworks({
       etcd: () => this.etcd(),
@@ -348,6 +348,7 @@ export class SwarmNode implements SwarmPort {
       }
       // Its task containers go with it (the reference's leave removes them).
       this.d.holder.current?.runner.removeAll();
+      this.d.holder.current?.overlay.removeAll();
       await this.parts.stop(true);
       await this.files.removeAll();
       this.d.log.info({ nodeId: state.nodeId }, 'left the swarm');

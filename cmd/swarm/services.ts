@@ -7,7 +7,7 @@
 import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
 import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
-import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type NetworkRef, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
 import type { LogEntry, LogReadOptions } from '../../lib/ports/logs.ts';
@@ -25,9 +25,9 @@ export class SwarmServices implements ServicesPort {
   private readonly etcd: () => Etcd3;
   private readonly taskLogs: ServicesPort['logs'] | undefined;
 
-  private readonly networkRefs: () => Promise<ReadonlySet<string>>;
+  private readonly networkRefs: () => Promise<readonly NetworkRef[]>;
 
-  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs'], networkRefs: () => Promise<ReadonlySet<string>> = async () => new Set()) {
+  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs'], networkRefs: () => Promise<readonly NetworkRef[]> = async () => []) {
     this.etcd = etcd;
     this.taskLogs = taskLogs;
     this.networkRefs = networkRefs;

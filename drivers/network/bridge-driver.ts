@@ -5,6 +5,8 @@ import { deleteBridge, ensureBridge, inspectBridge, type BridgeConfig, type Brid
 import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, type BridgeRulesConfig } from './iptables.ts';
 import { enableIpForward, enableIpv6Forward, IP_FORWARD_PATH, IPV6_FORWARD_PATHS } from './sysctl.ts';
 import { enableRouteLocalnet, linkRules, loopbackRules, portRules, type LinkRuleConfig, type PortRuleConfig } from './port-rules.ts';
+import { deleteVxlan, ensureVxlan, syncPeers } from './vxlan.ts';
+import type { VxlanConfig, VxlanPeer } from '../../lib/ports/network.ts';
 import { attachContainer, detachContainer, ensureBridgePort, type AttachRequest, type AttachResult } from './veth.ts';
 
 export interface BridgeIptablesConfig extends BridgeRulesConfig {
@@ -46,6 +48,20 @@ export class BridgeDriver {
 
   deleteBridge(name: string, signal?: AbortSignal): Promise<boolean> {
     return deleteBridge(name, signal);
+  }
+
+  async ensureVxlan(cfg: VxlanConfig, signal?: AbortSignal): Promise<string[]> {
+    const repaired = await ensureVxlan(cfg, signal);
+    if (repaired.length) this.log.info({ vxlan: cfg.name, vni: cfg.vni, repaired }, 'vxlan set up');
+    return repaired;
+  }
+
+  deleteVxlan(name: string, signal?: AbortSignal): Promise<boolean> {
+    return deleteVxlan(name, signal);
+  }
+
+  syncPeers(name: string, peers: readonly VxlanPeer[], signal?: AbortSignal): Promise<number> {
+    return syncPeers(name, peers, signal);
   }
 
   /** iptables, or ip6tables for the rules of an IPv6 subnet. */

@@ -3,7 +3,7 @@
 // etcd's root role; a worker a user with a role of its own, `node-<id>`, that may read the
 // membership (node records, lasting member records, the leader election), its own assignments and
 // its own node spec and the tasks it is given, and write only its own node record, lasting record and task status — another
-// node's assignments are refused it. A node removed from the swarm has no user: its certificate
+// node's assignments are refused it. (The overlay networks' endpoints it may write, any node's: not yet confined to its own.) A node removed from the swarm has no user: its certificate
 // opens nothing. Auth is enabled once etcd's `root` user exists (a user no certificate names:
 // swarm CNs are 25-character ids).
 import type { Etcd3, IPermission } from 'etcd3';
@@ -11,6 +11,8 @@ import { Range } from 'etcd3';
 import { ASSIGNMENTS_PREFIX, ELECTION_PREFIX, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, STATUS_PREFIX } from '../../lib/cluster/node-record.ts';
 import { nodeSpecKey } from '../../lib/swarm/node-spec.ts';
 import { NODE_TASKS_PREFIX } from '../../lib/swarm/task.ts';
+import { NETWORKS_PREFIX } from '../../lib/swarm/network.ts';
+import { ENDPOINTS_PREFIX } from '../../lib/swarm/endpoints.ts';
 
 export const ROOT = 'root';
 export type AccessRole = 'manager' | 'worker';
@@ -37,6 +39,10 @@ export function workerPermissions(nodeId: string): IPermission[] {
     key(nodeKey(nodeId), 'Readwrite'),
     key(memberKey(nodeId), 'Readwrite'),
     prefix(`${STATUS_PREFIX}${nodeId}/`, 'Readwrite'),
+    // The overlay networks' records and every node's endpoints on them (the node takes its
+    // addresses there and programs its VXLAN devices from the others': reconcilers/node/overlay.ts).
+    prefix(NETWORKS_PREFIX, 'Read'),
+    prefix(ENDPOINTS_PREFIX, 'Readwrite'),
   ];
 }
 

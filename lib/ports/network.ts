@@ -31,3 +31,22 @@ export interface AttachRequest {
 export interface AttachResult {
   hostVeth: string;
 }
+
+/** An overlay network's VXLAN device (drivers/network/vxlan.ts makes it). */
+export interface VxlanConfig {
+  name: string;
+  vni: number;
+  /** This node's VTEP address. */
+  local: string;
+  port: number;
+  bridge: string;
+  mtu: number;
+}
+
+/** An endpoint on another node of an overlay network, as the VXLAN device is told of it. */
+export interface VxlanPeer {
+  ip: string;
+  mac: string;
+  /** The VTEP of the node the endpoint is on. */
+  vtep: string;
+}

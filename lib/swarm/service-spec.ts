@@ -155,7 +155,19 @@ export function modeName(spec: Pick<ServiceSpec, 'Mode'>): string {
  * The spec checked and filled in as the reference stores it; `name` is the one to use when the
  * client gave none. A spec the reference refuses throws its error (nothing is written).
  */
-export function serviceSpecOf(raw: unknown, name: () => string, opts: { networks?: ReadonlySet<string> } = {}): ServiceSpec {
+/** A swarm network as a service's spec names it. */
+export interface NetworkRef {
+  ID: string;
+  Name: string;
+  Ingress: boolean;
+}
+
+function uniquePrefix(known: readonly NetworkRef[], ref: string): NetworkRef | undefined {
+  const m = ref ? known.filter((k) => k.ID.startsWith(ref)) : [];
+  return m.length === 1 ? m[0] : undefined;
+}
+
+export function serviceSpecOf(raw: unknown, name: () => string, opts: { networks?: readonly NetworkRef[] } = {}): ServiceSpec {
   const parsed = ServiceSpecInput.safeParse(canonicalMode(raw ?? {}));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -187,13 +199,16 @@ export function serviceSpecOf(raw: unknown, name: () => string, opts: { networks
   if (ports.some((p) => p.PublishMode === 'ingress')) {
     throw notImplemented('ports published in ingress mode (the routing mesh) are not supported yet: publish them with mode=host (docker service create --publish mode=host,target=PORT,published=PORT)');
   }
-  const networks = [...(tt.Networks ?? []), ...(input.Networks ?? [])];
-  // A target that is no overlay network of the swarm is unknown, as the reference says it; one that
-  // is cannot be joined by a task until the overlay data path is here ((8 of 21)): refused, not ignored.
-  for (const n of networks) {
-    if (!opts.networks?.has(n.Target)) throw internal(`network ${n.Target} not found`);
-    throw notImplemented(`network ${n.Target}: a service's tasks cannot join overlay networks yet (the overlay data path is not implemented)`);
-  }
+  // Each target resolved to the swarm network's id (full id, full name, id prefix), as the
+  // reference stores it; one that is no overlay network of the swarm is unknown (its 500); the
+  // deprecated top-level Networks join the TaskTemplate's.
+  const known = opts.networks ?? [];
+  const networks = [...(tt.Networks ?? []), ...(input.Networks ?? [])].map((n) => {
+    const net = known.find((k) => k.ID === n.Target) ?? known.find((k) => k.Name === n.Target) ?? uniquePrefix(known, n.Target);
+    if (!net) throw internal(`network ${n.Target} not found`);
+    if (net.Ingress) throw invalidArgument(rpc('InvalidArgument', `Service cannot be explicitly attached to the ingress network "${net.Name}"`));
+    return { ...withoutNulls(n), Target: net.ID };
+  });
   const { Runtime: _runtime, ForceUpdate, ...restTt } = withoutNulls(tt);
   const { Networks: _networks, EndpointSpec: _ep, ...rest } = withoutNulls(input);
   const spec: ServiceSpec = {
@@ -203,6 +218,7 @@ export function serviceSpecOf(raw: unknown, name: () => string, opts: { networks
     TaskTemplate: {
       ...restTt,
       ContainerSpec: { ...withoutPullOptions(tt.ContainerSpec ?? {}), Image: image, Isolation: (tt.ContainerSpec?.Isolation as string | undefined) || 'default' },
+      ...(networks.length ? { Networks: networks } : {}),
       ForceUpdate: ForceUpdate ?? 0,
       Runtime: 'container',
     },

@@ -39,7 +39,13 @@ function securityOpts(p: Obj): string[] | undefined {
   return out.length ? out : undefined;
 }
 
-export function containerBodyOf(t: NodeTask): Obj {
+/** The overlay networks a task's container joins: the first as its NetworkMode, each with the address taken for it. */
+export interface TaskNetworkConfig {
+  mode: string;
+  endpoints: Record<string, { IPAMConfig: { IPv4Address: string }; Aliases?: string[] }>;
+}
+
+export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig): Obj {
   const cs = obj(t.Spec['ContainerSpec']);
   const limits = obj(obj(t.Spec['Resources'])['Limits']);
   const dns = obj(cs['DNSConfig']);
@@ -49,6 +55,7 @@ export function containerBodyOf(t: NodeTask): Obj {
   const ports = t.HostPorts ?? [];
   const grace = cs['StopGracePeriod'];
   const hostConfig: Obj = {
+    ...(nets?.mode ? { NetworkMode: nets.mode } : {}),
     RestartPolicy: { Name: '', MaximumRetryCount: 0 },
     ...(cs['Mounts'] ? { Mounts: cs['Mounts'] } : {}),
     ...(cs['ReadOnly'] ? { ReadonlyRootfs: true } : {}),
@@ -85,5 +92,6 @@ export function containerBodyOf(t: NodeTask): Obj {
     ...(cs['Healthcheck'] ? { Healthcheck: cs['Healthcheck'] } : {}),
     ...(ports.length ? { ExposedPorts: Object.fromEntries(ports.map((p) => [`${p.TargetPort}/${p.Protocol}`, {}])) } : {}),
     HostConfig: hostConfig,
+    ...(nets?.mode ? { NetworkingConfig: { EndpointsConfig: nets.endpoints } } : {}),
   };
 }

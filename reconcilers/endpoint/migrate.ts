@@ -7,7 +7,7 @@ import { EMPTY_ENDPOINT_STATUS, endpointName, endpointsFromCreate, type Endpoint
 import { type ContainerSpec, type ContainerStatus, Containers } from '../../store/kinds/container.ts';
 import type { Resource } from '../../store/types.ts';
 import type { Store } from '../../store/store.ts';
-import { findNetwork } from '../../store/kinds/network.ts';
+import { findNetwork, isBridged } from '../../store/kinds/network.ts';
 import { Migrations } from '../../store/kinds/migration.ts';
 
 const DONE = 'endpoint-records';
@@ -19,7 +19,7 @@ export function migrateEndpoints(store: Pick<Store, 'list' | 'get' | 'byIndex' |
     try {
       const net = findNetwork(store, ref);
       // As the attacher's findUserNetwork: a network of another driver is not found.
-      return net.spec.driver === 'bridge' ? net : undefined;
+      return isBridged(net.spec) ? net : undefined;
     } catch {
       return undefined;
     }

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { invalidArgument, isCode, notFound } from '../../lib/errors.ts';
 import { macFromIpv4 } from '../../drivers/network/cidr.ts';
 import type { EndpointAddresses } from '../../store/kinds/endpoint.ts';
-import { ipv4Pool, ipv6Pool, type EndpointSettings, findNetwork, findNetworkByName, Networks, type NetworkResource } from '../../store/kinds/network.ts';
+import { ipv4Pool, ipv6Pool, isBridged, type EndpointSettings, findNetwork, findNetworkByName, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import { EMBEDDED_DNS_ADDRESS, extraVethName, hostVethName } from '../../drivers/network/veth.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import { hasEmbeddedDns } from './dns.ts';
@@ -71,7 +71,7 @@ export function resolveNetworkMode(mode: string, opts: { bridgeDisabled?: boolea
 /** A user-defined (bridge) network by full id, exact name, then unique id prefix, as the API resolves it. */
 export function findUserNetwork(store: Pick<NetworkStore, 'list' | 'get' | 'byIndex'>, ref: string): NetworkResource {
   const net = findNetwork(store, ref);
-  if (net.spec.driver !== 'bridge') throw notFound(`network ${ref} not found`);
+  if (!isBridged(net.spec)) throw notFound(`network ${ref} not found`);
   return net;
 }
 
@@ -119,7 +119,7 @@ export class NetworkAttacher {
     const net = this.store.get(Networks, ep.NetworkID);
     if (!net) throw notFound(`network ${ep.NetworkID} not found`);
     const b = net.spec.bridge;
-    if (net.spec.driver !== 'bridge' || !b) return;
+    if (!isBridged(net.spec) || !b) return;
     const req = {
       ...(typeof pid === 'number' ? { pid } : { netnsPath: pid }),
       bridge: b.bridgeName,

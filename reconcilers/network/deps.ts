@@ -2,7 +2,7 @@
 // store/store.ts provides beyond ReconcilerStore), the bridge driver, and the daemon's options.
 import type { Store } from '../../store/store.ts';
 import type { ReconcilerStore } from '../store-like.ts';
-import type { AttachRequest, AttachResult } from '../../lib/ports/network.ts';
+import type { AttachRequest, AttachResult, VxlanConfig } from '../../lib/ports/network.ts';
 
 export interface NetworkStore extends ReconcilerStore, Pick<Store, 'create'> {
   transaction<R>(fn: () => R): R;
@@ -12,6 +12,9 @@ export interface NetworkDriverPort {
   inspectBridge(name: string, signal?: AbortSignal): Promise<{ ipv4: string[]; isBridge: boolean } | null>;
   ensureBridge(cfg: { name: string; address: string; address6?: string; mtu: number }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
   deleteBridge(name: string, signal?: AbortSignal): Promise<boolean>;
+  /** An overlay network's VXLAN device on its bridge; what had to change. */
+  ensureVxlan(cfg: VxlanConfig, signal?: AbortSignal): Promise<string[]>;
+  deleteVxlan(name: string, signal?: AbortSignal): Promise<boolean>;
   ensureIptables(
     cfg: { chainPrefix: string; bridge: string; subnet: string; icc: boolean; ipMasq: boolean; userlandProxy: boolean; internal?: boolean; family?: 4 | 6 },
     signal?: AbortSignal,

@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { isRunning, Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 import { endpointName, endpointsOfContainer, pluggedAddresses, Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
-import { ipv4Pool, type NetworkSpec, Networks, type NetworkResource } from '../../store/kinds/network.ts';
+import { ipv4Pool, isBridged, type NetworkSpec, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { ReconcilerStore } from '../store-like.ts';
 import { healthConfigOf } from '../container/health.ts';
 
@@ -36,7 +36,7 @@ interface Running {
 
 /** Whether a network gets embedded DNS: a user-defined bridge (not the default `bridge`). */
 export function hasEmbeddedDns(net: Pick<NetworkSpec, 'name' | 'driver'>): boolean {
-  return net.driver === 'bridge' && net.name !== 'bridge';
+  return isBridged(net) && net.name !== 'bridge';
 }
 
 export class NetworkDns {

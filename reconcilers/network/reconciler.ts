@@ -17,7 +17,7 @@ import { fromPromise, type SnapshotFrom } from 'xstate';
 import { topState } from '../../controllers/machine-driver.ts';
 import { MachineHost, type Held } from '../../controllers/machine-host.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { ipv4Pool, ipv6Pool, type AppliedBridge, type NetworkStatus, Networks, type NetworkResource } from '../../store/kinds/network.ts';
+import { ipv4Pool, ipv6Pool, isBridged, type AppliedBridge, type NetworkStatus, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import type { NetworkDns } from './dns.ts';
 import { releaseNetwork, releaseOrphans } from './ipam.ts';
@@ -87,7 +87,7 @@ export class NetworkReconciler {
 
   /** The spec's wishes and the clock, as the machine reads them. */
   private facts(r: NetworkResource): NetworkFacts {
-    return { id: r.name, now: Date.now(), bridge: r.spec.driver === 'bridge' && !!r.spec.bridge, recheckMs: this.recheckMs };
+    return { id: r.name, now: Date.now(), bridge: isBridged(r.spec) && !!r.spec.bridge, recheckMs: this.recheckMs };
   }
 
   /** The state the network's status records (after a restart, or a machine never seen). */
@@ -194,6 +194,13 @@ export class NetworkReconciler {
     const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu }, signal);
     if (br.created) repairs.push(`created bridge ${b.bridgeName}`);
     if (br.repaired.length > 0) repairs.push(`bridge ${b.bridgeName}: ${br.repaired.join(', ')}`);
+    // An overlay's VXLAN device, a port of the bridge (what runs on other nodes: reconcilers/node/overlay.ts).
+    const ov = r.spec.overlay;
+    if (ov) {
+      if (prev?.vxlan && prev.vxlan !== ov.vxlanName) await this.driver.deleteVxlan(prev.vxlan, signal);
+      const vx = await this.driver.ensureVxlan({ name: ov.vxlanName, vni: ov.vni, local: ov.local, port: ov.port, bridge: b.bridgeName, mtu: b.mtu }, signal);
+      if (vx.length) repairs.push(`vxlan ${ov.vxlanName}: ${vx.join(', ')}`);
+    }
     // Its containers' interfaces: ports of the bridge again when it was made anew (or they were taken off it).
     let ports = 0;
     for (const veth of this.pluggedVeths(r.spec.id)) if (await this.driver.ensureBridgePort(b.bridgeName, veth, signal)) ports++;
@@ -242,6 +249,7 @@ export class NetworkReconciler {
       if (applied.ip6tables && applied.subnet6) {
         await this.driver.removeIptables({ ...applied, subnet: applied.subnet6, bridge: applied.bridgeName, family: 6 }, { chains: false }, signal);
       }
+      if (applied.vxlan) await this.driver.deleteVxlan(applied.vxlan, signal);
       await this.driver.deleteBridge(applied.bridgeName, signal);
     }
     this.store.transaction(() => {
@@ -275,6 +283,7 @@ function appliedOf(r: NetworkResource): AppliedBridge {
     iptables: b.iptables,
     icc: b.icc,
     ipMasq: b.ipMasq,
+    ...(r.spec.overlay ? { vxlan: r.spec.overlay.vxlanName } : {}),
     // Only when there is IPv6: the status of a v4-only network keeps its old shape.
     ...(pool6 ? { subnet6: pool6.Subnet, ip6tables: b.iptables && !!b.ip6tables } : {}),
   };

@@ -9,6 +9,7 @@ import type { ClusterMembership } from './membership.ts';
 import type { ClusterPlacer } from './placer.ts';
 import type { SwarmOrchestrator } from './orchestrator.ts';
 import type { TaskRunner } from './task-runner.ts';
+import { OVERLAY_KEY, type OverlayNetworks } from './overlay.ts';
 import { etcdPrefix } from './prefix-cache.ts';
 
 /** Back-off of a failed pass: etcd away is retried within seconds, never hammered. */
@@ -59,6 +60,16 @@ export function taskRunnerController(r: TaskRunner) {
     .forKeys([TASKS_KEY])
     .source(etcdPrefix(r.assigned), () => TASKS_KEY)
     .source(r.wakes)
+    .workers(1)
+    .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
+}
+
+/** This node's part of the overlay networks: woken by any node's endpoint keys, its own claims and instances. */
+export function overlayController(o: OverlayNetworks) {
+  return controller('swarm-overlay')
+    .forKeys([OVERLAY_KEY])
+    .source(etcdPrefix(o.endpoints), () => OVERLAY_KEY)
+    .source(o.wakes)
     .workers(1)
     .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
 }

@@ -306,6 +306,19 @@ export class ClusterMembership extends EventEmitter<{ nodes: []; joined: []; lea
     return this.client;
   }
 
+  /**
+   * Makes `key` under this node's lease only if nobody has it: 'created', or what the key holds
+   * (someone has it); false while not joined.
+   */
+  async createLeased(key: string, value: string): Promise<'created' | { held: string } | false> {
+    const client = this.client;
+    if (!client || !this.lease || !this.joined || !this.leaseId) return false;
+    const r = await client.if(key, 'Create', '==', 0).then(client.put(key).value(value).lease(this.leaseId)).else(client.get(key)).commit();
+    if (r.succeeded) return 'created';
+    const kv = r.responses[0]?.response_range?.kvs[0];
+    return { held: kv ? kv.value.toString() : '' };
+  }
+
   /** Writes `key` under this node's lease (it goes with the node); false while not joined. */
   async putLeased(key: string, value: string): Promise<boolean> {
     const lease = this.lease;

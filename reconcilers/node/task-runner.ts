@@ -30,6 +30,7 @@ import { KeySource } from '../../controllers/source.ts';
 import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { TASKS_KEY } from './controllers.ts';
 import { PrefixCache } from './prefix-cache.ts';
+import { joinsNetworks, type TaskNetworks } from './overlay.ts';
 
 const RESYNC_MS = 2000;
 
@@ -43,6 +44,10 @@ export interface TaskRunnerOptions {
   /** Whether containers may start now (./self-fence.ts). */
   startsAllowed?: () => boolean;
   kill?: (id: string) => Promise<void>;
+  /** A task's overlay networks made ready here and its addresses taken (./overlay.ts); 'wait' while they are made. */
+  networks?: (t: NodeTask) => Promise<TaskNetworks | 'wait'>;
+  /** The task's container exists or the task is gone: what networks() gave it may be forgotten. */
+  networksDone?: (taskId: string) => void;
   /** The credentials the next run of a pull uses (the pull reconciler's). */
   credentials?: (pull: string, auth: RegistryAuth | undefined) => void;
   log: Logger;
@@ -130,7 +135,8 @@ export class TaskRunner implements Reconciler {
     const containers = new Map(swarmTaskContainers(this.opts.store).map((c) => [taskOf(c), c]));
     const starts = this.opts.startsAllowed?.() ?? true;
     for (const t of tasks.values()) {
-      const s = this.step(t, containers.get(t.ID), starts);
+      const c = containers.get(t.ID);
+      const s = this.step(t, c, starts, !c && starts ? await this.networksOf(t) : undefined);
       if (s) this.report(t.ID, s);
     }
     for (const [id, c] of containers) {
@@ -142,24 +148,39 @@ export class TaskRunner implements Reconciler {
     await this.publish(client, tasks);
   }
 
+  /** The networks of a task whose container is to be made (undefined: none, or not to be made now). */
+  private async networksOf(t: NodeTask): Promise<TaskNetworks | 'wait' | { failed: string } | undefined> {
+    const prev = this.reported.get(t.ID);
+    const makes = t.DesiredState === 'running' || t.DesiredState === 'complete' || t.DesiredState === 'ready';
+    if (!makes || !joinsNetworks(t) || !this.opts.networks || (prev && isTerminal(prev.State))) return undefined;
+    try {
+      return await this.opts.networks(t);
+    } catch (err) {
+      return { failed: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
   /** One task: its container made, started or stopped as the task wants; its status now. */
-  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean): Report | undefined {
+  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean, nets?: TaskNetworks | 'wait' | { failed: string }): Report | undefined {
     const prev = this.reported.get(t.ID);
     const { store, log } = this.opts;
     const runs = t.DesiredState === 'running' || t.DesiredState === 'complete';
     if (runs || t.DesiredState === 'ready') {
       if (!c) {
         if (!starts || (prev && isTerminal(prev.State))) return undefined;
+        if (nets === 'wait') return { State: 'preparing', Message: 'preparing' };
+        if (nets && 'failed' in nets) return { State: 'rejected', Message: 'preparing', Err: nets.failed };
         try {
-          this.opts.run(t.ID, taskName(t), containerBodyOf(t), runs);
+          this.opts.run(t.ID, taskName(t), containerBodyOf(t, nets), runs);
           this.pulling.delete(t.ID);
+          this.opts.networksDone?.(t.ID);
         } catch (err) {
           const msg = err instanceof Error ? err.message : String(err);
           // An image the node does not have: pulled first (a Pull in the store, as `docker pull` asks).
           if (isCode(err, 'NotFound') && msg.startsWith('No such image')) {
             const pull = this.pull(t);
             if (pull === 'pulling') return { State: 'preparing', Message: 'preparing' };
-            if (pull === 'done') return this.step(t, c, starts);
+            if (pull === 'done') return this.step(t, c, starts, nets);
             log.warn({ task: t.ID, err: pull.failed }, 'a swarm task\'s image could not be pulled');
             return { State: 'rejected', Message: 'preparing', Err: pull.failed };
           }

@@ -8,7 +8,7 @@ import { defineKind } from '../kind.ts';
 import type { Store } from '../store.ts';
 import type { IndexDef, Resource } from '../types.ts';
 
-export type NetworkDriverName = 'bridge' | 'host' | 'null';
+export type NetworkDriverName = 'bridge' | 'host' | 'null' | 'overlay';
 
 export interface IpamPoolConfig {
   /** "172.17.0.0/16" */
@@ -47,7 +47,8 @@ export interface NetworkSpec {
   /** "bridge", "host", "none". */
   name: string;
   driver: NetworkDriverName;
-  scope: 'local';
+  /** 'swarm': this node's instance of a swarm overlay network (reconcilers/node/overlay.ts makes it). */
+  scope: 'local' | 'swarm';
   /** RFC 3339 nano. */
   created: string;
   enableIPv6: boolean;
@@ -58,12 +59,27 @@ export interface NetworkSpec {
   /** Driver options as `network inspect` shows them (com.docker.network.* keys are wire names). */
   options: Record<string, string>;
   labels: Record<string, string>;
-  /** Present for driver 'bridge'. */
+  /** Present for driver 'bridge' (and 'overlay': its tasks plug into a Linux bridge too). */
   bridge?: BridgeNetworkOptions;
+  /** Present for driver 'overlay': the VXLAN device enslaved to the bridge. */
+  overlay?: OverlayOptions;
   /** The object that made it (a stack), found by the `owner` index (store/owner.ts). */
   ownerRef?: OwnerRef;
   desired: 'present' | 'removed';
 }
+
+export interface OverlayOptions {
+  /** The VXLAN device, "ovx-<vni>". */
+  vxlanName: string;
+  vni: number;
+  /** This node's VTEP address (its data path address). */
+  local: string;
+  /** The data path's UDP port (4789). */
+  port: number;
+}
+
+/** Whether the network's containers plug into a Linux bridge of ours (bridge and overlay networks). */
+export const isBridged = (s: Pick<NetworkSpec, 'driver'>): boolean => s.driver === 'bridge' || s.driver === 'overlay';
 
 export interface NetworkStatus {
   observedGeneration: number;
@@ -88,6 +104,8 @@ export interface AppliedBridge {
   subnet6?: string;
   /** ip6tables rules were programmed for subnet6. */
   ip6tables?: boolean;
+  /** An overlay's VXLAN device. */
+  vxlan?: string;
 }
 
 /** The network's IPv4 pool (a bridge network has one, listed first). */
@@ -144,8 +162,8 @@ const bridgeOptions = z.object({
 const networkSpecSchema = z.object({
   id: z.string(),
   name: z.string(),
-  driver: z.enum(['bridge', 'host', 'null']),
-  scope: z.literal('local'),
+  driver: z.enum(['bridge', 'host', 'null', 'overlay']),
+  scope: z.enum(['local', 'swarm']),
   created: z.string(),
   enableIPv6: z.boolean(),
   internal: z.boolean(),
@@ -155,6 +173,7 @@ const networkSpecSchema = z.object({
   options: stringMap,
   labels: stringMap,
   bridge: bridgeOptions.optional(),
+  overlay: z.object({ vxlanName: z.string(), vni: z.number().int(), local: z.string(), port: z.number().int() }).optional(),
   ownerRef: ownerRefSchema.optional(),
   desired: z.enum(['present', 'removed']),
 }) satisfies z.ZodType<NetworkSpec>;
@@ -175,6 +194,7 @@ const networkStatusSchema = z.object({
       ipMasq: z.boolean(),
       subnet6: z.string().optional(),
       ip6tables: z.boolean().optional(),
+      vxlan: z.string().optional(),
     })
     .optional(),
 }) satisfies z.ZodType<NetworkStatus>;

@@ -1,0 +1,282 @@
+// This node's part of the swarm's overlay networks. Desired: an instance (a local network record,
+// admission/networks/overlay-instance.ts) of each overlay network something here uses — a task
+// about to run on it (prepare()) or a container with an address on it — and, in etcd, one endpoint
+// key per address taken here (lib/swarm/endpoints.ts), under the node's lease. Observed: the local
+// records and address claims, and every node's endpoint keys (a prefix cache, watch-fed). Each
+// pass: the node's endpoint keys made to match its local claims (after a new lease, written again;
+// a claim gone, its key deleted); each instance's VXLAN device told where the other nodes'
+// endpoints are (their MAC behind their VTEP); an instance nothing uses any more marked removed
+// (the network reconciler tears its bridge, VXLAN device and rules down). It is the reconciler of
+// the `swarm-overlay` controller (./controllers.ts), of one key.
+import type { Logger } from 'pino';
+import type { Etcd3 } from 'etcd3';
+import { macFromIpv4 } from '../../lib/cidr.ts';
+import { unavailable } from '../../lib/errors.ts';
+import { endpointKey, ENDPOINTS_PREFIX, freeAddresses, parseEndpoint, type SwarmEndpoint } from '../../lib/swarm/endpoints.ts';
+import { networkKey, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
+import type { NodeTask } from '../../lib/swarm/task.ts';
+import type { TaskNetworkConfig } from '../../lib/swarm/task-container.ts';
+import type { VxlanPeer } from '../../lib/ports/network.ts';
+import { Containers, type ContainerResource } from '../../store/kinds/container.ts';
+import { Endpoints } from '../../store/kinds/endpoint.ts';
+import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
+import { Networks, type NetworkResource } from '../../store/kinds/network.ts';
+import type { Store } from '../../store/store.ts';
+import { KeySource } from '../../controllers/source.ts';
+import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
+import { PrefixCache } from './prefix-cache.ts';
+
+export const OVERLAY_KEY = 'overlay';
+const RESYNC_MS = 5000;
+/** An address taken for a container not made yet is kept this long. */
+const PENDING_MS = 60_000;
+
+/** What a task's container is given to join its overlay networks. */
+export type TaskNetworks = TaskNetworkConfig;
+
+export interface OverlayOptions {
+  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch'>;
+  nodeId: string;
+  /** This node's VTEP address and the data path port. */
+  vtep: string;
+  etcd: () => Etcd3 | null;
+  /** The node's instance of a swarm network (made pending if it has none). */
+  instance: (n: SwarmNetworkRecord) => NetworkResource;
+  /** Makes a key under the node's lease if nobody has it (membership.createLeased). */
+  createLeased: (key: string, value: string) => Promise<'created' | { held: string } | false>;
+  putLeased: (key: string, value: string) => Promise<boolean>;
+  syncPeers: (vxlan: string, peers: readonly VxlanPeer[], signal?: AbortSignal) => Promise<number>;
+  log: Logger;
+}
+
+const taskTargets = (t: NodeTask): Array<{ Target: string; Aliases?: string[] }> =>
+  ((t.Spec['Networks'] as Array<{ Target: string; Aliases?: string[] }> | undefined) ?? []).filter((n) => n && typeof n.Target === 'string');
+
+/** Whether a task joins overlay networks. */
+export const joinsNetworks = (t: NodeTask) => taskTargets(t).length > 0;
+
+export class OverlayNetworks implements Reconciler {
+  private readonly opts: OverlayOptions;
+  readonly endpoints = new PrefixCache(ENDPOINTS_PREFIX);
+  readonly wakes = new KeySource();
+  /** `<network>/<ip>` → what was written there under the current lease. */
+  private readonly published = new Map<string, string>();
+  /** `<network>/<ip>` taken for an owner whose container is not made yet → when. */
+  private readonly pending = new Map<string, { at: number; value: string }>();
+  /** Task → what prepare() gave it (a task asks again until its container exists). */
+  private readonly prepared = new Map<string, TaskNetworks>();
+  /** Task whose container is not made yet → the networks it asked for, and when. */
+  private readonly wanted = new Map<string, { at: number; networks: string[] }>();
+  private unwatch: (() => void) | null = null;
+
+  constructor(opts: OverlayOptions) {
+    this.opts = opts;
+  }
+
+  start(): void {
+    const kick = () => this.kick();
+    const offs = [this.opts.store.watch(IpamAllocations, kick), this.opts.store.watch(Networks, (ev) => ev.resource.spec.scope === 'swarm' && kick())];
+    this.unwatch = () => offs.forEach((f) => f());
+  }
+
+  async watch(): Promise<void> {
+    const client = this.opts.etcd();
+    if (client) await this.endpoints.start(client);
+  }
+
+  stop(): void {
+    this.unwatch?.();
+    this.endpoints.stop();
+  }
+
+  kick(): void {
+    this.wakes.emit(OVERLAY_KEY);
+  }
+
+  /** The node joined again under a new lease: every endpoint key is written again. */
+  rejoined(): void {
+    this.published.clear();
+    this.kick();
+  }
+
+  /** The node leaves its swarm: its instances go (their containers are being removed). */
+  removeAll(): void {
+    for (const n of this.opts.store.list(Networks)) {
+      if (n.spec.scope === 'swarm' && n.spec.desired !== 'removed') this.opts.store.updateSpec(Networks, n.name, (s) => ({ ...s, desired: 'removed' }));
+    }
+  }
+
+  /**
+   * A task's networks before its container is made: each instance here and ready, an address taken
+   * on each; 'wait' while an instance is being made (or one that is going, taken down).
+   */
+  async prepare(t: NodeTask): Promise<TaskNetworks | 'wait'> {
+    const done = this.prepared.get(t.ID);
+    if (done) return done;
+    const client = this.opts.etcd();
+    if (!client) throw unavailable('the swarm\'s store cannot be reached');
+    const out: TaskNetworks = { mode: '', endpoints: {} };
+    let wait = false;
+    this.wanted.set(t.ID, { at: Date.now(), networks: taskTargets(t).map((n) => n.Target) });
+    for (const target of taskTargets(t)) {
+      const raw = await client.get(networkKey(target.Target)).string();
+      if (!raw) throw unavailable(`network ${target.Target} not found`);
+      const net = JSON.parse(raw) as SwarmNetworkRecord;
+      const inst = this.opts.instance(net);
+      if (inst.spec.desired === 'removed' || inst.status.phase !== 'ready') {
+        wait = true;
+        continue;
+      }
+      const ip = await this.take(client, net, { Owner: t.ID, ServiceID: t.ServiceID, ServiceName: t.ServiceName, ...(target.Aliases?.length ? { Aliases: target.Aliases } : {}) });
+      if (!out.mode) out.mode = net.Name;
+      out.endpoints[net.Name] = { IPAMConfig: { IPv4Address: ip }, ...(target.Aliases?.length ? { Aliases: target.Aliases } : {}) };
+    }
+    if (wait) return 'wait';
+    this.prepared.set(t.ID, out);
+    return out;
+  }
+
+  /** The task's container exists (or the task is gone): what prepare() gave it is forgotten. */
+  forget(taskId: string): void {
+    this.prepared.delete(taskId);
+    this.wanted.delete(taskId);
+  }
+
+  /** An address of `net` taken for the cluster under this node's lease (the one the owner has, if any). */
+  private async take(client: Etcd3, net: SwarmNetworkRecord, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases'>): Promise<string> {
+    const pool = net.IPAM.Config[0];
+    if (!pool) throw unavailable(`network ${net.Name} has no address pool`);
+    for (const [k, p] of this.pending) {
+      const e = parseEndpoint(p.value);
+      if (e && e.Network === net.ID && e.Owner === who.Owner) return k.slice(k.indexOf('/') + 1);
+    }
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const taken = new Set(Object.keys(await client.getAll().prefix(`${ENDPOINTS_PREFIX}${net.ID}/`).strings()).map((k) => k.slice(k.lastIndexOf('/') + 1)));
+      for (const ip of freeAddresses(pool.Subnet, pool.Gateway, taken, attempt * 7)) {
+        const value = JSON.stringify(this.endpointOf(net.ID, ip, who));
+        const r = await this.opts.createLeased(endpointKey(net.ID, ip), value);
+        if (r === false) throw unavailable('this node is not joined to its swarm now');
+        if (r === 'created') {
+          this.pending.set(`${net.ID}/${ip}`, { at: Date.now(), value });
+          this.published.set(`${net.ID}/${ip}`, value);
+          return ip;
+        }
+      }
+    }
+    throw unavailable(`no address is free on network ${net.Name}`);
+  }
+
+  private endpointOf(network: string, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases'>, mac?: string): SwarmEndpoint {
+    return { Network: network, IP: ip, Mac: mac || macFromIpv4(ip), Node: this.opts.nodeId, Vtep: this.opts.vtep, ...who };
+  }
+
+  async reconcile(_key: string, ctx?: { signal?: AbortSignal }): Promise<ReconcileResult> {
+    const client = this.opts.etcd();
+    if (!client) return { requeueAfter: RESYNC_MS };
+    void this.endpoints.start(client);
+    const instances = this.opts.store.list(Networks).filter((n) => n.spec.scope === 'swarm' && n.spec.overlay);
+    await this.publish(client, instances);
+    await this.program(instances, ctx?.signal);
+    this.collect(instances);
+    return { requeueAfter: RESYNC_MS };
+  }
+
+  /** The node's endpoint keys: one per address claimed here on an instance (and per address pending). */
+  private async publish(client: Etcd3, instances: readonly NetworkResource[]): Promise<void> {
+    const ids = new Set(instances.map((n) => n.name));
+    const want = new Map<string, string>();
+    const now = Date.now();
+    for (const [k, p] of this.pending) {
+      if (now - p.at > PENDING_MS) this.pending.delete(k);
+      else want.set(k, p.value);
+    }
+    for (const a of this.opts.store.list(IpamAllocations)) {
+      if (!ids.has(a.spec.networkId) || a.spec.address.includes(':')) continue;
+      const c = this.opts.store.get(Containers, a.spec.containerId);
+      if (!c) continue;
+      const k = `${a.spec.networkId}/${a.spec.address}`;
+      this.pending.delete(k);
+      want.set(k, JSON.stringify(this.endpointOf(a.spec.networkId, a.spec.address, ownerOf(c, a.spec.networkId))));
+    }
+    for (const t of [...this.prepared.keys()]) {
+      if (this.opts.store.list(Containers).some((c) => c.spec.ownerRef?.kind === 'swarm-task' && c.spec.ownerRef.name === t)) this.forget(t);
+    }
+    for (const [k, value] of want) {
+      if (this.published.get(k) === value) continue;
+      const [network, ip] = [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)];
+      const key = endpointKey(network, ip);
+      const r = await this.opts.createLeased(key, value);
+      if (r === false) return;
+      if (r !== 'created') {
+        const held = parseEndpoint(r.held);
+        if (held?.Node !== this.opts.nodeId) {
+          this.opts.log.warn({ network, ip, holder: held?.Node }, 'an overlay address used here is held by another node');
+          continue;
+        }
+        // Ours from before (an earlier lease, or other facts): written again under this lease.
+        if (r.held !== value || !this.published.has(k)) await this.opts.putLeased(key, value);
+      }
+      this.published.set(k, value);
+    }
+    // What this node holds and no longer uses (the etcd view: a key of a lease before a restart too).
+    for (const [key, raw] of this.endpoints.entries()) {
+      const e = parseEndpoint(raw);
+      if (!e || e.Node !== this.opts.nodeId) continue;
+      const k = `${e.Network}/${e.IP}`;
+      if (want.has(k)) continue;
+      await client.delete().key(key);
+      this.published.delete(k);
+    }
+  }
+
+  /** Each instance's VXLAN device: the other nodes' endpoints on its network. */
+  private async program(instances: readonly NetworkResource[], signal?: AbortSignal): Promise<void> {
+    if (!this.endpoints.ready) return;
+    const byNet = new Map<string, VxlanPeer[]>();
+    for (const raw of this.endpoints.values()) {
+      const e = parseEndpoint(raw);
+      if (!e || e.Node === this.opts.nodeId) continue;
+      const list = byNet.get(e.Network) ?? [];
+      list.push({ ip: e.IP, mac: e.Mac, vtep: e.Vtep });
+      byNet.set(e.Network, list);
+    }
+    for (const n of instances) {
+      if (n.spec.desired === 'removed' || n.status.phase !== 'ready' || !n.spec.overlay) continue;
+      const changed = await this.opts.syncPeers(n.spec.overlay.vxlanName, byNet.get(n.name) ?? [], signal).catch((err: unknown) => {
+        this.opts.log.warn({ err, network: n.spec.name }, 'overlay peers could not be programmed');
+        return 0;
+      });
+      if (changed) this.opts.log.debug({ network: n.spec.name, changed }, 'overlay peers programmed');
+    }
+  }
+
+  /** Instances nothing here uses (no address, no endpoint, nobody asking lately): marked removed. */
+  private collect(instances: readonly NetworkResource[]): void {
+    const used = new Set<string>();
+    for (const a of this.opts.store.list(IpamAllocations)) used.add(a.spec.networkId);
+    for (const e of this.opts.store.list(Endpoints)) used.add(e.spec.networkId);
+    for (const k of this.pending.keys()) used.add(k.slice(0, k.indexOf('/')));
+    const now = Date.now();
+    for (const [task, w] of this.wanted) {
+      if (now - w.at > PENDING_MS) this.wanted.delete(task);
+      else w.networks.forEach((n) => used.add(n));
+    }
+    for (const n of instances) {
+      if (n.spec.desired === 'removed' || used.has(n.name)) continue;
+      this.opts.log.info({ network: n.spec.name }, 'overlay network no longer used here: removing its instance');
+      this.opts.store.updateSpec(Networks, n.name, (s) => ({ ...s, desired: 'removed' }));
+    }
+  }
+}
+
+/** Who an address of a container is for: its task (and service), or the container itself. */
+function ownerOf(c: ContainerResource, network: string): Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases'> {
+  const labels = (c.spec.config as { Labels?: Record<string, string> } | undefined)?.Labels ?? {};
+  const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Aliases?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
+  const net = Object.entries(eps).find(([k]) => k === network)?.[1] ?? Object.values(eps).find(Boolean);
+  const aliases = net?.Aliases?.filter(Boolean) ?? [];
+  if (c.spec.ownerRef?.kind === 'swarm-task') {
+    return { Owner: c.spec.ownerRef.name, ServiceID: labels['com.docker.swarm.service.id'] ?? '', ServiceName: labels['com.docker.swarm.service.name'] ?? '', ...(aliases.length ? { Aliases: aliases } : {}) };
+  }
+  return { Owner: c.spec.id, Aliases: [c.spec.name.replace(/^\//, ''), ...aliases] };
+}

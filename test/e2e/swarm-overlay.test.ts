@@ -1,0 +1,102 @@
+// Overlay networks across machines (issue 65, 1, 2 and 6): a manager and a worker, each daemon in
+// a network namespace of its own, with the docker CLI. A global service on an overlay network: each
+// node makes the network's bridge and VXLAN device (its VNI, the data path port 4789) while a task
+// on it runs there, each task gets an address of the network's subnet taken once for the cluster,
+// the nodes program each other's endpoints (forwarding and neighbour entries) from etcd, and a
+// task on one node reaches the task on the other by its address; removing the service takes every
+// device and entry away on both nodes.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { apiRequest, docker, testImages, type TestImages } from './harness/clients.ts';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { startNetns, type NetnsHandle } from './harness/netns.ts';
+import { until } from './harness/wait.ts';
+
+const canRun = existsSync('/usr/bin/etcd') && process.getuid?.() === 0;
+
+interface Task {
+  ID: string;
+  NodeID?: string;
+  DesiredState: string;
+  Status: { State: string; Err?: string; ContainerStatus?: { ContainerID: string } };
+}
+
+describe('overlay networks across two machines', { skip: !canRun && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
+  let net: NetnsHandle;
+  let imgs: TestImages;
+  const ds: DaemonHandle[] = [];
+  const ids: string[] = [];
+  const dk = async (i: number, ...args: string[]) => {
+    const r = await docker(ds[i]!, args);
+    assert.equal(r.code, 0, `docker ${args.join(' ')} on ${i}: ${r.stderr}\n${ds[i]!.logs().split('\n').slice(-20).join('\n')}`);
+    return r.stdout;
+  };
+  const tasks = async (service: string): Promise<Task[]> => (await apiRequest(ds[0]!, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify({ service: [service] }))}`)).body as Task[];
+  const running = async (service: string) => (await tasks(service)).filter((t) => t.DesiredState === 'running' && t.Status.State === 'running');
+  /** ip(8) in namespace i. */
+  const ipIn = (i: number, ...args: string[]) => net.exec(i, ['ip', ...args]).stdout ?? '';
+  const linksIn = (i: number) => ipIn(i, '-o', 'link', 'show').split('\n').map((l) => l.split(':')[1]?.trim().split('@')[0] ?? '').filter(Boolean);
+
+  before(async () => {
+    imgs = await testImages();
+    net = startNetns({ count: 2 });
+    ds.push(...(await Promise.all(net.names.map((ns) => startDaemon({ netns: ns })))));
+    for (let i = 0; i < 2; i++) await dk(i, 'load', '-i', imgs.dockerArchive);
+    await dk(0, 'swarm', 'init', '--advertise-addr', net.addr(0), '--dispatcher-heartbeat', '2s');
+    const token = (await dk(0, 'swarm', 'join-token', '-q', 'worker')).trim();
+    await dk(1, 'swarm', 'join', '--token', token, '--advertise-addr', net.addr(1), `${net.addr(0)}:2377`);
+    for (let i = 0; i < 2; i++) ids.push((await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.NodeID);
+    await until('two nodes ready', async () => (await apiRequest(ds[0]!, 'GET', '/nodes')).body.filter((n: { Status: { State: string } }) => n.Status.State === 'ready').length === 2, 60_000);
+  }, { timeout: 300_000 });
+  after(async () => {
+    await Promise.all(ds.map((d) => d.cleanup().catch(() => {})));
+    net?.cleanup();
+  }, { timeout: 180_000 });
+
+  test('tasks on two nodes reach each other over the VXLAN; the devices exist only while a task runs', { timeout: 240_000 }, async () => {
+    const before0 = linksIn(0);
+    const netId = (await dk(0, 'network', 'create', '-d', 'overlay', '--attachable', '--subnet', '10.77.0.0/24', 'ov')).trim();
+    const vni = JSON.parse(await dk(0, 'network', 'inspect', 'ov'))[0].Options['com.docker.network.driver.overlay.vxlanid_list'];
+    assert.deepEqual(linksIn(0).filter((l) => l.startsWith('ov')), [], 'no device before a task needs one');
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'peers', '--mode', 'global', '--network', 'ov', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
+    try {
+      await until('a task running on each node', async () => (await running('peers')).length === 2, 90_000);
+    } catch (err) {
+      const ts = (await tasks('peers')).map((t) => `${t.ID.slice(0, 6)} node=${ids.indexOf(t.NodeID ?? '')} ${t.DesiredState}/${t.Status.State} ${t.Status.Err ?? ''}`);
+      throw new Error(`${(err as Error).message}\n${ts.join('\n')}\n${ds.map((d) => d.logs().split('\n').filter((l) => /level=(warning|error)/.test(l)).slice(-8).join('\n')).join('\n---\n')}`);
+    }
+    const addrs: string[] = [];
+    const containers: string[] = [];
+    for (const t of await running('peers')) {
+      const i = ids.indexOf(t.NodeID!);
+      const c = JSON.parse(await dk(i, 'inspect', t.Status.ContainerStatus!.ContainerID))[0];
+      const ep = c.NetworkSettings.Networks.ov;
+      assert.ok(ep, `the task's container is on ov: ${JSON.stringify(c.NetworkSettings.Networks)}`);
+      assert.equal(ep.NetworkID, netId);
+      assert.match(ep.IPAddress, /^10\.77\.0\.\d+$/);
+      assert.equal(ep.MacAddress, `02:42:${ep.IPAddress.split('.').map((b: string) => Number(b).toString(16).padStart(2, '0')).join(':')}`);
+      addrs[i] = ep.IPAddress;
+      containers[i] = c.Id;
+    }
+    assert.notEqual(addrs[0], addrs[1], 'an address taken once for the cluster');
+    for (const i of [0, 1]) {
+      const vx = JSON.parse(ipIn(i, '-j', '-d', 'link', 'show', `ovx-${vni}`))[0];
+      assert.deepEqual([vx.linkinfo.info_kind, vx.linkinfo.info_data.id, vx.linkinfo.info_data.port, vx.linkinfo.info_data.local, vx.master], ['vxlan', Number(vni), 4789, net.addr(i), `ovb-${vni}`]);
+      const other = 1 - i;
+      await until(`node ${i} told where node ${other}'s task is`, async () => ipIn(i, 'neigh', 'show', 'dev', `ovx-${vni}`).includes(addrs[other]!), 30_000);
+      const fdb = net.exec(i, ['bridge', 'fdb', 'show', 'dev', `ovx-${vni}`]).stdout ?? '';
+      assert.match(fdb, new RegExp(`dst ${net.addr(other).replace(/\./g, '\\.')}`), fdb);
+    }
+    // Each task reaches the other across the underlay.
+    for (const i of [0, 1]) {
+      const r = await docker(ds[i]!, ['exec', containers[i]!, 'ping', '-c', '2', '-W', '3', addrs[1 - i]!]);
+      assert.equal(r.code, 0, `ping from node ${i}'s task: ${r.stdout}${r.stderr}`);
+    }
+    // Nothing stays: the service gone, each node's devices and endpoint keys go.
+    await dk(0, 'service', 'rm', 'peers');
+    for (const i of [0, 1]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
+    assert.deepEqual(linksIn(0).filter((l) => !before0.includes(l) && !l.startsWith('veth')), [], 'no device left on the manager');
+    await dk(0, 'network', 'rm', 'ov');
+  });
+});
