@@ -18,6 +18,14 @@ export interface ServiceRecord {
   UpdateStatus?: UpdateStatus;
   /** A job's: the iteration its tasks belong to (bumped by each update) and when it began. */
   JobStatus?: JobStatus;
+  /** Its virtual IP on each overlay network it joins (endpoint mode vip). */
+  VirtualIPs?: VirtualIP[];
+}
+
+/** A service's address on a network, "10.0.1.2/24" (Endpoint.VirtualIPs). */
+export interface VirtualIP {
+  NetworkID: string;
+  Addr: string;
 }
 
 export interface ServicesPort {

@@ -1,6 +1,6 @@
 // A service in the reference's Service shape (docs/reference-services.md §1): Version, times, Spec
-// (with swarmkit's defaults for insertDefaults), PreviousSpec after an update, Endpoint (its spec and,
-// for host-mode ports, the ports; no virtual IPs without networks), ServiceStatus with status=true;
+// (with swarmkit's defaults for insertDefaults), PreviousSpec after an update, Endpoint (its spec,
+// for host-mode ports the ports, its virtual IP on each overlay network it joins), ServiceStatus with status=true;
 // and the GET /services filters (id and name prefixes, label, mode; another key refused).
 import { invalidArgument } from '../../lib/errors.ts';
 import { modeName, withDefaults, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
@@ -20,6 +20,7 @@ export function serviceView(s: ServiceRecord, o: { insertDefaults?: boolean; sta
   const ep = s.Spec.EndpointSpec;
   const endpoint: Record<string, unknown> = { Spec: ep ?? {} };
   if (ep?.Ports?.length) endpoint['Ports'] = ep.Ports.map((p) => ({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: p.PublishedPort, PublishMode: p.PublishMode }));
+  if (s.VirtualIPs?.length) endpoint['VirtualIPs'] = s.VirtualIPs;
   return {
     ID: s.ID,
     Version: { Index: s.version },

@@ -15,10 +15,9 @@ import { NodeAgent } from '../../reconcilers/node/agent.ts';
 import { agentController, orchestratorController, overlayController, placerController, taskRunnerController } from '../../reconcilers/node/controllers.ts';
 import { SwarmOrchestrator } from '../../reconcilers/node/orchestrator.ts';
 import { TaskRunner } from '../../reconcilers/node/task-runner.ts';
-import { OverlayNetworks } from '../../reconcilers/node/overlay.ts';
+import { OverlayNetworks, type OverlayOptions } from '../../reconcilers/node/overlay.ts';
 import { admitOverlayInstance } from '../../admission/networks/overlay-instance.ts';
 import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
-import type { VxlanPeer } from '../../lib/ports/network.ts';
 import { DATA_PATH_PORT } from '../../lib/swarm/endpoints.ts';
 import { admitContainer, type AdmissionDeps } from '../../admission/containers/admit.ts';
 import { swarmTaskOwner } from '../../store/kinds/container.ts';
@@ -72,8 +71,10 @@ export interface ClusterDeps {
   containers: AdmissionDeps;
   /** The network create's admission (the node's instances of overlay networks are made through it). */
   networks: NetworkAdmissionDeps;
-  /** The VXLAN devices' peer entries (the bridge driver's). */
-  syncPeers: (vxlan: string, peers: readonly VxlanPeer[], signal?: AbortSignal) => Promise<number>;
+  /** The overlay data path's devices and rules (the bridge driver's). */
+  dataPath: Pick<OverlayOptions, 'syncPeers' | 'applyVipRules'>;
+  /** Where the embedded DNS asks for the swarm's names on overlay networks (set while in a swarm). */
+  swarmNames?: (lookup: ((networkId: string, name: string) => string[] | null) | undefined) => void;
   metrics: ControllerFamilies | undefined;
   /** The credentials the next run of a pull uses (a task's image, pulled with its service's). */
   pullCredentials?: (pull: string, auth: RegistryAuth | undefined) => void;
@@ -164,9 +165,11 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     instance: (n) => admitOverlayInstance(d.networks, n, { vtep: who.dataPathAddr || addr, port: DATA_PATH_PORT }),
     createLeased: (k, v) => membership.createLeased(k, v),
     putLeased: (k, v) => membership.putLeased(k, v),
-    syncPeers: d.syncPeers,
+    syncPeers: d.dataPath.syncPeers,
+    applyVipRules: d.dataPath.applyVipRules,
     log: clog.child({ part: 'overlay' }),
   });
+  d.swarmNames?.((net, name) => overlay.lookup(net, name));
   runner = new TaskRunner({
     store: d.store,
     nodeId: membership.nodeId,
@@ -222,7 +225,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
 }
 
 /** Leaves the cluster: every part stopped, the lease revoked. */
-export async function stopCluster(c: Cluster): Promise<void> {
+export async function stopCluster(c: Cluster, d?: Pick<ClusterDeps, 'swarmNames'>): Promise<void> {
   c.compactor.stop();
   c.fence.stop();
   c.fencer.stop();
@@ -231,6 +234,7 @@ export async function stopCluster(c: Cluster): Promise<void> {
   c.orchestrator.stop();
   c.runner.stop();
   c.overlay.stop();
+  d?.swarmNames?.(undefined);
   await c.agent.stop();
 }
 
@@ -259,17 +263,17 @@ export class ClusterHolder {
   async stop(): Promise<void> {
     const c = this.cluster;
     this.cluster = null;
-    if (c) await stopCluster(c);
+    if (c) await stopCluster(c, this.deps);
   }
 }
 
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls', 'bridge'],
+    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls', 'bridge', 'dns'],
     init: async (ctx) => {
       // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
-      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, dataPath: { syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), applyVipRules: (pid, rules, signal) => ctx.get('bridge').applyVipRules(pid, rules, signal) }, swarmNames: (fn) => ctx.get('dns').useSwarmNames(fn), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
     },
     close: (holder) => holder.stop(),
   });

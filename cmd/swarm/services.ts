@@ -7,7 +7,9 @@
 import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
 import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
-import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type NetworkRef, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import type { SwarmNetworkRecord } from '../../lib/swarm/network.ts';
+import { releaseVips, takeVips } from './vips.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
 import type { LogEntry, LogReadOptions } from '../../lib/ports/logs.ts';
@@ -25,9 +27,9 @@ export class SwarmServices implements ServicesPort {
   private readonly etcd: () => Etcd3;
   private readonly taskLogs: ServicesPort['logs'] | undefined;
 
-  private readonly networkRefs: () => Promise<readonly NetworkRef[]>;
+  private readonly networkRefs: () => Promise<readonly SwarmNetworkRecord[]>;
 
-  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs'], networkRefs: () => Promise<readonly NetworkRef[]> = async () => []) {
+  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs'], networkRefs: () => Promise<readonly SwarmNetworkRecord[]> = async () => []) {
     this.etcd = etcd;
     this.taskLogs = taskLogs;
     this.networkRefs = networkRefs;
@@ -54,14 +56,19 @@ export class SwarmServices implements ServicesPort {
 
   async create(raw: unknown, auth?: string): Promise<string> {
     const taken = new Set((await this.list()).map((s) => s.Spec.Name));
-    const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1), { networks: await this.networkRefs() }), auth);
+    const networks = await this.networkRefs();
+    const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1), { networks }), auth);
     const now = new Date().toISOString();
     const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec, ...(jobOf(spec) ? { JobStatus: { JobIteration: { Index: 0 }, LastExecution: now } } : {}) };
     const etcd = this.etcd();
+    if (taken.has(spec.Name)) throw alreadyExists(`rpc error: code = AlreadyExists desc = name conflicts with an existing object: service ${spec.Name} already exists`);
+    const { vips } = await takeVips(etcd, { ID: rec.ID, Name: spec.Name }, spec, [], networks);
+    if (vips.length) rec.VirtualIPs = vips;
     const r = await etcd
       .if(nameKey(spec.Name), 'Create', '==', 0)
       .then(etcd.put(nameKey(spec.Name)).value(rec.ID), etcd.put(key(rec.ID)).value(JSON.stringify(rec)))
       .commit();
+    if (!r.succeeded) await releaseVips(etcd, vips);
     if (!r.succeeded) throw alreadyExists(`rpc error: code = AlreadyExists desc = name conflicts with an existing object: service ${spec.Name} already exists`);
     return rec.ID;
   }
@@ -69,7 +76,8 @@ export class SwarmServices implements ServicesPort {
   async update(ref: string, version: bigint, raw: unknown, o: { auth?: string; from?: 'spec' | 'previous-spec'; rollback?: boolean } = {}): Promise<void> {
     const cur = await this.find(ref);
     // A rollback takes the previous spec as it is (the body is not read, as the reference).
-    const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name, { networks: await this.networkRefs() }), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
+    const networks = await this.networkRefs();
+    const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name, { networks }), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
     if (spec && spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
     if (spec && modeName(spec) !== modeName(cur.Spec)) throw notImplemented('rpc error: code = Unimplemented desc = service mode change is not allowed');
     if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);
@@ -87,13 +95,19 @@ export class SwarmServices implements ServicesPort {
     // A job runs again with each change of its spec (its next iteration).
     if (jobOf(next.Spec)) next.JobStatus = { JobIteration: { Index: (cur.JobStatus?.JobIteration.Index ?? 0) + 1 }, LastExecution: now };
     const etcd = this.etcd();
+    const { vips, drop } = await takeVips(etcd, { ID: cur.ID, Name: next.Spec.Name }, next.Spec, cur.VirtualIPs ?? [], networks);
+    if (vips.length) next.VirtualIPs = vips;
+    else delete next.VirtualIPs;
     const r = await etcd.if(key(cur.ID), 'Mod', '==', String(version)).then(etcd.put(key(cur.ID)).value(JSON.stringify(next))).commit();
+    const added = vips.filter((v) => !(cur.VirtualIPs ?? []).includes(v));
+    await releaseVips(etcd, r.succeeded ? drop : added);
     if (!r.succeeded) throw internal(OUT_OF_SEQUENCE);
   }
 
   async remove(ref: string): Promise<void> {
     const cur = await this.find(ref);
     const etcd = this.etcd();
-    await etcd.if(key(cur.ID), 'Create', '!=', 0).then(etcd.delete().key(key(cur.ID)), etcd.delete().key(nameKey(cur.Spec.Name))).commit();
+    const r = await etcd.if(key(cur.ID), 'Create', '!=', 0).then(etcd.delete().key(key(cur.ID)), etcd.delete().key(nameKey(cur.Spec.Name))).commit();
+    if (r.succeeded) await releaseVips(etcd, cur.VirtualIPs ?? []);
   }
 }

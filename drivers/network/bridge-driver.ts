@@ -6,7 +6,8 @@ import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, typ
 import { enableIpForward, enableIpv6Forward, IP_FORWARD_PATH, IPV6_FORWARD_PATHS } from './sysctl.ts';
 import { enableRouteLocalnet, linkRules, loopbackRules, portRules, type LinkRuleConfig, type PortRuleConfig } from './port-rules.ts';
 import { deleteVxlan, ensureVxlan, syncPeers } from './vxlan.ts';
-import type { VxlanConfig, VxlanPeer } from '../../lib/ports/network.ts';
+import type { VipRule, VxlanConfig, VxlanPeer } from '../../lib/ports/network.ts';
+import { applyVipRules } from './vip-rules.ts';
 import { attachContainer, detachContainer, ensureBridgePort, type AttachRequest, type AttachResult } from './veth.ts';
 
 export interface BridgeIptablesConfig extends BridgeRulesConfig {
@@ -62,6 +63,11 @@ export class BridgeDriver {
 
   syncPeers(name: string, peers: readonly VxlanPeer[], signal?: AbortSignal): Promise<number> {
     return syncPeers(name, peers, signal);
+  }
+
+  /** A container's virtual IP rules (in its own network namespace). */
+  applyVipRules(pid: number, rules: readonly VipRule[], signal?: AbortSignal): Promise<void> {
+    return applyVipRules(pid, rules, signal);
   }
 
   /** iptables, or ip6tables for the rules of an IPv6 subnet. */

@@ -50,3 +50,10 @@ export interface VxlanPeer {
   /** The VTEP of the node the endpoint is on. */
   vtep: string;
 }
+
+/** A service's virtual IP as a container's namespace is told of it: where connections to it go. */
+export interface VipRule {
+  vip: string;
+  /** The service's tasks' addresses on the network (none: nothing answers). */
+  backends: string[];
+}

@@ -28,6 +28,10 @@ export interface SwarmEndpoint {
   ServiceName?: string;
   /** The names it answers to besides the service's (a task's network aliases, a container's name). */
   Aliases?: string[];
+  /** A service's virtual IP (no node: it is the manager's, for as long as the service is). */
+  Vip?: boolean;
+  /** A task or container running (and healthy, with a healthcheck): its name answers with it. */
+  Up?: boolean;
 }
 
 /** The endpoint a key holds (undefined: not one). */

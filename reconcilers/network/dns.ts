@@ -45,12 +45,19 @@ export class NetworkDns {
   private readonly upstreams: () => string[];
   private readonly log: Logger;
   private readonly running = new Map<string, Running>();
+  /** The swarm's names on its overlay networks (reconcilers/node/overlay.ts), while the node is in one. */
+  private swarmNames: ((networkId: string, name: string) => string[] | null) | undefined;
 
   constructor(store: Pick<ReconcilerStore, 'get' | 'list' | 'byIndex'>, servers: DnsServerPort, upstreams: () => string[], log: Logger) {
     this.store = store;
     this.servers = servers;
     this.upstreams = upstreams;
     this.log = log;
+  }
+
+  /** Where the names of the swarm's services and tasks are asked (undefined: in no swarm). */
+  useSwarmNames(fn: ((networkId: string, name: string) => string[] | null) | undefined): void {
+    this.swarmNames = fn;
   }
 
   /** The network's server runs on its gateway (started, or moved when the gateway changed). */
@@ -146,6 +153,12 @@ export class NetworkDns {
       const found = ready.length ? ready : staying.length ? staying : holders;
       // The name is ours either way: an empty AAAA answer (no IPv6 here) is not forwarded.
       return type === 'A' ? found.map((x) => x.ip) : found.map((x) => x.ip6).filter(Boolean);
+    }
+    // On an overlay network: the swarm's services and tasks, wherever they run.
+    for (const n of [net, ...(c ? this.otherNetworksOf(c, networkId) : [])]) {
+      if (n.spec.scope !== 'swarm' || !this.swarmNames) continue;
+      const ips = this.swarmNames(n.spec.id, asked);
+      if (ips) return type === 'A' ? ips : [];
     }
     return null;
   }

@@ -13,11 +13,12 @@ import type { Etcd3 } from 'etcd3';
 import { macFromIpv4 } from '../../lib/cidr.ts';
 import { unavailable } from '../../lib/errors.ts';
 import { endpointKey, ENDPOINTS_PREFIX, freeAddresses, parseEndpoint, type SwarmEndpoint } from '../../lib/swarm/endpoints.ts';
+import { lookupName, vipRules } from '../../lib/swarm/endpoint-names.ts';
 import { networkKey, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
 import type { NodeTask } from '../../lib/swarm/task.ts';
 import type { TaskNetworkConfig } from '../../lib/swarm/task-container.ts';
-import type { VxlanPeer } from '../../lib/ports/network.ts';
-import { Containers, type ContainerResource } from '../../store/kinds/container.ts';
+import type { VipRule, VxlanPeer } from '../../lib/ports/network.ts';
+import { Containers, isRunning, type ContainerResource } from '../../store/kinds/container.ts';
 import { Endpoints } from '../../store/kinds/endpoint.ts';
 import { IpamAllocations } from '../../store/kinds/ipam-allocation.ts';
 import { Networks, type NetworkResource } from '../../store/kinds/network.ts';
@@ -46,6 +47,8 @@ export interface OverlayOptions {
   createLeased: (key: string, value: string) => Promise<'created' | { held: string } | false>;
   putLeased: (key: string, value: string) => Promise<boolean>;
   syncPeers: (vxlan: string, peers: readonly VxlanPeer[], signal?: AbortSignal) => Promise<number>;
+  /** A running container's virtual IP rules, in its namespace (the driver's). */
+  applyVipRules: (pid: number, rules: readonly VipRule[], signal?: AbortSignal) => Promise<void>;
   log: Logger;
 }
 
@@ -67,6 +70,8 @@ export class OverlayNetworks implements Reconciler {
   private readonly prepared = new Map<string, TaskNetworks>();
   /** Task whose container is not made yet → the networks it asked for, and when. */
   private readonly wanted = new Map<string, { at: number; networks: string[] }>();
+  /** Container → the virtual IP rules its namespace has (with the pid they were written for). */
+  private readonly vipsApplied = new Map<string, string>();
   private unwatch: (() => void) | null = null;
 
   constructor(opts: OverlayOptions) {
@@ -75,7 +80,9 @@ export class OverlayNetworks implements Reconciler {
 
   start(): void {
     const kick = () => this.kick();
-    const offs = [this.opts.store.watch(IpamAllocations, kick), this.opts.store.watch(Networks, (ev) => ev.resource.spec.scope === 'swarm' && kick())];
+    // A container started, stopped or healthy changes what its name answers with and which
+    // namespaces need virtual IP rules.
+    const offs = [this.opts.store.watch(IpamAllocations, kick), this.opts.store.watch(Networks, (ev) => ev.resource.spec.scope === 'swarm' && kick()), this.opts.store.watch(Containers, kick)];
     this.unwatch = () => offs.forEach((f) => f());
   }
 
@@ -154,19 +161,25 @@ export class OverlayNetworks implements Reconciler {
       const taken = new Set(Object.keys(await client.getAll().prefix(`${ENDPOINTS_PREFIX}${net.ID}/`).strings()).map((k) => k.slice(k.lastIndexOf('/') + 1)));
       for (const ip of freeAddresses(pool.Subnet, pool.Gateway, taken, attempt * 7)) {
         const value = JSON.stringify(this.endpointOf(net.ID, ip, who));
-        const r = await this.opts.createLeased(endpointKey(net.ID, ip), value);
+        const k = `${net.ID}/${ip}`;
+        // Pending before it is asked for: a pass of reconcile() meanwhile must not take it for a leftover.
+        this.pending.set(k, { at: Date.now(), value });
+        this.published.set(k, value);
+        const r = await this.opts.createLeased(endpointKey(net.ID, ip), value).catch((err: unknown) => {
+          this.pending.delete(k);
+          this.published.delete(k);
+          throw err;
+        });
+        if (r === 'created') return ip;
+        this.pending.delete(k);
+        this.published.delete(k);
         if (r === false) throw unavailable('this node is not joined to its swarm now');
-        if (r === 'created') {
-          this.pending.set(`${net.ID}/${ip}`, { at: Date.now(), value });
-          this.published.set(`${net.ID}/${ip}`, value);
-          return ip;
-        }
       }
     }
     throw unavailable(`no address is free on network ${net.Name}`);
   }
 
-  private endpointOf(network: string, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases'>, mac?: string): SwarmEndpoint {
+  private endpointOf(network: string, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Up'>, mac?: string): SwarmEndpoint {
     return { Network: network, IP: ip, Mac: mac || macFromIpv4(ip), Node: this.opts.nodeId, Vtep: this.opts.vtep, ...who };
   }
 
@@ -177,6 +190,7 @@ export class OverlayNetworks implements Reconciler {
     const instances = this.opts.store.list(Networks).filter((n) => n.spec.scope === 'swarm' && n.spec.overlay);
     await this.publish(client, instances);
     await this.program(instances, ctx?.signal);
+    await this.routeVips(instances, ctx?.signal);
     this.collect(instances);
     return { requeueAfter: RESYNC_MS };
   }
@@ -223,7 +237,8 @@ export class OverlayNetworks implements Reconciler {
       const e = parseEndpoint(raw);
       if (!e || e.Node !== this.opts.nodeId) continue;
       const k = `${e.Network}/${e.IP}`;
-      if (want.has(k)) continue;
+      // (One taken since `want` was read is pending by now.)
+      if (want.has(k) || this.pending.has(k)) continue;
       await client.delete().key(key);
       this.published.delete(k);
     }
@@ -235,7 +250,7 @@ export class OverlayNetworks implements Reconciler {
     const byNet = new Map<string, VxlanPeer[]>();
     for (const raw of this.endpoints.values()) {
       const e = parseEndpoint(raw);
-      if (!e || e.Node === this.opts.nodeId) continue;
+      if (!e || e.Node === this.opts.nodeId || !e.Vtep || e.Vip) continue;
       const list = byNet.get(e.Network) ?? [];
       list.push({ ip: e.IP, mac: e.Mac, vtep: e.Vtep });
       byNet.set(e.Network, list);
@@ -248,6 +263,54 @@ export class OverlayNetworks implements Reconciler {
       });
       if (changed) this.opts.log.debug({ network: n.spec.name, changed }, 'overlay peers programmed');
     }
+  }
+
+  /** The endpoints on a network (every node's, and the services' virtual IPs), from the cache. */
+  private onNetwork(networkId: string): SwarmEndpoint[] {
+    const out: SwarmEndpoint[] = [];
+    for (const raw of this.endpoints.values()) {
+      const e = parseEndpoint(raw);
+      if (e && e.Network === networkId) out.push(e);
+    }
+    return out;
+  }
+
+  /** A name on an overlay network, as the reference's embedded DNS answers it (lib/swarm/endpoint-names.ts). */
+  lookup(networkId: string, asked: string): string[] | null {
+    return lookupName(this.onNetwork(networkId), asked);
+  }
+
+  /** Each running container on an instance: its namespace sends the virtual IPs of its networks to their tasks. */
+  private async routeVips(instances: readonly NetworkResource[], signal?: AbortSignal): Promise<void> {
+    if (!this.endpoints.ready) return;
+    const ids = new Set(instances.filter((n) => n.spec.desired !== 'removed').map((n) => n.name));
+    const rulesOf = new Map<string, VipRule[]>();
+    for (const id of ids) {
+      rulesOf.set(id, vipRules(this.onNetwork(id)));
+    }
+    const nets = new Map<string, Set<string>>();
+    for (const a of this.opts.store.list(IpamAllocations)) {
+      if (!ids.has(a.spec.networkId)) continue;
+      const set = nets.get(a.spec.containerId) ?? new Set<string>();
+      set.add(a.spec.networkId);
+      nets.set(a.spec.containerId, set);
+    }
+    const seen = new Set<string>();
+    for (const [cid, networks] of nets) {
+      const c = this.opts.store.get(Containers, cid);
+      if (!c || !isRunning(c.status) || !c.status.pid) continue;
+      seen.add(cid);
+      const rules = [...networks].sort().flatMap((n) => rulesOf.get(n) ?? []);
+      const text = `${c.status.pid} ${JSON.stringify(rules)}`;
+      if (this.vipsApplied.get(cid) === text) continue;
+      try {
+        await this.opts.applyVipRules(c.status.pid, rules, signal);
+        this.vipsApplied.set(cid, text);
+      } catch (err) {
+        this.opts.log.warn({ err, container: cid }, 'virtual IP rules could not be written in a container\'s namespace');
+      }
+    }
+    for (const cid of [...this.vipsApplied.keys()]) if (!seen.has(cid)) this.vipsApplied.delete(cid);
   }
 
   /** Instances nothing here uses (no address, no endpoint, nobody asking lately): marked removed. */
@@ -270,13 +333,20 @@ export class OverlayNetworks implements Reconciler {
 }
 
 /** Who an address of a container is for: its task (and service), or the container itself. */
-function ownerOf(c: ContainerResource, network: string): Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases'> {
+function ownerOf(c: ContainerResource, network: string): Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Up'> {
   const labels = (c.spec.config as { Labels?: Record<string, string> } | undefined)?.Labels ?? {};
   const eps = (c.spec.networkingConfig as { EndpointsConfig?: Record<string, { Aliases?: string[] | null } | null> } | null)?.EndpointsConfig ?? {};
   const net = Object.entries(eps).find(([k]) => k === network)?.[1] ?? Object.values(eps).find(Boolean);
   const aliases = net?.Aliases?.filter(Boolean) ?? [];
+  const Up = servesClients(c);
   if (c.spec.ownerRef?.kind === 'swarm-task') {
-    return { Owner: c.spec.ownerRef.name, ServiceID: labels['com.docker.swarm.service.id'] ?? '', ServiceName: labels['com.docker.swarm.service.name'] ?? '', ...(aliases.length ? { Aliases: aliases } : {}) };
+    return { Owner: c.spec.ownerRef.name, ServiceID: labels['com.docker.swarm.service.id'] ?? '', ServiceName: labels['com.docker.swarm.service.name'] ?? '', ...(aliases.length ? { Aliases: aliases } : {}), Up };
   }
-  return { Owner: c.spec.id, Aliases: [c.spec.name.replace(/^\//, ''), ...aliases] };
+  return { Owner: c.spec.id, Aliases: [c.spec.name.replace(/^\//, ''), ...aliases], Up };
+}
+
+/** Running, not on its way out, and healthy when it has a healthcheck: its name answers with it. */
+function servesClients(c: ContainerResource): boolean {
+  if (!isRunning(c.status) || c.spec.desired !== 'running') return false;
+  return !c.status.health || (c.status.health.Status === 'healthy' && c.status.healthRun === c.status.startedAt);
 }

@@ -99,4 +99,45 @@ describe('overlay networks across two machines', { skip: !canRun && 'needs root 
     assert.deepEqual(linksIn(0).filter((l) => !before0.includes(l) && !l.startsWith('veth')), [], 'no device left on the manager');
     await dk(0, 'network', 'rm', 'ov');
   });
+
+  test('names: a service\'s name answers with its virtual IP, which balances over its tasks on both nodes; tasks.NAME and dnsrr with the tasks\' addresses', { timeout: 240_000 }, async () => {
+    const netId = (await dk(0, 'network', 'create', '-d', 'overlay', '--subnet', '10.78.0.0/24', 'ovn')).trim();
+    const serve = ['sh', '-c', 'while true; do nc -l -p 8080 -e hostname; done'];
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'web', '--replicas', '2', '--network', 'ovn', '--stop-grace-period', '1s', imgs.tag, ...serve);
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'rr', '--replicas', '2', '--endpoint-mode', 'dnsrr', '--network', 'ovn', '--stop-grace-period', '1s', imgs.tag, ...serve);
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'cl', '--mode', 'global', '--network', 'ovn', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
+    await until('web, rr and cl running', async () => (await running('web')).length === 2 && (await running('rr')).length === 2 && (await running('cl')).length === 2, 90_000);
+    const web = (await apiRequest(ds[0]!, 'GET', '/services/web')).body;
+    assert.equal(web.Endpoint.VirtualIPs.length, 1, JSON.stringify(web.Endpoint));
+    assert.equal(web.Endpoint.VirtualIPs[0].NetworkID, netId);
+    const vip = web.Endpoint.VirtualIPs[0].Addr.split('/')[0];
+    assert.match(web.Endpoint.VirtualIPs[0].Addr, /^10\.78\.0\.\d+\/24$/);
+    assert.equal((await apiRequest(ds[0]!, 'GET', '/services/rr')).body.Endpoint.VirtualIPs, undefined, 'dnsrr: no virtual IP');
+    const addrOf = async (t: Task) => JSON.parse(await dk(ids.indexOf(t.NodeID!), 'inspect', t.Status.ContainerStatus!.ContainerID))[0].NetworkSettings.Networks.ovn.IPAddress as string;
+    const webIps = (await Promise.all((await running('web')).map(addrOf))).sort();
+    const rrIps = (await Promise.all((await running('rr')).map(addrOf))).sort();
+    const hosts = await Promise.all((await running('web')).map(async (t) => JSON.parse(await dk(ids.indexOf(t.NodeID!), 'inspect', t.Status.ContainerStatus!.ContainerID))[0].Config.Hostname as string));
+    const resolved = (out: string) => [...out.matchAll(/Address(?: \d+)?:\s+(\d+\.\d+\.\d+\.\d+)/g)].map((m) => m[1]!).filter((a) => !a.endsWith('.11') && !a.startsWith('127.')).sort();
+    for (const t of await running('cl')) {
+      const i = ids.indexOf(t.NodeID!);
+      const cid = t.Status.ContainerStatus!.ContainerID;
+      const exec = async (...argv: string[]) => {
+        const r = await docker(ds[i]!, ['exec', cid, ...argv]);
+        return `${r.stdout}${r.stderr}`;
+      };
+      await until(`node ${i}: web answers with its virtual IP`, async () => resolved(await exec('nslookup', 'web')).join() === vip, 30_000);
+      assert.deepEqual(resolved(await exec('nslookup', 'tasks.web')), webIps, 'tasks.NAME: the tasks');
+      assert.deepEqual(resolved(await exec('nslookup', 'rr')), rrIps, 'dnsrr: the tasks');
+      // Connections to the virtual IP reach both tasks (wherever they run).
+      const seen = new Set<string>();
+      for (let k = 0; k < 40 && seen.size < 2; k++) {
+        const r = await docker(ds[i]!, ['exec', cid, 'nc', '-w', '3', vip, '8080']);
+        if (r.code === 0 && r.stdout.trim()) seen.add(r.stdout.trim());
+      }
+      assert.deepEqual([...seen].sort(), [...hosts].sort(), `node ${i}: the virtual IP balances over both tasks`);
+    }
+    await dk(0, 'service', 'rm', 'web', 'rr', 'cl');
+    for (const i of [0, 1]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
+    await dk(0, 'network', 'rm', 'ovn');
+  });
 });
