@@ -18,8 +18,17 @@ export interface ServiceRecord {
   UpdateStatus?: UpdateStatus;
   /** A job's: the iteration its tasks belong to (bumped by each update) and when it began. */
   JobStatus?: JobStatus;
-  /** Its virtual IP on each overlay network it joins (endpoint mode vip). */
+  /** Its virtual IP on each overlay network it joins (endpoint mode vip), the ingress network's with ingress ports. */
   VirtualIPs?: VirtualIP[];
+  /** Its ports as Endpoint.Ports shows them (an ingress port's published port given when the spec has none). */
+  EndpointPorts?: EndpointPort[];
+}
+
+export interface EndpointPort {
+  Protocol: string;
+  TargetPort?: number;
+  PublishedPort?: number;
+  PublishMode: string;
 }
 
 /** A service's address on a network, "10.0.1.2/24" (Endpoint.VirtualIPs). */

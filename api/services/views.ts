@@ -19,7 +19,8 @@ export function serviceView(s: ServiceRecord, o: { insertDefaults?: boolean; sta
   const spec = shown(s.Spec);
   const ep = s.Spec.EndpointSpec;
   const endpoint: Record<string, unknown> = { Spec: ep ?? {} };
-  if (ep?.Ports?.length) endpoint['Ports'] = ep.Ports.map((p) => ({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: p.PublishedPort, PublishMode: p.PublishMode }));
+  const ports = s.EndpointPorts ?? ep?.Ports;
+  if (ports?.length) endpoint['Ports'] = ports.map((p) => ({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: p.PublishedPort, PublishMode: p.PublishMode }));
   if (s.VirtualIPs?.length) endpoint['VirtualIPs'] = s.VirtualIPs;
   return {
     ID: s.ID,

@@ -72,7 +72,7 @@ export interface ClusterDeps {
   /** The network create's admission (the node's instances of overlay networks are made through it). */
   networks: NetworkAdmissionDeps;
   /** The overlay data path's devices and rules (the bridge driver's). */
-  dataPath: Pick<OverlayOptions, 'syncPeers' | 'applyVipRules'>;
+  dataPath: Pick<OverlayOptions, 'syncPeers' | 'applyVipRules' | 'applyIngress'>;
   /** Where the embedded DNS asks for the swarm's names on overlay networks (set while in a swarm). */
   swarmNames?: (lookup: ((networkId: string, name: string) => string[] | null) | undefined) => void;
   metrics: ControllerFamilies | undefined;
@@ -167,6 +167,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     putLeased: (k, v) => membership.putLeased(k, v),
     syncPeers: d.dataPath.syncPeers,
     applyVipRules: d.dataPath.applyVipRules,
+    applyIngress: d.dataPath.applyIngress,
     log: clog.child({ part: 'overlay' }),
   });
   d.swarmNames?.((net, name) => overlay.lookup(net, name));
@@ -273,7 +274,7 @@ export function clusterComponent({ cfg, log }: DaemonEnv) {
     requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls', 'bridge', 'dns'],
     init: async (ctx) => {
       // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
-      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, dataPath: { syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), applyVipRules: (pid, rules, signal) => ctx.get('bridge').applyVipRules(pid, rules, signal) }, swarmNames: (fn) => ctx.get('dns').useSwarmNames(fn), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, dataPath: { syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), applyVipRules: (pid, rules, signal) => ctx.get('bridge').applyVipRules(pid, rules, signal), applyIngress: (cfg, prefix, signal) => ctx.get('bridge').applyIngress(cfg, prefix, signal) }, swarmNames: (fn) => ctx.get('dns').useSwarmNames(fn), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
     },
     close: (holder) => holder.stop(),
   });

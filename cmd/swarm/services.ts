@@ -10,6 +10,7 @@ import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound,
 import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import type { SwarmNetworkRecord } from '../../lib/swarm/network.ts';
 import { releaseVips, takeVips } from './vips.ts';
+import { endpointPorts } from './ingress-ports.ts';
 import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import type { ServiceRecord, ServicesPort } from '../../api/services/port.ts';
 import type { LogEntry, LogReadOptions } from '../../lib/ports/logs.ts';
@@ -62,7 +63,9 @@ export class SwarmServices implements ServicesPort {
     const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec, ...(jobOf(spec) ? { JobStatus: { JobIteration: { Index: 0 }, LastExecution: now } } : {}) };
     const etcd = this.etcd();
     if (taken.has(spec.Name)) throw alreadyExists(`rpc error: code = AlreadyExists desc = name conflicts with an existing object: service ${spec.Name} already exists`);
-    const { vips } = await takeVips(etcd, { ID: rec.ID, Name: spec.Name }, spec, [], networks);
+    const ports = endpointPorts(spec, await this.list());
+    if (ports.length) rec.EndpointPorts = ports;
+    const { vips } = await takeVips(etcd, { ID: rec.ID, Name: spec.Name }, spec, [], networks, ports);
     if (vips.length) rec.VirtualIPs = vips;
     const r = await etcd
       .if(nameKey(spec.Name), 'Create', '==', 0)
@@ -95,7 +98,10 @@ export class SwarmServices implements ServicesPort {
     // A job runs again with each change of its spec (its next iteration).
     if (jobOf(next.Spec)) next.JobStatus = { JobIteration: { Index: (cur.JobStatus?.JobIteration.Index ?? 0) + 1 }, LastExecution: now };
     const etcd = this.etcd();
-    const { vips, drop } = await takeVips(etcd, { ID: cur.ID, Name: next.Spec.Name }, next.Spec, cur.VirtualIPs ?? [], networks);
+    const ports = endpointPorts(next.Spec, (await this.list()).filter((x) => x.ID !== cur.ID), cur.EndpointPorts);
+    if (ports.length) next.EndpointPorts = ports;
+    else delete next.EndpointPorts;
+    const { vips, drop } = await takeVips(etcd, { ID: cur.ID, Name: next.Spec.Name }, next.Spec, cur.VirtualIPs ?? [], networks, ports);
     if (vips.length) next.VirtualIPs = vips;
     else delete next.VirtualIPs;
     const r = await etcd.if(key(cur.ID), 'Mod', '==', String(version)).then(etcd.put(key(cur.ID)).value(JSON.stringify(next))).commit();

@@ -8,7 +8,8 @@ import { unavailable } from '../../lib/errors.ts';
 import { endpointKey, freeAddresses, networkEndpointsPrefix, type SwarmEndpoint } from '../../lib/swarm/endpoints.ts';
 import type { SwarmNetworkRecord } from '../../lib/swarm/network.ts';
 import type { ServiceSpec } from '../../lib/swarm/service-spec.ts';
-import type { VirtualIP } from '../../api/services/port.ts';
+import type { EndpointPort, VirtualIP } from '../../api/services/port.ts';
+import { ingressPorts } from './ingress-ports.ts';
 
 const TRIES = 5;
 
@@ -23,8 +24,18 @@ export function vipNetworks(spec: ServiceSpec): string[] {
  * each new network; what it no longer wants is returned to be released (releaseVips) once the
  * service record is written.
  */
-export async function takeVips(etcd: Etcd3, service: { ID: string; Name: string }, spec: ServiceSpec, have: readonly VirtualIP[], networks: readonly SwarmNetworkRecord[]): Promise<{ vips: VirtualIP[]; drop: VirtualIP[] }> {
-  const want = vipNetworks(spec);
+export async function takeVips(
+  etcd: Etcd3,
+  service: { ID: string; Name: string },
+  spec: ServiceSpec,
+  have: readonly VirtualIP[],
+  networks: readonly SwarmNetworkRecord[],
+  ports: readonly EndpointPort[] = [],
+): Promise<{ vips: VirtualIP[]; drop: VirtualIP[] }> {
+  // Ingress-mode ports: a virtual IP on the ingress network too, which carries them (every node publishes them).
+  const mesh = ingressPorts(ports).map((p) => ({ Protocol: p.Protocol, ...(p.TargetPort ? { TargetPort: p.TargetPort } : {}), PublishedPort: p.PublishedPort }));
+  const ingress = networks.find((n) => n.Ingress);
+  const want = [...vipNetworks(spec), ...(mesh.length && ingress ? [ingress.ID] : [])];
   const vips = have.filter((v) => want.includes(v.NetworkID));
   const drop = have.filter((v) => !want.includes(v.NetworkID));
   for (const id of want) {
@@ -32,17 +43,24 @@ export async function takeVips(etcd: Etcd3, service: { ID: string; Name: string 
     const net = networks.find((n) => n.ID === id);
     const pool = net?.IPAM.Config[0];
     if (!net || !pool) continue;
-    vips.push({ NetworkID: id, Addr: `${await take(etcd, net, service)}/${pool.Subnet.split('/')[1]}` });
+    vips.push({ NetworkID: id, Addr: `${await take(etcd, net, service, net.Ingress ? mesh : undefined)}/${pool.Subnet.split('/')[1]}` });
   }
+  // The ingress virtual IP says which ports the mesh publishes now.
+  const iv = ingress && vips.find((v) => v.NetworkID === ingress.ID);
+  if (iv && have.includes(iv)) await etcd.put(endpointKey(ingress.ID, iv.Addr.split('/')[0]!)).value(JSON.stringify(vipRecord(ingress.ID, iv.Addr.split('/')[0]!, service, mesh)));
   return { vips, drop };
 }
 
-async function take(etcd: Etcd3, net: SwarmNetworkRecord, service: { ID: string; Name: string }): Promise<string> {
+const vipRecord = (network: string, ip: string, service: { ID: string; Name: string }, ports?: SwarmEndpoint['Ports']): SwarmEndpoint => ({
+  Network: network, IP: ip, Mac: '', Node: '', Vtep: '', Owner: service.ID, ServiceID: service.ID, ServiceName: service.Name, Vip: true, ...(ports ? { Ports: ports } : {}),
+});
+
+async function take(etcd: Etcd3, net: SwarmNetworkRecord, service: { ID: string; Name: string }, ports?: SwarmEndpoint['Ports']): Promise<string> {
   const pool = net.IPAM.Config[0]!;
   for (let attempt = 0; attempt < TRIES; attempt++) {
     const taken = new Set(Object.keys(await etcd.getAll().prefix(networkEndpointsPrefix(net.ID)).strings()).map((k) => k.slice(k.lastIndexOf('/') + 1)));
     for (const ip of freeAddresses(pool.Subnet, pool.Gateway, taken)) {
-      const rec: SwarmEndpoint = { Network: net.ID, IP: ip, Mac: '', Node: '', Vtep: '', Owner: service.ID, ServiceID: service.ID, ServiceName: service.Name, Vip: true };
+      const rec = vipRecord(net.ID, ip, service, ports);
       const r = await etcd.if(endpointKey(net.ID, ip), 'Create', '==', 0).then(etcd.put(endpointKey(net.ID, ip)).value(JSON.stringify(rec))).commit();
       if (r.succeeded) return ip;
     }

@@ -6,7 +6,8 @@ import { baseRules, bridgeRules, Iptables, staleBaseRules, staleBridgeRules, typ
 import { enableIpForward, enableIpv6Forward, IP_FORWARD_PATH, IPV6_FORWARD_PATHS } from './sysctl.ts';
 import { enableRouteLocalnet, linkRules, loopbackRules, portRules, type LinkRuleConfig, type PortRuleConfig } from './port-rules.ts';
 import { deleteVxlan, ensureVxlan, syncPeers } from './vxlan.ts';
-import type { VipRule, VxlanConfig, VxlanPeer } from '../../lib/ports/network.ts';
+import type { IngressConfig, VipRule, VxlanConfig, VxlanPeer } from '../../lib/ports/network.ts';
+import { IngressRules } from './ingress-rules.ts';
 import { applyVipRules } from './vip-rules.ts';
 import { attachContainer, detachContainer, ensureBridgePort, type AttachRequest, type AttachResult } from './veth.ts';
 
@@ -26,6 +27,7 @@ export class BridgeDriver {
   private readonly log: Logger;
   private readonly ipt: Iptables;
   private readonly ipt6: Iptables;
+  private readonly ingress: IngressRules;
   private readonly ipForwardPath: string;
   private readonly ipv6ForwardPaths: readonly string[];
 
@@ -33,6 +35,7 @@ export class BridgeDriver {
     this.log = opts.log.child({ component: 'bridge-driver' });
     this.ipt = new Iptables({ bin: opts.iptablesBin });
     this.ipt6 = new Iptables({ bin: opts.ip6tablesBin ?? 'ip6tables', family: 6 });
+    this.ingress = new IngressRules({ iptablesBin: opts.iptablesBin });
     this.ipForwardPath = opts.ipForwardPath ?? IP_FORWARD_PATH;
     this.ipv6ForwardPaths = opts.ipv6ForwardPaths ?? IPV6_FORWARD_PATHS;
   }
@@ -63,6 +66,12 @@ export class BridgeDriver {
 
   syncPeers(name: string, peers: readonly VxlanPeer[], signal?: AbortSignal): Promise<number> {
     return syncPeers(name, peers, signal);
+  }
+
+  /** The routing mesh's rules (null: none, taken away). */
+  async applyIngress(cfg: IngressConfig | null, chainPrefix: string, signal?: AbortSignal): Promise<void> {
+    if (cfg) await this.ingress.apply(cfg, signal);
+    else await this.ingress.remove(chainPrefix, signal);
   }
 
   /** A container's virtual IP rules (in its own network namespace). */

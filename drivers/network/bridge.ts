@@ -18,6 +18,10 @@ export interface BridgeConfig {
   /** The bridge's IPv6 address with the subnet's prefix ("fd00:1::1/64") on an IPv6 network. */
   address6?: string;
   mtu: number;
+  /** Another IPv4 address the bridge carries ("10.0.0.2/24": a node's own address on an overlay). */
+  extra?: string;
+  /** The bridge's MAC, when it must be this one (the address an overlay's other nodes were told). */
+  mac?: string;
 }
 
 export interface BridgeState {
@@ -30,6 +34,7 @@ export interface BridgeState {
   ipv4: string[];
   /** Global IPv6 addresses as "x::y/len" (link-local ones left out). */
   ipv6: string[];
+  mac: string;
 }
 
 export interface EnsureBridgeResult {
@@ -40,6 +45,7 @@ export interface EnsureBridgeResult {
 
 interface IpAddrJson {
   ifindex: number;
+  address?: string;
   ifname: string;
   flags?: string[];
   mtu: number;
@@ -63,6 +69,7 @@ export async function inspectBridge(name: string, signal?: AbortSignal): Promise
     isBridge: link.linkinfo?.info_kind === 'bridge',
     up: (link.flags ?? []).includes('UP'),
     mtu: link.mtu,
+    mac: (link.address ?? '').toLowerCase(),
     ipv4: (link.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`),
     ipv6: (link.addr_info ?? []).filter((a) => a.family === 'inet6' && !a.local.toLowerCase().startsWith('fe80:')).map((a) => `${a.local}/${a.prefixlen}`),
   };
@@ -86,13 +93,23 @@ async function ensureBridgeOnce(cfg: BridgeConfig, signal?: AbortSignal): Promis
   const state = await inspectBridge(cfg.name, signal);
   const script: string[] = [];
   const repaired: string[] = [];
+  const extra = cfg.extra ? `${cfg.extra.split('/')[0]}/${parseCidr(cfg.extra).prefixLen}` : undefined;
   if (!state) {
-    script.push(`link add name ${cfg.name} mtu ${cfg.mtu} type bridge`, `addr add ${wantAddr} dev ${cfg.name}`, `link set ${cfg.name} up`);
+    script.push(`link add name ${cfg.name} mtu ${cfg.mtu} ${cfg.mac ? `address ${cfg.mac} ` : ''}type bridge`, `addr add ${wantAddr} dev ${cfg.name}`, `link set ${cfg.name} up`);
+    if (extra) script.push(`addr add ${extra} dev ${cfg.name}`);
     if (want6) script.push(`addr add ${want6} dev ${cfg.name} nodad`);
   } else {
     if (!state.isBridge) throw failedPrecondition(`interface ${cfg.name} exists and is not a bridge`);
+    if (cfg.mac && state.mac !== cfg.mac.toLowerCase()) {
+      script.push(`link set ${cfg.name} address ${cfg.mac}`);
+      repaired.push('mac');
+    }
+    if (extra && !state.ipv4.includes(extra)) {
+      script.push(`addr add ${extra} dev ${cfg.name}`);
+      repaired.push('extra address');
+    }
     for (const a of state.ipv4) {
-      if (a !== wantAddr) {
+      if (a !== wantAddr && a !== extra) {
         script.push(`addr del ${a} dev ${cfg.name}`);
         repaired.push(`stale address ${a}`);
       }

@@ -57,3 +57,14 @@ export interface VipRule {
   /** The service's tasks' addresses on the network (none: nothing answers). */
   backends: string[];
 }
+
+/** The routing mesh on a node: the published ports and the tasks they go to (drivers/network/ingress-rules.ts). */
+export interface IngressConfig {
+  /** The engine's chain prefix ("ENGINE"). */
+  chainPrefix: string;
+  /** The ingress network's bridge here. */
+  bridge: string;
+  /** This node's own address on the ingress network: the source the tasks answer to. */
+  source: string;
+  ports: Array<{ protocol: string; published: number; target: number; backends: string[] }>;
+}

@@ -30,6 +30,10 @@ export interface SwarmEndpoint {
   Aliases?: string[];
   /** A service's virtual IP (no node: it is the manager's, for as long as the service is). */
   Vip?: boolean;
+  /** A virtual IP on the ingress network: the ports the routing mesh publishes on every node for it. */
+  Ports?: Array<{ Protocol: string; TargetPort?: number; PublishedPort?: number }>;
+  /** A node's own address on the ingress network (the routing mesh's source towards the tasks). */
+  Mesh?: boolean;
   /** A task or container running (and healthy, with a healthcheck): its name answers with it. */
   Up?: boolean;
 }

@@ -255,6 +255,7 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
       ServiceName: svc.Spec.Name,
       ...where,
       ...(hostPorts(svc.Spec).length ? { HostPorts: hostPorts(svc.Spec) } : {}),
+      ...((svc.Spec.EndpointSpec?.Ports ?? []).some((p) => p.PublishMode === 'ingress') ? { Ingress: true } : {}),
       Status: status('new', 'created'),
       DesiredState: (delayed && delayNs > 0) || startAfter ? 'ready' : runState(svc),
       ...(jobOf(svc.Spec) ? { JobIteration: { Index: svc.JobStatus?.JobIteration.Index ?? 0 } } : {}),

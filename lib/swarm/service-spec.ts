@@ -196,9 +196,6 @@ export function serviceSpecOf(raw: unknown, name: () => string, opts: { networks
     seen.add(k);
   }
   if (ep?.Mode === 'dnsrr' && ports.some((p) => p.PublishMode === 'ingress')) throw invalidArgument(rpc('InvalidArgument', "EndpointSpec: port published with ingress mode can't be used with dnsrr mode"));
-  if (ports.some((p) => p.PublishMode === 'ingress')) {
-    throw notImplemented('ports published in ingress mode (the routing mesh) are not supported yet: publish them with mode=host (docker service create --publish mode=host,target=PORT,published=PORT)');
-  }
   // Each target resolved to the swarm network's id (full id, full name, id prefix), as the
   // reference stores it; one that is no overlay network of the swarm is unknown (its 500); the
   // deprecated top-level Networks join the TaskTemplate's.

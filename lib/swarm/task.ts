@@ -70,6 +70,8 @@ export interface TaskRecord {
   RunningSince?: string;
   /** The service's ports published in host mode (bound on the node that runs the task). */
   HostPorts?: Array<{ Protocol: string; TargetPort?: number; PublishedPort?: number }>;
+  /** The service publishes ports in ingress mode: the task joins the ingress network (the routing mesh sends to it there). */
+  Ingress?: boolean;
 }
 
 /** What a node is given to run (the task without its status). */

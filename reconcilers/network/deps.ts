@@ -10,7 +10,7 @@ export interface NetworkStore extends ReconcilerStore, Pick<Store, 'create'> {
 
 export interface NetworkDriverPort {
   inspectBridge(name: string, signal?: AbortSignal): Promise<{ ipv4: string[]; isBridge: boolean } | null>;
-  ensureBridge(cfg: { name: string; address: string; address6?: string; mtu: number }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
+  ensureBridge(cfg: { name: string; address: string; address6?: string; mtu: number; extra?: string; mac?: string }, signal?: AbortSignal): Promise<{ created: boolean; repaired: string[] }>;
   deleteBridge(name: string, signal?: AbortSignal): Promise<boolean>;
   /** An overlay network's VXLAN device on its bridge; what had to change. */
   ensureVxlan(cfg: VxlanConfig, signal?: AbortSignal): Promise<string[]>;

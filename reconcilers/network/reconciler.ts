@@ -17,6 +17,7 @@ import { fromPromise, type SnapshotFrom } from 'xstate';
 import { topState } from '../../controllers/machine-driver.ts';
 import { MachineHost, type Held } from '../../controllers/machine-host.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
+import { macFromIpv4 } from '../../lib/cidr.ts';
 import { ipv4Pool, ipv6Pool, isBridged, type AppliedBridge, type NetworkStatus, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { NetworkDriverPort, NetworkStore } from './deps.ts';
 import type { NetworkDns } from './dns.ts';
@@ -191,7 +192,10 @@ export class NetworkReconciler {
     }
 
     const address6 = pool6 ? `${pool6.Gateway}/${pool6.Subnet.split('/')[1]}` : undefined;
-    const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu }, signal);
+    // An overlay's own address here (the routing mesh's): on the bridge, with the MAC the other nodes were told.
+    const host = r.spec.overlay?.hostAddress;
+    const own = host ? { extra: host, mac: macFromIpv4(host.split('/')[0]!) } : {};
+    const br = await this.driver.ensureBridge({ name: b.bridgeName, address: `${pool.Gateway}/${prefixLen}`, address6, mtu: b.mtu, ...own }, signal);
     if (br.created) repairs.push(`created bridge ${b.bridgeName}`);
     if (br.repaired.length > 0) repairs.push(`bridge ${b.bridgeName}: ${br.repaired.join(', ')}`);
     // An overlay's VXLAN device, a port of the bridge (what runs on other nodes: reconcilers/node/overlay.ts).

@@ -14,7 +14,7 @@ import { macFromIpv4 } from '../../lib/cidr.ts';
 import { unavailable } from '../../lib/errors.ts';
 import { endpointKey, ENDPOINTS_PREFIX, freeAddresses, parseEndpoint, type SwarmEndpoint } from '../../lib/swarm/endpoints.ts';
 import { lookupName, vipRules } from '../../lib/swarm/endpoint-names.ts';
-import { networkKey, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
+import { NETWORKS_PREFIX, networkKey, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
 import type { NodeTask } from '../../lib/swarm/task.ts';
 import type { TaskNetworkConfig } from '../../lib/swarm/task-container.ts';
 import type { VipRule, VxlanPeer } from '../../lib/ports/network.ts';
@@ -26,6 +26,7 @@ import type { Store } from '../../store/store.ts';
 import { KeySource } from '../../controllers/source.ts';
 import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { PrefixCache } from './prefix-cache.ts';
+import { RoutingMesh, type MeshDeps } from './overlay-mesh.ts';
 
 export const OVERLAY_KEY = 'overlay';
 const RESYNC_MS = 5000;
@@ -49,14 +50,16 @@ export interface OverlayOptions {
   syncPeers: (vxlan: string, peers: readonly VxlanPeer[], signal?: AbortSignal) => Promise<number>;
   /** A running container's virtual IP rules, in its namespace (the driver's). */
   applyVipRules: (pid: number, rules: readonly VipRule[], signal?: AbortSignal) => Promise<void>;
+  /** The routing mesh's rules (null: taken away). */
+  applyIngress: MeshDeps['applyIngress'];
   log: Logger;
 }
 
 const taskTargets = (t: NodeTask): Array<{ Target: string; Aliases?: string[] }> =>
   ((t.Spec['Networks'] as Array<{ Target: string; Aliases?: string[] }> | undefined) ?? []).filter((n) => n && typeof n.Target === 'string');
 
-/** Whether a task joins overlay networks. */
-export const joinsNetworks = (t: NodeTask) => taskTargets(t).length > 0;
+/** Whether a task joins overlay networks (the ingress network for a service publishing ports in ingress mode). */
+export const joinsNetworks = (t: NodeTask) => taskTargets(t).length > 0 || !!t.Ingress;
 
 export class OverlayNetworks implements Reconciler {
   private readonly opts: OverlayOptions;
@@ -73,9 +76,23 @@ export class OverlayNetworks implements Reconciler {
   /** Container → the virtual IP rules its namespace has (with the pid they were written for). */
   private readonly vipsApplied = new Map<string, string>();
   private unwatch: (() => void) | null = null;
+  private readonly mesh: RoutingMesh;
 
   constructor(opts: OverlayOptions) {
     this.opts = opts;
+    this.mesh = new RoutingMesh({
+      store: opts.store,
+      nodeId: opts.nodeId,
+      instance: opts.instance,
+      // Kept published by the mesh itself (its `own`), not as pending: it never gets a container.
+      take: async (client, net, who) => {
+        const { key, value } = await this.take(client, net, who);
+        this.pending.delete(key);
+        return { key, value };
+      },
+      applyIngress: opts.applyIngress,
+      log: opts.log,
+    });
   }
 
   start(): void {
@@ -106,8 +123,9 @@ export class OverlayNetworks implements Reconciler {
     this.kick();
   }
 
-  /** The node leaves its swarm: its instances go (their containers are being removed). */
+  /** The node leaves its swarm: its instances go (their containers are being removed), the mesh's rules too. */
   removeAll(): void {
+    void this.mesh.stop();
     for (const n of this.opts.store.list(Networks)) {
       if (n.spec.scope === 'swarm' && n.spec.desired !== 'removed') this.opts.store.updateSpec(Networks, n.name, (s) => ({ ...s, desired: 'removed' }));
     }
@@ -124,8 +142,10 @@ export class OverlayNetworks implements Reconciler {
     if (!client) throw unavailable('the swarm\'s store cannot be reached');
     const out: TaskNetworks = { mode: '', endpoints: {} };
     let wait = false;
-    this.wanted.set(t.ID, { at: Date.now(), networks: taskTargets(t).map((n) => n.Target) });
-    for (const target of taskTargets(t)) {
+    // A service publishing ports in ingress mode: its tasks join the ingress network too (last: not their default route).
+    const targets = [...taskTargets(t), ...(t.Ingress ? [{ Target: await this.ingressId(client) }] : [])];
+    this.wanted.set(t.ID, { at: Date.now(), networks: targets.map((n) => n.Target) });
+    for (const target of targets) {
       const raw = await client.get(networkKey(target.Target)).string();
       if (!raw) throw unavailable(`network ${target.Target} not found`);
       const net = JSON.parse(raw) as SwarmNetworkRecord;
@@ -134,13 +154,21 @@ export class OverlayNetworks implements Reconciler {
         wait = true;
         continue;
       }
-      const ip = await this.take(client, net, { Owner: t.ID, ServiceID: t.ServiceID, ServiceName: t.ServiceName, ...(target.Aliases?.length ? { Aliases: target.Aliases } : {}) });
+      const { ip } = await this.take(client, net, { Owner: t.ID, ServiceID: t.ServiceID, ServiceName: t.ServiceName, ...(target.Aliases?.length ? { Aliases: target.Aliases } : {}) });
       if (!out.mode) out.mode = net.Name;
       out.endpoints[net.Name] = { IPAMConfig: { IPv4Address: ip }, ...(target.Aliases?.length ? { Aliases: target.Aliases } : {}) };
     }
     if (wait) return 'wait';
     this.prepared.set(t.ID, out);
     return out;
+  }
+
+  /** The swarm's ingress network's id. */
+  private async ingressId(client: Etcd3): Promise<string> {
+    const all = await client.getAll().prefix(NETWORKS_PREFIX).strings();
+    const ing = Object.values(all).map((v) => JSON.parse(v) as SwarmNetworkRecord).find((n) => n.Ingress);
+    if (!ing) throw unavailable('the swarm has no ingress network');
+    return ing.ID;
   }
 
   /** The task's container exists (or the task is gone): what prepare() gave it is forgotten. */
@@ -150,12 +178,12 @@ export class OverlayNetworks implements Reconciler {
   }
 
   /** An address of `net` taken for the cluster under this node's lease (the one the owner has, if any). */
-  private async take(client: Etcd3, net: SwarmNetworkRecord, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases'>): Promise<string> {
+  private async take(client: Etcd3, net: SwarmNetworkRecord, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Mesh'>): Promise<{ ip: string; key: string; value: string }> {
     const pool = net.IPAM.Config[0];
     if (!pool) throw unavailable(`network ${net.Name} has no address pool`);
     for (const [k, p] of this.pending) {
       const e = parseEndpoint(p.value);
-      if (e && e.Network === net.ID && e.Owner === who.Owner) return k.slice(k.indexOf('/') + 1);
+      if (e && e.Network === net.ID && e.Owner === who.Owner) return { ip: k.slice(k.indexOf('/') + 1), key: k, value: p.value };
     }
     for (let attempt = 0; attempt < 5; attempt++) {
       const taken = new Set(Object.keys(await client.getAll().prefix(`${ENDPOINTS_PREFIX}${net.ID}/`).strings()).map((k) => k.slice(k.lastIndexOf('/') + 1)));
@@ -170,7 +198,7 @@ export class OverlayNetworks implements Reconciler {
           this.published.delete(k);
           throw err;
         });
-        if (r === 'created') return ip;
+        if (r === 'created') return { ip, key: k, value };
         this.pending.delete(k);
         this.published.delete(k);
         if (r === false) throw unavailable('this node is not joined to its swarm now');
@@ -179,7 +207,7 @@ export class OverlayNetworks implements Reconciler {
     throw unavailable(`no address is free on network ${net.Name}`);
   }
 
-  private endpointOf(network: string, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Up'>, mac?: string): SwarmEndpoint {
+  private endpointOf(network: string, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Up' | 'Mesh'>, mac?: string): SwarmEndpoint {
     return { Network: network, IP: ip, Mac: mac || macFromIpv4(ip), Node: this.opts.nodeId, Vtep: this.opts.vtep, ...who };
   }
 
@@ -190,6 +218,7 @@ export class OverlayNetworks implements Reconciler {
     const instances = this.opts.store.list(Networks).filter((n) => n.spec.scope === 'swarm' && n.spec.overlay);
     await this.publish(client, instances);
     await this.program(instances, ctx?.signal);
+    if (this.endpoints.ready) await this.mesh.step(client, this.all(), ctx?.signal);
     await this.routeVips(instances, ctx?.signal);
     this.collect(instances);
     return { requeueAfter: RESYNC_MS };
@@ -212,6 +241,7 @@ export class OverlayNetworks implements Reconciler {
       this.pending.delete(k);
       want.set(k, JSON.stringify(this.endpointOf(a.spec.networkId, a.spec.address, ownerOf(c, a.spec.networkId))));
     }
+    if (this.mesh.own) want.set(this.mesh.own.key, this.mesh.own.value);
     for (const t of [...this.prepared.keys()]) {
       if (this.opts.store.list(Containers).some((c) => c.spec.ownerRef?.kind === 'swarm-task' && c.spec.ownerRef.name === t)) this.forget(t);
     }
@@ -265,14 +295,14 @@ export class OverlayNetworks implements Reconciler {
     }
   }
 
-  /** The endpoints on a network (every node's, and the services' virtual IPs), from the cache. */
+  /** Every endpoint of the swarm (every node's, and the services' virtual IPs), from the cache. */
+  private all(): SwarmEndpoint[] {
+    return this.endpoints.values().map(parseEndpoint).filter((e): e is SwarmEndpoint => !!e);
+  }
+
+  /** The endpoints on one network. */
   private onNetwork(networkId: string): SwarmEndpoint[] {
-    const out: SwarmEndpoint[] = [];
-    for (const raw of this.endpoints.values()) {
-      const e = parseEndpoint(raw);
-      if (e && e.Network === networkId) out.push(e);
-    }
-    return out;
+    return this.all().filter((e) => e.Network === networkId);
   }
 
   /** A name on an overlay network, as the reference's embedded DNS answers it (lib/swarm/endpoint-names.ts). */
@@ -319,6 +349,7 @@ export class OverlayNetworks implements Reconciler {
     for (const a of this.opts.store.list(IpamAllocations)) used.add(a.spec.networkId);
     for (const e of this.opts.store.list(Endpoints)) used.add(e.spec.networkId);
     for (const k of this.pending.keys()) used.add(k.slice(0, k.indexOf('/')));
+    if (this.mesh.network) used.add(this.mesh.network);
     const now = Date.now();
     for (const [task, w] of this.wanted) {
       if (now - w.at > PENDING_MS) this.wanted.delete(task);

@@ -76,6 +76,8 @@ export interface OverlayOptions {
   local: string;
   /** The data path's UDP port (4789). */
   port: number;
+  /** This node's own address on the network ("10.0.0.2/24", the routing mesh's on ingress): on the bridge, whose MAC is made from it. */
+  hostAddress?: string;
 }
 
 /** Whether the network's containers plug into a Linux bridge of ours (bridge and overlay networks). */
@@ -173,7 +175,7 @@ const networkSpecSchema = z.object({
   options: stringMap,
   labels: stringMap,
   bridge: bridgeOptions.optional(),
-  overlay: z.object({ vxlanName: z.string(), vni: z.number().int(), local: z.string(), port: z.number().int() }).optional(),
+  overlay: z.object({ vxlanName: z.string(), vni: z.number().int(), local: z.string(), port: z.number().int(), hostAddress: z.string().optional() }).optional(),
   ownerRef: ownerRefSchema.optional(),
   desired: z.enum(['present', 'removed']),
 }) satisfies z.ZodType<NetworkSpec>;

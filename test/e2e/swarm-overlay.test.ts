@@ -7,6 +7,7 @@
 // device and entry away on both nodes.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, docker, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
@@ -14,6 +15,23 @@ import { startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
 
 const canRun = existsSync('/usr/bin/etcd') && process.getuid?.() === 0;
+
+/** What a TCP server at host:port says before it closes ('' on failure). */
+function tcpRead(host: string, port: number, ms = 3000): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    let out = '';
+    const done = () => {
+      clearTimeout(t);
+      s.destroy();
+      resolve(out.trim());
+    };
+    const t = setTimeout(done, ms);
+    s.on('data', (b) => (out += b.toString()));
+    s.on('end', done);
+    s.on('error', done);
+  });
+}
 
 interface Task {
   ID: string;
@@ -139,5 +157,34 @@ describe('overlay networks across two machines', { skip: !canRun && 'needs root 
     await dk(0, 'service', 'rm', 'web', 'rr', 'cl');
     for (const i of [0, 1]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
     await dk(0, 'network', 'rm', 'ovn');
+  });
+
+  test('the routing mesh: a port published in ingress mode answers on both nodes, balanced over the tasks wherever they run; gone with the service', { timeout: 240_000 }, async () => {
+    const serve = ['sh', '-c', 'while true; do nc -l -p 8080 -e hostname; done'];
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'pub', '--replicas', '1', '--constraint', 'node.role==worker', '-p', '8090:8080', '--stop-grace-period', '1s', imgs.tag, ...serve);
+    await until('pub running on the worker', async () => (await running('pub')).length === 1, 90_000);
+    const hostOf = async (t: Task) => JSON.parse(await dk(ids.indexOf(t.NodeID!), 'inspect', t.Status.ContainerStatus!.ContainerID))[0].Config.Hostname as string;
+    const [first] = await running('pub');
+    assert.equal(first!.NodeID, ids[1]);
+    const h1 = await hostOf(first!);
+    for (const i of [0, 1]) await until(`node ${i}'s address answers on 8090`, async () => (await tcpRead(net.addr(i), 8090)) === h1, 30_000);
+    // A task on each node: either node's address reaches both.
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'pub2', '--mode', 'global', '-p', '8091:8080', '--stop-grace-period', '1s', imgs.tag, ...serve);
+    await until('pub2 running on both nodes', async () => (await running('pub2')).length === 2, 90_000);
+    const hosts = (await Promise.all((await running('pub2')).map(hostOf))).sort();
+    for (const i of [0, 1]) {
+      const seen = new Set<string>();
+      for (let k = 0; k < 40 && seen.size < 2; k++) {
+        const r = await tcpRead(net.addr(i), 8091);
+        if (r) seen.add(r);
+      }
+      assert.deepEqual([...seen].sort(), hosts, `node ${i}: the published port balances over both tasks`);
+    }
+    assert.equal(await tcpRead(net.addr(0), 8090), h1, 'the first service\'s port still goes to its task');
+    await dk(0, 'service', 'rm', 'pub', 'pub2');
+    for (const i of [0, 1]) {
+      await until(`node ${i}'s mesh rules and devices gone`, async () => !/INGRESS/.test(net.exec(i, ['iptables', '-t', 'nat', '-S']).stdout ?? '') && !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
+      assert.doesNotMatch(net.exec(i, ['iptables', '-S']).stdout ?? '', /INGRESS/);
+    }
   });
 });

@@ -1,8 +1,8 @@
 // Swarm services on a one-manager swarm (issue 63, 1), against the docker CLI, docker-py and the
 // Engine API, matched to dockerd 20.10's answers (docs/reference-services.md): create, inspect
 // (insertDefaults), list with filters, update at a version (a stale one, a rename refused), remove;
-// the reference's refusals with nothing written; ports in ingress mode refused until the routing
-// mesh ((8 of 21)).
+// the reference's refusals with nothing written; ports in ingress mode: a published port given from
+// 30000 when none is asked, one another service publishes refused (the mesh itself: swarm-overlay.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, docker, pythonDocker } from './harness/clients.ts';
@@ -79,7 +79,6 @@ describe('swarm services', () => {
       [spec('net', { Networks: [{ Target: 'nosuchnet' }] }), 500, 'network nosuchnet not found'],
       [spec('ep', { EndpointSpec: { Mode: 'bogus' } }), 400, 'invalid resolution mode: "bogus"'],
       [spec('dup', { EndpointSpec: { Ports: [{ TargetPort: 80, PublishedPort: 8096, PublishMode: 'host' }, { TargetPort: 81, PublishedPort: 8096, PublishMode: 'host' }] } }), 400, 'rpc error: code = InvalidArgument desc = EndpointSpec: duplicate published ports provided'],
-      [spec('ingress', { EndpointSpec: { Ports: [{ TargetPort: 80, PublishedPort: 8080 }] } }), 501, /ingress mode .* not supported yet/],
       ['{"Name":"badjson",', 400, /./],
     ];
     for (const [body, status, message] of cases) {
@@ -116,7 +115,7 @@ describe('swarm services', () => {
     assert.deepEqual([(await apiRequest(d, 'DELETE', '/services/nosuch')).status], [404]);
   });
 
-  test('the docker CLI: create, ls with filters, inspect, update, rm; -p in ingress mode refused', async () => {
+  test('the docker CLI: create, ls with filters, inspect, update, rm; -p in ingress mode', async () => {
     const create = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--name', 'ping', '--label', 'tier=front', '--replicas', '2', 'busybox:local', 'sleep', '1000']);
     assert.equal(create.code, 0, create.stderr);
     const glob = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--name', 'everywhere', '--mode', 'global', 'busybox:local', 'sleep', '1000']);
@@ -139,9 +138,18 @@ describe('swarm services', () => {
     const upd = await docker(d, ['service', 'update', '--detach', '--label-add', 'lane=fast', 'ping']);
     assert.equal(upd.code, 0, upd.stderr);
     assert.deepEqual((await get('/services/ping')).body.Spec.Labels, { tier: 'front', lane: 'fast' });
-    const ingress = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--name', 'pub', '-p', '8080:80', 'busybox:local']);
-    assert.notEqual(ingress.code, 0);
-    assert.match(ingress.stderr, /ingress mode .* not supported yet/);
+    const ingress = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--replicas', '0', '--name', 'pub', '-p', '8095:80', '-p', '80', 'busybox:local']);
+    assert.equal(ingress.code, 0, ingress.stderr);
+    const pub = (await get('/services/pub')).body;
+    assert.deepEqual(pub.Endpoint.Ports, [
+      { Protocol: 'tcp', TargetPort: 80, PublishedPort: 8095, PublishMode: 'ingress' },
+      { Protocol: 'tcp', TargetPort: 80, PublishedPort: 30000, PublishMode: 'ingress' },
+    ], 'a port without a published one: the first of the dynamic range');
+    const ingressNet = JSON.parse((await docker(d, ['network', 'inspect', 'ingress'])).stdout)[0];
+    assert.deepEqual(pub.Endpoint.VirtualIPs.map((v: { NetworkID: string }) => v.NetworkID), [ingressNet.Id], 'its virtual IP on the ingress network');
+    const taken = await post('/services/create', spec('pa2', { EndpointSpec: { Ports: [{ TargetPort: 81, PublishedPort: 8095 }] } }));
+    assert.deepEqual([taken.status, taken.body.message], [400, `rpc error: code = InvalidArgument desc = port '8095' is already in use by service 'pub' (${pub.ID}) as an ingress port`]);
+    assert.equal((await docker(d, ['service', 'rm', 'pub'])).code, 0);
     const host = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--name', 'hostport', '--publish', 'mode=host,target=80,published=8081', 'busybox:local', 'sleep', '1000']);
     assert.equal(host.code, 0, host.stderr);
     assert.deepEqual((await get('/services/hostport')).body.Endpoint, {

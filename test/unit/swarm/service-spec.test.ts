@@ -53,7 +53,7 @@ describe('service specs', () => {
     refused({ ...image, EndpointSpec: { Ports: [{ TargetPort: 80, PublishedPort: 8096, PublishMode: 'host' }, { TargetPort: 81, PublishedPort: 8096, PublishMode: 'host' }] } }, 'InvalidArgument', 'rpc error: code = InvalidArgument desc = EndpointSpec: duplicate published ports provided');
     refused({ ...image, EndpointSpec: { Mode: 'dnsrr', Ports: [{ TargetPort: 80, PublishedPort: 8097 }] } }, 'InvalidArgument', "rpc error: code = InvalidArgument desc = EndpointSpec: port published with ingress mode can't be used with dnsrr mode");
     refused({ ...image, Networks: [{ Target: 'nosuchnet' }] }, 'Internal', 'network nosuchnet not found');
-    assert.throws(() => serviceSpecOf({ ...image, EndpointSpec: { Ports: [{ TargetPort: 80, PublishedPort: 8080 }] } }, named), (e: unknown) => e instanceof EngineError && e.code === 'NotImplemented' && /ingress/.test(e.message));
+    assert.equal(serviceSpecOf({ ...image, EndpointSpec: { Ports: [{ TargetPort: 80, PublishedPort: 8080 }] } }, named).EndpointSpec?.Ports?.[0]?.PublishMode, 'ingress', 'the routing mesh\'s mode by default');
     assert.throws(() => serviceSpecOf({ ...image, Labels: 'x' }, named), (e: unknown) => e instanceof EngineError && e.code === 'InvalidArgument');
   });
 });
