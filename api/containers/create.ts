@@ -10,13 +10,16 @@ import { waitUntil } from '../write-and-wait.ts';
 export interface CreateDeps extends AdmissionDeps {
   store: ImageStore;
   timeoutMs?: number;
+  /** In a swarm: the attachable overlay networks the create names, joined (an address taken on each) before it is admitted. */
+  attach?: (body: unknown) => Promise<unknown>;
 }
 
 export async function createContainer(
   deps: CreateDeps, input: unknown, opts: { name?: string; platform?: string; signal?: AbortSignal },
 ): Promise<{ id: string; warnings: string[] }> {
   const { store } = deps;
-  const { created, warnings } = admitContainer(deps, input, opts);
+  const body = deps.attach ? await deps.attach(input) : input;
+  const { created, warnings } = admitContainer(deps, body, opts);
   const id = created.name;
   /** The create failed (or did not finish in time): the record goes, the reconciler's reason is the answer. */
   const failed = (x: ContainerResource) => {

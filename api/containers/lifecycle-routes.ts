@@ -63,7 +63,7 @@ export function lifecycleRoutes(deps: ContainerRouteDeps) {
 
   return async function register(app: App): Promise<void> {
     app.post('/containers/create', { schema: { querystring: z.looseObject({ name: q.str(), platform: q.str() }), body: createBody } }, async (req, reply) => {
-      const { id, warnings } = await createContainer({ store, resolveImage: deps.resolveImage, defaults: deps.defaults, timeoutMs }, req.body, {
+      const { id, warnings } = await createContainer({ store, resolveImage: deps.resolveImage, defaults: deps.defaults, timeoutMs, ...(deps.swarmAttach ? { attach: deps.swarmAttach } : {}) }, req.body, {
         name: req.query.name,
         platform: req.query.platform,
       });

@@ -34,6 +34,8 @@ export interface ContainerRouteDeps {
   events?: { container(action: string, c: CR, extra?: Record<string, string>): void };
   /** How long a handler waits for the reconciler before answering 503/500. */
   waitTimeoutMs?: number;
+  /** In a swarm: a create's attachable overlay networks joined first (reconcilers/node/overlay-attach.ts). */
+  swarmAttach?: (body: unknown) => Promise<unknown>;
 }
 
 export function containerRoutes(deps: ContainerRouteDeps) {

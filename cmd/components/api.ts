@@ -183,6 +183,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             defaults: createDefaults,
             resolveImage: admission.containers.resolveImage,
             parseSignal: (s) => parseSignal(s),
+            swarmAttach: async (body) => (await ctx.get('cluster').current?.overlay.attach(body)) ?? body,
             graphDriverData: (id) => layers.metadataRW(id),
             sizeRw: (id) => layers.sizeRW(id),
             ops: createContainerOps({

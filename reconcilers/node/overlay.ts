@@ -27,6 +27,7 @@ import { KeySource } from '../../controllers/source.ts';
 import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { PrefixCache } from './prefix-cache.ts';
 import { RoutingMesh, type MeshDeps } from './overlay-mesh.ts';
+import { attachOverlays } from './overlay-attach.ts';
 
 export const OVERLAY_KEY = 'overlay';
 const RESYNC_MS = 5000;
@@ -37,7 +38,7 @@ const PENDING_MS = 60_000;
 export type TaskNetworks = TaskNetworkConfig;
 
 export interface OverlayOptions {
-  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch'>;
+  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch' | 'byIndex'>;
   nodeId: string;
   /** This node's VTEP address and the data path port. */
   vtep: string;
@@ -188,23 +189,42 @@ export class OverlayNetworks implements Reconciler {
     for (let attempt = 0; attempt < 5; attempt++) {
       const taken = new Set(Object.keys(await client.getAll().prefix(`${ENDPOINTS_PREFIX}${net.ID}/`).strings()).map((k) => k.slice(k.lastIndexOf('/') + 1)));
       for (const ip of freeAddresses(pool.Subnet, pool.Gateway, taken, attempt * 7)) {
-        const value = JSON.stringify(this.endpointOf(net.ID, ip, who));
-        const k = `${net.ID}/${ip}`;
-        // Pending before it is asked for: a pass of reconcile() meanwhile must not take it for a leftover.
-        this.pending.set(k, { at: Date.now(), value });
-        this.published.set(k, value);
-        const r = await this.opts.createLeased(endpointKey(net.ID, ip), value).catch((err: unknown) => {
-          this.pending.delete(k);
-          this.published.delete(k);
-          throw err;
-        });
-        if (r === 'created') return { ip, key: k, value };
-        this.pending.delete(k);
-        this.published.delete(k);
-        if (r === false) throw unavailable('this node is not joined to its swarm now');
+        const got = await this.claim(net, ip, who);
+        if (got) return got;
       }
     }
     throw unavailable(`no address is free on network ${net.Name}`);
+  }
+
+  /** `ip` of `net` taken for `who` under the node's lease, if nobody has it (undefined: somebody has). */
+  private async claim(net: SwarmNetworkRecord, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Mesh'>): Promise<{ ip: string; key: string; value: string } | undefined> {
+    const value = JSON.stringify(this.endpointOf(net.ID, ip, who));
+    const k = `${net.ID}/${ip}`;
+    // Pending before it is asked for: a pass of reconcile() meanwhile must not take it for a leftover.
+    this.pending.set(k, { at: Date.now(), value });
+    this.published.set(k, value);
+    const r = await this.opts.createLeased(endpointKey(net.ID, ip), value).catch((err: unknown) => {
+      this.pending.delete(k);
+      this.published.delete(k);
+      throw err;
+    });
+    if (r === 'created') return { ip, key: k, value };
+    this.pending.delete(k);
+    this.published.delete(k);
+    if (r === false) throw unavailable('this node is not joined to its swarm now');
+    return undefined;
+  }
+
+  /** A create naming attachable overlay networks: each made ready here, an address taken on each (./overlay-attach.ts). */
+  async attach(body: unknown): Promise<unknown> {
+    const client = this.opts.etcd();
+    if (!client) return body;
+    return attachOverlays(client, body, {
+      store: this.opts.store,
+      instance: this.opts.instance,
+      take: (_c, net, who) => this.take(client, net, who),
+      takeThis: async (_c, net, ip, who) => !!(await this.claim(net, ip, who)),
+    });
   }
 
   private endpointOf(network: string, ip: string, who: Pick<SwarmEndpoint, 'Owner' | 'ServiceID' | 'ServiceName' | 'Aliases' | 'Up' | 'Mesh'>, mac?: string): SwarmEndpoint {

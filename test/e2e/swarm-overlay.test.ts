@@ -1,10 +1,12 @@
-// Overlay networks across machines (issue 65, 1, 2 and 6): a manager and a worker, each daemon in
-// a network namespace of its own, with the docker CLI. A global service on an overlay network: each
-// node makes the network's bridge and VXLAN device (its VNI, the data path port 4789) while a task
-// on it runs there, each task gets an address of the network's subnet taken once for the cluster,
-// the nodes program each other's endpoints (forwarding and neighbour entries) from etcd, and a
-// task on one node reaches the task on the other by its address; removing the service takes every
-// device and entry away on both nodes.
+// Overlay networks across machines (issue 65, 1–4 and 6): a manager and two workers, each daemon in
+// a network namespace of its own (its own host), with the docker CLI. A global service on an overlay
+// network: each node makes the network's bridge and VXLAN device (its VNI, the data path port 4789)
+// while a task on it runs there, each task gets an address of the subnet taken once for the cluster,
+// the nodes program each other's endpoints (forwarding and neighbour entries) from etcd, and tasks
+// reach each other across nodes; an attachable overlay takes `docker run --network`. Names: a
+// service's name answers with its virtual IP, balanced over its tasks wherever they run; tasks.NAME
+// and dnsrr with the tasks. The routing mesh: a port published in ingress mode answers on every
+// node. Nothing stays: the service, the network or the node gone, so are its devices and rules.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -40,7 +42,7 @@ interface Task {
   Status: { State: string; Err?: string; ContainerStatus?: { ContainerID: string } };
 }
 
-describe('overlay networks across two machines', { skip: !canRun && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
+describe('overlay networks across three machines', { skip: !canRun && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
   let net: NetnsHandle;
   let imgs: TestImages;
   const ds: DaemonHandle[] = [];
@@ -58,28 +60,28 @@ describe('overlay networks across two machines', { skip: !canRun && 'needs root 
 
   before(async () => {
     imgs = await testImages();
-    net = startNetns({ count: 2 });
+    net = startNetns({ count: 3 });
     ds.push(...(await Promise.all(net.names.map((ns) => startDaemon({ netns: ns })))));
-    for (let i = 0; i < 2; i++) await dk(i, 'load', '-i', imgs.dockerArchive);
+    await Promise.all([0, 1, 2].map((i) => dk(i, 'load', '-i', imgs.dockerArchive)));
     await dk(0, 'swarm', 'init', '--advertise-addr', net.addr(0), '--dispatcher-heartbeat', '2s');
     const token = (await dk(0, 'swarm', 'join-token', '-q', 'worker')).trim();
-    await dk(1, 'swarm', 'join', '--token', token, '--advertise-addr', net.addr(1), `${net.addr(0)}:2377`);
-    for (let i = 0; i < 2; i++) ids.push((await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.NodeID);
-    await until('two nodes ready', async () => (await apiRequest(ds[0]!, 'GET', '/nodes')).body.filter((n: { Status: { State: string } }) => n.Status.State === 'ready').length === 2, 60_000);
+    for (const i of [1, 2]) await dk(i, 'swarm', 'join', '--token', token, '--advertise-addr', net.addr(i), `${net.addr(0)}:2377`);
+    for (let i = 0; i < 3; i++) ids.push((await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.NodeID);
+    await until('three nodes ready', async () => (await apiRequest(ds[0]!, 'GET', '/nodes')).body.filter((n: { Status: { State: string } }) => n.Status.State === 'ready').length === 3, 60_000);
   }, { timeout: 300_000 });
   after(async () => {
     await Promise.all(ds.map((d) => d.cleanup().catch(() => {})));
     net?.cleanup();
   }, { timeout: 180_000 });
 
-  test('tasks on two nodes reach each other over the VXLAN; the devices exist only while a task runs', { timeout: 240_000 }, async () => {
+  test('tasks on three nodes reach each other over the VXLAN; the devices exist only while a task runs', { timeout: 240_000 }, async () => {
     const before0 = linksIn(0);
     const netId = (await dk(0, 'network', 'create', '-d', 'overlay', '--attachable', '--subnet', '10.77.0.0/24', 'ov')).trim();
     const vni = JSON.parse(await dk(0, 'network', 'inspect', 'ov'))[0].Options['com.docker.network.driver.overlay.vxlanid_list'];
     assert.deepEqual(linksIn(0).filter((l) => l.startsWith('ov')), [], 'no device before a task needs one');
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'peers', '--mode', 'global', '--network', 'ov', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
     try {
-      await until('a task running on each node', async () => (await running('peers')).length === 2, 90_000);
+      await until('a task running on each node', async () => (await running('peers')).length === 3, 90_000);
     } catch (err) {
       const ts = (await tasks('peers')).map((t) => `${t.ID.slice(0, 6)} node=${ids.indexOf(t.NodeID ?? '')} ${t.DesiredState}/${t.Status.State} ${t.Status.Err ?? ''}`);
       throw new Error(`${(err as Error).message}\n${ts.join('\n')}\n${ds.map((d) => d.logs().split('\n').filter((l) => /level=(warning|error)/.test(l)).slice(-8).join('\n')).join('\n---\n')}`);
@@ -97,34 +99,46 @@ describe('overlay networks across two machines', { skip: !canRun && 'needs root 
       addrs[i] = ep.IPAddress;
       containers[i] = c.Id;
     }
-    assert.notEqual(addrs[0], addrs[1], 'an address taken once for the cluster');
-    for (const i of [0, 1]) {
+    assert.equal(new Set(addrs).size, 3, 'an address taken once for the cluster');
+    for (const i of [0, 1, 2]) {
       const vx = JSON.parse(ipIn(i, '-j', '-d', 'link', 'show', `ovx-${vni}`))[0];
       assert.deepEqual([vx.linkinfo.info_kind, vx.linkinfo.info_data.id, vx.linkinfo.info_data.port, vx.linkinfo.info_data.local, vx.master], ['vxlan', Number(vni), 4789, net.addr(i), `ovb-${vni}`]);
-      const other = 1 - i;
+      const other = (i + 1) % 3;
       await until(`node ${i} told where node ${other}'s task is`, async () => ipIn(i, 'neigh', 'show', 'dev', `ovx-${vni}`).includes(addrs[other]!), 30_000);
       const fdb = net.exec(i, ['bridge', 'fdb', 'show', 'dev', `ovx-${vni}`]).stdout ?? '';
       assert.match(fdb, new RegExp(`dst ${net.addr(other).replace(/\./g, '\\.')}`), fdb);
     }
-    // Each task reaches the other across the underlay.
-    for (const i of [0, 1]) {
-      const r = await docker(ds[i]!, ['exec', containers[i]!, 'ping', '-c', '2', '-W', '3', addrs[1 - i]!]);
+    // Each task reaches the next across the underlay.
+    for (const i of [0, 1, 2]) {
+      const r = await docker(ds[i]!, ['exec', containers[i]!, 'ping', '-c', '2', '-W', '3', addrs[(i + 1) % 3]!]);
       assert.equal(r.code, 0, `ping from node ${i}'s task: ${r.stdout}${r.stderr}`);
     }
+    // --attachable: a plain container on the worker joins ov, reaches the manager's task and is reached by name.
+    await dk(1, 'run', '-d', '--name', 'att', '--network', 'ov', imgs.tag, 'sleep', '1000');
+    const att = JSON.parse(await dk(1, 'inspect', 'att'))[0].NetworkSettings.Networks.ov;
+    assert.match(att.IPAddress, /^10\.77\.0\.\d+$/);
+    assert.ok(!addrs.includes(att.IPAddress), 'an address of its own');
+    const fromAtt = await docker(ds[1]!, ['exec', 'att', 'ping', '-c', '2', '-W', '3', addrs[0]!]);
+    assert.equal(fromAtt.code, 0, `ping from the attached container: ${fromAtt.stdout}${fromAtt.stderr}`);
+    await until('the manager\'s task reaches att by name', async () => (await docker(ds[0]!, ['exec', containers[0]!, 'ping', '-c', '1', '-W', '2', 'att'])).code === 0, 30_000);
+    await dk(1, 'rm', '-f', 'att');
     // Nothing stays: the service gone, each node's devices and endpoint keys go.
     await dk(0, 'service', 'rm', 'peers');
-    for (const i of [0, 1]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
+    for (const i of [0, 1, 2]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
     assert.deepEqual(linksIn(0).filter((l) => !before0.includes(l) && !l.startsWith('veth')), [], 'no device left on the manager');
     await dk(0, 'network', 'rm', 'ov');
   });
 
-  test('names: a service\'s name answers with its virtual IP, which balances over its tasks on both nodes; tasks.NAME and dnsrr with the tasks\' addresses', { timeout: 240_000 }, async () => {
+  test('names: a service\'s name answers with its virtual IP, which balances over its tasks on other nodes; tasks.NAME and dnsrr with the tasks\' addresses', { timeout: 240_000 }, async () => {
     const netId = (await dk(0, 'network', 'create', '-d', 'overlay', '--subnet', '10.78.0.0/24', 'ovn')).trim();
+    const notAttachable = await docker(ds[1]!, ['run', '-d', '--network', 'ovn', imgs.tag, 'sleep', '1']);
+    assert.notEqual(notAttachable.code, 0);
+    assert.match(notAttachable.stderr, /Could not attach to network ovn: rpc error: code = PermissionDenied desc = network ovn not manually attachable/);
     const serve = ['sh', '-c', 'while true; do nc -l -p 8080 -e hostname; done'];
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'web', '--replicas', '2', '--network', 'ovn', '--stop-grace-period', '1s', imgs.tag, ...serve);
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'rr', '--replicas', '2', '--endpoint-mode', 'dnsrr', '--network', 'ovn', '--stop-grace-period', '1s', imgs.tag, ...serve);
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'cl', '--mode', 'global', '--network', 'ovn', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
-    await until('web, rr and cl running', async () => (await running('web')).length === 2 && (await running('rr')).length === 2 && (await running('cl')).length === 2, 90_000);
+    await until('web, rr and cl running', async () => (await running('web')).length === 2 && (await running('rr')).length === 2 && (await running('cl')).length === 3, 90_000);
     const web = (await apiRequest(ds[0]!, 'GET', '/services/web')).body;
     assert.equal(web.Endpoint.VirtualIPs.length, 1, JSON.stringify(web.Endpoint));
     assert.equal(web.Endpoint.VirtualIPs[0].NetworkID, netId);
@@ -155,36 +169,49 @@ describe('overlay networks across two machines', { skip: !canRun && 'needs root 
       assert.deepEqual([...seen].sort(), [...hosts].sort(), `node ${i}: the virtual IP balances over both tasks`);
     }
     await dk(0, 'service', 'rm', 'web', 'rr', 'cl');
-    for (const i of [0, 1]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
+    for (const i of [0, 1, 2]) await until(`node ${i}'s overlay devices gone`, async () => !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
     await dk(0, 'network', 'rm', 'ovn');
   });
 
-  test('the routing mesh: a port published in ingress mode answers on both nodes, balanced over the tasks wherever they run; gone with the service', { timeout: 240_000 }, async () => {
+  test('the routing mesh: a port published in ingress mode answers on every node, balanced over the tasks wherever they run; gone with the service', { timeout: 240_000 }, async () => {
     const serve = ['sh', '-c', 'while true; do nc -l -p 8080 -e hostname; done'];
-    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'pub', '--replicas', '1', '--constraint', 'node.role==worker', '-p', '8090:8080', '--stop-grace-period', '1s', imgs.tag, ...serve);
-    await until('pub running on the worker', async () => (await running('pub')).length === 1, 90_000);
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'pub', '--replicas', '1', '--constraint', `node.id==${ids[1]}`, '-p', '8090:8080', '--stop-grace-period', '1s', imgs.tag, ...serve);
+    await until('pub running on node 1', async () => (await running('pub')).length === 1, 90_000);
     const hostOf = async (t: Task) => JSON.parse(await dk(ids.indexOf(t.NodeID!), 'inspect', t.Status.ContainerStatus!.ContainerID))[0].Config.Hostname as string;
     const [first] = await running('pub');
     assert.equal(first!.NodeID, ids[1]);
     const h1 = await hostOf(first!);
-    for (const i of [0, 1]) await until(`node ${i}'s address answers on 8090`, async () => (await tcpRead(net.addr(i), 8090)) === h1, 30_000);
+    for (const i of [0, 1, 2]) await until(`node ${i}'s address answers on 8090`, async () => (await tcpRead(net.addr(i), 8090)) === h1, 30_000);
     // A task on each node: either node's address reaches both.
     await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'pub2', '--mode', 'global', '-p', '8091:8080', '--stop-grace-period', '1s', imgs.tag, ...serve);
-    await until('pub2 running on both nodes', async () => (await running('pub2')).length === 2, 90_000);
+    await until('pub2 running on every node', async () => (await running('pub2')).length === 3, 90_000);
     const hosts = (await Promise.all((await running('pub2')).map(hostOf))).sort();
-    for (const i of [0, 1]) {
+    for (const i of [0, 1, 2]) {
       const seen = new Set<string>();
-      for (let k = 0; k < 40 && seen.size < 2; k++) {
+      for (let k = 0; k < 60 && seen.size < 3; k++) {
         const r = await tcpRead(net.addr(i), 8091);
         if (r) seen.add(r);
       }
-      assert.deepEqual([...seen].sort(), hosts, `node ${i}: the published port balances over both tasks`);
+      assert.deepEqual([...seen].sort(), hosts, `node ${i}: the published port balances over the three tasks`);
     }
     assert.equal(await tcpRead(net.addr(0), 8090), h1, 'the first service\'s port still goes to its task');
     await dk(0, 'service', 'rm', 'pub', 'pub2');
-    for (const i of [0, 1]) {
+    for (const i of [0, 1, 2]) {
       await until(`node ${i}'s mesh rules and devices gone`, async () => !/INGRESS/.test(net.exec(i, ['iptables', '-t', 'nat', '-S']).stdout ?? '') && !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
       assert.doesNotMatch(net.exec(i, ['iptables', '-S']).stdout ?? '', /INGRESS/);
     }
+  });
+
+  test('leaving the swarm takes away every device, entry and rule the node made; the others forget its endpoints', { timeout: 180_000 }, async () => {
+    await dk(0, 'network', 'create', '-d', 'overlay', '--subnet', '10.79.0.0/24', 'ovl');
+    const vni = JSON.parse(await dk(0, 'network', 'inspect', 'ovl'))[0].Options['com.docker.network.driver.overlay.vxlanid_list'];
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'stay', '--mode', 'global', '--network', 'ovl', '-p', '8092:8080', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
+    await until('stay running on every node', async () => (await running('stay')).length === 3, 90_000);
+    await until('the manager knows the worker\'s endpoints', async () => (net.exec(0, ['bridge', 'fdb', 'show', 'dev', `ovx-${vni}`]).stdout ?? '').includes(`dst ${net.addr(2)}`), 30_000);
+    assert.match(net.exec(2, ['iptables', '-t', 'nat', '-S']).stdout ?? '', /INGRESS/);
+    await dk(2, 'swarm', 'leave');
+    await until('the worker\'s overlay devices and mesh rules gone', async () => !linksIn(2).some((l) => l.startsWith('ov')) && !/INGRESS/.test((net.exec(2, ['iptables', '-t', 'nat', '-S']).stdout ?? '') + (net.exec(2, ['iptables', '-S']).stdout ?? '')), 60_000);
+    await until('the manager forgot the worker\'s endpoints', async () => !(net.exec(0, ['bridge', 'fdb', 'show', 'dev', `ovx-${vni}`]).stdout ?? '').includes(`dst ${net.addr(2)}`), 60_000);
+    await dk(0, 'service', 'rm', 'stay');
   });
 });
