@@ -3,7 +3,7 @@
 import { failedPrecondition, isCode } from '../../lib/errors.ts';
 import { parseCidr } from './cidr.ts';
 import { formatIpv6, parseIpv6 } from '../../lib/cidr6.ts';
-import { run } from './run.ts';
+import { deleteLink, run } from './run.ts';
 
 /** "fd00:1:0::1/64" as ip(8) prints it: "fd00:1::1/64". */
 function canonical6(cidr: string): string {
@@ -136,12 +136,4 @@ async function ensureBridgeOnce(cfg: BridgeConfig, signal?: AbortSignal): Promis
 }
 
 /** Delete the bridge; false when it was already gone. */
-export async function deleteBridge(name: string, signal?: AbortSignal): Promise<boolean> {
-  try {
-    await run('ip', ['link', 'del', 'dev', name], { signal });
-    return true;
-  } catch (err) {
-    if (isCode(err, 'NotFound')) return false;
-    throw err;
-  }
-}
+export const deleteBridge = (name: string, signal?: AbortSignal): Promise<boolean> => deleteLink(name, signal);

@@ -64,3 +64,14 @@ function classify(stderr: string): ErrorCode {
   if (/Invalid argument|invalid|Error: argument|bad argument|unknown option/i.test(stderr)) return 'InvalidArgument';
   return 'Internal';
 }
+
+/** Deletes a network interface (a veth takes its peer with it); false when it was already gone. */
+export async function deleteLink(name: string, signal?: AbortSignal): Promise<boolean> {
+  try {
+    await run('ip', ['link', 'del', 'dev', name], { signal });
+    return true;
+  } catch (err) {
+    if (err instanceof EngineError && err.code === 'NotFound') return false;
+    throw err;
+  }
+}

@@ -4,7 +4,7 @@
 import { existsSync, readlinkSync } from 'node:fs';
 import { basename } from 'node:path';
 import { isCode } from '../../lib/errors.ts';
-import { run } from './run.ts';
+import { deleteLink, run } from './run.ts';
 import type { AttachRequest, AttachResult } from '../../lib/ports/network.ts';
 
 export type { AttachRequest, AttachResult };
@@ -53,13 +53,7 @@ export async function detachContainer(hostVeth: string, signal?: AbortSignal): P
   // Most of the time there is nothing to delete (no bridge endpoint, or the namespace took the
   // pair with it): a look in sysfs saves a process spawn.
   if (IFNAME.test(hostVeth) && !existsSync(`/sys/class/net/${hostVeth}`)) return false;
-  try {
-    await run('ip', ['link', 'del', 'dev', hostVeth], { signal });
-    return true;
-  } catch (err) {
-    if (isCode(err, 'NotFound')) return false;
-    throw err;
-  }
+  return deleteLink(hostVeth, signal);
 }
 
 function netnsTarget(req: AttachRequest): { ipArg: string; nsenterArg: string } {

@@ -6,7 +6,7 @@
 // device's entries exactly the list, adding what is missing and deleting what is no longer there.
 import { isCode } from '../../lib/errors.ts';
 import type { VxlanConfig, VxlanPeer } from '../../lib/ports/network.ts';
-import { run } from './run.ts';
+import { deleteLink, run } from './run.ts';
 
 interface LinkJson {
   ifname: string;
@@ -56,15 +56,7 @@ export async function ensureVxlan(cfg: VxlanConfig, signal?: AbortSignal): Promi
 }
 
 /** Deletes the device (its entries go with it); false when it was gone. */
-export async function deleteVxlan(name: string, signal?: AbortSignal): Promise<boolean> {
-  try {
-    await run('ip', ['link', 'del', 'dev', name], { signal });
-    return true;
-  } catch (err) {
-    if (isCode(err, 'NotFound')) return false;
-    throw err;
-  }
-}
+export const deleteVxlan = (name: string, signal?: AbortSignal): Promise<boolean> => deleteLink(name, signal);
 
 const PERMANENT = (flags: unknown) => Array.isArray(flags) && flags.includes('permanent');
 

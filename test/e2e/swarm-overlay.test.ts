@@ -15,6 +15,7 @@ import { apiRequest, docker, testImages, type TestImages } from './harness/clien
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
+import { nodeDocker, swarmTasks, type SwarmTask } from './harness/swarm.ts';
 
 const canRun = existsSync('/usr/bin/etcd') && process.getuid?.() === 0;
 
@@ -35,24 +36,15 @@ function tcpRead(host: string, port: number, ms = 3000): Promise<string> {
   });
 }
 
-interface Task {
-  ID: string;
-  NodeID?: string;
-  DesiredState: string;
-  Status: { State: string; Err?: string; ContainerStatus?: { ContainerID: string } };
-}
+type Task = SwarmTask;
 
 describe('overlay networks across three machines', { skip: !canRun && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
   let net: NetnsHandle;
   let imgs: TestImages;
   const ds: DaemonHandle[] = [];
   const ids: string[] = [];
-  const dk = async (i: number, ...args: string[]) => {
-    const r = await docker(ds[i]!, args);
-    assert.equal(r.code, 0, `docker ${args.join(' ')} on ${i}: ${r.stderr}\n${ds[i]!.logs().split('\n').slice(-20).join('\n')}`);
-    return r.stdout;
-  };
-  const tasks = async (service: string): Promise<Task[]> => (await apiRequest(ds[0]!, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify({ service: [service] }))}`)).body as Task[];
+  const dk = nodeDocker(ds);
+  const tasks = (service: string) => swarmTasks(ds[0]!, { service: [service] });
   const running = async (service: string) => (await tasks(service)).filter((t) => t.DesiredState === 'running' && t.Status.State === 'running');
   /** ip(8) in namespace i. */
   const ipIn = (i: number, ...args: string[]) => net.exec(i, ['ip', ...args]).stdout ?? '';

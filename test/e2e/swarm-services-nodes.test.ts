@@ -12,6 +12,7 @@ import { apiRequest, docker, testImages, type TestImages } from './harness/clien
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
+import { nodeDocker } from './harness/swarm.ts';
 import { startedAt, uptime } from './harness/replica-tracker.ts';
 
 const canRun = existsSync('/usr/bin/etcd') && process.getuid?.() === 0;
@@ -30,11 +31,7 @@ describe('swarm services on three machines', { skip: !canRun && 'needs root and 
   let imgs: TestImages;
   const ds: DaemonHandle[] = [];
   const ids: string[] = [];
-  const dk = async (i: number, ...args: string[]) => {
-    const r = await docker(ds[i]!, args);
-    assert.equal(r.code, 0, `docker ${args.join(' ')} on ${i}: ${r.stderr}\n${ds[i]!.logs().split('\n').slice(-20).join('\n')}`);
-    return r.stdout;
-  };
+  const dk = nodeDocker(ds);
   const tasks = async (service: string): Promise<Task[]> => {
     const r = await apiRequest(ds[0]!, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify({ service: [service] }))}`);
     assert.equal(r.status, 200, r.text);

@@ -2,7 +2,7 @@
 // first, `swarm join` with the manager token on the others (on --cluster-store's etcd the join goes
 // through the store). Each manager listens on a free port of its address (daemons on one host
 // would all want 2377). Each call fails the test with the daemon's answer when it is not a 200.
-import { apiRequest } from './clients.ts';
+import { apiRequest, docker } from './clients.ts';
 import type { DaemonHandle } from './daemon.ts';
 import { freePort } from './free-port.ts';
 
@@ -52,4 +52,16 @@ export async function swarmTasks(d: DaemonHandle, filters: Record<string, string
   const r = await apiRequest(d, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify(filters))}`);
   if (r.status !== 200) throw new Error(`GET /tasks: ${r.status} ${r.text}`);
   return r.body as SwarmTask[];
+}
+
+/**
+ * `docker ARGS` on node i of a multi-node swarm, its stdout; a failure fails the test with the
+ * command, its stderr and the node's last log lines.
+ */
+export function nodeDocker(ds: readonly DaemonHandle[]): (i: number, ...args: string[]) => Promise<string> {
+  return async (i, ...args) => {
+    const r = await docker(ds[i]!, args);
+    if (r.code !== 0) throw new Error(`docker ${args.join(' ')} on ${i}: ${r.stderr}\n${ds[i]!.logs().split('\n').slice(-20).join('\n')}`);
+    return r.stdout;
+  };
 }
