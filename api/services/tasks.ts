@@ -40,6 +40,8 @@ export function taskFilter(raw: string | undefined, services: readonly ServiceRe
   const names = f.get('name') ?? [];
   const upToDate = f.has('_up-to-date');
   const current = new Map(services.map((s) => [s.ID, taskSpecKey(taskSpecOf(s.Spec))]));
+  // A label filter matches the task's service's labels (swarmkit's ServiceAnnotations: `docker stack ps` filters by them).
+  const serviceLabels = new Map(services.map((s) => [s.ID, s.Spec.Labels]));
   return (t) =>
     (!upToDate || current.get(t.ServiceID) === taskSpecKey(t.Spec)) &&
     (!desired.length || desired.includes(t.DesiredState)) &&
@@ -47,7 +49,7 @@ export function taskFilter(raw: string | undefined, services: readonly ServiceRe
     (!nodeIds.length || (!!t.NodeID && nodeIds.includes(t.NodeID))) &&
     (!ids.length || ids.some((x) => t.ID.startsWith(x))) &&
     (!names.length || names.some((x) => `${t.ServiceName}.${t.Slot ?? t.NodeID ?? ''}`.startsWith(x))) &&
-    matchKVList(f.get('label'), t.Labels);
+    matchKVList(f.get('label'), { ...(serviceLabels.get(t.ServiceID) ?? {}), ...t.Labels });
 }
 
 /** A task by id or unique id prefix (GET /tasks/{id}). */

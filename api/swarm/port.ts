@@ -1,5 +1,6 @@
 // What the API asks of the node's swarm (cmd/swarm/node.ts answers): its local state, the cluster
 // object, and init, leave, update.
+import type { SwarmObjectsPort } from '../secrets/port.ts';
 import type { ClusterRecord, SwarmSpecInput } from '../../lib/swarm/cluster-object.ts';
 import type { LocalNodeState } from '../nodes/views.ts';
 import type { NodeSpec } from '../../lib/swarm/node-spec.ts';
@@ -38,6 +39,7 @@ export interface SwarmUpdate {
   rotateManagerUnlockKey: boolean;
 }
 
+
 export interface SwarmPort {
   /** The node's state in the swarm made by init or join (inactive in none) and the reason of an error. */
   local(): { state: LocalNodeState; error: string; manager: boolean };
@@ -62,4 +64,7 @@ export interface SwarmPort {
   services(): ServicesPort;
   /** The swarm's overlay networks (the same 503). */
   networks(): SwarmNetworksPort;
+  /** The swarm's secrets and configs (the same 503). */
+  secrets(): SwarmObjectsPort;
+  configs(): SwarmObjectsPort;
 }

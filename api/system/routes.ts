@@ -16,6 +16,7 @@ import { summaryView as containerSummary } from '../containers/views.ts';
 import { defaultInfo } from './info-defaults.ts';
 import type { ClusterPort } from '../nodes/port.ts';
 import { serviceRoutes } from '../services/routes.ts';
+import { secretRoutes } from '../secrets/routes.ts';
 import { nodeRoutes } from '../nodes/routes.ts';
 import { pingSwarmHeader, swarmInfo } from '../nodes/views.ts';
 import type { SwarmPort } from '../swarm/port.ts';
@@ -254,12 +255,13 @@ export function systemRoutes(deps: SystemRouteDeps) {
       // GET /nodes and /nodes/{id} are node routes (api/nodes/routes.ts), GET /swarm a swarm route
       // (api/swarm/routes.ts): 503 as these while the node is in no cluster.
       const all: Array<'GET' | 'POST' | 'DELETE' | 'PUT'> = ['GET', 'POST', 'DELETE', 'PUT'];
-      const own = area === 'nodes' || ((area === 'swarm' || area === 'services' || area === 'tasks') && deps.swarm);
+      const own = area === 'nodes' || ((area === 'swarm' || area === 'services' || area === 'tasks' || area === 'secrets' || area === 'configs') && deps.swarm);
       app.route({ method: own ? all.slice(1) : all, url: `/${area}`, handler: notManager });
       app.route({ method: all, url: `/${area}/*`, schema: { params: restParams }, handler: notManager });
     }
     await app.register(nodeRoutes({ cluster: () => deps.cluster?.(), swarm: deps.swarm, notInCluster: NOT_A_MANAGER }));
     const swarm = deps.swarm;
+    if (swarm) await app.register(secretRoutes({ secrets: () => swarm.secrets(), configs: () => swarm.configs() }));
     if (swarm) await app.register(serviceRoutes({ services: () => swarm.services(), nodes: () => (deps.cluster?.()?.nodes() ?? []).map((n) => ({ id: n.id, hostname: n.hostname })) }));
   };
 }

@@ -19,6 +19,8 @@ import { OverlayNetworks, type OverlayOptions } from '../../reconcilers/node/ove
 import { admitOverlayInstance } from '../../admission/networks/overlay-instance.ts';
 import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
 import { DATA_PATH_PORT } from '../../lib/swarm/endpoints.ts';
+import { join } from 'node:path';
+import { TaskFiles, taskObjectRefs, type TaskObjectKind } from '../../drivers/swarm/task-files.ts';
 import { admitContainer, type AdmissionDeps } from '../../admission/containers/admit.ts';
 import { swarmTaskOwner } from '../../store/kinds/container.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
@@ -73,6 +75,8 @@ export interface ClusterDeps {
   networks: NetworkAdmissionDeps;
   /** The overlay data path's devices and rules (the bridge driver's). */
   dataPath: Pick<OverlayOptions, 'syncPeers' | 'applyVipRules' | 'applyIngress'>;
+  /** A task's secret or config, from a manager (set by the swarm: cmd/swarm/task-objects.ts). */
+  taskObjects?: () => ((taskId: string, kind: TaskObjectKind, id: string) => Promise<Buffer>) | undefined;
   /** Where the embedded DNS asks for the swarm's names on overlay networks (set while in a swarm). */
   swarmNames?: (lookup: ((networkId: string, name: string) => string[] | null) | undefined) => void;
   metrics: ControllerFamilies | undefined;
@@ -171,6 +175,15 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     log: clog.child({ part: 'overlay' }),
   });
   d.swarmNames?.((net, name) => overlay.lookup(net, name));
+  const taskFiles = new TaskFiles({
+    dir: join(d.execRoot, 'swarm', 'tasks'),
+    fetch: (task, kind, id) => {
+      const fetch = d.taskObjects?.();
+      if (!fetch) throw new Error('this node gets no secrets or configs: it is in no swarm');
+      return fetch(task, kind, id);
+    },
+    log: clog.child({ part: 'task-files' }),
+  });
   runner = new TaskRunner({
     store: d.store,
     nodeId: membership.nodeId,
@@ -180,6 +193,8 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     startsAllowed: () => fence.startsAllowed,
     kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
     networks: (t) => overlay.prepare(t),
+    files: (t) => taskFiles.prepare(t.ID, taskObjectRefs((t.Spec['ContainerSpec'] as Record<string, unknown> | undefined) ?? {})),
+    collectFiles: (keep) => taskFiles.collect(keep),
     networksDone: (id) => overlay.forget(id),
     ...(d.pullCredentials ? { credentials: d.pullCredentials } : {}),
     log: clog.child({ part: 'tasks' }),
@@ -246,9 +261,15 @@ export async function stopCluster(c: Cluster, d?: Pick<ClusterDeps, 'swarmNames'
 export class ClusterHolder {
   private readonly deps: ClusterDeps;
   private cluster: Cluster | null = null;
+  private taskObjects: ((taskId: string, kind: TaskObjectKind, id: string) => Promise<Buffer>) | undefined;
 
   constructor(deps: ClusterDeps) {
-    this.deps = deps;
+    this.deps = { ...deps, taskObjects: () => this.taskObjects };
+  }
+
+  /** Where the cluster's nodes get their tasks' secrets and configs (the swarm's managers). */
+  useTaskObjects(fn: (taskId: string, kind: TaskObjectKind, id: string) => Promise<Buffer>): void {
+    this.taskObjects = fn;
   }
 
   get current(): Cluster | null {

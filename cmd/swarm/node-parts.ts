@@ -43,6 +43,8 @@ export interface NodePartsDeps {
   admit: (body: unknown) => Promise<unknown>;
   forget: (nodeId: string) => Promise<void>;
   promote: (nodeId: string, body: unknown) => Promise<unknown>;
+  /** A manager's listener gives a task's secrets and configs to the node the task is on. */
+  taskObject?: (nodeId: string, taskId: string, kind: 'secret' | 'config', id: string) => Promise<Buffer>;
   /** Every node's listener serves the log of a task it runs to the managers (JSON lines). */
   taskLogs?: (taskId: string, o: LogReadOptions, signal: AbortSignal) => AsyncIterable<string>;
 }
@@ -109,6 +111,7 @@ export class NodeParts {
       self: { nodeId: state.nodeId, clusterId: state.clusterId, role: state.role },
       log: this.d.log,
       ...(state.role === 'manager' ? { admit: (body: unknown) => this.d.admit(body), forget: (id: string) => this.d.forget(id), promote: (id: string, body: unknown) => this.d.promote(id, body) } : {}),
+      ...(state.role === 'manager' && this.d.taskObject ? { taskObject: this.d.taskObject } : {}),
       ...(this.d.taskLogs ? { taskLogs: this.d.taskLogs } : {}),
     });
     await listener.start();

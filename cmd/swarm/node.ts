@@ -28,6 +28,10 @@ import { makeDataKey, makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlo
 import { LockReconciler } from './lock.ts';
 import { AccessReconciler } from './access.ts';
 import { SwarmServices } from './services.ts';
+import { SecretStore } from './secrets.ts';
+import { TaskObjects } from './task-objects.ts';
+import { usersOf } from '../../lib/swarm/service-spec.ts';
+import type { SwarmObjectsPort } from '../../api/secrets/port.ts';
 import { SwarmNetworks } from './networks.ts';
 import type { SwarmNetworksPort } from '../../api/networks/swarm-port.ts';
 import { TaskLogs, wireLines, type TaskLogsDeps } from './task-logs.ts';
@@ -71,6 +75,8 @@ export class SwarmNode implements SwarmPort {
   private readonly taskLogs: TaskLogs | undefined;
   private readonly serviceStore: SwarmServices;
   private readonly networkStore: SwarmNetworks;
+  private readonly secretStore: SecretStore;
+  private readonly configStore: SecretStore;
   private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
@@ -110,7 +116,19 @@ export class SwarmNode implements SwarmPort {
       () => this.etcd(),
       taskLogs ? (t, o, signal) => taskLogs.read(t, o, signal) : undefined,
       async () => this.networkStore.list(),
+      async () => {
+        const refs = async (st: SecretStore) => (await st.list()).map((x) => ({ ID: x.object.ID, Name: x.object.Spec.Name }));
+        return { secrets: await refs(this.secretStore), configs: await refs(this.configStore) };
+      },
     );
+    const objectStore = (kind: 'secret' | 'config') =>
+      new SecretStore(kind, {
+        etcd: () => this.etcd(),
+        dataKey: () => this.files.readDataKey(),
+        usedBy: async (k) => usersOf(await this.serviceStore.list(), k),
+      });
+    this.secretStore = objectStore('secret');
+    this.configStore = objectStore('config');
     this.networkStore = new SwarmNetworks({
       etcd: () => this.etcd(),
       pool: () => {
@@ -120,6 +138,14 @@ export class SwarmNode implements SwarmPort {
       usedBy: async () =>
         (await this.serviceStore.list()).flatMap((s) => [...((s.Spec.TaskTemplate['Networks'] as Array<{ Target: string }> | undefined) ?? []), ...((s.Spec['Networks'] as Array<{ Target: string }> | undefined) ?? [])].map((n) => ({ network: n.Target, service: s.ID }))),
     });
+    // A task's secrets and configs: served by a manager to the task's node, fetched by the node that runs it.
+    const taskObjects = new TaskObjects({
+      etcd: () => this.etcd(),
+      data: (kind, id) => (kind === 'secret' ? this.secretStore : this.configStore).data(id),
+      self: async () => (this.state ? { nodeId: this.state.nodeId, manager: this.state.role === 'manager', tls: await this.files.readCerts() } : undefined),
+      nodes: () => this.d.holder.current?.membership.nodes() ?? [],
+    });
+    d.holder.useTaskObjects((task, kind, id) => taskObjects.fetch(task, kind, id));
     this.parts = new NodeParts({
       files: this.files,
       execRoot: d.execRoot,
@@ -131,6 +157,7 @@ export class SwarmNode implements SwarmPort {
       admit: (body) => this.admission.admit(body),
       forget: (id) => this.admission.forget(id),
       promote: (id, body) => this.admission.promote(id, body),
+      taskObject: (node, task, kind, id) => taskObjects.serve(node, task, kind, id),
       ...(taskLogs ? { taskLogs: (id: string, o: LogReadOptions, signal: AbortSignal) => wireLines(taskLogs.local(id, o, signal)) } : {}),
     });
     this.role = new RoleReconciler({
@@ -417,6 +444,16 @@ export class SwarmNode implements SwarmPort {
   networks(): SwarmNetworksPort {
     this.manager();
     return this.networkStore;
+  }
+
+  secrets(): SwarmObjectsPort {
+    this.manager();
+    return this.secretStore;
+  }
+
+  configs(): SwarmObjectsPort {
+    this.manager();
+    return this.configStore;
   }
 
   private manager(): void {

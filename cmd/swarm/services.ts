@@ -7,7 +7,7 @@
 import type { Etcd3 } from 'etcd3';
 import { generateName } from '../../admission/containers/names.ts';
 import { alreadyExists, failedPrecondition, internal, invalidArgument, notFound, notImplemented } from '../../lib/errors.ts';
-import { jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
+import { checkObjectRefs, jobOf, modeName, registryAuthOf, serviceSpecOf, withRegistryAuth, type ObjectRef, type ServiceSpec } from '../../lib/swarm/service-spec.ts';
 import type { SwarmNetworkRecord } from '../../lib/swarm/network.ts';
 import { releaseVips, takeVips } from './vips.ts';
 import { endpointPorts } from './ingress-ports.ts';
@@ -30,10 +30,19 @@ export class SwarmServices implements ServicesPort {
 
   private readonly networkRefs: () => Promise<readonly SwarmNetworkRecord[]>;
 
-  constructor(etcd: () => Etcd3, taskLogs?: ServicesPort['logs'], networkRefs: () => Promise<readonly SwarmNetworkRecord[]> = async () => []) {
+  /** The swarm's secrets and configs a spec may name (id and name). */
+  private readonly objectRefs: () => Promise<{ secrets: ObjectRef[]; configs: ObjectRef[] }>;
+
+  constructor(
+    etcd: () => Etcd3,
+    taskLogs?: ServicesPort['logs'],
+    networkRefs: () => Promise<readonly SwarmNetworkRecord[]> = async () => [],
+    objectRefs: () => Promise<{ secrets: ObjectRef[]; configs: ObjectRef[] }> = async () => ({ secrets: [], configs: [] }),
+  ) {
     this.etcd = etcd;
     this.taskLogs = taskLogs;
     this.networkRefs = networkRefs;
+    this.objectRefs = objectRefs;
   }
 
   logs(t: TaskRecord, o: LogReadOptions, signal: AbortSignal): AsyncIterable<LogEntry> {
@@ -60,6 +69,7 @@ export class SwarmServices implements ServicesPort {
     const networks = await this.networkRefs();
     const spec = withRegistryAuth(serviceSpecOf(raw, () => generateName((n) => taken.has(n.slice(1)), newSwarmId().slice(0, 12)).slice(1), { networks }), auth);
     const now = new Date().toISOString();
+    checkObjectRefs(spec, await this.objectRefs());
     const rec: Stored = { ID: newSwarmId(), CreatedAt: now, UpdatedAt: now, Spec: spec, ...(jobOf(spec) ? { JobStatus: { JobIteration: { Index: 0 }, LastExecution: now } } : {}) };
     const etcd = this.etcd();
     if (taken.has(spec.Name)) throw alreadyExists(`rpc error: code = AlreadyExists desc = name conflicts with an existing object: service ${spec.Name} already exists`);
@@ -83,6 +93,7 @@ export class SwarmServices implements ServicesPort {
     const spec: ServiceSpec | undefined = o.rollback ? undefined : withRegistryAuth(serviceSpecOf(raw, () => cur.Spec.Name, { networks }), o.auth ?? registryAuthOf(o.from === 'previous-spec' ? cur.PreviousSpec : cur.Spec));
     if (spec && spec.Name !== cur.Spec.Name) throw notImplemented('rpc error: code = Unimplemented desc = renaming services is not supported');
     if (spec && modeName(spec) !== modeName(cur.Spec)) throw notImplemented('rpc error: code = Unimplemented desc = service mode change is not allowed');
+    if (spec) checkObjectRefs(spec, await this.objectRefs());
     if (BigInt(cur.version) !== version) throw internal(OUT_OF_SEQUENCE);
     const { version: _v, UpdateStatus: _u, ...stored } = cur;
     const now = new Date().toISOString();

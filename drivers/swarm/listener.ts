@@ -6,7 +6,9 @@
 // against the digest in its join token, then asks for its certificate with the token (POST
 // /v1/join, answered by the manager's admission, cmd/swarm/admission.ts). Every node listens (a
 // worker when it can: its listen address may be taken), so a manager reads the log of a task it
-// runs (GET /v1/tasks/<id>/logs, a manager's certificate only). Refusals travel as
+// runs (GET /v1/tasks/<id>/logs, a manager's certificate only), and a manager gives the node a task
+// is on that task's secrets and configs (GET /v1/tasks/<id>/secrets/<sid>, .../configs/<cid>: the
+// peer's certificate must name the task's node). Refusals travel as
 // {code, message}: the joining daemon answers its client with the same. A listen address in use
 // refuses the init or join that asked for it, in the reference's words (a 400 here; dockerd: 500).
 import type { TLSSocket } from 'node:tls';
@@ -30,6 +32,11 @@ export interface SwarmListenerOptions {
   promote?: (nodeId: string, body: unknown) => Promise<unknown>;
   /** A node of the swarm that gave up its join (or left) asks to be forgotten: its id from its certificate. */
   forget?: (nodeId: string) => Promise<void>;
+  /**
+   * A secret's or config's data for a task, asked by the node the task is on (a manager's: it holds
+   * the data key); refusals are EngineErrors (PermissionDenied: not that node's task, or not its secret).
+   */
+  taskObject?: (nodeId: string, taskId: string, kind: 'secret' | 'config', id: string) => Promise<Buffer>;
   /** The log of a task this node runs, asked by a manager of the swarm (`docker service logs`), as JSON lines. */
   taskLogs?: (taskId: string, o: LogReadOptions, signal: AbortSignal) => AsyncIterable<string>;
 }
@@ -89,6 +96,17 @@ export class SwarmListener {
       const forget = this.opts.forget;
       if (!forget) return reply.code(503).send({ code: 'Unavailable', message: 'this node does not admit nodes' });
       return answer(reply, 'leave', () => forget(peer.nodeId));
+    });
+    app.get('/v1/tasks/:id/:kind/:oid', async (req, reply) => {
+      const peer = swarmPeer(req, self.clusterId);
+      if (!peer) return reply.code(401).send({ code: 'Unauthorized', message: 'a certificate of this swarm is required' });
+      const { id, kind, oid } = req.params as { id: string; kind: string; oid: string };
+      if (kind !== 'secrets' && kind !== 'configs') return reply.code(404).send({ message: 'page not found' });
+      const get = this.opts.taskObject;
+      if (!get) return reply.code(503).send({ code: 'Unavailable', message: 'this node gives no secrets: ask a manager' });
+      const data = await answer(reply, `${kind.slice(0, -1)} read`, () => get(peer.nodeId, id, kind === 'secrets' ? 'secret' : 'config', oid));
+      if (!Buffer.isBuffer(data)) return data;
+      return reply.code(200).header('Content-Type', 'application/octet-stream').header('Cache-Control', 'no-store').send(data);
     });
     app.get('/v1/tasks/:id/logs', async (req, reply) => {
       const peer = swarmPeer(req, self.clusterId);

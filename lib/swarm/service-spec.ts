@@ -278,3 +278,55 @@ export function withDefaults(spec: ServiceSpec): ServiceSpec {
 export function replicasOf(spec: ServiceSpec): number | undefined {
   return 'Replicated' in spec.Mode ? spec.Mode.Replicated.Replicas : undefined;
 }
+
+/** The services using each secret (or config), by its id: their names. */
+export function usersOf(services: ReadonlyArray<{ Spec: Pick<ServiceSpec, 'Name' | 'TaskTemplate'> }>, kind: 'secret' | 'config'): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const [list, idKey] = kind === 'secret' ? ['Secrets', 'SecretID'] : ['Configs', 'ConfigID'];
+  for (const s of services) {
+    const refs = (s.Spec.TaskTemplate.ContainerSpec[list] as Array<Record<string, unknown>> | undefined) ?? [];
+    for (const r of refs) {
+      const id = String(r[idKey] ?? '');
+      if (!id) continue;
+      const names = out.get(id) ?? [];
+      if (!names.includes(s.Spec.Name)) names.push(s.Spec.Name);
+      out.set(id, names);
+    }
+  }
+  return out;
+}
+
+/** A secret or config as a service's spec names it. */
+export interface ObjectRef {
+  ID: string;
+  Name: string;
+}
+
+/**
+ * A spec's secret and config references checked as swarmkit checks them: each with an id, a name
+ * and a target, no two at one target, each naming an existing one by id and name.
+ */
+export function checkObjectRefs(spec: ServiceSpec, known: { secrets: readonly ObjectRef[]; configs: readonly ObjectRef[] }): void {
+  const cs = spec.TaskTemplate.ContainerSpec;
+  for (const kind of ['secret', 'config'] as const) {
+    const [list, idKey, nameKey] = kind === 'secret' ? ['Secrets', 'SecretID', 'SecretName'] : ['Configs', 'ConfigID', 'ConfigName'];
+    const refs = (cs[list] as Array<Record<string, unknown>> | undefined) ?? [];
+    const targets = new Map<string, string>();
+    for (const r of refs) {
+      const name = String(r[nameKey] ?? '');
+      if (!r[idKey] || !name) throw invalidArgument(rpc('InvalidArgument', `malformed ${kind} reference`));
+      const file = r['File'] as { Name?: string } | undefined;
+      if (!file) {
+        if (kind === 'config' && r['Runtime']) continue;
+        throw invalidArgument(rpc('InvalidArgument', `malformed ${kind} reference, no target provided`));
+      }
+      const target = String(file.Name ?? '');
+      const other = targets.get(target);
+      if (other !== undefined) throw invalidArgument(rpc('InvalidArgument', `${kind} references '${other}' and '${name}' have a conflicting target: '${target}'`));
+      targets.set(target, name);
+    }
+    const have = kind === 'secret' ? known.secrets : known.configs;
+    const missing = refs.filter((r) => !have.some((h) => h.ID === r[idKey] && h.Name === r[nameKey])).map((r) => String(r[nameKey]));
+    if (missing.length) throw invalidArgument(rpc('InvalidArgument', `${kind} not found: ${missing.join(', ')}`));
+  }
+}

@@ -45,7 +45,7 @@ export interface TaskNetworkConfig {
   endpoints: Record<string, { IPAMConfig: { IPv4Address: string }; Aliases?: string[] }>;
 }
 
-export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig): Obj {
+export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig, binds: readonly Obj[] = []): Obj {
   const cs = obj(t.Spec['ContainerSpec']);
   const limits = obj(obj(t.Spec['Resources'])['Limits']);
   const dns = obj(cs['DNSConfig']);
@@ -57,7 +57,8 @@ export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig): Obj {
   const hostConfig: Obj = {
     ...(nets?.mode ? { NetworkMode: nets.mode } : {}),
     RestartPolicy: { Name: '', MaximumRetryCount: 0 },
-    ...(cs['Mounts'] ? { Mounts: cs['Mounts'] } : {}),
+    // The service's mounts, and the binds of its secrets and configs (their files on this node).
+    ...(cs['Mounts'] || binds.length ? { Mounts: [...((cs['Mounts'] as Obj[] | undefined) ?? []), ...binds] } : {}),
     ...(cs['ReadOnly'] ? { ReadonlyRootfs: true } : {}),
     ...(extraHosts(strs(cs['Hosts'])) ? { ExtraHosts: extraHosts(strs(cs['Hosts'])) } : {}),
     ...(dns['Nameservers'] ? { Dns: dns['Nameservers'] } : {}),

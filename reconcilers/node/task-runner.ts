@@ -48,12 +48,21 @@ export interface TaskRunnerOptions {
   networks?: (t: NodeTask) => Promise<TaskNetworks | 'wait'>;
   /** The task's container exists or the task is gone: what networks() gave it may be forgotten. */
   networksDone?: (taskId: string) => void;
+  /** A task's secrets and configs written here (from a manager) and the binds that show them to its container. */
+  files?: (t: NodeTask) => Promise<Array<Record<string, unknown>>>;
+  /** The files of tasks not in `keep` removed. */
+  collectFiles?: (keep: ReadonlySet<string>) => Promise<void>;
   /** The credentials the next run of a pull uses (the pull reconciler's). */
   credentials?: (pull: string, auth: RegistryAuth | undefined) => void;
   log: Logger;
 }
 
 const taskOf = (c: ContainerResource) => c.spec.ownerRef?.name ?? '';
+/** What a task's container is made with besides its spec: its networks, the binds of its secrets and configs. */
+interface Prepared {
+  nets?: TaskNetworks;
+  mounts: Array<Record<string, unknown>>;
+}
 type Report = Pick<TaskStatus, 'State' | 'Message' | 'Err' | 'ContainerStatus'> & { PortStatus?: TaskStatus['PortStatus'] };
 
 export class TaskRunner implements Reconciler {
@@ -136,7 +145,7 @@ export class TaskRunner implements Reconciler {
     const starts = this.opts.startsAllowed?.() ?? true;
     for (const t of tasks.values()) {
       const c = containers.get(t.ID);
-      const s = this.step(t, c, starts, !c && starts ? await this.networksOf(t) : undefined);
+      const s = this.step(t, c, starts, !c && starts ? await this.prepareOf(t) : undefined);
       if (s) this.report(t.ID, s);
     }
     for (const [id, c] of containers) {
@@ -145,33 +154,40 @@ export class TaskRunner implements Reconciler {
     }
     for (const id of [...this.reported.keys()]) if (!tasks.has(id)) this.reported.delete(id);
     for (const id of [...this.pulling.keys()]) if (!tasks.has(id)) this.pulling.delete(id);
+    await this.opts.collectFiles?.(new Set([...tasks.keys(), ...containers.keys()])).catch(() => undefined);
     await this.publish(client, tasks);
   }
 
-  /** The networks of a task whose container is to be made (undefined: none, or not to be made now). */
-  private async networksOf(t: NodeTask): Promise<TaskNetworks | 'wait' | { failed: string } | undefined> {
+  /**
+   * What a task whose container is to be made needs first: its networks (./overlay.ts) and its
+   * secrets' and configs' files (undefined: nothing, or no container to make now).
+   */
+  private async prepareOf(t: NodeTask): Promise<Prepared | 'wait' | { failed: string } | undefined> {
     const prev = this.reported.get(t.ID);
     const makes = t.DesiredState === 'running' || t.DesiredState === 'complete' || t.DesiredState === 'ready';
-    if (!makes || !joinsNetworks(t) || !this.opts.networks || (prev && isTerminal(prev.State))) return undefined;
+    if (!makes || (prev && isTerminal(prev.State))) return undefined;
     try {
-      return await this.opts.networks(t);
+      const nets = joinsNetworks(t) && this.opts.networks ? await this.opts.networks(t) : undefined;
+      if (nets === 'wait') return 'wait';
+      const mounts = this.opts.files ? await this.opts.files(t) : [];
+      return { ...(nets ? { nets } : {}), mounts };
     } catch (err) {
       return { failed: err instanceof Error ? err.message : String(err) };
     }
   }
 
   /** One task: its container made, started or stopped as the task wants; its status now. */
-  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean, nets?: TaskNetworks | 'wait' | { failed: string }): Report | undefined {
+  private step(t: NodeTask, c: ContainerResource | undefined, starts: boolean, prep?: Prepared | 'wait' | { failed: string }): Report | undefined {
     const prev = this.reported.get(t.ID);
     const { store, log } = this.opts;
     const runs = t.DesiredState === 'running' || t.DesiredState === 'complete';
     if (runs || t.DesiredState === 'ready') {
       if (!c) {
         if (!starts || (prev && isTerminal(prev.State))) return undefined;
-        if (nets === 'wait') return { State: 'preparing', Message: 'preparing' };
-        if (nets && 'failed' in nets) return { State: 'rejected', Message: 'preparing', Err: nets.failed };
+        if (prep === 'wait') return { State: 'preparing', Message: 'preparing' };
+        if (prep && 'failed' in prep) return { State: 'rejected', Message: 'preparing', Err: prep.failed };
         try {
-          this.opts.run(t.ID, taskName(t), containerBodyOf(t, nets), runs);
+          this.opts.run(t.ID, taskName(t), containerBodyOf(t, prep?.nets, prep?.mounts), runs);
           this.pulling.delete(t.ID);
           this.opts.networksDone?.(t.ID);
         } catch (err) {
@@ -180,7 +196,7 @@ export class TaskRunner implements Reconciler {
           if (isCode(err, 'NotFound') && msg.startsWith('No such image')) {
             const pull = this.pull(t);
             if (pull === 'pulling') return { State: 'preparing', Message: 'preparing' };
-            if (pull === 'done') return this.step(t, c, starts, nets);
+            if (pull === 'done') return this.step(t, c, starts, prep);
             log.warn({ task: t.ID, err: pull.failed }, 'a swarm task\'s image could not be pulled');
             return { State: 'rejected', Message: 'preparing', Err: pull.failed };
           }

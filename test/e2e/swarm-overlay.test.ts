@@ -8,8 +8,12 @@
 // and dnsrr with the tasks. The routing mesh: a port published in ingress mode answers on every
 // node. Nothing stays: the service, the network or the node gone, so are its devices and rules.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, docker, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
@@ -192,6 +196,49 @@ describe('overlay networks across three machines', { skip: !canRun && 'needs roo
       await until(`node ${i}'s mesh rules and devices gone`, async () => !/INGRESS/.test(net.exec(i, ['iptables', '-t', 'nat', '-S']).stdout ?? '') && !linksIn(i).some((l) => l.startsWith('ov')), 60_000);
       assert.doesNotMatch(net.exec(i, ['iptables', '-S']).stdout ?? '', /INGRESS/);
     }
+  });
+
+  test('secrets across machines: a worker gets a secret only for the task it runs, from a manager; its certificate reads no other node\'s, and its etcd user no secret at all', { timeout: 120_000 }, async () => {
+    const made = await docker(ds[0]!, ['secret', 'create', 'wsecret', '-'], { input: 'for-the-worker' });
+    assert.equal(made.code, 0, made.stderr);
+    const sid = made.stdout.trim();
+    await dk(0, 'service', 'create', '--detach', '--no-resolve-image', '--name', 'ws', '--constraint', `node.id==${ids[1]}`, '--secret', 'wsecret', '--stop-grace-period', '1s', imgs.tag, 'sleep', '1000');
+    await until('ws running on node 1', async () => (await running('ws')).length === 1, 60_000);
+    const [t] = await running('ws');
+    assert.equal(await dk(1, 'exec', t!.Status.ContainerStatus!.ContainerID, 'cat', '/run/secrets/wsecret'), 'for-the-worker');
+    // Node 2 (a worker) asks the manager for that task's secret with its own certificate: refused.
+    const certs = (i: number) => ({
+      ca: readFileSync(`${ds[i]!.dataRoot}/swarm/certificates/swarm-root-ca.crt`, 'utf8'),
+      cert: readFileSync(`${ds[i]!.dataRoot}/swarm/certificates/swarm-node.crt`, 'utf8'),
+      key: readFileSync(`${ds[i]!.execRoot}/swarm/swarm-node.key`, 'utf8'),
+    });
+    const ask = (i: number, path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpsRequest({ host: net.addr(0), port: 2377, path, ...certs(i), checkServerIdentity: () => undefined }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const other = await ask(2, `/v1/tasks/${t!.ID}/secrets/${sid}`);
+    assert.equal(other.status, 403, other.body);
+    assert.ok(!other.body.includes('for-the-worker'));
+    const own = await ask(1, `/v1/tasks/${t!.ID}/secrets/${sid}`);
+    assert.deepEqual([own.status, own.body], [200, 'for-the-worker'], 'the node the task is on gets it');
+    // The worker's etcd user reads no secret (nor the data key: it is no etcd key at all).
+    const c = certs(2);
+    const dir = mkdtempSync(join(tmpdir(), 'wcert-'));
+    try {
+      for (const [n, v] of Object.entries(c)) writeFileSync(join(dir, n), v, { mode: 0o600 });
+      const r = spawnSync('etcdctl', ['--endpoints', `https://${net.addr(0)}:2387`, '--cacert', join(dir, 'ca'), '--cert', join(dir, 'cert'), '--key', join(dir, 'key'), 'get', '/engine/swarm/secrets/', '--prefix'], { env: { ...process.env, ETCDCTL_API: '3' }, encoding: 'utf8' });
+      assert.notEqual(r.status, 0, r.stdout);
+      assert.match(r.stderr, /permission denied/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await dk(0, 'service', 'rm', 'ws');
   });
 
   test('leaving the swarm takes away every device, entry and rule the node made; the others forget its endpoints', { timeout: 180_000 }, async () => {

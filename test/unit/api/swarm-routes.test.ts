@@ -26,6 +26,12 @@ class FakeSwarm implements SwarmPort {
   networks(): never {
     throw unavailable('This node is not a swarm manager.');
   }
+  secrets(): never {
+    throw unavailable('This node is not a swarm manager.');
+  }
+  configs(): never {
+    throw unavailable('This node is not a swarm manager.');
+  }
   async init(req: SwarmInitRequest) {
     this.inits.push(req);
     this.inSwarm = true;
