@@ -27,15 +27,10 @@ import { SwarmFiles, SwarmLockedError, type SwarmState } from './state.ts';
 import { makeDataKey, makeUnlockKey, parseUnlockKey } from '../../lib/swarm/unlock-key.ts';
 import { LockReconciler } from './lock.ts';
 import { AccessReconciler } from './access.ts';
-import { SwarmServices } from './services.ts';
-import { SecretStore } from './secrets.ts';
-import { TaskObjects } from './task-objects.ts';
-import { usersOf } from '../../lib/swarm/service-spec.ts';
 import type { SwarmObjectsPort } from '../../api/secrets/port.ts';
-import { SwarmNetworks } from './networks.ts';
 import type { SwarmNetworksPort } from '../../api/networks/swarm-port.ts';
-import { TaskLogs, wireLines, type TaskLogsDeps } from './task-logs.ts';
-import type { LogReadOptions } from '../../lib/ports/logs.ts';
+import type { TaskLogsDeps } from './task-logs.ts';
+import { SwarmStores } from './stores.ts';
 import type { ServicesPort } from '../../api/services/port.ts';
 import { grantNode } from '../../drivers/swarm/etcd-access.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
@@ -72,11 +67,7 @@ export class SwarmNode implements SwarmPort {
   private readonly role: RoleReconciler;
   private readonly lock: LockReconciler;
   private readonly access: AccessReconciler;
-  private readonly taskLogs: TaskLogs | undefined;
-  private readonly serviceStore: SwarmServices;
-  private readonly networkStore: SwarmNetworks;
-  private readonly secretStore: SecretStore;
-  private readonly configStore: SecretStore;
+  private readonly stores: SwarmStores;
   private looks: NodeJS.Timeout | undefined;
   private readonly objects: SwarmObjects;
   /** Bringing the node back at daemon start (member, membership) or after a failure. */
@@ -103,49 +94,20 @@ export class SwarmNode implements SwarmPort {
       specs: this.objects.specs,
       log: d.log,
     });
-    const logs = d.logs;
-    this.taskLogs = logs
-      ? new TaskLogs({
-          ...logs,
-          self: async () => (this.state ? { nodeId: this.state.nodeId, tls: await this.files.readCerts() } : undefined),
-          nodes: () => this.d.holder.current?.membership.nodes() ?? [],
-        })
-      : undefined;
-    const taskLogs = this.taskLogs;
-    this.serviceStore = new SwarmServices(
-      () => this.etcd(),
-      taskLogs ? (t, o, signal) => taskLogs.read(t, o, signal) : undefined,
-      async () => this.networkStore.list(),
-      async () => {
-        const refs = async (st: SecretStore) => (await st.list()).map((x) => ({ ID: x.object.ID, Name: x.object.Spec.Name }));
-        return { secrets: await refs(this.secretStore), configs: await refs(this.configStore) };
-      },
-    );
-    const objectStore = (kind: 'secret' | 'config') =>
-      new SecretStore(kind, {
-        etcd: () => this.etcd(),
-        dataKey: () => this.files.readDataKey(),
-        usedBy: async (k) => usersOf(await this.serviceStore.list(), k),
-      });
-    this.secretStore = objectStore('secret');
-    this.configStore = objectStore('config');
-    this.networkStore = new SwarmNetworks({
+    const stores = new SwarmStores({
       etcd: () => this.etcd(),
+      dataKey: () => this.files.readDataKey(),
       pool: () => {
         const c = this.objects.cached();
         return { defaultAddrPool: c?.defaultAddrPool ?? [], subnetSize: c?.subnetSize ?? 24 };
       },
-      usedBy: async () =>
-        (await this.serviceStore.list()).flatMap((s) => [...((s.Spec.TaskTemplate['Networks'] as Array<{ Target: string }> | undefined) ?? []), ...((s.Spec['Networks'] as Array<{ Target: string }> | undefined) ?? [])].map((n) => ({ network: n.Target, service: s.ID }))),
-    });
-    // A task's secrets and configs: served by a manager to the task's node, fetched by the node that runs it.
-    const taskObjects = new TaskObjects({
-      etcd: () => this.etcd(),
-      data: (kind, id) => (kind === 'secret' ? this.secretStore : this.configStore).data(id),
       self: async () => (this.state ? { nodeId: this.state.nodeId, manager: this.state.role === 'manager', tls: await this.files.readCerts() } : undefined),
       nodes: () => this.d.holder.current?.membership.nodes() ?? [],
+      ...(d.logs ? { logs: d.logs } : {}),
     });
-    d.holder.useTaskObjects((task, kind, id) => taskObjects.fetch(task, kind, id));
+    this.stores = stores;
+    d.holder.useTaskObjects((task, kind, id) => stores.taskObjects.fetch(task, kind, id));
+    const localTaskLog = stores.localTaskLog();
     this.parts = new NodeParts({
       files: this.files,
       execRoot: d.execRoot,
@@ -157,8 +119,8 @@ export class SwarmNode implements SwarmPort {
       admit: (body) => this.admission.admit(body),
       forget: (id) => this.admission.forget(id),
       promote: (id, body) => this.admission.promote(id, body),
-      taskObject: (node, task, kind, id) => taskObjects.serve(node, task, kind, id),
-      ...(taskLogs ? { taskLogs: (id: string, o: LogReadOptions, signal: AbortSignal) => wireLines(taskLogs.local(id, o, signal)) } : {}),
+      taskObject: (node, task, kind, id) => stores.taskObjects.serve(node, task, kind, id),
+      ...(localTaskLog ? { taskLogs: localTaskLog } : {}),
     });
     this.role = new RoleReconciler({
       state: () => (this.resuming || this.resumeError ? undefined : this.state),
@@ -307,7 +269,7 @@ export class SwarmNode implements SwarmPort {
         // Only where no swarm is yet (another node's init may have won since the check above).
         await this.objects.create(stored, ca);
         await bounded(this.objects.specs.put(state.nodeId, { Labels: {}, Role: 'manager', Availability: (req.Availability || 'active') as NodeAvailability }));
-        await bounded(this.networkStore.createIngress({ defaultAddrPool: pool.pool, subnetSize: pool.subnetSize }));
+        await bounded(this.stores.networks.createIngress({ defaultAddrPool: pool.pool, subnetSize: pool.subnetSize }));
         if (spec.EncryptionConfig.AutoLockManagers) {
           const key = makeUnlockKey();
           await this.objects.setUnlockKey(key);
@@ -438,22 +400,22 @@ export class SwarmNode implements SwarmPort {
   /** Only an active manager answers for the cluster (the reference's 503 otherwise). */
   services(): ServicesPort {
     this.manager();
-    return this.serviceStore;
+    return this.stores.services;
   }
 
   networks(): SwarmNetworksPort {
     this.manager();
-    return this.networkStore;
+    return this.stores.networks;
   }
 
   secrets(): SwarmObjectsPort {
     this.manager();
-    return this.secretStore;
+    return this.stores.secrets;
   }
 
   configs(): SwarmObjectsPort {
     this.manager();
-    return this.configStore;
+    return this.stores.configs;
   }
 
   private manager(): void {

@@ -47,7 +47,16 @@ export const taskSpecOf = (s: ServiceSpec): Record<string, unknown> => {
 };
 
 /** A task template's identity for an update: without the pull credentials (swarmkit's IsTaskDirty ignores PullOptions). */
-export const taskSpecKey = (spec: Record<string, unknown>): string => canonicalJson(shownTaskSpec(spec));
+/** Specs are read, never changed in place: each one's key is worked out once (a pass asks for it per task per step). */
+const specKeys = new WeakMap<object, string>();
+export function taskSpecKey(spec: Record<string, unknown>): string {
+  let k = specKeys.get(spec);
+  if (k === undefined) {
+    k = canonicalJson(shownTaskSpec(spec));
+    specKeys.set(spec, k);
+  }
+  return k;
+}
 
 export function updateConfigOf(spec: ServiceSpec, rollingBack: boolean): UpdateConfig {
   const c = (rollingBack ? spec.RollbackConfig : spec.UpdateConfig) ?? {};

@@ -13,7 +13,7 @@ import type { Etcd3 } from 'etcd3';
 import { macFromIpv4 } from '../../lib/cidr.ts';
 import { unavailable } from '../../lib/errors.ts';
 import { endpointKey, ENDPOINTS_PREFIX, freeAddresses, parseEndpoint, type SwarmEndpoint } from '../../lib/swarm/endpoints.ts';
-import { lookupName, vipRules } from '../../lib/swarm/endpoint-names.ts';
+import { lookupName } from '../../lib/swarm/endpoint-names.ts';
 import { NETWORKS_PREFIX, networkKey, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
 import type { NodeTask } from '../../lib/swarm/task.ts';
 import type { TaskNetworkConfig } from '../../lib/swarm/task-container.ts';
@@ -27,6 +27,7 @@ import { KeySource } from '../../controllers/source.ts';
 import type { ReconcileResult, Reconciler } from '../../controllers/controller.ts';
 import { PrefixCache } from './prefix-cache.ts';
 import { RoutingMesh, type MeshDeps } from './overlay-mesh.ts';
+import { VipRoutes } from './overlay-vips.ts';
 import { attachOverlays } from './overlay-attach.ts';
 
 export const OVERLAY_KEY = 'overlay';
@@ -74,13 +75,13 @@ export class OverlayNetworks implements Reconciler {
   private readonly prepared = new Map<string, TaskNetworks>();
   /** Task whose container is not made yet → the networks it asked for, and when. */
   private readonly wanted = new Map<string, { at: number; networks: string[] }>();
-  /** Container → the virtual IP rules its namespace has (with the pid they were written for). */
-  private readonly vipsApplied = new Map<string, string>();
+  private readonly vips: VipRoutes;
   private unwatch: (() => void) | null = null;
   private readonly mesh: RoutingMesh;
 
   constructor(opts: OverlayOptions) {
     this.opts = opts;
+    this.vips = new VipRoutes({ store: opts.store, apply: opts.applyVipRules, log: opts.log });
     this.mesh = new RoutingMesh({
       store: opts.store,
       nodeId: opts.nodeId,
@@ -239,7 +240,7 @@ export class OverlayNetworks implements Reconciler {
     await this.publish(client, instances);
     await this.program(instances, ctx?.signal);
     if (this.endpoints.ready) await this.mesh.step(client, this.all(), ctx?.signal);
-    await this.routeVips(instances, ctx?.signal);
+    if (this.endpoints.ready) await this.vips.route(instances, (id) => this.onNetwork(id), ctx?.signal);
     this.collect(instances);
     return { requeueAfter: RESYNC_MS };
   }
@@ -328,39 +329,6 @@ export class OverlayNetworks implements Reconciler {
   /** A name on an overlay network, as the reference's embedded DNS answers it (lib/swarm/endpoint-names.ts). */
   lookup(networkId: string, asked: string): string[] | null {
     return lookupName(this.onNetwork(networkId), asked);
-  }
-
-  /** Each running container on an instance: its namespace sends the virtual IPs of its networks to their tasks. */
-  private async routeVips(instances: readonly NetworkResource[], signal?: AbortSignal): Promise<void> {
-    if (!this.endpoints.ready) return;
-    const ids = new Set(instances.filter((n) => n.spec.desired !== 'removed').map((n) => n.name));
-    const rulesOf = new Map<string, VipRule[]>();
-    for (const id of ids) {
-      rulesOf.set(id, vipRules(this.onNetwork(id)));
-    }
-    const nets = new Map<string, Set<string>>();
-    for (const a of this.opts.store.list(IpamAllocations)) {
-      if (!ids.has(a.spec.networkId)) continue;
-      const set = nets.get(a.spec.containerId) ?? new Set<string>();
-      set.add(a.spec.networkId);
-      nets.set(a.spec.containerId, set);
-    }
-    const seen = new Set<string>();
-    for (const [cid, networks] of nets) {
-      const c = this.opts.store.get(Containers, cid);
-      if (!c || !isRunning(c.status) || !c.status.pid) continue;
-      seen.add(cid);
-      const rules = [...networks].sort().flatMap((n) => rulesOf.get(n) ?? []);
-      const text = `${c.status.pid} ${JSON.stringify(rules)}`;
-      if (this.vipsApplied.get(cid) === text) continue;
-      try {
-        await this.opts.applyVipRules(c.status.pid, rules, signal);
-        this.vipsApplied.set(cid, text);
-      } catch (err) {
-        this.opts.log.warn({ err, container: cid }, 'virtual IP rules could not be written in a container\'s namespace');
-      }
-    }
-    for (const cid of [...this.vipsApplied.keys()]) if (!seen.has(cid)) this.vipsApplied.delete(cid);
   }
 
   /** Instances nothing here uses (no address, no endpoint, nobody asking lately): marked removed. */

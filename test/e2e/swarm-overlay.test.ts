@@ -57,7 +57,7 @@ describe('overlay networks across three machines', { skip: !canRun && 'needs roo
   before(async () => {
     imgs = await testImages();
     net = startNetns({ count: 3 });
-    ds.push(...(await Promise.all(net.names.map((ns) => startDaemon({ netns: ns })))));
+    ds.push(...(await Promise.all(net.names.map((ns, i) => startDaemon({ netns: ns, args: i === 2 ? ['--node-generic-resource', 'gpu=GPU-one'] : [] })))));
     await Promise.all([0, 1, 2].map((i) => dk(i, 'load', '-i', imgs.dockerArchive)));
     await dk(0, 'swarm', 'init', '--advertise-addr', net.addr(0), '--dispatcher-heartbeat', '2s');
     const token = (await dk(0, 'swarm', 'join-token', '-q', 'worker')).trim();
@@ -156,10 +156,10 @@ describe('overlay networks across three machines', { skip: !canRun && 'needs roo
       await until(`node ${i}: web answers with its virtual IP`, async () => resolved(await exec('nslookup', 'web')).join() === vip, 30_000);
       assert.deepEqual(resolved(await exec('nslookup', 'tasks.web')), webIps, 'tasks.NAME: the tasks');
       assert.deepEqual(resolved(await exec('nslookup', 'rr')), rrIps, 'dnsrr: the tasks');
-      // Connections to the virtual IP reach both tasks (wherever they run).
+      // Connections by name (to the virtual IP) reach both tasks, wherever they run.
       const seen = new Set<string>();
       for (let k = 0; k < 40 && seen.size < 2; k++) {
-        const r = await docker(ds[i]!, ['exec', cid, 'nc', '-w', '3', vip, '8080']);
+        const r = await docker(ds[i]!, ['exec', cid, 'nc', '-w', '3', 'web', '8080']);
         if (r.code === 0 && r.stdout.trim()) seen.add(r.stdout.trim());
       }
       assert.deepEqual([...seen].sort(), [...hosts].sort(), `node ${i}: the virtual IP balances over both tasks`);
@@ -239,6 +239,44 @@ describe('overlay networks across three machines', { skip: !canRun && 'needs roo
       rmSync(dir, { recursive: true, force: true });
     }
     await dk(0, 'service', 'rm', 'ws');
+  });
+
+  test('docker stack deploy across machines: its default overlay, a GPU-style reservation placed on the node that has it', { timeout: 120_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stack3-'));
+    try {
+      writeFileSync(join(dir, 'stack.yml'), `version: "3.8"
+services:
+  gpu:
+    image: ${imgs.tag}
+    command: ["sleep", "1000"]
+    deploy:
+      resources:
+        reservations:
+          generic_resources:
+            - discrete_resource_spec: { kind: gpu, value: 1 }
+  web:
+    image: ${imgs.tag}
+    command: ["sleep", "1000"]
+    deploy:
+      mode: global
+`);
+      const r = await docker(ds[0]!, ['stack', 'deploy', '-c', join(dir, 'stack.yml'), 'g3']);
+      assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+      await until('g3 running: the gpu task and a web task on each node', async () => (await running('g3_gpu')).length === 1 && (await running('g3_web')).length === 3, 90_000);
+      const [g] = await running('g3_gpu');
+      assert.equal(g!.NodeID, ids[2], 'on the node that advertises a GPU');
+      const env = JSON.parse(await dk(2, 'inspect', g!.Status.ContainerStatus!.ContainerID))[0].Config.Env as string[];
+      assert.ok(env.includes('DOCKER_RESOURCE_GPU=GPU-one'), env.join(' '));
+      // The stack's default network is an overlay its tasks share across the nodes.
+      const w = (await running('g3_web')).find((t) => t.NodeID === ids[1])!;
+      const gAddr = JSON.parse(await dk(2, 'inspect', g!.Status.ContainerStatus!.ContainerID))[0].NetworkSettings.Networks.g3_default.IPAddress;
+      const ping = await docker(ds[1]!, ['exec', w.Status.ContainerStatus!.ContainerID, 'ping', '-c', '1', '-W', '3', gAddr]);
+      assert.equal(ping.code, 0, `${ping.stdout}${ping.stderr}`);
+      assert.equal((await docker(ds[0]!, ['stack', 'rm', 'g3'])).code, 0);
+      await until('g3 gone', async () => (await apiRequest(ds[0]!, 'GET', '/services')).body.length === 0, 60_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('leaving the swarm takes away every device, entry and rule the node made; the others forget its endpoints', { timeout: 180_000 }, async () => {
