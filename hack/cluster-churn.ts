@@ -18,6 +18,7 @@ import { startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
 import { formSwarm } from '../test/e2e/harness/swarm.ts';
 import { runEngine } from '../test/e2e/harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from '../test/e2e/harness/etcd.ts';
+import { startNetns } from '../test/e2e/harness/netns.ts';
 
 const execFileP = promisify(execFile);
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, 'compact-ms': { type: 'string', default: '300000' } } });
@@ -36,16 +37,18 @@ async function status(etcd: EtcdHandle): Promise<{ revision: number; dbSize: num
 }
 
 async function main(): Promise<number> {
-  const etcd = await startEtcd({ args: ['--quota-backend-bytes=67108864'] });
+  // Each daemon in a network namespace of its own: a cluster stack's services join its overlay network.
+  const net = startNetns({ count: 3 });
+  const etcd = await startEtcd({ host: net.hostAddr, args: ['--quota-backend-bytes=67108864'] });
   const dir = mkdtempSync(join(tmpdir(), 'cluster-churn-'));
   const ds: DaemonHandle[] = [];
   let failed = '';
   try {
     const imgs = await testImages();
     const store = ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', 'discovery.ttl=5'];
-    for (let i = 0; i < 3; i++) ds.push(await startDaemon({ args: store, env: { ENGINE_CLUSTER_COMPACT_MS: String(values['compact-ms']) } }));
+    for (let i = 0; i < 3; i++) ds.push(await startDaemon({ netns: net.names[i]!, args: [...store, '--cluster-default-advertise-addr', net.addr(i)], env: { ENGINE_CLUSTER_COMPACT_MS: String(values['compact-ms']) } }));
     for (const d of ds) await dockerOk(() => d)('load', '-i', imgs.dockerArchive);
-    await formSwarm(ds);
+    await formSwarm(ds, net.names.map((_, i) => net.addr(i)));
     const end = Date.now() + MINUTES * 60_000;
     let nextReport = 0;
     let applies = 0;
@@ -80,6 +83,7 @@ async function main(): Promise<number> {
       await d.cleanup().catch(() => {});
     }
     await etcd.cleanup();
+    net.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }
   if (failed) console.error(`cluster-churn: ${failed}`);

@@ -1,7 +1,5 @@
 // What the API serves from beside the store (distribution, the log reader, the event recorder),
 // and the API itself: the app, its routes and the listeners.
-import { unavailable } from '../../lib/errors.ts';
-import { A_WORKER } from '../swarm/refusals.ts';
 import { rmSync } from 'node:fs';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
@@ -201,12 +199,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
           stackRoutes({
             store,
-            cluster: () => {
-              const c = ctx.get('cluster').current;
-              // A worker's etcd user reads no cluster stacks: the reference's answer to a worker asked for cluster state.
-              if (c && !c.stacks) throw unavailable(A_WORKER);
-              return c?.stacks;
-            },
+            // A stack of the swarm's services: a manager's (a worker gets the reference's 503).
+            cluster: () => (ctx.get('cluster').current ? ctx.get('swarm').stacks() : undefined),
           }),
           networkRoutes({ store, defaults: admission.networks.defaults, swarm: () => ctx.get('swarm').networks() }),
         ],

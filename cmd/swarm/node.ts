@@ -31,6 +31,7 @@ import type { SwarmObjectsPort } from '../../api/secrets/port.ts';
 import type { SwarmNetworksPort } from '../../api/networks/swarm-port.ts';
 import type { TaskLogsDeps } from './task-logs.ts';
 import { SwarmStores } from './stores.ts';
+import type { ClusterStacksPort } from '../../api/stacks/routes.ts';
 import type { ServicesPort } from '../../api/services/port.ts';
 import { grantNode } from '../../drivers/swarm/etcd-access.ts';
 import { Admission, INVALID_TOKEN } from './admission.ts';
@@ -416,6 +417,11 @@ export class SwarmNode implements SwarmPort {
   configs(): SwarmObjectsPort {
     this.manager();
     return this.stores.configs;
+  }
+
+  stacks(): ClusterStacksPort {
+    this.manager();
+    return this.stores.stacks;
   }
 
   private manager(): void {

@@ -2,7 +2,8 @@
 // (./services.ts), overlay networks (./networks.ts), secrets and configs (./secrets.ts), wired to
 // one another (a network or a secret a service uses is not removed; a service names existing
 // networks, secrets and configs), and what travels node to node about tasks: their logs
-// (./task-logs.ts) and their secrets and configs (./task-objects.ts).
+// (./task-logs.ts) and their secrets and configs (./task-objects.ts); stacks are sets of them
+// (./stacks.ts).
 import type { Etcd3 } from 'etcd3';
 import type { NodeRecord } from '../../lib/cluster/node-record.ts';
 import type { LogReadOptions } from '../../lib/ports/logs.ts';
@@ -10,6 +11,7 @@ import { usersOf } from '../../lib/swarm/service-spec.ts';
 import { SwarmNetworks } from './networks.ts';
 import { SecretStore } from './secrets.ts';
 import { SwarmServices } from './services.ts';
+import { SwarmStacks } from './stacks.ts';
 import { TaskLogs, wireLines, type TaskLogsDeps } from './task-logs.ts';
 import { TaskObjects } from './task-objects.ts';
 
@@ -31,6 +33,7 @@ export class SwarmStores {
   readonly networks: SwarmNetworks;
   readonly secrets: SecretStore;
   readonly configs: SecretStore;
+  readonly stacks: SwarmStacks;
   readonly taskObjects: TaskObjects;
   readonly taskLogs: TaskLogs | undefined;
 
@@ -54,6 +57,7 @@ export class SwarmStores {
       usedBy: async () =>
         (await this.services.list()).flatMap((s) => [...((s.Spec.TaskTemplate['Networks'] as Array<{ Target: string }> | undefined) ?? []), ...((s.Spec['Networks'] as Array<{ Target: string }> | undefined) ?? [])].map((n) => ({ network: n.Target, service: s.ID }))),
     });
+    this.stacks = new SwarmStacks({ services: this.services, networks: this.networks, secrets: this.secrets, configs: this.configs, nodes: d.nodes });
     // A task's secrets and configs: served by a manager to the task's node, fetched by the node that runs it.
     this.taskObjects = new TaskObjects({ etcd: d.etcd, data: (kind, id) => (kind === 'secret' ? this.secrets : this.configs).data(id), self: d.self, nodes: d.nodes });
   }

@@ -133,6 +133,16 @@ export function take(n: NodeState, key: string, needs: Needs, claims: readonly C
   n.total++;
 }
 
+/**
+ * A replica of `key` on `n` no longer counts for spreading (it is being shut down: swarmkit's
+ * scheduler drops a task whose desired state is past running); its reservations stay taken until
+ * it has stopped.
+ */
+export function uncount(n: NodeState, key: string): void {
+  n.perService.set(key, Math.max(0, (n.perService.get(key) ?? 0) - 1));
+  n.total = Math.max(0, n.total - 1);
+}
+
 export const fitsCapacity = (n: NodeState, needs: Needs) => needs.nanoCpus <= n.nanoCpus && needs.memoryBytes <= n.memoryBytes;
 const nodes = (count: number) => (count === 1 ? '1 node' : `${count} nodes`);
 

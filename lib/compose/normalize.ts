@@ -62,7 +62,8 @@ export interface ProjectPlan {
   services: ServicePlan[];
 }
 
-function toMap(v: string[] | Record<string, string | number | boolean | null> | undefined): Record<string, string> {
+/** `KEY=VALUE` list or map (environment, labels) as a map of strings. */
+export function toMap(v: string[] | Record<string, string | number | boolean | null> | undefined): Record<string, string> {
   if (!v) return {};
   if (Array.isArray(v)) {
     const out: Record<string, string> = {};
@@ -90,7 +91,8 @@ export function sizeBytes(v: string | number | undefined): number | undefined {
   return typeof v === 'number' ? v : parseRamSize(v.trim());
 }
 
-const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : ['/bin/sh', '-c', v]);
+/** A command as a list: a string runs under /bin/sh -c. */
+export const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : ['/bin/sh', '-c', v]);
 
 /** Ports in short ("[ip:][host:]container[/proto]") or long syntax, as PortBindings and ExposedPorts. */
 function ports(svc: ComposeService): { exposed: Json; bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> } {
@@ -148,7 +150,7 @@ function mounts(project: string, svc: ComposeService, app: ComposeApp): Json[] {
 }
 
 /** Networks the service joins (its aliases: the service name and any declared), by their key in the document. */
-function serviceNetworks(svc: ComposeService): Array<{ key: string; aliases: string[] }> {
+export function serviceNetworks(svc: ComposeService): Array<{ key: string; aliases: string[] }> {
   if (!svc.networks) return [{ key: 'default', aliases: [] }];
   if (Array.isArray(svc.networks)) return svc.networks.map((key) => ({ key, aliases: [] }));
   return Object.entries(svc.networks).map(([key, v]) => ({ key, aliases: v?.aliases ?? [] }));

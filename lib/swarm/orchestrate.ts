@@ -18,7 +18,7 @@
 //   `pending` with the scheduler's reason, and is placed as soon as a node fits.
 import { canonicalJson } from '../canonical-json.ts';
 import type { NodeRecord } from '../cluster/node-record.ts';
-import { chooseNode, nodeState, take, type NodeState, type Needs } from '../cluster/placement.ts';
+import { chooseNode, nodeState, take, uncount, type NodeState, type Needs } from '../cluster/placement.ts';
 import { unmetConstraint } from '../compose/placement.ts';
 import type { NodeSpec } from './node-spec.ts';
 import { jobOf, replicasOf, type ServiceSpec } from './service-spec.ts';
@@ -321,7 +321,11 @@ export function orchestrate(input: OrchestrateInput): OrchestrateResult {
     const roll = job ? { shutdown: [], startFirst: new Set<string>() } : rollout({ now: input.now, spec: svc.Spec, status: svc.UpdateStatus, hasPrevious: !!svc.PreviousSpec, slots: current(), wanted: wanted.map((w) => w.key) });
     if (roll.status) serviceChanges.push({ ID: svc.ID, UpdateStatus: roll.status, ...(roll.rollback ? { rollback: true } : {}) });
     if (roll.wakeAt) wakes.push(roll.wakeAt);
-    for (const t of roll.shutdown) upd(changed.get(t.ID) ?? t, { DesiredState: 'shutdown' });
+    for (const t of roll.shutdown) {
+      const st = t.NodeID ? states.get(t.NodeID) : undefined;
+      if (st && isLive(changed.get(t.ID) ?? t)) uncount(st, svc.ID);
+      upd(changed.get(t.ID) ?? t, { DesiredState: 'shutdown' });
+    }
     // Rolling back: the tasks follow the previous spec once it is the service's (the next step).
     if (roll.rollback) continue;
     const specKey = taskSpecKey(taskSpecOf(svc.Spec));

@@ -72,10 +72,13 @@ export interface TaskRecord {
   HostPorts?: Array<{ Protocol: string; TargetPort?: number; PublishedPort?: number }>;
   /** The service publishes ports in ingress mode: the task joins the ingress network (the routing mesh sends to it there). */
   Ingress?: boolean;
+  /** The leader that last wrote the record, and its term (the create revision of its election key). */
+  Writer?: string;
+  Term?: string;
 }
 
 /** What a node is given to run (the task without its status). */
-export type NodeTask = Omit<TaskRecord, 'Status' | 'UpdatedAt'>;
+export type NodeTask = Omit<TaskRecord, 'Status' | 'UpdatedAt' | 'Writer' | 'Term'>;
 
 /** What a node reports of a task it runs. */
 export interface TaskReport {
@@ -84,7 +87,7 @@ export interface TaskReport {
 }
 
 export const nodeTaskOf = (t: TaskRecord): NodeTask => {
-  const { Status: _s, UpdatedAt: _u, ...rest } = t;
+  const { Status: _s, UpdatedAt: _u, Writer: _w, Term: _t, ...rest } = t;
   return rest;
 };
 

@@ -144,7 +144,7 @@ export class SwarmOrchestrator implements Reconciler {
     for (const id of result.remove) after.delete(id);
     const ops: FencedOp[] = [];
     const written = new Map<string, string | null>();
-    for (const t of result.put) written.set(taskKey(t.ID), JSON.stringify(t));
+    for (const t of result.put) written.set(taskKey(t.ID), JSON.stringify({ ...t, Writer: term.nodeId, Term: term.revision }));
     for (const id of result.remove) written.set(taskKey(id), null);
     for (const [key, value] of written) ops.push(value === null ? { delete: key } : { put: key, value });
     const wanted = new Map<string, string>();

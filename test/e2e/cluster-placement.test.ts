@@ -1,9 +1,13 @@
-// Cluster stacks placed across nodes, on one machine: one etcd and three daemons (A: zone=a with a
-// named gpu unit, B and C: zone=b). A service reserving gpu=1 runs only on A and sees
-// DOCKER_RESOURCE_GPU; a second replica that fits nowhere stays pending with the reason; a service
-// constrained to zone=b is spread over B and C; kill -9 of a node moves its replica; the node
-// coming back removes what is no longer assigned to it; a changed stack rolls on each node; the
-// leader killed and placement still working; `engine stack rm --cluster` removes it everywhere.
+// Cluster stacks placed across nodes: `engine apply --cluster` makes a stack of the swarm's services
+// (labelled com.docker.stack.namespace, on the overlay NAME_default, as `docker stack deploy`
+// makes them), so the services' orchestrator places them. One etcd and three daemons, each in a
+// network namespace of its own (overlay devices are per host): A: zone=a with a named gpu unit,
+// B and C: zone=b. A service reserving gpu=1 runs only on A and sees DOCKER_RESOURCE_GPU; a second
+// replica that fits nowhere stays pending with the reason; a service constrained to zone=b is
+// spread over B and C; kill -9 of a node moves its replica; the node coming back runs nothing of
+// it; a changed stack rolls; the leader killed and placement still working; `engine stack rm
+// --cluster` removes it everywhere; the docker CLI's stack ls sees the stack and its stack rm
+// removes it.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,20 +18,24 @@ import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { formSwarm } from './harness/swarm.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+import { startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
 
 const TTL = 3;
 
 const engine = (d: DaemonHandle, args: string[]) => runEngine(args, { ENGINE_HOST: `unix://${d.socket}` });
 
-describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed (hack/install.sh installs it)' }, () => {
+describe('cluster stacks: placement and failover', { skip: !(existsSync('/usr/bin/etcd') && process.getuid?.() === 0) && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
+  let net: NetnsHandle;
   let etcd: EtcdHandle;
   let imgs: TestImages;
   let dir: string;
   const ds: Record<'a' | 'b' | 'c', DaemonHandle> = {} as never;
   const dk = (d: DaemonHandle) => dockerOk(() => d);
-  const running = async (d: DaemonHandle, project: string) =>
-    (await dk(d)('ps', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}}')).split('\n').filter(Boolean).sort();
+  /** The stack's running task containers on `d`, as SERVICE.SLOT (their names without the task id). */
+  const running = async (d: DaemonHandle, stack: string) =>
+    (await dk(d)('ps', '--filter', `label=com.docker.stack.namespace=${stack}`, '--format', '{{.Names}}')).split('\n').filter(Boolean).map((n) => n.split('.').slice(0, 2).join('.')).sort();
+  const containerIds = (d: DaemonHandle, stack: string, all = false) => dk(d)('ps', ...(all ? ['-a'] : []), '-q', '--filter', `label=com.docker.stack.namespace=${stack}`);
   const file = (name: string, text: string) => {
     const p = join(dir, `${name}.yaml`);
     writeFileSync(p, text);
@@ -42,19 +50,19 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     deploy:
       replicas: ${replicas}
       placement:
-        constraints: ["node.labels.zone == b"]
+        constraints: ["engine.labels.zone == b"]
 `;
 
   before(async () => {
-    etcd = await startEtcd();
+    net = startNetns({ count: 3 });
+    etcd = await startEtcd({ host: net.hostAddr });
     dir = mkdtempSync(join(tmpdir(), 'cluster-placement-'));
     imgs = await testImages();
     const store = ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', `discovery.ttl=${TTL}`];
-    ds.a = await startDaemon({ args: [...store, '--label', 'zone=a', '--node-generic-resource', 'gpu=GPU-aaa'] });
-    ds.b = await startDaemon({ args: [...store, '--label', 'zone=b'] });
-    ds.c = await startDaemon({ args: [...store, '--label', 'zone=b'] });
-    for (const d of Object.values(ds)) await dk(d)('load', '-i', imgs.dockerArchive);
-    await formSwarm([ds.a, ds.b, ds.c]);
+    const own = (i: number, labels: string[]) => startDaemon({ netns: net.names[i]!, args: [...store, '--cluster-default-advertise-addr', net.addr(i), ...labels] });
+    [ds.a, ds.b, ds.c] = await Promise.all([own(0, ['--label', 'zone=a', '--node-generic-resource', 'gpu=GPU-aaa']), own(1, ['--label', 'zone=b']), own(2, ['--label', 'zone=b'])]);
+    await Promise.all(Object.values(ds).map((d) => dk(d)('load', '-i', imgs.dockerArchive)));
+    await formSwarm([ds.a, ds.b, ds.c], [0, 1, 2].map((i) => net.addr(i)));
     await until('three nodes', async () => (await dk(ds.a)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
   }, { timeout: 180_000 });
   after(async () => {
@@ -64,6 +72,7 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
       await d.cleanup().catch(() => {});
     }
     await etcd?.cleanup();
+    net?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }, { timeout: 180_000 });
 
@@ -84,9 +93,9 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     const applied = await engine(ds.b, ['apply', '--cluster', '-f', f, '-p', 'gpu']);
     assert.equal(applied.code, 0, applied.stderr);
     await until('one ml replica on A', async () => (await running(ds.a, 'gpu')).length === 1);
-    const name = (await running(ds.a, 'gpu'))[0]!;
-    assert.match(name, /^gpu-ml-[12]$/);
-    assert.match(await dk(ds.a)('exec', name, 'sh', '-c', 'echo $DOCKER_RESOURCE_GPU'), /^GPU-aaa$/);
+    assert.match((await running(ds.a, 'gpu'))[0]!, /^gpu_ml\.[12]$/);
+    const id = await containerIds(ds.a, 'gpu');
+    assert.match(await dk(ds.a)('exec', id, 'sh', '-c', 'echo $DOCKER_RESOURCE_GPU'), /^GPU-aaa$/);
     assert.deepEqual(await running(ds.b, 'gpu'), []);
     assert.deepEqual(await running(ds.c, 'gpu'), []);
     const view = JSON.parse((await engine(ds.c, ['stack', 'inspect', '--cluster', 'gpu'])).stdout)[0];
@@ -108,25 +117,28 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.equal((await running(ds.b, 'web')).length, 1);
     assert.equal((await running(ds.c, 'web')).length, 1);
-    assert.deepEqual([...(await running(ds.b, 'web')), ...(await running(ds.c, 'web'))].sort(), ['web-web-1', 'web-web-2']);
+    assert.deepEqual([...(await running(ds.b, 'web')), ...(await running(ds.c, 'web'))].sort(), ['web_web.1', 'web_web.2']);
     assert.deepEqual(await running(ds.a, 'web'), []);
-    const before = [await dk(ds.b)('ps', '-q', '--filter', 'label=com.docker.compose.project=web'), await dk(ds.c)('ps', '-q', '--filter', 'label=com.docker.compose.project=web')];
+    const before = [await containerIds(ds.b, 'web'), await containerIds(ds.c, 'web')];
+    // The docker CLI sees the stack and its services.
+    assert.match(await dk(ds.b)('stack', 'ls', '--format', '{{.Name}} {{.Services}}'), /^web 1$/m);
+    assert.match(await dk(ds.c)('stack', 'services', 'web', '--format', '{{.Name}} {{.Replicas}}'), /^web_web 2\/2$/m);
     const again = await engine(ds.a, ['apply', '--cluster', '-f', file('web', webDoc(2, 'two')), '-p', 'web', '--wait', '--timeout', '60']);
     assert.equal(again.code, 0, again.stderr + again.stdout);
     for (const [i, d] of [ds.b, ds.c].entries()) {
-      const names = await running(d, 'web');
-      assert.equal(names.length, 1);
-      assert.equal(await dk(d)('inspect', '-f', '{{range .Config.Env}}{{println .}}{{end}}', names[0]!).then((e) => /^V=two$/m.test(e)), true);
-      assert.notEqual(await dk(d)('ps', '-q', '--filter', 'label=com.docker.compose.project=web'), before[i], 'recreated on its node');
+      const id = await containerIds(d, 'web');
+      assert.equal(id.split('\n').length, 1);
+      assert.equal(await dk(d)('inspect', '-f', '{{range .Config.Env}}{{println .}}{{end}}', id).then((e) => /^V=two$/m.test(e)), true);
+      assert.notEqual(id, before[i], 'replaced');
     }
   });
 
   test('kill -9 of a node: its replica moves to another eligible node; the node back removes what is no longer assigned to it', async () => {
     await ds.b.stop({ signal: 'SIGKILL' });
     await until('both replicas on C', async () => (await running(ds.c, 'web')).length === 2, (TTL + 15) * 1000);
-    assert.deepEqual(await running(ds.c, 'web'), ['web-web-1', 'web-web-2']);
+    assert.deepEqual(await running(ds.c, 'web'), ['web_web.1', 'web_web.2']);
     await ds.b.restart();
-    await until('B removed its part', async () => (await dk(ds.b)('ps', '-aq', '--filter', 'label=com.docker.compose.project=web')) === '', 30_000);
+    await until('B runs nothing of it', async () => (await containerIds(ds.b, 'web')) === '', 30_000);
     assert.equal((await running(ds.c, 'web')).length, 2, 'C keeps both');
   });
 
@@ -151,9 +163,21 @@ describe('cluster stacks: placement and failover', { skip: !existsSync('/usr/bin
     }, 40_000);
     assert.equal((await engine(alive[0]!, ['stack', 'rm', '--cluster', 'web'])).code, 0);
     await until('removed everywhere', async () => {
-      for (const d of alive) if ((await dk(d)('ps', '-aq', '--filter', 'label=com.docker.compose.project=web')) !== '') return false;
+      for (const d of alive) if ((await containerIds(d, 'web', true)) !== '') return false;
       return true;
     }, 30_000);
+    assert.equal(await dk(alive[0]!)('network', 'ls', '-q', '--filter', 'label=com.docker.stack.namespace=web'), '');
+    // One the docker CLI deployed is an engine stack too: engine stack rm --cluster removes it, and the other way round.
+    const viaCli = file('cli', webDoc(1));
+    await dk(alive[1]!)('stack', 'deploy', '-c', viaCli, 'cli');
+    const seen = JSON.parse((await engine(alive[0]!, ['stack', 'inspect', '--cluster', 'cli'])).stdout)[0];
+    assert.deepEqual(Object.keys(seen.Services), ['web']);
+    assert.equal((await engine(alive[0]!, ['stack', 'rm', '--cluster', 'cli'])).code, 0);
+    assert.equal(await dk(alive[1]!)('stack', 'ls', '--format', '{{.Name}}'), '');
+    assert.equal((await engine(alive[0]!, ['apply', '--cluster', '-f', viaCli, '-p', 'eng'])).code, 0);
+    assert.match(await dk(alive[1]!)('stack', 'ls', '--format', '{{.Name}}'), /^eng$/m);
+    await dk(alive[1]!)('stack', 'rm', 'eng');
+    assert.equal((await engine(alive[0]!, ['stack', 'inspect', '--cluster', 'eng'])).code, 1);
     if (!leaderIsA || leader !== ds.a) await leader.restart();
   });
 });

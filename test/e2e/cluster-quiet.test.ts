@@ -1,5 +1,6 @@
-// A cluster at rest writes nothing (issue 60, 5): three daemons and five cluster stacks on one
-// etcd, every replica running and every node's status published; then 30 s (ten lease TTLs, six
+// A cluster at rest writes nothing (issue 60, 5): three daemons (each in a network namespace of its
+// own: a cluster stack's services join its overlay network) and five cluster stacks on one etcd,
+// every replica running and every task's status published; then 30 s (ten lease TTLs, six
 // resyncs of every loop) without a change, in
 // which etcd's own counters of puts and deletes (its /metrics: etcd_mvcc_put_total,
 // etcd_mvcc_delete_total) do not move. Lease keep-alives are not writes. And the leader compacts
@@ -18,6 +19,7 @@ import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { formSwarm } from './harness/swarm.ts';
 import { runEngine } from './harness/engine-cli.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
+import { startNetns, type NetnsHandle } from './harness/netns.ts';
 import { until } from './harness/wait.ts';
 
 const TTL = 3;
@@ -56,7 +58,8 @@ async function historyCompacted(e: EtcdHandle): Promise<boolean> {
   }
 }
 
-describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server is not installed (hack/install.sh installs it)' }, () => {
+describe('a cluster at rest', { skip: !(existsSync('/usr/bin/etcd') && process.getuid?.() === 0) && 'needs root and etcd-server (hack/install.sh installs it)' }, () => {
+  let net: NetnsHandle;
   let etcd: EtcdHandle;
   let imgs: TestImages;
   let dir: string;
@@ -64,13 +67,14 @@ describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-serv
   const dk = (d: DaemonHandle) => dockerOk(() => d);
 
   before(async () => {
-    etcd = await startEtcd();
+    net = startNetns({ count: 3 });
+    etcd = await startEtcd({ host: net.hostAddr });
     dir = mkdtempSync(join(tmpdir(), 'cluster-quiet-'));
     imgs = await testImages();
     const store = ['--cluster-store', `etcd://${etcd.clientUrl.replace(/^http:\/\//, '')}`, '--cluster-store-opt', `discovery.ttl=${TTL}`];
-    ds.push(...(await Promise.all([0, 1, 2].map(() => startDaemon({ args: store, env: { ENGINE_CLUSTER_COMPACT_MS: '5000' } })))));
+    ds.push(...(await Promise.all(net.names.map((ns, i) => startDaemon({ netns: ns, args: [...store, '--cluster-default-advertise-addr', net.addr(i)], env: { ENGINE_CLUSTER_COMPACT_MS: '5000' } })))));
     await Promise.all(ds.map((d) => dk(d)('load', '-i', imgs.dockerArchive)));
-    await formSwarm(ds);
+    await formSwarm(ds, net.names.map((_, i) => net.addr(i)));
     await until('three nodes', async () => (await dk(ds[0]!)('node', 'ls', '-q')).split('\n').filter(Boolean).length === 3);
   }, { timeout: 180_000 });
   after(async () => {
@@ -80,6 +84,7 @@ describe('a cluster at rest', { skip: !existsSync('/usr/bin/etcd') && 'etcd-serv
       await d.cleanup().catch(() => {});
     }
     await etcd?.cleanup();
+    net?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }, { timeout: 180_000 });
 

@@ -1,6 +1,7 @@
 // Self-fencing over a real network (issue 60, 2): etcd on the host's address of a bridge, three
-// daemons each in its own network namespace (test/e2e/harness/netns.ts). A cluster stack with a
-// replica per node; one node cut off from etcd (iptables inside its namespace). Measured on the
+// daemons each in its own network namespace (test/e2e/harness/netns.ts). A cluster stack (the
+// swarm's services, `engine apply --cluster`) with a replica per node; a replica is a service's
+// slot, whichever task runs it; one node cut off from etcd (iptables inside its namespace). Measured on the
 // host's clock since boot, by the processes and not only by what the daemons say: the cut node's
 // replica process is gone (a 20 ms poller) before its lease expired at etcd (its record's deletion,
 // followed by etcdctl on the host); the replica's process on another node started (its /proc start
@@ -59,12 +60,12 @@ describe('self-fencing nodes', { skip: !canRun && 'needs root and etcd-server (h
   let dir: string;
   const ds: DaemonHandle[] = [];
   const dk = (d: DaemonHandle) => dockerOk(() => d);
-  /** Replica name -> host PID, of the project's running containers on daemon `d`. */
+  /** Replica (SERVICE.SLOT: its task container's name without the task id) -> host PID, of the stack's running containers on daemon `d`. */
   const replicas = async (d: DaemonHandle): Promise<Map<string, number>> => {
-    const out = await dk(d)('ps', '--filter', 'label=com.docker.compose.project=fenced', '--format', '{{.Names}}');
+    const out = await dk(d)('ps', '--filter', 'label=com.docker.stack.namespace=fenced', '--format', '{{.Names}}');
     const names = out.split('\n').filter(Boolean);
     const m = new Map<string, number>();
-    for (const n of names) m.set(n, Number(await dk(d)('inspect', '-f', '{{.State.Pid}}', n).catch(() => '0')));
+    for (const n of names) m.set(n.split('.').slice(0, 2).join('.'), Number(await dk(d)('inspect', '-f', '{{.State.Pid}}', n).catch(() => '0')));
     return m;
   };
 

@@ -44,7 +44,7 @@ export class ReplicaTracker {
   private asking = false;
   private stopped = false;
 
-  /** `daemons[i]` is node i; `project` the stack's compose project label. */
+  /** `daemons[i]` is node i; `project` the cluster stack (its services' com.docker.stack.namespace label). */
   constructor(daemons: readonly DaemonHandle[], project: string) {
     this.daemons = daemons;
     this.project = project;
@@ -99,7 +99,7 @@ export class ReplicaTracker {
   private async ask(d: DaemonHandle, node: number): Promise<void> {
     if (!d.pid) return;
     const dk = dockerOk(() => d);
-    const ids = (await dk('ps', '-q', '--filter', `label=com.docker.compose.project=${this.project}`)).split('\n').filter(Boolean);
+    const ids = (await dk('ps', '-q', '--filter', `label=com.docker.stack.namespace=${this.project}`)).split('\n').filter(Boolean);
     if (ids.length === 0) return;
     for (const line of (await dk('inspect', '-f', '{{.Name}} {{.State.Pid}}', ...ids)).split('\n')) {
       const [name, pidText] = line.trim().split(' ');
@@ -107,7 +107,8 @@ export class ReplicaTracker {
       if (!name || !pid) continue;
       const startUp = startedAt(pid);
       if (startUp < 0 || this.known.has(`${pid}:${startUp}`)) continue;
-      const p: ReplicaProcess = { replica: name.replace(/^\//, ''), node, pid, startUp, lastAliveUp: uptime(), goneUp: -1 };
+      // A replica is a service's slot (SERVICE.SLOT), whichever task runs it.
+      const p: ReplicaProcess = { replica: name.replace(/^\//, '').split('.').slice(0, 2).join('.'), node, pid, startUp, lastAliveUp: uptime(), goneUp: -1 };
       this.known.add(`${pid}:${startUp}`);
       this.procs.push(p);
     }

@@ -139,6 +139,20 @@ describe('orchestrate', () => {
     assert.equal(run(base({ services: [all], tasks: before })).filter((t) => t.DesiredState === 'ready' && t.StartAfter).length, 3, 'Parallelism 0: all at once');
   });
 
+  test('an update keeps the spread: a replacement goes where the task it replaces is being shut down', () => {
+    const two = { Mode: { Replicated: { Replicas: 2 } } };
+    const nodes = [{ record: node('a') }, { record: node('b') }, { record: node('c') }];
+    const before = run(base({ services: [svc('s', two)], nodes: nodes.slice(1) }));
+    assert.deepEqual(before.map((t) => t.NodeID).sort(), ['b', 'c']);
+    const updated = svc('s', two, { ContainerSpec: { Image: 'busybox:2' } });
+    // Node a is busier in all (another service's tasks) so that only the spread of this one decides.
+    const busy = run(base({ services: [svc('o', { Mode: { Replicated: { Replicas: 2 } } })], nodes: [nodes[0]!] }));
+    const step = run(base({ services: [updated, svc('o', { Mode: { Replicated: { Replicas: 2 } } })], tasks: [...before, ...busy], nodes }));
+    const old = step.find((t) => t.ServiceID === 's' && t.DesiredState === 'shutdown')!;
+    const next = step.find((t) => t.ServiceID === 's' && t.StartAfter === old.ID)!;
+    assert.equal(next.NodeID, old.NodeID);
+  });
+
   test('a node where the service\'s tasks keep failing is tried last', () => {
     const s1 = svc('f');
     const failed = (id: string, nodeId: string): TaskRecord => ({
