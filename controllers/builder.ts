@@ -9,7 +9,7 @@
 //
 // A loop whose state is outside the store (the cluster's, in etcd) is a controller of fixed keys:
 //
-//   controller('cluster-agent').forKeys(['node']).source(etcdPrefix(assignments), () => 'node')
+//   controller('swarm-tasks').forKeys(['tasks']).source(etcdPrefix(assigned), () => 'tasks')
 //
 // `owns(kind, ownerOf)` is a watch whose map names the owner of a child record (an endpoint's
 // container); `source(src, map)` takes keys from outside the store (supervisor exits, a job's end).

@@ -1,7 +1,7 @@
 // The controller runner: store watch -> keyed work queue -> reconcile(key).
 // Every put/delete of the controller's kind enqueues the resource name; start-up enqueues every
 // existing resource once (that resync is how restarts and crash recovery converge). A controller of
-// fixed keys and no kind of its own (the cluster's node agent and placer, whose state is in etcd)
+// fixed keys and no kind of its own (the cluster's task runner and orchestrator, whose state is in etcd)
 // has those keys queued at start instead, and is woken by its triggers alone. What else wakes
 // a key (other kinds' changes, supervisor events, a job's end) is declared with the builder
 // (controllers/builder.ts) and runs here as triggers while the controller runs. The reconciler gets

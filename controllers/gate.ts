@@ -1,5 +1,5 @@
 // A loop that runs only while a condition holds, as controller-runtime's manager runs the
-// runnables that need leader election only on the elected replica: the cluster's placer runs while
+// runnables that need leader election only on the elected replica: the swarm's orchestrator runs while
 // this node leads. A controller is not started twice, so each opening builds a new one; a closing
 // stops it (its reconcile in flight finishes; what it writes then is the reconciler's to fence).
 // Openings and closings take effect one after the other, in the order they came.

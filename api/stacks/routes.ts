@@ -88,9 +88,6 @@ export function stackRoutes(deps: StackRouteDeps) {
       if (!cluster) throw invalidArgument('scope=cluster needs the node to be in a swarm (docker swarm init or docker swarm join)');
       return cluster;
     };
-    const clusterManaged = (r: StackResource | undefined) => {
-      if (r?.spec.placed) throw conflict(`stack ${r.name} is the part of a cluster stack placed on this node: change it with scope=cluster`);
-    };
 
     app.put('/stacks/:name', { schema: { params: nameParams, querystring: z.looseObject({ dryRun: q.bool(), scope: q.str() }) } }, async (req, reply) => {
       const name = req.params.name;
@@ -113,7 +110,6 @@ export function stackRoutes(deps: StackRouteDeps) {
       }
       const cur = store.get(Stacks, name);
       if (req.query.dryRun) return { Name: name, DryRun: true, Changes: dryRun(store, name, document) };
-      clusterManaged(cur);
       if (cur?.spec.desired === 'removed') throw conflict(`stack ${name} is being removed`);
       const spec = { document, desired: 'present' as const, removeVolumes: false, appliedAt: rfc3339Nano() };
       const r = cur ? store.updateSpec(Stacks, name, () => spec) : store.create(Stacks, name, spec, INITIAL_STACK_STATUS);
@@ -141,7 +137,6 @@ export function stackRoutes(deps: StackRouteDeps) {
         return reply.code(204).send();
       }
       const r = findStack(store, req.params.name);
-      clusterManaged(r);
       const removeVolumes = req.query.volumes || (r.spec.desired === 'removed' && r.spec.removeVolumes);
       await writeAndWait(store, Stacks, r.name, (s) => ({ ...s, desired: 'removed', removeVolumes }), gone, {
         timeoutMs,

@@ -11,8 +11,7 @@ import type { Store } from '../../store/store.ts';
 import { parseGenericResources } from '../../lib/generic-resources.ts';
 import { Gated } from '../../controllers/gate.ts';
 import { Manager } from '../../controllers/manager.ts';
-import { NodeAgent } from '../../reconcilers/node/agent.ts';
-import { agentController, orchestratorController, overlayController, placerController, taskRunnerController } from '../../reconcilers/node/controllers.ts';
+import { orchestratorController, overlayController, taskRunnerController } from '../../reconcilers/node/controllers.ts';
 import { SwarmOrchestrator } from '../../reconcilers/node/orchestrator.ts';
 import { TaskRunner } from '../../reconcilers/node/task-runner.ts';
 import { OverlayNetworks, type OverlayOptions } from '../../reconcilers/node/overlay.ts';
@@ -24,10 +23,8 @@ import { TaskFiles, taskObjectRefs, type TaskObjectKind } from '../../drivers/sw
 import { admitContainer, type AdmissionDeps } from '../../admission/containers/admit.ts';
 import { swarmTaskOwner } from '../../store/kinds/container.ts';
 import { ClusterCompactor, COMPACT_EVERY_MS } from '../../reconcilers/node/compactor.ts';
-import { ClusterStacks } from '../../reconcilers/node/cluster-stacks.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
 import { FencerLink } from '../../reconcilers/node/fencer-link.ts';
-import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
 import { SelfFence } from '../../reconcilers/node/self-fence.ts';
 import { component } from './registry.ts';
 import { ENGINE_VERSION } from '../version.ts';
@@ -43,22 +40,18 @@ export function labelMap(labels: readonly string[]): Record<string, string> {
   return out;
 }
 
-/** The cluster parts: membership, the cluster stacks the API reads and writes, the node agent, the leader's placer. */
+/** The cluster parts: membership, the fences, the leader's orchestrator, this node's tasks and overlay networks. */
 export interface Cluster {
   membership: ClusterMembership;
-  /** Cluster stacks as the API reads and writes them (a manager's: a worker may not read them). */
-  stacks: ClusterStacks | undefined;
-  agent: NodeAgent;
   compactor: ClusterCompactor;
   fence: SelfFence;
   fencer: FencerLink;
-  placer: ClusterPlacer;
   /** The leader's swarm orchestrator, and this node's swarm tasks as containers. */
   orchestrator: SwarmOrchestrator;
   runner: TaskRunner;
   /** This node's part of the overlay networks. */
   overlay: OverlayNetworks;
-  /** Runs membership, the agent and the placer (while leading): started in that order, stopped in reverse. */
+  /** Runs membership, the orchestrator (while leading), the task runner and the overlay networks: started in that order, stopped in reverse. */
   loops: Manager;
 }
 
@@ -88,7 +81,7 @@ export interface ClusterDeps {
 export interface ClusterIdentity {
   nodeId: string;
   addr: string;
-  /** A worker does not stand for the leadership (its placer never runs). */
+  /** A worker does not stand for the leadership (its orchestrator never runs). */
   role: 'manager' | 'worker';
   /** The advertised port of its listener. */
   port?: number;
@@ -96,7 +89,7 @@ export interface ClusterIdentity {
   dataPathAddr?: string;
 }
 
-/** Joins the cluster in `spec` (etcd answering or not): membership, agent, placer, fences, compactor. */
+/** Joins the cluster in `spec` (etcd answering or not): membership, orchestrator, task runner, overlay, fences, compactor. */
 export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: ClusterIdentity): Promise<Cluster> {
   const { cfg, log, metrics } = d;
   const addr = who.addr;
@@ -116,24 +109,14 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     ...(who.port ? { port: who.port } : {}),
   });
   const clog = log.child({ component: 'cluster' });
-  // The agent is made below; the fence's callbacks reach it once it exists.
-  let agent: NodeAgent | undefined;
+  // The task runner is made below; the fence's callbacks reach it once it exists.
   let runner: TaskRunner | undefined;
   const fence = new SelfFence({
     ttlMs: spec.ttlSeconds * 1000,
     marginMs: spec.fenceMarginSeconds * 1000,
-    onFence: (killAt) => {
-      agent?.fence(killAt);
-      runner?.fence(killAt);
-    },
-    onDeadline: () => {
-      agent?.deadline();
-      runner?.deadline();
-    },
-    onRelease: () => {
-      agent?.release();
-      runner?.kick();
-    },
+    onFence: (killAt) => runner?.fence(killAt),
+    onDeadline: () => runner?.deadline(),
+    onRelease: () => runner?.release(),
   });
   const membership = new ClusterMembership({
     store: spec,
@@ -145,15 +128,6 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     candidate: who.role !== 'worker',
   });
   const etcd = () => membership.etcd;
-  agent = new NodeAgent({
-    store: d.store,
-    nodeId: membership.nodeId,
-    etcd,
-    putLeased: (k, v) => membership.putLeased(k, v),
-    log: clog.child({ part: 'agent' }),
-    fence: { startsAllowed: () => fence.startsAllowed, assignmentsRead: () => fence.assignmentsRead() },
-    kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
-  });
   // Should the daemon die, its cluster containers still go by the fence deadline (cmd/fencer.ts).
   const fencer = new FencerLink({
     execRoot: d.execRoot,
@@ -190,7 +164,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     etcd,
     putLeased: (k, v) => membership.putLeased(k, v),
     run: (taskId, name, body, start) => void admitContainer(d.containers, body, { name, ownerRef: swarmTaskOwner(taskId), start }),
-    startsAllowed: () => fence.startsAllowed,
+    fence: { startsAllowed: () => fence.startsAllowed, tasksRead: () => fence.tasksRead() },
     kill: (id) => d.supervisor.killTask(id, 9, { all: true }),
     networks: (t) => overlay.prepare(t),
     files: (t) => taskFiles.prepare(t.ID, taskObjectRefs((t.Spec['ContainerSpec'] as Record<string, unknown> | undefined) ?? {})),
@@ -201,14 +175,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
   });
   const tasks = runner;
   const orchestrator = new SwarmOrchestrator({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'orchestrator' }) });
-  const placer = new ClusterPlacer({ etcd, nodes: () => membership.nodes(), term: () => membership.leaderTerm, deposed: (why) => membership.deposed(why), log: clog.child({ part: 'placer' }) });
-  const joinedAgent = agent;
   membership.on('joined', () => {
-    void joinedAgent.watch().catch(() => {});
-    void placer.watch().catch(() => {});
-    joinedAgent.rejoined();
-    joinedAgent.kick();
-    placer.kick();
     void tasks.watch().catch(() => {});
     void orchestrator.watch().catch(() => {});
     tasks.rejoined();
@@ -217,27 +184,21 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     orchestrator.kick();
   });
   const compactor = new ClusterCompactor({ etcd, leading: () => membership.isLeader, log: clog.child({ part: 'compactor' }), everyMs: compactEveryMs() });
-  membership.on('nodes', () => {
-    placer.kick();
-    orchestrator.kick();
-  });
+  membership.on('nodes', () => orchestrator.kick());
   const loops = new Manager({ log: clog });
   loops.add(membership);
-  loops.add(agentController(agent).build({ reconciler: agent, log: clog.child({ part: 'agent' }), metrics }));
-  // The placer and the orchestrator run only while this node leads: a controller built for each term.
-  const whileLeading = (name: string, build: () => ReturnType<ReturnType<typeof placerController>['build']>) =>
+  // The orchestrator runs only while this node leads: a controller built for each term.
+  const whileLeading = (name: string, build: () => ReturnType<ReturnType<typeof orchestratorController>['build']>) =>
     new Gated({ name, isOpen: () => membership.isLeader, changes: { subscribe: (fn) => (membership.on('leader', fn), () => membership.off('leader', fn)) }, build });
-  loops.add(whileLeading('cluster-placer', () => placerController(placer).build({ reconciler: placer, log: clog.child({ part: 'placer' }), metrics })));
   loops.add(whileLeading('swarm-orchestrator', () => orchestratorController(orchestrator).build({ reconciler: orchestrator, log: clog.child({ part: 'orchestrator' }), metrics })));
   loops.add(taskRunnerController(tasks).build({ reconciler: tasks, log: clog.child({ part: 'tasks' }), metrics }));
   loops.add(overlayController(overlay).build({ reconciler: overlay, log: clog.child({ part: 'overlay' }), metrics }));
-  agent.start();
   tasks.start();
   overlay.start();
   compactor.start();
   fencer.start();
   await loops.start();
-  return { membership, stacks: who.role === 'worker' ? undefined : new ClusterStacks(etcd, () => membership.nodes(), () => placer.assignmentRecords()), agent, placer, orchestrator, runner: tasks, overlay, compactor, fence, fencer, loops };
+  return { membership, orchestrator, runner: tasks, overlay, compactor, fence, fencer, loops };
 }
 
 /** Leaves the cluster: every part stopped, the lease revoked. */
@@ -246,12 +207,10 @@ export async function stopCluster(c: Cluster, d?: Pick<ClusterDeps, 'swarmNames'
   c.fence.stop();
   c.fencer.stop();
   await c.loops.stop();
-  c.placer.stop();
   c.orchestrator.stop();
   c.runner.stop();
   c.overlay.stop();
   d?.swarmNames?.(undefined);
-  await c.agent.stop();
 }
 
 /**

@@ -1,14 +1,14 @@
 // Who may do what in a managed swarm's etcd (etcd's own auth: users and roles, the user named by
 // the CN of the client certificate, which is the node id, ./ca.ts). A manager is a user with
 // etcd's root role; a worker a user with a role of its own, `node-<id>`, that may read the
-// membership (node records, lasting member records, the leader election), its own assignments and
-// its own node spec and the tasks it is given, and write only its own node record, lasting record and task status — another
-// node's assignments are refused it. (The overlay networks' endpoints it may write, any node's: not yet confined to its own.) A node removed from the swarm has no user: its certificate
+// membership (node records, lasting member records, the leader election), its own node spec and
+// the tasks it is given, and write only its own node record, lasting record and task status —
+// another node's tasks are refused it. (The overlay networks' endpoints it may write, any node's: not yet confined to its own.) A node removed from the swarm has no user: its certificate
 // opens nothing. Auth is enabled once etcd's `root` user exists (a user no certificate names:
 // swarm CNs are 25-character ids).
 import type { Etcd3, IPermission } from 'etcd3';
 import { Range } from 'etcd3';
-import { ASSIGNMENTS_PREFIX, ELECTION_PREFIX, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, STATUS_PREFIX } from '../../lib/cluster/node-record.ts';
+import { ELECTION_PREFIX, MEMBERS_PREFIX, memberKey, NODES_PREFIX, nodeKey, STATUS_PREFIX } from '../../lib/cluster/node-record.ts';
 import { nodeSpecKey } from '../../lib/swarm/node-spec.ts';
 import { NODE_TASKS_PREFIX } from '../../lib/swarm/task.ts';
 import { NETWORKS_PREFIX } from '../../lib/swarm/network.ts';
@@ -27,13 +27,12 @@ const prefix = (p: string, permType: Perm): IPermission => {
 };
 const key = (k: string, permType: Perm): IPermission => ({ permType, key: Buffer.from(k), range_end: Buffer.alloc(0) });
 
-/** What a worker may do: read the membership, its assignments and its spec; write its own records. */
+/** What a worker may do: read the membership, its tasks and its spec; write its own records. */
 export function workerPermissions(nodeId: string): IPermission[] {
   return [
     prefix(NODES_PREFIX, 'Read'),
     prefix(MEMBERS_PREFIX, 'Read'),
     prefix(ELECTION_PREFIX, 'Read'),
-    prefix(`${ASSIGNMENTS_PREFIX}${nodeId}/`, 'Read'),
     prefix(`${NODE_TASKS_PREFIX}${nodeId}/`, 'Read'),
     key(nodeSpecKey(nodeId), 'Read'),
     key(nodeKey(nodeId), 'Readwrite'),

@@ -1,24 +1,12 @@
-// Where the replicas of cluster stacks run: a pure function of the stacks, the live nodes and the
-// current placement, computed by the leader. As swarm's scheduler: reservations (cpus, memory,
-// generic resources) are subtracted from a node's capacity, a node is checked for resources before
-// constraints, a fresh replica goes to the eligible node with the fewest replicas of its service,
-// then the fewest in total, and an unplaceable one is "no suitable node (…)" in the scheduler's words.
-import type { ComposeApp, ComposeService } from '../compose/schema.ts';
-import { sizeBytes } from '../compose/normalize.ts';
-import { unmetPlacement, type NodeFacts } from '../compose/placement.ts';
+// Swarm's scheduler for one replica, which the leader's orchestrator runs for each task to place
+// (lib/swarm/orchestrate.ts): reservations (cpus, memory, generic resources) are subtracted from a
+// node's capacity, a node is checked for resources before constraints, a replica goes to the
+// eligible node with the fewest replicas of its service, then the fewest in total, and an
+// unplaceable one is "no suitable node (…)" in the scheduler's words.
+import type { NodeFacts } from '../compose/placement.ts';
 import type { NodeRecord } from './node-record.ts';
-import { byteOrder } from '../compare.ts';
 
-export interface PlacementInput {
-  stacks: Array<{ name: string; document: ComposeApp }>;
-  /** Live nodes only. */
-  nodes: NodeRecord[];
-  /** What is placed now (from etcd), possibly on nodes that are gone. */
-  previous: Assignment[];
-}
-export interface Assignment { stack: string; service: string; slot: number; node: string; env: Record<string, string>; claims: Claim[] }
 export type Claim = { kind: string; count: number } | { kind: string; unit: string };
-export interface PlacementResult { assignments: Assignment[]; pending: Array<{ stack: string; service: string; slot: number; reason: string }> }
 
 /** swarmkit's genericresource.EnvFormat with the prefix the engine gives it (DOCKER_RESOURCE). */
 export function resourceEnv(claims: readonly Claim[]): Record<string, string> {
@@ -50,19 +38,7 @@ export interface NodeState {
 /** What one replica reserves. */
 export interface Needs { nanoCpus: number; memoryBytes: number; generic: Array<{ kind: string; value: number }> }
 
-const bySlot = (a: { stack: string; service: string; slot: number }, b: { stack: string; service: string; slot: number }) =>
-  byteOrder(a.stack, b.stack) || byteOrder(a.service, b.service) || a.slot - b.slot;
-const svcKey = (stack: string, service: string) => `${stack}\0${service}`;
 const unitKey = (kind: string, unit: string) => `${kind}\0${unit}`;
-
-function needsOf(svc: ComposeService): Needs {
-  const r = svc.deploy?.resources?.reservations;
-  return {
-    nanoCpus: r?.cpus === undefined ? 0 : Math.round(Number(r.cpus) * 1e9),
-    memoryBytes: sizeBytes(r?.memory) ?? 0,
-    generic: (r?.generic_resources ?? []).map((g) => ({ kind: g.discrete_resource_spec.kind, value: g.discrete_resource_spec.value })),
-  };
-}
 
 /** `record` as the scheduler starts from it (a swarm node's own labels as its node.labels, when given). */
 export function nodeState(record: NodeRecord, nodeLabels?: Record<string, string>): NodeState {
@@ -98,29 +74,6 @@ export function freshClaims(n: NodeState, needs: Needs): Claim[] | undefined {
   return claims;
 }
 
-/** Whether previous `claims` still serve `needs` exactly and are still free on `n`. */
-function claimsStillValid(n: NodeState, needs: Needs, claims: readonly Claim[]): boolean {
-  const want = new Map<string, number>();
-  for (const g of needs.generic) want.set(g.kind, (want.get(g.kind) ?? 0) + g.value);
-  const got = new Map<string, number>();
-  const discrete = new Map<string, number>();
-  const units = new Set<string>();
-  for (const c of claims) {
-    got.set(c.kind, (got.get(c.kind) ?? 0) + ('unit' in c ? 1 : c.count));
-    if ('unit' in c) {
-      const k = unitKey(c.kind, c.unit);
-      if (!(n.named.get(c.kind) ?? []).includes(c.unit) || n.claimed.has(k) || units.has(k)) return false;
-      units.add(k);
-    } else {
-      discrete.set(c.kind, (discrete.get(c.kind) ?? 0) + c.count);
-      if (!n.discrete.has(c.kind) || discrete.get(c.kind)! > n.discrete.get(c.kind)!) return false;
-    }
-  }
-  if (got.size !== want.size) return false;
-  for (const [kind, v] of want) if (got.get(kind) !== v) return false;
-  return true;
-}
-
 /** Counts a replica of `key` on `n`: its reservations and claims taken from what is left. */
 export function take(n: NodeState, key: string, needs: Needs, claims: readonly Claim[]): void {
   n.nanoCpus -= needs.nanoCpus;
@@ -145,49 +98,6 @@ export function uncount(n: NodeState, key: string): void {
 
 export const fitsCapacity = (n: NodeState, needs: Needs) => needs.nanoCpus <= n.nanoCpus && needs.memoryBytes <= n.memoryBytes;
 const nodes = (count: number) => (count === 1 ? '1 node' : `${count} nodes`);
-
-export function place(input: PlacementInput): PlacementResult {
-  const states = [...input.nodes].sort((a, b) => byteOrder(a.id, b.id)).map((r) => nodeState(r));
-  const byId = new Map(states.map((s) => [s.record.id, s]));
-  const services = new Map<string, { svc: ComposeService; replicas: number; needs: Needs }>();
-  const slots: Array<{ stack: string; service: string; slot: number }> = [];
-  for (const { name, document } of [...input.stacks].sort((a, b) => byteOrder(a.name, b.name))) {
-    for (const service of Object.keys(document.services).sort(byteOrder)) {
-      const svc = document.services[service] ?? ({} as ComposeService); // a null service: defaults
-      const replicas = svc.deploy?.replicas ?? 1;
-      services.set(svcKey(name, service), { svc, replicas, needs: needsOf(svc) });
-      for (let slot = 1; slot <= replicas; slot++) slots.push({ stack: name, service, slot });
-    }
-  }
-
-  const assignments: Assignment[] = [];
-  const placed = new Set<string>();
-  const slotKey = (a: { stack: string; service: string; slot: number }) => `${a.stack}\0${a.service}\0${a.slot}`;
-  const previous = [...input.previous].sort((a, b) => bySlot(a, b) || byteOrder(a.node, b.node));
-  for (const p of previous) {
-    const s = services.get(svcKey(p.stack, p.service));
-    const n = byId.get(p.node);
-    if (!s || !n || p.slot < 1 || p.slot > s.replicas || placed.has(slotKey(p))) continue;
-    if (!fitsCapacity(n, s.needs) || !claimsStillValid(n, s.needs, p.claims) || unmetPlacement(s.svc, n.facts) !== undefined) continue;
-    take(n, svcKey(p.stack, p.service), s.needs, p.claims);
-    placed.add(slotKey(p));
-    assignments.push({ stack: p.stack, service: p.service, slot: p.slot, node: n.record.id, env: resourceEnv(p.claims), claims: p.claims.map((c) => ({ ...c })) });
-  }
-
-  const pending: PlacementResult['pending'] = [];
-  for (const slot of slots) {
-    if (placed.has(slotKey(slot))) continue;
-    const key = svcKey(slot.stack, slot.service);
-    const { svc, needs } = services.get(key)!;
-    const chosen = chooseNode(states, key, needs, (facts) => unmetPlacement(svc, facts) !== undefined);
-    if ('node' in chosen) {
-      take(chosen.node, key, needs, chosen.claims);
-      assignments.push({ ...slot, node: chosen.node.record.id, env: resourceEnv(chosen.claims), claims: chosen.claims });
-    } else pending.push({ ...slot, reason: chosen.reason });
-  }
-  assignments.sort(bySlot);
-  return { assignments, pending };
-}
 
 /**
  * Swarm's scheduler for one replica of `key`: the nodes that fit its reservations and meet its

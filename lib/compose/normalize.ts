@@ -30,18 +30,12 @@ export interface UpdatePolicy {
   monitorMs: number;
 }
 
-/** A replica slot a cluster placed on this node, with what its placement adds to its environment. */
-export interface SlotPlacement {
-  n: number;
-  env?: Record<string, string>;
-}
-
 export interface ServicePlan {
   name: string;
   replicas: number;
-  /** The replica numbers this node runs: 1..replicas, or those a cluster placed here. */
+  /** The replica numbers: 1..replicas. */
   slots: number[];
-  /** The config hash of slot `n`: the service's, or with its placement's environment folded in. */
+  /** The config hash of slot `n` (the service's: every slot is made alike). */
   hashFor(n: number): string;
   /** How a change rolls: without update_config every replica at once (as `compose up`), stop-first. */
   update: UpdatePolicy;
@@ -216,7 +210,7 @@ export function undeclaredReference(app: ComposeApp): string | undefined {
   return undefined;
 }
 
-export function planProject(project: string, app: ComposeApp, filesDir: string, placed?: Record<string, SlotPlacement[]>): ProjectPlan {
+export function planProject(project: string, app: ComposeApp, filesDir: string): ProjectPlan {
   const netName = (key: string) => `${project}_${key}`;
   const usedNetworks = new Set<string>();
   const services: ServicePlan[] = [];
@@ -231,18 +225,15 @@ export function planProject(project: string, app: ComposeApp, filesDir: string, 
     const { deploy: { replicas: _r, update_config: _u, ...deployRest } = {}, depends_on: _d, ...made } = svc;
     const configHash = hashOf({ svc: { ...made, ...(Object.keys(deployRest).length ? { deploy: deployRest } : {}) }, contents, networks: nets });
     const uc = svc.deploy?.update_config;
-    const mine = placed ? [...(placed[name] ?? [])].sort((a, b) => a.n - b.n) : undefined;
-    const slotEnv = new Map((mine ?? []).filter((p) => p.env && Object.keys(p.env).length).map((p) => [p.n, p.env!]));
-    const hashFor = (n: number) => (slotEnv.has(n) ? hashOf({ configHash, env: slotEnv.get(n) }) : configHash);
-    const replicas = mine ? mine.length : (svc.deploy?.replicas ?? 1);
+    const replicas = svc.deploy?.replicas ?? 1;
     const limits = svc.deploy?.resources?.limits;
     const labels = toMap(svc.labels);
     const oneShot = svc.restart === 'no';
     const plan: ServicePlan = {
       name,
       replicas,
-      slots: mine ? mine.map((p) => p.n) : Array.from({ length: replicas }, (_, i) => i + 1),
-      hashFor,
+      slots: Array.from({ length: replicas }, (_, i) => i + 1),
+      hashFor: () => configHash,
       update: {
         parallelism: uc ? (uc.parallelism ?? 1) : 0,
         delayMs: Math.round((durationNs(uc?.delay) ?? 0) / 1e6),
@@ -261,7 +252,7 @@ export function planProject(project: string, app: ComposeApp, filesDir: string, 
           Image: svc.image,
           ...(svc.command !== undefined ? { Cmd: asList(svc.command) } : {}),
           ...(svc.entrypoint !== undefined ? { Entrypoint: typeof svc.entrypoint === 'string' ? ['/bin/sh', '-c', svc.entrypoint] : svc.entrypoint } : {}),
-          Env: Object.entries({ ...toMap(svc.environment), ...slotEnv.get(n) }).map(([k, v]) => `${k}=${v}`),
+          Env: Object.entries(toMap(svc.environment)).map(([k, v]) => `${k}=${v}`),
           ...(svc.working_dir ? { WorkingDir: svc.working_dir } : {}),
           ...(svc.user ? { User: svc.user } : {}),
           ExposedPorts: exposed,
@@ -285,7 +276,7 @@ export function planProject(project: string, app: ComposeApp, filesDir: string, 
             [LABEL.project]: project,
             [LABEL.service]: name,
             [LABEL.number]: String(n),
-            [LABEL.configHash]: hashFor(n),
+            [LABEL.configHash]: configHash,
             [LABEL.oneoff]: 'False',
             [LABEL.owner]: project,
           },

@@ -1,12 +1,10 @@
 // What wakes the cluster's loops, declared beside them (controllers/builder.ts): each is a
 // controller of one key on the runner — the work queue's back-off on a failed pass, the
 // controller-runtime metrics — fed by its etcd prefixes' watch-fed caches (`etcdPrefix`) and the
-// wakes its owner emits. The placer's runs only while this node leads (controllers/gate.ts, wired
-// in cmd/components/cluster.ts).
+// wakes its owner emits. The orchestrator runs only while this node leads (controllers/gate.ts,
+// wired in cmd/components/cluster.ts).
 import { controller } from '../../controllers/builder.ts';
-import type { NodeAgent } from './agent.ts';
 import type { ClusterMembership } from './membership.ts';
-import type { ClusterPlacer } from './placer.ts';
 import type { SwarmOrchestrator } from './orchestrator.ts';
 import type { TaskRunner } from './task-runner.ts';
 import { OVERLAY_KEY, type OverlayNetworks } from './overlay.ts';
@@ -16,8 +14,6 @@ import { etcdPrefix } from './prefix-cache.ts';
 const CLUSTER_BACKOFF = { baseDelayMs: 500, maxDelayMs: 5000, stopTimeoutMs: 2000 };
 
 export const MEMBERSHIP_KEY = 'membership';
-export const AGENT_KEY = 'node';
-export const PLACER_KEY = 'placement';
 export const ORCHESTRATOR_KEY = 'orchestration';
 export const TASKS_KEY = 'tasks';
 
@@ -28,23 +24,6 @@ export function membershipController(m: ClusterMembership) {
     .source(m.wakes)
     .workers(1)
     .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
-}
-
-/** This node's assignments made local stacks: woken by any change under its assignment prefix and by a release or rejoin. */
-export function agentController(agent: NodeAgent) {
-  return controller('cluster-agent')
-    .forKeys([AGENT_KEY])
-    .source(etcdPrefix(agent.assignments), () => AGENT_KEY)
-    .source(agent.wakes)
-    .workers(1)
-    .withOptions({ ...CLUSTER_BACKOFF, quietRetries: true });
-}
-
-/** The leader's placement: woken by any change of stacks, assignments or pending, and by the nodes'. */
-export function placerController(placer: ClusterPlacer) {
-  const b = controller('cluster-placer').forKeys([PLACER_KEY]).source(placer.wakes).workers(1).withOptions(CLUSTER_BACKOFF);
-  for (const c of placer.caches) b.source(etcdPrefix(c), () => PLACER_KEY);
-  return b;
 }
 
 /** The leader's swarm orchestrator: woken by any change of services, tasks, reports, node specs, and by the nodes'. */

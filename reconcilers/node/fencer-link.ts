@@ -1,6 +1,6 @@
 // The daemon's side of the cluster fencer (cmd/fencer.ts): connects to it (starting it when
 // nobody answers on its socket), and tells it, whenever either changes, the deadline this node's
-// lease could expire by less the margin and the init processes of its cluster-placed containers
+// lease could expire by less the margin and the init processes of its swarm task containers
 // (lib/cluster/fencer-protocol.ts). Unless a newer order moves it, the fencer kills them at that
 // deadline, as the self-fence (./self-fence.ts) would: also when this daemon is dead or frozen. Looked at every 250 ms: a renewal moves the
 // deadline every TTL/3; between two looks the fencer holds the previous, earlier one (a kill too
@@ -11,7 +11,6 @@ import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { type FenceOrder, fencerSocket, monotonicNs, procStartTime } from '../../lib/cluster/fencer-protocol.ts';
-import { placedStacks } from '../../store/kinds/stack.ts';
 import { swarmTaskContainers } from '../../store/kinds/container.ts';
 import type { Store } from '../../store/store.ts';
 
@@ -20,7 +19,7 @@ const RECONNECT_MS = 500;
 
 export interface FencerLinkOptions {
   execRoot: string;
-  store: Pick<Store, 'list'> & Parameters<typeof placedStacks>[0];
+  store: Pick<Store, 'list'> & Parameters<typeof swarmTaskContainers>[0];
   /** When the lease could expire at etcd, less the margin (performance.now() ms; -Infinity: now). */
   deadline: () => number;
   log: Logger;
@@ -116,11 +115,11 @@ export class FencerLink {
     this.sock.write(`${JSON.stringify(order)}\n`);
   }
 
-  /** The init process (and its start time) of every cluster-placed container running here. */
+  /** The init process (and its start time) of every swarm task container running here. */
   private clusterPids(): Array<[number, string]> {
     const { store } = this.opts;
     const out: Array<[number, string]> = [];
-    for (const c of [...placedStacks(store).flatMap((p) => p.containers), ...swarmTaskContainers(store)]) {
+    for (const c of swarmTaskContainers(store)) {
       const start = c.status.pid ? procStartTime(c.status.pid) : '';
       if (start) out.push([c.status.pid!, start]);
     }

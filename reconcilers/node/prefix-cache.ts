@@ -1,5 +1,5 @@
 // A watch-fed copy of one etcd prefix (key → value as text): a loop reads it on every pass instead
-// of scanning etcd (agents and the placer listing whole prefixes every 2 s cost etcd more the larger
+// of scanning etcd (nodes and the leader listing whole prefixes every 2 s cost etcd more the larger
 // the cluster, issue 60). It lists once, then watches from the revision after the list's (nothing
 // between missed, nothing before applied twice), on a watch stream of its own (./etcd-watch.ts says
 // why). etcd3's watcher resumes across reconnects from where it read; a watch etcd cancels (the

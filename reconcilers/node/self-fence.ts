@@ -13,9 +13,9 @@
 // Keep-alives go every TTL/3, so fencing starts only after one has gone unanswered for most of an
 // interval and the next is late (a busy moment does not stop everything). The margin covers the clock rates of two machines and the kill itself; it must leave time
 // to stop (margin < TTL/2: the option `fence.margin` is refused otherwise, lib/cluster/store-url.ts). Once fenced, the node starts
-// nothing cluster-placed until it holds a lease again AND has read its assignments under it.
-// The timer logic is here, pure and clock-injected (unit-tested with a fake clock); the agent
-// does the stopping (./agent.ts), membership feeds the lease's events (./membership.ts).
+// nothing cluster-placed until it holds a lease again AND has read its tasks under it.
+// The timer logic is here, pure and clock-injected (unit-tested with a fake clock); the task runner
+// does the stopping (./task-runner.ts), membership feeds the lease's events (./membership.ts).
 
 export interface FenceClock {
   /** Monotonic milliseconds. */
@@ -40,7 +40,7 @@ export type FenceState =
   | 'held'
   /** Renewal overdue: cluster containers are being stopped (deadline `killAt`). */
   | 'fencing'
-  /** Past the deadline: whatever still ran was killed; waiting for a lease and the assignments. */
+  /** Past the deadline: whatever still ran was killed; waiting for a lease and the tasks. */
   | 'fenced';
 
 export interface SelfFenceOptions {
@@ -51,7 +51,7 @@ export interface SelfFenceOptions {
   onFence: (killAt: number) => void;
   /** The deadline: kill whatever cluster-placed still runs. */
   onDeadline: () => void;
-  /** Fenced no more: a lease is held and the assignments were read under it. */
+  /** Fenced no more: a lease is held and the tasks were read under it. */
   onRelease: () => void;
 }
 
@@ -64,7 +64,7 @@ export class SelfFence {
   /** The send time of the last keep-alive (or grant) etcd answered. */
   private renewedSentAt = -Infinity;
   private cancelTimer: (() => void) | null = null;
-  /** A lease was granted or renewed since the node was fenced (assignments still to be read under it). */
+  /** A lease was granted or renewed since the node was fenced (tasks still to be read under it). */
   private regranted = false;
   /** When fencing began (clock ms). */
   private fencedAt = Infinity;
@@ -122,8 +122,8 @@ export class SelfFence {
     if (this.st === 'held') this.startFencing();
   }
 
-  /** The agent read its assignments: under a lease granted after the fence, that ends it. */
-  assignmentsRead(): void {
+  /** The task runner read this node's tasks from etcd: under a lease granted after the fence, that ends it. */
+  tasksRead(): void {
     if ((this.st === 'fenced' || this.st === 'fencing') && this.regranted) this.release();
   }
 
@@ -137,7 +137,7 @@ export class SelfFence {
     this.renewedSentAt = sentAt;
     if (this.st === 'held') this.arm();
     // A renewal sent after the fence began: the lease never expired, so the leader has re-placed
-    // nothing; the assignments read from now on end the fence. (A fence under way completes.)
+    // nothing; the tasks read from now on end the fence. (A fence under way completes.)
     else if (this.st !== 'unheld' && sentAt >= this.fencedAt) this.regranted = true;
   }
 

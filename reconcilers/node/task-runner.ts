@@ -8,8 +8,11 @@
 // never started twice: once its run ended the task is over (the orchestrator makes another). What
 // each task is doing is reported under the node's lease (`/engine/status/<self>/task/<id>`), when it
 // changes, in the reference's states. A node that cannot renew its lease stops its task containers
-// (fence(), driven by ./self-fence.ts) and starts nothing until the lease is held again. It is the
-// reconciler of the `swarm-tasks` controller (./controllers.ts), of one key: this node.
+// (fence(), driven by ./self-fence.ts) and starts nothing until the lease is held again and its
+// tasks were read under it: while fenced, and on the pass after a release or a rejoin, it reads
+// them from etcd itself (a fence ends on what etcd says now, not on a watch that may lag a
+// partition), and that read is what ends the fence. It is the reconciler of the `swarm-tasks`
+// controller (./controllers.ts), of one key: this node.
 import type { Logger } from 'pino';
 import type { Etcd3 } from 'etcd3';
 import { canonicalJson } from '../../lib/canonical-json.ts';
@@ -41,8 +44,11 @@ export interface TaskRunnerOptions {
   putLeased: (key: string, value: string) => Promise<boolean>;
   /** Creates the task's container through admission (owned by the task); started when `start`. Throws the admission's refusal. */
   run: (taskId: string, name: string, body: Record<string, unknown>, start: boolean) => void;
-  /** Whether containers may start now (./self-fence.ts). */
-  startsAllowed?: () => boolean;
+  /**
+   * Self-fencing (./self-fence.ts): whether containers may start now, and the report that this
+   * node's tasks were read from etcd (which ends a fence under a lease held again).
+   */
+  fence?: { startsAllowed(): boolean; tasksRead(): void };
   kill?: (id: string) => Promise<void>;
   /** A task's overlay networks made ready here and its addresses taken (./overlay.ts); 'wait' while they are made. */
   networks?: (t: NodeTask) => Promise<TaskNetworks | 'wait'>;
@@ -76,10 +82,14 @@ export class TaskRunner implements Reconciler {
   /** Status key → what was written there under the current lease. */
   private readonly published = new Map<string, string>();
   private unwatch: (() => void) | null = null;
+  private readonly prefix: string;
+  /** The next pass reads etcd itself (set on a release and a rejoin: the cache may lag a partition). */
+  private readFresh = true;
 
   constructor(opts: TaskRunnerOptions) {
     this.opts = opts;
-    this.assigned = new PrefixCache(`${NODE_TASKS_PREFIX}${opts.nodeId}/`);
+    this.prefix = `${NODE_TASKS_PREFIX}${opts.nodeId}/`;
+    this.assigned = new PrefixCache(this.prefix);
   }
 
   start(): void {
@@ -102,9 +112,17 @@ export class TaskRunner implements Reconciler {
     this.wakes.emit(TASKS_KEY);
   }
 
-  /** The node joined again under a new lease: every status is written again. */
+  /** The node joined again under a new lease: every status is written again, the tasks read from etcd. */
   rejoined(): void {
     this.published.clear();
+    this.readFresh = true;
+    this.kick();
+  }
+
+  /** Fenced no more: the lease is held and the tasks read; the next pass runs them. */
+  release(): void {
+    this.opts.log.info('cluster lease held and tasks read: this node is fenced no more');
+    this.readFresh = true;
     this.kick();
   }
 
@@ -130,19 +148,38 @@ export class TaskRunner implements Reconciler {
     killAtDeadline(swarmTaskContainers(this.opts.store), this.opts.kill, this.opts.log);
   }
 
+  /**
+   * This node's task records, whole: from the watch-fed cache, or from etcd itself while fenced,
+   * after a release or a rejoin, or while the cache cannot answer (then `fresh`).
+   */
+  private async readAssigned(client: Etcd3): Promise<{ values: string[]; fresh: boolean } | undefined> {
+    void this.assigned.start(client); // a no-op on the client it follows
+    const fresh = this.readFresh || !(this.opts.fence?.startsAllowed() ?? true);
+    if (!fresh) return this.assigned.ready ? { values: this.assigned.values(), fresh } : undefined;
+    this.readFresh = false;
+    try {
+      return { values: Object.values(await client.getAll().prefix(this.prefix).strings()), fresh };
+    } catch (err) {
+      this.readFresh = true;
+      throw err;
+    }
+  }
+
   private async sync(): Promise<void> {
     const client = this.opts.etcd();
     if (!client) return;
-    void this.assigned.start(client);
     // Only on a whole view of what this node is given: a partial one would remove what runs.
-    if (!this.assigned.ready) return;
+    const read = await this.readAssigned(client);
+    if (!read) return;
+    // Read from etcd under a lease held again after a fence: that ends it.
+    if (read.fresh) this.opts.fence?.tasksRead();
     const tasks = new Map<string, NodeTask>();
-    for (const v of this.assigned.values()) {
+    for (const v of read.values) {
       const t = parseRecord<NodeTask>(v);
       if (t?.ID) tasks.set(t.ID, t);
     }
     const containers = new Map(swarmTaskContainers(this.opts.store).map((c) => [taskOf(c), c]));
-    const starts = this.opts.startsAllowed?.() ?? true;
+    const starts = this.opts.fence?.startsAllowed() ?? true;
     for (const t of tasks.values()) {
       const c = containers.get(t.ID);
       const s = this.step(t, c, starts, !c && starts ? await this.prepareOf(t) : undefined);

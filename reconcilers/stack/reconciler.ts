@@ -93,13 +93,6 @@ export class StackReconciler implements Reconciler {
     const r = this.store.get(Stacks, name);
     if (!r) return;
     if (r.spec.desired === 'removed') return this.remove(r);
-    // A cluster stack on a node fenced off the cluster: the agent stops its containers; nothing of
-    // it starts until the node's assignments, read under a lease held again, clear the mark.
-    if (r.spec.fenced) {
-      const message = 'this node could not renew its cluster lease: the stack is stopped here until it holds one again and has read its assignments';
-      this.store.updateStatus(Stacks, name, (s) => ({ ...s, conditions: verdict(s.conditions, 'Degraded', 'NodeFenced', message, r.generation) }));
-      return;
-    }
     const { engine } = this.deps;
     // A document no pass can ever run (an image reference that cannot parse): Degraded with the
     // reason, and no requeue until the stack is applied again.
@@ -110,7 +103,7 @@ export class StackReconciler implements Reconciler {
       throw new TerminalError(message);
     }
     const filesDir = join(this.deps.filesRoot, name);
-    const plan = planProject(name, r.spec.document, filesDir, r.spec.placed);
+    const plan = planProject(name, r.spec.document, filesDir);
     const stackProblems: string[] = [];
 
     for (const f of projectFiles(r.spec.document)) {
@@ -203,7 +196,7 @@ export class StackReconciler implements Reconciler {
     const stable = r.status.services[svc.name]?.stable;
     if (!stable || stable.configHash === svc.configHash) return undefined;
     const doc = r.status.documents?.[String(stable.generation)];
-    const old = doc ? planProject(r.name, doc, filesDir, r.spec.placed).services.find((s) => s.name === svc.name) : undefined;
+    const old = doc ? planProject(r.name, doc, filesDir).services.find((s) => s.name === svc.name) : undefined;
     return old?.configHash === stable.configHash ? old : undefined;
   }
 

@@ -21,17 +21,6 @@ export interface StackSpec {
   removeVolumes: boolean;
   /** RFC 3339 time of the last PUT. */
   appliedAt: string;
-  /**
-   * Set for the local part of a cluster stack (written by the node agent from this node's
-   * assignment): the replica slots of each service placed here, with their placement's environment.
-   */
-  placed?: Record<string, Array<{ n: number; env?: Record<string, string> }>>;
-  /**
-   * A cluster stack on a node that could not renew its lease (reconcilers/node/self-fence.ts): its
-   * containers are stopped and nothing of it starts until the node holds a lease again and has
-   * read its assignments.
-   */
-  fenced?: boolean;
 }
 
 export type StackConditionType = 'Ready' | 'Progressing' | 'Degraded';
@@ -113,8 +102,6 @@ const specSchema = z.object({
   desired: z.enum(['present', 'removed']),
   removeVolumes: z.boolean(),
   appliedAt: z.string(),
-  placed: z.record(z.string(), z.array(z.object({ n: z.number().int().positive(), env: z.record(z.string(), z.string()).optional() }))).optional(),
-  fenced: z.boolean().optional(),
 }) satisfies z.ZodType<StackSpec>;
 
 const statusSchema = z.object({
@@ -172,14 +159,6 @@ function owned<R extends { spec: { ownerRef?: OwnerRef } }>(all: R[], byOwner: R
 
 export function ownedContainers(store: StackStore, stack: string): ContainerResource[] {
   return owned(store.list(Containers), store.byIndex(Containers.indexes.owner!, ownerKey(stackOwner(stack))), (c) => c.spec.config.Labels, stack);
-}
-
-/** Each cluster-placed stack here that `which` keeps, with its containers (the fence's and the fencer's walk). */
-export function placedStacks(store: StackStore, which: (s: StackResource) => boolean = () => true): Array<{ stack: StackResource; containers: ContainerResource[] }> {
-  return store
-    .list(Stacks)
-    .filter((s) => !!s.spec.placed && which(s))
-    .map((stack) => ({ stack, containers: ownedContainers(store, stack.name) }));
 }
 
 export function ownedNetworks(store: StackStore, stack: string): NetworkResource[] {

@@ -1,18 +1,20 @@
-// Fenced leadership (issue 60, 1) against a real etcd: the leader's placement writes are etcd
+// Fenced leadership (issue 60, 1) against a real etcd: the leader's orchestration writes are etcd
 // transactions that compare its election key's create revision. A leader that still believes it
 // leads after its term ended (stalled past its lease while another node was elected) has its
-// writes refused by etcd — nothing of it lands — and stops leading; the new leader's records name
-// their writer and term.
+// writes refused by etcd — nothing of it lands — and stops leading; the new leader's task records
+// name their writer and term.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { Etcd3 } from 'etcd3';
-import { assignmentKey, parseRecord, stackKey, type AssignmentRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
-import { canonicalJson } from '../../lib/canonical-json.ts';
+import { parseRecord, type NodeRecord } from '../../lib/cluster/node-record.ts';
+import { SERVICES_PREFIX } from '../../lib/swarm/keys.ts';
+import { serviceSpecOf } from '../../lib/swarm/service-spec.ts';
+import { TASKS_PREFIX, type TaskRecord } from '../../lib/swarm/task.ts';
 import { fencedWrite, type LeaderTerm } from '../../reconcilers/node/fence.ts';
 import { ClusterMembership, type NodeFacts } from '../../reconcilers/node/membership.ts';
-import { ClusterPlacer } from '../../reconcilers/node/placer.ts';
-import { placerController } from '../../reconcilers/node/controllers.ts';
+import { SwarmOrchestrator } from '../../reconcilers/node/orchestrator.ts';
+import { orchestratorController } from '../../reconcilers/node/controllers.ts';
 import { startEtcd, type EtcdHandle } from './harness/etcd.ts';
 import { exitWhenLingering } from './harness/processes.ts';
 
@@ -64,38 +66,39 @@ describe('fenced leadership', () => {
     await a.stop();
   });
 
-  test('a stalled leader’s placement pass is refused and deposes it; the new leader places, naming itself and its term', async () => {
+  test('a stalled leader’s orchestration pass is refused and deposes it; the new leader makes the task, naming itself and its term', async () => {
     const b = member('b');
     const c = member('c');
     await b.start();
     await until('b leads', () => !!b.leaderTerm);
     const staleTerm = b.leaderTerm!;
-    await raw.put(stackKey('shop')).value(canonicalJson({ name: 'shop', document: { services: { web: { image: 'busybox' } } }, generation: 1, appliedAt: '' }));
+    const spec = serviceSpecOf({ Name: 'shop', TaskTemplate: { ContainerSpec: { Image: 'busybox' } } }, () => 'shop');
+    await raw.put(`${SERVICES_PREFIX}shop0000000000000000000000`).value(JSON.stringify({ ID: 'shop0000000000000000000000', CreatedAt: '', UpdatedAt: '', Spec: spec }));
+    const tasks = async () => Object.values(await raw.getAll().prefix(TASKS_PREFIX).strings()).map((v) => parseRecord<TaskRecord>(v)!);
     // b stalls (here: its view is frozen at its old term) while its term ends and c is elected.
     await c.start();
     await raw.delete().key(staleTerm.key);
     await until('c leads', () => !!c.leaderTerm);
     assert.ok(BigInt(c.leaderTerm!.revision) > BigInt(staleTerm.revision));
     let deposedWhy = '';
-    const stalled = new ClusterPlacer({ etcd: () => raw, nodes: () => [node(b.nodeId)], term: () => (deposedWhy ? undefined : staleTerm), deposed: (why) => (deposedWhy = why), log });
-    const stalledCtl = placerController(stalled).build({ reconciler: stalled, log });
+    const stalled = new SwarmOrchestrator({ etcd: () => raw, nodes: () => [node(b.nodeId)], term: () => (deposedWhy ? undefined : staleTerm), deposed: (why) => (deposedWhy = why), log });
+    const stalledCtl = orchestratorController(stalled).build({ reconciler: stalled, log });
     await stalledCtl.start();
     await until('the stalled leader is deposed', () => !!deposedWhy);
     await stalledCtl.stop();
     stalled.stop();
     assert.match(deposedWhy, new RegExp(`term ${staleTerm.revision} was refused`));
-    assert.equal(await raw.get(assignmentKey(b.nodeId, 'shop')).string(), null, 'no placement of the old leader landed');
+    assert.deepEqual(await tasks(), [], 'no task of the old leader landed');
     // The live leader's pass lands, and its record names it and its term.
-    const live = new ClusterPlacer({ etcd: () => raw, nodes: () => [node(c.nodeId)], term: () => c.leaderTerm, deposed: (why) => assert.fail(why), log });
-    const liveCtl = placerController(live).build({ reconciler: live, log });
+    const live = new SwarmOrchestrator({ etcd: () => raw, nodes: () => [node(c.nodeId)], term: () => c.leaderTerm, deposed: (why) => assert.fail(why), log });
+    const liveCtl = orchestratorController(live).build({ reconciler: live, log });
     await liveCtl.start();
-    let rec: AssignmentRecord | undefined;
-    for (let i = 0; i < 100 && !rec; i++, await sleep(50)) rec = parseRecord<AssignmentRecord>(await raw.get(assignmentKey(c.nodeId, 'shop')).string());
+    let rec: TaskRecord | undefined;
+    for (let i = 0; i < 100 && !rec; i++, await sleep(50)) rec = (await tasks())[0];
     await liveCtl.stop();
     live.stop();
-    assert.ok(rec, 'the live leader placed the stack');
-    assert.equal(rec.writer, c.nodeId);
-    assert.equal(rec.term, c.leaderTerm!.revision);
+    assert.ok(rec, 'the live leader made the service\'s task');
+    assert.deepEqual([rec.NodeID, rec.Writer, rec.Term], [c.nodeId, c.nodeId, c.leaderTerm!.revision]);
   });
 
   test('deposed(): the membership stops leading at once and campaigns again', async () => {

@@ -135,23 +135,23 @@ describe('cluster on etcd', { skip: !existsSync('/usr/bin/etcd') && 'etcd-server
     assert.match(await dk(ds[0]!)('info'), /Swarm: active/, 'docker info prints the swarm section without failing');
   });
 
-  test("the cluster's loops are controllers on the runner: controller-runtime metrics on every node; the placer reconciles only on the leader", async () => {
+  test("the cluster's loops are controllers on the runner: controller-runtime metrics on every node; the orchestrator reconciles only on the leader", async () => {
     const scrape = async (i: number) => (await fetch(`http://127.0.0.1:${ports[i]}/metrics`)).text();
     const total = (text: string, controller: string) =>
       ['success', 'requeue_after', 'error'].reduce((n, result) => n + (sample(text, 'controller_runtime_reconcile_total', { controller, result }) ?? 0), 0);
     const ids = await Promise.all(ds.map(async (d) => JSON.parse(await dk(d)('info', '--format', '{{json .Swarm.NodeID}}')) as string));
     const leaderId = (await dk(ds[0]!)('node', 'ls', '--format', '{{.ID}} {{.ManagerStatus}}')).split('\n').find((r) => r.endsWith(' Leader'))!.split(' ')[0]!;
     const first = await Promise.all(ds.map((_, i) => scrape(i)));
-    await sleep(4500); // two of the placer's and the agent's 2-second resyncs
+    await sleep(4500); // two of the orchestrator's and the task runner's 2-second resyncs
     const later = await Promise.all(ds.map((_, i) => scrape(i)));
     for (let i = 0; i < ds.length; i++) {
       const text = later[i]!;
       assert.ok(total(text, 'cluster-membership') >= 1, `node ${i}: membership reconciled`);
-      assert.ok(total(text, 'cluster-agent') > total(first[i]!, 'cluster-agent'), `node ${i}: the agent resyncs`);
-      assert.notEqual(sample(text, 'workqueue_adds_total', { name: 'cluster-agent' }), undefined);
-      const placed = total(text, 'cluster-placer') - total(first[i]!, 'cluster-placer');
-      if (ids[i] === leaderId) assert.ok(placed >= 2, `the leader's placer resyncs (${placed})`);
-      else assert.equal(placed, 0, `node ${i} does not lead: its placer does not run`);
+      assert.ok(total(text, 'swarm-tasks') > total(first[i]!, 'swarm-tasks'), `node ${i}: the task runner resyncs`);
+      assert.notEqual(sample(text, 'workqueue_adds_total', { name: 'swarm-tasks' }), undefined);
+      const orchestrated = total(text, 'swarm-orchestrator') - total(first[i]!, 'swarm-orchestrator');
+      if (ids[i] === leaderId) assert.ok(orchestrated >= 2, `the leader's orchestrator resyncs (${orchestrated})`);
+      else assert.equal(orchestrated, 0, `node ${i} does not lead: its orchestrator does not run`);
     }
   });
 

@@ -1,7 +1,7 @@
 // Who may do what in a managed swarm's etcd (drivers/swarm/etcd-access.ts), against Debian's etcd
 // with certificates of the swarm's CA: the user is the certificate's CN (the node id). A manager is
-// root; a worker reads the membership, its own assignments and spec, writes its own records and
-// status, and is refused another node's assignments, another's status and etcd's member calls; a
+// root; a worker reads the membership, its own tasks and spec, writes its own records and
+// status, and is refused another node's tasks, another's status and etcd's member calls; a
 // role changed follows at once; a node dropped opens nothing; every call is idempotent.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +13,8 @@ import { Etcd3 } from 'etcd3';
 import { issueNodeCert, makeRootCa, type KeyPair } from '../../drivers/swarm/ca.ts';
 import { EtcdMember } from '../../drivers/swarm/etcd-member.ts';
 import { dropNode, enableAccess, grantNode, users } from '../../drivers/swarm/etcd-access.ts';
-import { assignmentKey, memberKey, nodeKey, NODES_PREFIX, statusKey } from '../../lib/cluster/node-record.ts';
+import { memberKey, nodeKey, NODES_PREFIX } from '../../lib/cluster/node-record.ts';
+import { nodeTaskKey, taskStatusKey } from '../../lib/swarm/task.ts';
 import { nodeSpecKey } from '../../lib/swarm/node-spec.ts';
 import { freePort } from './harness/free-port.ts';
 
@@ -54,9 +55,9 @@ describe('a managed swarm\'s etcd users and roles', { skip: !existsSync('/usr/bi
     rmSync(dir, { recursive: true, force: true });
   }, { timeout: 60_000 });
 
-  test('a worker reads its own assignments and writes its own records; another node\'s are refused it', { timeout: 60_000 }, async () => {
+  test('a worker reads its own tasks and writes its own records; another node\'s are refused it', { timeout: 60_000 }, async () => {
     const m = as(MANAGER);
-    for (const w of [W1, W2]) await m.put(assignmentKey(w, 'web')).value(`for ${w}`);
+    for (const w of [W1, W2]) await m.put(nodeTaskKey(w, 'web')).value(`for ${w}`);
     await m.put(nodeSpecKey(W1)).value('{}');
     await m.put('/engine/swarm/cluster').value('{}');
     await grantNode(m, MANAGER, 'manager');
@@ -69,24 +70,24 @@ describe('a managed swarm\'s etcd users and roles', { skip: !existsSync('/usr/bi
     assert.deepEqual(Object.fromEntries(await users(m)), { root: ['root'], [MANAGER]: ['root'], [W1]: [`node-${W1}`], [W2]: [`node-${W2}`] });
 
     const w = as(W1);
-    assert.equal(await w.get(assignmentKey(W1, 'web')).string(), `for ${W1}`);
-    assert.deepEqual(Object.keys(await w.getAll().prefix(`/engine/assignments/${W1}/`).strings()), [assignmentKey(W1, 'web')]);
-    await assert.rejects(w.get(assignmentKey(W2, 'web')).string(), denied, 'another node\'s assignment');
-    await assert.rejects(w.getAll().prefix('/engine/assignments/').strings(), denied, 'every node\'s assignments');
+    assert.equal(await w.get(nodeTaskKey(W1, 'web')).string(), `for ${W1}`);
+    assert.deepEqual(Object.keys(await w.getAll().prefix(`/engine/node-tasks/${W1}/`).strings()), [nodeTaskKey(W1, 'web')]);
+    await assert.rejects(w.get(nodeTaskKey(W2, 'web')).string(), denied, 'another node\'s task');
+    await assert.rejects(w.getAll().prefix('/engine/node-tasks/').strings(), denied, 'every node\'s tasks');
     await assert.rejects(w.get('/engine/swarm/cluster').string(), denied, 'the cluster object');
     assert.equal(await w.get(nodeSpecKey(W1)).string(), '{}');
     await assert.rejects(w.get(nodeSpecKey(W2)).string(), denied, 'another node\'s spec');
     // Its records: the node record under a lease, the lasting one, its status; the membership read and watched.
     const lease = w.lease(10, { autoKeepAlive: false });
     await lease.put(nodeKey(W1)).value('{"id":"w1"}');
-    await lease.put(statusKey('web', W1)).value('{}');
+    await lease.put(taskStatusKey(W1, 'web')).value('{}');
     await w.put(memberKey(W1)).value('{}');
     assert.deepEqual(Object.keys(await w.getAll().prefix(NODES_PREFIX).strings()), [nodeKey(W1)]);
     const watcher = await w.watch().prefix(NODES_PREFIX).create();
     await watcher.cancel();
-    await assert.rejects(w.put(statusKey('web', W2)).value('{}').exec(), denied, 'another node\'s status');
+    await assert.rejects(w.put(taskStatusKey(W2, 'web')).value('{}').exec(), denied, 'another node\'s status');
     await assert.rejects(w.put(nodeKey(W2)).value('{}').exec(), denied, 'another node\'s record');
-    await assert.rejects(w.put(assignmentKey(W1, 'web')).value('{}').exec(), denied, 'its own assignments are the leader\'s to write');
+    await assert.rejects(w.put(nodeTaskKey(W1, 'web')).value('{}').exec(), denied, 'its own tasks are the leader\'s to write');
     assert.ok(((await w.cluster.memberList({})).members ?? []).length === 1, 'the member list (where the managers are)');
     await assert.rejects(w.cluster.memberAdd({ peerURLs: ['https://127.0.0.1:1'], isLearner: true }), denied, 'member calls are the managers\'');
     await lease.revoke();
@@ -97,14 +98,14 @@ describe('a managed swarm\'s etcd users and roles', { skip: !existsSync('/usr/bi
     const m = as(MANAGER);
     const w = as(W1);
     await grantNode(m, W1, 'manager');
-    assert.equal(await w.get(assignmentKey(W2, 'web')).string(), `for ${W2}`);
+    assert.equal(await w.get(nodeTaskKey(W2, 'web')).string(), `for ${W2}`);
     assert.deepEqual((await users(m)).get(W1), ['root']);
     await grantNode(m, W1, 'worker');
-    await assert.rejects(w.get(assignmentKey(W2, 'web')).string(), denied);
-    assert.equal(await w.get(assignmentKey(W1, 'web')).string(), `for ${W1}`);
+    await assert.rejects(w.get(nodeTaskKey(W2, 'web')).string(), denied);
+    assert.equal(await w.get(nodeTaskKey(W1, 'web')).string(), `for ${W1}`);
     await dropNode(m, W2);
     await dropNode(m, W2);
-    await assert.rejects(as(W2).get(assignmentKey(W2, 'web')).string(), denied, 'a node removed reads not even its own');
+    await assert.rejects(as(W2).get(nodeTaskKey(W2, 'web')).string(), denied, 'a node removed reads not even its own');
     assert.deepEqual([...(await users(m)).keys()].sort(), [MANAGER, W1, 'root'].sort());
   });
 });

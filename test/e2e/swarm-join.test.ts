@@ -122,15 +122,15 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.equal(again.status, 503);
     assert.match(again.body.message, /already part of a swarm/);
 
-    // The worker is an etcd user of its own (its certificate's CN): it reads its own assignments,
-    // and another node's are refused it; a manager (root) reads them all.
+    // The worker is an etcd user of its own (its certificate's CN): it reads its own tasks, and
+    // another node's are refused it; a manager (root) reads them all.
     const workerId = byAddr.get(net.addr(3))!.ID;
     const managerId = byAddr.get(net.addr(1))!.ID;
-    await until('etcd auth enabled by the leader', async () => /permission denied/.test(etcdctl(3, 0, ['get', '--prefix', '/engine/assignments/']).stderr), 20_000);
-    const other = etcdctl(3, 0, ['get', '--prefix', `/engine/assignments/${managerId}/`]);
+    await until('etcd auth enabled by the leader', async () => /permission denied/.test(etcdctl(3, 0, ['get', '--prefix', '/engine/node-tasks/']).stderr), 20_000);
+    const other = etcdctl(3, 0, ['get', '--prefix', `/engine/node-tasks/${managerId}/`]);
     assert.notEqual(other.status, 0);
     assert.match(other.stderr, /permission denied/);
-    const own = etcdctl(3, 0, ['get', '--prefix', `/engine/assignments/${workerId}/`]);
+    const own = etcdctl(3, 0, ['get', '--prefix', `/engine/node-tasks/${workerId}/`]);
     assert.equal(own.status, 0, own.stderr);
     assert.equal(etcdctl(3, 0, ['put', `/engine/status/${managerId}/x`, '{}']).status === 0, false, 'another node\'s status is not the worker\'s to write');
     const asManager = etcdctl(1, 0, ['get', '--prefix', '--keys-only', '/engine/']);

@@ -1,6 +1,6 @@
 // The self-fencing timer with a fake clock: renewals keep it held; a renewal overdue by TTL/2
 // fences (stop now, kill at renewed + TTL - margin); a new lease alone does not release it, the
-// assignments read under it do; the deadline is counted from the SEND time of the keep-alive etcd
+// tasks read under it do; the deadline is counted from the SEND time of the keep-alive etcd
 // answered; a lost lease fences at once; a margin of TTL/2 or more is refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -91,17 +91,17 @@ describe('self-fencing', () => {
     assert.deepEqual(calls, ['release@1000', `fence kill@${3000 + 5000}`, `deadline@8000`]);
   });
 
-  test('a new lease does not release a fenced node; its assignments read under that lease do', () => {
+  test('a new lease does not release a fenced node; its tasks read under that lease do', () => {
     const { f, c, calls } = fence();
     f.granted(1000);
     c.advance(20_000);
     assert.equal(f.state, 'fenced');
-    f.assignmentsRead();
-    assert.equal(f.state, 'fenced', 'assignments read without a new lease change nothing');
+    f.tasksRead();
+    assert.equal(f.state, 'fenced', 'tasks read without a new lease change nothing');
     f.granted(c.now());
     assert.equal(f.state, 'fenced', 'a lease alone does not release');
     assert.equal(f.startsAllowed, false);
-    f.assignmentsRead();
+    f.tasksRead();
     assert.equal(f.state, 'held');
     assert.equal(calls.at(-1), `release@${c.now()}`);
     // Held again: a renewal keeps it so.
@@ -122,7 +122,7 @@ describe('self-fencing', () => {
     assert.equal(f.state, 'fenced');
   });
 
-  test('a renewal sent after the fence began (the lease never expired) lets the assignments end it', () => {
+  test('a renewal sent after the fence began (the lease never expired) lets the tasks read end it', () => {
     const { f, c } = fence();
     f.granted(1000);
     c.advance(4500);
@@ -131,7 +131,7 @@ describe('self-fencing', () => {
     c.advance(10);
     f.keepaliveAnswered();
     assert.equal(f.state, 'fencing', 'the renewal alone does not end it');
-    f.assignmentsRead();
+    f.tasksRead();
     assert.equal(f.state, 'held');
   });
 
