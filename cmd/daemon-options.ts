@@ -10,12 +10,13 @@ import { invalidArgument } from '../lib/errors.ts';
 const NOT_YET = 'not supported by this daemon yet: ';
 
 /** The storage drivers this daemon has. */
-const STORAGE_DRIVERS = new Set(['overlay2', 'vfs']);
+const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs']);
 
 /**
  * --storage-opt for the daemon's drivers, as the reference's drivers read them: overlay2 takes
  * overlay2.override_kernel_check (a boolean, without effect: there is no kernel check to skip)
- * and overlay2.size (a quota on xfs with pquota: not implemented here); vfs takes size (likewise).
+ * and overlay2.size (a quota on xfs with pquota: not implemented here); vfs takes size (likewise);
+ * btrfs takes btrfs.min_space (the smallest per-container size: not implemented here yet).
  * Anything else is the driver's "unknown option".
  */
 function storageOptRefusal(driver: string, opt: string): string | undefined {
@@ -27,6 +28,10 @@ function storageOptRefusal(driver: string, opt: string): string | undefined {
     if (key === 'overlay2.override_kernel_check') return /^(1|t|true|0|f|false)$/i.test(val) ? undefined : `strconv.ParseBool: parsing "${val}": invalid syntax`;
     if (key === 'overlay2.size') return `${NOT_YET}--storage-opt ${key}`;
     return `overlay2: unknown option ${key}`;
+  }
+  if (driver === 'btrfs') {
+    if (key === 'btrfs.min_space') return `${NOT_YET}--storage-opt ${key}`;
+    return `Unknown option ${key}`;
   }
   if (key === 'size') return `${NOT_YET}--storage-opt ${key}`;
   return `vfs: unknown option ${key}`;

@@ -79,7 +79,8 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
       return {
         ID: id,
         Driver: deps.layers.driverName,
-        DriverStatus: deps.layers.driverStatus(),
+        // A driver with no status lines (vfs) says null, as the reference's does.
+        DriverStatus: deps.layers.driverStatus().length ? deps.layers.driverStatus() : null,
         Plugins: {
           Volume: ['local'],
           Network: ['bridge', 'host', 'null'],

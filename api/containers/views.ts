@@ -115,7 +115,7 @@ export function inspectView(
     // Its execs not yet ended (created or running), as the reference lists them; null when none.
     ExecIDs: opts.execIds?.length ? [...opts.execIds] : null,
     HostConfig: spec.hostConfig,
-    GraphDriver: { Name: status.driver, Data: opts.graphDriverData },
+    GraphDriver: { Name: status.driver, Data: Object.keys(opts.graphDriverData).length ? opts.graphDriverData : null },
     Mounts: mountsView(spec, opts.volumeSource ?? (() => '')),
     Config: spec.config,
     NetworkSettings: {

@@ -59,12 +59,13 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       requires: ['paths'],
       init: (ctx) => {
         const { dataRoot, tmpDir } = ctx.get('paths');
-        if (cfg.storageDriver && cfg.storageDriver !== 'overlay2' && cfg.storageDriver !== 'vfs') {
+        const driver = cfg.storageDriver || 'overlay2';
+        if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs') {
           throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
         }
         return createLayerStore({
           dataRoot,
-          driver: cfg.storageDriver === 'vfs' ? 'vfs' : 'overlay2',
+          driver,
           tmpDir,
           usePigz: !process.env.ENGINE_DISABLE_PIGZ,
           log: log.child({ component: 'layers' }),

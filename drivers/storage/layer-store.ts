@@ -1,5 +1,5 @@
 // The layer store: content-addressed image layers and per-container read-write layers on top of a
-// graph driver (overlay2 or vfs). Metadata lives in <dataRoot>/image/<driver>/layerdb:
+// graph driver (overlay2, vfs or btrfs). Metadata lives in <dataRoot>/image/<driver>/layerdb:
 //   sha256/<chain hex>/layer.json   LayerInfo + the driver's cache id
 //   sha256/<chain hex>/blob         the blob exactly as given to applyLayer (for push and save)
 //   mounts/<container id>/mount.json  a container's RW layer (cache id, parent chain id)
@@ -25,6 +25,7 @@ import { LayerHolds } from './leases.ts';
 import { Overlay2Driver } from './overlay2.ts';
 import type { ApplyOptions, BlobMedia, ChangeEntry, LayerInfo, LayerLease, LayerStore, LayerStoreOptions } from './types.ts';
 import { VfsDriver } from './vfs.ts';
+import { BtrfsDriver } from './btrfs.ts';
 
 interface LayerRecord {
   info: LayerInfo;
@@ -546,7 +547,9 @@ class Store implements LayerStore {
 export async function createLayerStore(opts: LayerStoreOptions): Promise<LayerStore> {
   const driver: GraphDriver = opts.driver === 'vfs'
     ? new VfsDriver(join(opts.dataRoot, 'vfs'))
-    : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log);
+    : opts.driver === 'btrfs'
+      ? new BtrfsDriver(join(opts.dataRoot, 'btrfs'))
+      : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log);
   const store = new Store(opts, driver);
   await store.open();
   opts.log.info({ driver: driver.name, layers: store.list().length }, 'layer store ready');

@@ -132,7 +132,7 @@ export interface LayerStore {
 export interface LayerStoreOptions {
   /** Daemon data root; the store keeps `<root>/image/<driver>/layerdb` and `<root>/<driver>/`. */
   dataRoot: string;
-  driver: 'overlay2' | 'vfs';
+  driver: 'overlay2' | 'vfs' | 'btrfs';
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */
   tmpDir: string;
   /**

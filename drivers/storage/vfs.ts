@@ -1,6 +1,7 @@
 // The vfs graph driver: every layer is a full copy of its parent (reflinked where the file system
 // can) with its own changes applied; whiteouts are plain deletions. Slow and big, but works on any
-// file system and needs no mounts.
+// file system and needs no mounts. The btrfs driver (./btrfs.ts) is the same layout with
+// subvolumes and snapshots instead of copies.
 import { execa } from 'execa';
 import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -12,24 +13,27 @@ import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
 
 export class VfsDriver implements GraphDriver {
-  readonly name = 'vfs';
+  readonly name: GraphDriver['name'] = 'vfs';
   readonly whiteouts = 'delete';
   readonly home: string;
+  /** The directory under home that holds one directory per layer. */
+  protected readonly layers: string;
 
-  constructor(home: string) {
+  constructor(home: string, layers = 'dir') {
     this.home = resolve(home);
+    this.layers = layers;
   }
 
   async init(): Promise<void> {
-    await mkdir(join(this.home, 'dir'), { recursive: true, mode: 0o700 });
+    await mkdir(join(this.home, this.layers), { recursive: true, mode: 0o700 });
   }
 
   status(): Array<[string, string]> {
     return [];
   }
 
-  private dir(id: string): string {
-    return join(this.home, 'dir', id);
+  protected dir(id: string): string {
+    return join(this.home, this.layers, id);
   }
 
   unpackDir(id: string): string {
@@ -93,6 +97,6 @@ export class VfsDriver implements GraphDriver {
   }
 
   async list(): Promise<string[]> {
-    return readdir(join(this.home, 'dir'));
+    return readdir(join(this.home, this.layers));
   }
 }

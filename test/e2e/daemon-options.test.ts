@@ -178,7 +178,7 @@ describe('options that refuse the start', () => {
     else assert.match(r.stderr, message);
   };
   test('options of later work: not supported by this daemon yet', async () => {
-    await refused(['--storage-driver', 'btrfs'], 'engined: not supported by this daemon yet: --storage-driver=btrfs');
+    await refused(['--storage-driver', 'fuse-overlayfs'], 'engined: not supported by this daemon yet: --storage-driver=fuse-overlayfs');
     await refused([], 'engined: not supported by this daemon yet: --storage-driver=zfs', { ENGINE_DRIVER: 'zfs' });
     await refused(['--userns-remap', 'default'], 'engined: not supported by this daemon yet: --userns-remap');
     await refused(['--rootless'], 'engined: not supported by this daemon yet: --rootless');

@@ -29,6 +29,12 @@ export interface StartOptions {
   /** Put the data root on a tmpfs of this size (e.g. '48m'), mounted under the daemon's temp root. */
   dataRootTmpfs?: string;
   /**
+   * Put the data root on a file system of its own: a loop file of `size` (e.g. '1G') under the
+   * daemon's temp root, made with mkfs.<type> and mounted with `options` (unmounted by the reaper
+   * with every mount under the root; the loop device goes with the mount).
+   */
+  dataRootFs?: { type: 'btrfs' | 'xfs' | 'ext4'; size: string; options?: string };
+  /**
    * Run the daemon in this network namespace (a name under /var/run/netns, e.g. a netns.ts
    * handle's names[i]): spawned as `nsenter --net=… engined …`. nsenter execs engined (and the
    * launcher execs node), so the PID is the daemon's; the socket stays on the host's filesystem.
@@ -124,11 +130,19 @@ class Handle implements DaemonHandle {
     writeFileSync(this.configFile, JSON.stringify(opts.daemonJson ?? {}, null, 2));
     // If this process dies without cleanup() (a runner's timeout kill), the reaper does it.
     this.reaperPid = startReaper(this.root, this.state, NODE);
-    if (opts.dataRootTmpfs) {
+    if (opts.dataRootTmpfs || opts.dataRootFs) {
       // Unmounted by reapRoot (every mount under the root), like the daemon's own mounts.
       try {
         mkdirSync(this.dataRoot);
-        execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${opts.dataRootTmpfs},mode=0711`, 'tmpfs', this.dataRoot], { stdio: 'pipe', timeout: 10_000 });
+        const fs = opts.dataRootFs;
+        if (fs) {
+          const file = join(this.root, `data.${fs.type}`);
+          execFileSync('truncate', ['-s', fs.size, file], { stdio: 'pipe', timeout: 10_000 });
+          execFileSync(`mkfs.${fs.type}`, [...(fs.type === 'ext4' ? ['-F', '-q'] : ['-q']), file], { stdio: 'pipe', timeout: 60_000 });
+          execFileSync('mount', ['-o', `loop${fs.options ? `,${fs.options}` : ''}`, file, this.dataRoot], { stdio: 'pipe', timeout: 30_000 });
+        } else {
+          execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${opts.dataRootTmpfs},mode=0711`, 'tmpfs', this.dataRoot], { stdio: 'pipe', timeout: 10_000 });
+        }
       } catch (err) {
         this.cleanupSync();
         throw err;

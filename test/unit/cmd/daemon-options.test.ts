@@ -40,9 +40,12 @@ test('generic resources: discrete, named sets, and the reference refusals', () =
 test('options of later work refuse the start; defaults and overlay2.override_kernel_check do not', () => {
   assert.equal(unsupportedOption(defaultConfig()), undefined);
   assert.equal(unsupportedOption(cfg({ storageDriver: 'vfs' })), undefined);
+  assert.equal(unsupportedOption(cfg({ storageDriver: 'btrfs' })), undefined);
   assert.equal(unsupportedOption(cfg({ storageOpts: ['overlay2.override_kernel_check=true'] })), undefined);
   const cases: Array<[Partial<DaemonConfig>, string]> = [
-    [{ storageDriver: 'btrfs' }, 'not supported by this daemon yet: --storage-driver=btrfs'],
+    [{ storageDriver: 'fuse-overlayfs' }, 'not supported by this daemon yet: --storage-driver=fuse-overlayfs'],
+    [{ storageDriver: 'btrfs', storageOpts: ['btrfs.min_space=1G'] }, 'not supported by this daemon yet: --storage-opt btrfs.min_space'],
+    [{ storageDriver: 'btrfs', storageOpts: ['btrfs.foo=1'] }, 'Unknown option btrfs.foo'],
     [{ storageOpts: ['overlay2.size=10G'] }, 'not supported by this daemon yet: --storage-opt overlay2.size'],
     [{ storageOpts: ['overlay2.mountopt=x'] }, 'overlay2: unknown option overlay2.mountopt'],
     [{ storageOpts: ['overlay2.override_kernel_check=maybe'] }, 'strconv.ParseBool: parsing "maybe": invalid syntax'],
