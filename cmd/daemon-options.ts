@@ -6,44 +6,21 @@ import { dirname, join, posix } from 'node:path';
 import type { Logger } from 'pino';
 import type { DaemonConfig } from '../config/load.ts';
 import { invalidArgument } from '../lib/errors.ts';
+import { driverOptions } from '../drivers/storage/storage-opt.ts';
 
 const NOT_YET = 'not supported by this daemon yet: ';
 
 /** The storage drivers this daemon has. */
 const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs']);
 
-/**
- * --storage-opt for the daemon's drivers, as the reference's drivers read them: overlay2 takes
- * overlay2.override_kernel_check (a boolean, without effect: there is no kernel check to skip)
- * and overlay2.size (a quota on xfs with pquota: not implemented here); vfs takes size (likewise);
- * btrfs takes btrfs.min_space (the smallest per-container size: not implemented here yet).
- * Anything else is the driver's "unknown option".
- */
-function storageOptRefusal(driver: string, opt: string): string | undefined {
-  const eq = opt.indexOf('=');
-  if (eq <= 0) return `unable to parse key/value option: ${opt}`;
-  const key = opt.slice(0, eq).trim().toLowerCase();
-  const val = opt.slice(eq + 1).trim();
-  if (driver === 'overlay2') {
-    if (key === 'overlay2.override_kernel_check') return /^(1|t|true|0|f|false)$/i.test(val) ? undefined : `strconv.ParseBool: parsing "${val}": invalid syntax`;
-    if (key === 'overlay2.size') return `${NOT_YET}--storage-opt ${key}`;
-    return `overlay2: unknown option ${key}`;
-  }
-  if (driver === 'btrfs') {
-    if (key === 'btrfs.min_space') return `${NOT_YET}--storage-opt ${key}`;
-    return `Unknown option ${key}`;
-  }
-  if (key === 'size') return `${NOT_YET}--storage-opt ${key}`;
-  return `vfs: unknown option ${key}`;
-}
-
 /** The first option set to a value whose feature this daemon does not implement, as its refusal message. */
 export function unsupportedOption(c: DaemonConfig): string | undefined {
   const driver = c.storageDriver || 'overlay2';
   if (!STORAGE_DRIVERS.has(driver)) return `${NOT_YET}--storage-driver=${driver}`;
-  for (const o of c.storageOpts ?? []) {
-    const why = storageOptRefusal(driver, o);
-    if (why) return why;
+  try {
+    driverOptions(driver, c.storageOpts ?? []);
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
   }
   if (c.usernsRemap) return `${NOT_YET}--userns-remap`;
   if (c.rootless) return `${NOT_YET}--rootless`;

@@ -90,3 +90,15 @@ function parseSize(s: string, units: Record<string, number>): number {
 export const fromHumanSize = (s: string): number => parseSize(s, DECIMAL);
 /** go-units RAMInBytes: binary multiples ("64m" = 64 MiB; memory, shm, buffers). */
 export const ramInBytes = (s: string): number => parseSize(s, BINARY);
+
+const HUMAN_UNITS = ['B', 'kB', 'MB', 'GB', 'TB', 'PB', 'EB', 'ZB', 'YB'];
+
+/** go-units HumanSize: decimal units, 4 significant digits (`1.235MB`, `512B`). */
+export function humanSize(n: number): string {
+  let i = 0;
+  while (n >= 1000 && i < HUMAN_UNITS.length - 1) {
+    n /= 1000;
+    i++;
+  }
+  return `${Number(n.toPrecision(4))}${HUMAN_UNITS[i]}`;
+}

@@ -19,6 +19,7 @@ import { findNetworkByName } from '../../store/kinds/network.ts';
 import { STORE_KINDS } from '../../store/kinds/index.ts';
 import { openStore } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
+import { driverOptions } from '../../drivers/storage/storage-opt.ts';
 
 /** Where the supervisor listens, and in which namespace our containers live. */
 export interface SupervisorAddress {
@@ -66,6 +67,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
         return createLayerStore({
           dataRoot,
           driver,
+          options: driverOptions(driver, cfg.storageOpts ?? []),
           tmpDir,
           usePigz: !process.env.ENGINE_DISABLE_PIGZ,
           log: log.child({ component: 'layers' }),

@@ -1,18 +1,10 @@
 // The JSON progress lines the docker CLI renders: the same status words, ids and progress bar
 // text as the reference daemon writes.
 import type { JsonMessage } from './types.ts';
+import { humanSize } from '../../lib/units.ts';
 
-const UNITS = ['B', 'kB', 'MB', 'GB', 'TB', 'PB', 'EB', 'ZB', 'YB'];
+export { humanSize };
 
-/** go-units HumanSize: decimal units, 4 significant digits (`1.235MB`, `512B`). */
-export function humanSize(n: number): string {
-  let i = 0;
-  while (n >= 1000 && i < UNITS.length - 1) {
-    n /= 1000;
-    i++;
-  }
-  return `${Number(n.toPrecision(4))}${UNITS[i]}`;
-}
 
 /** The `progress` text of a JSONProgress as the daemon renders it (width 200: bar included). */
 export function progressBar(current: number, total: number): string {

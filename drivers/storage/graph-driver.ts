@@ -11,8 +11,12 @@ export interface GraphDriver {
   readonly home: string;
   init(): Promise<void>;
   status(): Array<[string, string]>;
-  /** Create the directory of a layer (read-only image layer or container RW layer) on `parent`. */
-  create(id: string, parent: string | null): Promise<void>;
+  /**
+   * Create the directory of a layer (read-only image layer or container RW layer) on `parent`.
+   * `storageOpt`: a container's --storage-opt (RW layers only), done or refused in the reference's
+   * words (./storage-opt.ts), before anything is made.
+   */
+  create(id: string, parent: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void>;
   /**
    * Drivers whose layer directories hold only the layer's own changes (overlay2): give a layer
    * created without a parent its parent afterwards, so it can be unpacked before the parent is

@@ -436,7 +436,7 @@ class Store implements LayerStore {
     return rw;
   }
 
-  async createRW(id: string, parentChainId: string | null): Promise<void> {
+  async createRW(id: string, parentChainId: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void> {
     if (!RW_ID.test(id)) throw invalidArgument(`invalid RW layer id ${JSON.stringify(id)}`);
     await this.withLock(`rw:${id}`, async () => {
       const existing = this.rws.get(id);
@@ -449,7 +449,7 @@ class Store implements LayerStore {
       const stage = this.stage('rw');
       try {
         // Side by side (both settled before any cleanup below).
-        const made = await Promise.allSettled([mkdir(stage, { mode: 0o700 }), this.driver.create(cacheId, parentCache)]);
+        const made = await Promise.allSettled([mkdir(stage, { mode: 0o700 }), this.driver.create(cacheId, parentCache, storageOpt)]);
         for (const m of made) if (m.status === 'rejected') throw m.reason;
         const rec = { id, cacheId, parent: parentChainId };
         // Made whole in staging and renamed into place: a crash leaves a staged directory (removed
@@ -548,8 +548,8 @@ export async function createLayerStore(opts: LayerStoreOptions): Promise<LayerSt
   const driver: GraphDriver = opts.driver === 'vfs'
     ? new VfsDriver(join(opts.dataRoot, 'vfs'))
     : opts.driver === 'btrfs'
-      ? new BtrfsDriver(join(opts.dataRoot, 'btrfs'))
-      : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log);
+      ? new BtrfsDriver(join(opts.dataRoot, 'btrfs'), opts.options)
+      : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log, opts.options);
   const store = new Store(opts, driver);
   await store.open();
   opts.log.info({ driver: driver.name, layers: store.list().length }, 'layer store ready');

@@ -9,10 +9,11 @@ import { readFileSync, readlinkSync, statfsSync } from 'node:fs';
 import { mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { failedPrecondition, notFound } from '../../lib/errors.ts';
+import { failedPrecondition, internal, notFound } from '../../lib/errors.ts';
 import { MNT_DETACH, mountAsync, mountWithCwd, umount } from '../sys/syscalls.ts';
 import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
+import { NO_QUOTA, storageOptSize, type DriverOptions } from './storage-opt.ts';
 import type { ChangeEntry } from './types.ts';
 
 const LINK_DIR = 'l';
@@ -38,6 +39,19 @@ const FS_NAMES: Record<number, string> = {
   0x2fc12fc1: 'zfs', 0xf2f52010: 'f2fs', 0x6969: 'nfs', 0x65735546: 'fuse',
 };
 
+/** Whether the mount `path` is on has project quotas on (xfs's prjquota, pquota). */
+function projectQuotasOn(path: string): boolean {
+  let best = { point: '', opts: '' };
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const f = line.split(' ');
+    const point = f[4] ?? '';
+    const sep = f.indexOf('-');
+    if (sep < 0 || !(path === point || path.startsWith(point.endsWith('/') ? point : `${point}/`)) || point.length < best.point.length) continue;
+    best = { point, opts: f[sep + 3] ?? '' };
+  }
+  return /(^|,)(prjquota|pquota|pqnoenforce)(,|$)/.test(best.opts);
+}
+
 function readParam(name: string): string | null {
   try {
     return readFileSync(`/sys/module/overlay/parameters/${name}`, 'utf8').trim();
@@ -56,9 +70,14 @@ export class Overlay2Driver implements GraphDriver {
   /** Mounts say index=off where the kernel's overlay knows the option (read once, not per mount). */
   private readonly indexOff = readParam('index') !== null ? ',index=off' : '';
 
-  constructor(home: string, log: Logger) {
+  private readonly opts: DriverOptions;
+  /** The backing file system is xfs mounted with project quotas (what a size needs). */
+  private projectQuotas = false;
+
+  constructor(home: string, log: Logger, opts: DriverOptions = {}) {
     this.home = resolve(home);
     this.log = log;
+    this.opts = opts;
   }
 
   async init(): Promise<void> {
@@ -68,6 +87,12 @@ export class Overlay2Driver implements GraphDriver {
     const type = statfsSync(this.home).type;
     this.backingFs = FS_NAMES[type] ?? `<unknown> (0x${type.toString(16)})`;
     if (this.backingFs === 'overlayfs') throw failedPrecondition('error initializing graphdriver: overlay2 is not supported over overlayfs');
+    this.projectQuotas = this.backingFs === 'xfs' && projectQuotasOn(this.home);
+    if (this.opts.size) {
+      if (this.backingFs !== 'xfs') throw failedPrecondition(`error initializing graphdriver: Storage Option overlay2.size only supported for backingFS XFS. Found ${this.backingFs}`);
+      if (!this.projectQuotas) throw failedPrecondition(`error initializing graphdriver: Storage option overlay2.size not supported. Filesystem does not support Project Quota: ${NO_QUOTA}`);
+      throw failedPrecondition('not supported by this daemon yet: --storage-opt overlay2.size on xfs with project quotas');
+    }
     // Links whose layer is gone (crash between the two removals) are dropped.
     for (const name of await readdir(join(this.home, LINK_DIR))) {
       const target = await readlink(join(this.home, LINK_DIR, name)).catch(() => null);
@@ -96,7 +121,12 @@ export class Overlay2Driver implements GraphDriver {
     return join(this.dir(id), 'diff');
   }
 
-  async create(id: string, parent: string | null): Promise<void> {
+  async create(id: string, parent: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void> {
+    if (storageOpt && Object.keys(storageOpt).length) {
+      storageOptSize(storageOpt, (key) => `Unknown option ${key}`);
+      // A size is a project quota on xfs mounted with pquota: not on this backing file system.
+      throw internal(this.projectQuotas ? `not supported by this daemon yet: --storage-opt size on xfs with project quotas` : "--storage-opt is supported only for overlay over xfs with 'pquota' mount option");
+    }
     const dir = this.dir(id);
     await mkdir(dir, { mode: 0o710 });
     const link = shortId();

@@ -105,7 +105,7 @@ export interface LayerStore {
   layerBlob(chainId: string): Readable;
 
   /** Create the read-write layer of a container on top of `parentChainId` (null: empty image). Idempotent. */
-  createRW(id: string, parentChainId: string | null): Promise<void>;
+  createRW(id: string, parentChainId: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void>;
   /** Mount (refcounted) and return the rootfs path. Idempotent across daemon restarts. */
   mountRW(id: string): Promise<string>;
   unmountRW(id: string): Promise<void>;
@@ -133,6 +133,8 @@ export interface LayerStoreOptions {
   /** Daemon data root; the store keeps `<root>/image/<driver>/layerdb` and `<root>/<driver>/`. */
   dataRoot: string;
   driver: 'overlay2' | 'vfs' | 'btrfs';
+  /** The daemon's --storage-opt values the driver acts on (./storage-opt.ts). */
+  options?: import('./storage-opt.ts').DriverOptions;
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */
   tmpDir: string;
   /**

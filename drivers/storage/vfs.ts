@@ -10,6 +10,7 @@ import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { diffTar, naiveChanges, walk } from './diff-walk.ts';
 import type { WalkEntry } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
+import { NO_QUOTA, storageOptSize } from './storage-opt.ts';
 import type { ChangeEntry } from './types.ts';
 
 export class VfsDriver implements GraphDriver {
@@ -40,7 +41,9 @@ export class VfsDriver implements GraphDriver {
     return this.dir(id);
   }
 
-  async create(id: string, parent: string | null): Promise<void> {
+  async create(id: string, parent: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void> {
+    // A size needs quotas on the backing file system (xfs's project quotas): not here.
+    if (storageOpt && storageOptSize(storageOpt, (key) => `Storage opt ${key} not supported`) !== undefined) throw internal(NO_QUOTA);
     const dir = this.dir(id);
     await mkdir(dir, { mode: 0o755 });
     if (parent === null) return;

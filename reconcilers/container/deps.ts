@@ -43,7 +43,8 @@ export function containerLogInfo(spec: { id: string; name: string; imageId: stri
 
 export interface LayersPort {
   readonly driverName: string;
-  createRW(id: string, parentChainId: string | null): Promise<void>;
+  /** `storageOpt`: the container's --storage-opt, done or refused by the driver. */
+  createRW(id: string, parentChainId: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void>;
   mountRW(id: string): Promise<string>;
   unmountRW(id: string): Promise<void>;
   removeRW(id: string): Promise<void>;

@@ -71,7 +71,7 @@ export class RunSteps {
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n${ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}\t${spec.config.Hostname}\n` : ''}`);
     const image = this.store.get(Images, spec.imageId);
-    await this.deps.layers.createRW(id, image?.spec.chainId ?? null);
+    await this.deps.layers.createRW(id, image?.spec.chainId ?? null, spec.hostConfig.StorageOpt ?? undefined);
     await copyUpVolumes(id, spec, this.deps.layers, this.deps.volumes);
     this.status.stage(id, (s) => ({
       ...s,

@@ -72,6 +72,8 @@ export interface HostConfig {
   PublishAllPorts?: boolean;
   /** Legacy links, stored as "/child:/parent/alias" (as given on user-defined networks). */
   Links?: string[] | null;
+  /** --storage-opt: the container's layer options (a size), done or refused by the storage driver. */
+  StorageOpt?: Record<string, string> | null;
   [key: string]: unknown;
 }
 

@@ -185,7 +185,7 @@ describe('options that refuse the start', () => {
     await refused(['--selinux-enabled'], 'engined: not supported by this daemon yet: --selinux-enabled');
     await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
     await refused(['--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --feature supervisor-snapshotter');
-    await refused(['--storage-opt', 'overlay2.size=10G'], 'engined: not supported by this daemon yet: --storage-opt overlay2.size');
+    await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found extfs/);
     await refused(['--storage-opt', 'overlay2.mountopt=nodev'], 'engined: overlay2: unknown option overlay2.mountopt');
   });
   test('native.cgroupdriver=systemd where systemd is not running; bad generic resources', async () => {

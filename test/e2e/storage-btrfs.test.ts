@@ -2,14 +2,16 @@
 // system of its own (a loop file the harness makes and mounts) runs with `-s btrfs`: image layers
 // are subvolumes, each a snapshot of its parent, a container's layer a snapshot of its image's;
 // load, run, diff, commit, export and save work on it, `docker info` names the driver and its
-// status lines; removing a container or an image deletes its subvolumes. On a root that is not
-// btrfs the start is refused with the reference's words.
+// status lines; removing a container or an image deletes its subvolumes; --storage-opt size is a
+// qgroup limit (a write past it fails inside the container), btrfs.min_space its floor, refusals
+// in the reference's words (docs/reference-storage.md). On a root that is not btrfs the start is
+// refused with the reference's words.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { docker, dockerOk, testImages, type TestImages } from './harness/clients.ts';
+import { apiRequest, docker, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 
 const canRun = process.getuid?.() === 0 && existsSync('/usr/sbin/mkfs.btrfs') && /\tbtrfs$/m.test(readFileSync('/proc/filesystems', 'utf8'));
@@ -64,6 +66,35 @@ describe('the btrfs storage driver', { skip: !canRun && 'needs root, btrfs in th
     assert.equal(afterRm.length, withContainer.length, 'the container\'s subvolume is gone, the committed layer\'s is there');
     await dk('rmi', 'btrfs-made:1');
     assert.deepEqual(subvolumes(), images, 'the committed layer\'s subvolume is gone too');
+  });
+
+  test('--storage-opt size is a qgroup limit: a write past it fails inside with "Disk quota exceeded"; bad options refused with a 500', async () => {
+    const past = await docker(d, ['run', '--rm', '--storage-opt', 'size=100M', imgs.tag, 'sh', '-c', 'dd if=/dev/zero of=/x bs=1M count=200']);
+    assert.equal(past.code, 1, past.stdout + past.stderr);
+    assert.match(past.stdout + past.stderr, /Disk quota exceeded/);
+    assert.equal((await docker(d, ['run', '--rm', '--storage-opt', 'size=100M', imgs.tag, 'sh', '-c', 'dd if=/dev/zero of=/x bs=1M count=50'])).code, 0, 'under the limit it writes');
+    const bad = await apiRequest(d, 'POST', '/containers/create', JSON.stringify({ Image: imgs.tag, HostConfig: { StorageOpt: { size: 'abc' } } }));
+    assert.deepEqual([bad.status, bad.body.message], [500, "invalid size: 'abc'"]);
+    const unknown = await docker(d, ['create', '--storage-opt', 'size=10M', '--storage-opt', 'foo=bar', imgs.tag]);
+    assert.match(unknown.stderr, /Unknown option foo/);
+    // Without size the options are not read, as the reference.
+    const ignored = await docker(d, ['create', '--storage-opt', 'foo=bar', imgs.tag]);
+    assert.equal(ignored.code, 0, ignored.stderr);
+    await dk('rm', ignored.stdout.trim());
+    assert.deepEqual(JSON.parse(await dk('ps', '-a', '--format', '{{json .Names}}').then((x) => `[${x.split('\n').filter(Boolean).join(',')}]`)), [], 'no refused create left a container');
+  });
+
+  test('btrfs.min_space: a smaller size is refused in the reference\'s words; a larger one is a limit', async () => {
+    const m = await startDaemon({ dataRootFs: { type: 'btrfs', size: '1G' }, args: ['--storage-driver', 'btrfs', '--storage-opt', 'btrfs.min_space=50M'] });
+    try {
+      await dockerOk(() => m)('load', '-i', imgs.dockerArchive);
+      const small = await apiRequest(m, 'POST', '/containers/create', JSON.stringify({ Image: imgs.tag, HostConfig: { StorageOpt: { size: '10M' } } }));
+      assert.deepEqual([small.status, small.body.message], [500, 'btrfs: storage size cannot be less than 52.43MB']);
+      const ok = await docker(m, ['run', '--rm', '--storage-opt', 'size=60M', imgs.tag, 'sh', '-c', 'dd if=/dev/zero of=/x bs=1M count=100']);
+      assert.match(ok.stdout + ok.stderr, /Disk quota exceeded/);
+    } finally {
+      await m.cleanup();
+    }
   });
 
   test('on a root that is not btrfs the start is refused in the reference\'s words', async () => {

@@ -40,16 +40,19 @@ test('generic resources: discrete, named sets, and the reference refusals', () =
 test('options of later work refuse the start; defaults and overlay2.override_kernel_check do not', () => {
   assert.equal(unsupportedOption(defaultConfig()), undefined);
   assert.equal(unsupportedOption(cfg({ storageDriver: 'vfs' })), undefined);
-  assert.equal(unsupportedOption(cfg({ storageDriver: 'btrfs' })), undefined);
+  assert.equal(unsupportedOption(cfg({ storageDriver: 'btrfs', storageOpts: ['btrfs.min_space=50M'] })), undefined);
+  // overlay2.size is checked by the driver against its backing file system at start.
+  assert.equal(unsupportedOption(cfg({ storageOpts: ['overlay2.size=10G'] })), undefined);
   assert.equal(unsupportedOption(cfg({ storageOpts: ['overlay2.override_kernel_check=true'] })), undefined);
   const cases: Array<[Partial<DaemonConfig>, string]> = [
     [{ storageDriver: 'fuse-overlayfs' }, 'not supported by this daemon yet: --storage-driver=fuse-overlayfs'],
-    [{ storageDriver: 'btrfs', storageOpts: ['btrfs.min_space=1G'] }, 'not supported by this daemon yet: --storage-opt btrfs.min_space'],
     [{ storageDriver: 'btrfs', storageOpts: ['btrfs.foo=1'] }, 'Unknown option btrfs.foo'],
-    [{ storageOpts: ['overlay2.size=10G'] }, 'not supported by this daemon yet: --storage-opt overlay2.size'],
+    [{ storageDriver: 'btrfs', storageOpts: ['btrfs.min_space=abc'] }, "invalid size: 'abc'"],
+    [{ storageDriver: 'btrfs', storageOpts: ['foo'] }, 'Unable to parse key/value option: foo'],
+    [{ storageDriver: 'vfs', storageOpts: ['vfs.size=1G'] }, 'unknown option vfs.size for vfs'],
     [{ storageOpts: ['overlay2.mountopt=x'] }, 'overlay2: unknown option overlay2.mountopt'],
     [{ storageOpts: ['overlay2.override_kernel_check=maybe'] }, 'strconv.ParseBool: parsing "maybe": invalid syntax'],
-    [{ storageDriver: 'vfs', storageOpts: ['size=1G'] }, 'not supported by this daemon yet: --storage-opt size'],
+    [{ storageDriver: 'vfs', storageOpts: ['size=1G'] }, 'Filesystem does not support, or has not enabled quotas'],
     [{ usernsRemap: 'default' }, 'not supported by this daemon yet: --userns-remap'],
     [{ rootless: true }, 'not supported by this daemon yet: --rootless'],
     [{ selinuxEnabled: true }, 'not supported by this daemon yet: --selinux-enabled'],
