@@ -11,11 +11,13 @@ import { driverOptions } from '../drivers/storage/storage-opt.ts';
 const NOT_YET = 'not supported by this daemon yet: ';
 
 /** The storage drivers this daemon has. */
-const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs']);
+const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']);
 
 /** The first option set to a value whose feature this daemon does not implement, as its refusal message. */
 export function unsupportedOption(c: DaemonConfig): string | undefined {
   const driver = c.storageDriver || 'overlay2';
+  // zfs without its kernel module (this machine's kernel has none): the reference's refusal.
+  if (driver === 'zfs' && !existsSync('/dev/zfs')) return 'error initializing graphdriver: prerequisites for driver not satisfied (wrong filesystem?)';
   if (!STORAGE_DRIVERS.has(driver)) return `${NOT_YET}--storage-driver=${driver}`;
   try {
     driverOptions(driver, c.storageOpts ?? []);

@@ -61,7 +61,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       init: (ctx) => {
         const { dataRoot, tmpDir } = ctx.get('paths');
         const driver = cfg.storageDriver || 'overlay2';
-        if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs') {
+        if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs' && driver !== 'fuse-overlayfs') {
           throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
         }
         return createLayerStore({

@@ -60,20 +60,22 @@ export async function dirSize(root: string, filter?: (rel: string) => boolean): 
 
 /**
  * Look a path up in a stack of overlay diff directories (top first), honouring whiteouts and
- * opaque directories: the lower view a container's upper layer sits on.
+ * opaque directories: the lower view a container's upper layer sits on. `files`: whiteouts may
+ * also be the tar's `.wh.` files (fuse-overlayfs's layers).
  */
-export async function lookupLower(lowers: string[], rel: string): Promise<Stats | null> {
+export async function lookupLower(lowers: string[], rel: string, files = false): Promise<Stats | null> {
   const comps = rel.split('/');
   for (const layer of lowers) {
     let stop = false;
     for (let i = 0; i < comps.length; i++) {
       const p = join(layer, ...comps.slice(0, i + 1));
+      if (files && (await lstatOrNull(join(layer, ...comps.slice(0, i), `${WHITEOUT_PREFIX}${comps[i]}`)))) return null;
       const st = await lstatOrNull(p);
       if (!st) break;
       if (isOverlayWhiteout(st)) return null;
       if (i === comps.length - 1) return st;
       if (!st.isDirectory()) return null;
-      if (isOpaque(p)) stop = true;
+      if (isOpaque(p) || (files && (await lstatOrNull(join(p, WHITEOUT_OPAQUE))))) stop = true;
     }
     if (stop) return null;
   }
@@ -84,35 +86,50 @@ function sortChanges(changes: Map<string, ChangeEntry['Kind']>): ChangeEntry[] {
   return [...changes.entries()].sort(([a], [b]) => byteOrder(a, b)).map(([Path, Kind]) => ({ Path, Kind }));
 }
 
-/** Changes of an overlay upper dir against its lower diff dirs (top first). */
-export async function overlayChanges(upper: string, lowers: string[]): Promise<ChangeEntry[]> {
+/**
+ * Changes of an overlay upper dir against its lower diff dirs (top first). `files`: whiteouts and
+ * opaque directories may also be the tar's `.wh.` files (fuse-overlayfs writes those where the
+ * backing file system cannot hold overlay's).
+ */
+export async function overlayChanges(upper: string, lowers: string[], files = false): Promise<ChangeEntry[]> {
   const changes = new Map<string, ChangeEntry['Kind']>();
   const markParent = (rel: string) => {
     const i = rel.lastIndexOf('/');
     if (i > 0) changes.set(`/${rel.slice(0, i)}`, changes.get(`/${rel.slice(0, i)}`) ?? 0);
   };
   for await (const e of walk(upper)) {
+    const slash = e.rel.lastIndexOf('/');
+    const base = e.rel.slice(slash + 1);
+    if (files && base.startsWith(WHITEOUT_PREFIX)) {
+      if (base === WHITEOUT_OPAQUE) continue; // its directory says it (below)
+      const gone = `${e.rel.slice(0, slash + 1)}${base.slice(WHITEOUT_PREFIX.length)}`;
+      if (await lookupLower(lowers, gone, files)) {
+        changes.set(`/${gone}`, 2);
+        markParent(gone);
+      }
+      continue;
+    }
     if (isOverlayWhiteout(e.st)) {
-      if (await lookupLower(lowers, e.rel)) {
+      if (await lookupLower(lowers, e.rel, files)) {
         changes.set(`/${e.rel}`, 2);
         markParent(e.rel);
       }
       continue;
     }
-    const below = await lookupLower(lowers, e.rel);
+    const below = await lookupLower(lowers, e.rel, files);
     if (!below) {
       changes.set(`/${e.rel}`, 1);
       markParent(e.rel);
       continue;
     }
     if (e.st.isDirectory()) {
-      if (isOpaque(e.abs) && below.isDirectory()) {
+      if ((isOpaque(e.abs) || (files && (await lstatOrNull(join(e.abs, WHITEOUT_OPAQUE))))) && below.isDirectory()) {
         // Everything the lower layers had here is gone unless the upper dir has it again.
         for (const lowerDir of lowers) {
           const names = await readdir(join(lowerDir, e.rel)).catch(() => [] as string[]);
           for (const n of names) {
             const r = `${e.rel}/${n}`;
-            if (!(await lstatOrNull(join(upper, r))) && (await lookupLower(lowers, r))) changes.set(`/${r}`, 2);
+            if (!(await lstatOrNull(join(upper, r))) && (await lookupLower(lowers, r, files))) changes.set(`/${r}`, 2);
           }
         }
       }

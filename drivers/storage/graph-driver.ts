@@ -4,7 +4,7 @@ import type { ChangeEntry } from './types.ts';
 import type { WhiteoutMode } from './unpack.ts';
 
 export interface GraphDriver {
-  readonly name: 'overlay2' | 'vfs' | 'btrfs';
+  readonly name: 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs';
   /** How whiteouts are unpacked into this driver's layer directories. */
   readonly whiteouts: WhiteoutMode;
   /** The directory holding every layer directory of this driver. */

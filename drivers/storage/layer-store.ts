@@ -1,5 +1,5 @@
 // The layer store: content-addressed image layers and per-container read-write layers on top of a
-// graph driver (overlay2, vfs or btrfs). Metadata lives in <dataRoot>/image/<driver>/layerdb:
+// graph driver (overlay2, fuse-overlayfs, vfs or btrfs). Metadata lives in <dataRoot>/image/<driver>/layerdb:
 //   sha256/<chain hex>/layer.json   LayerInfo + the driver's cache id
 //   sha256/<chain hex>/blob         the blob exactly as given to applyLayer (for push and save)
 //   mounts/<container id>/mount.json  a container's RW layer (cache id, parent chain id)
@@ -26,6 +26,7 @@ import { Overlay2Driver } from './overlay2.ts';
 import type { ApplyOptions, BlobMedia, ChangeEntry, LayerInfo, LayerLease, LayerStore, LayerStoreOptions } from './types.ts';
 import { VfsDriver } from './vfs.ts';
 import { BtrfsDriver } from './btrfs.ts';
+import { FuseOverlayDriver } from './fuse-overlayfs.ts';
 
 interface LayerRecord {
   info: LayerInfo;
@@ -549,7 +550,9 @@ export async function createLayerStore(opts: LayerStoreOptions): Promise<LayerSt
     ? new VfsDriver(join(opts.dataRoot, 'vfs'))
     : opts.driver === 'btrfs'
       ? new BtrfsDriver(join(opts.dataRoot, 'btrfs'), opts.options)
-      : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log, opts.options);
+      : opts.driver === 'fuse-overlayfs'
+        ? new FuseOverlayDriver(join(opts.dataRoot, 'fuse-overlayfs'), opts.log)
+        : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log, opts.options);
   const store = new Store(opts, driver);
   await store.open();
   opts.log.info({ driver: driver.name, layers: store.list().length }, 'layer store ready');

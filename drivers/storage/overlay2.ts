@@ -13,6 +13,7 @@ import { failedPrecondition, internal, notFound } from '../../lib/errors.ts';
 import { MNT_DETACH, mountAsync, mountWithCwd, umount } from '../sys/syscalls.ts';
 import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
+import type { WhiteoutMode } from './unpack.ts';
 import { NO_QUOTA, storageOptSize, type DriverOptions } from './storage-opt.ts';
 import type { ChangeEntry } from './types.ts';
 
@@ -61,8 +62,8 @@ function readParam(name: string): string | null {
 }
 
 export class Overlay2Driver implements GraphDriver {
-  readonly name = 'overlay2';
-  readonly whiteouts = 'overlay';
+  readonly name: GraphDriver['name'] = 'overlay2';
+  readonly whiteouts: WhiteoutMode = 'overlay';
   readonly home: string;
   private readonly log: Logger;
   private backingFs = 'unknown';
@@ -81,18 +82,10 @@ export class Overlay2Driver implements GraphDriver {
   }
 
   async init(): Promise<void> {
-    const fsList = await readFile('/proc/filesystems', 'utf8').catch(() => '');
-    if (!/\toverlay$/m.test(fsList)) throw failedPrecondition('error initializing graphdriver: driver not supported: overlay2');
     await mkdir(join(this.home, LINK_DIR), { recursive: true, mode: 0o700 });
     const type = statfsSync(this.home).type;
     this.backingFs = FS_NAMES[type] ?? `<unknown> (0x${type.toString(16)})`;
-    if (this.backingFs === 'overlayfs') throw failedPrecondition('error initializing graphdriver: overlay2 is not supported over overlayfs');
-    this.projectQuotas = this.backingFs === 'xfs' && projectQuotasOn(this.home);
-    if (this.opts.size) {
-      if (this.backingFs !== 'xfs') throw failedPrecondition(`error initializing graphdriver: Storage Option overlay2.size only supported for backingFS XFS. Found ${this.backingFs}`);
-      if (!this.projectQuotas) throw failedPrecondition(`error initializing graphdriver: Storage option overlay2.size not supported. Filesystem does not support Project Quota: ${NO_QUOTA}`);
-      throw failedPrecondition('not supported by this daemon yet: --storage-opt overlay2.size on xfs with project quotas');
-    }
+    await this.supported(this.backingFs);
     // Links whose layer is gone (crash between the two removals) are dropped.
     for (const name of await readdir(join(this.home, LINK_DIR))) {
       const target = await readlink(join(this.home, LINK_DIR, name)).catch(() => null);
@@ -100,6 +93,19 @@ export class Overlay2Driver implements GraphDriver {
       if (!id || !(await readFile(join(this.home, id, 'link'), 'utf8').catch(() => null))) {
         await rm(join(this.home, LINK_DIR, name), { force: true });
       }
+    }
+  }
+
+  /** What the kernel's overlay needs: the overlay file system, a backing one it can stack on, quotas for a size. */
+  protected async supported(backingFs: string): Promise<void> {
+    const fsList = await readFile('/proc/filesystems', 'utf8').catch(() => '');
+    if (!/\toverlay$/m.test(fsList)) throw failedPrecondition('error initializing graphdriver: driver not supported: overlay2');
+    if (backingFs === 'overlayfs') throw failedPrecondition('error initializing graphdriver: overlay2 is not supported over overlayfs');
+    this.projectQuotas = backingFs === 'xfs' && projectQuotasOn(this.home);
+    if (this.opts.size) {
+      if (backingFs !== 'xfs') throw failedPrecondition(`error initializing graphdriver: Storage Option overlay2.size only supported for backingFS XFS. Found ${backingFs}`);
+      if (!this.projectQuotas) throw failedPrecondition(`error initializing graphdriver: Storage option overlay2.size not supported. Filesystem does not support Project Quota: ${NO_QUOTA}`);
+      throw failedPrecondition('not supported by this daemon yet: --storage-opt overlay2.size on xfs with project quotas');
     }
   }
 
@@ -113,7 +119,7 @@ export class Overlay2Driver implements GraphDriver {
     ];
   }
 
-  private dir(id: string): string {
+  protected dir(id: string): string {
     return join(this.home, id);
   }
 
@@ -190,7 +196,7 @@ export class Overlay2Driver implements GraphDriver {
     return names;
   }
 
-  private async lowerLinks(id: string): Promise<string[]> {
+  protected async lowerLinks(id: string): Promise<string[]> {
     const { lower } = await this.namesOf(id);
     return lower ? lower.split(':') : [];
   }
@@ -247,7 +253,7 @@ export class Overlay2Driver implements GraphDriver {
   }
 
   async changes(id: string): Promise<ChangeEntry[]> {
-    return overlayChanges(this.unpackDir(id), await this.lowerDiffs(id));
+    return overlayChanges(this.unpackDir(id), await this.lowerDiffs(id), this.whiteouts === 'files');
   }
 
   diffSize(id: string): Promise<number> {

@@ -58,6 +58,9 @@ export function driverOptions(driver: string, opts: readonly string[]): DriverOp
         if (!/^(1|t|true|0|f|false)$/i.test(val)) throw internal(`strconv.ParseBool: parsing "${val}": invalid syntax`);
       } else if (key === 'overlay2.size') out.size = size(val);
       else throw internal(`overlay2: unknown option ${key}`);
+    } else if (driver === 'fuse-overlayfs') {
+      // The reference's driver reads none (and ignores them all): refused here, never ignored.
+      throw internal(`fuse-overlayfs: unknown option ${key}`);
     } else if (driver === 'btrfs') {
       if (key === 'btrfs.min_space') out.minSpace = size(val);
       else throw internal(`Unknown option ${key}`);

@@ -132,7 +132,7 @@ export interface LayerStore {
 export interface LayerStoreOptions {
   /** Daemon data root; the store keeps `<root>/image/<driver>/layerdb` and `<root>/<driver>/`. */
   dataRoot: string;
-  driver: 'overlay2' | 'vfs' | 'btrfs';
+  driver: 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs';
   /** The daemon's --storage-opt values the driver acts on (./storage-opt.ts). */
   options?: import('./storage-opt.ts').DriverOptions;
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */

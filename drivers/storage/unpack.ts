@@ -2,7 +2,7 @@
 // chroot would (symlinks followed but clamped at the root, `..` never above it), so no entry can
 // write outside. Whiteouts become overlay whiteouts (char 0/0 device, opaque xattr) or deletions.
 import { constants as fsc } from 'node:fs';
-import { chmod, link, lchown, lstat, lutimes, mkdir, open, readdir, readlink, rm, symlink } from 'node:fs/promises';
+import { chmod, link, lchown, lstat, lutimes, mkdir, open, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -16,7 +16,12 @@ export const WHITEOUT_META_PREFIX = '.wh..wh.';
 export const WHITEOUT_OPAQUE = '.wh..wh..opq';
 export const OVERLAY_OPAQUE_XATTR = 'trusted.overlay.opaque';
 
-export type WhiteoutMode = 'overlay' | 'delete';
+/**
+ * How whiteouts land in a layer directory: overlay's (a 0/0 character device, an opaque xattr),
+ * deletions (full-copy drivers), or the tar's own `.wh.` files (fuse-overlayfs reads them, and they
+ * survive a backing file system that is itself an overlay).
+ */
+export type WhiteoutMode = 'overlay' | 'delete' | 'files';
 
 export interface UnpackOptions {
   root: string;
@@ -207,6 +212,10 @@ class Unpacker {
       lsetxattr(dir, OVERLAY_OPAQUE_XATTR, Buffer.from('y'));
       return;
     }
+    if (this.mode === 'files') {
+      await writeFile(join(dir, WHITEOUT_OPAQUE), '');
+      return;
+    }
     const prefix = dirComps.length ? `${dirComps.join('/')}/` : '';
     for (const name of await readdir(dir)) {
       if (!this.created.has(prefix + name)) await this.remove(join(dir, name));
@@ -221,6 +230,8 @@ class Unpacker {
     if (this.mode === 'overlay') {
       mknod(target, S_IFCHR, 0, 0);
       await lchown(target, uid, gid);
+    } else if (this.mode === 'files') {
+      await writeFile(join(dir, `${WHITEOUT_PREFIX}${name}`), '');
     }
   }
 

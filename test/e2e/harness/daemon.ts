@@ -31,9 +31,10 @@ export interface StartOptions {
   /**
    * Put the data root on a file system of its own: a loop file of `size` (e.g. '1G') under the
    * daemon's temp root, made with mkfs.<type> and mounted with `options` (unmounted by the reaper
-   * with every mount under the root; the loop device goes with the mount).
+   * with every mount under the root; the loop device goes with the mount); `overlay`: an overlay
+   * mount of directories under the temp root (size unused).
    */
-  dataRootFs?: { type: 'btrfs' | 'xfs' | 'ext4'; size: string; options?: string };
+  dataRootFs?: { type: 'btrfs' | 'xfs' | 'ext4' | 'overlay'; size: string; options?: string };
   /**
    * Run the daemon in this network namespace (a name under /var/run/netns, e.g. a netns.ts
    * handle's names[i]): spawned as `nsenter --net=… engined …`. nsenter execs engined (and the
@@ -135,7 +136,11 @@ class Handle implements DaemonHandle {
       try {
         mkdirSync(this.dataRoot);
         const fs = opts.dataRootFs;
-        if (fs) {
+        if (fs?.type === 'overlay') {
+          const parts = ['lower', 'upper', 'work'].map((p) => join(this.root, `ovl-${p}`));
+          for (const p of parts) mkdirSync(p);
+          execFileSync('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${parts[0]},upperdir=${parts[1]},workdir=${parts[2]}`, this.dataRoot], { stdio: 'pipe', timeout: 30_000 });
+        } else if (fs) {
           const file = join(this.root, `data.${fs.type}`);
           execFileSync('truncate', ['-s', fs.size, file], { stdio: 'pipe', timeout: 10_000 });
           execFileSync(`mkfs.${fs.type}`, [...(fs.type === 'ext4' ? ['-F', '-q'] : ['-q']), file], { stdio: 'pipe', timeout: 60_000 });

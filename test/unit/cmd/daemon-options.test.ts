@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -45,7 +45,9 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
   assert.equal(unsupportedOption(cfg({ storageOpts: ['overlay2.size=10G'] })), undefined);
   assert.equal(unsupportedOption(cfg({ storageOpts: ['overlay2.override_kernel_check=true'] })), undefined);
   const cases: Array<[Partial<DaemonConfig>, string]> = [
-    [{ storageDriver: 'fuse-overlayfs' }, 'not supported by this daemon yet: --storage-driver=fuse-overlayfs'],
+    [{ storageDriver: 'zfs' }, existsSync('/dev/zfs') ? 'not supported by this daemon yet: --storage-driver=zfs' : 'error initializing graphdriver: prerequisites for driver not satisfied (wrong filesystem?)'],
+    [{ storageDriver: 'devicemapper' }, 'not supported by this daemon yet: --storage-driver=devicemapper'],
+    [{ storageDriver: 'fuse-overlayfs', storageOpts: ['fuse-overlayfs.foo=1'] }, 'fuse-overlayfs: unknown option fuse-overlayfs.foo'],
     [{ storageDriver: 'btrfs', storageOpts: ['btrfs.foo=1'] }, 'Unknown option btrfs.foo'],
     [{ storageDriver: 'btrfs', storageOpts: ['btrfs.min_space=abc'] }, "invalid size: 'abc'"],
     [{ storageDriver: 'btrfs', storageOpts: ['foo'] }, 'Unable to parse key/value option: foo'],
