@@ -15,12 +15,13 @@ const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']);
 
 /** The first option set to a value whose feature this daemon does not implement, as its refusal message. */
 export function unsupportedOption(c: DaemonConfig): string | undefined {
-  const driver = c.storageDriver || 'overlay2';
+  // With no driver asked for, the one chosen at start (drivers/storage/select.ts) reads the options then.
+  const driver = c.storageDriver;
   // zfs without its kernel module (this machine's kernel has none): the reference's refusal.
   if (driver === 'zfs' && !existsSync('/dev/zfs')) return 'error initializing graphdriver: prerequisites for driver not satisfied (wrong filesystem?)';
-  if (!STORAGE_DRIVERS.has(driver)) return `${NOT_YET}--storage-driver=${driver}`;
+  if (driver && !STORAGE_DRIVERS.has(driver)) return `${NOT_YET}--storage-driver=${driver}`;
   try {
-    driverOptions(driver, c.storageOpts ?? []);
+    if (driver) driverOptions(driver, c.storageOpts ?? []);
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   }

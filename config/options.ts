@@ -257,7 +257,7 @@ export const OPTIONS: readonly OptionDef[] = [
   o({ name: 'seccomp-profile', field: 'seccompProfile', type: 'string', default: 'builtin', fileKey: 'seccomp-profile', reloadable: false, description: 'Path to seccomp profile. Use "unconfined" to disable the default seccomp profile' }),
   o({ name: 'selinux-enabled', field: 'selinuxEnabled', type: 'bool', default: false, fileKey: 'selinux-enabled', reloadable: false, description: 'Enable selinux support' }),
   o({ name: 'shutdown-timeout', field: 'shutdownTimeout', type: 'int', default: 15, fileKey: 'shutdown-timeout', reloadable: true, description: 'Default shutdown timeout' }),
-  o({ name: 'storage-driver', short: 's', field: 'storageDriver', type: 'string', default: 'overlay2', fileKey: 'storage-driver', reloadable: false, env: 'ENGINE_DRIVER', description: 'Storage driver to use' }),
+  o({ name: 'storage-driver', short: 's', field: 'storageDriver', type: 'string', default: '', fileKey: 'storage-driver', reloadable: false, env: 'ENGINE_DRIVER', description: 'Storage driver to use' }),
   o({ name: 'storage-opt', field: 'storageOpts', type: 'list', default: [], fileKey: 'storage-opts', reloadable: false, description: 'Storage driver options' }),
   o({ name: 'supervisor', field: 'supervisor', type: 'string', default: '', fileKey: 'supervisor', reloadable: false, description: 'supervisor grpc address' }),
   o({ name: 'supervisor-namespace', field: 'supervisorNamespace', type: 'string', default: 'engine', fileKey: 'supervisor-namespace', reloadable: false, description: 'Supervisor namespace to use' }),

@@ -20,6 +20,7 @@ import { STORE_KINDS } from '../../store/kinds/index.ts';
 import { openStore } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
 import { driverOptions } from '../../drivers/storage/storage-opt.ts';
+import { chooseDriver } from '../../drivers/storage/select.ts';
 
 /** Where the supervisor listens, and in which namespace our containers live. */
 export interface SupervisorAddress {
@@ -60,7 +61,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       requires: ['paths'],
       init: (ctx) => {
         const { dataRoot, tmpDir } = ctx.get('paths');
-        const driver = cfg.storageDriver || 'overlay2';
+        const driver = chooseDriver(cfg.storageDriver, dataRoot, log);
         if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs' && driver !== 'fuse-overlayfs') {
           throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
         }

@@ -4,7 +4,7 @@
 // resources; the options of later work, which refuse the start; and the proxy options.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,9 +21,10 @@ const CPU = '/sys/fs/cgroup/cpu';
 const rtSkip = !existsSync(join(CPU, 'cpu.rt_runtime_us')) && 'no cgroup v1 cpu controller with real-time group scheduling';
 
 /** engined run to its end (a refused start), with a private pidfile so no running daemon is in the way. */
-async function engined(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
+async function engined(args: string[], env: Record<string, string> = {}, prepare?: (dataRoot: string) => void): Promise<{ code: number; stderr: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'engine-e2e-opts-'));
   writeFileSync(join(dir, 'daemon.json'), '{}');
+  prepare?.(join(dir, 'data'));
   try {
     await promisify(execFile)(ENGINED, ['-p', join(dir, 'pid'), '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'exec'), '-H', `unix://${dir}/s.sock`, '--config-file', join(dir, 'daemon.json'), ...args], {
       timeout: 60_000,
@@ -171,8 +172,8 @@ describe('raw logs on a terminal', () => {
 });
 
 describe('options that refuse the start', () => {
-  const refused = async (args: string[], message: string | RegExp, env: Record<string, string> = {}) => {
-    const r = await engined(args, env);
+  const refused = async (args: string[], message: string | RegExp, env: Record<string, string> = {}, prepare?: (dataRoot: string) => void) => {
+    const r = await engined(args, env, prepare);
     assert.equal(r.code, 1, r.stderr);
     if (typeof message === 'string') assert.ok(r.stderr.includes(message), r.stderr);
     else assert.match(r.stderr, message);
@@ -188,6 +189,10 @@ describe('options that refuse the start', () => {
     await refused(['--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --feature supervisor-snapshotter');
     await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found extfs/);
     await refused(['--storage-opt', 'overlay2.mountopt=nodev'], 'engined: overlay2: unknown option overlay2.mountopt');
+    // No driver asked for and a data root that two drivers have used (issue 67, 5): the reference's refusal.
+    await refused([], /contains several valid graphdrivers: (overlay2, btrfs|btrfs, overlay2); Please cleanup or explicitly choose storage driver \(-s <DRIVER>\)/, {}, (root) => {
+      for (const d of ['overlay2', 'btrfs']) mkdirSync(join(root, d, 'x'), { recursive: true });
+    });
   });
   test('native.cgroupdriver=systemd where systemd is not running; bad generic resources', async () => {
     if (!existsSync('/run/systemd/system')) {

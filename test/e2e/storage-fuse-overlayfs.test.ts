@@ -29,8 +29,15 @@ describe('the fuse-overlayfs storage driver', { skip: !canRun && 'needs root, /d
     await d?.cleanup();
   });
 
-  test('overlay2 cannot stack on this root: its start is refused', async () => {
-    await assert.rejects(startDaemon({ dataRootFs: { type: 'overlay', size: '' }, startTimeoutMs: 20_000 }), /overlay2 is not supported over overlayfs/);
+  test('overlay2 cannot stack on this root: asked for, its start is refused; with no driver asked for, fuse-overlayfs is chosen', async () => {
+    await assert.rejects(startDaemon({ dataRootFs: { type: 'overlay', size: '' }, args: ['--storage-driver', 'overlay2'], startTimeoutMs: 20_000 }), /overlay2 is not supported over overlayfs/);
+    const chosen = await startDaemon({ dataRootFs: { type: 'overlay', size: '' } });
+    try {
+      assert.equal(await dockerOk(() => chosen)('info', '--format', '{{.Driver}}'), 'fuse-overlayfs');
+      assert.match(chosen.logs(), /the kernel's overlay cannot be used .* using fuse-overlayfs/);
+    } finally {
+      await chosen.cleanup();
+    }
   });
 
   test('docker info names the driver without status lines', async () => {

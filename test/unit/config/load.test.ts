@@ -62,7 +62,7 @@ describe('defaults', () => {
     assert.equal(c.supervisorPluginsNamespace, 'plugins.engine');
     assert.equal(c.defaultRuntime, 'stdrt');
     assert.deepEqual(c.runtimes, {});
-    assert.equal(c.storageDriver, 'overlay2');
+    assert.equal(c.storageDriver, '', 'none asked for: chosen at start (drivers/storage/select.ts)');
     assert.deepEqual(c.storageOpts, []);
     assert.equal(c.logLevel, 'info');
     assert.equal(c.debug, false);
