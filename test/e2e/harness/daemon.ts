@@ -242,8 +242,21 @@ class Handle implements DaemonHandle {
 }
 
 /** Starts engined on fresh temp roots and waits until it answers /_ping. */
-export async function startDaemon(opts: StartOptions = {}): Promise<DaemonHandle> {
-    const h = new Handle(opts);
+/**
+ * ENGINE_E2E_STORAGE=btrfs: every daemon that asks for no storage of its own (no driver, no data
+ * root file system) runs on a btrfs loop-file data root with -s btrfs (hack/test.sh runs the image
+ * and container files so once more).
+ */
+function withSuiteStorage(opts: StartOptions): StartOptions {
+  if (process.env.ENGINE_E2E_STORAGE !== 'btrfs' || opts.dataRootFs || opts.dataRootTmpfs) return opts;
+  const args = opts.args ?? [];
+  if (args.some((a) => a === '-s' || a === '--storage-driver' || a.startsWith('--storage-driver='))) return opts;
+  return { ...opts, dataRootFs: { type: 'btrfs', size: '2G' }, args: [...args, '--storage-driver', 'btrfs'] };
+}
+
+export async function startDaemon(given: StartOptions = {}): Promise<DaemonHandle> {
+  const opts = withSuiteStorage(given);
+  const h = new Handle(opts);
   cleanupAtExit(h);
   try {
     await h.start();
