@@ -2,12 +2,14 @@
 // key; the manager's key is sealed on disk (no private key in the clear under the data root); after
 // a restart the node is locked (/info, the swarm's 503) with its etcd member down until `swarm unlock`
 // gives the key (a wrong one refused); a rotation replaces the key (the old one no longer opens it);
-// `swarm update --autolock=false` keeps the key plain and a restart needs no unlock.
+// `swarm update --autolock=false` keeps the key plain and a restart needs no unlock. Secrets under
+// autolock (issue (9 of 21), 2): sealed by the data key, itself sealed by the unlock key — while
+// locked none can be made or read; unlocked, a service's task gets its secret's content.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { apiRequest, docker } from './harness/clients.ts';
+import { apiRequest, docker, testImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { freePort } from './harness/free-port.ts';
 import { until } from './harness/wait.ts';
@@ -27,8 +29,12 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
   const dataKeyFile = () => readFileSync(join(d.dataRoot, 'swarm', 'certificates', 'swarm-data.key'), 'utf8');
   const unlock = (key: string) => apiRequest(d, 'POST', '/swarm/unlock', JSON.stringify({ UnlockKey: key }));
 
+  let image = '';
   before(async () => {
     d = await startDaemon();
+    const imgs = await testImages();
+    image = imgs.tag;
+    await dk('load', '-i', imgs.dockerArchive);
   });
   after(async () => {
     await d?.cleanup();
@@ -45,9 +51,11 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
     assert.doesNotMatch(dataKeyFile(), /SWMDEK/);
     const notLocked = await unlock(key);
     assert.deepEqual([notLocked.status, notLocked.body.message], [400, 'swarm is not locked']);
+    await docker(d, ['secret', 'create', 'locked-s', '-'], { input: 'opened by the unlock key' }).then((r) => assert.equal(r.code, 0, r.stderr));
 
     await d.restart();
     assert.equal(await state(), 'locked');
+    assert.equal((await apiRequest(d, 'GET', '/secrets')).status, 503, 'no secret while locked');
     const sw = await apiRequest(d, 'GET', '/swarm');
     assert.equal(sw.status, 503);
     assert.equal(sw.body.message, 'Swarm is encrypted and needs to be unlocked before it can be used. Please use "docker swarm unlock" to unlock it.');
@@ -61,6 +69,12 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
     assert.equal(cli.code, 0, cli.stderr);
     await until('active again', async () => (await state()) === 'active', 30_000);
     assert.equal((await apiRequest(d, 'GET', '/nodes')).status, 200);
+    // Unlocked: the data key opens the secret sealed before the restart, for the task that uses it.
+    await dk('service', 'create', '--detach', '--name', 'sec', '--secret', 'locked-s', image, 'sleep', '300');
+    let task = '';
+    await until('the task runs', async () => (task = (await dk('ps', '-q', '--filter', 'label=com.docker.swarm.service.name=sec')).trim()) !== '', 60_000);
+    assert.equal(await dk('exec', task, 'cat', '/run/secrets/locked-s'), 'opened by the unlock key');
+    await dk('service', 'rm', 'sec');
   });
 
   test('rotate: a new key, the old one no longer opens the node; autolock off: plain again, no unlock after a restart', { timeout: 120_000 }, async () => {
