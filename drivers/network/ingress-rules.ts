@@ -11,6 +11,7 @@
 import type { IngressConfig } from '../../lib/ports/network.ts';
 import { Iptables, type IptablesRule } from './iptables.ts';
 import { run } from './run.ts';
+import { balancedDnat } from './vip-rules.ts';
 
 const names = (prefix: string) => ({ nat: `${prefix}-INGRESS`, post: `${prefix}-INGRESS-POST`, filter: `${prefix}-INGRESS` });
 
@@ -28,14 +29,7 @@ function jumps(prefix: string): IptablesRule[] {
 export function ingressRestore(cfg: IngressConfig): string {
   const c = names(cfg.chainPrefix);
   const nat: string[] = [];
-  for (const p of cfg.ports) {
-    const n = p.backends.length;
-    p.backends.forEach((b, i) => {
-      const left = n - i;
-      const pick = left > 1 ? ` -m statistic --mode random --probability ${(1 / left).toFixed(10)}` : '';
-      nat.push(`-A ${c.nat} -p ${p.protocol} --dport ${p.published}${pick} -j DNAT --to-destination ${b}:${p.target}`);
-    });
-  }
+  for (const p of cfg.ports) nat.push(...balancedDnat(c.nat, `-p ${p.protocol} --dport ${p.published}`, p.backends.map((b) => `${b}:${p.target}`)));
   return [
     '*nat',
     `:${c.nat} - [0:0]`,

@@ -11,18 +11,22 @@ import { run } from './run.ts';
 
 export const VIP_CHAIN = 'ENGINE-VIP';
 
+/**
+ * DNAT rules sending what `match` selects to each of `backends` as likely as the others: the i-th
+ * of n taken with probability 1/(n-i) of what the ones before left (netfilter's statistic match,
+ * kube-proxy's iptables mode). The virtual IPs' and the routing mesh's one balancing rule.
+ */
+export function balancedDnat(chain: string, match: string, backends: readonly string[]): string[] {
+  return backends.map((b, i) => {
+    const left = backends.length - i;
+    const pick = left > 1 ? ` -m statistic --mode random --probability ${(1 / left).toFixed(10)}` : '';
+    return `-A ${chain} ${match}${pick} -j DNAT --to-destination ${b}`;
+  });
+}
+
 /** The chain's rules for `rules` (iptables-restore lines, no table header). */
 export function vipChainLines(rules: readonly VipRule[]): string[] {
-  const out: string[] = [];
-  for (const r of rules) {
-    const n = r.backends.length;
-    r.backends.forEach((b, i) => {
-      const left = n - i;
-      const pick = left > 1 ? ` -m statistic --mode random --probability ${(1 / left).toFixed(10)}` : '';
-      out.push(`-A ${VIP_CHAIN} -d ${r.vip}/32${pick} -j DNAT --to-destination ${b}`);
-    });
-  }
-  return out;
+  return rules.flatMap((r) => balancedDnat(VIP_CHAIN, `-d ${r.vip}/32`, r.backends));
 }
 
 /** Makes the namespace of `pid` send each virtual IP of `rules` to its backends. */

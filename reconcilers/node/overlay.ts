@@ -32,6 +32,8 @@ import { attachOverlays } from './overlay-attach.ts';
 
 export const OVERLAY_KEY = 'overlay';
 const RESYNC_MS = 5000;
+/** A VXLAN device whose peers have not changed is read back this often (an entry lost is put back). */
+const PEERS_RECHECK_MS = 60_000;
 /** An address taken for a container not made yet is kept this long. */
 const PENDING_MS = 60_000;
 
@@ -75,6 +77,8 @@ export class OverlayNetworks implements Reconciler {
   private readonly prepared = new Map<string, TaskNetworks>();
   /** Task whose container is not made yet → the networks it asked for, and when. */
   private readonly wanted = new Map<string, { at: number; networks: string[] }>();
+  /** VXLAN device → the peers last programmed there and when. */
+  private readonly programmed = new Map<string, { key: string; at: number }>();
   private readonly vips: VipRoutes;
   private unwatch: (() => void) | null = null;
   private readonly mesh: RoutingMesh;
@@ -306,14 +310,29 @@ export class OverlayNetworks implements Reconciler {
       list.push({ ip: e.IP, mac: e.Mac, vtep: e.Vtep });
       byNet.set(e.Network, list);
     }
+    const now = Date.now();
+    const live = new Set<string>();
     for (const n of instances) {
       if (n.spec.desired === 'removed' || n.status.phase !== 'ready' || !n.spec.overlay) continue;
-      const changed = await this.opts.syncPeers(n.spec.overlay.vxlanName, byNet.get(n.name) ?? [], signal).catch((err: unknown) => {
+      const device = n.spec.overlay.vxlanName;
+      live.add(device);
+      const peers = byNet.get(n.name) ?? [];
+      // The same peers as the last sync that succeeded: the device is read again only now and then
+      // (an entry someone removed is put back), not on every pass.
+      // (The instance's creation in the key: one made again starts with an empty device.)
+      const key = `${n.createdAt}|${peers.map((p) => `${p.ip}/${p.mac}/${p.vtep}`).sort().join(',')}`;
+      const last = this.programmed.get(device);
+      if (last && last.key === key && now - last.at < PEERS_RECHECK_MS) continue;
+      try {
+        const changed = await this.opts.syncPeers(device, peers, signal);
+        this.programmed.set(device, { key, at: now });
+        if (changed) this.opts.log.debug({ network: n.spec.name, changed }, 'overlay peers programmed');
+      } catch (err) {
+        this.programmed.delete(device);
         this.opts.log.warn({ err, network: n.spec.name }, 'overlay peers could not be programmed');
-        return 0;
-      });
-      if (changed) this.opts.log.debug({ network: n.spec.name, changed }, 'overlay peers programmed');
+      }
     }
+    for (const device of [...this.programmed.keys()]) if (!live.has(device)) this.programmed.delete(device);
   }
 
   /** Every endpoint of the swarm (every node's, and the services' virtual IPs), from the cache. */
