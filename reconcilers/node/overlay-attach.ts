@@ -8,7 +8,7 @@ import type { Etcd3 } from 'etcd3';
 import { conflict, permissionDenied, unavailable } from '../../lib/errors.ts';
 import { endpointKey, type SwarmEndpoint } from '../../lib/swarm/endpoints.ts';
 import { NETWORKS_PREFIX, type SwarmNetworkRecord } from '../../lib/swarm/network.ts';
-import { findNetwork, type NetworkResource } from '../../store/kinds/network.ts';
+import { findNetwork, Networks, type NetworkResource } from '../../store/kinds/network.ts';
 import type { Store } from '../../store/store.ts';
 
 const BUILTIN = new Set(['', 'default', 'bridge', 'host', 'none']);
@@ -18,7 +18,7 @@ type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
 
 export interface AttachDeps {
-  store: Pick<Store, 'get' | 'list' | 'byIndex'>;
+  store: Pick<Store, 'get' | 'list' | 'byIndex' | 'waitFor'>;
   instance: (n: SwarmNetworkRecord) => NetworkResource;
   /** A free address taken (./overlay.ts). */
   take: (client: Etcd3, net: SwarmNetworkRecord, who: Pick<SwarmEndpoint, 'Owner'>) => Promise<{ ip: string }>;
@@ -71,15 +71,21 @@ export async function attachOverlays(client: Etcd3, body: unknown, d: AttachDeps
   return { ...b, NetworkingConfig: { ...obj(b['NetworkingConfig']), EndpointsConfig: eps } };
 }
 
-/** This node's instance of the network, made if it has none, ready. */
+/**
+ * This node's instance of the network, made if it has none, ready: the store is waited on (the
+ * network reconciler's status), not polled; one being removed is waited out and made again.
+ */
 async function ready(d: AttachDeps, net: SwarmNetworkRecord): Promise<void> {
   const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const until = Date.now() + READY_WAIT_MS;
   for (;;) {
     const inst = d.instance(net);
-    if (inst.spec.desired !== 'removed' && inst.status.phase === 'ready') return;
-    if (inst.status.phase === 'failed' && inst.spec.desired !== 'removed') throw unavailable(`network ${net.Name} could not be set up on this node: ${inst.status.error}`);
-    if (Date.now() > until) throw unavailable(`network ${net.Name} was not set up on this node in time`);
-    await sleep(100);
+    const left = until - Date.now();
+    if (left <= 0) throw unavailable(`network ${net.Name} was not set up on this node in time`);
+    const r = await d.store.waitFor(Networks, inst.name, (x) => !x || x.spec.desired === 'removed' || x.status.phase === 'ready' || x.status.phase === 'failed', { timeoutMs: left });
+    if (r && r.spec.desired !== 'removed' && r.status.phase === 'ready') return;
+    if (r && r.spec.desired !== 'removed' && r.status.phase === 'failed') throw unavailable(`network ${net.Name} could not be set up on this node: ${r.status.error}`);
+    // Gone or going (the last user left meanwhile): made again once its removal is through.
+    if (r?.spec.desired === 'removed') await sleep(100);
   }
 }

@@ -41,7 +41,7 @@ const PENDING_MS = 60_000;
 export type TaskNetworks = TaskNetworkConfig;
 
 export interface OverlayOptions {
-  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch' | 'byIndex'>;
+  store: Pick<Store, 'get' | 'list' | 'updateSpec' | 'watch' | 'byIndex' | 'waitFor'>;
   nodeId: string;
   /** This node's VTEP address and the data path port. */
   vtep: string;
