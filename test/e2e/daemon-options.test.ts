@@ -187,7 +187,7 @@ describe('options that refuse the start', () => {
     await refused(['--selinux-enabled'], 'engined: not supported by this daemon yet: --selinux-enabled');
     await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
     await refused(['--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --feature supervisor-snapshotter');
-    await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found extfs/);
+    await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found \w+|Storage option overlay2\.size not supported\. Filesystem does not support Project Quota/);
     await refused(['--storage-opt', 'overlay2.mountopt=nodev'], 'engined: overlay2: unknown option overlay2.mountopt');
     // No driver asked for and a data root that two drivers have used (issue 67, 5): the reference's refusal.
     await refused([], /contains several valid graphdrivers: (overlay2, btrfs|btrfs, overlay2); Please cleanup or explicitly choose storage driver \(-s <DRIVER>\)/, {}, (root) => {
