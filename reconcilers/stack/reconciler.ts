@@ -93,6 +93,12 @@ export class StackReconciler implements Reconciler {
     const r = this.store.get(Stacks, name);
     if (!r) return;
     if (r.spec.desired === 'removed') return this.remove(r);
+    // This node's part of a cluster stack an earlier version placed here: the swarm's services run
+    // cluster stacks now, so this copy is taken away as a removed stack is (a replica never runs twice).
+    if (r.spec.placed !== undefined) {
+      ctx.log.warn({ stack: name }, 'the local part of a cluster stack from an earlier version: removing it (cluster stacks are swarm services now)');
+      return this.remove(r);
+    }
     const { engine } = this.deps;
     // A document no pass can ever run (an image reference that cannot parse): Degraded with the
     // reason, and no requeue until the stack is applied again.

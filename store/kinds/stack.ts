@@ -21,6 +21,11 @@ export interface StackSpec {
   removeVolumes: boolean;
   /** RFC 3339 time of the last PUT. */
   appliedAt: string;
+  /**
+   * Set by an earlier version on this node's part of a cluster stack (its own orchestration,
+   * gone: cluster stacks are the swarm's services now). Such a stack is removed by its reconciler.
+   */
+  placed?: unknown;
 }
 
 export type StackConditionType = 'Ready' | 'Progressing' | 'Degraded';
@@ -102,6 +107,7 @@ const specSchema = z.object({
   desired: z.enum(['present', 'removed']),
   removeVolumes: z.boolean(),
   appliedAt: z.string(),
+  placed: z.unknown().optional(),
 }) satisfies z.ZodType<StackSpec>;
 
 const statusSchema = z.object({

@@ -89,3 +89,10 @@ test('a refusal of admission reaches the stack’s status in the words the creat
   assert.match(degraded.message, /web: lost-web-1: No such image: nosuch$/);
   assert.equal(store.byIndex(Containers.indexes.owner!, 'stack/lost').length, 0, 'nothing written');
 });
+
+test('a local part of a cluster stack an earlier version placed here (spec.placed) is taken away, not run', async () => {
+  store.create(Stacks, 'placed', { document: composeApp.parse({ services: { web: { image: 'busybox' } } }), desired: 'present', removeVolumes: false, appliedAt: new Date().toISOString(), placed: { web: [{ n: 1 }] } }, INITIAL_STACK_STATUS);
+  assert.equal(await reconciler.reconcile('placed', ctx()), undefined, 'nothing left to take away: the record goes');
+  assert.equal(store.get(Stacks, 'placed'), undefined);
+  assert.equal(store.list(Containers).filter((x) => x.spec.name.startsWith('/placed-')).length, 0, 'no replica made');
+});
