@@ -6,7 +6,7 @@
 # (ENGINE_E2E_STORAGE=btrfs: test/e2e/harness/daemon.ts), the storage driver's whole-suite check.
 # Environment: UNIT_ONLY=1 skips the end-to-end phases; E2E_BUDGET (seconds, default 2700) bounds
 # the end-to-end phase as a whole, E2E_FILE_TIMEOUT (default 300) each e2e file, E2E_TEST_TIMEOUT
-# (ms, default 60000) each e2e test.
+# (ms, default 180000) each e2e test: a bound on a hung test, above the longest wait a test makes.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -83,7 +83,7 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
     fi
     limit=${E2E_FILE_TIMEOUT:-300}
     [ "$left" -lt "$limit" ] && limit=$left
-    run_node_tests "e2e-$(basename "$f" .test.ts)" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-60000}" "$f"
+    run_node_tests "e2e-$(basename "$f" .test.ts)" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "$f"
   done
   shopt -u globstar nullglob
 
@@ -97,7 +97,7 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
     fi
     limit=${E2E_FILE_TIMEOUT:-300}
     [ "$left" -lt "$limit" ] && limit=$left
-    ENGINE_E2E_STORAGE=btrfs run_node_tests "e2e-btrfs-$f" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-60000}" "test/e2e/$f.test.ts"
+    ENGINE_E2E_STORAGE=btrfs run_node_tests "e2e-btrfs-$f" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "test/e2e/$f.test.ts"
   done
 
   if [ -d test/e2e/python ] && ls test/e2e/python/*.py >/dev/null 2>&1; then

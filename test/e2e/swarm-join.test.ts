@@ -58,7 +58,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     net?.cleanup();
   }, { timeout: 180_000 });
 
-  test('init on the first; a wrong secret, another swarm\'s CA digest, an unreachable manager: refused, nothing half-joined', async () => {
+  test('init on the first; a wrong secret, another swarm\'s CA digest, an unreachable manager: refused, nothing half-joined', { timeout: 240_000 }, async () => {
     const init = await apiRequest(ds[0]!, 'POST', '/swarm/init', JSON.stringify({ ListenAddr: '0.0.0.0:2377', AdvertiseAddr: net.addr(0) }));
     assert.equal(init.status, 200, init.text);
     const sw = await apiRequest(ds[0]!, 'GET', '/swarm');
@@ -84,7 +84,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.equal(ns.length, 1, 'no node spec left by a refused join');
   });
 
-  test('two managers join (the docker CLI, the Engine API), a worker joins through the second: every manager lists all four', async () => {
+  test('two managers join (the docker CLI, the Engine API), a worker joins through the second: every manager lists all four', { timeout: 240_000 }, async () => {
     const cli = await docker(ds[1]!, ['swarm', 'join', '--token', tokens.manager, '--advertise-addr', net.addr(1), `${net.addr(0)}:2377`]);
     assert.equal(cli.code, 0, `${cli.stderr}\n${ds[1]!.logs().split('\n').slice(-30).join('\n')}`);
     assert.match(cli.stdout, /This node joined a swarm as a manager\./);
@@ -138,7 +138,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.match(etcdctl(1, 0, ['user', 'get', workerId]).stdout, new RegExp(`Roles: node-${workerId}`));
   });
 
-  test('a manager cut off the network: the other two keep the swarm and show it unreachable', async () => {
+  test('a manager cut off the network: the other two keep the swarm and show it unreachable', { timeout: 240_000 }, async () => {
     net.cut(0);
     try {
       for (const d of ds.slice(1, 3)) {
@@ -168,7 +168,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
   const idOf = async (i: number) => (await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.NodeID as string;
   const controls = async (i: number) => (await apiRequest(ds[i]!, 'GET', '/info')).body.Swarm.ControlAvailable as boolean;
 
-  test('docker node promote makes the worker a manager (an etcd member); demote makes a manager a worker (its member removed)', async () => {
+  test('docker node promote makes the worker a manager (an etcd member); demote makes a manager a worker (its member removed)', { timeout: 240_000 }, async () => {
     const dk = (i: number, ...args: string[]) => docker(ds[i]!, args);
     const promote = await dk(1, 'node', 'promote', await idOf(3));
     assert.equal(promote.code, 0, promote.stderr);
@@ -193,7 +193,7 @@ describe('swarm join across machines', { skip: !canRun && 'needs root and etcd-s
     assert.equal(dataKey(0), undefined, 'a demoted node keeps no data key');
   });
 
-  test('drain; a manager that is down removed with --force (its member too); a worker leaves and shows down; a manager leaves with --force and the last keeps the swarm', async () => {
+  test('drain; a manager that is down removed with --force (its member too); a worker leaves and shows down; a manager leaves with --force and the last keeps the swarm', { timeout: 240_000 }, async () => {
     const dk = (i: number, ...args: string[]) => docker(ds[i]!, args);
     const drain = await dk(1, 'node', 'update', '--availability', 'drain', await idOf(3));
     assert.equal(drain.code, 0, drain.stderr);
