@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { unavailable } from '../lib/errors.ts';
 import { loadRecords, prepareRecordTables, quarantinedRecords, type LoadedRecord, type QuarantinedRecord } from './load.ts';
 import type { KindTable } from './kind.ts';
+import { enterScope, type ScopeChange, type ScopeRules } from './scope.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS resources (
@@ -43,7 +44,11 @@ export class StoreDb {
     commit: StatementSync;
   };
 
-  constructor(path: string, synchronous: 'NORMAL' | 'FULL' | undefined) {
+  /** What moved between scopes at open (store/scope.ts); undefined: nothing. */
+  readonly scopeChange: ScopeChange | undefined;
+
+  constructor(path: string, synchronous: 'NORMAL' | 'FULL' | undefined, scope?: ScopeRules) {
+    let scopeChange: ScopeChange | undefined;
     const db = new DatabaseSync(path);
     try {
       // One daemon per store: its memory is the only view of the data. EXCLUSIVE locking makes a
@@ -60,6 +65,7 @@ export class StoreDb {
       db.exec('BEGIN IMMEDIATE');
       db.exec(SCHEMA);
       prepareRecordTables(db);
+      if (scope) scopeChange = enterScope(db, scope);
       db.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0)`);
       db.exec('COMMIT');
     } catch (err) {
@@ -70,6 +76,7 @@ export class StoreDb {
       throw err;
     }
     this.db = db;
+    this.scopeChange = scopeChange;
     this.stmt = {
       insert: db.prepare(
         'INSERT INTO resources (kind, name, spec, status, generation, resource_version, created_at, schema_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',

@@ -6,6 +6,7 @@
 // (records.ts, with indexes.ts), and watches and waiters (watches.ts).
 import type { Logger } from 'pino';
 import { isStorageFull, StoreReserve } from './reserve.ts';
+import { logScopeChange, type ScopeRules } from './scope.ts';
 import { EngineError, conflict, internal, notFound, unavailable } from '../lib/errors.ts';
 import type { QuarantinedRecord } from './load.ts';
 import { StoreDb } from './persistence.ts';
@@ -28,6 +29,8 @@ export interface StoreOptions {
   kinds?: KindTable;
   /** Bytes kept free for the store beside the database (store/reserve.ts). Default 0: none. */
   reserveBytes?: number;
+  /** The records that belong to one storage driver, and the driver now (store/scope.ts). */
+  scope?: ScopeRules;
 }
 
 export interface PutOptions {
@@ -59,7 +62,8 @@ export class Store {
   constructor(path: string, opts: StoreOptions = {}) {
     this.log = opts.log;
     this.schemas = opts.kinds ?? new Map();
-    this.db = new StoreDb(path, opts.synchronous);
+    this.db = new StoreDb(path, opts.synchronous, opts.scope);
+    logScopeChange(this.log, this.db.scopeChange);
     this.reserve = opts.reserveBytes ? new StoreReserve(`${path}.reserve`, opts.reserveBytes, opts.log) : null;
     this.load();
     this.watches = new Watches(opts.eventHistory ?? DEFAULT_EVENT_HISTORY, this.rev, this.log);

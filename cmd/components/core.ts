@@ -16,7 +16,7 @@ import { startSupervisor } from '../../drivers/supervisor/process.ts';
 import type { Runtimes } from '../../drivers/supervisor/runtimes.ts';
 import { createRuntimeRegistry } from '../../reconcilers/runtime/registry.ts';
 import { findNetworkByName } from '../../store/kinds/network.ts';
-import { STORE_KINDS } from '../../store/kinds/index.ts';
+import { driverScope, STORE_KINDS } from '../../store/kinds/index.ts';
 import { openStore } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
 import { driverOptions } from '../../drivers/storage/storage-opt.ts';
@@ -50,21 +50,35 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       },
     }),
     component({
-      id: 'store',
+      id: 'storage-driver',
       requires: ['paths'],
+      init: (ctx) => {
+        const driver = chooseDriver(cfg.storageDriver, ctx.get('paths').dataRoot, log);
+        if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs' && driver !== 'fuse-overlayfs') {
+          throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
+        }
+        return driver;
+      },
+    }),
+    component({
+      id: 'store',
+      requires: ['paths', 'storage-driver'],
+      // Images and containers are the driver's: another driver's are parked, not shown (store/scope.ts).
       init: (ctx) =>
-        openStore(join(ctx.get('paths').dataRoot, 'engine.db'), { log: log.child({ component: 'store' }), kinds: STORE_KINDS, reserveBytes: STORE_RESERVE_BYTES }),
+        openStore(join(ctx.get('paths').dataRoot, 'engine.db'), {
+          log: log.child({ component: 'store' }),
+          kinds: STORE_KINDS,
+          reserveBytes: STORE_RESERVE_BYTES,
+          scope: driverScope(ctx.get('storage-driver')),
+        }),
       close: (store) => store.close(),
     }),
     component({
       id: 'layers',
-      requires: ['paths'],
+      requires: ['paths', 'storage-driver'],
       init: (ctx) => {
         const { dataRoot, tmpDir } = ctx.get('paths');
-        const driver = chooseDriver(cfg.storageDriver, dataRoot, log);
-        if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs' && driver !== 'fuse-overlayfs') {
-          throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
-        }
+        const driver = ctx.get('storage-driver');
         return createLayerStore({
           dataRoot,
           driver,

@@ -13,7 +13,7 @@ import type { createLogReader, Logging } from '../../drivers/logging/index.ts';
 import type { BridgeDriver } from '../../drivers/network/bridge-driver.ts';
 import type { PortProxies } from '../../drivers/network/port-proxy.ts';
 import type { SpecBuilder } from '../../drivers/oci/index.ts';
-import type { LayerStore } from '../../drivers/storage/types.ts';
+import type { DriverName, LayerStore } from '../../drivers/storage/types.ts';
 import type { Stdio } from '../../drivers/stdio/stdio.ts';
 import type { SupervisorClient } from '../../drivers/supervisor/client.ts';
 import type { EventSubscription } from '../../drivers/supervisor/events.ts';
@@ -38,6 +38,7 @@ export type ComponentValues = {
   metrics: Metrics;
   paths: Paths;
   store: Store;
+  'storage-driver': DriverName;
   layers: LayerStore;
   supervisor: SupervisorAddress & { stop?: () => Promise<void> | void };
   'supervisor-client': SupervisorClient;

@@ -129,10 +129,13 @@ export interface LayerStore {
   cleanup(): Promise<void>;
 }
 
+/** The graph drivers this daemon has. */
+export type DriverName = 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs';
+
 export interface LayerStoreOptions {
   /** Daemon data root; the store keeps `<root>/image/<driver>/layerdb` and `<root>/<driver>/`. */
   dataRoot: string;
-  driver: 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs';
+  driver: DriverName;
   /** The daemon's --storage-opt values the driver acts on (./storage-opt.ts). */
   options?: import('./storage-opt.ts').DriverOptions;
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */

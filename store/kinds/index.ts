@@ -1,5 +1,6 @@
 // Every kind the daemon stores: the table cmd hands to the store (writes are checked against each
 // kind's schema, loaded records migrated to its version).
+import type { ScopeRules } from '../scope.ts';
 import { kindTable, type KindTable } from '../kind.ts';
 import { Containers } from './container.ts';
 import { DaemonConfigs } from './daemon-config.ts';
@@ -32,3 +33,14 @@ export const STORE_KINDS: KindTable = kindTable([
   Stacks,
   Execs,
 ]);
+
+/**
+ * The records that belong to one storage driver (store/scope.ts): images, tags, pulls and
+ * containers, and the endpoints and execs of those containers. Another driver hides them.
+ */
+export const driverScope = (driver: string): ScopeRules => ({
+  name: driver,
+  kinds: [Images.name, References.name, Pulls.name, Containers.name],
+  followers: [Endpoints.name, Execs.name],
+  owner: Containers.name,
+});
