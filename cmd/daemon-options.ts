@@ -17,11 +17,15 @@ const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']);
 export function unsupportedOption(c: DaemonConfig): string | undefined {
   // With no driver asked for, the one chosen at start (drivers/storage/select.ts) reads the options then.
   const driver = c.storageDriver;
+  const snapshotter = !!c.features?.['supervisor-snapshotter'];
+  // With the supervisor's snapshotter, -s names the snapshotter (overlayfs, its default).
+  if (snapshotter && driver && driver !== 'overlayfs') return `${NOT_YET}--storage-driver=${driver} with --feature supervisor-snapshotter (its only snapshotter is overlayfs)`;
+  if (snapshotter && c.storageOpts?.length) return `${NOT_YET}--storage-opt with --feature supervisor-snapshotter`;
   // zfs without its kernel module (this machine's kernel has none): the reference's refusal.
   if (driver === 'zfs' && !existsSync('/dev/zfs')) return 'error initializing graphdriver: prerequisites for driver not satisfied (wrong filesystem?)';
-  if (driver && !STORAGE_DRIVERS.has(driver)) return `${NOT_YET}--storage-driver=${driver}`;
+  if (driver && !snapshotter && !STORAGE_DRIVERS.has(driver)) return `${NOT_YET}--storage-driver=${driver}`;
   try {
-    if (driver) driverOptions(driver, c.storageOpts ?? []);
+    if (driver && !snapshotter) driverOptions(driver, c.storageOpts ?? []);
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   }
@@ -29,7 +33,6 @@ export function unsupportedOption(c: DaemonConfig): string | undefined {
   if (c.rootless) return `${NOT_YET}--rootless`;
   if (c.selinuxEnabled) return `${NOT_YET}--selinux-enabled`;
   if (c.cdiSpecDirs?.length) return `${NOT_YET}--cdi-spec-dir`;
-  if (c.features?.['supervisor-snapshotter']) return `${NOT_YET}--feature supervisor-snapshotter`;
   return undefined;
 }
 

@@ -57,7 +57,7 @@ export function diffReload(oldConfig: DaemonConfig, newFileJson: unknown, source
     const to = values[field];
     if (isDeepStrictEqual(oldConfig[field], to)) continue;
     const change = { field, key: e.opt.fileKey ?? e.name, from: oldConfig[field], to };
-    (e.opt.reloadable ? changed : notReloadable).push(change);
+    (e.opt.reloadable && !restartOnly(field, oldConfig[field], to) ? changed : notReloadable).push(change);
   }
   if (notReloadable.length > 0) {
     const keys = notReloadable.map((c) => c.key).sort().join(', ');
@@ -72,4 +72,11 @@ export function diffReload(oldConfig: DaemonConfig, newFileJson: unknown, source
     return fail(`file configuration validation failed (${err instanceof Error ? err.message : String(err)})`);
   }
   return { ok: true, config, changed };
+}
+
+/** A change of a reloadable option that still needs a restart: the supervisor's snapshotter switched (another image store). */
+function restartOnly(field: ConfigField, from: unknown, to: unknown): boolean {
+  if (field !== 'features') return false;
+  const on = (v: unknown) => !!(v as Record<string, boolean> | undefined)?.['supervisor-snapshotter'];
+  return on(from) !== on(to);
 }

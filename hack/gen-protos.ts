@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const PROTO_DIR = join(REPO, 'drivers', 'supervisor', 'protos');
 export const GEN_DIR = join(REPO, 'drivers', 'supervisor', 'gen');
-const FILES = ['version.proto', 'containers.proto', 'tasks.proto', 'events.proto', 'task-events.proto', 'runc-options.proto', 'runtime-options.proto'];
+const FILES = ['version.proto', 'containers.proto', 'tasks.proto', 'events.proto', 'task-events.proto', 'runc-options.proto', 'runtime-options.proto', 'content.proto', 'leases.proto', 'snapshots.proto', 'diff.proto', 'images.proto'];
 
 /**
  * Field names stay as in the protos (snake_case), enums are their names, int64s are numbers (no

@@ -3,7 +3,8 @@
 # file at a time: each starts its own daemon), then docker-py tests under test/e2e/python if any.
 # Ends with one line `N passed, N failed[, N skipped]` and exits non-zero on any failure.
 # The image and container files run once more with every daemon on a btrfs loop-file data root
-# (ENGINE_E2E_STORAGE=btrfs: test/e2e/harness/daemon.ts), the storage driver's whole-suite check.
+# (ENGINE_E2E_STORAGE=btrfs: test/e2e/harness/daemon.ts), the storage driver's whole-suite check,
+# and once more with the supervisor's snapshotter (ENGINE_E2E_STORAGE=snapshotter).
 # Environment: UNIT_ONLY=1 skips the end-to-end phases; E2E_BUDGET (seconds, default 2700) bounds
 # the end-to-end phase as a whole, E2E_FILE_TIMEOUT (default 300) each e2e file, E2E_TEST_TIMEOUT
 # (ms, default 180000) each e2e test: a bound on a hung test, above the longest wait a test makes.
@@ -87,18 +88,24 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
   done
   shopt -u globstar nullglob
 
-  phase end-to-end tests on btrfs
-  for f in images-api core-flow lifecycle archive-mounts build registry; do
-    left=$((budget - (SECONDS - start)))
-    if [ "$left" -le 10 ]; then
-      echo "$f on btrfs: not run, the end-to-end time budget (${budget}s) is spent"
-      failed=$((failed + 1))
-      continue
-    fi
-    limit=${E2E_FILE_TIMEOUT:-300}
-    [ "$left" -lt "$limit" ] && limit=$left
-    ENGINE_E2E_STORAGE=btrfs run_node_tests "e2e-btrfs-$f" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "test/e2e/$f.test.ts"
-  done
+  # The image and container files once more on another storage: ENGINE_E2E_STORAGE (harness/daemon.ts).
+  storage_phase() {
+    local storage=$1; shift
+    phase "end-to-end tests on $storage"
+    for f in "$@"; do
+      left=$((budget - (SECONDS - start)))
+      if [ "$left" -le 10 ]; then
+        echo "$f on $storage: not run, the end-to-end time budget (${budget}s) is spent"
+        failed=$((failed + 1))
+        continue
+      fi
+      limit=${E2E_FILE_TIMEOUT:-300}
+      [ "$left" -lt "$limit" ] && limit=$left
+      ENGINE_E2E_STORAGE=$storage run_node_tests "e2e-$storage-$f" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "test/e2e/$f.test.ts"
+    done
+  }
+  storage_phase btrfs images-api core-flow lifecycle archive-mounts build registry
+  storage_phase snapshotter images-api lifecycle archive-mounts build
 
   if [ -d test/e2e/python ] && ls test/e2e/python/*.py >/dev/null 2>&1; then
     phase docker-py tests

@@ -21,6 +21,8 @@ import { openStore } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
 import { driverOptions } from '../../drivers/storage/storage-opt.ts';
 import { chooseDriver } from '../../drivers/storage/select.ts';
+import { SNAPSHOTTER, type SnapshotPort } from '../../drivers/storage/snapshotter.ts';
+import type { Snapshots } from '../../drivers/supervisor/storage.ts';
 
 /** Where the supervisor listens, and in which namespace our containers live. */
 export interface SupervisorAddress {
@@ -53,6 +55,8 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       id: 'storage-driver',
       requires: ['paths'],
       init: (ctx) => {
+        // The supervisor's snapshotter (overlayfs) instead of a graph driver of our own.
+        if (cfg.features?.['supervisor-snapshotter']) return 'overlayfs' as const;
         const driver = chooseDriver(cfg.storageDriver, ctx.get('paths').dataRoot, log);
         if (driver !== 'overlay2' && driver !== 'vfs' && driver !== 'btrfs' && driver !== 'fuse-overlayfs') {
           throw new Error(`error initializing graphdriver: driver not supported: ${cfg.storageDriver}`);
@@ -75,13 +79,14 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
     }),
     component({
       id: 'layers',
-      requires: ['paths', 'storage-driver'],
+      requires: cfg.features?.['supervisor-snapshotter'] ? ['paths', 'storage-driver', 'supervisor-client'] : ['paths', 'storage-driver'],
       init: (ctx) => {
         const { dataRoot, tmpDir } = ctx.get('paths');
         const driver = ctx.get('storage-driver');
         return createLayerStore({
           dataRoot,
           driver,
+          snapshots: driver === 'overlayfs' ? snapshotPort(ctx.get('supervisor-client').storage().snapshots) : undefined,
           options: driverOptions(driver, cfg.storageOpts ?? []),
           tmpDir,
           usePigz: !process.env.ENGINE_DISABLE_PIGZ,
@@ -104,6 +109,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
           configDir: join(execRoot, 'containerd'),
           log: log.child({ component: 'supervisor' }),
           debug: cfg.debug,
+          storage: !!cfg.features?.['supervisor-snapshotter'],
         });
         return { address: p.address, namespace, stop: () => p.stop() };
       },
@@ -175,4 +181,14 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       },
     }),
   ];
+}
+
+/** The supervisor's snapshots service as the overlayfs driver uses it (drivers/storage/snapshotter.ts). */
+function snapshotPort(s: Snapshots): SnapshotPort {
+  return {
+    prepare: (key, parent, labels) => s.prepare(SNAPSHOTTER, key, parent, { labels }),
+    commit: (name, key, labels) => s.commit(SNAPSHOTTER, name, key, { labels }),
+    remove: (key) => s.remove(SNAPSHOTTER, key),
+    list: async () => (await s.list(SNAPSHOTTER)).map((i) => i.name),
+  };
 }

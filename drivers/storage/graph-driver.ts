@@ -1,10 +1,10 @@
 // What the layer store needs from a graph driver: directories keyed by cache id, each optionally
 // on top of a parent's. The store owns metadata, ids and reference counting; drivers own bytes.
-import type { ChangeEntry } from './types.ts';
+import type { ChangeEntry, DriverName } from './types.ts';
 import type { WhiteoutMode } from './unpack.ts';
 
 export interface GraphDriver {
-  readonly name: 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs';
+  readonly name: DriverName;
   /** How whiteouts are unpacked into this driver's layer directories. */
   readonly whiteouts: WhiteoutMode;
   /** The directory holding every layer directory of this driver. */

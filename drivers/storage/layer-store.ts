@@ -20,6 +20,7 @@ import { ChunkWriter } from './chunk-writer.ts';
 import { chunksOf } from './chunks.ts';
 import { extract, type ExtractResult } from './extract.ts';
 import type { GraphDriver } from './graph-driver.ts';
+import { SnapshotterDriver } from './snapshotter.ts';
 import { GroupSync, syncfsAsync } from './group-sync.ts';
 import { LayerHolds } from './leases.ts';
 import { Overlay2Driver } from './overlay2.ts';
@@ -546,7 +547,10 @@ class Store implements LayerStore {
 }
 
 export async function createLayerStore(opts: LayerStoreOptions): Promise<LayerStore> {
-  const driver: GraphDriver = opts.driver === 'vfs'
+  if (opts.driver === 'overlayfs' && !opts.snapshots) throw new Error('the overlayfs snapshotter needs the supervisor');
+  const driver: GraphDriver = opts.driver === 'overlayfs'
+    ? new SnapshotterDriver(join(opts.dataRoot, 'overlayfs'), opts.snapshots!, opts.log)
+    : opts.driver === 'vfs'
     ? new VfsDriver(join(opts.dataRoot, 'vfs'))
     : opts.driver === 'btrfs'
       ? new BtrfsDriver(join(opts.dataRoot, 'btrfs'), opts.options)

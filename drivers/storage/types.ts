@@ -129,13 +129,15 @@ export interface LayerStore {
   cleanup(): Promise<void>;
 }
 
-/** The graph drivers this daemon has. */
-export type DriverName = 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs';
+/** The graph drivers this daemon has (overlayfs: the supervisor's snapshotter, ./snapshotter.ts). */
+export type DriverName = 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs' | 'overlayfs';
 
 export interface LayerStoreOptions {
   /** Daemon data root; the store keeps `<root>/image/<driver>/layerdb` and `<root>/<driver>/`. */
   dataRoot: string;
   driver: DriverName;
+  /** The supervisor's snapshots, for the overlayfs driver (the feature supervisor-snapshotter). */
+  snapshots?: import('./snapshotter.ts').SnapshotPort;
   /** The daemon's --storage-opt values the driver acts on (./storage-opt.ts). */
   options?: import('./storage-opt.ts').DriverOptions;
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */

@@ -14,6 +14,7 @@ import {
 } from './gen/tasks.ts';
 import { anyOf, connectSupervisor, jsonAny, toDate, unary, type UnaryMethod } from './rpc.ts';
 import { killShim, listShims, startTicks } from './shims.ts';
+import { createSupervisorStorage, type SupervisorStorage } from './storage.ts';
 import type { SupervisorTasks, TaskState, TaskStatus } from '../../lib/ports/supervisor.ts';
 
 export type { TaskState, TaskStatus };
@@ -46,6 +47,8 @@ export interface SupervisorClient extends SupervisorTasks {
   reapShim(id: string): Promise<boolean>;
   listTasks(): Promise<TaskInfo[]>;
   pids(containerId: string): Promise<number[]>;
+  /** The content, lease, snapshot, diff and image services on the same channel (./storage.ts). */
+  storage(): SupervisorStorage;
   close(): void;
 }
 
@@ -89,6 +92,7 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
   const conn = connectSupervisor(opts.address);
   const { containers, tasks } = conn;
   const ns = opts.namespace;
+  let storage: SupervisorStorage | undefined;
   const fast = opts.timeoutMs ?? 30_000;
   const slow = opts.slowTimeoutMs ?? 120_000;
   const log = opts.log.child({ component: 'supervisor-client', namespace: ns });
@@ -233,6 +237,11 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
     async pids(containerId) {
       const r = await call('Tasks.ListPids', tasks.listPids.bind(tasks), ListPidsRequest.fromPartial({ container_id: containerId }));
       return r.processes.map((p) => p.pid);
+    },
+
+    storage() {
+      storage ??= createSupervisorStorage(conn, { namespace: ns });
+      return storage;
     },
 
     close() {

@@ -29,6 +29,8 @@ export interface StartSupervisorOptions {
   debug?: boolean;
   /** Keep the CRI plugin enabled (--cri-supervisor). */
   cri?: boolean;
+  /** Keep the content, lease, snapshot, diff and image services (the feature supervisor-snapshotter). */
+  storage?: boolean;
   /** Readiness deadline in ms (default 15 s). */
   startTimeoutMs?: number;
 }
@@ -42,28 +44,28 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Plugins engined never calls (it keeps images, layers and mounts itself and asks the supervisor only
- * for containers, tasks, events and its version), which the CRI plugin needs. Without them the
+ * for containers, tasks, events and its version), which the CRI plugin needs; with the feature
+ * supervisor-snapshotter the storage ones (STORAGE_PLUGINS) stay on: layers are its snapshots. Without them the
  * supervisor holds less: no image, lease, snapshot or diff services, no metadata collector, no
  * per-task cgroup metrics (the shims report OOMs themselves), no restart monitor. The metadata store
  * still needs a content store and one snapshotter (native, the simplest), and the task service the
  * v1 runtime type.
  */
-const UNUSED_WITHOUT_CRI = [
+const STORAGE_PLUGINS = [
   'io.containerd.grpc.v1.images', 'io.containerd.service.v1.images-service',
   'io.containerd.grpc.v1.content',
   'io.containerd.grpc.v1.diff', 'io.containerd.service.v1.diff-service', 'io.containerd.differ.v1.walking',
   'io.containerd.grpc.v1.leases', 'io.containerd.service.v1.leases-service',
   'io.containerd.grpc.v1.snapshots', 'io.containerd.service.v1.snapshots-service', 'io.containerd.snapshotter.v1.overlayfs',
   'io.containerd.gc.v1.scheduler',
-  'io.containerd.monitor.v1.cgroups',
-  'io.containerd.internal.v1.restart',
 ];
+const UNUSED_WITHOUT_CRI = [...STORAGE_PLUGINS, 'io.containerd.monitor.v1.cgroups', 'io.containerd.internal.v1.restart'];
 
 /** containerd's generated config (version 2). */
-export function supervisorConfig(o: { root: string; state: string; address: string; debug?: boolean; cri?: boolean }): string {
+export function supervisorConfig(o: { root: string; state: string; address: string; debug?: boolean; cri?: boolean; storage?: boolean }): string {
   const q = (s: string) => JSON.stringify(s);
   const disabled = [
-    ...(o.cri ? [] : ['io.containerd.grpc.v1.cri', ...UNUSED_WITHOUT_CRI]),
+    ...(o.cri ? [] : ['io.containerd.grpc.v1.cri', ...UNUSED_WITHOUT_CRI.filter((p) => !o.storage || !STORAGE_PLUGINS.includes(p))]),
     // We mount container filesystems ourselves; these only log "skip plugin" lines.
     'io.containerd.snapshotter.v1.aufs',
     'io.containerd.snapshotter.v1.btrfs',
@@ -127,7 +129,7 @@ export async function startSupervisor(opts: StartSupervisorOptions): Promise<Sup
   await mkdir(opts.root, { recursive: true, mode: 0o711 });
   await mkdir(opts.state, { recursive: true, mode: 0o711 });
   await mkdir(opts.configDir, { recursive: true, mode: 0o700 });
-  await writeFile(configFile, supervisorConfig({ root: opts.root, state: opts.state, address, debug: opts.debug, cri: opts.cri }), { mode: 0o600 });
+  await writeFile(configFile, supervisorConfig({ root: opts.root, state: opts.state, address, debug: opts.debug, cri: opts.cri, storage: opts.storage }), { mode: 0o600 });
 
   let pid = 0;
   let child: ChildProcess | null = null;

@@ -6,8 +6,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, type ErrorCode } from '../../lib/errors.ts';
 import { ContainersClient } from './gen/containers.ts';
+import { ContentClient } from './gen/content.ts';
+import { DiffClient } from './gen/diff.ts';
 import { EventsClient } from './gen/events.ts';
 import type { Timestamp } from './gen/google/protobuf/timestamp.ts';
+import { ImagesClient } from './gen/images.ts';
+import { LeasesClient } from './gen/leases.ts';
+import { SnapshotsClient } from './gen/snapshots.ts';
 import { TasksClient } from './gen/tasks.ts';
 import { VersionClient } from './gen/version.ts';
 
@@ -30,6 +35,11 @@ export interface SupervisorConnection {
   containers: ContainersClient;
   tasks: TasksClient;
   events: EventsClient;
+  content: ContentClient;
+  leases: LeasesClient;
+  snapshots: SnapshotsClient;
+  diff: DiffClient;
+  images: ImagesClient;
   /** Aborted by close(): calls still waiting end then (a channel's close leaves them running). */
   closed: AbortSignal;
   close(): void;
@@ -46,6 +56,11 @@ export function connectSupervisor(address: string): SupervisorConnection {
     containers: new ContainersClient(target, credentials, options),
     tasks: new TasksClient(target, credentials, options),
     events: new EventsClient(target, credentials, options),
+    content: new ContentClient(target, credentials, options),
+    leases: new LeasesClient(target, credentials, options),
+    snapshots: new SnapshotsClient(target, credentials, options),
+    diff: new DiffClient(target, credentials, options),
+    images: new ImagesClient(target, credentials, options),
   };
   const closing = new AbortController();
   return {
@@ -63,16 +78,21 @@ const metadataByNamespace = new Map<string, grpc.Metadata>();
 /**
  * The namespace header, and wait-for-ready: a call made while the channel reconnects waits for the
  * connection within its deadline instead of failing at once. One object per namespace is shared
- * (grpc-js copies metadata per call).
+ * (grpc-js copies metadata per call). With a lease, a copy also carries the `containerd-lease`
+ * header: what the call creates (content, snapshots, images) is held by that lease. Leases come and
+ * go (one per pull), so those copies are not cached.
  */
-export function nsMetadata(namespace: string): grpc.Metadata {
+export function nsMetadata(namespace: string, lease?: string): grpc.Metadata {
   let md = metadataByNamespace.get(namespace);
   if (!md) {
     md = new grpc.Metadata({ waitForReady: true });
     md.set('containerd-namespace', namespace);
     metadataByNamespace.set(namespace, md);
   }
-  return md;
+  if (!lease) return md;
+  const leased = md.clone();
+  leased.set('containerd-lease', lease);
+  return leased;
 }
 
 const CODES: Partial<Record<grpc.status, ErrorCode>> = {
@@ -96,6 +116,8 @@ export function mapGrpcError(err: unknown, what: string): EngineError {
 
 export interface CallOptions {
   namespace: string;
+  /** A lease id: the `containerd-lease` header, holding what the call creates. */
+  lease?: string;
   /** Milliseconds; 0 or undefined: no deadline. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -115,7 +137,7 @@ export function unary<Req, Res>(what: string, method: UnaryMethod<Req, Res>, req
   if (signal?.aborted) return Promise.reject(new EngineError('Canceled', `${what}: canceled`));
   return new Promise<Res>((resolve, reject) => {
     const onAbort = () => call.cancel();
-    const call = method(request, nsMetadata(opts.namespace), { deadline: opts.timeoutMs ? Date.now() + opts.timeoutMs : Infinity }, (err, res) => {
+    const call = method(request, nsMetadata(opts.namespace, opts.lease), { deadline: deadlineOf(opts) }, (err, res) => {
       signal?.removeEventListener('abort', onAbort);
       if (!err) resolve(res);
       else if (signal?.aborted) reject(new EngineError('Canceled', `${what}: canceled`, { cause: err }));
@@ -123,6 +145,108 @@ export function unary<Req, Res>(what: string, method: UnaryMethod<Req, Res>, req
     });
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+const deadlineOf = (opts: CallOptions): number => (opts.timeoutMs ? Date.now() + opts.timeoutMs : Infinity);
+
+/** The error a failed call ends with: Canceled when our signal ended it, else the mapped status. */
+function callError(err: unknown, what: string, signal?: AbortSignal): EngineError {
+  if (signal?.aborted) return new EngineError('Canceled', `${what}: canceled`, { cause: err });
+  return mapGrpcError(err, what);
+}
+
+/** A generated client's server-streaming method, bound to its client. */
+export type ServerStreamMethod<Req, Res> = (request: Req, metadata: grpc.Metadata, options: Partial<grpc.CallOptions>) => grpc.ClientReadableStream<Res>;
+
+/**
+ * One server-streaming call, its messages in order. The deadline covers the whole stream; leaving
+ * the loop early (break, a thrown error) or an abort cancels the call.
+ */
+export async function* serverStream<Req, Res>(what: string, method: ServerStreamMethod<Req, Res>, request: Req, opts: CallOptions): AsyncGenerator<Res> {
+  const { signal } = opts;
+  if (signal?.aborted) throw new EngineError('Canceled', `${what}: canceled`);
+  const call = method(request, nsMetadata(opts.namespace, opts.lease), { deadline: deadlineOf(opts) });
+  const onAbort = () => call.cancel();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const message of call) yield message as Res;
+  } catch (err) {
+    throw callError(err, what, signal);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    // A no-op once the stream has ended; stops it when the caller left early.
+    call.cancel();
+  }
+}
+
+/** Every message of a server-streaming call (List calls answer a few batches). */
+export async function collectStream<Req, Res>(what: string, method: ServerStreamMethod<Req, Res>, request: Req, opts: CallOptions): Promise<Res[]> {
+  const out: Res[] = [];
+  for await (const m of serverStream(what, method, request, opts)) out.push(m);
+  return out;
+}
+
+/** A generated client's bidirectional-streaming method, bound to its client. */
+export type DuplexMethod<Req, Res> = (metadata: grpc.Metadata, options: Partial<grpc.CallOptions>) => grpc.ClientDuplexStream<Req, Res>;
+
+/** A bidirectional stream used request by response, as containerd's content Write is. */
+export interface DuplexExchange<Req, Res> {
+  /** Sends one request and answers the next response. */
+  exchange(request: Req): Promise<Res>;
+  /** Ends our side and waits for the server to end the call (responses not asked for are dropped). */
+  end(): Promise<void>;
+  /** Cancels the call; pending exchanges fail. */
+  cancel(): void;
+}
+
+/** Opens a bidirectional-streaming call; the deadline covers the whole call, an abort cancels it. */
+export function duplexExchange<Req, Res>(what: string, method: DuplexMethod<Req, Res>, opts: CallOptions): DuplexExchange<Req, Res> {
+  const { signal } = opts;
+  const call = method(nsMetadata(opts.namespace, opts.lease), { deadline: signal?.aborted ? Date.now() : deadlineOf(opts) });
+  const responses: Res[] = [];
+  const waiters: Array<{ resolve(r: Res): void; reject(e: Error): void }> = [];
+  let failure: EngineError | null = null;
+  const onAbort = () => call.cancel();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const fail = (err: EngineError) => {
+    failure ??= err;
+    for (const w of waiters.splice(0)) w.reject(failure);
+  };
+  const done = new Promise<void>((resolve, reject) => {
+    call.on('data', (m: Res) => {
+      const w = waiters.shift();
+      if (w) w.resolve(m);
+      else responses.push(m);
+    });
+    call.on('error', (err) => {
+      signal?.removeEventListener('abort', onAbort);
+      fail(callError(err, what, signal));
+      reject(failure);
+    });
+    call.on('end', () => {
+      signal?.removeEventListener('abort', onAbort);
+      fail(new EngineError('Internal', `${what}: the stream ended without a response`));
+      resolve();
+    });
+  });
+  done.catch(() => {}); // Reported through exchange() or end().
+  return {
+    exchange(request) {
+      // Responses are matched to requests in order; one already received answers this one.
+      const ready = responses.shift();
+      if (ready === undefined && failure) return Promise.reject(failure);
+      call.write(request);
+      if (ready !== undefined) return Promise.resolve(ready);
+      return new Promise<Res>((resolve, reject) => waiters.push({ resolve, reject }));
+    },
+    end() {
+      call.end();
+      return done;
+    },
+    cancel() {
+      call.cancel();
+    },
+  };
 }
 
 /** containerd uses bare type URLs ("containerd.events.TaskExit"), never type.googleapis.com/. */

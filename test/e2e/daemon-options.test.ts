@@ -186,7 +186,7 @@ describe('options that refuse the start', () => {
     await refused(['--rootless'], 'engined: not supported by this daemon yet: --rootless');
     await refused(['--selinux-enabled'], 'engined: not supported by this daemon yet: --selinux-enabled');
     await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
-    await refused(['--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --feature supervisor-snapshotter');
+    await refused(['--feature', 'supervisor-snapshotter', '-s', 'overlay2'], 'engined: not supported by this daemon yet: --storage-driver=overlay2 with --feature supervisor-snapshotter (its only snapshotter is overlayfs)');
     await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found \w+|Storage option overlay2\.size not supported\. Filesystem does not support Project Quota/);
     await refused(['--storage-opt', 'overlay2.mountopt=nodev'], 'engined: overlay2: unknown option overlay2.mountopt');
     // No driver asked for and a data root that two drivers have used (issue 67, 5): the reference's refusal.

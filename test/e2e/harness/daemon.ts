@@ -244,13 +244,16 @@ class Handle implements DaemonHandle {
 /** Starts engined on fresh temp roots and waits until it answers /_ping. */
 /**
  * ENGINE_E2E_STORAGE=btrfs: every daemon that asks for no storage of its own (no driver, no data
- * root file system) runs on a btrfs loop-file data root with -s btrfs (hack/test.sh runs the image
+ * root file system, no feature) runs on a btrfs loop-file data root with -s btrfs;
+ * ENGINE_E2E_STORAGE=snapshotter: with --feature supervisor-snapshotter (hack/test.sh runs the image
  * and container files so once more).
  */
 function withSuiteStorage(opts: StartOptions): StartOptions {
-  if (process.env.ENGINE_E2E_STORAGE !== 'btrfs' || opts.dataRootFs || opts.dataRootTmpfs) return opts;
+  const storage = process.env.ENGINE_E2E_STORAGE;
+  if ((storage !== 'btrfs' && storage !== 'snapshotter') || opts.dataRootFs || opts.dataRootTmpfs) return opts;
   const args = opts.args ?? [];
-  if (args.some((a) => a === '-s' || a === '--storage-driver' || a.startsWith('--storage-driver='))) return opts;
+  if (args.some((a) => a === '-s' || a === '--storage-driver' || a.startsWith('--storage-driver=') || a.startsWith('--storage-opt') || a === '--feature')) return opts;
+  if (storage === 'snapshotter') return { ...opts, args: [...args, '--feature', 'supervisor-snapshotter'] };
   return { ...opts, dataRootFs: { type: 'btrfs', size: '2G' }, args: [...args, '--storage-driver', 'btrfs'] };
 }
 

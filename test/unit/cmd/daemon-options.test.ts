@@ -59,10 +59,13 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
     [{ rootless: true }, 'not supported by this daemon yet: --rootless'],
     [{ selinuxEnabled: true }, 'not supported by this daemon yet: --selinux-enabled'],
     [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
-    [{ features: { 'supervisor-snapshotter': true } }, 'not supported by this daemon yet: --feature supervisor-snapshotter'],
+    [{ features: { 'supervisor-snapshotter': true }, storageDriver: 'native' }, 'not supported by this daemon yet: --storage-driver=native with --feature supervisor-snapshotter (its only snapshotter is overlayfs)'],
+    [{ features: { 'supervisor-snapshotter': true }, storageOpts: ['overlay2.size=1G'] }, 'not supported by this daemon yet: --storage-opt with --feature supervisor-snapshotter'],
   ];
   for (const [over, msg] of cases) assert.equal(unsupportedOption(cfg(over)), msg);
   assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': false } })), undefined);
+  assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': true } })), undefined);
+  assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': true }, storageDriver: 'overlayfs' })), undefined);
 });
 
 test('native.cgroupdriver: cgroupfs acts, systemd refused without systemd', () => {

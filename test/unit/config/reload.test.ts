@@ -32,6 +32,15 @@ test('a non-reloadable key with a new value refuses the reload', () => {
   assert.equal(diffReload(config, { 'data-root': '/var/lib/engine' }, sources).ok, true);
 });
 
+test('features may change by a reload, but the supervisor\'s snapshotter switched needs a restart (another image store)', () => {
+  const { config, sources } = start([]);
+  const r = diffReload(config, { features: { 'supervisor-snapshotter': true } }, sources);
+  assert.equal(r.ok, false);
+  if (r.ok) return;
+  assert.match(r.error, /cannot be changed by a reload, restart the daemon to apply them: features/);
+  assert.equal(diffReload(config, { features: { 'supervisor-snapshotter': false, cdi: true } }, sources).ok, true);
+});
+
 test('conflicts with flags, unknown keys and invalid values refuse the reload', () => {
   const { config, sources } = start(['--debug']);
   const c = diffReload(config, { debug: false }, sources);

@@ -1,0 +1,92 @@
+// The feature supervisor-snapshotter (issue (11 of 21)), first part: with it, image and container
+// layers are snapshots of the supervisor's overlayfs snapshotter (drivers/storage/snapshotter.ts),
+// no layer goes through a graph driver of ours, `docker info` shows the driver as the reference
+// does with the feature; turning it on or off is like switching drivers (the other's images
+// hidden, not deleted); a reload that flips it is refused.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { apiRequest, dockerOk, testImages, type TestImages } from './harness/clients.ts';
+import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+
+describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'needs root' }, () => {
+  let d: DaemonHandle;
+  let imgs: TestImages;
+  const dk = (...args: string[]) => dockerOk(() => d)(...args);
+  /** The supervisor's snapshots (ctr on its socket), name → kind. */
+  const snapshots = () =>
+    execFileSync('ctr', ['-a', join(d.execRoot, 'containerd', 'containerd.sock'), '-n', 'engine', 'snapshots', '--snapshotter', 'overlayfs', 'ls'], { encoding: 'utf8' })
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f[0])
+      .map((f) => ({ key: f[0]!, kind: f[f.length - 1]! }));
+
+  before(async () => {
+    imgs = await testImages();
+    d = await startDaemon({ args: ['--feature', 'supervisor-snapshotter'] });
+    await dk('load', '-i', imgs.dockerArchive);
+  }, { timeout: 120_000 });
+  after(async () => {
+    await d?.cleanup();
+  });
+
+  test('docker info: driver overlayfs, driver-type io.containerd.snapshotter.v1', async () => {
+    const info = (await apiRequest(d, 'GET', '/info')).body;
+    assert.equal(info.Driver, 'overlayfs');
+    assert.deepEqual(info.DriverStatus, [['driver-type', 'io.containerd.snapshotter.v1']]);
+  });
+
+  test('layers are the snapshotter\'s snapshots: the image\'s committed, a container\'s active on top; run, diff, commit, export; removal takes the snapshots; no graph driver directory', async () => {
+    const layers = (await dk('inspect', '-f', '{{len .RootFS.Layers}}', imgs.tag)).trim();
+    assert.equal(snapshots().length >= Number(layers), true, JSON.stringify(snapshots()));
+    const id = await dk('create', imgs.tag, 'sh', '-c', 'echo hi > /made && rm /bin/true');
+    // The image's layers are committed once something is made on them; the container's is active.
+    const made = snapshots();
+    assert.equal(made.filter((s) => s.kind === 'Committed').length >= Number(layers), true, JSON.stringify(made));
+    assert.deepEqual(made.filter((s) => s.kind === 'Active').map((s) => s.key.replace(/[0-9a-f]{64}$/, 'ID')), ['engine/active/ID']);
+    const before = made.filter((s) => s.kind !== 'Active');
+    await dk('start', '-a', id);
+    const diff = (await dk('diff', id)).split('\n').sort();
+    assert.deepEqual(diff.filter((l) => /made|true/.test(l)), ['A /made', 'D /bin/true']);
+    const committed = await dk('commit', id, 'snap:committed');
+    assert.equal((await dk('run', '--rm', 'snap:committed', 'cat', '/made')).trim(), 'hi');
+    const tar = execFileSync('docker', ['-H', d.dockerHost, 'export', id], { maxBuffer: 64 << 20 });
+    assert.equal(tar.includes(Buffer.from('made')), true);
+    await dk('rm', id);
+    await dk('rmi', committed.trim());
+    const after = snapshots();
+    assert.equal(after.filter((s) => s.kind === 'Active').length, 0, JSON.stringify(after));
+    assert.deepEqual(after.map((s) => s.key).sort(), before.map((s) => s.key).sort());
+    for (const g of ['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']) assert.equal(existsSync(join(d.dataRoot, g)) && readdirSync(join(d.dataRoot, g)).length > 0, false, g);
+  });
+
+  test('a reload that flips the feature is refused; turned off at a restart, its images are hidden, and shown again when it is on', async () => {
+    const e = await startDaemon({ daemonJson: { features: { 'supervisor-snapshotter': true } } });
+    try {
+      const ek = dockerOk(() => e);
+      await ek('load', '-i', imgs.dockerArchive);
+      await ek('create', '--name', 'kept', imgs.tag, 'true');
+      writeFileSync(e.configFile, JSON.stringify({ features: { 'supervisor-snapshotter': false } }));
+      process.kill(e.pid, 'SIGHUP');
+      for (let i = 0; i < 50 && !/cannot be changed by a reload, restart the daemon to apply them: features/.test(e.logs()); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.match(e.logs(), /reload refused.*cannot be changed by a reload, restart the daemon to apply them: features/);
+      assert.equal((await apiRequest(e, 'GET', '/info')).body.Driver, 'overlayfs');
+
+      await e.restart();
+      assert.equal((await apiRequest(e, 'GET', '/info')).body.Driver, 'overlay2');
+      assert.equal(await ek('images', '-q'), '');
+      assert.equal(await ek('ps', '-aq'), '');
+      writeFileSync(e.configFile, JSON.stringify({ features: { 'supervisor-snapshotter': true } }));
+      await e.restart();
+      assert.equal((await apiRequest(e, 'GET', '/info')).body.Driver, 'overlayfs');
+      assert.notEqual(await ek('images', '-q'), '');
+      assert.equal(await ek('ps', '-a', '--format', '{{.Names}}'), 'kept');
+      await ek('start', 'kept');
+    } finally {
+      await e.cleanup();
+    }
+  });
+});
