@@ -105,7 +105,7 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
     done
   }
   storage_phase btrfs images-api core-flow lifecycle archive-mounts build registry
-  storage_phase snapshotter images-api lifecycle archive-mounts build
+  storage_phase snapshotter images-api lifecycle archive-mounts build registry
 
   if [ -d test/e2e/python ] && ls test/e2e/python/*.py >/dev/null 2>&1; then
     phase docker-py tests

@@ -21,8 +21,7 @@ import { openStore } from '../../store/store.ts';
 import { findInit, seccompProfile } from '../daemon-helpers.ts';
 import { driverOptions } from '../../drivers/storage/storage-opt.ts';
 import { chooseDriver } from '../../drivers/storage/select.ts';
-import { SNAPSHOTTER, type SnapshotPort } from '../../drivers/storage/snapshotter.ts';
-import type { Snapshots } from '../../drivers/supervisor/storage.ts';
+import { blobPort, snapshotPort } from './supervisor-storage.ts';
 
 /** Where the supervisor listens, and in which namespace our containers live. */
 export interface SupervisorAddress {
@@ -87,6 +86,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
           dataRoot,
           driver,
           snapshots: driver === 'overlayfs' ? snapshotPort(ctx.get('supervisor-client').storage().snapshots) : undefined,
+          blobs: driver === 'overlayfs' ? blobPort(ctx.get('supervisor-client').storage()) : undefined,
           options: driverOptions(driver, cfg.storageOpts ?? []),
           tmpDir,
           usePigz: !process.env.ENGINE_DISABLE_PIGZ,
@@ -181,14 +181,4 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
       },
     }),
   ];
-}
-
-/** The supervisor's snapshots service as the overlayfs driver uses it (drivers/storage/snapshotter.ts). */
-function snapshotPort(s: Snapshots): SnapshotPort {
-  return {
-    prepare: (key, parent, labels) => s.prepare(SNAPSHOTTER, key, parent, { labels }),
-    commit: (name, key, labels) => s.commit(SNAPSHOTTER, name, key, { labels }),
-    remove: (key) => s.remove(SNAPSHOTTER, key),
-    list: async () => (await s.list(SNAPSHOTTER)).map((i) => i.name),
-  };
 }

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { conflict, EngineError, failedPrecondition, invalidArgument, notFound } from '../../lib/errors.ts';
-import { decompressFile, peek, PIGZ_MIN_BYTES, sniff } from './compression.ts';
+import { decompress, decompressFile, peek, PIGZ_MIN_BYTES, sniff } from './compression.ts';
 import { ChunkWriter } from './chunk-writer.ts';
 import { chunksOf } from './chunks.ts';
 import { extract, type ExtractResult } from './extract.ts';
@@ -168,6 +168,15 @@ class Store implements LayerStore {
       this.log.info({ cacheId }, 'removing orphaned layer directory');
       await this.driver.remove(cacheId);
     }
+    if (this.opts.blobs) {
+      // Blobs kept for layers a crash never committed.
+      const blobs = new Set([...this.layers.values()].map((l) => l.info.blobDigest));
+      for (const digest of await this.opts.blobs.list()) {
+        if (blobs.has(digest)) continue;
+        this.log.info({ digest }, 'removing orphaned layer blob');
+        await this.opts.blobs.remove(digest);
+      }
+    }
   }
 
   driverStatus(): Array<[string, string]> {
@@ -288,7 +297,11 @@ class Store implements LayerStore {
       // A parent that fails stops this unpacking at once, with its error.
       if (detached) opts.parentReady!.then(undefined, (err: unknown) => blob.destroy(err instanceof Error ? err : new Error(String(err))));
       const r = await this.consume(blob, opts.blobFile ? null : join(stage, 'blob'), this.driver.unpackDir(cacheId), opts);
-      if (opts.blobFile) await keepBlob(opts.blobFile, join(stage, 'blob'));
+      if (this.opts.blobs) {
+        // Kept elsewhere (the supervisor's content store): put there before the layer is committed.
+        await this.opts.blobs.put(r.blobDigest, opts.blobFile ?? join(stage, 'blob'), r.blobSize);
+        await rm(join(stage, 'blob'), { force: true });
+      } else if (opts.blobFile) await keepBlob(opts.blobFile, join(stage, 'blob'));
       if (detached) {
         // The bulk of the data goes to disk while the layers below are still being unpacked;
         // the flush after the parent's commit then has little left to write.
@@ -413,6 +426,8 @@ class Store implements LayerStore {
       await rename(this.layerDir(chainId), trash);
       await this.driver.remove(rec.cacheId);
       await rm(trash, { recursive: true, force: true });
+      const blob = rec.info.blobDigest;
+      if (this.opts.blobs && blob && ![...this.layers.values()].some((l) => l.info.blobDigest === blob)) await this.opts.blobs.remove(blob);
     });
   }
 
@@ -421,6 +436,9 @@ class Store implements LayerStore {
     if (!rec) throw notFound(`layer ${chainId} does not exist`);
     const blobFile = join(this.layerDir(chainId), 'blob');
     // The kept blob reproduces the original tar byte for byte, so its digest is the diff id.
+    if (this.opts.blobs && rec.info.blobDigest) {
+      return Readable.from(decompress(this.opts.blobs.read(rec.info.blobDigest), rec.info.blobMedia), { objectMode: false });
+    }
     if (existsSync(blobFile)) {
       return Readable.from(decompressFile(blobFile, rec.info.blobMedia, this.opts.usePigz), { objectMode: false });
     }
@@ -428,7 +446,9 @@ class Store implements LayerStore {
   }
 
   layerBlob(chainId: string): Readable {
-    if (!this.layers.has(chainId)) throw notFound(`layer ${chainId} does not exist`);
+    const rec = this.layers.get(chainId);
+    if (!rec) throw notFound(`layer ${chainId} does not exist`);
+    if (this.opts.blobs) return this.opts.blobs.read(rec.info.blobDigest);
     return createReadStream(join(this.layerDir(chainId), 'blob'));
   }
 

@@ -36,7 +36,8 @@ export interface SnapshotPort {
 
 /** The snapshotter's name in containerd and the driver's name in `docker info`. */
 export const SNAPSHOTTER = 'overlayfs';
-const GC_ROOT = { 'containerd.io/gc.root': new Date(0).toISOString() };
+/** What keeps a snapshot or a blob from containerd's collector: the layer store counts their references. */
+export const GC_ROOT_LABEL = { 'containerd.io/gc.root': new Date(0).toISOString() };
 const activeKey = (id: string) => `engine/active/${id}`;
 const layerName = (id: string) => `engine/layer/${id}`;
 const ID_OF = /^engine\/(?:active|layer)\/([0-9a-f]{64})$/;
@@ -113,7 +114,7 @@ export class SnapshotterDriver implements GraphDriver {
   async create(id: string, parent: string | null, storageOpt?: Readonly<Record<string, string>>): Promise<void> {
     if (storageOpt && Object.keys(storageOpt).length) throw internal(`--storage-opt is not supported by the ${SNAPSHOTTER} snapshotter`);
     if (parent !== null) await this.commit(parent);
-    const mounts = await this.snapshots.prepare(activeKey(id), parent === null ? '' : layerName(parent), GC_ROOT);
+    const mounts = await this.snapshots.prepare(activeKey(id), parent === null ? '' : layerName(parent), GC_ROOT_LABEL);
     await this.save(id, { ...pathsOfMounts(mounts), committed: false });
   }
 
@@ -123,7 +124,7 @@ export class SnapshotterDriver implements GraphDriver {
     let p = this.committing.get(id);
     if (!p) {
       p = (async () => {
-        await this.snapshots.commit(layerName(id), activeKey(id), GC_ROOT).catch((err) => {
+        await this.snapshots.commit(layerName(id), activeKey(id), GC_ROOT_LABEL).catch((err) => {
           // Committed before a crash that came ahead of the file's update.
           if (!isCode(err, 'AlreadyExists') && !isCode(err, 'NotFound')) throw err;
         });

@@ -132,12 +132,25 @@ export interface LayerStore {
 /** The graph drivers this daemon has (overlayfs: the supervisor's snapshotter, ./snapshotter.ts). */
 export type DriverName = 'overlay2' | 'vfs' | 'btrfs' | 'fuse-overlayfs' | 'overlayfs';
 
+/** A store of layer blobs by digest outside the layer store's own directories (the supervisor's content store, wired by cmd). */
+export interface BlobPort {
+  /** Keeps the blob `file` holds (verified: its bytes hash to `digest`). */
+  put(digest: string, file: string, size: number): Promise<void>;
+  read(digest: string): Readable;
+  /** NotFound is no error. */
+  remove(digest: string): Promise<void>;
+  /** Digests of every blob this store kept. */
+  list(): Promise<string[]>;
+}
+
 export interface LayerStoreOptions {
   /** Daemon data root; the store keeps `<root>/image/<driver>/layerdb` and `<root>/<driver>/`. */
   dataRoot: string;
   driver: DriverName;
   /** The supervisor's snapshots, for the overlayfs driver (the feature supervisor-snapshotter). */
   snapshots?: import('./snapshotter.ts').SnapshotPort;
+  /** Where layer blobs are kept instead of the layer's directory (the supervisor's content store with the feature). */
+  blobs?: BlobPort;
   /** The daemon's --storage-opt values the driver acts on (./storage-opt.ts). */
   options?: import('./storage-opt.ts').DriverOptions;
   /** Directory for temporary files (ENGINE_TMPDIR or <data-root>/tmp). */

@@ -24,6 +24,14 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
       .filter((f) => f[0])
       .map((f) => ({ key: f[0]!, kind: f[f.length - 1]! }));
 
+  /** The digests of the supervisor's content store holding the engine.layer-blob label. */
+  const blobs = () =>
+    execFileSync('ctr', ['-a', join(d.execRoot, 'containerd', 'containerd.sock'), '-n', 'engine', 'content', 'ls'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => /engine\.layer-blob=1/.test(l))
+      .map((l) => l.trim().split(/\s+/)[0]!)
+      .sort();
+
   before(async () => {
     imgs = await testImages();
     d = await startDaemon({ args: ['--feature', 'supervisor-snapshotter'] });
@@ -41,6 +49,10 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
 
   test('layers are the snapshotter\'s snapshots: the image\'s committed, a container\'s active on top; run, diff, commit, export; removal takes the snapshots; no graph driver directory', async () => {
     const layers = (await dk('inspect', '-f', '{{len .RootFS.Layers}}', imgs.tag)).trim();
+    // The blobs are the content store's (a loaded archive's layers are plain tars: blob = diff id).
+    const diffIds = (await dk('inspect', '-f', '{{range .RootFS.Layers}}{{println .}}{{end}}', imgs.tag)).split('\n').filter(Boolean).sort();
+    assert.deepEqual(blobs(), diffIds);
+    assert.equal(existsSync(join(d.dataRoot, 'image', 'overlayfs', 'layerdb', 'sha256', diffIds[0]!.slice(7), 'blob')), false, 'no blob of its own');
     assert.equal(snapshots().length >= Number(layers), true, JSON.stringify(snapshots()));
     const id = await dk('create', imgs.tag, 'sh', '-c', 'echo hi > /made && rm /bin/true');
     // The image's layers are committed once something is made on them; the container's is active.
@@ -56,7 +68,9 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
     const tar = execFileSync('docker', ['-H', d.dockerHost, 'export', id], { maxBuffer: 64 << 20 });
     assert.equal(tar.includes(Buffer.from('made')), true);
     await dk('rm', id);
+    assert.equal(blobs().length, diffIds.length + 1, 'the committed layer\'s blob');
     await dk('rmi', committed.trim());
+    assert.deepEqual(blobs(), diffIds, 'a removed layer\'s blob goes with it');
     const after = snapshots();
     assert.equal(after.filter((s) => s.kind === 'Active').length, 0, JSON.stringify(after));
     assert.deepEqual(after.map((s) => s.key).sort(), before.map((s) => s.key).sort());

@@ -1,0 +1,45 @@
+// The supervisor's storage services as the layer store uses them with the feature
+// supervisor-snapshotter: its snapshots as the overlayfs driver's layer directories
+// (drivers/storage/snapshotter.ts) and its content store as the place of layer blobs.
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { GC_ROOT_LABEL, SNAPSHOTTER, type SnapshotPort } from '../../drivers/storage/snapshotter.ts';
+import type { BlobPort } from '../../drivers/storage/types.ts';
+import type { Snapshots, SupervisorStorage } from '../../drivers/supervisor/storage.ts';
+import { isCode } from '../../lib/errors.ts';
+
+/** The supervisor's snapshots service as the overlayfs driver uses it (drivers/storage/snapshotter.ts). */
+export function snapshotPort(s: Snapshots): SnapshotPort {
+  return {
+    prepare: (key, parent, labels) => s.prepare(SNAPSHOTTER, key, parent, { labels }),
+    commit: (name, key, labels) => s.commit(SNAPSHOTTER, name, key, { labels }),
+    remove: (key) => s.remove(SNAPSHOTTER, key),
+    list: async () => (await s.list(SNAPSHOTTER)).map((i) => i.name),
+  };
+}
+
+/** The label of the layer blobs the layer store keeps in the supervisor's content store. */
+const LAYER_BLOB_LABEL = 'engine.layer-blob';
+/** How long a write's lease outlives a daemon killed in the middle of it (then containerd collects the ingest). */
+const BLOB_LEASE_MS = 60 * 60_000;
+
+/** The supervisor's content store as the layer store keeps blobs in it: each written under a lease of its own, kept by gc.root. */
+export function blobPort(s: SupervisorStorage): BlobPort {
+  const notFoundIsDone = (err: unknown) => {
+    if (!isCode(err, 'NotFound')) throw err;
+  };
+  return {
+    async put(digest, file, size) {
+      const lease = await s.leases.create({ expireAfterMs: BLOB_LEASE_MS });
+      try {
+        const ref = `engine-layer-${digest.slice(7, 19)}-${randomBytes(4).toString('hex')}`;
+        await s.content.writeBlob({ ref, digest, size, data: createReadStream(file, { highWaterMark: 1 << 20 }), lease, labels: { ...GC_ROOT_LABEL, [LAYER_BLOB_LABEL]: '1' } });
+      } finally {
+        await s.leases.delete(lease).catch(() => {});
+      }
+    },
+    read: (digest) => s.content.read(digest),
+    remove: (digest) => s.content.delete(digest).catch(notFoundIsDone),
+    list: async () => (await s.content.list()).filter((b) => b.labels[LAYER_BLOB_LABEL]).map((b) => b.digest),
+  };
+}
