@@ -20,6 +20,8 @@ export function snapshotPort(s: Snapshots): SnapshotPort {
 
 /** The label of the layer blobs the layer store keeps in the supervisor's content store. */
 const LAYER_BLOB_LABEL = 'engine.layer-blob';
+/** The label of the lease a blob's write holds. */
+const WRITE_LEASE_LABEL = 'engine.layer-blob-write';
 /** How long a write's lease outlives a daemon killed in the middle of it (then containerd collects the ingest). */
 const BLOB_LEASE_MS = 60 * 60_000;
 
@@ -30,7 +32,7 @@ export function blobPort(s: SupervisorStorage): BlobPort {
   };
   return {
     async put(digest, file, size) {
-      const lease = await s.leases.create({ expireAfterMs: BLOB_LEASE_MS });
+      const lease = await s.leases.create({ expireAfterMs: BLOB_LEASE_MS, labels: { [WRITE_LEASE_LABEL]: '1' } });
       try {
         const ref = `engine-layer-${digest.slice(7, 19)}-${randomBytes(4).toString('hex')}`;
         await s.content.writeBlob({ ref, digest, size, data: createReadStream(file, { highWaterMark: 1 << 20 }), lease, labels: { ...GC_ROOT_LABEL, [LAYER_BLOB_LABEL]: '1' } });
@@ -41,5 +43,11 @@ export function blobPort(s: SupervisorStorage): BlobPort {
     read: (digest) => s.content.read(digest),
     remove: (digest) => s.content.delete(digest).catch(notFoundIsDone),
     list: async () => (await s.content.list()).filter((b) => b.labels[LAYER_BLOB_LABEL]).map((b) => b.digest),
+    async sweep() {
+      // The leases of writes a killed daemon left: deleted now (not at their expiry), and the collection frees their ingests.
+      for (const l of await s.leases.list()) {
+        if (l.labels[WRITE_LEASE_LABEL]) await s.leases.delete(l.id, { sync: true }).catch(notFoundIsDone);
+      }
+    },
   };
 }

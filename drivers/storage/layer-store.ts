@@ -169,7 +169,8 @@ class Store implements LayerStore {
       await this.driver.remove(cacheId);
     }
     if (this.opts.blobs) {
-      // Blobs kept for layers a crash never committed.
+      // Writes a crash cut short, and blobs kept for layers a crash never committed.
+      await this.opts.blobs.sweep();
       const blobs = new Set([...this.layers.values()].map((l) => l.info.blobDigest));
       for (const digest of await this.opts.blobs.list()) {
         if (blobs.has(digest)) continue;

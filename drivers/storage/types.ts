@@ -141,6 +141,8 @@ export interface BlobPort {
   remove(digest: string): Promise<void>;
   /** Digests of every blob this store kept. */
   list(): Promise<string[]>;
+  /** Drops what writes cut short left behind (at open, when none is running). */
+  sweep(): Promise<void>;
 }
 
 export interface LayerStoreOptions {

@@ -90,6 +90,9 @@ export function supervisorConfig(o: { root: string; state: string; address: stri
     '[plugins]',
     '  [plugins."io.containerd.internal.v1.opt"]',
     `    path = ${q(join(o.root, 'opt'))}`,
+    // A removed blob or snapshot is freed on disk at the next collection: one after every deletion
+    // (the default waits for 100 changes), so an image prune shows its space at once.
+    ...(o.storage ? ['  [plugins."io.containerd.gc.v1.scheduler"]', '    deletion_threshold = 1'] : []),
     '',
   ].join('\n');
 }

@@ -4,12 +4,15 @@
 // does with the feature; turning it on or off is like switching drivers (the other's images
 // hidden, not deleted); a reload that flips it is refused.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+
+const execFileAsync = promisify(execFile);
 
 describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'needs root' }, () => {
   let d: DaemonHandle;
@@ -75,6 +78,43 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
     assert.equal(after.filter((s) => s.kind === 'Active').length, 0, JSON.stringify(after));
     assert.deepEqual(after.map((s) => s.key).sort(), before.map((s) => s.key).sort());
     for (const g of ['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']) assert.equal(existsSync(join(d.dataRoot, g)) && readdirSync(join(d.dataRoot, g)).length > 0, false, g);
+  });
+
+  test('image prune frees the content store\'s space; a load cut by kill -9 leaves no blob, lease or snapshot the supervisor keeps', async () => {
+    const content = () => Number(execFileSync('du', ['-sb', join(d.dataRoot, 'containerd', 'io.containerd.content.v1.content')], { encoding: 'utf8' }).split('\t')[0]);
+    const ctx = join(d.root, 'big-ctx');
+    execFileSync('mkdir', ['-p', ctx]);
+    writeFileSync(join(ctx, 'Dockerfile'), `FROM ${imgs.tag}\nRUN dd if=/dev/urandom of=/big bs=1M count=40 2>/dev/null\n`);
+    const empty = content();
+    await dk('build', '-q', '-t', 'big:1', ctx);
+    const built = content();
+    assert.equal(built - empty > 40 << 20, true, `${empty} → ${built}`);
+    const archive = join(d.root, 'big.tar');
+    await dk('save', '-o', archive, 'big:1');
+    const pruned = await dk('image', 'prune', '-a', '-f');
+    assert.match(pruned, /Total reclaimed space/);
+    // Freed by the supervisor's collection, which every deletion schedules.
+    for (let i = 0; i < 50 && content() >= empty + (1 << 20); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(content() < empty + (1 << 20), true, `after prune ${content()} (was ${empty} before the build)`);
+
+    // A load killed in the middle (wherever the kill lands, nothing is kept that no layer names).
+    const tmp = join(d.dataRoot, 'image', 'overlayfs', 'layerdb', 'tmp');
+    const load = execFileAsync('docker', ['-H', d.dockerHost, 'load', '-i', archive]).catch(() => {});
+    for (let i = 0; i < 200 && !(existsSync(tmp) && readdirSync(tmp).length > 0); i++) await new Promise((r) => setTimeout(r, 10));
+    process.kill(d.pid, 'SIGKILL');
+    await load;
+    await d.restart();
+    const layerBlobs = new Set<string>();
+    for (const id of (await dk('images', '-aq', '--no-trunc')).split('\n').filter(Boolean)) {
+      // Loaded tars are kept as they came: the blob of each layer is its diff id.
+      for (const l of (await dk('inspect', '-f', '{{range .RootFS.Layers}}{{println .}}{{end}}', id)).split('\n').filter(Boolean)) layerBlobs.add(l);
+    }
+    assert.deepEqual(blobs(), [...layerBlobs].sort());
+    const ctr = (...args: string[]) => execFileSync('ctr', ['-a', join(d.execRoot, 'containerd', 'containerd.sock'), '-n', 'engine', ...args], { encoding: 'utf8' });
+    assert.doesNotMatch(ctr('leases', 'ls'), /engine\.layer-blob-write/);
+    assert.deepEqual(snapshots().filter((x) => x.kind === 'Active'), []);
+    await dk('load', '-i', archive);
+    assert.equal((await dk('run', '--rm', 'big:1', 'sh', '-c', 'wc -c < /big')).trim(), String(40 << 20));
   });
 
   test('a reload that flips the feature is refused; turned off at a restart, its images are hidden, and shown again when it is on', async () => {

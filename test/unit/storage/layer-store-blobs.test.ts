@@ -30,6 +30,10 @@ class FakeBlobs implements BlobPort {
   async list(): Promise<string[]> {
     return [...this.blobs.keys()];
   }
+  sweeps = 0;
+  async sweep(): Promise<void> {
+    this.sweeps++;
+  }
 }
 
 let root = '';
@@ -64,5 +68,6 @@ test('blobs kept in the blob store: put, read back, removed with the last layer 
   await store.cleanup();
   store = await open();
   assert.deepEqual([...blobs.blobs.keys()], [other.blobDigest]);
+  assert.equal(blobs.sweeps, 2, 'each open sweeps what cut writes left');
   await store.cleanup();
 });
