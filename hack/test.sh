@@ -74,35 +74,28 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
   "$NODE" hack/images/build-busybox.ts >/dev/null || echo "warning: building the test images failed"
   budget=${E2E_BUDGET:-2700}
   start=$SECONDS
-  shopt -s globstar nullglob
-  for f in test/e2e/**/*.test.ts; do
-    left=$((budget - (SECONDS - start)))
+  # One e2e file ($2, reported as $1) within what is left of the budget.
+  e2e_file() {
+    local left=$((budget - (SECONDS - start))) limit=${E2E_FILE_TIMEOUT:-300}
     if [ "$left" -le 10 ]; then
-      echo "$f: not run, the end-to-end time budget (${budget}s) is spent"
+      echo "$1: not run, the end-to-end time budget (${budget}s) is spent"
       failed=$((failed + 1))
-      continue
+      return
     fi
-    limit=${E2E_FILE_TIMEOUT:-300}
     [ "$left" -lt "$limit" ] && limit=$left
-    run_node_tests "e2e-$(basename "$f" .test.ts)" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "$f"
-  done
+    run_node_tests "$1" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "$2"
+  }
+  shopt -s globstar nullglob
+  for f in test/e2e/**/*.test.ts; do e2e_file "e2e-$(basename "$f" .test.ts)" "$f"; done
   shopt -u globstar nullglob
 
   # The image and container files once more on another storage: ENGINE_E2E_STORAGE (harness/daemon.ts).
   storage_phase() {
     local storage=$1; shift
     phase "end-to-end tests on $storage"
-    for f in "$@"; do
-      left=$((budget - (SECONDS - start)))
-      if [ "$left" -le 10 ]; then
-        echo "$f on $storage: not run, the end-to-end time budget (${budget}s) is spent"
-        failed=$((failed + 1))
-        continue
-      fi
-      limit=${E2E_FILE_TIMEOUT:-300}
-      [ "$left" -lt "$limit" ] && limit=$left
-      ENGINE_E2E_STORAGE=$storage run_node_tests "e2e-$storage-$f" "$limit" --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT:-180000}" "test/e2e/$f.test.ts"
-    done
+    export ENGINE_E2E_STORAGE=$storage
+    for f in "$@"; do e2e_file "e2e-$storage-$f" "test/e2e/$f.test.ts"; done
+    unset ENGINE_E2E_STORAGE
   }
   storage_phase btrfs images-api core-flow lifecycle archive-mounts build registry
   storage_phase snapshotter images-api lifecycle archive-mounts build registry
