@@ -16,6 +16,7 @@ import type { ImageStore } from '../images/store.ts';
 import { jsonLines, type JsonMessage } from '../streams.ts';
 import { buildkitProgress } from './buildkit-progress.ts';
 import { buildQuery, parseBuildRequest, type BuildQuery } from './options.ts';
+import { shownImageId } from '../images/resolve.ts';
 
 export interface BuildRouteDeps {
   store: ImageStore;
@@ -45,22 +46,27 @@ export function buildRoutes(deps: BuildRouteDeps) {
     const write = (m: JsonMessage) => (quiet ? held.push(m) : w.write(m));
     // version=2: the same builder, its progress told as BuildKit's trace messages.
     const bk = buildkit ? buildkitProgress(write) : undefined;
+    // Image ids as clients see them (the target digest with the supervisor's snapshotter).
+    const shown = (id: string) => shownImageId(deps.store, id);
     const out: BuildOutput = bk?.out ?? {
       stream: (text) => write({ stream: text }),
-      aux: (value) => write({ aux: value }),
+      aux: (value) => {
+        const id = (value as { ID?: unknown }).ID;
+        write({ aux: typeof id === 'string' ? { ...(value as object), ID: shown(id) } : value });
+      },
       progress: (line) => write(line as JsonMessage),
     };
     deps.counted?.buildTriggered();
     try {
       const id = await deps.builder.build(req.raw, options, deps.backend(req), out, w.signal);
-      if (!bk) out.stream(`Successfully built ${shortId(id)}\n`);
+      if (!bk) out.stream(`Successfully built ${shortId(shown(id))}\n`);
       for (const tag of tags) {
         setImageTag(deps.store, tag, id);
-        deps.events?.image('tag', id, familiarName(tag));
+        deps.events?.image('tag', shown(id), familiarName(tag));
         if (!bk) out.stream(`Successfully tagged ${familiarName(tag)}\n`);
       }
-      bk?.done(id);
-      if (quiet) w.write({ stream: `${id}\n` });
+      bk?.done(shown(id));
+      if (quiet) w.write({ stream: `${shown(id)}\n` });
     } catch (err) {
       deps.counted?.buildFailed(err, w.closed);
       if (w.closed) return;

@@ -12,6 +12,7 @@ import type { ContainerRouteDeps } from './routes.ts';
 import { inspectView } from './views.ts';
 import { execsOfContainer } from '../../store/kinds/exec.ts';
 import { Images } from '../../store/kinds/image.ts';
+import { shownImageId } from '../images/resolve.ts';
 import { findContainer } from '../../store/kinds/container.ts';
 
 export function inspectRoutes(deps: ContainerRouteDeps) {
@@ -47,6 +48,7 @@ export function inspectRoutes(deps: ContainerRouteDeps) {
         endpoints: endpointsOfContainer(store, c.name),
         isBridgeNetwork: bridgeNetworkTest(store),
         execIds: execsOfContainer(store, c.name).filter((e) => e.status.phase !== 'exited').map((e) => e.name),
+        imageId: (name) => shownImageId(store, name),
       });
     });
 

@@ -9,6 +9,7 @@ import { Volumes } from '../../store/kinds/volume.ts';
 import { healthOf, stateName, summaryView } from './views.ts';
 import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
 import { Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
+import { shownImageId } from '../images/resolve.ts';
 
 
 const HEALTH_VALUES = new Set(['starting', 'healthy', 'unhealthy', 'none']);
@@ -90,6 +91,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   if (o.limit > 0) items = items.slice(0, o.limit);
   const now = Date.now();
   const volumeSource = (name: string) => store.get(Volumes, name)?.status.mountpoint ?? '';
+  const imageId = (name: string) => shownImageId(store, name);
   // A linked container is also listed under its link names ("/parent/alias"), as the reference.
   const everyone = store.list(Containers);
   const withLinks = (c: CR, v: Record<string, unknown>) => {
@@ -97,11 +99,11 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (extra.length) v.Names = [c.spec.name, ...extra];
     return v;
   };
-  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork })));
+  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork, imageId })));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork }));
+      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork, imageId }));
     }),
   );
 }

@@ -75,9 +75,12 @@ function networks(spec: ContainerSpec, status: ContainerStatus, nameOf: NetworkN
   return out;
 }
 
+/** The Id clients see of an image record (api/images/resolve.ts shownImageId). */
+type ShownImageId = (name: string) => string;
+
 export function inspectView(
   r: CR,
-  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean; execIds?: readonly string[] },
+  opts: { apiVersion: number; graphDriverData: Record<string, string>; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean; execIds?: readonly string[]; imageId?: ShownImageId },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const running = status.phase === 'running' || status.phase === 'paused';
@@ -100,7 +103,7 @@ export function inspectView(
       FinishedAt: status.finishedAt || ZERO_TIME,
       ...(healthOf(r) ? { Health: healthOf(r) } : {}),
     },
-    Image: spec.imageId,
+    Image: opts.imageId ? opts.imageId(spec.imageId) : spec.imageId,
     ResolvConfPath: status.resolvConfPath,
     HostnamePath: status.hostnamePath,
     HostsPath: status.hostsPath,
@@ -137,14 +140,14 @@ export function inspectView(
 
 export function summaryView(
   r: CR,
-  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean },
+  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean; imageId?: ShownImageId },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const out: Record<string, unknown> = {
     Id: spec.id,
     Names: [spec.name],
     Image: spec.config.Image,
-    ImageID: spec.imageId,
+    ImageID: opts.imageId ? opts.imageId(spec.imageId) : spec.imageId,
     Command: [spec.path, ...spec.args].map(quoteArg).join(' '),
     Created: Math.floor(Date.parse(spec.created) / 1000),
     Ports: summaryPorts(spec, status),

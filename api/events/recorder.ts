@@ -13,7 +13,7 @@ import { type NetworkResource, Networks } from '../../store/kinds/network.ts';
 import { type VolumeResource, Volumes } from '../../store/kinds/volume.ts';
 import { Stacks, type StackResource } from '../../store/kinds/stack.ts';
 import { type EndpointResource, Endpoints } from '../../store/kinds/endpoint.ts';
-import { findImage } from '../images/resolve.ts';
+import { findImage, imageIdOf } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
 export interface EngineEvent {
@@ -281,6 +281,6 @@ export class EventRecorder {
   /** The image record goes once its delete is done (whatever asked for it): that is the `delete` event. */
   private imageChange(ev: WatchEvent<ImageResource>): void {
     const cur = ev.resource;
-    if (ev.type === 'delete') this.emit('image', 'delete', cur.name, { name: cur.name });
+    if (ev.type === 'delete') this.emit('image', 'delete', imageIdOf(cur), { name: imageIdOf(cur) });
   }
 }

@@ -7,7 +7,7 @@ import { familiarName, normalizeName, parseReference, repositoryName } from '../
 import { Containers, type ContainerResource as CR } from '../../store/kinds/container.ts';
 
 import { childrenOf, releasedLayers, type LayerSizes } from './layers.ts';
-import { isUsable, referencesOf, resolveImage, type ImageResource } from './resolve.ts';
+import { imageIdOf, isUsable, referencesOf, resolveImage, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
 import { References } from '../../store/kinds/reference.ts';
 import { Images } from '../../store/kinds/image.ts';
@@ -59,6 +59,8 @@ function conflictError(imageId: string, hard: boolean, message: string): Error {
 export function planImageDelete(store: ImageStore, ref: string, force: boolean): DeletePlan {
   const image = resolveImage(store, ref);
   const id = image.name;
+  /** The Id clients know it by (the target digest with the supervisor's snapshotter). */
+  const shown = imageIdOf(image);
   const containers = store.list(Containers).filter((c) => c.spec.imageId === id);
   const children = store.list(Images).filter((i) => isUsable(i) && i.spec.parent === id);
   let tags = referencesOf(store, id);
@@ -67,26 +69,26 @@ export function planImageDelete(store: ImageStore, ref: string, force: boolean):
 
   /** Conflicts in the reference's order: children and running containers are hard, the rest soft. */
   const check = (opts: { soft: boolean; references: boolean }): { err: Error; used: boolean } | undefined => {
-    if (children.length) return { err: conflictError(id, true, 'image has dependent child images'), used: false };
+    if (children.length) return { err: conflictError(shown, true, 'image has dependent child images'), used: false };
     const running = containers.find(isRunning);
-    if (running) return { err: conflictError(id, true, `image is being used by running container ${shortId(running.name)}`), used: true };
+    if (running) return { err: conflictError(shown, true, `image is being used by running container ${shortId(running.name)}`), used: true };
     if (!opts.soft) return undefined;
     if (opts.references && tags.length + digests.length > 0) {
-      return { err: conflictError(id, false, 'image is referenced in one or more repositories'), used: false };
+      return { err: conflictError(shown, false, 'image is referenced in one or more repositories'), used: false };
     }
     const stopped = containers.find((c) => !isRunning(c));
-    if (stopped) return { err: conflictError(id, false, `image is being used by stopped container ${shortId(stopped.name)}`), used: true };
+    if (stopped) return { err: conflictError(shown, false, `image is being used by stopped container ${shortId(stopped.name)}`), used: true };
     return undefined;
   };
 
   let quiet = false;
-  if (!isIdPrefix(id, ref)) {
+  if (!isIdPrefix(shown, ref) && !isIdPrefix(id, ref)) {
     // A reference was named: untag it first; the image goes only with its last reference.
     const parsed = parseReference(ref);
     const name = parsed.digest ? `${repositoryName(parsed)}@${parsed.digest}` : normalizeName(ref);
     if (!force && isSingleReference(tags, digests) && containers.length > 0) {
       throw conflict(
-        `conflict: unable to remove repository reference "${ref}" (must force) - container ${shortId(containers[0].name)} is using its referenced image ${shortId(id)}`,
+        `conflict: unable to remove repository reference "${ref}" (must force) - container ${shortId(containers[0].name)} is using its referenced image ${shortId(shown)}`,
       );
     }
     if (parsed.digest) {
@@ -123,7 +125,7 @@ export function planImageDelete(store: ImageStore, ref: string, force: boolean):
     tags = [];
     digests = [];
   } else if (!force) {
-    throw conflictError(id, false, 'image is referenced in multiple repositories');
+    throw conflictError(shown, false, 'image is referenced in multiple repositories');
   }
 
   const c = check({ soft: !force, references: true });
@@ -137,7 +139,7 @@ export function planImageDelete(store: ImageStore, ref: string, force: boolean):
   plan.untag.push(...tags);
   plan.dropDigests.push(...digests);
   plan.remove = true;
-  plan.records.push({ Deleted: id });
+  plan.records.push({ Deleted: shown });
   return plan;
 }
 
@@ -160,7 +162,7 @@ export interface DeleteOptions {
 
 export interface DeleteResult {
   records: DeleteRecord[];
-  /** The image named (every `Untagged` record is one of its references). */
+  /** The Id of the image named, as clients see it (every `Untagged` record is one of its references). */
   imageId: string;
   /** Images marked removed (the caller waits for the reconciler to drop them). */
   removed: string[];
@@ -173,12 +175,12 @@ export interface DeleteResult {
 export function deleteImage(store: ImageStore, ref: string, o: DeleteOptions): DeleteResult {
   const plan = planImageDelete(store, ref, o.force);
   applyImageDelete(store, plan);
-  const out: DeleteResult = { records: [...plan.records], imageId: plan.image.name, removed: [] };
+  const out: DeleteResult = { records: [...plan.records], imageId: imageIdOf(plan.image), removed: [] };
   if (!plan.remove) return out;
   let removed: ImageResource | undefined = plan.image;
   while (removed) {
     out.removed.push(removed.name);
-    if (removed !== plan.image) out.records.push({ Deleted: removed.name });
+    if (removed !== plan.image) out.records.push({ Deleted: imageIdOf(removed) });
     for (const chainId of releasedLayers(store, removed, o.layers)) out.records.push({ Deleted: chainId });
     removed = o.prune ? pruneParent(store, removed.spec.parent) : undefined;
   }

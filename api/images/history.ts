@@ -5,7 +5,7 @@ import { internal } from '../../lib/errors.ts';
 import { familiarName } from '../../lib/reference.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { chainIdOf, layerSize, type LayerSizes } from './layers.ts';
-import { findImage, referencesOf, type ImageResource } from './resolve.ts';
+import { findImage, imageIdOf, referencesOf, type ImageResource } from './resolve.ts';
 import { imageConfig } from './views.ts';
 
 export interface HistoryItem {
@@ -47,7 +47,7 @@ export function imageHistory(store: Pick<ApiStore, 'get' | 'list'>, img: ImageRe
   let cur: ImageResource | undefined = img;
   for (const item of out) {
     if (!cur) break;
-    item.Id = cur.name;
+    item.Id = imageIdOf(cur);
     const tags = referencesOf(store, cur.name).map(familiarName);
     item.Tags = tags.length ? tags : null;
     cur = cur.spec.parent ? findImage(store, cur.spec.parent) : undefined;

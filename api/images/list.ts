@@ -5,7 +5,7 @@ import { parseTimestampMs } from '../../lib/timestamp.ts';
 import type { ApiStore } from '../containers/store.ts';
 import { invalidFilter, matchAnyKV, matchKVList, parseFilters } from '../filters.ts';
 import { layerRefCounts, sharedSize, type LayerSizes } from './layers.ts';
-import { isUsable, resolveImage, type ImageResource } from './resolve.ts';
+import { isUsable, resolveImage, shownImageId, type ImageResource } from './resolve.ts';
 import { createdMs, imageConfig, repoDigestsOf, summaryView } from './views.ts';
 import { References } from '../../store/kinds/reference.ts';
 import { Images } from '../../store/kinds/image.ts';
@@ -82,6 +82,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
       repoDigests: shownDigests === img.spec.repoDigests ? repoDigestsOf(img) : shownDigests.map(familiarName),
       containers: o.sharedSize ? containers.filter((c) => c.spec.imageId === img.name).length : -1,
       sharedSize: o.sharedSize ? sharedSize(img, layerRefs, o.layers) : -1,
+      parentId: shownImageId(store, img.spec.parent),
     });
     out.push({ created, view });
   }

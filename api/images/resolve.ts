@@ -13,6 +13,20 @@ type ImageReader = Pick<ApiStore, 'get' | 'list'>;
 const HEX64 = /^[a-f0-9]{64}$/;
 const HEX = /^[a-f0-9]+$/;
 
+/**
+ * The Id clients see: the target digest with the supervisor's snapshotter (status.target, the
+ * manifest's digest as the reference's containerd store shows it), else the config digest.
+ */
+export function imageIdOf(img: ImageResource): string {
+  return img.status.target ?? img.name;
+}
+
+/** The Id clients see of the image record `name` (itself when there is none). */
+export function shownImageId(store: Pick<ApiStore, 'get'>, name: string): string {
+  const img = name ? store.get(Images, name) : undefined;
+  return img ? imageIdOf(img) : name;
+}
+
 export function isUsable(r: ImageResource | undefined): r is ImageResource {
   return !!r && r.spec.desired === 'present' && r.status.phase === 'ready';
 }
@@ -33,7 +47,8 @@ export function findImage(store: ImageReader, ref: string): ImageResource | unde
   const hex = ref.startsWith('sha256:') ? ref.slice(7) : ref;
   if (HEX64.test(hex)) {
     const r = store.get(Images, `sha256:${hex}`);
-    return isUsable(r) ? r : undefined;
+    if (isUsable(r)) return r;
+    return store.list(Images).find((x) => isUsable(x) && x.status.target === `sha256:${hex}`);
   }
   if (ref.startsWith('sha256:')) return HEX.test(hex) ? byPrefix(store, hex) : undefined;
 
@@ -65,7 +80,8 @@ function normalizeDigestRef(d: string): string {
 
 /** A unique prefix of the hex id; ambiguous prefixes find nothing, as in the reference daemon. */
 function byPrefix(store: ImageReader, hexPrefix: string): ImageResource | undefined {
-  const matches = store.list(Images).filter((r) => isUsable(r) && r.name.slice(7).startsWith(hexPrefix));
+  // With target digests an image is known by its Id only (as the reference with its containerd store).
+  const matches = store.list(Images).filter((r) => isUsable(r) && imageIdOf(r).slice(7).startsWith(hexPrefix));
   return matches.length === 1 ? matches[0] : undefined;
 }
 

@@ -18,7 +18,7 @@ import { imageHistory } from './history.ts';
 import type { LayerSizes } from './layers.ts';
 import { listImages } from './list.ts';
 import { parseImagePruneFilters, pruneGuard, pruneImages } from './prune.ts';
-import { findImage, resolveImage, type ImageResource } from './resolve.ts';
+import { findImage, imageIdOf, resolveImage, shownImageId, type ImageResource } from './resolve.ts';
 import { ensureImageRecord, setImageTag } from './records.ts';
 import type { ImageStore } from './store.ts';
 import { inspectView, type GraphDriverInfo } from './views.ts';
@@ -93,18 +93,18 @@ export function imageRoutes(deps: ImageRouteDeps) {
       const progress = quiet ? undefined : (msg: string) => out.write(progressLine(msg));
       const loaded = await archive.load(req.raw, out.signal, progress);
       for (const li of loaded) {
-        await ensureImage(li, out.signal);
+        const shown = imageIdOf(await ensureImage(li, out.signal));
         if (li.repoTags.length === 0) {
-          out.stream(`Loaded image ID: ${li.id}\n`);
-          imageEvent('load', li.id, li.id);
+          out.stream(`Loaded image ID: ${shown}\n`);
+          imageEvent('load', shown, shown);
           continue;
         }
         for (const tag of li.repoTags) {
           const previous = setTag(tag, li.id);
-          if (previous) out.stream(`The image ${familiarName(tag)} already exists, renaming the old one with ID ${previous} to empty string\n`);
+          if (previous) out.stream(`The image ${familiarName(tag)} already exists, renaming the old one with ID ${shownImageId(store, previous)} to empty string\n`);
           out.stream(`Loaded image: ${familiarName(tag)}\n`);
         }
-        imageEvent('load', li.id, li.id);
+        imageEvent('load', shown, shown);
       }
     });
   }
@@ -117,10 +117,10 @@ export function imageRoutes(deps: ImageRouteDeps) {
       async (out) => {
         const opts = { changes: query.changes, message: query.message ?? '', platform: query.platform || undefined };
         const li = await archive.importRootfs(req.raw, opts, out.signal);
-        await ensureImage(li, out.signal);
+        const shown = imageIdOf(await ensureImage(li, out.signal));
         if (target) tagImage(target, li.id);
-        imageEvent('import', li.id, li.id);
-        out.status(li.id);
+        imageEvent('import', shown, shown);
+        out.status(shown);
       },
       { errorsBeforeStartAsHttp: true },
     );
@@ -152,7 +152,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
   /** Point a tag at an image and record it, as the reference daemon's TagImage does. */
   function tagImage(fullName: string, imageId: string): void {
     setTag(fullName, imageId);
-    imageEvent('tag', imageId, familiarName(fullName));
+    imageEvent('tag', shownImageId(store, imageId), familiarName(fullName));
   }
 
   async function tag(reply: FastifyReply, name: string, query: z.output<typeof repoTagQuery>): Promise<void> {
@@ -216,8 +216,8 @@ export function imageRoutes(deps: ImageRouteDeps) {
     const img = await ensureImage(li, abort.signal, container.spec.imageId);
     if (target) tagImage(target, img.name);
     const current = store.get(Containers, container.name) ?? container;
-    deps.events?.container('commit', current, { comment: request.comment, imageID: img.name, imageRef: target ? familiarName(target) : '' });
-    reply.code(201).send({ Id: img.name });
+    deps.events?.container('commit', current, { comment: request.comment, imageID: imageIdOf(img), imageRef: target ? familiarName(target) : '' });
+    reply.code(201).send({ Id: imageIdOf(img) });
   }
 
   return async function register(app: App): Promise<void> {

@@ -3,7 +3,7 @@
 
 import type { ApiStore } from '../containers/store.ts';
 import { layerRefCounts, layerSize, sharedSize, type LayerSizes } from './layers.ts';
-import { isUsable } from './resolve.ts';
+import { isUsable, shownImageId } from './resolve.ts';
 import { createdMs, imageConfig, repoDigestsOf, repoTagsOf, summaryView } from './views.ts';
 import { Images } from '../../store/kinds/image.ts';
 import { Containers } from '../../store/kinds/container.ts';
@@ -30,6 +30,7 @@ export function imageDiskUsage(store: Pick<ApiStore, 'get' | 'list'>, o: { apiVe
         repoDigests: repoDigestsOf(img),
         containers: containers.filter((c) => c.spec.imageId === img.name).length,
         sharedSize: sharedSize(img, refs, o.layers),
+        parentId: shownImageId(store, img.spec.parent),
       }),
     }))
     .sort((a, b) => b.created - a.created)

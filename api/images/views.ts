@@ -5,7 +5,7 @@ import type { ApiStore } from '../containers/store.ts';
 import type { ImageConfigBlob } from '../../store/kinds/image.ts';
 import { References } from '../../store/kinds/reference.ts';
 
-import type { ImageResource } from './resolve.ts';
+import { imageIdOf, shownImageId, type ImageResource } from './resolve.ts';
 
 export interface GraphDriverInfo {
   Name: string;
@@ -84,13 +84,13 @@ export interface InspectOptions {
   graphDriver: GraphDriverInfo;
 }
 
-export function inspectView(store: Pick<ApiStore, 'list'>, img: ImageResource, o: InspectOptions): Record<string, unknown> {
+export function inspectView(store: Pick<ApiStore, 'get' | 'list'>, img: ImageResource, o: InspectOptions): Record<string, unknown> {
   const cfg = imageConfig(img);
   const out: Record<string, unknown> = {
-    Id: img.name,
+    Id: imageIdOf(img),
     RepoTags: repoTagsOf(store, img.name),
     RepoDigests: repoDigestsOf(img),
-    Parent: img.spec.parent,
+    Parent: shownImageId(store, img.spec.parent),
     Comment: cfg.comment ?? '',
     Created: cfg.created ?? '',
   };
@@ -130,6 +130,8 @@ export interface SummaryOptions {
   repoDigests: string[];
   containers: number;
   sharedSize: number;
+  /** The parent's Id as clients see it (shownImageId). */
+  parentId: string;
 }
 
 export function summaryView(img: ImageResource, o: SummaryOptions): Record<string, unknown> {
@@ -143,9 +145,9 @@ export function summaryView(img: ImageResource, o: SummaryOptions): Record<strin
   const out: Record<string, unknown> = {
     Containers: o.containers,
     Created: Math.floor(createdMs(cfg) / 1000),
-    Id: img.name,
+    Id: imageIdOf(img),
     Labels: cfg.config?.Labels ?? {},
-    ParentId: img.spec.parent,
+    ParentId: o.parentId,
     RepoDigests: digests,
     RepoTags: tags,
     SharedSize: o.sharedSize,

@@ -148,7 +148,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
       requires: ['store', 'paths', 'layers', 'bridge', 'dns', 'volumes', 'network-attacher', 'containers', 'runs', 'metrics', 'runtimes', 'execs'],
       init: (ctx) => {
         const store = ctx.get('store');
-        const images = new ImageReconciler(store, ctx.get('layers'), { log: log.child({ component: 'images' }) });
+        const images = new ImageReconciler(store, ctx.get('layers'), { log: log.child({ component: 'images' }), targets: ctx.get('layers').driverName === 'overlayfs' });
         const manager = new Manager({ log: log.child({ component: 'controllers' }) });
         const metrics = ctx.get('metrics').controllers;
         const runs = ctx.get('runs').registry;

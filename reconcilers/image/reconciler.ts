@@ -18,6 +18,7 @@ import { fromPromise, type SnapshotFrom } from 'xstate';
 import { topState } from '../../controllers/machine-driver.ts';
 import { MachineHost } from '../../controllers/machine-host.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
+import { imageTarget, type TargetLayer } from '../../lib/image-target.ts';
 import { type ImageSpec, Images, type ImageResource } from '../../store/kinds/image.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
@@ -29,7 +30,7 @@ type Snapshot = SnapshotFrom<Machine>;
 
 export interface ImageLayersPort {
   has(chainId: string): boolean;
-  get(chainId: string): { parent: string | null } | undefined;
+  get(chainId: string): { parent: string | null; blobMedia: TargetLayer['media']; blobDigest: string; blobSize: number } | undefined;
   chainIdOf(parentChainId: string | null, diffId: string): string;
   /** Conflict while a child, an RW layer or a lease uses it; `keep` is asked last, under the layer's lock. */
   removeLayer(chainId: string, opts?: { keep?: (chainId: string) => boolean }): Promise<void>;
@@ -41,6 +42,8 @@ export interface ImageLayersPort {
 
 export interface ImageReconcilerOptions {
   log?: Logger;
+  /** Images are known by their target digest (the feature supervisor-snapshotter): status.target is written. */
+  targets?: boolean;
 }
 
 export class ImageReconciler {
@@ -49,6 +52,7 @@ export class ImageReconciler {
   private readonly store: ReconcilerStore;
   private readonly layers: ImageLayersPort;
   private readonly log: Logger | undefined;
+  private readonly targets: boolean;
   /** Released layers waiting for collection, and the collection running. */
   private readonly released = new Set<string>();
   private collecting: Promise<void> | null = null;
@@ -61,6 +65,7 @@ export class ImageReconciler {
     this.store = store;
     this.layers = layers;
     this.log = opts.log;
+    this.targets = !!opts.targets;
     const machine = imageLifecycle.provide({
       actors: {
         verifyLayers: fromPromise<VerifyOutput, EffectInput>(async ({ input }) => this.verifyEffect(input.id)),
@@ -93,12 +98,26 @@ export class ImageReconciler {
     if (end.context.cause != null) throw end.context.cause;
     if (state === 'removed' || !verify || (state !== 'ready' && state !== 'failed')) return;
     const failed = state === 'failed';
+    const target = !failed && this.targets ? this.targetOf(r) : undefined;
     this.store.updateStatus(Images, id, (s) => ({
       ...s,
       phase: failed ? 'failed' : 'ready',
       error: failed ? end.context.error : '',
       observedGeneration: r.generation,
+      ...(target ? { target } : {}),
     }));
+  }
+
+  /** The image's target digest (lib/image-target.ts), from its layers' blobs. */
+  private targetOf(r: ImageResource): string {
+    const layers: TargetLayer[] = [];
+    let chain: string | null = null;
+    for (const diffId of r.spec.diffIds) {
+      chain = this.layers.chainIdOf(chain, diffId);
+      const l = this.layers.get(chain);
+      if (l) layers.push({ media: l.blobMedia, digest: l.blobDigest, size: l.blobSize });
+    }
+    return imageTarget(r.spec, layers);
   }
 
   // ---- effects (the machine's named actors) -------------------------------------------------

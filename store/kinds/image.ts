@@ -35,6 +35,11 @@ export interface ImageStatus {
   observedGeneration: number;
   phase: 'pending' | 'ready' | 'failed' | 'removing';
   error: string;
+  /**
+   * With the supervisor's snapshotter: the digest clients know the image by (lib/image-target.ts),
+   * written with `ready`; the API shows it as the image's Id. Absent: the Id is the config digest.
+   */
+  target?: string;
 }
 
 export const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/);
@@ -56,6 +61,7 @@ const imageStatusSchema = z.object({
   observedGeneration: z.number().int().nonnegative(),
   phase: z.enum(['pending', 'ready', 'failed', 'removing']),
   error: z.string(),
+  target: digest.optional(),
 }) satisfies z.ZodType<ImageStatus>;
 
 export type ImageResource = Resource<ImageSpec, ImageStatus>;

@@ -5,12 +5,15 @@
 // hidden, not deleted); a reload that flips it is refused.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
+import { startRegistry } from './registry/registry.ts';
+import { ociManifest } from '../../lib/image-target.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -78,6 +81,47 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
     assert.equal(after.filter((s) => s.kind === 'Active').length, 0, JSON.stringify(after));
     assert.deepEqual(after.map((s) => s.key).sort(), before.map((s) => s.key).sort());
     for (const g of ['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']) assert.equal(existsSync(join(d.dataRoot, g)) && readdirSync(join(d.dataRoot, g)).length > 0, false, g);
+  });
+
+  test('an image\'s Id is its target digest: a loaded one\'s OCI manifest, a pulled one\'s manifest digest; found by it and a prefix of it; containers and history show it', async () => {
+    const id = (await dk('inspect', '-f', '{{.Id}}', imgs.tag)).trim();
+    // The archive's config and layers: the manifest made of them (a loaded tar is kept as it came).
+    const archive = join(d.root, 'ids.tar');
+    await dk('save', '-o', archive, imgs.tag);
+    const manifest = JSON.parse(execFileSync('tar', ['-xOf', archive, 'manifest.json'], { encoding: 'utf8' }))[0] as { Config: string; Layers: string[] };
+    const rawConfig = execFileSync('tar', ['-xOf', archive, manifest.Config], { encoding: 'utf8' });
+    const configDigest = `sha256:${createHash('sha256').update(rawConfig).digest('hex')}`;
+    const layers = manifest.Layers.map((l) => {
+      const tar = execFileSync('tar', ['-xOf', archive, l], { maxBuffer: 64 << 20 });
+      return { media: 'none' as const, digest: `sha256:${createHash('sha256').update(tar).digest('hex')}`, size: tar.length };
+    });
+    assert.notEqual(id, configDigest, 'not the config digest');
+    assert.equal(id, `sha256:${createHash('sha256').update(ociManifest(rawConfig, configDigest, layers)).digest('hex')}`);
+    assert.equal((await dk('images', '-q', '--no-trunc', imgs.tag)).trim(), id);
+    assert.equal((await dk('inspect', '-f', '{{.Id}}', id.slice(7, 19))).trim(), id, 'found by a prefix of its Id');
+    const c = await dk('create', id.slice(7, 19), 'true');
+    assert.equal((await dk('inspect', '-f', '{{.Image}}', c)).trim(), id);
+    assert.equal((await dk('ps', '-a', '--no-trunc', '--format', '{{.ID}} {{.Image}}')).includes(c), true);
+    assert.equal((await dk('history', '-q', '--no-trunc', imgs.tag)).split('\n')[0], id);
+    await dk('rm', c);
+
+    // Pulled: the manifest digest it came by.
+    const reg = await startRegistry({});
+    try {
+      const name = `${reg.hostPort}/ids/busybox:1`;
+      await dk('tag', imgs.tag, name);
+      await dk('push', name);
+      const gone = await dk('rmi', '-f', name, imgs.tag);
+      assert.match(gone, new RegExp(`Deleted: ${id}`), 'the Id in the delete records');
+      await dk('pull', name);
+      const pulled = JSON.parse(await dk('inspect', name))[0] as { Id: string; RepoDigests: string[] };
+      assert.equal(pulled.Id, pulled.RepoDigests[0]!.split('@')[1]);
+      assert.notEqual(pulled.Id, id);
+      await dk('tag', name, imgs.tag);
+      await dk('rmi', name);
+    } finally {
+      await reg.stop();
+    }
   });
 
   test('image prune frees the content store\'s space; a load cut by kill -9 leaves no blob, lease or snapshot the supervisor keeps', async () => {

@@ -1,9 +1,11 @@
 // Real clients pointed at a test daemon: the docker CLI, dockerode, docker-py, and the test images.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import Docker from 'dockerode';
 import { buildBusyboxImages, type TestImages } from '../../../hack/images/build-busybox.ts';
+import { ociManifest } from '../../../lib/image-target.ts';
 import type { DaemonHandle } from './daemon.ts';
 
 export const DOCKER_CLI = '/usr/local/bin/docker';
@@ -159,13 +161,29 @@ export async function pythonDocker(d: DaemonHandle, script: string, opts: { time
 }
 
 let images: Promise<TestImages> | null = null;
-/** The busybox test images (built once, cached on disk across runs). */
+/**
+ * The busybox test images (built once, cached on disk across runs). `id` is the Id a daemon shows
+ * for it: its config digest, or with the supervisor's snapshotter (ENGINE_E2E_STORAGE=snapshotter)
+ * the digest of the OCI manifest of its config and layer, as that daemon names images.
+ */
 export function testImages(): Promise<TestImages> {
-  images ??= buildBusyboxImages().catch((err: unknown) => {
-    images = null;
-    throw err;
-  });
+  images ??= buildBusyboxImages()
+    .then((imgs) => (process.env.ENGINE_E2E_STORAGE === 'snapshotter' ? { ...imgs, id: targetIdOf(imgs.dockerArchive) } : imgs))
+    .catch((err: unknown) => {
+      images = null;
+      throw err;
+    });
   return images;
+}
+
+/** The target digest (lib/image-target.ts) of the image in a docker-archive tarball: its config and plain-tar layers. */
+function targetIdOf(archive: string): string {
+  const read = (name: string) => execFileSync('tar', ['-xOf', archive, name], { maxBuffer: 256 << 20 });
+  const sha = (b: Buffer | string) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+  const m = JSON.parse(read('manifest.json').toString())[0] as { Config: string; Layers: string[] };
+  const raw = read(m.Config).toString();
+  const layers = m.Layers.map((l) => read(l)).map((b) => ({ media: 'none' as const, digest: sha(b), size: b.length }));
+  return sha(ociManifest(raw, sha(raw), layers));
 }
 
 export type { TestImages };
