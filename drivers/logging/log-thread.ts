@@ -38,7 +38,8 @@ function workerEntry(): URL {
 
 export class LogThread {
   private worker: Worker | null = null;
-  private readonly sinks = new Map<number, ThreadedSink>();
+  /** Open logs, each with the thread it was opened in (an idle thread may still be ending when the next one starts). */
+  private readonly sinks = new Map<number, { sink: ThreadedSink; worker: Worker }>();
   private nextId = 1;
   private idle: NodeJS.Timeout | null = null;
   private readonly log: Logger;
@@ -57,11 +58,13 @@ export class LogThread {
   /** A writer for `spec` in the log thread, going on from `held`; `lost` is called if the thread dies under it. */
   open(spec: FileWriterSpec, held: Held, log: Logger, lost: () => void, limit?: number): ThreadedSink {
     const id = this.nextId++;
-    const sink = new ThreadedSink(id, (m, transfer) => this.post(m, transfer), log, lost, () => this.forget(id), limit);
-    this.sinks.set(id, sink);
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
-    this.post({ t: 'open', id, spec, held, limit });
+    const worker = (this.worker ??= this.spawn());
+    // A log talks to the thread it was opened in, for good: a thread that ends takes only its own logs.
+    const sink = new ThreadedSink(id, (m, transfer) => worker.postMessage(m, transfer), log, lost, () => this.forget(id), limit);
+    this.sinks.set(id, { sink, worker });
+    worker.postMessage({ t: 'open', id, spec, held, limit } satisfies ToLogThread);
     return sink;
   }
 
@@ -72,10 +75,6 @@ export class LogThread {
     if (w) await w.terminate();
   }
 
-  private post(m: ToLogThread, transfer?: ArrayBuffer[]): void {
-    (this.worker ??= this.spawn()).postMessage(m, transfer);
-  }
-
   private spawn(): Worker {
     const w = new Worker(workerEntry(), { stdout: false, stderr: false });
     // The daemon's exit does not wait for the thread; its shutdown closes the logs first.
@@ -84,15 +83,16 @@ export class LogThread {
     w.on('error', (err) => this.log.warn({ err }, 'log thread failed'));
     w.on('exit', (code) => {
       if (this.worker === w) this.worker = null;
-      if (this.sinks.size === 0) return;
-      this.log.warn({ code, logs: this.sinks.size }, 'log thread ended under open logs; they go on in the daemon thread');
-      for (const s of [...this.sinks.values()]) s.lose();
+      const orphans = [...this.sinks.values()].filter((s) => s.worker === w);
+      if (orphans.length === 0) return;
+      this.log.warn({ code, logs: orphans.length }, 'log thread ended under open logs; they go on in the daemon thread');
+      for (const s of orphans) s.sink.lose();
     });
     return w;
   }
 
   private onMessage(m: FromLogThread): void {
-    const s = this.sinks.get(m.id);
+    const s = this.sinks.get(m.id)?.sink;
     if (!s) return;
     if (m.t === 'ack') s.acked(m.bytes);
     else if (m.t === 'say') s.say(m.level, m.fields, m.msg);

@@ -123,3 +123,27 @@ test('mode=non-blocking in front of a moving log: whole lines in order, the ring
     t.cleanup();
   }
 });
+
+test('a log opened while the idle thread is still ending goes to a new thread and keeps its held piece (CI: "42129" read as "129")', async () => {
+  const t = tmp();
+  const thread = new LogThread(log);
+  try {
+    const first = createLogging({ log, thread }).open('c0', join(t.dir, 'c0-json.log'), { Type: 'json-file', Config: {} })!;
+    await feed(first, [['stdout', `${'z'.repeat(1 << 20)}\n`], ['stdout', 'moved\n']]);
+    assert.equal(thread.running, true);
+    await first.close();
+    // What the idle timer does, with the next busy log's move right behind it.
+    const ending = thread.stop();
+    let lost = false;
+    const sink = thread.open(fileWriterSpec('json-file', t.path, {}), { stdout: Buffer.from('42'), stderr: null }, log, () => (lost = true));
+    await sink.log('stdout', Buffer.from('129\n42130\n'));
+    await ending;
+    await new Promise((r) => setTimeout(r, 50));
+    await sink.close();
+    assert.equal(lost, false, 'the ending thread took no log of the new one');
+    assert.deepEqual(fileLines(t.path).map((x) => x.log), ['42129\n', '42130\n']);
+  } finally {
+    await thread.stop();
+    t.cleanup();
+  }
+});
