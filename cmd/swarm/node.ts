@@ -337,9 +337,13 @@ export class SwarmNode implements SwarmPort {
         await this.admission.forget(state.nodeId).catch((err: Error) => this.d.log.warn({ error: err.message }, 'could not remove the node from the swarm'));
       }
       // Its task containers go with it (the reference's leave removes them).
-      this.d.holder.current?.runner.removeAll();
-      this.d.holder.current?.overlay.removeAll();
+      const cluster = this.d.holder.current;
+      cluster?.runner.removeAll();
       await this.parts.stop(true);
+      // Again once its loops have stopped: no pass of theirs makes a task container, an overlay
+      // instance or a routing mesh rule after this.
+      cluster?.runner.removeAll();
+      await cluster?.overlay.removeAll();
       await this.files.removeAll();
       this.d.log.info({ nodeId: state.nodeId }, 'left the swarm');
       this.state = undefined;

@@ -129,9 +129,12 @@ export class OverlayNetworks implements Reconciler {
     this.kick();
   }
 
-  /** The node leaves its swarm: its instances go (their containers are being removed), the mesh's rules too. */
-  removeAll(): void {
-    void this.mesh.stop();
+  /**
+   * The node leaves its swarm: its instances go (their containers are being removed), the mesh's
+   * rules too. Called once the reconciler has stopped (a pass would make them again).
+   */
+  async removeAll(): Promise<void> {
+    await this.mesh.stop();
     for (const n of this.opts.store.list(Networks)) {
       if (n.spec.scope === 'swarm' && n.spec.desired !== 'removed') this.opts.store.updateSpec(Networks, n.name, (s) => ({ ...s, desired: 'removed' }));
     }
