@@ -98,7 +98,7 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
     unset ENGINE_E2E_STORAGE
   }
   storage_phase btrfs images-api core-flow lifecycle archive-mounts build registry
-  storage_phase snapshotter images-api lifecycle archive-mounts build registry
+  storage_phase snapshotter images-api lifecycle archive-mounts build registry docker-cli
 
   if [ -d test/e2e/python ] && ls test/e2e/python/*.py >/dev/null 2>&1; then
     phase docker-py tests

@@ -33,3 +33,47 @@ export function imageTarget(img: { id: string; rawConfig: string; repoDigests: r
   if (pulled) return pulled;
   return `sha256:${createHash('sha256').update(ociManifest(img.rawConfig, img.id, layers)).digest('hex')}`;
 }
+
+/** A manifest or index as an OCI descriptor (an image's Descriptor and Manifests on the wire). */
+export interface ManifestRef {
+  mediaType: string;
+  digest: string;
+  size: number;
+}
+
+/** One entry of an index: a manifest and the platform it is for. */
+export interface IndexEntry extends ManifestRef {
+  platform?: { os: string; architecture: string; variant?: string };
+  annotations?: Record<string, string>;
+}
+
+/** What a pull came by: the image manifest of this image's content, and the index the name led to, if any. */
+export interface PulledManifests {
+  manifest: ManifestRef;
+  /** The manifest, config and layer blobs as the registry served them (ManifestSummary's Size.Content). */
+  contentSize: number;
+  index?: ManifestRef & { manifests: IndexEntry[] };
+}
+
+/** What an image's target is as a descriptor, and the size of its content blobs (manifest, config, layers). */
+export interface TargetDescriptor {
+  descriptor: ManifestRef;
+  contentSize: number;
+}
+
+/**
+ * The target as a descriptor: the index or manifest a pull came by (`pulled`), else the OCI
+ * manifest of the config and layer blobs; undefined for a pulled image recorded before pulls kept
+ * their manifests (its target is known by digest only).
+ */
+export function targetDescriptor(img: { id: string; rawConfig: string; repoDigests: readonly string[]; pulled?: PulledManifests }, layers: readonly TargetLayer[]): TargetDescriptor | undefined {
+  if (img.pulled) return { descriptor: img.pulled.index ? pick(img.pulled.index) : img.pulled.manifest, contentSize: img.pulled.contentSize };
+  if (img.repoDigests.length > 0) return undefined;
+  const m = ociManifest(img.rawConfig, img.id, layers);
+  return {
+    descriptor: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: `sha256:${createHash('sha256').update(m).digest('hex')}`, size: m.length },
+    contentSize: m.length + Buffer.byteLength(img.rawConfig) + layers.reduce((n, l) => n + l.size, 0),
+  };
+}
+
+const pick = (r: ManifestRef): ManifestRef => ({ mediaType: r.mediaType, digest: r.digest, size: r.size });

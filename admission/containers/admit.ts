@@ -3,7 +3,7 @@
 // anything is written. POST /containers/create, the builder's RUN steps and a stack's services
 // go through it; what answers the client afterwards (waiting for the reconciler to prepare
 // the container) is the caller's.
-import { conflict, invalidArgument, isCode, notFound } from '../../lib/errors.ts';
+import { conflict, invalidArgument, isCode } from '../../lib/errors.ts';
 import { newId, rfc3339Nano, shortId, ZERO_TIME } from '../../lib/ids.ts';
 import { type ContainerSpec, type ContainerStatus, containerByName, type ContainerResource, Containers, findContainer } from '../../store/kinds/container.ts';
 import type { ImageResource } from '../../store/kinds/image.ts';
@@ -21,7 +21,8 @@ import { generateName, normalizeName } from './names.ts';
 
 export interface AdmissionDeps {
   store: AdmissionStore;
-  resolveImage: (ref: string) => ImageResource;
+  /** The image record a container of `ref` is made from, for `platform` (create's query) when given. */
+  resolveImage: (ref: string, platform?: string) => ImageResource;
   defaults: CreateDefaults;
 }
 
@@ -38,9 +39,7 @@ export function admitContainer(
   const body = parseCreateBody(input);
   const imageRef = body.Image;
   if (!imageRef) throw invalidArgument('No image was specified');
-  const platform = opts.platform;
-  if (platform && !/^linux(\/amd64)?(\/.*)?$/.test(platform)) throw notFound(`No such image: ${imageRef}`);
-  const image = deps.resolveImage(imageRef);
+  const image = deps.resolveImage(imageRef, opts.platform);
   const n = normalizeCreate(body, JSON.parse(image.spec.rawConfig), deps.defaults);
   const mode = n.hostConfig.NetworkMode;
   // A user-defined network must exist (by name, id or id prefix). 400, not 404: a 404 on

@@ -6,6 +6,7 @@ import type { ApiStore } from '../containers/store.ts';
 import { invalidFilter, matchAnyKV, matchKVList, parseFilters } from '../filters.ts';
 import { layerRefCounts, sharedSize, type LayerSizes } from './layers.ts';
 import { isUsable, resolveImage, shownImageId, type ImageResource } from './resolve.ts';
+import { groupImages, manifestSummaries } from './platforms.ts';
 import { createdMs, imageConfig, repoDigestsOf, summaryView } from './views.ts';
 import { References } from '../../store/kinds/reference.ts';
 import { Images } from '../../store/kinds/image.ts';
@@ -18,6 +19,8 @@ export interface ImageListOptions {
   filters: string;
   digests: boolean;
   sharedSize: boolean;
+  /** manifests=1: each image's Manifests (API 1.47; only where images are their targets). */
+  manifests?: boolean;
   apiVersion: number;
   now?: () => number;
   /** Layer sizes for SharedSize. */
@@ -54,11 +57,13 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
   const layerRefs = o.sharedSize ? layerRefCounts(images) : new Map<string, number>();
 
   const out: Array<{ created: number; view: Record<string, unknown> }> = [];
-  for (const img of images) {
+  // With the supervisor's snapshotter, the records of one multi-platform image are one row (./platforms.ts).
+  for (const { primary: img, members } of groupImages(images, (i) => tagsById.has(i.name))) {
     const cfg = imageConfig(img);
     const created = createdMs(cfg);
-    const tags = (tagsById.get(img.name) ?? []).sort();
-    const hasRefs = tags.length > 0 || img.spec.repoDigests.length > 0;
+    const tags = members.flatMap((m) => tagsById.get(m.name) ?? []).sort();
+    const repoDigests = members.length === 1 ? img.spec.repoDigests : [...new Set(members.flatMap((m) => m.spec.repoDigests))];
+    const hasRefs = tags.length > 0 || repoDigests.length > 0;
     if (dangling === true && hasRefs) continue;
     if (dangling === false && !hasRefs) continue;
     // Intermediate images (parents of others, untagged) only with all=1, as the reference does.
@@ -70,7 +75,7 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
     if (!matchKVList(labels, imgLabels) || matchAnyKV(notLabels, imgLabels)) continue;
 
     let shownTags = tags;
-    let shownDigests = img.spec.repoDigests;
+    let shownDigests = repoDigests;
     if (patterns.length) {
       shownTags = tags.filter((t) => patterns.some((p) => referenceMatches(p, t)));
       shownDigests = shownDigests.filter((d) => patterns.some((p) => referenceMatches(p, d)));
@@ -80,10 +85,13 @@ export function listImages(store: Pick<ApiStore, 'get' | 'list'>, o: ImageListOp
       apiVersion: o.apiVersion,
       repoTags: shownTags.map(familiarName),
       repoDigests: shownDigests === img.spec.repoDigests ? repoDigestsOf(img) : shownDigests.map(familiarName),
-      containers: o.sharedSize ? containers.filter((c) => c.spec.imageId === img.name).length : -1,
+      containers: o.sharedSize ? containers.filter((c) => members.some((m) => m.name === c.spec.imageId)).length : -1,
       sharedSize: o.sharedSize ? sharedSize(img, layerRefs, o.layers) : -1,
       parentId: shownImageId(store, img.spec.parent),
     });
+    if (members.length > 1) view.Size = members.reduce((n, m) => n + m.spec.size, 0);
+    // API 1.47: the manifests of each image, where images are their targets (the feature).
+    if (o.manifests && o.apiVersion >= 1.47 && img.status.target) view.Manifests = manifestSummaries(store, members);
     out.push({ created, view });
   }
   out.sort((a, b) => b.created - a.created);

@@ -3,6 +3,7 @@
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
 import { Images, type ImageResource } from '../../store/kinds/image.ts';
+import { hostPlatform, platformMatches } from '../../lib/platform.ts';
 
 import type { ApiStore } from '../containers/store.ts';
 import { References } from '../../store/kinds/reference.ts';
@@ -48,20 +49,40 @@ export function findImage(store: ImageReader, ref: string): ImageResource | unde
   if (HEX64.test(hex)) {
     const r = store.get(Images, `sha256:${hex}`);
     if (isUsable(r)) return r;
-    return store.list(Images).find((x) => isUsable(x) && x.status.target === `sha256:${hex}`);
+    return hostFirst(store, store.list(Images).find((x) => isUsable(x) && x.status.target === `sha256:${hex}`));
   }
-  if (ref.startsWith('sha256:')) return HEX.test(hex) ? byPrefix(store, hex) : undefined;
+  if (ref.startsWith('sha256:')) return HEX.test(hex) ? hostFirst(store, byPrefix(store, hex)) : undefined;
 
   const parsed = parseReference(ref);
-  if (parsed.digest) return byDigest(store, parsed);
+  if (parsed.digest) return hostFirst(store, byDigest(store, parsed));
   const name = formatReference({ ...parsed, tag: parsed.tag ?? 'latest' });
   const tagged = store.get(References, name);
   if (tagged) {
     const r = store.get(Images, tagged.spec.imageId);
-    if (isUsable(r)) return r;
+    if (isUsable(r)) return hostFirst(store, r);
   }
-  if (parsed.tag === undefined && HEX.test(ref)) return byPrefix(store, ref);
+  if (parsed.tag === undefined && HEX.test(ref)) return hostFirst(store, byPrefix(store, ref));
   return undefined;
+}
+
+/**
+ * A multi-platform image (records sharing a target, the supervisor's snapshotter: ./platforms.ts)
+ * is found as its record for the host's platform when it has one here, as the reference's
+ * containerd store matches the default platform.
+ */
+function hostFirst(store: ImageReader, img: ImageResource | undefined): ImageResource | undefined {
+  const target = img?.status.target;
+  if (!img || !target || isHostPlatform(img)) return img;
+  return store.list(Images).find((r) => isUsable(r) && r.status.target === target && isHostPlatform(r)) ?? img;
+}
+
+function isHostPlatform(img: ImageResource): boolean {
+  try {
+    const c = JSON.parse(img.spec.rawConfig) as { os?: string; architecture?: string; variant?: string };
+    return platformMatches({ os: c.os, architecture: c.architecture, variant: c.variant }, hostPlatform());
+  } catch {
+    return false;
+  }
 }
 
 function byDigest(store: ImageReader, ref: Reference): ImageResource | undefined {
@@ -82,7 +103,8 @@ function normalizeDigestRef(d: string): string {
 function byPrefix(store: ImageReader, hexPrefix: string): ImageResource | undefined {
   // With target digests an image is known by its Id only (as the reference with its containerd store).
   const matches = store.list(Images).filter((r) => isUsable(r) && imageIdOf(r).slice(7).startsWith(hexPrefix));
-  return matches.length === 1 ? matches[0] : undefined;
+  // The records of one multi-platform image share their Id: one image.
+  return new Set(matches.map(imageIdOf)).size === 1 ? matches[0] : undefined;
 }
 
 /** The reference as the daemon names it in "No such image": familiar, with the default tag added. */

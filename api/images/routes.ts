@@ -221,7 +221,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
   }
 
   return async function register(app: App): Promise<void> {
-    const listQuery = z.looseObject({ all: q.bool(), filters: q.str(), digests: q.bool(), 'shared-size': q.bool() });
+    const listQuery = z.looseObject({ all: q.bool(), filters: q.str(), digests: q.bool(), 'shared-size': q.bool(), manifests: q.bool() });
     app.get('/images/json', { schema: { querystring: listQuery } }, async (req) => {
       const version = apiVersion(req);
       return listImages(store, {
@@ -229,6 +229,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
         filters: req.query.filters ?? '',
         digests: req.query.digests,
         sharedSize: version >= 1.42 && req.query['shared-size'],
+        manifests: req.query.manifests,
         apiVersion: version,
         layers: deps.layers,
       });

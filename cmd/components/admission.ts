@@ -4,7 +4,7 @@
 import type { AdmissionDeps } from '../../admission/containers/admit.ts';
 import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
-import { resolveImage } from '../../api/images/resolve.ts';
+import { resolveForPlatform } from '../../api/images/platforms.ts';
 import { validateLogConfig } from '../../drivers/logging/index.ts';
 import { hostRouteSubnets } from '../../drivers/network/routes.ts';
 import { validateBind } from '../../drivers/oci/index.ts';
@@ -40,7 +40,7 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         validateBind,
       };
       return {
-        containers: { store, resolveImage: (ref) => resolveImage(store, ref), defaults },
+        containers: { store, resolveImage: (ref, platform) => resolveForPlatform(store, ref, platform), defaults },
         networks: {
           store,
           defaults: {

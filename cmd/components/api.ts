@@ -29,7 +29,7 @@ import { stackRoutes } from '../../api/stacks/routes.ts';
 import { createDistribution } from '../../drivers/distribution/distribution.ts';
 import { createImageArchive } from '../../drivers/image/archive.ts';
 import { createImageCommitter } from '../../drivers/image/commit.ts';
-import { hostPlatform } from '../../drivers/image/platform.ts';
+import { hostPlatform } from '../../lib/platform.ts';
 import { createLogReader, readPathOf } from '../../drivers/logging/index.ts';
 import { parseSignal } from '../../reconcilers/container/signals.ts';
 

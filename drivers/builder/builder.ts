@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BuildBackend, BuildImage, BuilderPort, BuildOptions, BuildOutput } from '../../lib/ports/build.ts';
 import { EngineError, invalidArgument } from '../../lib/errors.ts';
-import { parsePlatform, platformMatches, type Platform } from '../image/platform.ts';
+import { parsePlatform, platformMatches, type Platform } from '../../lib/platform.ts';
 import { parseConfig } from './image.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { BuildArgs } from './build-args.ts';

@@ -6,7 +6,7 @@ import { rfc3339Nano } from '../../lib/ids.ts';
 import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import type { LoadedImage } from '../../lib/ports/images.ts';
 import { imageIdOf } from '../image/load-plan.ts';
-import type { Platform } from '../image/platform.ts';
+import type { Platform } from '../../lib/platform.ts';
 import type { Config } from './state.ts';
 
 export interface StepImage {

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { BuildBackend, BuildImage, BuildOptions, BuildOutput } from '../../lib/ports/build.ts';
 import { EngineError, invalidArgument } from '../../lib/errors.ts';
 import { commitLayer } from '../image/commit.ts';
-import type { Platform } from '../image/platform.ts';
+import type { Platform } from '../../lib/platform.ts';
 import type { LayerInfo, LayerStore } from '../storage/types.ts';
 import type { LoadedImageLike, StepCache } from './cache.ts';
 import { imageIdOf } from '../image/load-plan.ts';

@@ -19,6 +19,7 @@ import type { LayerInfo, LayerLease } from '../storage/types.ts';
 import { isRetryable, registryError, RegistryError, type Session } from './client.ts';
 import { rememberBlob, type DistContext, type DownloadEvents, type SharedDownload } from './context.ts';
 import { LiveBlob } from './live-blob.ts';
+import type { IndexEntry, PulledManifests } from '../../lib/image-target.ts';
 import { formatPlatform, isForeign, MANIFEST_ACCEPT, parseManifest, parsePlatform, platformMatches, selectPlatform, type Descriptor, type ImageManifest } from './manifest.ts';
 import { progressLine, shortDigest, statusLine, throttled } from './progress.ts';
 import type { JsonMessage, Platform, PullOptions, PullResult } from './types.ts';
@@ -33,6 +34,8 @@ export interface Resolved {
   manifestDigest: string;
   rawConfig: string;
   config: ImageConfigBlob;
+  /** The manifest and index as kept with the image. */
+  pulled: PulledManifests;
 }
 
 /**
@@ -102,11 +105,15 @@ export async function resolveImage(s: Session, ref: Reference, want: Platform, e
   const top = await fetchManifest(s, ref.path, ref.digest ?? ref.tag ?? 'latest', signal);
   let parsed = parseManifest(top.contentType, top.body);
   let manifestDigest = top.digest;
+  let manifestSize = top.body.length;
+  let index: PulledManifests['index'];
   if (parsed.kind === 'index') {
+    index = { mediaType: parsed.mediaType, digest: top.digest, size: top.body.length, manifests: parsed.index.manifests.map(indexEntry) };
     const pick = selectPlatform(parsed.index, want);
     const child = await fetchManifest(s, ref.path, pick.digest, signal);
     parsed = parseManifest(child.contentType ?? pick.mediaType, child.body);
     manifestDigest = child.digest;
+    manifestSize = child.body.length;
     if (parsed.kind === 'index') throw invalidArgument('nested manifest lists are not supported');
   }
   if (parsed.kind === 'schema1') throw schema1Error(ref);
@@ -126,7 +133,21 @@ export async function resolveImage(s: Session, ref: Reference, want: Platform, e
       throw notFound(`image with reference ${familiarName(formatReference(ref))} was found but does not match the specified platform: wanted ${formatPlatform(want)}, actual: ${formatPlatform(actual)}`);
     }
   }
-  return { session: s, digest: top.digest, manifest, manifestDigest, rawConfig, config };
+  const contentSize = manifestSize + Buffer.byteLength(rawConfig) + manifest.layers.reduce((n, l) => n + (l.size || 0), 0);
+  const pulled: PulledManifests = { manifest: { mediaType: parsed.mediaType, digest: manifestDigest, size: manifestSize }, contentSize, ...(index ? { index } : {}) };
+  return { session: s, digest: top.digest, manifest, manifestDigest, rawConfig, config, pulled };
+}
+
+/** An index's entry as kept with the image: descriptor, platform, annotations. */
+function indexEntry(d: Descriptor): IndexEntry {
+  const p = d.platform;
+  return {
+    mediaType: d.mediaType,
+    digest: d.digest,
+    size: d.size,
+    ...(p ? { platform: { os: p.os, architecture: p.architecture, ...(p.variant ? { variant: p.variant } : {}) } } : {}),
+    ...(d.annotations ? { annotations: d.annotations } : {}),
+  };
 }
 
 /** Open sessions (mirrors first) until one resolves the reference. */
@@ -187,6 +208,7 @@ export async function pullImage(ctx: DistContext, refStr: string, opts: PullOpti
       chainId: result.chainId,
       size: result.size,
       repoDigest: `${repositoryName(ref)}@${r.digest}`,
+      manifests: r.pulled,
       release: handedOver ? () => lease.release() : () => {},
     };
   } catch (err) {

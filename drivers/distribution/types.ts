@@ -2,6 +2,7 @@
 // The API layer declares a structural twin of `Distribution` (api/distribution/port.ts); cmd wires
 // createDistribution() into it.
 import type { Logger } from 'pino';
+import type { PulledManifests } from '../../lib/image-target.ts';
 import type { LayerStore } from '../storage/types.ts';
 import type { JsonMessage, RegistryAuth } from '../../lib/ports/registry.ts';
 
@@ -64,6 +65,8 @@ export interface PullResult {
   size: number;
   /** `domain/path@sha256:...` (normalised) of the manifest pulled. */
   repoDigest: string;
+  /** The manifest (and index) it came by. */
+  manifests?: PulledManifests;
   /** Ends the layer lease kept by holdLayers (idempotent; a no-op without it). */
   release(): void;
 }

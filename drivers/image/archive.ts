@@ -6,7 +6,7 @@ import type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '..
 import type { LayerStore } from '../storage/types.ts';
 import { importRootfs } from './import-rootfs.ts';
 import { loadArchive } from './load.ts';
-import { hostPlatform, type Platform } from './platform.ts';
+import { hostPlatform, type Platform } from '../../lib/platform.ts';
 import { saveImages } from './save.ts';
 
 export interface ImageArchiveOptions {

@@ -13,7 +13,7 @@ import { encodeHeader, endOfArchive, padding, type TarWriteHeader } from '../sto
 import type { LayerInfo, LayerStore } from '../storage/types.ts';
 import { applyChanges } from './changes.ts';
 import { imageIdOf } from './load-plan.ts';
-import type { Platform } from './platform.ts';
+import type { Platform } from '../../lib/platform.ts';
 import { MOUNT_POINTS } from '../storage/mount-points.ts';
 
 export interface CommitDeps {

@@ -7,7 +7,7 @@ import type { ImportOptions, LoadedImage } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { applyChanges } from './changes.ts';
 import { imageIdOf } from './load-plan.ts';
-import { parsePlatform, type Platform } from './platform.ts';
+import { parsePlatform, type Platform } from '../../lib/platform.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 
 export interface ImportDeps {

@@ -10,7 +10,7 @@ import {
   ANNOTATION_IMAGE_NAME, ANNOTATION_REF_NAME, ANNOTATION_REFERENCE_TYPE, blobPath, isIndexMedia,
   type Descriptor, type DockerSaveEntry, type OciIndex, type OciManifest,
 } from './oci.ts';
-import { formatPlatform, platformMatches, type Platform } from './platform.ts';
+import { formatPlatform, platformMatches, type Platform } from '../../lib/platform.ts';
 import type { Spool, SpooledFile } from './spool.ts';
 
 export interface PlannedImage {

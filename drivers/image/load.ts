@@ -9,7 +9,7 @@ import type { LoadedImage } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import { decompressed } from './decompress.ts';
 import { planImages, type PlannedImage } from './load-plan.ts';
-import type { Platform } from './platform.ts';
+import type { Platform } from '../../lib/platform.ts';
 import { Spool } from './spool.ts';
 
 export interface LoadDeps {

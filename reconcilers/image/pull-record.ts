@@ -29,6 +29,7 @@ export async function recordPulledImage(store: PullStore, pulled: PulledImage, r
     const spec: ImageSpec = {
       id: pulled.id, rawConfig: pulled.rawConfig, diffIds: pulled.diffIds, chainId: pulled.chainId, size: pulled.size,
       repoDigests: [pulled.repoDigest], parent: '', loadedAt: rfc3339Nano(), desired: 'present',
+      ...(pulled.manifests ? { pulled: pulled.manifests } : {}),
     };
     try {
       store.create(Images, pulled.id, spec, { observedGeneration: 0, phase: 'pending', error: '' });
@@ -38,6 +39,10 @@ export async function recordPulledImage(store: PullStore, pulled: PulledImage, r
     }
   }
   const current = store.get(Images, pulled.id);
+  // What the last pull came by (an index pulled again may list new manifests).
+  if (current && pulled.manifests && JSON.stringify(current.spec.pulled) !== JSON.stringify(pulled.manifests)) {
+    store.updateSpec(Images, pulled.id, (s) => ({ ...s, pulled: pulled.manifests }));
+  }
   if (current && !current.spec.repoDigests.includes(pulled.repoDigest)) {
     store.updateSpec(Images, pulled.id, (s) => ({ ...s, repoDigests: s.repoDigests.includes(pulled.repoDigest) ? s.repoDigests : [...s.repoDigests, pulled.repoDigest] }));
     if (ref.digest) changed = true;

@@ -3,6 +3,7 @@
 import * as z from 'zod';
 import { defineKind } from '../kind.ts';
 import type { Resource } from '../types.ts';
+import type { ManifestRef, PulledManifests } from '../../lib/image-target.ts';
 
 export type { ImageConfigBlob } from '../../lib/image-config.ts';
 
@@ -28,6 +29,8 @@ export interface ImageSpec {
    * for the reconciler to verify (a level, as a restart's run generation is). Absent: never retried.
    */
   retryGeneration?: number;
+  /** The manifest (and index) the last pull of it came by; absent for an image made here. */
+  pulled?: PulledManifests;
   desired: 'present' | 'removed';
 }
 
@@ -40,9 +43,25 @@ export interface ImageStatus {
    * written with `ready`; the API shows it as the image's Id. Absent: the Id is the config digest.
    */
   target?: string;
+  /** With target: it as a descriptor (mediaType, size), when known. */
+  descriptor?: ManifestRef;
+  /** With descriptor: the size of the image's content blobs (manifest, config, layers). */
+  contentSize?: number;
 }
 
 export const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+
+const manifestRef = z.object({ mediaType: z.string(), digest, size: z.number().int().nonnegative() });
+const pulledSchema = z.object({
+  manifest: manifestRef,
+  contentSize: z.number().int().nonnegative(),
+  index: manifestRef.extend({
+    manifests: z.array(manifestRef.extend({
+      platform: z.object({ os: z.string(), architecture: z.string(), variant: z.string().optional() }).optional(),
+      annotations: z.record(z.string(), z.string()).optional(),
+    })),
+  }).optional(),
+}) satisfies z.ZodType<PulledManifests>;
 
 const imageSpecSchema = z.object({
   id: digest,
@@ -54,6 +73,7 @@ const imageSpecSchema = z.object({
   parent: z.string(),
   loadedAt: z.string(),
   retryGeneration: z.number().int().nonnegative().optional(),
+  pulled: pulledSchema.optional(),
   desired: z.enum(['present', 'removed']),
 }) satisfies z.ZodType<ImageSpec>;
 
@@ -62,6 +82,8 @@ const imageStatusSchema = z.object({
   phase: z.enum(['pending', 'ready', 'failed', 'removing']),
   error: z.string(),
   target: digest.optional(),
+  descriptor: manifestRef.optional(),
+  contentSize: z.number().int().nonnegative().optional(),
 }) satisfies z.ZodType<ImageStatus>;
 
 export type ImageResource = Resource<ImageSpec, ImageStatus>;

@@ -24,7 +24,8 @@ describe('docker CLI', () => {
     const v = await dk('version', '--format', '{{.Server.APIVersion}}');
     assert.equal(v, '1.47');
     const info = JSON.parse(await dk('info', '--format', '{{json .}}'));
-    assert.equal(info.Driver, 'overlay2');
+    // The driver of the run (hack/test.sh runs this file with the supervisor's snapshotter too).
+    assert.equal(info.Driver, process.env.ENGINE_E2E_STORAGE === 'snapshotter' ? 'overlayfs' : 'overlay2');
     assert.equal(typeof info.NCPU, 'number');
   });
 

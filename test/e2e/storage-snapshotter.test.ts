@@ -7,15 +7,27 @@ import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { apiRequest, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { startRegistry } from './registry/registry.ts';
+import { layerFromTar, layerOf, writeImage, writeIndex } from './registry/images.ts';
 import { ociManifest } from '../../lib/image-target.ts';
 
 const execFileAsync = promisify(execFile);
+const native = ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[process.arch] ?? process.arch;
+const foreign = native === 'amd64' ? 'arm64' : 'amd64';
+
+interface ManifestSummary {
+  ID: string;
+  Descriptor: { mediaType: string; digest: string; size: number; platform?: { os: string; architecture: string } };
+  Available: boolean;
+  Size: { Total: number; Content: number };
+  Kind: string;
+  ImageData?: { Platform: { os: string; architecture: string }; Containers: string[]; Size: { Unpacked: number } };
+}
 
 describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'needs root' }, () => {
   let d: DaemonHandle;
@@ -120,6 +132,73 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
       await dk('tag', name, imgs.tag);
       await dk('rmi', name);
     } finally {
+      await reg.stop();
+    }
+  });
+
+  test('a multi-platform index (issue (12 of 21), 2): a pull keeps it; --platform picks from it on pull, create and run; one image whose Manifests (API 1.47) list each platform and what is here', { timeout: 240_000 }, async () => {
+    const reg = await startRegistry({});
+    const name = `${reg.hostPort}/mp/multi:v1`;
+    let index: { digest: string } | undefined;
+    try {
+      // The test image, and a copy of it under a second architecture's config, in one OCI index.
+      const busybox = layerFromTar(readFileSync(imgs.rootfsTar));
+      const n = await writeImage(reg.url, 'mp/multi', 'n', { layers: [busybox, await layerOf({ 'etc/platform': `${native}\n` })], architecture: native, format: 'oci' });
+      const f = await writeImage(reg.url, 'mp/multi', 'f', { layers: [busybox, await layerOf({ 'etc/platform': `${foreign}\n` })], architecture: foreign, format: 'oci' });
+      const ix = await writeIndex(reg.url, 'mp/multi', 'v1', 'oci', [
+        { manifest: f.manifest, platform: { os: 'linux', architecture: foreign } },
+        { manifest: n.manifest, platform: { os: 'linux', architecture: native } },
+      ]);
+      index = ix;
+      const rows = async () => ((await apiRequest(d, 'GET', '/v1.47/images/json?manifests=1')).body as Array<{ Id: string; RepoTags: string[]; Manifests?: ManifestSummary[] }>).filter((r) => r.Id === ix.digest);
+      const byArch = (ms: ManifestSummary[]) => Object.fromEntries(ms.map((m) => [m.Descriptor.platform?.architecture, m]));
+
+      await dk('pull', name);
+      let [row, ...more] = await rows();
+      assert.equal(more.length, 0, 'one image');
+      assert.deepEqual(row!.RepoTags, [name]);
+      let ms = byArch(row!.Manifests ?? []);
+      assert.equal(row!.Manifests!.length, 2, JSON.stringify(row));
+      assert.equal(ms[native]!.ID, n.manifest.digest);
+      assert.equal(ms[native]!.Available, true);
+      assert.equal(ms[native]!.Kind, 'image');
+      assert.deepEqual(ms[native]!.ImageData!.Platform, { architecture: native, os: 'linux' });
+      assert.ok(ms[native]!.Size.Content >= n.manifest.body.length + n.config.length, JSON.stringify(ms[native]));
+      assert.ok(ms[native]!.ImageData!.Size.Unpacked > 0);
+      assert.equal(ms[foreign]!.Available, false);
+      assert.equal(ms[foreign]!.ImageData!.Size.Unpacked, 0);
+      // Without manifests=1 (or before API 1.47) no Manifests.
+      const plain = ((await apiRequest(d, 'GET', '/v1.47/images/json')).body as Array<Record<string, unknown>>).find((r) => r.Id === ix.digest)!;
+      assert.equal('Manifests' in plain, false);
+
+      // The second platform joins the same image.
+      await dk('pull', '--platform', `linux/${foreign}`, name);
+      [row, ...more] = await rows();
+      assert.equal(more.length, 0, 'still one image');
+      assert.deepEqual(row!.RepoTags, [name]);
+      ms = byArch(row!.Manifests ?? []);
+      assert.equal(ms[native]!.Available, true);
+      assert.equal(ms[foreign]!.Available, true);
+      assert.equal(ms[foreign]!.ID, f.manifest.digest);
+      const shown = JSON.parse(await dk('image', 'inspect', name))[0] as { Id: string; Architecture: string; RepoDigests: string[] };
+      assert.equal(shown.Id, ix.digest, 'the index is the image');
+      assert.equal(shown.Architecture, native, 'inspect shows the host\'s platform');
+      assert.deepEqual(shown.RepoDigests, [`${reg.hostPort}/mp/multi@${ix.digest}`]);
+
+      // Create and run pick the platform: the host's by default, another with --platform.
+      assert.equal(await dk('run', '--rm', '--network', 'none', name, 'cat', '/etc/platform'), native);
+      assert.equal(await dk('run', '--rm', '--network', 'none', '--platform', `linux/${foreign}`, name, 'cat', '/etc/platform'), foreign);
+      const c = await dk('create', '--platform', `linux/${foreign}`, name, 'sleep', '1');
+      ms = byArch((await rows())[0]!.Manifests!);
+      assert.deepEqual(ms[foreign]!.ImageData!.Containers, [c.trim()]);
+      assert.deepEqual(ms[native]!.ImageData!.Containers, []);
+      await dk('rm', c.trim());
+      const none = await apiRequest(d, 'POST', `/v1.47/containers/create?platform=linux/s390x`, JSON.stringify({ Image: name }));
+      assert.equal(none.status, 404);
+      assert.equal((none.body as { message: string }).message, `image with reference ${name} was found but does not provide the specified platform (linux/s390x)`);
+    } finally {
+      // Each platform's record goes (the reference removes the image whole: see the closing note).
+      for (let i = 0; index && i < 3; i++) await dk('rmi', '-f', index.digest).catch(() => undefined);
       await reg.stop();
     }
   });

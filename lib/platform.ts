@@ -1,5 +1,5 @@
-// OCI platforms: the host's, parsing "os/arch[/variant]", and matching index entries.
-import { invalidArgument } from '../../lib/errors.ts';
+// OCI platforms: the host's, parsing "os/arch[/variant]", and matching index entries (drivers and the API share them).
+import { invalidArgument } from './errors.ts';
 
 export interface Platform {
   os: string;
