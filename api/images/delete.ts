@@ -9,6 +9,7 @@ import { Containers, type ContainerResource as CR } from '../../store/kinds/cont
 import { childrenOf, releasedLayers, type LayerSizes } from './layers.ts';
 import { imageIdOf, isUsable, referencesOf, resolveImage, type ImageResource } from './resolve.ts';
 import type { ImageStore } from './store.ts';
+import { siblingsOf } from './platforms.ts';
 import { References } from '../../store/kinds/reference.ts';
 import { Images } from '../../store/kinds/image.ts';
 
@@ -183,6 +184,15 @@ export function deleteImage(store: ImageStore, ref: string, o: DeleteOptions): D
     if (removed !== plan.image) out.records.push({ Deleted: imageIdOf(removed) });
     for (const chainId of releasedLayers(store, removed, o.layers)) out.records.push({ Deleted: chainId });
     removed = o.prune ? pruneParent(store, removed.spec.parent) : undefined;
+  }
+  // A multi-platform image (./platforms.ts) goes whole: its other platforms' records too, unless a
+  // tag of their own, a container or a child image holds them.
+  const containers = store.list(Containers);
+  for (const other of siblingsOf(store, plan.image).slice(1)) {
+    if (referencesOf(store, other.name).length > 0 || containers.some((c) => c.spec.imageId === other.name) || childrenOf(store, other.name).length > 0) continue;
+    applyImageDelete(store, { records: [], image: other, untag: [], dropDigests: [...other.spec.repoDigests], remove: true });
+    out.removed.push(other.name);
+    for (const chainId of releasedLayers(store, other, o.layers)) out.records.push({ Deleted: chainId });
   }
   return out;
 }

@@ -196,6 +196,12 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
       const none = await apiRequest(d, 'POST', `/v1.47/containers/create?platform=linux/s390x`, JSON.stringify({ Image: name }));
       assert.equal(none.status, 404);
       assert.equal((none.body as { message: string }).message, `image with reference ${name} was found but does not provide the specified platform (linux/s390x)`);
+
+      // Removed whole, every platform of it, as the reference removes an image.
+      const gone = await dk('rmi', name);
+      assert.match(gone, new RegExp(`^Untagged: ${name.replace(/[.]/g, '\\.')}$`, 'm'));
+      assert.match(gone, new RegExp(`^Deleted: ${ix.digest}$`, 'm'));
+      assert.deepEqual(await rows(), [], 'no record of it is left');
     } finally {
       // Each platform's record goes (the reference removes the image whole: see the closing note).
       for (let i = 0; index && i < 3; i++) await dk('rmi', '-f', index.digest).catch(() => undefined);
