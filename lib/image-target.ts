@@ -27,13 +27,6 @@ export function ociManifest(rawConfig: string, configDigest: string, layers: rea
   }));
 }
 
-/** The target digest: the digest of the first repo digest (`name@sha256:…`) when pulled, else of ociManifest. */
-export function imageTarget(img: { id: string; rawConfig: string; repoDigests: readonly string[] }, layers: readonly TargetLayer[]): string {
-  const pulled = img.repoDigests[0]?.split('@')[1];
-  if (pulled) return pulled;
-  return `sha256:${createHash('sha256').update(ociManifest(img.rawConfig, img.id, layers)).digest('hex')}`;
-}
-
 /** A manifest or index as an OCI descriptor (an image's Descriptor and Manifests on the wire). */
 export interface ManifestRef {
   mediaType: string;
@@ -55,20 +48,24 @@ export interface PulledManifests {
   index?: ManifestRef & { manifests: IndexEntry[] };
 }
 
-/** What an image's target is as a descriptor, and the size of its content blobs (manifest, config, layers). */
-export interface TargetDescriptor {
-  descriptor: ManifestRef;
-  contentSize: number;
+/**
+ * An image's target: its digest (the first repo digest's when pulled, else the OCI manifest's of its
+ * config and layer blobs) and, where known, it as a descriptor with the size of the image's content
+ * blobs (manifest, config, layers): the index or manifest a pull came by (`pulled`), or that OCI
+ * manifest. A pulled image recorded before pulls kept their manifests has its digest only.
+ */
+export type ImageTarget = { digest: string; descriptor: ManifestRef; contentSize: number } | { digest: string; descriptor?: undefined };
+
+export function imageTarget(img: { id: string; rawConfig: string; repoDigests: readonly string[]; pulled?: PulledManifests }, layers: readonly TargetLayer[]): ImageTarget {
+  const pulledBy = img.repoDigests[0]?.split('@')[1];
+  const local = pulledBy ? undefined : localTarget(img, layers);
+  const digest = pulledBy ?? local!.descriptor.digest;
+  if (img.pulled) return { digest, descriptor: pick(img.pulled.index ?? img.pulled.manifest), contentSize: img.pulled.contentSize };
+  return local ? { ...local, digest } : { digest };
 }
 
-/**
- * The target as a descriptor: the index or manifest a pull came by (`pulled`), else the OCI
- * manifest of the config and layer blobs; undefined for a pulled image recorded before pulls kept
- * their manifests (its target is known by digest only).
- */
-export function targetDescriptor(img: { id: string; rawConfig: string; repoDigests: readonly string[]; pulled?: PulledManifests }, layers: readonly TargetLayer[]): TargetDescriptor | undefined {
-  if (img.pulled) return { descriptor: img.pulled.index ? pick(img.pulled.index) : img.pulled.manifest, contentSize: img.pulled.contentSize };
-  if (img.repoDigests.length > 0) return undefined;
+/** The OCI manifest of an image made here, as a descriptor, and its content size. */
+function localTarget(img: { id: string; rawConfig: string }, layers: readonly TargetLayer[]): { descriptor: ManifestRef; contentSize: number } {
   const m = ociManifest(img.rawConfig, img.id, layers);
   return {
     descriptor: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: `sha256:${createHash('sha256').update(m).digest('hex')}`, size: m.length },

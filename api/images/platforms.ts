@@ -10,8 +10,7 @@ import type { IndexEntry } from '../../lib/image-target.ts';
 import { Containers } from '../../store/kinds/container.ts';
 import { Images } from '../../store/kinds/image.ts';
 import type { ApiStore } from '../containers/store.ts';
-import { findImage, imageIdOf, isUsable, noSuchImage, resolveImage, type ImageResource } from './resolve.ts';
-import { imageConfig } from './views.ts';
+import { findImage, imageIdOf, isUsable, noSuchImage, platformOf, resolveImage, type ImageResource } from './resolve.ts';
 
 type Reader = Pick<ApiStore, 'get' | 'list'>;
 
@@ -20,12 +19,6 @@ export function siblingsOf(store: Pick<ApiStore, 'list'>, img: ImageResource): I
   const target = img.status.target;
   if (!target) return [img];
   return [img, ...store.list(Images).filter((r) => r !== img && r.name !== img.name && isUsable(r) && r.status.target === target)];
-}
-
-/** The platform of a record, from its config. */
-export function platformOf(img: ImageResource): Platform {
-  const cfg = imageConfig(img);
-  return { os: cfg.os ?? '', architecture: cfg.architecture ?? '', ...(cfg.variant ? { variant: cfg.variant } : {}) };
 }
 
 /** The record of the image `img` for `want`; undefined when the image has no such platform here. */

@@ -3,7 +3,7 @@
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
 import { Images, type ImageResource } from '../../store/kinds/image.ts';
-import { hostPlatform, platformMatches } from '../../lib/platform.ts';
+import { hostPlatform, platformMatches, type Platform } from '../../lib/platform.ts';
 
 import type { ApiStore } from '../containers/store.ts';
 import { References } from '../../store/kinds/reference.ts';
@@ -72,17 +72,21 @@ export function findImage(store: ImageReader, ref: string): ImageResource | unde
  */
 function hostFirst(store: ImageReader, img: ImageResource | undefined): ImageResource | undefined {
   const target = img?.status.target;
-  if (!img || !target || isHostPlatform(img)) return img;
-  return store.list(Images).find((r) => isUsable(r) && r.status.target === target && isHostPlatform(r)) ?? img;
+  if (!img || !target) return img;
+  const host = hostPlatform();
+  if (platformMatches(platformOf(img), host)) return img;
+  return store.list(Images).find((r) => isUsable(r) && r.status.target === target && platformMatches(platformOf(r), host)) ?? img;
 }
 
-function isHostPlatform(img: ImageResource): boolean {
+/** The platform of an image record, from its config (empty where the config names none or is broken). */
+export function platformOf(img: ImageResource): Platform {
+  let c: { os?: string; architecture?: string; variant?: string } = {};
   try {
-    const c = JSON.parse(img.spec.rawConfig) as { os?: string; architecture?: string; variant?: string };
-    return platformMatches({ os: c.os, architecture: c.architecture, variant: c.variant }, hostPlatform());
+    c = JSON.parse(img.spec.rawConfig) ?? {};
   } catch {
-    return false;
+    // a broken config names no platform
   }
+  return { os: c.os ?? '', architecture: c.architecture ?? '', ...(c.variant ? { variant: c.variant } : {}) };
 }
 
 function byDigest(store: ImageReader, ref: Reference): ImageResource | undefined {

@@ -18,7 +18,7 @@ import { fromPromise, type SnapshotFrom } from 'xstate';
 import { topState } from '../../controllers/machine-driver.ts';
 import { MachineHost } from '../../controllers/machine-host.ts';
 import { EngineError, isCode } from '../../lib/errors.ts';
-import { imageTarget, targetDescriptor, type TargetLayer } from '../../lib/image-target.ts';
+import { imageTarget, type ImageTarget, type TargetLayer } from '../../lib/image-target.ts';
 import { type ImageSpec, Images, type ImageResource } from '../../store/kinds/image.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
@@ -105,12 +105,12 @@ export class ImageReconciler {
       error: failed ? end.context.error : '',
       observedGeneration: r.generation,
       ...(target ? { target: target.digest } : {}),
-      ...(target?.described ? { descriptor: target.described.descriptor, contentSize: target.described.contentSize } : {}),
+      ...(target?.descriptor ? { descriptor: target.descriptor, contentSize: target.contentSize } : {}),
     }));
   }
 
   /** The image's target digest and descriptor (lib/image-target.ts), from its layers' blobs. */
-  private targetOf(r: ImageResource): { digest: string; described: ReturnType<typeof targetDescriptor> } {
+  private targetOf(r: ImageResource): ImageTarget {
     const layers: TargetLayer[] = [];
     let chain: string | null = null;
     for (const diffId of r.spec.diffIds) {
@@ -118,7 +118,7 @@ export class ImageReconciler {
       const l = this.layers.get(chain);
       if (l) layers.push({ media: l.blobMedia, digest: l.blobDigest, size: l.blobSize });
     }
-    return { digest: imageTarget(r.spec, layers), described: targetDescriptor(r.spec, layers) };
+    return imageTarget(r.spec, layers);
   }
 
   // ---- effects (the machine's named actors) -------------------------------------------------

@@ -41,8 +41,8 @@ test('the OCI manifest of a config and its layer blobs; a pull\'s repo digest wi
     config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha(raw), size: raw.length },
     layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: sha('l'), size: 7 }],
   });
-  assert.equal(imageTarget({ id: sha(raw), rawConfig: raw, repoDigests: [] }, []), sha(ociManifest(raw, sha(raw), [])));
-  assert.equal(imageTarget({ id: sha(raw), rawConfig: raw, repoDigests: [`docker.io/library/busybox@${sha('m')}`] }, []), sha('m'));
+  assert.equal(imageTarget({ id: sha(raw), rawConfig: raw, repoDigests: [] }, []).digest, sha(ociManifest(raw, sha(raw), [])));
+  assert.equal(imageTarget({ id: sha(raw), rawConfig: raw, repoDigests: [`docker.io/library/busybox@${sha('m')}`] }, []).digest, sha('m'));
 });
 
 for (const targets of [true, false]) {
