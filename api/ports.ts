@@ -13,7 +13,7 @@ export type { ContainerLogReader, LogEntry, LogReadOptions } from '../lib/ports/
 
 // ---- image archives ---------------------------------------------------------------------------
 
-export type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage } from '../lib/ports/images.ts';
+export type { ImageArchivePort, ImportOptions, LoadedImage, SaveImage, SavePlatform } from '../lib/ports/images.ts';
 
 // ---- system facts -----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ENGINE_VERSION = '0.1.0';
-export const API_VERSION = '1.47';
+export const API_VERSION = '1.48';
 export const MIN_API_VERSION = '1.24';
 
 const GIT_TIMEOUT_MS = 5_000;

@@ -44,3 +44,40 @@ export function platformMatches(p: { os?: string; architecture?: string; variant
 export function formatPlatform(p: Platform): string {
   return [p.os, p.architecture, p.variant].filter(Boolean).join('/');
 }
+
+/**
+ * A JSON-encoded OCI platform of a query (API 1.48's `platform` on save, load and history), as the
+ * reference's DecodePlatform: optional fields without os and architecture are refused, a missing
+ * os or architecture is the host's.
+ */
+export function decodePlatform(json: string): Platform {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch (err) {
+    throw invalidArgument(`failed to parse platform: ${(err as Error).message}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalidArgument('failed to parse platform: not a JSON object');
+  const o = v as Record<string, unknown>;
+  const str = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : '');
+  const os = str('os');
+  const arch = str('architecture');
+  const variant = str('variant');
+  if (!os && !arch && (variant || str('os.version') || Array.isArray(o['os.features']))) {
+    throw invalidArgument('optional platform fields provided, but OS and Architecture are missing');
+  }
+  const host = hostPlatform();
+  return parsePlatform([os || host.os, arch || host.architecture, variant].filter(Boolean).join('/'));
+}
+
+/** The platform an image config (its JSON text) names; empty fields where it names none. */
+export function configPlatform(rawConfig: string): Platform {
+  let c: { os?: unknown; architecture?: unknown; variant?: unknown } = {};
+  try {
+    c = JSON.parse(rawConfig) ?? {};
+  } catch {
+    // a config that is not JSON names no platform
+  }
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  return { os: str(c.os), architecture: str(c.architecture), ...(str(c.variant) ? { variant: str(c.variant) } : {}) };
+}

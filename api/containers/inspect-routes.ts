@@ -28,6 +28,7 @@ export function inspectRoutes(deps: ContainerRouteDeps) {
         sizeRw: deps.sizeRw,
         findContainer: (ref) => findContainer(store, ref),
         resolveImageId: (ref) => deps.resolveImage(ref).name,
+        apiVersion: apiVersion(req),
       });
     });
 

@@ -10,6 +10,8 @@ import { healthOf, stateName, summaryView } from './views.ts';
 import { bridgeNetworkTest, networkNameResolver } from '../networks/views.ts';
 import { Endpoints, type EndpointResource } from '../../store/kinds/endpoint.ts';
 import { shownImageId } from '../images/resolve.ts';
+import { imageManifestDescriptor } from '../images/platforms.ts';
+import { Images } from '../../store/kinds/image.ts';
 
 
 const HEALTH_VALUES = new Set(['starting', 'healthy', 'unhealthy', 'none']);
@@ -32,6 +34,8 @@ export interface ListOptions {
   sizeRw: (id: string) => Promise<number>;
   findContainer: (ref: string) => CR;
   resolveImageId: (ref: string) => string;
+  /** The request's API version (ImageManifestDescriptor from 1.48). */
+  apiVersion?: number;
 }
 
 export async function listContainers(store: ApiStore, o: ListOptions): Promise<unknown[]> {
@@ -92,6 +96,7 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
   const now = Date.now();
   const volumeSource = (name: string) => store.get(Volumes, name)?.status.mountpoint ?? '';
   const imageId = (name: string) => shownImageId(store, name);
+  const manifestDescriptor = (o.apiVersion ?? 0) >= 1.48 ? (name: string) => imageManifestDescriptor(store.get(Images, name)) : undefined;
   // A linked container is also listed under its link names ("/parent/alias"), as the reference.
   const everyone = store.list(Containers);
   const withLinks = (c: CR, v: Record<string, unknown>) => {
@@ -99,11 +104,11 @@ export async function listContainers(store: ApiStore, o: ListOptions): Promise<u
     if (extra.length) v.Names = [c.spec.name, ...extra];
     return v;
   };
-  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork, imageId })));
+  if (!o.size) return items.map((c) => withLinks(c, summaryView(c, { now, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork, imageId, manifestDescriptor })));
   return Promise.all(
     items.map(async (c) => {
       const rw = await o.sizeRw(c.name).catch(() => 0);
-      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork, imageId }));
+      return withLinks(c, summaryView(c, { now, size: { rw, rootFs: rw }, volumeSource, networkName, endpoints: endpointsOf(c.name), isBridgeNetwork, imageId, manifestDescriptor }));
     }),
   );
 }

@@ -140,7 +140,12 @@ export function inspectView(
 
 export function summaryView(
   r: CR,
-  opts: { now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[]; isBridgeNetwork?: (ref: string) => boolean; imageId?: ShownImageId },
+  opts: {
+    now: number; size?: { rw: number; rootFs: number }; volumeSource?: (name: string) => string; networkName?: NetworkNameOf; endpoints?: readonly EndpointRecord[];
+    isBridgeNetwork?: (ref: string) => boolean; imageId?: ShownImageId;
+    /** API 1.48, with the feature: the descriptor of the image's platform manifest. */
+    manifestDescriptor?: (imageId: string) => Record<string, unknown> | undefined;
+  },
 ): Record<string, unknown> {
   const { spec, status } = r;
   const out: Record<string, unknown> = {
@@ -148,6 +153,7 @@ export function summaryView(
     Names: [spec.name],
     Image: spec.config.Image,
     ImageID: opts.imageId ? opts.imageId(spec.imageId) : spec.imageId,
+    ImageManifestDescriptor: opts.manifestDescriptor?.(spec.imageId),
     Command: [spec.path, ...spec.args].map(quoteArg).join(' '),
     Created: Math.floor(Date.parse(spec.created) / 1000),
     Ports: summaryPorts(spec, status),

@@ -4,8 +4,8 @@
 // the reference's containerd store: one row of GET /images/json, its manifests listed with
 // manifests=1 (API 1.47), the platform picked by `platform` on create. Without the feature no
 // record has a target and each record is an image of its own.
-import { notFound } from '../../lib/errors.ts';
-import { formatPlatform, hostPlatform, parsePlatform, platformMatches, type Platform } from '../../lib/platform.ts';
+import { invalidArgument, notFound } from '../../lib/errors.ts';
+import { decodePlatform, formatPlatform, hostPlatform, parsePlatform, platformMatches, type Platform } from '../../lib/platform.ts';
 import type { IndexEntry } from '../../lib/image-target.ts';
 import { Containers } from '../../store/kinds/container.ts';
 import { Images } from '../../store/kinds/image.ts';
@@ -41,7 +41,31 @@ export function resolveForPlatform(store: Reader, ref: string, platform?: string
   const want = parsePlatform(platform);
   const rec = forPlatform(store, img, want);
   if (rec) return rec;
-  throw notFound(`image with reference ${ref} was found but does not provide the specified platform (${formatPlatform(want)})`);
+  throw noPlatform(ref, want);
+}
+
+/**
+ * The record of the image `img` (named `ref`) for `want` (save and history with API 1.48's
+ * `platform`): a sibling of a multi-platform image, or the image itself when its config is for it.
+ */
+export function pickPlatform(store: Pick<ApiStore, 'list'>, img: ImageResource, ref: string, want: Platform): ImageResource {
+  const rec = img.status.target ? forPlatform(store, img, want) : platformMatches(platformOf(img), want) ? img : undefined;
+  if (!rec) throw noPlatform(ref, want);
+  return rec;
+}
+
+function noPlatform(ref: string, want: Platform): Error {
+  return notFound(`image with reference ${ref} was found but does not provide the specified platform (${formatPlatform(want)})`);
+}
+
+/**
+ * The `platform` query of save, load and history: API 1.48 takes one JSON-encoded OCI platform
+ * (older versions have none and it is ignored); several are refused, as the reference does.
+ */
+export function platformQuery(values: readonly string[] | undefined, apiVersion: number): Platform | undefined {
+  if (apiVersion < 1.48 || !values?.length) return undefined;
+  if (values.length > 1) throw invalidArgument('multiple platform parameters not supported');
+  return decodePlatform(values[0]!);
 }
 
 /**
@@ -113,6 +137,18 @@ function entrySummary(e: IndexEntry, rec: ImageResource | undefined, containers:
   if (!IMAGE_MEDIA.has(e.mediaType)) return { ...base, Size: { Total: content, Content: content }, Kind: 'unknown' };
   const platform = e.platform ?? (rec ? platformOf(rec) : { os: '', architecture: '' });
   return { ...base, Size: { Total: content + unpacked, Content: content }, Kind: 'image', ImageData: { Platform: ociPlatform(platform), Containers: containers, Size: { Unpacked: unpacked } } };
+}
+
+/**
+ * The descriptor of the platform's manifest an image record is (a container summary's
+ * ImageManifestDescriptor, API 1.48): the manifest a pull came by, or the image's own; only where
+ * images are their targets (the feature).
+ */
+export function imageManifestDescriptor(img: ImageResource | undefined): Record<string, unknown> | undefined {
+  if (!img?.status.target) return undefined;
+  const m = img.spec.pulled?.manifest ?? img.status.descriptor;
+  if (!m) return undefined;
+  return { mediaType: m.mediaType, digest: m.digest, size: m.size, platform: ociPlatform(platformOf(img)) };
 }
 
 /** An OCI platform as the reference's JSON writes it (architecture, os, variant when set). */

@@ -3,7 +3,7 @@
 import { notFound } from '../../lib/errors.ts';
 import { familiarName, formatReference, parseReference, repositoryName, type Reference } from '../../lib/reference.ts';
 import { Images, type ImageResource } from '../../store/kinds/image.ts';
-import { hostPlatform, platformMatches, type Platform } from '../../lib/platform.ts';
+import { configPlatform, hostPlatform, platformMatches, type Platform } from '../../lib/platform.ts';
 
 import type { ApiStore } from '../containers/store.ts';
 import { References } from '../../store/kinds/reference.ts';
@@ -80,13 +80,7 @@ function hostFirst(store: ImageReader, img: ImageResource | undefined): ImageRes
 
 /** The platform of an image record, from its config (empty where the config names none or is broken). */
 export function platformOf(img: ImageResource): Platform {
-  let c: { os?: string; architecture?: string; variant?: string } = {};
-  try {
-    c = JSON.parse(img.spec.rawConfig) ?? {};
-  } catch {
-    // a broken config names no platform
-  }
-  return { os: c.os ?? '', architecture: c.architecture ?? '', ...(c.variant ? { variant: c.variant } : {}) };
+  return configPlatform(img.spec.rawConfig);
 }
 
 function byDigest(store: ImageReader, ref: Reference): ImageResource | undefined {

@@ -9,7 +9,9 @@ import { EngineError, invalidArgument, notFound, notImplemented, unavailable } f
 import { familiarName, familiarRepository, formatReference, parseReference, repositoryName, withTag } from '../../lib/reference.ts';
 import { Containers, type ContainerResource } from '../../store/kinds/container.ts';
 
-import type { ImageArchivePort, LoadedImage, SaveImage } from '../ports.ts';
+import type { ImageArchivePort, LoadedImage, SaveImage, SavePlatform } from '../ports.ts';
+import type { Platform } from '../../lib/platform.ts';
+import { manifestSummaries, pickPlatform, platformQuery, siblingsOf } from './platforms.ts';
 import { runJsonLines, type JsonLinesWriter } from '../streams.ts';
 import { apiVersion, filtersQuery, q, requireApiVersion, restParams } from '../request.ts';
 import { commitQuery, parseCommit, withPaused, type CommitQuery, type ImageCommitPort } from './commit.ts';
@@ -87,11 +89,12 @@ export function imageRoutes(deps: ImageRouteDeps) {
   const ensureImage = (li: LoadedImage, signal: AbortSignal, parent = '') => ensureImageRecord(store, li, { signal, parent, timeoutMs });
   const setTag = (fullName: string, imageId: string) => setImageTag(store, fullName, imageId);
 
-  async function load(req: FastifyRequest, reply: FastifyReply, quiet: boolean): Promise<void> {
+  async function load(req: FastifyRequest, reply: FastifyReply, query: { quiet: boolean; platform?: string[] }): Promise<void> {
+    const platform = platformQuery(query.platform, apiVersion(req));
     await runJsonLines(reply, async (out) => {
       out.begin();
-      const progress = quiet ? undefined : (msg: string) => out.write(progressLine(msg));
-      const loaded = await archive.load(req.raw, out.signal, progress);
+      const progress = query.quiet ? undefined : (msg: string) => out.write(progressLine(msg));
+      const loaded = await archive.load(req.raw, out.signal, progress, platform);
       for (const li of loaded) {
         const shown = imageIdOf(await ensureImage(li, out.signal));
         if (li.repoTags.length === 0) {
@@ -126,8 +129,8 @@ export function imageRoutes(deps: ImageRouteDeps) {
     );
   }
 
-  async function save(reply: FastifyReply, names: string[]): Promise<void> {
-    const images = collectForSave(store, names);
+  async function save(reply: FastifyReply, names: string[], platform?: Platform): Promise<void> {
+    const images = collectForSave(store, names, platform);
     const abort = new AbortController();
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) abort.abort();
@@ -140,13 +143,20 @@ export function imageRoutes(deps: ImageRouteDeps) {
     await reply.send(body);
   }
 
-  function inspect(req: FastifyRequest, name: string): Record<string, unknown> {
+  function inspect(req: FastifyRequest, name: string, manifests: boolean): Record<string, unknown> {
     const img = resolveImage(store, name);
-    return inspectView(store, img, { apiVersion: apiVersion(req), graphDriver: graphDriver(img) });
+    const version = apiVersion(req);
+    const view = inspectView(store, img, { apiVersion: version, graphDriver: graphDriver(img) });
+    // API 1.48: the image's target as a descriptor, and with manifests=1 its manifests (the feature only).
+    if (version >= 1.48 && img.status.descriptor) view.Descriptor = img.status.descriptor;
+    if (version >= 1.48 && manifests && img.status.target) view.Manifests = manifestSummaries(store, siblingsOf(store, img));
+    return view;
   }
 
-  function history(name: string): unknown[] {
-    return imageHistory(store, resolveImage(store, name), deps.layers);
+  function history(req: FastifyRequest, name: string, platforms: string[] | undefined): unknown[] {
+    const platform = platformQuery(platforms, apiVersion(req));
+    const img = resolveImage(store, name);
+    return imageHistory(store, platform ? pickPlatform(store, img, name, platform) : img, deps.layers);
   }
 
   /** Point a tag at an image and record it, as the reference daemon's TagImage does. */
@@ -235,7 +245,7 @@ export function imageRoutes(deps: ImageRouteDeps) {
       });
     });
 
-    app.post('/images/load', { schema: { querystring: z.looseObject({ quiet: q.bool(true) }) } }, (req, reply) => load(req, reply, req.query.quiet));
+    app.post('/images/load', { schema: { querystring: z.looseObject({ quiet: q.bool(true), platform: q.list() }) } }, (req, reply) => load(req, reply, req.query));
     app.post('/images/prune', { schema: { querystring: filtersQuery } }, (req) => prune(req, req.query.filters));
     app.post('/commit', { schema: { querystring: commitQuery } }, (req, reply) => commit(req, reply, req.query));
 
@@ -248,20 +258,21 @@ export function imageRoutes(deps: ImageRouteDeps) {
       return importRootfs(req, reply, req.query);
     });
 
-    app.get('/images/get', { schema: { querystring: z.looseObject({ names: q.list() }) } }, async (req, reply) => {
-      await save(reply, req.query.names);
+    app.get('/images/get', { schema: { querystring: z.looseObject({ names: q.list(), platform: q.list() }) } }, async (req, reply) => {
+      await save(reply, req.query.names, platformQuery(req.query.platform, apiVersion(req)));
     });
 
-    app.get('/images/*', { schema: { params: restParams } }, async (req, reply) => {
+    const imageGetQuery = z.looseObject({ manifests: q.bool(), platform: q.list() });
+    app.get('/images/*', { schema: { params: restParams, querystring: imageGetQuery } }, async (req, reply) => {
       const split = splitImagePath(req.params['*'], ['json', 'history', 'get']);
       if (!split) throw pageNotFound();
       switch (split.action) {
         case 'json':
-          return inspect(req, split.name);
+          return inspect(req, split.name, req.query.manifests);
         case 'history':
-          return history(split.name);
+          return history(req, split.name, req.query.platform);
         default:
-          return save(reply, [split.name]);
+          return save(reply, [split.name], platformQuery(req.query.platform, apiVersion(req)));
       }
     });
 
@@ -299,12 +310,16 @@ export function repoTagReference(repo: string, tag: string): string | undefined 
 }
 
 /** The images and tags `docker save` names select, the way the reference daemon picks them. */
-export function collectForSave(store: ImageStore, names: string[]): SaveImage[] {
+export function collectForSave(store: ImageStore, names: string[], platform?: Platform): SaveImage[] {
   const byId = new Map<string, SaveImage>();
-  const add = (img: ImageResource, tag?: string) => {
+  const saved = (img: ImageResource): SavePlatform => ({ id: img.name, rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId });
+  const add = (found: ImageResource, tag: string | undefined, name: string) => {
+    // API 1.48's platform picks one of a multi-platform image; without it the image is saved whole.
+    const img = platform ? pickPlatform(store, found, name, platform) : found;
     let e = byId.get(img.name);
     if (!e) {
-      e = { id: img.name, rawConfig: img.spec.rawConfig, diffIds: img.spec.diffIds, chainId: img.spec.chainId, repoTags: [] };
+      const others = platform ? [] : siblingsOf(store, img).slice(1);
+      e = { ...saved(img), repoTags: [], ...(others.length ? { platforms: others.map(saved) } : {}) };
       byId.set(img.name, e);
     }
     if (tag && !e.repoTags.includes(tag)) e.repoTags.push(tag);
@@ -312,7 +327,7 @@ export function collectForSave(store: ImageStore, names: string[]): SaveImage[] 
   for (const name of names) {
     const hex = name.startsWith('sha256:') ? name.slice(7) : name;
     if (/^[a-f0-9]+$/.test(hex) && (name.startsWith('sha256:') || hex.length === 64)) {
-      add(resolveImage(store, name));
+      add(resolveImage(store, name), undefined, name);
       continue;
     }
     const ref = parseReference(name);
@@ -330,15 +345,15 @@ export function collectForSave(store: ImageStore, names: string[]): SaveImage[] 
       for (const t of tags) {
         const img = findImage(store, t.spec.imageId);
         if (img) {
-          add(img, t.name);
+          add(img, t.name, name);
           any = true;
         }
       }
-      if (!any) add(resolveImage(store, name));
+      if (!any) add(resolveImage(store, name), undefined, name);
       continue;
     }
     const img = resolveImage(store, name);
-    add(img, ref.digest ? undefined : formatReference(ref));
+    add(img, ref.digest ? undefined : formatReference(ref), name);
   }
   return [...byId.values()];
 }

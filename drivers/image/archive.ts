@@ -23,8 +23,8 @@ export function createImageArchive(opts: ImageArchiveOptions): ImageArchivePort 
   const log = opts.log.child({ component: 'image-archive' });
   const deps = { layers: opts.layers, tmpDir: opts.tmpDir, log, platform };
   return {
-    load(body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void): Promise<LoadedImage[]> {
-      return loadArchive(deps, body, signal, onProgress);
+    load(body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void, picked?: Platform): Promise<LoadedImage[]> {
+      return loadArchive(deps, body, signal, onProgress, picked);
     },
     importRootfs(body: Readable, importOpts: ImportOptions, signal: AbortSignal): Promise<LoadedImage> {
       return importRootfs(deps, body, importOpts, signal);

@@ -3,7 +3,7 @@
 // blob digests and sizes, layer counts, tags. Nothing here touches the layer store.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { invalidArgument } from '../../lib/errors.ts';
+import { invalidArgument, notFound } from '../../lib/errors.ts';
 import { isDigest, normalizeName as normalizeReference, parseReference } from '../../lib/reference.ts';
 import type { ImageConfigBlob } from '../../lib/image-config.ts';
 import {
@@ -26,15 +26,24 @@ export interface PlannedImage {
 
 const MAX_INDEX_DEPTH = 4;
 
-/** Plan the images of an archive; `platform` picks the manifest inside multi-platform indexes. */
-export async function planImages(spool: Spool, platform: Platform): Promise<PlannedImage[]> {
+/**
+ * Plan the images of an archive; `platform` picks the manifest inside multi-platform indexes.
+ * One asked for (`picked`: load's API 1.48 query) reads the OCI layout first, where a saved
+ * multi-platform image has all its platforms (manifest.json has one), and keeps only its images.
+ */
+export async function planImages(spool: Spool, platform: Platform, picked = false): Promise<PlannedImage[]> {
   let plans: PlannedImage[];
-  if (spool.lookup('manifest.json')) plans = await planDockerSave(spool);
+  if (picked && spool.lookup('index.json')) plans = await planOciLayout(spool, platform);
+  else if (spool.lookup('manifest.json')) plans = await planDockerSave(spool);
   else if (spool.lookup('index.json')) plans = await planOciLayout(spool, platform);
   else if (spool.lookup('repositories')) {
     throw invalidArgument('invalid archive: legacy v1 image archives (no manifest.json) are not supported');
   } else {
     throw invalidArgument('invalid archive: no manifest.json or index.json found (not a docker save or OCI layout tarball)');
+  }
+  if (picked) {
+    plans = plans.filter((p) => platformMatches({ os: p.config.os, architecture: p.config.architecture, variant: p.config.variant }, platform));
+    if (plans.length === 0) throw notFound(`no image in the archive provides the specified platform (${formatPlatform(platform)})`);
   }
   for (const p of plans) {
     if (p.config.os && p.config.os !== platform.os) {

@@ -20,11 +20,11 @@ export interface LoadDeps {
 }
 
 export async function loadArchive(
-  deps: LoadDeps, body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void,
+  deps: LoadDeps, body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void, platform?: Platform,
 ): Promise<LoadedImage[]> {
   const spool = await Spool.fromTar(await decompressed(body), deps.tmpDir, signal);
   try {
-    const plans = await planImages(spool, deps.platform);
+    const plans = await planImages(spool, platform ?? deps.platform, !!platform);
     const out: LoadedImage[] = [];
     for (const plan of plans) {
       signal.throwIfAborted();

@@ -10,13 +10,14 @@ import type { Logger } from 'pino';
 import tarStream from 'tar-stream';
 import { EngineError, internal } from '../../lib/errors.ts';
 import { familiarName, familiarRepository, parseReference } from '../../lib/reference.ts';
-import type { SaveImage } from '../../lib/ports/images.ts';
+import type { SaveImage, SavePlatform } from '../../lib/ports/images.ts';
 import type { LayerStore } from '../storage/types.ts';
 import {
   ANNOTATION_IMAGE_NAME, ANNOTATION_REF_NAME, MEDIA, OCI_LAYOUT, blobPath,
   type Descriptor, type DockerSaveEntry, type OciIndex, type OciManifest,
 } from './oci.ts';
 import { packEntry } from '../storage/pack-entry.ts';
+import { configPlatform } from '../../lib/platform.ts';
 
 export interface SaveDeps {
   layers: LayerStore;
@@ -53,27 +54,18 @@ async function writeArchive(deps: SaveDeps, images: SaveImage[], pack: tarStream
     const repositories: Record<string, Record<string, string>> = {};
     const index: OciIndex = { schemaVersion: 2, mediaType: MEDIA.ociIndex, manifests: [] };
 
+    const addManifest = (img: SavePlatform) => writeImage(deps, pack, written, img, spoolDir, signal);
     for (const img of images) {
-      const layerDescs: Descriptor[] = [];
-      let parent: string | null = null;
-      for (const diffId of img.diffIds) {
-        signal.throwIfAborted();
-        const chainId = deps.layers.chainIdOf(parent, diffId);
-        parent = chainId;
-        if (!written.has(diffId)) written.set(diffId, await addLayer(deps, pack, chainId, diffId, spoolDir, signal));
-        layerDescs.push({ mediaType: MEDIA.ociLayer, digest: diffId, size: written.get(diffId)! });
+      let desc = await addManifest(img);
+      if (img.platforms?.length) {
+        // A multi-platform image saved whole: its tags name one index of every platform here.
+        const entries = [{ ...desc, platform: configPlatform(img.rawConfig) }];
+        for (const other of img.platforms) entries.push({ ...(await addManifest(other)), platform: configPlatform(other.rawConfig) });
+        const indexBytes = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.ociIndex, manifests: entries }));
+        const indexDigest = `sha256:${createHash('sha256').update(indexBytes).digest('hex')}`;
+        await addBlobOnce(pack, written, indexDigest, indexBytes);
+        desc = { mediaType: MEDIA.ociIndex, digest: indexDigest, size: indexBytes.length };
       }
-      const config = Buffer.from(img.rawConfig, 'utf8');
-      await addBlobOnce(pack, written, img.id, config);
-      const manifest: OciManifest & { schemaVersion: number; mediaType: string } = {
-        schemaVersion: 2,
-        mediaType: MEDIA.ociManifest,
-        config: { mediaType: MEDIA.ociConfig, digest: img.id, size: config.length },
-        layers: layerDescs,
-      };
-      const manifestBytes = Buffer.from(JSON.stringify(manifest));
-      const manifestDigest = `sha256:${createHash('sha256').update(manifestBytes).digest('hex')}`;
-      await addBlobOnce(pack, written, manifestDigest, manifestBytes);
 
       const tags = img.repoTags.filter((t) => parseReference(t).tag !== undefined);
       manifestJson.push({
@@ -81,7 +73,6 @@ async function writeArchive(deps: SaveDeps, images: SaveImage[], pack: tarStream
         RepoTags: tags.length ? tags.map(familiarName) : null,
         Layers: img.diffIds.map(blobPath),
       });
-      const desc: Descriptor = { mediaType: MEDIA.ociManifest, digest: manifestDigest, size: manifestBytes.length };
       if (tags.length === 0) index.manifests.push(desc);
       for (const t of tags) {
         const ref = parseReference(t);
@@ -97,6 +88,33 @@ async function writeArchive(deps: SaveDeps, images: SaveImage[], pack: tarStream
   } finally {
     await rm(spoolDir, { recursive: true, force: true });
   }
+}
+
+/** Writes an image's layers, config and OCI manifest (each blob once); its manifest's descriptor. */
+async function writeImage(
+  deps: SaveDeps, pack: tarStream.Pack, written: Map<string, number>, img: SavePlatform, spoolDir: string, signal: AbortSignal,
+): Promise<Descriptor> {
+  const layerDescs: Descriptor[] = [];
+  let parent: string | null = null;
+  for (const diffId of img.diffIds) {
+    signal.throwIfAborted();
+    const chainId = deps.layers.chainIdOf(parent, diffId);
+    parent = chainId;
+    if (!written.has(diffId)) written.set(diffId, await addLayer(deps, pack, chainId, diffId, spoolDir, signal));
+    layerDescs.push({ mediaType: MEDIA.ociLayer, digest: diffId, size: written.get(diffId)! });
+  }
+  const config = Buffer.from(img.rawConfig, 'utf8');
+  await addBlobOnce(pack, written, img.id, config);
+  const manifest: OciManifest & { schemaVersion: number; mediaType: string } = {
+    schemaVersion: 2,
+    mediaType: MEDIA.ociManifest,
+    config: { mediaType: MEDIA.ociConfig, digest: img.id, size: config.length },
+    layers: layerDescs,
+  };
+  const manifestBytes = Buffer.from(JSON.stringify(manifest));
+  const manifestDigest = `sha256:${createHash('sha256').update(manifestBytes).digest('hex')}`;
+  await addBlobOnce(pack, written, manifestDigest, manifestBytes);
+  return { mediaType: MEDIA.ociManifest, digest: manifestDigest, size: manifestBytes.length };
 }
 
 /**

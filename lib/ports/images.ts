@@ -1,6 +1,7 @@
 // The ports the image drivers fill (drivers/image/: load, import, save, commit), declared below
 // both api/ (which calls them) and drivers/ (which implement them): neither imports the other.
 import type { Readable } from 'node:stream';
+import type { Platform } from '../platform.ts';
 
 export interface LoadedImage {
   id: string;
@@ -26,11 +27,21 @@ export interface SaveImage {
   diffIds: string[];
   chainId: string | null;
   repoTags: string[];
+  /**
+   * A multi-platform image saved whole: the images of its other platforms here. Its tags then name
+   * one OCI index of all of them (the reference's containerd store), manifest.json this one only.
+   */
+  platforms?: SavePlatform[];
 }
 
+export type SavePlatform = Omit<SaveImage, 'repoTags' | 'platforms'>;
+
 export interface ImageArchivePort {
-  /** Unpack a `docker save` tarball or an OCI image-layout tarball into the layer store. */
-  load(body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void): Promise<LoadedImage[]>;
+  /**
+   * Unpack a `docker save` tarball or an OCI image-layout tarball into the layer store; `platform`
+   * (API 1.48) picks from its indexes (the host's when absent).
+   */
+  load(body: Readable, signal: AbortSignal, onProgress?: (msg: string) => void, platform?: Platform): Promise<LoadedImage[]>;
   /** Make a one-layer image from a rootfs tarball (optionally compressed). */
   importRootfs(body: Readable, opts: ImportOptions, signal: AbortSignal): Promise<LoadedImage>;
   /** A `docker save` tarball (docker-archive layout plus OCI index.json/oci-layout). */

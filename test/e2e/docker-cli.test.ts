@@ -22,7 +22,7 @@ describe('docker CLI', () => {
 
   test('version and info', async () => {
     const v = await dk('version', '--format', '{{.Server.APIVersion}}');
-    assert.equal(v, '1.47');
+    assert.equal(v, '1.48');
     const info = JSON.parse(await dk('info', '--format', '{{json .}}'));
     // The driver of the run (hack/test.sh runs this file with the supervisor's snapshotter too).
     assert.equal(info.Driver, process.env.ENGINE_E2E_STORAGE === 'snapshotter' ? 'overlayfs' : 'overlay2');

@@ -136,7 +136,7 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
     }
   });
 
-  test('a multi-platform index (issue (12 of 21), 2): a pull keeps it; --platform picks from it on pull, create and run; one image whose Manifests (API 1.47) list each platform and what is here', { timeout: 240_000 }, async () => {
+  test('a multi-platform index (issue (12 of 21), 2): a pull keeps it; --platform picks from it on pull, create and run; one image whose Manifests (API 1.47) list each platform and what is here; API 1.48: Descriptor and Manifests on inspect, --platform on save, load and history', { timeout: 240_000 }, async () => {
     const reg = await startRegistry({});
     const name = `${reg.hostPort}/mp/multi:v1`;
     let index: { digest: string } | undefined;
@@ -192,19 +192,65 @@ describe('the supervisor\'s snapshotter', { skip: process.getuid?.() !== 0 && 'n
       ms = byArch((await rows())[0]!.Manifests!);
       assert.deepEqual(ms[foreign]!.ImageData!.Containers, [c.trim()]);
       assert.deepEqual(ms[native]!.ImageData!.Containers, []);
+      // API 1.48: a container's ImageManifestDescriptor is its platform's manifest.
+      const listed = ((await apiRequest(d, 'GET', '/v1.48/containers/json?all=1')).body as Array<{ Id: string; ImageManifestDescriptor?: { digest: string; platform: { architecture: string } } }>).find((x) => x.Id === c.trim())!;
+      assert.equal(listed.ImageManifestDescriptor?.digest, f.manifest.digest, JSON.stringify(listed));
+      assert.equal(listed.ImageManifestDescriptor?.platform.architecture, foreign);
       await dk('rm', c.trim());
       const none = await apiRequest(d, 'POST', `/v1.47/containers/create?platform=linux/s390x`, JSON.stringify({ Image: name }));
       assert.equal(none.status, 404);
       assert.equal((none.body as { message: string }).message, `image with reference ${name} was found but does not provide the specified platform (linux/s390x)`);
+
+      // API 1.48: inspect shows the index as the image's Descriptor, and its Manifests with manifests=1.
+      const inspected = JSON.parse(await dk('image', 'inspect', name))[0] as { Descriptor?: { mediaType: string; digest: string } };
+      assert.equal(inspected.Descriptor?.digest, ix.digest);
+      assert.equal(inspected.Descriptor?.mediaType, 'application/vnd.oci.image.index.v1+json');
+      const withManifests = (await apiRequest(d, 'GET', `/v1.48/images/${name}/json?manifests=1`)).body as { Manifests?: ManifestSummary[] };
+      assert.deepEqual(Object.keys(byArch(withManifests.Manifests ?? [])).sort(), [foreign, native].sort());
+      assert.equal('Manifests' in ((await apiRequest(d, 'GET', `/v1.47/images/${name}/json?manifests=1`)).body as object), false, 'not before 1.48');
+
+      // --platform on history and save picks one platform; save without it keeps both under one index.
+      const historyOf = async (...args: string[]) => (await dk('history', '--no-trunc', '--format', '{{.Size}}', ...args, name)).split('\n').filter(Boolean);
+      assert.equal((await historyOf('--platform', `linux/${foreign}`)).length, 2);
+      const none2 = await apiRequest(d, 'GET', `/v1.48/images/${name}/history?platform=${encodeURIComponent(JSON.stringify({ os: 'linux', architecture: 's390x' }))}`);
+      assert.equal(none2.status, 404);
+      const two = await apiRequest(d, 'GET', `/v1.48/images/get?names=${encodeURIComponent(name)}&platform=${encodeURIComponent('{"os":"linux","architecture":"arm64"}')}&platform=${encodeURIComponent('{"os":"linux","architecture":"amd64"}')}`);
+      assert.equal(two.status, 400);
+      assert.match((two.body as { message: string }).message, /multiple platform parameters not supported/);
+      const one = join(d.root, 'mp-one.tar');
+      const whole = join(d.root, 'mp-whole.tar');
+      await dk('save', '--platform', `linux/${foreign}`, '-o', one, name);
+      await dk('save', '-o', whole, name);
+      const tarJson = (file: string, entry: string) => JSON.parse(execFileSync('tar', ['-xOf', file, entry], { encoding: 'utf8' }));
+      const blob = (file: string, digest: string) => tarJson(file, `blobs/sha256/${digest.slice(7)}`);
+      const oneIndex = tarJson(one, 'index.json') as { manifests: Array<{ mediaType: string; digest: string }> };
+      assert.equal(oneIndex.manifests[0]!.mediaType, 'application/vnd.oci.image.manifest.v1+json');
+      assert.equal(blob(one, blob(one, oneIndex.manifests[0]!.digest).config.digest).architecture, foreign);
+      const wholeIndex = tarJson(whole, 'index.json') as { manifests: Array<{ mediaType: string; digest: string; annotations: Record<string, string> }> };
+      assert.equal(wholeIndex.manifests.length, 1);
+      assert.equal(wholeIndex.manifests[0]!.mediaType, 'application/vnd.oci.image.index.v1+json');
+      assert.equal(wholeIndex.manifests[0]!.annotations['io.containerd.image.name'], name);
+      const inner = blob(whole, wholeIndex.manifests[0]!.digest) as { manifests: Array<{ platform: { architecture: string } }> };
+      assert.deepEqual(inner.manifests.map((m) => m.platform.architecture).sort(), [foreign, native].sort());
+      assert.equal((tarJson(whole, 'manifest.json') as unknown[]).length, 1, 'manifest.json: the host\'s platform');
 
       // Removed whole, every platform of it, as the reference removes an image.
       const gone = await dk('rmi', name);
       assert.match(gone, new RegExp(`^Untagged: ${name.replace(/[.]/g, '\\.')}$`, 'm'));
       assert.match(gone, new RegExp(`^Deleted: ${ix.digest}$`, 'm'));
       assert.deepEqual(await rows(), [], 'no record of it is left');
+
+      // Load of the whole archive: the host's platform; load --platform (API 1.48) another of it.
+      await dk('load', '-i', whole);
+      assert.equal(await dk('run', '--rm', '--network', 'none', name, 'cat', '/etc/platform'), native);
+      await dk('rmi', name);
+      await dk('load', '--platform', `linux/${foreign}`, '-i', whole);
+      assert.equal((await dk('image', 'inspect', '-f', '{{.Architecture}}', name)).trim(), foreign);
+      await dk('rmi', name);
     } finally {
       // Each platform's record goes (the reference removes the image whole: see the closing note).
       for (let i = 0; index && i < 3; i++) await dk('rmi', '-f', index.digest).catch(() => undefined);
+      await dk('rmi', '-f', name).catch(() => undefined);
       await reg.stop();
     }
   });
