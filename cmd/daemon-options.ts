@@ -1,12 +1,14 @@
 // Daemon options that act on the daemon's own process and host at start (oom_score_adj, the
-// containers' parent cgroup's real-time budget, the cgroup driver), and the refusal of options
-// whose feature this daemon does not have yet (a start with them set fails rather than ignoring them).
+// containers' parent cgroup's real-time budget, the cgroup driver, SELinux's presence), and the
+// refusal of options whose feature this daemon does not have yet (a start with them set fails
+// rather than ignoring them).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import type { Logger } from 'pino';
 import type { DaemonConfig } from '../config/load.ts';
 import { invalidArgument } from '../lib/errors.ts';
 import { driverOptions } from '../drivers/storage/storage-opt.ts';
+import { selinuxStartWarning, selinuxEnabled } from '../drivers/oci/selinux.ts';
 
 const NOT_YET = 'not supported by this daemon yet: ';
 
@@ -31,7 +33,6 @@ export function unsupportedOption(c: DaemonConfig): string | undefined {
   }
   if (c.usernsRemap) return `${NOT_YET}--userns-remap`;
   if (c.rootless) return `${NOT_YET}--rootless`;
-  if (c.selinuxEnabled) return `${NOT_YET}--selinux-enabled`;
   if (c.cdiSpecDirs?.length) return `${NOT_YET}--cdi-spec-dir`;
   return undefined;
 }
@@ -150,10 +151,21 @@ export function controlPlaneMtu(mtu: number, log?: Logger): number {
   return MIN_CONTROL_PLANE_MTU;
 }
 
+/**
+ * --selinux-enabled on a host without SELinux: the reference starts without labels and says so
+ * (its daemon_unix.go configureKernelSecuritySupport). The warning logged, if any, is returned.
+ */
+export function warnSelinux(c: DaemonConfig, log: Logger, host: () => boolean = selinuxEnabled): string | undefined {
+  const warning = selinuxStartWarning(!!c.selinuxEnabled, host);
+  if (warning) log.warn(warning);
+  return warning;
+}
+
 /** Start-time checks and effects of the options above; throws to refuse the start. */
 export function applyDaemonOptions(c: DaemonConfig, log: Logger): void {
   refuseUnsupported(c);
   checkCgroupDriver(c.execOpts ?? []);
+  warnSelinux(c, log);
   applyOomScoreAdj(c.oomScoreAdjust, log);
   const rt = applyCpuRt(c);
   if (rt) log.info({ cgroup: rt, period: c.cpuRtPeriod, runtime: c.cpuRtRuntime }, 'CPU real-time budget set on the containers\' parent cgroup');

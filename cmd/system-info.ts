@@ -2,7 +2,7 @@
 // read once; the supervisor's version is asked at creation and cached (requests never wait long on it).
 import { randomUUID } from 'node:crypto';
 import { execaSync } from 'execa';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SystemInfoPort } from '../api/ports.ts';
 import type { DaemonConfig } from '../config/load.ts';
@@ -10,6 +10,7 @@ import { machineFacts } from '../drivers/sys/info.ts';
 import { parseGenericResources } from '../lib/generic-resources.ts';
 import { ENGINE_VERSION } from './version.ts';
 import { LOG_DRIVERS } from '../drivers/logging/index.ts';
+import { selinuxActive } from '../drivers/oci/selinux.ts';
 
 interface Deps {
   config: DaemonConfig;
@@ -69,6 +70,16 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
   };
   const cfg = deps.config;
   const genericResources = parseGenericResources(cfg.nodeGenericResources ?? []);
+  // Host facts that do not change while the daemon runs: read once.
+  const security = securityOptions({
+    seccompProfile: cfg.seccompProfile,
+    selinux: selinuxActive(!!cfg.selinuxEnabled),
+    userns: !!cfg.usernsRemap,
+    apparmor: apparmorEnabled(),
+    cgroupV2: cgroupV2(),
+    cgroupnsMode: cfg.defaultCgroupnsMode,
+    rootless: !!cfg.rootless,
+  });
   return {
     async info() {
       const s = await supVersion();
@@ -135,7 +146,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         ContainerdCommit: { ID: s.revision, Expected: s.revision },
         RuncCommit: { ID: runc.commit, Expected: runc.commit },
         InitCommit: { ID: '', Expected: '' },
-        SecurityOptions: ['name=seccomp,profile=builtin'],
+        SecurityOptions: security,
         CDISpecDirs: [],
         Warnings: [],
       };
@@ -148,6 +159,46 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
       ];
     },
   };
+}
+
+export interface SecurityFacts {
+  /** --seccomp-profile as given: '' or 'builtin' for the built-in profile, 'unconfined', or a file's path. */
+  seccompProfile?: string;
+  /** SELinux labels containers: --selinux-enabled on a host that has it. */
+  selinux: boolean;
+  /** --userns-remap set. */
+  userns: boolean;
+  apparmor: boolean;
+  cgroupV2: boolean;
+  /** --default-cgroupns-mode; 'private' when unset. */
+  cgroupnsMode?: string;
+  rootless: boolean;
+}
+
+/**
+ * `docker info`'s SecurityOptions, in the order of the reference's fillSecurityOptions: apparmor,
+ * seccomp (with the daemon's profile), selinux, userns, rootless, cgroupns (private cgroup
+ * namespaces by default, which cgroup v2 alone gives).
+ */
+export function securityOptions(f: SecurityFacts): string[] {
+  const out: string[] = [];
+  if (f.apparmor) out.push('name=apparmor');
+  out.push(`name=seccomp,profile=${f.seccompProfile || 'builtin'}`);
+  if (f.selinux) out.push('name=selinux');
+  if (f.userns) out.push('name=userns');
+  if (f.rootless) out.push('name=rootless');
+  if (f.cgroupV2 && (f.cgroupnsMode || 'private') === 'private') out.push('name=cgroupns');
+  return out;
+}
+
+/** AppArmor enabled in the kernel, as runc's apparmor.IsEnabled reads it. */
+export function apparmorEnabled(file = '/sys/module/apparmor/parameters/enabled'): boolean {
+  return readProc(file).startsWith('Y');
+}
+
+/** A cgroup v2 (unified) host: its root has cgroup.controllers. */
+export function cgroupV2(root = '/sys/fs/cgroup'): boolean {
+  return existsSync(join(root, 'cgroup.controllers'));
 }
 
 function readProc(p: string): string {

@@ -1,7 +1,7 @@
 // The OCI runtime spec of one container run, with the reference daemon's defaults.
 // build() is on the hot path of every start: the fixed parts are literals, the seccomp profile
 // is cached per capability set, and the only I/O is reading the rootfs's passwd/group (sync,
-// small) and creating missing bind sources.
+// small), creating missing bind sources and, where SELinux labels are given, relabelling `:z`/`:Z` binds.
 import { posix } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -13,6 +13,7 @@ import type { HostEtcPaths } from './etc-files.ts';
 import { sortByDepth, userMounts } from './mounts.ts';
 import { deviceSetup, resources } from './resources.ts';
 import { convertProfile, defaultSeccomp } from './seccomp.ts';
+import { relabel, relabelJobs, specLabels, type SelinuxLabels } from './selinux.ts';
 import { listField, numField, objList, strField, strMap } from './types.ts';
 import type { EtcFiles, OciMount, OciSeccomp, OciUser, SpecContainerConfig, SpecHostConfig, SpecInput } from './types.ts';
 import { resolveUserSync } from './user.ts';
@@ -46,13 +47,21 @@ export interface SpecBuilderOptions {
   init?: boolean;
   /** The init binary on the host (--init-path, else tini's static build); '' when there is none. */
   initPath?: string;
+  /** Relabels a `:z` / `:Z` bind's source for SELinux (tests fake it); drivers/oci/selinux.ts relabel by default. */
+  relabel?: (path: string, mountLabel: string, shared: boolean) => Promise<void>;
 }
+
+/**
+ * A run's input with its container's SELinux labels, given only where SELinux is active (the
+ * daemon's --selinux-enabled on a host that has it): without them the spec carries no labels.
+ */
+export type LabelledSpecInput = SpecInput & { selinux?: SelinuxLabels };
 
 /** Where the init binary appears inside a container, as with the reference daemon. */
 export const INIT_IN_CONTAINER = '/sbin/docker-init';
 
 export interface SpecBuilder {
-  build(input: SpecInput): Promise<object>;
+  build(input: LabelledSpecInput): Promise<object>;
   /** The cgroup limits of a HostConfig as an update of a running task takes them (no device rules). */
   updateResources(hostConfig: SpecHostConfig): object;
   /** `nameserver`: the embedded DNS of the container's user-defined network, instead of the host's servers. */
@@ -65,16 +74,21 @@ interface SecurityOpts {
   noNewPrivileges?: boolean;
   /** '' = default profile, 'unconfined', or a profile's JSON text. */
   seccomp: string;
+  /** The SELinux label options (`label=X` as X, a bare `disable`), as drivers/oci/selinux.ts initLabels takes them. */
+  labels: string[];
 }
 
 export function parseSecurityOpts(list: readonly string[]): SecurityOpts {
-  const res: SecurityOpts = { seccomp: '' };
+  const res: SecurityOpts = { seccomp: '', labels: [] };
   for (const opt of list) {
     if (opt === 'no-new-privileges') {
       res.noNewPrivileges = true;
       continue;
     }
-    if (opt === 'disable') continue;
+    if (opt === 'disable') {
+      res.labels.push('disable');
+      continue;
+    }
     const eq = opt.indexOf('=');
     const colon = opt.indexOf(':');
     const at = eq >= 0 ? eq : colon;
@@ -83,8 +97,10 @@ export function parseSecurityOpts(list: readonly string[]): SecurityOpts {
     const value = opt.slice(at + 1);
     switch (key) {
       case 'label':
+        res.labels.push(value);
+        break;
       case 'apparmor':
-        break; // no SELinux labels / AppArmor profiles on this engine
+        break; // no AppArmor profiles on this engine
       case 'seccomp':
         res.seccomp = value === 'builtin' ? '' : value;
         break;
@@ -100,6 +116,16 @@ export function parseSecurityOpts(list: readonly string[]): SecurityOpts {
     }
   }
   return res;
+}
+
+/**
+ * The container's SELinux labels on the spec, as moby's WithSelinux: the process label (none for
+ * an unconfined one: --privileged, label=disable) and the mount label runc gives its mounts.
+ */
+function putLabels(proc: Record<string, unknown>, linux: Record<string, unknown>, labels: SelinuxLabels, unconfined: boolean): void {
+  const l = specLabels(labels, unconfined);
+  if (l.processLabel) proc.selinuxLabel = l.processLabel;
+  if (l.mountLabel) linux.mountLabel = l.mountLabel;
 }
 
 /** defaults, then each override list in turn: KEY=v replaces in place or appends; bare KEY removes. */
@@ -150,7 +176,7 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
   const defaultShm = opts.defaultShmSize && opts.defaultShmSize > 0 ? opts.defaultShmSize : DEFAULT_SHM_SIZE;
   const hostEtc = opts.hostEtc ?? DEFAULT_HOST_ETC;
 
-  function build(input: SpecInput): object {
+  function build(input: LabelledSpecInput): object {
     const { config: c, hostConfig: h } = input;
     const privileged = h.Privileged === true;
     const networkMode = h.NetworkMode || 'bridge';
@@ -255,11 +281,25 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
     if (!hostNet && !utsHost && c.Domainname) spec.domainname = c.Domainname;
     spec.mounts = mounts;
     spec.linux = linux;
+    if (input.selinux) putLabels(proc, linux, input.selinux, privileged || sec.labels.includes('disable'));
     return spec;
   }
 
+  const relabelSource = opts.relabel ?? relabel;
+
+  /** The `:z` / `:Z` binds' sources labelled for the container, before it runs (nothing without labels). */
+  async function relabelBinds(input: LabelledSpecInput): Promise<void> {
+    const mountLabel = input.selinux?.mountLabel;
+    if (!mountLabel) return;
+    for (const job of relabelJobs(listField(input.hostConfig, 'Binds'), input.volumeMounts)) await relabelSource(job.source, mountLabel, job.shared);
+  }
+
   return {
-    build: async (input) => build(input),
+    build: async (input) => {
+      const spec = build(input);
+      await relabelBinds(input);
+      return spec;
+    },
     updateResources: (h) => {
       const { devices: _devices, ...rest } = resources(h as Record<string, unknown>, []);
       return rest;

@@ -184,7 +184,6 @@ describe('options that refuse the start', () => {
     await refused([], /engined: (error initializing graphdriver: prerequisites for driver not satisfied \(wrong filesystem\?\)|not supported by this daemon yet: --storage-driver=zfs)/, { ENGINE_DRIVER: 'zfs' });
     await refused(['--userns-remap', 'default'], 'engined: not supported by this daemon yet: --userns-remap');
     await refused(['--rootless'], 'engined: not supported by this daemon yet: --rootless');
-    await refused(['--selinux-enabled'], 'engined: not supported by this daemon yet: --selinux-enabled');
     await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
     await refused(['--feature', 'supervisor-snapshotter', '-s', 'overlay2'], 'engined: not supported by this daemon yet: --storage-driver=overlay2 with --feature supervisor-snapshotter (its only snapshotter is overlayfs)');
     await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found \w+|Storage option overlay2\.size not supported\. Filesystem does not support Project Quota/);
@@ -200,6 +199,17 @@ describe('options that refuse the start', () => {
     }
     await refused(['--node-generic-resource', 'gpu=-1'], 'could not parse GenericResource: cannot ask for negative resource gpu');
     await refused(['--node-generic-resource', 'gpu=1', '--node-generic-resource', 'gpu=a'], "could not parse GenericResource: malformed expression 'gpu=[1 a]'");
+  });
+  test('--selinux-enabled on a host without SELinux: the daemon starts, warns as the reference, and runs without labels', { skip: existsSync('/sys/fs/selinux/enforce') && 'this host has SELinux' }, async () => {
+    const d = await startDaemon({ args: ['--selinux-enabled'] });
+    try {
+      assert.match(d.logs(), /level=warning msg="Docker could not enable SELinux on the host system"/);
+      const opts = JSON.parse(await dockerOk(() => d)('info', '--format', '{{json .SecurityOptions}}')) as string[];
+      assert.ok(!opts.includes('name=selinux'), opts.join(' '));
+      assert.ok(opts.includes('name=seccomp,profile=builtin'), opts.join(' '));
+    } finally {
+      await d.cleanup();
+    }
   });
   test('overlay2.override_kernel_check is accepted (without effect), as the reference', async () => {
     const d = await startDaemon({ args: ['--storage-opt', 'overlay2.override_kernel_check=true'] });

@@ -12,6 +12,7 @@ import {
   containersCpuCgroup,
   controlPlaneMtu,
   unsupportedOption,
+  warnSelinux,
 } from '../../../cmd/daemon-options.ts';
 import { textLine, ttyLine } from '../../../cmd/log-format.ts';
 import { validateBuilderGc } from '../../../config/load.ts';
@@ -57,7 +58,6 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
     [{ storageDriver: 'vfs', storageOpts: ['size=1G'] }, 'Filesystem does not support, or has not enabled quotas'],
     [{ usernsRemap: 'default' }, 'not supported by this daemon yet: --userns-remap'],
     [{ rootless: true }, 'not supported by this daemon yet: --rootless'],
-    [{ selinuxEnabled: true }, 'not supported by this daemon yet: --selinux-enabled'],
     [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
     [{ features: { 'supervisor-snapshotter': true }, storageDriver: 'native' }, 'not supported by this daemon yet: --storage-driver=native with --feature supervisor-snapshotter (its only snapshotter is overlayfs)'],
     [{ features: { 'supervisor-snapshotter': true }, storageOpts: ['overlay2.size=1G'] }, 'not supported by this daemon yet: --storage-opt with --feature supervisor-snapshotter'],
@@ -66,6 +66,21 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
   assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': false } })), undefined);
   assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': true } })), undefined);
   assert.equal(unsupportedOption(cfg({ features: { 'supervisor-snapshotter': true }, storageDriver: 'overlayfs' })), undefined);
+});
+
+test('--selinux-enabled starts the daemon; without SELinux on the host it logs the reference warning', () => {
+  assert.equal(unsupportedOption(cfg({ selinuxEnabled: true })), undefined);
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+  assert.equal(warnSelinux(cfg({ selinuxEnabled: true }), logger, () => false), 'Docker could not enable SELinux on the host system');
+  assert.equal(lines.length, 1);
+  const logged = JSON.parse(lines[0]!) as { level: number; msg: string };
+  assert.equal(logged.level, 40, 'a warning');
+  assert.equal(logged.msg, 'Docker could not enable SELinux on the host system');
+  // SELinux on the host, or the option off: nothing to say.
+  assert.equal(warnSelinux(cfg({ selinuxEnabled: true }), logger, () => true), undefined);
+  assert.equal(warnSelinux(cfg({}), logger, () => false), undefined);
+  assert.equal(lines.length, 1);
 });
 
 test('native.cgroupdriver: cgroupfs acts, systemd refused without systemd', () => {
