@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import type { ContainerOpsPort } from '../api/ports.ts';
 import { type ContainerTree, mountTable } from '../lib/container-path.ts';
 import { conflict } from '../lib/errors.ts';
+import type { IdMap } from '../lib/idmap.ts';
 import { sampleStats, topProcesses } from '../drivers/sys/cgroup-stats.ts';
 import { archiveFromRoot, containerTree, extractToRoot, statInRoot } from '../drivers/sys/rootfs-files.ts';
 import { withoutMountPointChanges } from '../drivers/storage/mount-points.ts';
@@ -24,6 +25,8 @@ interface Deps {
   container?(id: string): { spec: ContainerSpec; status: Pick<ContainerStatus, 'hostnamePath' | 'hostsPath' | 'resolvConfPath'> } | undefined;
   /** A volume's data directory (made when missing). */
   volumeDir?(name: string): Promise<string>;
+  /** --userns-remap: files are the host ids of the containers' ids. */
+  idMap?: IdMap;
 }
 
 export function createContainerOps(deps: Deps): ContainerOpsPort {
@@ -40,7 +43,8 @@ export function createContainerOps(deps: Deps): ContainerOpsPort {
   /** The container's file tree over its mounted root (docker cp). */
   async function treeOf(id: string, rootfs: string): Promise<ContainerTree> {
     const c = deps.container?.(id);
-    if (!c) return { rootfs, mounts: [], readonlyRootfs: false };
+    const remap = deps.idMap ? { idMap: deps.idMap } : {};
+    if (!c) return { rootfs, mounts: [], readonlyRootfs: false, ...remap };
     const volumes = [];
     for (const m of c.spec.mountPoints ?? []) {
       let source = m.source;
@@ -57,7 +61,7 @@ export function createContainerOps(deps: Deps): ContainerOpsPort {
       volumes,
       etc: { hostname: c.status.hostnamePath, hosts: c.status.hostsPath, resolvConf: c.status.resolvConfPath },
     });
-    return containerTree(rootfs, mounts, c.spec.hostConfig.ReadonlyRootfs === true);
+    return { ...(await containerTree(rootfs, mounts, c.spec.hostConfig.ReadonlyRootfs === true)), ...remap };
   }
 
   function withTree<T>(id: string, fn: (tree: ContainerTree) => Promise<T>): Promise<T> {

@@ -31,7 +31,8 @@ export function unsupportedOption(c: DaemonConfig): string | undefined {
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   }
-  if (c.usernsRemap) return `${NOT_YET}--userns-remap`;
+  // User namespaces unpack layers with remapped owners: the supervisor's snapshotter does not.
+  if (c.usernsRemap && snapshotter) return `${NOT_YET}--userns-remap with --feature supervisor-snapshotter`;
   if (c.rootless) return `${NOT_YET}--rootless`;
   if (c.cdiSpecDirs?.length) return `${NOT_YET}--cdi-spec-dir`;
   return undefined;

@@ -17,6 +17,8 @@ interface Deps {
   layers: { driverName: string; driverStatus(): Array<[string, string]> };
   supervisor: { version(): Promise<{ version: string; revision: string }> };
   runtimes: { names(): string[]; readonly default: string };
+  /** The data root in use (--userns-remap's <data-root>/<uid>.<gid>); the configured one when absent. */
+  dataRoot?: string;
 }
 
 export function engineId(dataRoot: string): string {
@@ -129,7 +131,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         NCPU: facts.ncpu,
         MemTotal: facts.memTotal,
         GenericResources: genericResources.length ? genericResources : null,
-        DockerRootDir: cfg.dataRoot,
+        DockerRootDir: deps.dataRoot ?? cfg.dataRoot,
         HttpProxy: cfg.httpProxy || (process.env.HTTP_PROXY ?? process.env.http_proxy ?? ''),
         HttpsProxy: cfg.httpsProxy || (process.env.HTTPS_PROXY ?? process.env.https_proxy ?? ''),
         NoProxy: process.env.NO_PROXY ?? process.env.no_proxy ?? '',

@@ -4,6 +4,7 @@
 // Pure: the walk that follows symlinks inside the container is drivers/sys/rootfs-files.ts.
 import { posix } from 'node:path';
 import { cleanPath, parseBind } from './mount-spec.ts';
+import type { IdMap } from './idmap.ts';
 
 export interface PathMount {
   /** Absolute and clean, inside the container. */
@@ -21,6 +22,8 @@ export interface ContainerTree {
   /** Any order; of two with one destination the later one is on top (mounted last). */
   mounts: readonly PathMount[];
   readonlyRootfs: boolean;
+  /** --userns-remap: files are owned by the host ids of the container's ids. */
+  idMap?: IdMap;
 }
 
 export interface MappedPath {

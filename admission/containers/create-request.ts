@@ -23,6 +23,8 @@ export interface CreateDefaults {
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
+  /** --userns-remap is on: what cannot share the host's namespaces from a user namespace is refused. */
+  usernsRemap?: boolean;
 }
 
 export interface NormalizedCreate {
@@ -162,6 +164,7 @@ function normalizeHostConfig(h: CreateHostConfig, d: CreateDefaults): HostConfig
   if (cgroupnsMode !== 'host' && cgroupnsMode !== 'private') throw invalidArgument(`invalid cgroup namespace mode: ${cgroupnsMode}`);
   const pidMode = h.PidMode ?? '';
   if (pidMode && pidMode !== 'host' && !/^container:.+/.test(pidMode)) throw invalidArgument(`invalid PID mode: ${pidMode}`);
+  if (d.usernsRemap) checkUsernsConflicts(h.UsernsMode ?? '', h.Privileged === true, networkMode, pidMode);
 
   const shm = h.ShmSize;
   if (typeof shm === 'number' && shm < 0) throw invalidArgument('SHM size can not be less than 0');
@@ -189,6 +192,14 @@ function normalizeHostConfig(h: CreateHostConfig, d: CreateDefaults): HostConfig
     PortBindings: normalizePortBindings(h.PortBindings),
     PublishAllPorts: h.PublishAllPorts === true,
   };
+}
+
+/** With --userns-remap, what needs the host's user namespace (the reference's words, 20.10). */
+function checkUsernsConflicts(usernsMode: string, privileged: boolean, networkMode: string, pidMode: string): void {
+  if (usernsMode === 'host') return;
+  if (privileged) throw invalidArgument('privileged mode is incompatible with user namespaces.  You must run the container in the host namespace when running privileged mode');
+  if (networkMode === 'host') throw invalidArgument("cannot share the host's network namespace when user namespaces are enabled");
+  if (pidMode === 'host') throw invalidArgument('cannot share the host PID namespace when user namespaces are enabled');
 }
 
 function mergeVolumes(own: Record<string, unknown> | null | undefined, image: Record<string, object> | undefined): Record<string, object> | null {

@@ -21,7 +21,7 @@ export interface Admission {
 export function admissionComponent({ cfg }: DaemonEnv) {
   return component({
     id: 'admission',
-    requires: ['store', 'runtimes'],
+    requires: ['store', 'runtimes', 'userns'],
     init: (ctx) => {
       const store = ctx.get('store');
       const runtimes = ctx.get('runtimes');
@@ -38,6 +38,7 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         logConfig: { Type: cfg.logDriver || 'json-file', Config: cfg.logOpts ?? {} },
         validateLogConfig,
         validateBind,
+        usernsRemap: !!ctx.get('userns').map,
       };
       return {
         containers: { store, resolveImage: (ref, platform) => resolveForPlatform(store, ref, platform), defaults },

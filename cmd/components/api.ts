@@ -99,7 +99,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
+    requires: ['running', 'store', 'paths', 'userns', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
     init: async (ctx) => {
       const store = ctx.get('store');
       const layers = ctx.get('layers');
@@ -112,6 +112,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       const logReader = ctx.get('log-reader');
       const events = ctx.get('events');
       const { tmpDir } = ctx.get('paths');
+      const idMap = ctx.get('userns').map;
       const attachDeps = {
         store,
         streams: {
@@ -129,9 +130,9 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       const puller = createPuller({ store, jobs: pullJobs });
       // Before the API serves: a build started now must not lose its own scratch layers.
       await removeLeftoverScratch(layers, log).catch((err) => log.warn({ err }, 'removing scratch layers of interrupted builds failed'));
-      const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir });
+      const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir, ...(idMap ? { idMap } : {}) });
       const backend = buildBackend({ store, resolveImage: admission.containers.resolveImage, defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
-      const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes });
+      const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes, dataRoot: ctx.get('paths').dataRoot });
       const metrics = ctx.get('metrics');
       const onAnswered = metrics.server ? registerEngineFamilies(metrics.registry, { store, info, events }) : undefined;
       const app = createApp({
@@ -191,6 +192,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
               layers,
               container: (id) => store.get(Containers, id),
               volumeDir: async (name) => (await volumeDriver.ensure(name)).mountpoint,
+              ...(idMap ? { idMap } : {}),
             }),
           }),
           updateRoutes({ store, blkioWeight: blkioWeightSupported() }),

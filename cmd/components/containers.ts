@@ -2,6 +2,7 @@
 // controller under one manager, the supervisor's exit events, the record migrations, and the
 // component that sets the controllers running (and, at shutdown, stops them and the containers).
 import { join } from 'node:path';
+import { rootPair } from '../../lib/idmap.ts';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
 import type { Controller } from '../../controllers/controller.ts';
@@ -68,9 +69,10 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
   return [
     component({
       id: 'volumes',
-      requires: ['store', 'paths'],
+      requires: ['store', 'paths', 'userns'],
       init: (ctx) => {
-        const driver = new LocalVolumeDriver({ root: join(ctx.get('paths').dataRoot, 'volumes') });
+        const idMap = ctx.get('userns').map;
+        const driver = new LocalVolumeDriver({ root: join(ctx.get('paths').dataRoot, 'volumes'), ...(idMap ? { owner: rootPair(idMap) } : {}) });
         return { driver, mounter: new VolumeMounter(ctx.get('store'), driver) };
       },
     }),
@@ -115,11 +117,12 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
     }),
     component({
       id: 'containers',
-      requires: ['store', 'paths', 'network-attacher', 'execs', 'volumes', 'ports', 'bridge', 'supervisor-client', 'stdio', 'logging', 'layers', 'spec', 'runtimes', 'runs', 'metrics'],
+      requires: ['store', 'paths', 'userns', 'network-attacher', 'execs', 'volumes', 'ports', 'bridge', 'supervisor-client', 'stdio', 'logging', 'layers', 'spec', 'runtimes', 'runs', 'metrics'],
       init: (ctx) => {
         const store = ctx.get('store');
         const supervisor = ctx.get('supervisor-client');
         const { dataRoot, execRoot } = ctx.get('paths');
+        const idMap = ctx.get('userns').map;
         return new ContainerReconciler(store, {
           // Read at each use: live-restore is reloadable.
           liveRestore: () => !!cfg.liveRestore,
@@ -140,6 +143,7 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
           execRoot,
           cgroupParent: cfg.cgroupParent || '/engine',
           log: log.child({ component: 'container-reconciler' }),
+          ...(idMap ? { remapRoot: rootPair(idMap) } : {}),
         }, ctx.get('runs').registry);
       },
     }),

@@ -1,7 +1,10 @@
 // The daemon's foundations: its directories, the store, the layer store, the supervisor (started
 // here unless one is given) and what builds a container's process (runtimes, stdio, logging, spec).
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, chownSync, mkdirSync, statSync } from 'node:fs';
+import { invalidArgument } from '../../lib/errors.ts';
+import { rootPair } from '../../lib/idmap.ts';
+import { resolveRemap } from '../../drivers/sys/remap-user.ts';
+import { dirname, join } from 'node:path';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
 import type { DaemonConfig } from '../../config/load.ts';
@@ -36,17 +39,53 @@ export interface SwappableRuntimes extends Runtimes {
   swap(next: Runtimes): void;
 }
 
+/**
+ * A remapped root must pass every directory above the data root to reach its containers' files:
+ * the reference refuses the start, with these words, rather than fail each container's start.
+ */
+function checkRemappedRootReach(dataRoot: string, root: { uid: number; gid: number }): void {
+  for (let dir = dirname(dataRoot); dir !== '/'; dir = dirname(dir)) {
+    const st = statSync(dir);
+    const x = (st.mode & 0o001) || (st.gid === root.gid && st.mode & 0o010) || (st.uid === root.uid && st.mode & 0o100);
+    if (!x) throw invalidArgument(`a subdirectory in your graphroot path (${dataRoot}) restricts access to the remapped root uid/gid; please fix by allowing 'o+x' permissions on existing directories`);
+  }
+}
+
 /** Room kept for the store on the data root's file system (store/reserve.ts). */
 const STORE_RESERVE_BYTES = 4 * 1024 * 1024;
 
 export function coreComponents({ cfg, log, sources }: DaemonEnv) {
   return [
     component({
-      id: 'paths',
+      id: 'userns',
       requires: [],
-      init: () => {
-        const paths = { dataRoot: cfg.dataRoot, execRoot: cfg.execRoot, tmpDir: process.env.ENGINE_TMPDIR || join(cfg.dataRoot, 'tmp') };
+      init: async () => {
+        if (!cfg.usernsRemap) return {};
+        const map = await resolveRemap(cfg.usernsRemap);
+        // Root remapped onto itself is no remapping (the reference warns and runs without).
+        if (map.uids.length === 0) {
+          log.warn('User namespaces: root cannot be remapped with itself; user namespaces are OFF');
+          return {};
+        }
+        log.info({ uids: map.uids, gids: map.gids }, 'user namespace remapping on');
+        return { map };
+      },
+    }),
+    component({
+      id: 'paths',
+      requires: ['userns'],
+      init: (ctx) => {
+        const map = ctx.get('userns').map;
+        // --userns-remap: the reference's per-remap tree, <data-root>/<uid>.<gid>, root's and its group's.
+        const root = map ? rootPair(map) : undefined;
+        const dataRoot = root ? join(cfg.dataRoot, `${root.uid}.${root.gid}`) : cfg.dataRoot;
+        const paths = { dataRoot, execRoot: cfg.execRoot, tmpDir: process.env.ENGINE_TMPDIR || join(dataRoot, 'tmp') };
         for (const d of [paths.dataRoot, paths.execRoot, paths.tmpDir]) mkdirSync(d, { recursive: true, mode: 0o711 });
+        if (root) {
+          chownSync(dataRoot, 0, root.gid);
+          chmodSync(dataRoot, 0o710);
+          checkRemappedRootReach(dataRoot, root);
+        }
         return paths;
       },
     }),
@@ -78,10 +117,12 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
     }),
     component({
       id: 'layers',
-      requires: cfg.features?.['supervisor-snapshotter'] ? ['paths', 'storage-driver', 'supervisor-client'] : ['paths', 'storage-driver'],
+      requires: cfg.features?.['supervisor-snapshotter'] ? ['paths', 'userns', 'storage-driver', 'supervisor-client'] : ['paths', 'userns', 'storage-driver'],
       init: (ctx) => {
         const { dataRoot, tmpDir } = ctx.get('paths');
         const driver = ctx.get('storage-driver');
+        const idMap = ctx.get('userns').map;
+        if (idMap && driver !== 'overlay2') throw invalidArgument(`not supported by this daemon yet: --userns-remap with the ${driver} storage driver`);
         return createLayerStore({
           dataRoot,
           driver,
@@ -91,6 +132,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
           tmpDir,
           usePigz: !process.env.ENGINE_DISABLE_PIGZ,
           log: log.child({ component: 'layers' }),
+          ...(idMap ? { idMap } : {}),
         });
       },
       // Live restore: the root filesystems of the containers left running stay mounted for the next daemon.
@@ -164,11 +206,13 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
     }),
     component({
       id: 'spec',
-      requires: ['store'],
+      requires: ['store', 'userns'],
       init: (ctx) => {
         const store = ctx.get('store');
+        const idMap = ctx.get('userns').map;
         return createSpecBuilder({
           log: log.child({ component: 'oci' }),
+          ...(idMap ? { idMap } : {}),
           defaultShmSize: cfg.defaultShmSize,
           dns: { servers: cfg.dns ?? [], search: cfg.dnsSearch ?? [], options: cfg.dnsOpts ?? [] },
           init: cfg.init,

@@ -31,11 +31,14 @@ import type { SwarmNode } from '../swarm/node.ts';
 import type { Controllers, Execs, Runs, Volumes } from './containers.ts';
 import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
 import type { Paths } from './env.ts';
+import type { IdMap } from '../../lib/idmap.ts';
 import type { Metrics } from './metrics.ts';
 import type { Running } from './reload.ts';
 
 export type ComponentValues = {
   metrics: Metrics;
+  /** --userns-remap's id map (none without it). */
+  userns: { map?: IdMap };
   paths: Paths;
   store: Store;
   'storage-driver': DriverName;

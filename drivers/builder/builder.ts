@@ -3,6 +3,7 @@
 // instructions commit an empty layer, RUN runs a container through the backend and commits its
 // changes, COPY/ADD write into a scratch rootfs that becomes a layer. Each step looks in the
 // cache first. The backend (images, containers) is the daemon's; the layer work is here.
+import type { IdMap } from '../../lib/idmap.ts';
 import { shortId } from '../../lib/ids.ts';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -27,6 +28,8 @@ export interface BuilderDeps {
   platform: Platform;
   /** Where build contexts are unpacked. */
   tmpDir: string;
+  /** --userns-remap: COPY/ADD's owners are container ids, written as the host ids they are. */
+  idMap?: IdMap;
 }
 
 export function createBuilder(deps: BuilderDeps): BuilderPort {

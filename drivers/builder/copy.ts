@@ -1,6 +1,7 @@
 // The file work of the classic builder's COPY and ADD: copying the resolved sources from the
 // build context (or another stage's rootfs) into the rootfs being built, every path inside that
 // rootfs resolved as a chroot would. Parsing, the cache and committing are the caller's.
+import { hostOwner, type IdMap } from '../../lib/idmap.ts';
 import type { Stats } from 'node:fs';
 import { chmod, constants, copyFile, lchown, lstat, lutimes, mkdir, readdir, readlink, rm, stat, symlink, utimes } from 'node:fs/promises';
 import { join, posix, relative } from 'node:path';
@@ -30,6 +31,8 @@ export interface CopyOptions {
   destRoot: string;
   /** "user", "user:group", "uid" or "uid:gid"; names resolved in destRoot's /etc/passwd and /etc/group. */
   chown?: string;
+  /** --userns-remap: the owner is written as the host ids of its container ids. */
+  idMap?: IdMap;
   /** Octal permission bits, e.g. "755". */
   chmod?: string;
   /** ADD: a local tar archive is extracted at dest instead of copied. */
@@ -128,8 +131,9 @@ export async function copyInto(o: CopyOptions, sources: ResolvedSource[]): Promi
   if (sources.length > 1 && !o.dest.endsWith('/')) {
     throw invalidArgument(`When using ${o.instruction} with more than one source file, the destination must be a directory and end with a /`);
   }
+  const ids = o.chown ? await parseChown(o.chown, o.destRoot) : { uid: 0, gid: 0 };
   const c: Ctx = {
-    ids: o.chown ? await parseChown(o.chown, o.destRoot) : { uid: 0, gid: 0 },
+    ids: o.idMap ? hostOwner(o.idMap, ids.uid, ids.gid) : ids,
     mode: o.chmod ? parseChmod(o.chmod) : null,
     signal: o.signal,
   };

@@ -1,6 +1,7 @@
 // The steps that make an image: a config instruction's empty layer, RUN (a container run through
 // the backend, its changes committed) and COPY/ADD (files written into a scratch rootfs on top of
 // the current image, its changes committed). Each looks in the cache first.
+import type { IdMap } from '../../lib/idmap.ts';
 import { shortId } from '../../lib/ids.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +29,8 @@ type CopyInstruction = Extract<Instruction, { kind: 'copy' | 'add' }>;
 
 export interface StepDeps {
   layers: LayerStore;
+  /** --userns-remap (BuilderDeps.idMap). */
+  idMap?: IdMap;
   log: Logger;
   platform: Platform;
   backend: BuildBackend;
@@ -128,7 +131,7 @@ export class Steps {
       if (await this.fromCache(state, cc)) return;
       const layer = await this.withRootfs(state.image?.chainId ?? null, (destRoot) => copyInto({
         instruction: name, srcRoot, sources: names ?? sources, dest, workdir: String(state.runConfig.WorkingDir ?? ''), destRoot,
-        chown, chmod: ins.chmod, unpack: ins.kind === 'add' && !names, signal: this.d.signal,
+        chown, chmod: ins.chmod, unpack: ins.kind === 'add' && !names, signal: this.d.signal, ...(this.d.idMap ? { idMap: this.d.idMap } : {}),
       }, resolved));
       await this.commit(state, layer, cc, '');
     });

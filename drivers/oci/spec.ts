@@ -2,6 +2,7 @@
 // build() is on the hot path of every start: the fixed parts are literals, the seccomp profile
 // is cached per capability set, and the only I/O is reading the rootfs's passwd/group (sync,
 // small), creating missing bind sources and, where SELinux labels are given, relabelling `:z`/`:Z` binds.
+import { ociMappings, type IdMap } from '../../lib/idmap.ts';
 import { posix } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -26,6 +27,8 @@ export interface Ulimit {
 
 export interface SpecBuilderOptions {
   log: Logger;
+  /** --userns-remap: containers (but --userns=host ones) run in a user namespace of this map. */
+  idMap?: IdMap;
   defaultShmSize?: number;
   /**
    * Daemon-wide seccomp (--seccomp-profile): 'default' (or 'builtin') is the built-in profile,
@@ -243,6 +246,8 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
     if (strField(h, 'PidMode') !== 'host') namespaces.push({ type: 'pid' });
     if (ipcMode !== 'host') namespaces.push({ type: 'ipc' });
     if (strField(h, 'CgroupnsMode') === 'private') namespaces.push({ type: 'cgroup' });
+    const userns = opts.idMap && strField(h, 'UsernsMode') !== 'host' ? opts.idMap : undefined;
+    if (userns) namespaces.push({ type: 'user' });
 
     const sysctl = strMap(h, 'Sysctls');
     if (hostNet) {
@@ -259,6 +264,10 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
       namespaces,
       devices: dev.devices,
     };
+    if (userns) {
+      linux.uidMappings = ociMappings(userns.uids);
+      linux.gidMappings = ociMappings(userns.gids);
+    }
     if (Object.keys(sysctl).length) linux.sysctl = sysctl;
     if (user_.rootfsPropagation) linux.rootfsPropagation = user_.rootfsPropagation;
     if (!privileged) {

@@ -203,7 +203,12 @@ export interface TarSource {
   entries: AsyncIterable<WalkEntry>;
   /** Paths deleted relative to the parent (naive diffs), archived as `.wh.` entries. */
   deleted?: string[];
+  /** --userns-remap: the container's ids of a host file's owner. */
+  owner?: OwnerMap;
 }
+
+/** The owner a tar entry gets for a file's host owner. */
+export type OwnerMap = (uid: number, gid: number) => { uid: number; gid: number };
 
 /** A tar of `src.entries`, with overlay whiteouts as `.wh.<name>` and opaque dirs as `.wh..wh..opq`. */
 export async function* diffTar(src: TarSource): AsyncGenerator<Buffer> {
@@ -221,7 +226,8 @@ export async function* diffTar(src: TarSource): AsyncGenerator<Buffer> {
     }
     const type = tarType(e.st);
     if (!type) continue;
-    const base = { mode: e.st.mode & 0o7777, uid: e.st.uid, gid: e.st.gid, mtime, xattrs: xattrsOf(e.abs) };
+    const own = src.owner ? src.owner(e.st.uid, e.st.gid) : e.st;
+    const base = { mode: e.st.mode & 0o7777, uid: own.uid, gid: own.gid, mtime, xattrs: xattrsOf(e.abs) };
     if (type === 'file' && e.st.nlink > 1) {
       const first = links.get(e.st.ino);
       if (first !== undefined) {

@@ -6,6 +6,7 @@ import { chunksOf } from './chunks.ts';
 import { decompressStream } from './compression.ts';
 import { readTar } from './tar-reader.ts';
 import type { BlobMedia } from './types.ts';
+import type { IdMap } from '../../lib/idmap.ts';
 import { unpack, type WhiteoutMode } from './unpack.ts';
 
 export interface ExtractOptions {
@@ -16,6 +17,8 @@ export interface ExtractOptions {
   signal?: AbortSignal;
   /** Decompress gzip with unpigz (installed, allowed, and the blob is large enough to gain). */
   usePigz?: boolean;
+  /** --userns-remap: unpack with container ids turned into host ids. */
+  idMap?: IdMap;
 }
 
 export interface ExtractResult {
@@ -37,7 +40,7 @@ export async function extract(src: AsyncIterable<Buffer>, o: ExtractOptions): Pr
   let size = 0;
   try {
     if (o.root !== null) {
-      size = (await unpack(readTar(hashed()), { root: o.root, whiteouts: o.whiteouts, signal: o.signal })).size;
+      size = (await unpack(readTar(hashed()), { root: o.root, whiteouts: o.whiteouts, signal: o.signal, idMap: o.idMap })).size;
     } else {
       for await (const _ of hashed()) {
         // hashing only

@@ -1,6 +1,7 @@
 // What the layer store needs from a graph driver: directories keyed by cache id, each optionally
 // on top of a parent's. The store owns metadata, ids and reference counting; drivers own bytes.
 import type { ChangeEntry, DriverName } from './types.ts';
+import type { OwnerMap } from './diff-walk.ts';
 import type { WhiteoutMode } from './unpack.ts';
 
 export interface GraphDriver {
@@ -31,7 +32,7 @@ export interface GraphDriver {
   unmount(id: string): Promise<void>;
   isMounted(id: string): Promise<boolean>;
   /** The layer's own changes as a tar (whiteouts as `.wh.` entries). */
-  diff(id: string, parent: string | null): AsyncIterable<Buffer>;
+  diff(id: string, parent: string | null, owner?: OwnerMap): AsyncIterable<Buffer>;
   changes(id: string, parent: string | null): Promise<ChangeEntry[]>;
   /** Bytes of the layer's own changes. */
   diffSize(id: string, parent: string | null): Promise<number>;

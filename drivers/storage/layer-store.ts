@@ -8,6 +8,8 @@
 //                                   a crash is removed on start.
 // Layers of one image are unpacked side by side when the driver allows it (overlay2: each layer is
 // its own directory) and committed bottom-up; the flushes of concurrent commits are shared.
+import { containerOwner, rootPair } from '../../lib/idmap.ts';
+import type { OwnerMap } from './diff-walk.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -93,8 +95,12 @@ class Store implements LayerStore {
   /** Leases, and applies on top of a parent: a held layer is not removed. */
   private readonly holds: LayerHolds;
   private flusher: GroupSync | null = null;
+  /** --userns-remap: the container ids of a layer's host owners, for its tar. */
+  private readonly owner: OwnerMap | undefined;
 
   constructor(opts: LayerStoreOptions, driver: GraphDriver) {
+    const map = opts.idMap;
+    this.owner = map ? (uid, gid) => containerOwner(map, uid, gid) : undefined;
     this.opts = opts;
     this.driver = driver;
     this.driverName = driver.name;
@@ -388,7 +394,7 @@ class Store implements LayerStore {
       }
       const { head, all } = await peek(tap(), 4);
       media = sniff(head);
-      result = await extract(all, { media, root: dest, whiteouts: this.driver.whiteouts, signal, usePigz: this.opts.usePigz && (opts.blobSize ?? 0) >= PIGZ_MIN_BYTES });
+      result = await extract(all, { media, root: dest, whiteouts: this.driver.whiteouts, signal, usePigz: this.opts.usePigz && (opts.blobSize ?? 0) >= PIGZ_MIN_BYTES, idMap: this.opts.idMap });
     } catch (err) {
       blob.destroy();
       throw asBlobError(err);
@@ -443,7 +449,7 @@ class Store implements LayerStore {
     if (existsSync(blobFile)) {
       return Readable.from(decompressFile(blobFile, rec.info.blobMedia, this.opts.usePigz), { objectMode: false });
     }
-    return Readable.from(this.driver.diff(rec.cacheId, this.cacheIdOf(rec.info.parent)), { objectMode: false });
+    return Readable.from(this.driver.diff(rec.cacheId, this.cacheIdOf(rec.info.parent), this.owner), { objectMode: false });
   }
 
   layerBlob(chainId: string): Readable {
@@ -546,7 +552,7 @@ class Store implements LayerStore {
 
   tarRW(id: string): Readable {
     const rw = this.rw(id);
-    return Readable.from(this.driver.diff(rw.cacheId, this.cacheIdOf(rw.parent)), { objectMode: false });
+    return Readable.from(this.driver.diff(rw.cacheId, this.cacheIdOf(rw.parent), this.owner), { objectMode: false });
   }
 
   metadataRW(id: string): Record<string, string> {
@@ -577,7 +583,7 @@ export async function createLayerStore(opts: LayerStoreOptions): Promise<LayerSt
       ? new BtrfsDriver(join(opts.dataRoot, 'btrfs'), opts.options)
       : opts.driver === 'fuse-overlayfs'
         ? new FuseOverlayDriver(join(opts.dataRoot, 'fuse-overlayfs'), opts.log)
-        : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log, opts.options);
+        : new Overlay2Driver(join(opts.dataRoot, 'overlay2'), opts.log, opts.options, opts.idMap && rootPair(opts.idMap));
   const store = new Store(opts, driver);
   await store.open();
   opts.log.info({ driver: driver.name, layers: store.list().length }, 'layer store ready');

@@ -6,12 +6,12 @@
 //   <home>/l/<short> -> ../<id>/diff, so lowerdir options stay short enough for one page.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync, statfsSync } from 'node:fs';
-import { mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { failedPrecondition, internal, notFound } from '../../lib/errors.ts';
 import { MNT_DETACH, mountAsync, mountWithCwd, umount } from '../sys/syscalls.ts';
-import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
+import { diffTar, dirSize, overlayChanges, walk, type OwnerMap } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
 import type { WhiteoutMode } from './unpack.ts';
 import { NO_QUOTA, storageOptSize, type DriverOptions } from './storage-opt.ts';
@@ -75,14 +75,20 @@ export class Overlay2Driver implements GraphDriver {
   /** The backing file system is xfs mounted with project quotas (what a size needs). */
   private projectQuotas = false;
 
-  constructor(home: string, log: Logger, opts: DriverOptions = {}) {
+  /** --userns-remap: the host ids of the containers' root (who owns a layer's root and its mount point). */
+  private readonly remapRoot: { uid: number; gid: number } | undefined;
+
+  constructor(home: string, log: Logger, opts: DriverOptions = {}, remapRoot?: { uid: number; gid: number }) {
     this.home = resolve(home);
     this.log = log;
     this.opts = opts;
+    this.remapRoot = remapRoot;
   }
 
   async init(): Promise<void> {
     await mkdir(join(this.home, LINK_DIR), { recursive: true, mode: 0o700 });
+    // A remapped container's root reaches its merged dir through here (as the reference: root and its group).
+    if (this.remapRoot) await this.groupTraversable(this.home);
     const type = statfsSync(this.home).type;
     this.backingFs = FS_NAMES[type] ?? `<unknown> (0x${type.toString(16)})`;
     await this.supported(this.backingFs);
@@ -135,12 +141,13 @@ export class Overlay2Driver implements GraphDriver {
     }
     const dir = this.dir(id);
     await mkdir(dir, { mode: 0o710 });
+    if (this.remapRoot) await this.groupTraversable(dir);
     const link = shortId();
     // Independent of each other: made together, each a round trip to the thread pool. A crash
     // in between leaves a link without its layer (dropped by init) or a directory no record
     // names (an orphan the layer store removes on start).
     await Promise.all([
-      mkdir(join(dir, 'diff'), { mode: 0o755 }),
+      this.mkdirRoot(join(dir, 'diff'), 0o755),
       symlink(join('..', id, 'diff'), join(this.home, LINK_DIR, link)),
       writeFile(join(dir, 'link'), link),
     ]);
@@ -154,11 +161,23 @@ export class Overlay2Driver implements GraphDriver {
     const lower = [`${LINK_DIR}/${above.link}`, ...(above.lower ? above.lower.split(':') : [])].join(':');
     await Promise.all([
       writeFile(join(dir, 'lower'), lower),
-      mkdir(join(dir, 'work'), { mode: 0o700 }),
-      mkdir(join(dir, 'merged'), { mode: 0o700 }),
+      this.mkdirRoot(join(dir, 'work'), 0o700),
+      this.mkdirRoot(join(dir, 'merged'), 0o700),
     ]);
     const known = this.names.get(id);
     if (known) this.names.set(id, { link: known.link, lower });
+  }
+
+  /** A directory the containers' root owns (the host's root without a remap). */
+  private async mkdirRoot(path: string, mode: number): Promise<void> {
+    await mkdir(path, { mode });
+    if (this.remapRoot) await chown(path, this.remapRoot.uid, this.remapRoot.gid);
+  }
+
+  /** root:<remapped root's group> 0710: the remapped root may pass, nobody else may list. */
+  private async groupTraversable(path: string): Promise<void> {
+    await chown(path, 0, this.remapRoot!.gid);
+    await chmod(path, 0o710);
   }
 
   async remove(id: string): Promise<void> {
@@ -247,9 +266,9 @@ export class Overlay2Driver implements GraphDriver {
     return mountedOverlay(join(this.dir(id), 'merged'));
   }
 
-  async *diff(id: string): AsyncIterable<Buffer> {
+  async *diff(id: string, _parent?: string | null, owner?: OwnerMap): AsyncIterable<Buffer> {
     const root = this.unpackDir(id);
-    yield* diffTar({ root, entries: walk(root) });
+    yield* diffTar({ root, entries: walk(root), owner });
   }
 
   async changes(id: string): Promise<ChangeEntry[]> {

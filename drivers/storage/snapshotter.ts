@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { internal, isCode, notFound } from '../../lib/errors.ts';
 import { MNT_DETACH, mountAsync, umount } from '../sys/syscalls.ts';
-import { diffTar, dirSize, overlayChanges, walk } from './diff-walk.ts';
+import { diffTar, dirSize, overlayChanges, walk, type OwnerMap } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
 import type { ChangeEntry } from './types.ts';
 import type { WhiteoutMode } from './unpack.ts';
@@ -182,9 +182,9 @@ export class SnapshotterDriver implements GraphDriver {
     return !!m && !!parent && m.dev !== parent.dev;
   }
 
-  async *diff(id: string): AsyncIterable<Buffer> {
+  async *diff(id: string, _parent?: string | null, owner?: OwnerMap): AsyncIterable<Buffer> {
     const root = this.get(id).dir;
-    yield* diffTar({ root, entries: walk(root) });
+    yield* diffTar({ root, entries: walk(root), owner });
   }
 
   async changes(id: string): Promise<ChangeEntry[]> {

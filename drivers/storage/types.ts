@@ -163,4 +163,9 @@ export interface LayerStoreOptions {
    */
   usePigz: boolean;
   log: import('pino').Logger;
+  /**
+   * --userns-remap: layers are unpacked owned by the host ids of their container ids, and their
+   * tars (save, push, commit) carry the container ids back.
+   */
+  idMap?: import('../../lib/idmap.ts').IdMap;
 }

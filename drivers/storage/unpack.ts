@@ -1,6 +1,7 @@
 // Unpack a layer tar into a directory, safely: every path is resolved inside the root the way a
 // chroot would (symlinks followed but clamped at the root, `..` never above it), so no entry can
 // write outside. Whiteouts become overlay whiteouts (char 0/0 device, opaque xattr) or deletions.
+import { hostOwner, type IdMap } from '../../lib/idmap.ts';
 import { constants as fsc } from 'node:fs';
 import { chmod, link, lchown, lstat, lutimes, mkdir, open, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
@@ -27,6 +28,8 @@ export interface UnpackOptions {
   root: string;
   whiteouts: WhiteoutMode;
   signal?: AbortSignal;
+  /** --userns-remap: entries are owned by the host ids their container ids are. */
+  idMap?: IdMap;
 }
 
 export interface UnpackResult {
@@ -71,9 +74,17 @@ class Unpacker {
   private readonly dirTimes: Array<[string, number, number]> = [];
   size = 0;
 
-  constructor(root: string, mode: WhiteoutMode) {
+  private readonly idMap: IdMap | undefined;
+
+  constructor(root: string, mode: WhiteoutMode, idMap?: IdMap) {
     this.root = root;
     this.mode = mode;
+    this.idMap = idMap;
+  }
+
+  /** The host owner of an entry the tar gives `uid`/`gid` (itself without a remap). */
+  private owner(uid: number, gid: number): { uid: number; gid: number } {
+    return this.idMap ? hostOwner(this.idMap, uid, gid) : { uid, gid };
   }
 
   /** Resolve directory components inside the root like a chroot would, creating missing ones. */
@@ -96,6 +107,7 @@ class Unpacker {
       if (st === null) {
         if (!create) throw invalidArgument(`invalid tar entry: ${key} does not exist in the layer`);
         await mkdir(p, 0o755);
+        if (this.idMap) await lchown(p, ...ownerArgs(this.owner(0, 0)));
         this.created.add([...cur, c].join('/'));
         cur.push(c);
         continue;
@@ -189,7 +201,7 @@ class Unpacker {
         return; // unsupported kinds (sockets, volume labels) are skipped, as the reference daemon does
     }
 
-    await lchown(target, h.uid, h.gid);
+    await lchown(target, ...ownerArgs(this.owner(h.uid, h.gid)));
     for (const [name, value] of h.xattrs) {
       // Overlay's own attributes are the driver's business, never the image's.
       if (name.startsWith('trusted.overlay.')) continue;
@@ -229,7 +241,7 @@ class Unpacker {
     if (await lstatOrNull(target)) await this.remove(target);
     if (this.mode === 'overlay') {
       mknod(target, S_IFCHR, 0, 0);
-      await lchown(target, uid, gid);
+      await lchown(target, ...ownerArgs(this.owner(uid, gid)));
     } else if (this.mode === 'files') {
       await writeFile(join(dir, `${WHITEOUT_PREFIX}${name}`), '');
     }
@@ -240,8 +252,12 @@ class Unpacker {
   }
 }
 
+function ownerArgs(o: { uid: number; gid: number }): [number, number] {
+  return [o.uid, o.gid];
+}
+
 export async function unpack(entries: AsyncIterable<TarEntry>, opts: UnpackOptions): Promise<UnpackResult> {
-  const u = new Unpacker(opts.root, opts.whiteouts);
+  const u = new Unpacker(opts.root, opts.whiteouts, opts.idMap);
   for await (const e of entries) {
     opts.signal?.throwIfAborted();
     await u.entry(e);

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { internal } from '../../lib/errors.ts';
 import { EXECA_DEFAULTS } from '../sys/exec.ts';
 import { diffTar, naiveChanges, walk } from './diff-walk.ts';
-import type { WalkEntry } from './diff-walk.ts';
+import type { OwnerMap, WalkEntry } from './diff-walk.ts';
 import type { GraphDriver } from './graph-driver.ts';
 import { NO_QUOTA, storageOptSize } from './storage-opt.ts';
 import type { ChangeEntry } from './types.ts';
@@ -70,7 +70,7 @@ export class VfsDriver implements GraphDriver {
     return false;
   }
 
-  async *diff(id: string, parent: string | null): AsyncIterable<Buffer> {
+  async *diff(id: string, parent: string | null, owner?: OwnerMap): AsyncIterable<Buffer> {
     const root = this.dir(id);
     const changes = await naiveChanges(root, parent === null ? null : this.dir(parent));
     const changed = new Set(changes.filter((c) => c.Kind !== 2).map((c) => c.Path.slice(1)));
@@ -78,7 +78,7 @@ export class VfsDriver implements GraphDriver {
     async function* entries(): AsyncGenerator<WalkEntry> {
       for await (const e of walk(root)) if (changed.has(e.rel)) yield e;
     }
-    yield* diffTar({ root, entries: entries(), deleted });
+    yield* diffTar({ root, entries: entries(), deleted, owner });
   }
 
   changes(id: string, parent: string | null): Promise<ChangeEntry[]> {

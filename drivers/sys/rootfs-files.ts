@@ -2,6 +2,7 @@
 // component inside the container's view (its root filesystem with the mounts over it, see
 // lib/container-path.ts), symlinks included, so nothing outside can be read or written through
 // `..` or a link. A bare root path is a tree without mounts.
+import { containerOwner, toHost } from '../../lib/idmap.ts';
 import { execa } from 'execa';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { chmod, lchown, lstat, mkdir, readdir, readlink, realpath, rm, stat, symlink, link, utimes, writeFile } from 'node:fs/promises';
@@ -166,7 +167,8 @@ export async function archiveFromRoot(root: Tree, path: string, signal: AbortSig
   const host = resolved.host;
   const base = basename(posix.normalize(path)) || '.';
   const isDir = (stat.mode & 2 ** 31) !== 0;
-  if (isDir && mountsBelow(tree.mounts, resolved.path).length > 0) {
+  // Remapped owners are turned back into the container's ids by the walker (tar cannot map ranges).
+  if (tree.idMap || (isDir && mountsBelow(tree.mounts, resolved.path).length > 0)) {
     return { stat, stream: packTree(tree, resolved.path, resolved.path === '/' || base === '/' ? '.' : base, signal) };
   }
   const dir = dirname(host);
@@ -213,7 +215,8 @@ function packTree(tree: ContainerTree, inside: string, name: string, signal: Abo
     const { host } = mapContainerPath(tree, at);
     const st = await lstat(host).catch(() => null);
     if (!st) return; // gone meanwhile, or a mount point not made yet whose source is missing
-    const header: Partial<tar.Header> & { name: string } = { name: entryName, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: st.mtime };
+    const own = tree.idMap ? containerOwner(tree.idMap, st.uid, st.gid) : st;
+    const header: Partial<tar.Header> & { name: string } = { name: entryName, mode: st.mode & 0o7777, uid: own.uid, gid: own.gid, mtime: st.mtime };
     if (st.isDirectory()) {
       await packEntry(pack, { ...header, name: entryName.endsWith('/') ? entryName : `${entryName}/`, type: 'directory' });
       const names = new Set(await readdir(host).catch(() => [] as string[]));
@@ -333,7 +336,9 @@ export async function extractToRoot(
       }
       const uid = opts.copyUIDGID ? (h.uid ?? 0) : 0;
       const gid = opts.copyUIDGID ? (h.gid ?? 0) : 0;
-      await lchown(target, uid, gid).catch(() => {});
+      // The ids are the container's: on the host, the ones they are (an id without one stays as given).
+      const own = tree.idMap ? { uid: toHost(tree.idMap.uids, uid) ?? uid, gid: toHost(tree.idMap.gids, gid) ?? gid } : { uid, gid };
+      await lchown(target, own.uid, own.gid).catch(() => {});
     }
   })();
   await Promise.all([pipeline(body, ex, { signal }), work]);

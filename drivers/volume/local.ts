@@ -18,8 +18,12 @@ export class LocalVolumeDriver {
   readonly root: string;
   readonly #queues = new Map<string, Promise<unknown>>();
 
-  constructor(opts: { root: string }) {
+  /** --userns-remap: the containers' root on the host, who owns a fresh volume's data. */
+  private readonly owner: { uid: number; gid: number } | undefined;
+
+  constructor(opts: { root: string; owner?: { uid: number; gid: number } }) {
     this.root = opts.root;
+    this.owner = opts.owner;
   }
 
   /** Host path containers mount for `name`. */
@@ -43,7 +47,10 @@ export class LocalVolumeDriver {
     await mkdirOnce(dir, 0o701);
     await chmod(dir, 0o701);
     // Only a fresh `_data` gets its mode: a copy-up may since have given it the image's.
-    if (await mkdirOnce(data, 0o755)) await chmod(data, 0o755);
+    if (await mkdirOnce(data, 0o755)) {
+      await chmod(data, 0o755);
+      if (this.owner) await chown(data, this.owner.uid, this.owner.gid);
+    }
     return { mountpoint: data, created: true };
   }
 

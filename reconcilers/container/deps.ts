@@ -160,4 +160,6 @@ export interface ContainerReconcilerDeps {
   execRoot: string;
   cgroupParent: string;
   log: Logger;
+  /** --userns-remap: the host ids of the containers' root, who must reach and own a container's files. */
+  remapRoot?: { uid: number; gid: number };
 }

@@ -24,6 +24,9 @@ export function joinNamespaceOf(oci: Record<string, unknown>, type: 'network' | 
   const linux = (oci.linux ?? {}) as { namespaces?: Array<{ type: string; path?: string }> };
   const ns = (linux.namespaces ?? []).filter((n) => n.type !== type);
   ns.push({ type, path: `/proc/${run.pid}/ns/${NS_FILE[type]}` });
+  // --userns-remap: a namespace is shared together with the user namespace that owns it (the reference's rule).
+  const user = ns.find((n) => n.type === 'user');
+  if (user) user.path = `/proc/${run.pid}/ns/user`;
   linux.namespaces = ns;
   oci.linux = linux;
   if (type !== 'ipc') return;

@@ -3,8 +3,8 @@
 // stop, collect and tear down (stop-steps.ts); the network side (run-network.ts) and what the
 // supervisor holds (supervisor-records.ts). The reconciler decides which step is due; these
 // perform them and stage what they observed in status.
-import { appendFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync, chownSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { type ContainerSpec } from '../../store/kinds/container.ts';
 
 import type { ReconcilerStore } from '../store-like.ts';
@@ -66,10 +66,14 @@ export class RunSteps {
   async prepare(id: string, spec: ContainerSpec): Promise<void> {
     const dir = this.paths.containerDir(id);
     mkdirSync(dir, { recursive: true, mode: 0o710 });
+    const remap = this.deps.remapRoot;
+    // The remapped root passes through to its /etc files (root and its group, as the reference).
+    if (remap) for (const d of [dirname(dir), dir]) chownSync(d, 0, remap.gid);
     const ep = await this.deps.network?.allocate(id, spec.hostConfig.NetworkMode, primaryRequest(spec, primaryEndpoint(this.store, id)));
     const nameserver = ep ? this.deps.network?.nameserverFor(ep) : undefined;
     const files = await this.deps.spec.writeEtcFiles(dir, spec.config, spec.hostConfig, nameserver ? { nameserver } : {});
     if (ep) appendFileSync(files.hosts, `${ep.IPAddress}\t${spec.config.Hostname}\n${ep.GlobalIPv6Address ? `${ep.GlobalIPv6Address}\t${spec.config.Hostname}\n` : ''}`);
+    if (remap) for (const f of [files.hosts, files.hostname, files.resolvConf]) if (f) chownSync(f, remap.uid, remap.gid);
     const image = this.store.get(Images, spec.imageId);
     await this.deps.layers.createRW(id, image?.spec.chainId ?? null, spec.hostConfig.StorageOpt ?? undefined);
     await copyUpVolumes(id, spec, this.deps.layers, this.deps.volumes);

@@ -48,7 +48,10 @@ export class StartSteps {
       const linked = linkedContainers(this.parts.store, spec);
       writeLinkHosts(status.hostsPath, linked);
       const ep = await this.parts.net.primaryEndpointOf(id, spec);
-      if (ep && this.parts.deps.netns) netnsPath = this.parts.net.netnsPath(id);
+      // A container in a user namespace needs a network namespace that namespace owns (to mount
+      // sysfs): the runtime makes it and the plumbing goes in by the task's pid, as the reference's.
+      const ownNetns = !!this.parts.deps.remapRoot && spec.hostConfig.UsernsMode !== 'host';
+      if (ep && this.parts.deps.netns && !ownNetns) netnsPath = this.parts.net.netnsPath(id);
       const { oci, rootfs } = await this.runSpec(id, spec, linked, netnsPath);
       const mode = spec.hostConfig.NetworkMode;
       const runtime = this.parts.deps.runtimes.resolve(spec.hostConfig.Runtime);

@@ -158,7 +158,7 @@ describe('raw logs on a terminal', () => {
   before(() => writeFileSync(conf, '{}'));
   after(() => rmSync(conf, { force: true }));
   const onTty = (extra: string) =>
-    promisify(execFile)('script', ['-qec', `${ENGINED} -p /tmp/engine-e2e-tty-${process.pid}.pid --config-file ${conf} --userns-remap x ${extra}`, '/dev/null'], { timeout: 60_000 }).then(
+    promisify(execFile)('script', ['-qec', `${ENGINED} -p /tmp/engine-e2e-tty-${process.pid}.pid --config-file ${conf} --storage-driver devicemapper ${extra}`, '/dev/null'], { timeout: 60_000 }).then(
       (r) => r.stdout,
       (e: { stdout?: string }) => e.stdout ?? '',
     );
@@ -167,7 +167,7 @@ describe('raw logs on a terminal', () => {
     assert.match(colored, /\x1b\[31mERRO\x1b\[0m\[\d{4}\] engined failed to start/);
     const plain = await onTty('--raw-logs');
     assert.doesNotMatch(plain, /\x1b\[/);
-    assert.match(plain, /time="[^"]+" level=error msg="engined failed to start" error="not supported by this daemon yet: --userns-remap"/);
+    assert.match(plain, /time="[^"]+" level=error msg="engined failed to start" error="not supported by this daemon yet: --storage-driver=devicemapper"/);
   });
 });
 
@@ -182,7 +182,7 @@ describe('options that refuse the start', () => {
     await refused(['--storage-driver', 'devicemapper'], 'engined: not supported by this daemon yet: --storage-driver=devicemapper');
     // No zfs module in this kernel: the reference's refusal (issue 67, 4).
     await refused([], /engined: (error initializing graphdriver: prerequisites for driver not satisfied \(wrong filesystem\?\)|not supported by this daemon yet: --storage-driver=zfs)/, { ENGINE_DRIVER: 'zfs' });
-    await refused(['--userns-remap', 'default'], 'engined: not supported by this daemon yet: --userns-remap');
+    await refused(['--userns-remap', 'default', '--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --userns-remap with --feature supervisor-snapshotter');
     await refused(['--rootless'], 'engined: not supported by this daemon yet: --rootless');
     await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
     await refused(['--feature', 'supervisor-snapshotter', '-s', 'overlay2'], 'engined: not supported by this daemon yet: --storage-driver=overlay2 with --feature supervisor-snapshotter (its only snapshotter is overlayfs)');

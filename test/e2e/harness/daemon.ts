@@ -1,7 +1,7 @@
 // Starts a real engined on private temp roots and socket for one test file, and leaves nothing
 // behind: the daemon, its supervisor and shims, mounts, the default bridge it made, the roots.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,6 +112,8 @@ class Handle implements DaemonHandle {
     // Short paths: a unix socket path must fit in 108 bytes, the supervisor's included.
     mkdirSync('/tmp', { recursive: true });
     this.root = mkdtempSync('/tmp/engine-e2e-');
+    // A remapped root (--userns-remap) passes through the data root's parents, as under /var/lib.
+    if (opts.args?.includes('--userns-remap')) chmodSync(this.root, 0o711);
     this.socket = join(this.root, 'engine.sock');
     this.dockerHost = `unix://${this.socket}`;
     this.dataRoot = join(this.root, 'data');

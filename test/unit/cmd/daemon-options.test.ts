@@ -56,7 +56,7 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
     [{ storageDriver: 'overlay2', storageOpts: ['overlay2.mountopt=x'] }, 'overlay2: unknown option overlay2.mountopt'],
     [{ storageDriver: 'overlay2', storageOpts: ['overlay2.override_kernel_check=maybe'] }, 'strconv.ParseBool: parsing "maybe": invalid syntax'],
     [{ storageDriver: 'vfs', storageOpts: ['size=1G'] }, 'Filesystem does not support, or has not enabled quotas'],
-    [{ usernsRemap: 'default' }, 'not supported by this daemon yet: --userns-remap'],
+    [{ usernsRemap: 'default', features: { 'supervisor-snapshotter': true } }, 'not supported by this daemon yet: --userns-remap with --feature supervisor-snapshotter'],
     [{ rootless: true }, 'not supported by this daemon yet: --rootless'],
     [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
     [{ features: { 'supervisor-snapshotter': true }, storageDriver: 'native' }, 'not supported by this daemon yet: --storage-driver=native with --feature supervisor-snapshotter (its only snapshotter is overlayfs)'],
