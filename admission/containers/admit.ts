@@ -85,6 +85,11 @@ export function admitContainer(
     path: n.path, args: n.args, desired: 'created', runGeneration: 0, manuallyStopped: false,
   };
   if (opts.ownerRef) spec.ownerRef = opts.ownerRef;
+  if (deps.defaults.selinuxLabels) {
+    const l = deps.defaults.selinuxLabels(n.hostConfig);
+    n.hostConfig.SecurityOpt = l.securityOpt;
+    spec.labels = l.labels;
+  }
   // Created and started in one write (an owner's replica): the reconciler prepares, then runs it.
   if (opts.start) Object.assign(spec, startLevel(spec));
   const vols = resolveContainerMounts(store, { containerId: id, config: n.config, hostConfig: n.hostConfig, findContainer: (ref) => findContainer(store, ref) });

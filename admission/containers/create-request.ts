@@ -25,6 +25,12 @@ export interface CreateDefaults {
   validateBind: (bind: string) => void;
   /** --userns-remap is on: what cannot share the host's namespaces from a user namespace is refused. */
   usernsRemap?: boolean;
+  /**
+   * Where SELinux is active: a new container's labels from its HostConfig, and its SecurityOpt with
+   * the label options the reference adds (label=disable for --privileged, host pid/ipc; a joined
+   * container's label).
+   */
+  selinuxLabels?: (hostConfig: HostConfig) => { securityOpt: string[]; labels: { processLabel: string; mountLabel: string } };
 }
 
 export interface NormalizedCreate {

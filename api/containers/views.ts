@@ -112,8 +112,8 @@ export function inspectView(
     RestartCount: status.restartCount,
     Driver: status.driver,
     Platform: 'linux',
-    MountLabel: '',
-    ProcessLabel: '',
+    MountLabel: spec.labels?.mountLabel ?? '',
+    ProcessLabel: spec.labels?.processLabel ?? '',
     AppArmorProfile: '',
     // Its execs not yet ended (created or running), as the reference lists them; null when none.
     ExecIDs: opts.execIds?.length ? [...opts.execIds] : null,

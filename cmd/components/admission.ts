@@ -8,10 +8,31 @@ import { resolveForPlatform } from '../../api/images/platforms.ts';
 import { validateLogConfig } from '../../drivers/logging/index.ts';
 import { hostRouteSubnets } from '../../drivers/network/routes.ts';
 import { validateBind } from '../../drivers/oci/index.ts';
+import { generatedLabelOpts, initLabels, labelOptions, McsAllocator, selinuxActive, type LabelHostConfig, type SelinuxLabels } from '../../drivers/oci/selinux.ts';
+import { Containers, findContainer, type HostConfig } from '../../store/kinds/container.ts';
 import { DEFAULT_CHAIN_PREFIX } from '../../reconcilers/network/deps.ts';
 import { component } from './registry.ts';
 import { blkioWeightSupported, hostCpus } from '../daemon-helpers.ts';
 import type { DaemonEnv } from './env.ts';
+
+/**
+ * A new container's SELinux labels (where SELinux is active): its options with the ones the
+ * reference adds, and a level no other container holds (the store's containers are the levels in use).
+ */
+export function containerLabels(store: AdmissionDeps['store'], h: HostConfig, newAllocator = () => new McsAllocator()): { securityOpt: string[]; labels: SelinuxLabels } {
+  const processLabelOf = (ref: string) => {
+    try {
+      return findContainer(store, ref).spec.labels?.processLabel ?? '';
+    } catch {
+      return '';
+    }
+  };
+  const given = Array.isArray(h.SecurityOpt) ? (h.SecurityOpt as string[]) : [];
+  const securityOpt = [...given, ...generatedLabelOpts({ ...h, SecurityOpt: given } as LabelHostConfig, processLabelOf)];
+  const mcs = newAllocator();
+  for (const c of store.list(Containers)) if (c.spec.labels) mcs.reserveLabel(c.spec.labels.processLabel);
+  return { securityOpt, labels: initLabels(labelOptions(securityOpt), mcs) };
+}
 
 export interface Admission {
   containers: AdmissionDeps;
@@ -39,6 +60,7 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         validateLogConfig,
         validateBind,
         usernsRemap: !!ctx.get('userns').map,
+        ...(selinuxActive(!!cfg.selinuxEnabled) ? { selinuxLabels: (h: HostConfig) => containerLabels(store, h) } : {}),
       };
       return {
         containers: { store, resolveImage: (ref, platform) => resolveForPlatform(store, ref, platform), defaults },

@@ -65,6 +65,10 @@ export interface SpecPort {
     cgroupsPath: string;
     /** The container's volume mounts as host paths. */
     volumeMounts?: Array<{ source: string; destination: string; readOnly: boolean; propagation: string }>;
+    /** Its own network namespace, made by the daemon (absent: the runtime makes one). */
+    netnsPath?: string;
+    /** Its SELinux labels (ContainerSpec.labels), where SELinux is active. */
+    selinux?: { processLabel: string; mountLabel: string };
   }): Promise<object>;
   /** The cgroup limits of a HostConfig, as `updateTask` takes them. */
   updateResources(hostConfig: HostConfig): object;

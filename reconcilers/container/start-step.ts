@@ -166,6 +166,7 @@ export class StartSteps {
       files: { hostname: status.hostnamePath, hosts: status.hostsPath, resolvConf: status.resolvConfPath },
       cgroupsPath: `${this.parts.deps.cgroupParent}/${id}`,
       ...(netnsPath ? { netnsPath } : {}),
+      ...(spec.labels ? { selinux: spec.labels } : {}),
     });
     const mode = spec.hostConfig.NetworkMode;
     if (mode.startsWith('container:')) this.join(oci, 'network', mode.slice('container:'.length));

@@ -95,6 +95,7 @@ export const containerSpecSchema = z.object({
   runGeneration: z.number().int().nonnegative(),
   stopOptions: z.object({ signal: z.string().optional(), timeout: z.number().nullish() }).optional(),
   mountPoints: z.array(mountPoint).optional(),
+  labels: z.object({ processLabel: z.string(), mountLabel: z.string() }).optional(),
   remove: z.object({ force: z.boolean(), volumes: z.boolean() }).optional(),
   manuallyStopped: z.boolean(),
 }) satisfies z.ZodType<ContainerSpec>;

@@ -114,6 +114,11 @@ export interface ContainerSpec {
    * may be host paths). Binds and tmpfs of its own stay in hostConfig.
    */
   mountPoints?: MountPoint[];
+  /**
+   * Its SELinux labels, chosen at create where SELinux is active (the daemon's --selinux-enabled
+   * on a host that has it); the MCS level of the process label is this container's while it exists.
+   */
+  labels?: { processLabel: string; mountLabel: string };
   /** Set with desired = 'removed'. */
   remove?: { force: boolean; volumes: boolean };
   /** Set when the user stopped the container explicitly (restart policies must not restart it). */
