@@ -12,6 +12,9 @@ import { selinuxStartWarning, selinuxEnabled } from '../drivers/oci/selinux.ts';
 
 const NOT_YET = 'not supported by this daemon yet: ';
 
+/** --rootless started without rootlesskit around it: the script that starts it so. */
+export const ROOTLESS_OUTSIDE = 'rootless mode needs engined to run inside rootlesskit: start it with engined-rootless.sh (hack/engined-rootless.sh), which does';
+
 /** The storage drivers this daemon has. */
 const STORAGE_DRIVERS = new Set(['overlay2', 'vfs', 'btrfs', 'fuse-overlayfs']);
 
@@ -33,7 +36,9 @@ export function unsupportedOption(c: DaemonConfig): string | undefined {
   }
   // User namespaces unpack layers with remapped owners: the supervisor's snapshotter does not.
   if (c.usernsRemap && snapshotter) return `${NOT_YET}--userns-remap with --feature supervisor-snapshotter`;
-  if (c.rootless) return `${NOT_YET}--rootless`;
+  // Rootless mode runs inside rootlesskit's namespaces, which hack/engined-rootless.sh makes.
+  if (c.rootless && !process.env.ROOTLESSKIT_STATE_DIR) return ROOTLESS_OUTSIDE;
+  if (c.rootless && c.usernsRemap) return 'options --userns-remap and --rootless are incompatible';
   if (c.cdiSpecDirs?.length) return `${NOT_YET}--cdi-spec-dir`;
   return undefined;
 }

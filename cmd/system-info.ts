@@ -118,7 +118,8 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         NGoroutines: 0,
         SystemTime: new Date().toISOString(),
         LoggingDriver: cfg.logDriver || 'json-file',
-        CgroupDriver: facts.cgroupDriver,
+        // Rootless mode on cgroup v1 has no cgroups of its own: the reference says none.
+        CgroupDriver: cfg.rootless && !cgroupV2() ? 'none' : facts.cgroupDriver,
         CgroupVersion: facts.cgroupVersion,
         NEventsListener: 0,
         KernelVersion: facts.kernelVersion,

@@ -1,6 +1,7 @@
 // loadDaemonConfig: flags, then the config file, then the environment, then defaults; the
 // reference daemon's conflict rules between flags and file; validation of the merged result.
 import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { EngineError, invalidArgument, isCode } from '../lib/errors.ts';
 import { parseGenericResources } from '../lib/generic-resources.ts';
 import { parseClusterStore } from '../lib/cluster/store-url.ts';
@@ -57,7 +58,9 @@ export function buildConfig(flags: ParsedFlags, env: NodeJS.ProcessEnv): { confi
   const sources = {} as ConfigSources;
   for (const f of Object.keys(config) as ConfigField[]) sources[f] = 'default';
 
-  const configFile = (flags.values.configFile as string | undefined) ?? DEFAULT_CONFIG_FILE;
+  // Rootless (a flag): the user's own configuration file, as the reference's ~/.config/docker/daemon.json.
+  const defaultFile = flags.values.rootless === true ? join(userDirs(env).config, 'engine', 'daemon.json') : DEFAULT_CONFIG_FILE;
+  const configFile = (flags.values.configFile as string | undefined) ?? defaultFile;
   const explicitFile = flags.values.configFile !== undefined;
   let fromFile: Partial<Record<ConfigField, unknown>> = {};
   try {
@@ -89,6 +92,7 @@ export function buildConfig(flags: ParsedFlags, env: NodeJS.ProcessEnv): { confi
   }
   config.configFile = configFile;
   applyEnv(config, sources, env);
+  if (config.rootless) applyRootlessRoots(config, sources, env);
 
   // -H with an empty value means the default, as if -H were not given.
   const tls = config.tls || config.tlsverify;
@@ -98,6 +102,30 @@ export function buildConfig(flags: ParsedFlags, env: NodeJS.ProcessEnv): { confi
 
   validateConfig(config);
   return { config, sources };
+}
+
+/** The user's XDG directories (rootless mode), as the reference's homedir package finds them. */
+function userDirs(env: NodeJS.ProcessEnv): { data: string; config: string; runtime: string | undefined } {
+  const home = env.HOME || homedir();
+  return {
+    data: env.XDG_DATA_HOME || join(home, '.local', 'share'),
+    config: env.XDG_CONFIG_HOME || join(home, '.config'),
+    runtime: env.XDG_RUNTIME_DIR || undefined,
+  };
+}
+
+/**
+ * Rootless mode's per-user roots where no option names them: the data root under
+ * $XDG_DATA_HOME/engine, the exec root, pidfile and socket under $XDG_RUNTIME_DIR.
+ */
+function applyRootlessRoots(config: DaemonConfig, sources: ConfigSources, env: NodeJS.ProcessEnv): void {
+  const dirs = userDirs(env);
+  if (!dirs.runtime) throw invalidArgument('rootless mode needs XDG_RUNTIME_DIR set to a directory of the user\'s own');
+  const unset = (f: ConfigField) => sources[f] === 'default';
+  if (unset('dataRoot')) config.dataRoot = join(dirs.data, 'engine');
+  if (unset('execRoot')) config.execRoot = join(dirs.runtime, 'engine');
+  if (unset('pidfile')) config.pidfile = join(dirs.runtime, 'engine.pid');
+  if (unset('hosts')) config.hosts = [`unix://${join(dirs.runtime, 'engine.sock')}`];
 }
 
 function setFromEnv(config: DaemonConfig, sources: ConfigSources, field: ConfigField, value: unknown): void {

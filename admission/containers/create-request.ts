@@ -1,5 +1,6 @@
 // Turns a create request body into the stored ContainerConfig/HostConfig: defaults filled,
 // the image's config merged in the reference daemon's way, bad input refused before any write.
+import { discardLimits } from './no-cgroups.ts';
 import { checkResources, type HostCpus } from './resource-checks.ts';
 import { mergeHealthcheck, parseHealthcheck } from './healthcheck.ts';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -23,6 +24,8 @@ export interface CreateDefaults {
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
+  /** Containers get no cgroups (rootless mode on cgroup v1): limits are discarded with the reference's warnings. */
+  noCgroups?: boolean;
   /** --userns-remap is on: what cannot share the host's namespaces from a user namespace is refused. */
   usernsRemap?: boolean;
   /**
@@ -108,6 +111,7 @@ export function normalizeCreate(b: CreateBody, image: ImageConfigBlob, defaults:
   if (hostConfig.NetworkMode === 'host' && portBindings && Object.keys(portBindings).length > 0) {
     warnings.push('Published ports are discarded when using host network mode');
   }
+  if (defaults.noCgroups) warnings.push(...discardLimits(hostConfig as unknown as Record<string, unknown>));
   if (defaults.blkioWeight === false) warnings.push(...discardBlkioWeights(hostConfig as unknown as Record<string, unknown>));
   checkResources(hostConfig as unknown as Record<string, unknown>, defaults.hostCpus);
   return { config, hostConfig, path: command[0], args: command.slice(1), warnings };

@@ -1,6 +1,7 @@
 // Admission's dependencies, built once from the daemon's options: what a container create and a
 // network create are checked and defaulted against. The API's create routes and the stack
 // reconciler (which writes its objects through admission, not through the API) share them.
+import { cgroupV2 } from '../system-info.ts';
 import type { AdmissionDeps } from '../../admission/containers/admit.ts';
 import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
@@ -60,6 +61,8 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         validateLogConfig,
         validateBind,
         usernsRemap: !!ctx.get('userns').map,
+        // Rootless mode on cgroup v1: no limits (the reference's warnings).
+        ...(cfg.rootless && !cgroupV2() ? { noCgroups: true } : {}),
         ...(selinuxActive(!!cfg.selinuxEnabled) ? { selinuxLabels: (h: HostConfig) => containerLabels(store, h) } : {}),
       };
       return {

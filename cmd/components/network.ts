@@ -1,5 +1,6 @@
 // Networking: the bridge driver with the default network, attaching containers to networks,
 // published ports (and the userland proxies behind them) and the embedded DNS servers.
+import { rootlesskitPorts } from '../../drivers/network/rootlesskit-ports.ts';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
 import { BridgeDriver } from '../../drivers/network/bridge-driver.ts';
@@ -52,7 +53,11 @@ export function networkComponents({ cfg, log }: DaemonEnv) {
     component({
       id: 'port-proxies',
       requires: [],
-      init: () => new PortProxies({ log: log.child({ component: 'port-proxy' }), binary: cfg.userlandProxyPath || undefined }),
+      init: () => {
+        // Rootless: ports are exposed on the host through rootlesskit's port driver too.
+        const parent = cfg.rootless ? rootlesskitPorts() : undefined;
+        return new PortProxies({ log: log.child({ component: 'port-proxy' }), binary: cfg.userlandProxyPath || undefined, ...(parent ? { parent } : {}) });
+      },
       close: (proxies) => proxies.closeAll(),
     }),
     component({

@@ -5,6 +5,7 @@
 // fd 3 status protocol ("0\n" when listening, "1\n<error>" when not).
 // Nothing here may throw out of an event handler: a client or container connection error only ends
 // that connection, never the daemon.
+import type { ParentPorts } from './rootlesskit-ports.ts';
 import type { ChildProcess } from 'node:child_process';
 import { execa } from 'execa';
 import dgram from 'node:dgram';
@@ -26,6 +27,8 @@ export interface PortProxyOptions {
   udpIdleMs?: number;
   /** How long an external proxy may take to report on fd 3; default 16 s, as the reference daemon. */
   startTimeoutMs?: number;
+  /** Rootless mode: each proxy's port is also exposed on the host by rootlesskit's port driver. */
+  parent?: ParentPorts;
 }
 
 const UDP_IDLE_MS = 90_000;
@@ -47,6 +50,7 @@ export class PortProxies {
   private readonly binary?: string;
   private readonly udpIdleMs: number;
   private readonly startTimeoutMs: number;
+  private readonly parent: ParentPorts | undefined;
   private readonly handles = new Set<ProxyHandle>();
   private closing = false;
 
@@ -55,6 +59,7 @@ export class PortProxies {
     this.binary = opts.binary;
     this.udpIdleMs = opts.udpIdleMs ?? UDP_IDLE_MS;
     this.startTimeoutMs = opts.startTimeoutMs ?? START_TIMEOUT_MS;
+    this.parent = opts.parent;
   }
 
   /** Start listening on hostIp:hostPort and forwarding to containerIp:containerPort. */
@@ -63,10 +68,12 @@ export class PortProxies {
     if (this.closing) throw unavailable('Error starting userland proxy: daemon is shutting down');
     const s: ProxySpec = { ...spec };
     let handle: ProxyHandle;
+    let unexpose: (() => Promise<void>) | undefined;
     const wrapped: ProxyHandle = {
       spec: s,
       close: once(async () => {
         this.handles.delete(wrapped);
+        await unexpose?.().catch((err: unknown) => this.log.warn({ err, ...s }, 'unexposing a port on the host'));
         await handle.close();
       }),
     };
@@ -77,6 +84,14 @@ export class PortProxies {
     if (this.closing) {
       await handle.close();
       throw unavailable('Error starting userland proxy: daemon is shutting down');
+    }
+    if (this.parent) {
+      try {
+        unexpose = await this.parent.expose({ proto: s.proto, parentIP: s.hostIp, parentPort: s.hostPort, childPort: s.hostPort });
+      } catch (err) {
+        await handle.close();
+        throw err;
+      }
     }
     this.handles.add(wrapped);
     this.log.debug({ ...s }, 'userland proxy started');

@@ -29,6 +29,11 @@ export interface SpecBuilderOptions {
   log: Logger;
   /** --userns-remap: containers (but --userns=host ones) run in a user namespace of this map. */
   idMap?: IdMap;
+  /**
+   * Rootless mode on cgroup v1: the daemon has no cgroups of its own, so the spec names no cgroup
+   * path and no limits (the runtime's rootless manager then ignores what it may not do).
+   */
+  noCgroups?: boolean;
   defaultShmSize?: number;
   /**
    * Daemon-wide seccomp (--seccomp-profile): 'default' (or 'builtin') is the built-in profile,
@@ -258,12 +263,9 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
 
     const dev = deviceSetup(h, privileged);
     const cgroupParent = strField(h, 'CgroupParent');
-    const linux: Record<string, unknown> = {
-      resources: resources(h, dev.rules),
-      cgroupsPath: cgroupParent ? posix.join(cgroupParent, input.id) : input.cgroupsPath,
-      namespaces,
-      devices: dev.devices,
-    };
+    const linux: Record<string, unknown> = opts.noCgroups
+      ? { namespaces, devices: dev.devices }
+      : { resources: resources(h, dev.rules), cgroupsPath: cgroupParent ? posix.join(cgroupParent, input.id) : input.cgroupsPath, namespaces, devices: dev.devices };
     if (userns) {
       linux.uidMappings = ociMappings(userns.uids);
       linux.gidMappings = ociMappings(userns.gids);

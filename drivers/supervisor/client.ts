@@ -60,6 +60,12 @@ export interface SupervisorClientOptions {
   timeoutMs?: number;
   /** Deadline of calls that start shims or runtimes: task create/start/delete, exec start (ms). */
   slowTimeoutMs?: number;
+  /**
+   * Containers have no cgroups of their own (rootless mode on cgroup v1): a kill of "all" their
+   * processes would find them by a cgroup they do not have, so only the init is signalled (the
+   * end of its PID namespace ends the rest), as the reference kills.
+   */
+  noCgroups?: boolean;
 }
 
 export function isShimOptions(o: unknown): o is ShimOptions {
@@ -174,7 +180,7 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
     },
 
     async killTask(containerId, signal, o) {
-      await call('Tasks.Kill', tasks.kill.bind(tasks), KillRequest.fromPartial({ container_id: containerId, signal, all: !!o?.all }));
+      await call('Tasks.Kill', tasks.kill.bind(tasks), KillRequest.fromPartial({ container_id: containerId, signal, all: !!o?.all && !opts.noCgroups }));
     },
 
     async waitTask(containerId, execId, o) {

@@ -12,7 +12,7 @@ export interface MachineFacts {
   memTotal: number;
   name: string;
   cgroupVersion: '1' | '2';
-  cgroupDriver: 'cgroupfs';
+  cgroupDriver: 'cgroupfs' | 'none';
   swapLimit: boolean;
   kernelMemory: boolean;
 }

@@ -11,11 +11,13 @@ import {
   checkCgroupDriver,
   containersCpuCgroup,
   controlPlaneMtu,
+  ROOTLESS_OUTSIDE,
   unsupportedOption,
   warnSelinux,
 } from '../../../cmd/daemon-options.ts';
 import { textLine, ttyLine } from '../../../cmd/log-format.ts';
 import { validateBuilderGc } from '../../../config/load.ts';
+import { discardLimits } from '../../../admission/containers/no-cgroups.ts';
 import { fromHumanSize } from '../../../lib/units.ts';
 import { defaultConfig, type DaemonConfig } from '../../../config/options.ts';
 import { parseGenericResources } from '../../../lib/generic-resources.ts';
@@ -57,7 +59,8 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
     [{ storageDriver: 'overlay2', storageOpts: ['overlay2.override_kernel_check=maybe'] }, 'strconv.ParseBool: parsing "maybe": invalid syntax'],
     [{ storageDriver: 'vfs', storageOpts: ['size=1G'] }, 'Filesystem does not support, or has not enabled quotas'],
     [{ usernsRemap: 'default', features: { 'supervisor-snapshotter': true } }, 'not supported by this daemon yet: --userns-remap with --feature supervisor-snapshotter'],
-    [{ rootless: true }, 'not supported by this daemon yet: --rootless'],
+    // Outside rootlesskit (this test's process): refused, naming the script that starts it inside.
+    ...(process.env.ROOTLESSKIT_STATE_DIR ? [] : [[{ rootless: true }, ROOTLESS_OUTSIDE] as [Partial<DaemonConfig>, string]]),
     [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
     [{ features: { 'supervisor-snapshotter': true }, storageDriver: 'native' }, 'not supported by this daemon yet: --storage-driver=native with --feature supervisor-snapshotter (its only snapshotter is overlayfs)'],
     [{ features: { 'supervisor-snapshotter': true }, storageOpts: ['overlay2.size=1G'] }, 'not supported by this daemon yet: --storage-opt with --feature supervisor-snapshotter'],
@@ -146,3 +149,18 @@ test('raw logs: the terminal form is colored with elapsed seconds; the raw form 
   assert.match(textLine(rec), /^time="1970-01-01T00:00:05.000Z" level=info msg="API listen" hosts=unix:\/\/\/x\n$/);
   assert.doesNotMatch(textLine(rec), /\x1b/);
 });
+
+test('no cgroups (rootless on cgroup v1): each limit is discarded with the reference\'s warning; NanoCpus is refused', () => {
+  const h: Record<string, unknown> = { Memory: 32 << 20, MemorySwap: 64 << 20, PidsLimit: 10, CpuShares: 512, CpusetCpus: '0', MemorySwappiness: -1, BlkioWeight: 0 };
+  assert.deepEqual(discardLimits(h), [
+    'Your kernel does not support memory limit capabilities or the cgroup is not mounted. Limitation discarded.',
+    'Your kernel does not support PIDs limit capabilities or the cgroup is not mounted. PIDs limit discarded.',
+    'Your kernel does not support CPU shares or the cgroup is not mounted. Shares discarded.',
+    'Your kernel does not support cpuset or the cgroup is not mounted. Cpuset discarded.',
+  ]);
+  assert.deepEqual(h, { Memory: 0, MemorySwap: 0, PidsLimit: null, CpuShares: 0, CpusetCpus: '', MemorySwappiness: -1, BlkioWeight: 0 });
+  // Nothing asked, nothing said (-1 and 0 mean unlimited / unset).
+  assert.deepEqual(discardLimits({ PidsLimit: -1, Memory: 0, OomKillDisable: false }), []);
+  assert.throws(() => discardLimits({ NanoCpus: 1e9 }), /NanoCPUs can not be set, as your kernel does not support CPU CFS scheduler or the cgroup is not mounted/);
+});
+

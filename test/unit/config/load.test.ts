@@ -316,3 +316,21 @@ describe('environment', () => {
     assert.equal(run([], { 'storage-driver': 'overlay2' }, env).config.storageDriver, 'overlay2');
   });
 });
+
+test('--rootless: per-user roots unless given (data under XDG_DATA_HOME, exec root, pidfile and socket under XDG_RUNTIME_DIR)', () => {
+  const env = { HOME: '/home/u', XDG_RUNTIME_DIR: '/run/user/1000' };
+  const { config } = run(['--rootless'], undefined, env);
+  assert.equal(config.dataRoot, '/home/u/.local/share/engine');
+  assert.equal(config.execRoot, '/run/user/1000/engine');
+  assert.equal(config.pidfile, '/run/user/1000/engine.pid');
+  assert.deepEqual(config.hosts, ['unix:///run/user/1000/engine.sock']);
+  // Without --config-file: the user's own file (missing is fine, as the default file).
+  const own = loadDaemonConfig(['--rootless'], { ...env, HOME: '/nonexistent-home' }) as { kind: 'run'; config: DaemonConfig };
+  assert.equal(own.config.configFile, '/nonexistent-home/.config/engine/daemon.json');
+  const given = run(['--rootless', '--data-root', '/srv/e', '-H', 'unix:///tmp/e.sock'], undefined, { ...env, XDG_DATA_HOME: '/x' }).config;
+  assert.equal(given.dataRoot, '/srv/e');
+  assert.deepEqual(given.hosts, ['unix:///tmp/e.sock']);
+  assert.equal(given.execRoot, '/run/user/1000/engine');
+  assert.equal(run(['--rootless'], undefined, { HOME: '/home/u', XDG_RUNTIME_DIR: '/r', XDG_DATA_HOME: '/d' }).config.dataRoot, '/d/engine');
+  assert.throws(() => run(['--rootless'], undefined, { HOME: '/home/u' }), /rootless mode needs XDG_RUNTIME_DIR/);
+});
