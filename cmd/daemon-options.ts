@@ -39,7 +39,6 @@ export function unsupportedOption(c: DaemonConfig): string | undefined {
   // Rootless mode runs inside rootlesskit's namespaces, which hack/engined-rootless.sh makes.
   if (c.rootless && !process.env.ROOTLESSKIT_STATE_DIR) return ROOTLESS_OUTSIDE;
   if (c.rootless && c.usernsRemap) return 'options --userns-remap and --rootless are incompatible';
-  if (c.cdiSpecDirs?.length) return `${NOT_YET}--cdi-spec-dir`;
   return undefined;
 }
 

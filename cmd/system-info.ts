@@ -19,6 +19,8 @@ interface Deps {
   runtimes: { names(): string[]; readonly default: string };
   /** The data root in use (--userns-remap's <data-root>/<uid>.<gid>); the configured one when absent. */
   dataRoot?: string;
+  /** features.cdi: its spec dirs and the spec files it refused. */
+  cdi?: { dirs(): string[]; errors(): Array<{ path: string; message: string }> };
 }
 
 export function engineId(dataRoot: string): string {
@@ -150,8 +152,9 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         RuncCommit: { ID: runc.commit, Expected: runc.commit },
         InitCommit: { ID: '', Expected: '' },
         SecurityOptions: security,
-        CDISpecDirs: [],
-        Warnings: [],
+        CDISpecDirs: deps.cdi?.dirs() ?? [],
+        // A spec file refused is said, never a failed start (the reference's words).
+        Warnings: (deps.cdi?.errors() ?? []).map((e) => `CDI: Error associated with spec file ${e.path}: ${e.message}`),
       };
     },
     async components() {

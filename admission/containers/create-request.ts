@@ -1,5 +1,6 @@
 // Turns a create request body into the stored ContainerConfig/HostConfig: defaults filled,
 // the image's config merged in the reference daemon's way, bad input refused before any write.
+import { cdiDevicesOf, type CdiCatalog, type DeviceRequest } from '../../lib/device-requests.ts';
 import { discardLimits } from './no-cgroups.ts';
 import { checkResources, type HostCpus } from './resource-checks.ts';
 import { mergeHealthcheck, parseHealthcheck } from './healthcheck.ts';
@@ -24,6 +25,8 @@ export interface CreateDefaults {
   logConfig: { Type: string; Config: Record<string, string> };
   validateLogConfig: (cfg: { Type: string; Config: Record<string, string> }) => void;
   validateBind: (bind: string) => void;
+  /** The CDI devices known (features.cdi on); undefined: CDI is off. */
+  cdi?: () => CdiCatalog | undefined;
   /** Containers get no cgroups (rootless mode on cgroup v1): limits are discarded with the reference's warnings. */
   noCgroups?: boolean;
   /** --userns-remap is on: what cannot share the host's namespaces from a user namespace is refused. */
@@ -114,6 +117,8 @@ export function normalizeCreate(b: CreateBody, image: ImageConfigBlob, defaults:
   if (defaults.noCgroups) warnings.push(...discardLimits(hostConfig as unknown as Record<string, unknown>));
   if (defaults.blkioWeight === false) warnings.push(...discardBlkioWeights(hostConfig as unknown as Record<string, unknown>));
   checkResources(hostConfig as unknown as Record<string, unknown>, defaults.hostCpus);
+  // Device requests and CDI-named devices: refused in the reference's words before anything is written.
+  cdiDevicesOf(hostConfig.DeviceRequests as DeviceRequest[] | undefined, hostConfig.Devices as Array<{ PathOnHost?: string }> | undefined, defaults.cdi?.());
   return { config, hostConfig, path: command[0], args: command.slice(1), warnings };
 }
 

@@ -43,7 +43,7 @@ export interface Admission {
 export function admissionComponent({ cfg }: DaemonEnv) {
   return component({
     id: 'admission',
-    requires: ['store', 'runtimes', 'userns'],
+    requires: ['store', 'runtimes', 'userns', 'cdi'],
     init: (ctx) => {
       const store = ctx.get('store');
       const runtimes = ctx.get('runtimes');
@@ -61,6 +61,7 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         validateLogConfig,
         validateBind,
         usernsRemap: !!ctx.get('userns').map,
+        cdi: () => ctx.get('cdi').registry,
         // Rootless mode on cgroup v1: no limits (the reference's warnings).
         ...(cfg.rootless && !cgroupV2() ? { noCgroups: true } : {}),
         ...(selinuxActive(!!cfg.selinuxEnabled) ? { selinuxLabels: (h: HostConfig) => containerLabels(store, h) } : {}),

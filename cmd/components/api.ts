@@ -99,7 +99,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'userns', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
+    requires: ['running', 'store', 'paths', 'userns', 'cdi', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
     init: async (ctx) => {
       const store = ctx.get('store');
       const layers = ctx.get('layers');
@@ -132,7 +132,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       await removeLeftoverScratch(layers, log).catch((err) => log.warn({ err }, 'removing scratch layers of interrupted builds failed'));
       const builder = createBuilder({ layers, log: log.child({ component: 'build' }), platform: hostPlatform(), tmpDir, ...(idMap ? { idMap } : {}) });
       const backend = buildBackend({ store, resolveImage: admission.containers.resolveImage, defaults: createDefaults, streams: attachDeps.streams, timeoutMs: 120_000 });
-      const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes, dataRoot: ctx.get('paths').dataRoot });
+      const cdi = ctx.get('cdi').registry;
+      const info = createSystemInfo({ config: cfg, layers, supervisor, runtimes, dataRoot: ctx.get('paths').dataRoot, ...(cdi ? { cdi } : {}) });
       const metrics = ctx.get('metrics');
       const onAnswered = metrics.server ? registerEngineFamilies(metrics.registry, { store, info, events }) : undefined;
       const app = createApp({

@@ -4,6 +4,7 @@ import { chmodSync, chownSync, mkdirSync, statSync } from 'node:fs';
 import { invalidArgument } from '../../lib/errors.ts';
 import { rootPair } from '../../lib/idmap.ts';
 import { resolveRemap } from '../../drivers/sys/remap-user.ts';
+import { CdiRegistry, DEFAULT_CDI_SPEC_DIRS } from '../../drivers/cdi/registry.ts';
 import { cgroupV2 } from '../system-info.ts';
 import { dirname, join } from 'node:path';
 import { component } from './registry.ts';
@@ -73,6 +74,20 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
         log.info({ uids: map.uids, gids: map.gids }, 'user namespace remapping on');
         return { map };
       },
+    }),
+    component({
+      id: 'cdi',
+      requires: [],
+      // features.cdi (off by default, as the reference): specs read now and whenever a file changes.
+      init: async () => {
+        if (!cfg.features?.cdi) return {};
+        const registry = new CdiRegistry(cfg.cdiSpecDirs?.length ? cfg.cdiSpecDirs : DEFAULT_CDI_SPEC_DIRS, log.child({ component: 'cdi' }));
+        await registry.refresh();
+        await registry.watch();
+        for (const e of registry.errors()) log.warn({ path: e.path, err: e.message }, 'CDI spec refused');
+        return { registry };
+      },
+      close: (c) => c.registry?.close(),
     }),
     component({
       id: 'paths',
@@ -209,12 +224,14 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
     }),
     component({
       id: 'spec',
-      requires: ['store', 'userns'],
+      requires: ['store', 'userns', 'cdi'],
       init: (ctx) => {
         const store = ctx.get('store');
         const idMap = ctx.get('userns').map;
+        const cdi = ctx.get('cdi').registry;
         return createSpecBuilder({
           log: log.child({ component: 'oci' }),
+          ...(cdi ? { cdi } : {}),
           ...(idMap ? { idMap } : {}),
           // Rootless on cgroup v1: no cgroups of the daemon's (the reference's rootless mode).
           ...(rootlessNoCgroups() ? { noCgroups: true } : {}),

@@ -32,6 +32,7 @@ import type { Controllers, Execs, Runs, Volumes } from './containers.ts';
 import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
 import type { Paths } from './env.ts';
 import type { IdMap } from '../../lib/idmap.ts';
+import type { CdiRegistry } from '../../drivers/cdi/registry.ts';
 import type { Metrics } from './metrics.ts';
 import type { Running } from './reload.ts';
 
@@ -39,6 +40,8 @@ export type ComponentValues = {
   metrics: Metrics;
   /** --userns-remap's id map (none without it). */
   userns: { map?: IdMap };
+  /** The CDI specs (features.cdi on; none without it). */
+  cdi: { registry?: CdiRegistry };
   paths: Paths;
   store: Store;
   'storage-driver': DriverName;

@@ -1,4 +1,5 @@
 // linux.resources and linux.devices from HostConfig.
+import { hostDevicesOnly } from '../../lib/device-requests.ts';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { posix } from 'node:path';
 import { invalidArgument } from '../../lib/errors.ts';
@@ -81,7 +82,8 @@ export function deviceSetup(h: Record<string, unknown>, privileged: boolean): De
   }
   const devices = defaultDevices();
   const rules = defaultDeviceRules();
-  for (const d of objList(h, 'Devices')) {
+  // CDI-named devices (vendor.com/class=name) are injected from their specs, not looked up here.
+  for (const d of hostDevicesOnly(objList(h, 'Devices'))) {
     const onHost = strField(d, 'PathOnHost');
     const inCtr = strField(d, 'PathInContainer') || onHost;
     const perms = strField(d, 'CgroupPermissions') || 'rwm';

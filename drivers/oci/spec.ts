@@ -2,6 +2,9 @@
 // build() is on the hot path of every start: the fixed parts are literals, the seccomp profile
 // is cached per capability set, and the only I/O is reading the rootfs's passwd/group (sync,
 // small), creating missing bind sources and, where SELinux labels are given, relabelling `:z`/`:Z` binds.
+import { cdiDevicesOf, type CdiCatalog, type DeviceRequest } from '../../lib/device-requests.ts';
+import { applyEdits } from '../cdi/edits.ts';
+import type { ContainerEdits } from '../cdi/spec.ts';
 import { ociMappings, type IdMap } from '../../lib/idmap.ts';
 import { posix } from 'node:path';
 import type { Logger } from 'pino';
@@ -29,6 +32,8 @@ export interface SpecBuilderOptions {
   log: Logger;
   /** --userns-remap: containers (but --userns=host ones) run in a user namespace of this map. */
   idMap?: IdMap;
+  /** features.cdi: the devices of DeviceRequests and CDI-named Devices, whose edits go into the spec. */
+  cdi?: CdiCatalog & { resolve(names: string[]): ContainerEdits };
   /**
    * Rootless mode on cgroup v1: the daemon has no cgroups of its own, so the spec names no cgroup
    * path and no limits (the runtime's rootless manager then ignores what it may not do).
@@ -293,6 +298,9 @@ export function createSpecBuilder(opts: SpecBuilderOptions): SpecBuilder {
     spec.mounts = mounts;
     spec.linux = linux;
     if (input.selinux) putLabels(proc, linux, input.selinux, privileged || sec.labels.includes('disable'));
+    // CDI devices last: their edits apply to the finished spec, as the reference's injection does.
+    const cdiNames = cdiDevicesOf(objList(h, 'DeviceRequests') as DeviceRequest[], objList(h, 'Devices'), opts.cdi);
+    if (cdiNames.length) applyEdits(spec, opts.cdi!.resolve(cdiNames));
     return spec;
   }
 

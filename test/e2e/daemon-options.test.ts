@@ -185,7 +185,6 @@ describe('options that refuse the start', () => {
     await refused(['--userns-remap', 'default', '--feature', 'supervisor-snapshotter'], 'engined: not supported by this daemon yet: --userns-remap with --feature supervisor-snapshotter');
     // Outside rootlesskit: the script that starts it inside is named (issue (14 of 21), 1).
     await refused(['--rootless'], 'engined-rootless.sh', { ROOTLESSKIT_STATE_DIR: '', XDG_RUNTIME_DIR: tmpdir() });
-    await refused(['--cdi-spec-dir', '/etc/cdi'], 'engined: not supported by this daemon yet: --cdi-spec-dir');
     await refused(['--feature', 'supervisor-snapshotter', '-s', 'overlay2'], 'engined: not supported by this daemon yet: --storage-driver=overlay2 with --feature supervisor-snapshotter (its only snapshotter is overlayfs)');
     await refused(['--storage-opt', 'overlay2.size=10G'], /Storage Option overlay2\.size only supported for backingFS XFS\. Found \w+|Storage option overlay2\.size not supported\. Filesystem does not support Project Quota/);
     await refused(['--storage-opt', 'overlay2.mountopt=nodev'], 'engined: overlay2: unknown option overlay2.mountopt');

@@ -61,7 +61,6 @@ test('options of later work refuse the start; defaults and overlay2.override_ker
     [{ usernsRemap: 'default', features: { 'supervisor-snapshotter': true } }, 'not supported by this daemon yet: --userns-remap with --feature supervisor-snapshotter'],
     // Outside rootlesskit (this test's process): refused, naming the script that starts it inside.
     ...(process.env.ROOTLESSKIT_STATE_DIR ? [] : [[{ rootless: true }, ROOTLESS_OUTSIDE] as [Partial<DaemonConfig>, string]]),
-    [{ cdiSpecDirs: ['/etc/cdi'] }, 'not supported by this daemon yet: --cdi-spec-dir'],
     [{ features: { 'supervisor-snapshotter': true }, storageDriver: 'native' }, 'not supported by this daemon yet: --storage-driver=native with --feature supervisor-snapshotter (its only snapshotter is overlayfs)'],
     [{ features: { 'supervisor-snapshotter': true }, storageOpts: ['overlay2.size=1G'] }, 'not supported by this daemon yet: --storage-opt with --feature supervisor-snapshotter'],
   ];
