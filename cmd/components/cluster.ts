@@ -2,6 +2,7 @@
 // (reconcilers/node/membership.ts), with the facts it advertises — hostname, the advertise
 // address, engine version, the daemon's labels (they follow a reload), CPUs, memory and
 // --node-generic-resource. Until the node enters a swarm the holder holds none and nothing changes.
+import type { CdiRegistry } from '../../drivers/cdi/registry.ts';
 import type { RegistryAuth } from '../../lib/ports/registry.ts';
 import { cpus, hostname, machine, totalmem } from 'node:os';
 import type { ClusterStore } from '../../lib/cluster/store-url.ts';
@@ -75,6 +76,8 @@ export interface ClusterDeps {
   metrics: ControllerFamilies | undefined;
   /** The credentials the next run of a pull uses (a task's image, pulled with its service's). */
   pullCredentials?: (pull: string, auth: RegistryAuth | undefined) => void;
+  /** The node's CDI devices (features.cdi on), which tasks' generic resources may name. */
+  cdiDevices?: () => string[];
 }
 
 /** Who the node is in the swarm it made or joined: its id, advertise address and role. */
@@ -171,6 +174,7 @@ export async function startCluster(d: ClusterDeps, spec: ClusterStore, who: Clus
     collectFiles: (keep) => taskFiles.collect(keep),
     networksDone: (id) => overlay.forget(id),
     ...(d.pullCredentials ? { credentials: d.pullCredentials } : {}),
+    ...(d.cdiDevices ? { cdiDevices: d.cdiDevices } : {}),
     log: clog.child({ part: 'tasks' }),
   });
   const tasks = runner;
@@ -248,13 +252,18 @@ export class ClusterHolder {
   }
 }
 
+/** The CDI devices of the registry for the task runner (none without features.cdi). */
+function cdiDevicesOf(registry: CdiRegistry | undefined): Pick<ClusterDeps, 'cdiDevices'> {
+  return registry ? { cdiDevices: () => registry.listDevices() } : {};
+}
+
 export function clusterComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'cluster',
-    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls', 'bridge', 'dns'],
+    requires: ['paths', 'store', 'supervisor-client', 'metrics', 'admission', 'pulls', 'bridge', 'dns', 'cdi'],
     init: async (ctx) => {
       // The node enters a cluster by `swarm init` or `swarm join` (cmd/swarm/node.ts), whichever store it uses.
-      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, dataPath: { syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), applyVipRules: (pid, rules, signal) => ctx.get('bridge').applyVipRules(pid, rules, signal), applyIngress: (cfg, prefix, signal) => ctx.get('bridge').applyIngress(cfg, prefix, signal) }, swarmNames: (fn) => ctx.get('dns').useSwarmNames(fn), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth) });
+      return new ClusterHolder({ cfg, log, store: ctx.get('store'), execRoot: ctx.get('paths').execRoot, supervisor: ctx.get('supervisor-client'), metrics: ctx.get('metrics').controllers, containers: ctx.get('admission').containers, networks: ctx.get('admission').networks, dataPath: { syncPeers: (vx, peers, signal) => ctx.get('bridge').syncPeers(vx, peers, signal), applyVipRules: (pid, rules, signal) => ctx.get('bridge').applyVipRules(pid, rules, signal), applyIngress: (cfg, prefix, signal) => ctx.get('bridge').applyIngress(cfg, prefix, signal) }, swarmNames: (fn) => ctx.get('dns').useSwarmNames(fn), pullCredentials: (name, auth) => ctx.get('pulls').setCredentials(name, auth), ...cdiDevicesOf(ctx.get('cdi').registry) });
     },
     close: (holder) => holder.stop(),
   });

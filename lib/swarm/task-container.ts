@@ -6,7 +6,7 @@
 // privileges (security options);
 // the resource limits; the service's log driver; ports published in host mode; no restart policy
 // (the orchestrator replaces a task that ended). A create body as POST /containers/create takes it.
-import { resourceEnv } from '../cluster/placement.ts';
+import { resourceEnv, type Claim } from '../cluster/placement.ts';
 import { taskLabels, type NodeTask } from './task.ts';
 
 type Obj = Record<string, unknown>;
@@ -45,7 +45,23 @@ export interface TaskNetworkConfig {
   endpoints: Record<string, { IPAMConfig: { IPv4Address: string }; Aliases?: string[] }>;
 }
 
-export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig, binds: readonly Obj[] = []): Obj {
+/**
+ * The CDI devices a task's discrete generic resources name on this node: a unit `kind=unit` is
+ * the device of class `kind` named `unit` (e.g. `--node-generic-resource gpu=GPU-aaa` and the
+ * device `example.com/gpu=GPU-aaa`); units no CDI device names only get their environment.
+ */
+export function claimDevices(claims: readonly Claim[], devices: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const c of claims) {
+    if (!('unit' in c)) continue;
+    const found = devices.find((d) => d.endsWith(`/${c.kind}=${c.unit}`));
+    if (found) out.push(found);
+  }
+  return out;
+}
+
+export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig, binds: readonly Obj[] = [], cdiDevices: readonly string[] = []): Obj {
+  const devices = claimDevices(t.Claims ?? [], cdiDevices);
   const cs = obj(t.Spec['ContainerSpec']);
   const limits = obj(obj(t.Spec['Resources'])['Limits']);
   const dns = obj(cs['DNSConfig']);
@@ -76,6 +92,8 @@ export function containerBodyOf(t: NodeTask, nets?: TaskNetworkConfig, binds: re
     ...(limits['Pids'] ? { PidsLimit: limits['Pids'] } : {}),
     ...(log['Name'] ? { LogConfig: { Type: log['Name'], Config: log['Options'] ?? {} } } : {}),
     ...(ports.length ? { PortBindings: Object.fromEntries(ports.map((p) => [`${p.TargetPort}/${p.Protocol}`, [{ HostIp: '', HostPort: String(p.PublishedPort ?? '') }]])) } : {}),
+    // The devices its generic resources name: the task gets the unit it was placed on, not only its name.
+    ...(devices.length ? { DeviceRequests: [{ Driver: 'cdi', DeviceIDs: devices }] } : {}),
   };
   return {
     Image: cs['Image'],

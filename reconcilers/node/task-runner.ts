@@ -60,6 +60,8 @@ export interface TaskRunnerOptions {
   collectFiles?: (keep: ReadonlySet<string>) => Promise<void>;
   /** The credentials the next run of a pull uses (the pull reconciler's). */
   credentials?: (pull: string, auth: RegistryAuth | undefined) => void;
+  /** The node's CDI devices (features.cdi), which a task's generic resources may name. */
+  cdiDevices?: () => string[];
   log: Logger;
 }
 
@@ -224,7 +226,7 @@ export class TaskRunner implements Reconciler {
         if (prep === 'wait') return { State: 'preparing', Message: 'preparing' };
         if (prep && 'failed' in prep) return { State: 'rejected', Message: 'preparing', Err: prep.failed };
         try {
-          this.opts.run(t.ID, taskName(t), containerBodyOf(t, prep?.nets, prep?.mounts), runs);
+          this.opts.run(t.ID, taskName(t), containerBodyOf(t, prep?.nets, prep?.mounts, this.opts.cdiDevices?.() ?? []), runs);
           this.pulling.delete(t.ID);
           this.opts.networksDone?.(t.ID);
         } catch (err) {
