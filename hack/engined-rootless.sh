@@ -6,7 +6,8 @@
 #
 # Per-user roots unless given: data root $XDG_DATA_HOME/engine (~/.local/share/engine), exec root,
 # pidfile and socket under $XDG_RUNTIME_DIR (unix://$XDG_RUNTIME_DIR/engine.sock).
-#   ENGINED_ROOTLESS_ROOTLESSKIT_NET=slirp4netns|none, ..._MTU (65520), ..._PORT_DRIVER=builtin|none
+#   ENGINED_ROOTLESS_ROOTLESSKIT_NET=slirp4netns|none, ..._MTU (65520), ..._PORT_DRIVER=builtin|none,
+#   ..._DISABLE_HOST_LOOPBACK=true|false (false: the host's 127.0.0.1 is 10.0.2.2 inside)
 set -e
 
 fail() {
@@ -31,6 +32,8 @@ if [ -z "$_ENGINED_ROOTLESS_CHILD" ]; then
 	net="${ENGINED_ROOTLESS_ROOTLESSKIT_NET:-slirp4netns}"
 	mtu="${ENGINED_ROOTLESS_ROOTLESSKIT_MTU:-65520}"
 	port_driver="${ENGINED_ROOTLESS_ROOTLESSKIT_PORT_DRIVER:-builtin}"
+	host_loopback=--disable-host-loopback
+	[ "${ENGINED_ROOTLESS_ROOTLESSKIT_DISABLE_HOST_LOOPBACK:-true}" = true ] || host_loopback=""
 	if [ "$net" = slirp4netns ]; then
 		command -v slirp4netns >/dev/null 2>&1 || fail "slirp4netns needs to be installed (package slirp4netns)"
 	fi
@@ -42,7 +45,7 @@ if [ -z "$_ENGINED_ROOTLESS_CHILD" ]; then
 		--state-dir="$XDG_RUNTIME_DIR/engined-rootlesskit" \
 		--net="$net" --mtu="$mtu" \
 		--slirp4netns-sandbox=auto --slirp4netns-seccomp=auto \
-		--disable-host-loopback --port-driver="$port_driver" \
+		$host_loopback --port-driver="$port_driver" \
 		--copy-up=/etc --copy-up=/run \
 		--propagation=rslave \
 		"$0" "$@"

@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { docker, testImages, type TestImages } from './harness/clients.ts';
 import type { DaemonHandle } from './harness/daemon.ts';
+import { startRegistry, type TestRegistry } from './registry/registry.ts';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
 const SCRIPT = join(REPO, 'hack', 'engined-rootless.sh');
@@ -74,6 +75,7 @@ describe('rootless mode', { skip: unreachable }, () => {
   let launcher: ChildProcess | undefined;
   let logs = '';
   let imgs: TestImages;
+  let reg: TestRegistry | undefined;
   const subids = Object.fromEntries(SUBID.map((f) => [f, readOr(f)]));
   const d = {} as { dockerHost: string; socket: string };
   const dk = async (...args: string[]) => {
@@ -102,7 +104,10 @@ describe('rootless mode', { skip: unreachable }, () => {
     chmodSync(tun, 0o600);
     d.socket = join(runtime, 'engine.sock');
     d.dockerHost = `unix://${d.socket}`;
-    const inner = `cd /tmp && exec env XDG_RUNTIME_DIR=${runtime} HOME=/home/${USER} ${SCRIPT}`;
+    // A registry on the host's loopback, which the daemon reaches as 10.0.2.2 (host loopback allowed).
+    reg = await startRegistry({});
+    const regPort = reg.hostPort.split(':')[1];
+    const inner = `cd /tmp && exec env XDG_RUNTIME_DIR=${runtime} HOME=/home/${USER} ENGINED_ROOTLESS_ROOTLESSKIT_DISABLE_HOST_LOOPBACK=false ${SCRIPT} --insecure-registry 10.0.2.2:${regPort}`;
     launcher = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `mount --bind ${tun} /dev/net/tun && exec su ${USER} -s /bin/sh -c '${inner}'`], { stdio: ['ignore', 'pipe', 'pipe'] });
     launcher.stdout!.on('data', (c: Buffer) => (logs += c.toString()));
     launcher.stderr!.on('data', (c: Buffer) => (logs += c.toString()));
@@ -145,6 +150,7 @@ describe('rootless mode', { skip: unreachable }, () => {
       if (text === undefined) rmSync(f, { force: true });
       else writeFileSync(f, text);
     }
+    await reg?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -205,6 +211,36 @@ describe('rootless mode', { skip: unreachable }, () => {
       s.on('error', () => r(true));
     });
     assert.ok(refused, 'the host port is closed once the container is removed');
+  });
+
+  test('the script names what is missing: a user without a subuid range, no newuidmap, root', () => {
+    const run = (user: string, env: string) => {
+      try {
+        execFileSync('su', [user, '-s', '/bin/sh', '-c', `env ${env} ${SCRIPT}`], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+        return '';
+      } catch (err) {
+        return String((err as { stderr?: Buffer }).stderr ?? '');
+      }
+    };
+    const rt = join(dir, 'nobody-run');
+    mkdirSync(rt, { mode: 0o700 });
+    chownSync(rt, 65534, 65534);
+    assert.match(run('nobody', `HOME=/tmp XDG_RUNTIME_DIR=${rt}`), /no subuid range for nobody in \/etc\/subuid/);
+    // A PATH with rootlesskit and the tools the script uses, but no newuidmap.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    for (const t of ['rootlesskit', 'id', 'grep', 'dirname']) execFileSync('ln', ['-s', execFileSync('sh', ['-c', `command -v ${t}`], { encoding: 'utf8' }).trim(), join(bin, t)]);
+    assert.match(run(USER, `PATH=${bin} HOME=/home/${USER} XDG_RUNTIME_DIR=${runtime}`), /newuidmap needs to be installed \(package uidmap\)/);
+    assert.match(run('root', `HOME=/root XDG_RUNTIME_DIR=${rt}`), /run me as an ordinary user/);
+  });
+
+  test('push and pull through a registry on the host', async () => {
+    const ref = `10.0.2.2:${reg!.hostPort.split(':')[1]}/rl/busybox:1`;
+    await dk('tag', imgs.tag, ref);
+    await dk('push', ref);
+    await dk('rmi', ref);
+    await dk('pull', ref);
+    assert.equal(await dk('run', '--rm', ref, 'echo', 'pulled'), 'pulled');
   });
 
   test('build and commit', async () => {
