@@ -200,7 +200,7 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
   return res;
 }
 
-function defaultShown(opt: OptionDef): string {
+export function defaultShown(opt: OptionDef): string {
   const d = opt.default;
   if (opt.type === 'bool') return d ? 'true' : '';
   if (opt.type === 'bytes') return typeof d === 'number' && d === 64 * 1024 * 1024 ? '64MiB' : String(d);
