@@ -2,6 +2,7 @@
 // registry, the distribution driver; the shared configuration object last, in the reconciler),
 // the file source (chokidar's watcher and SIGHUP both read the file into the daemon-config
 // record) and the controller that reconciles it. Taken on once the API serves.
+import { systemdNotifier } from '../../drivers/sys/sd-notify.ts';
 import { hostname } from 'node:os';
 import type { DaemonConfig } from '../../config/options.ts';
 import { goFormat } from '../../config/values.ts';
@@ -64,6 +65,8 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const events = ctx.get('events');
       const authz = ctx.get('authz');
       const rlog = log.child({ component: 'config-reload' });
+      // Type=notify: RELOADING=1, then READY=1 once the reload settles (drivers/sys/sd-notify.ts).
+      const notifier = systemdNotifier(rlog);
       const cluster = () => ctx.get('cluster').current?.membership;
       const owners: ReloadOwner[] = [
         {
@@ -111,6 +114,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
         sources,
         owners,
         reloaded: (c) => events.emit('daemon', 'reload', id, reloadAttributes(c, runtimes)),
+        settled: (_ok, message) => void notifier?.notify({ READY: '1', STATUS: message }),
         log: rlog,
       });
       const source = new ConfigFileSource(store, cfg.configFile, rlog);
@@ -120,7 +124,11 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const { manager } = ctx.get('controllers');
       manager.add(controller);
       const unwatch = await source.watch();
-      return { signal: () => source.read('signal'), controller, manager, unwatch };
+      const signal = () => {
+        void notifier?.notify({ RELOADING: '1', STATUS: 'reloading the configuration' });
+        source.read('signal');
+      };
+      return { signal, controller, manager, unwatch };
     },
     close: async ({ controller, manager, unwatch }) => {
       await unwatch();

@@ -37,6 +37,8 @@ export interface ConfigReloadDeps {
   owners: readonly ReloadOwner[];
   /** An accepted reload: the `daemon reload` event. */
   reloaded(config: DaemonConfig, changed: readonly ReloadChange[]): void;
+  /** Every reload's end, accepted or not (the service manager's READY=1 after RELOADING=1). */
+  settled?(ok: boolean, message: string): void;
   log: Logger;
 }
 
@@ -72,6 +74,7 @@ export class ConfigReloadReconciler implements Reconciler {
       ? condition('True', outcome.changed.length ? 'Applied' : 'Unchanged', outcome.changed.map((x) => x.key).join(', '))
       : condition(outcome.reason === 'FileMissing' ? 'True' : 'False', outcome.reason, outcome.message);
     this.store.updateStatus(DaemonConfigs, key, () => ({ observedRevision: r.spec.revision, applied: reloadableValues(this.deps.config), conditions: [c] }));
+    this.deps.settled?.(outcome.ok, outcome.ok ? 'configuration reloaded' : `reload refused: ${outcome.message}`);
   }
 
   private reload(spec: DaemonConfigSpec): Outcome {
