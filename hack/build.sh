@@ -18,10 +18,13 @@ tmp="$(mktemp -d "$REPO/.build-XXXXXX")"
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 touch "$tmp/.started"
-# Type errors do not stop the emit (the typecheck is the test suite's job), syntax errors do.
+echo "build.sh: the sources are newer than the last build: compiling the daemon into build/" >&2
+# A type error stops the build (nothing half-checked runs); its messages go to stderr.
 # The output sits at the depth of build/ (its source maps name the sources as ../<dir>/<file>.ts).
-node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp" >/dev/null || true
-[ -f "$tmp/cmd/engined.js" ] || { echo "build.sh: compile failed" >&2; exit 1; }
+if ! node_modules/.bin/tsc -p tsconfig.build.json --outDir "$tmp" >&2; then
+  echo "build.sh: compile failed (the errors above); build/ is left as it was" >&2
+  exit 1
+fi
 # The daemon and its dependencies as one minified ASCII module: ~10 MiB less V8 heap than ~850
 # modules loaded one by one (their sources, module records) and a faster start. Left outside:
 # koffi (a native addon) and etcd3 (it reads its .proto files beside its own modules at run time;

@@ -33,4 +33,4 @@ if [ ! -d node_modules ] || [ ! -x node_modules/.bin/node ] || [ package-lock.js
 fi
 
 # Compile the daemon into build/ now rather than at its first start (bin/engined rebuilds when stale).
-bash "$REPO/hack/build.sh" || echo "install.sh: build failed; bin/engined will run the TypeScript directly" >&2
+bash "$REPO/hack/build.sh" || echo "install.sh: build failed (above); bin/engined will not start until it builds" >&2
