@@ -72,7 +72,10 @@ run_node_tests unit 600 --test-concurrency=2 --test-timeout=60000 'test/unit/**/
 if [ "${UNIT_ONLY:-}" != "1" ]; then
   phase end-to-end tests
   "$NODE" hack/images/build-busybox.ts >/dev/null || echo "warning: building the test images failed"
-  budget=${E2E_BUDGET:-2700}
+  budget=${E2E_BUDGET:-3300}
+  # The uncaught exceptions and unhandled rejections the daemons logged and survived (harness/daemon.ts).
+  export ENGINE_E2E_UNCAUGHT_LOG="$OUT/uncaught.log"
+  : > "$ENGINE_E2E_UNCAUGHT_LOG"
   start=$SECONDS
   # One e2e file ($2, reported as $1) within what is left of the budget.
   e2e_file() {
@@ -117,6 +120,10 @@ if [ "${UNIT_ONLY:-}" != "1" ]; then
 fi
 
 echo
+if [ -s "${ENGINE_E2E_UNCAUGHT_LOG:-/nonexistent}" ]; then
+  echo "uncaught exceptions or unhandled rejections logged by the daemons: $(wc -l < "$ENGINE_E2E_UNCAUGHT_LOG") (in $ENGINE_E2E_UNCAUGHT_LOG):"
+  cut -c1-300 "$ENGINE_E2E_UNCAUGHT_LOG" | sort | uniq -c | sort -rn | head -20
+fi
 if [ "$skipped" -gt 0 ]; then
   echo "$passed passed, $failed failed, $skipped skipped"
 else
