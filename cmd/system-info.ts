@@ -75,6 +75,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
   const cfg = deps.config;
   const genericResources = parseGenericResources(cfg.nodeGenericResources ?? []);
   // Host facts that do not change while the daemon runs: read once.
+  const noCgroups = rootlessNoCgroups(cfg);
   const security = securityOptions({
     seccompProfile: cfg.seccompProfile,
     selinux: selinuxActive(!!cfg.selinuxEnabled),
@@ -121,7 +122,7 @@ export function createSystemInfo(deps: Deps): SystemInfoPort {
         SystemTime: new Date().toISOString(),
         LoggingDriver: cfg.logDriver || 'json-file',
         // Rootless mode on cgroup v1 has no cgroups of its own: the reference says none.
-        CgroupDriver: cfg.rootless && !cgroupV2() ? 'none' : facts.cgroupDriver,
+        CgroupDriver: noCgroups ? 'none' : facts.cgroupDriver,
         CgroupVersion: facts.cgroupVersion,
         NEventsListener: 0,
         KernelVersion: facts.kernelVersion,
@@ -200,6 +201,14 @@ export function securityOptions(f: SecurityFacts): string[] {
 /** AppArmor enabled in the kernel, as runc's apparmor.IsEnabled reads it. */
 export function apparmorEnabled(file = '/sys/module/apparmor/parameters/enabled'): boolean {
   return readProc(file).startsWith('Y');
+}
+
+/**
+ * Rootless mode on cgroup v1: the daemon has no cgroups to give containers (no cgroup path or
+ * limits in the spec, a kill of the init only, limits discarded at create, CgroupDriver none).
+ */
+export function rootlessNoCgroups(c: Pick<DaemonConfig, 'rootless'>): boolean {
+  return !!c.rootless && !cgroupV2();
 }
 
 /** A cgroup v2 (unified) host: its root has cgroup.controllers. */

@@ -1,7 +1,7 @@
 // Admission's dependencies, built once from the daemon's options: what a container create and a
 // network create are checked and defaulted against. The API's create routes and the stack
 // reconciler (which writes its objects through admission, not through the API) share them.
-import { cgroupV2 } from '../system-info.ts';
+import { rootlessNoCgroups } from '../system-info.ts';
 import type { AdmissionDeps } from '../../admission/containers/admit.ts';
 import type { CreateDefaults } from '../../admission/containers/create-request.ts';
 import type { NetworkAdmissionDeps } from '../../admission/networks/admit.ts';
@@ -63,7 +63,7 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         usernsRemap: !!ctx.get('userns').map,
         cdi: () => ctx.get('cdi').registry,
         // Rootless mode on cgroup v1: no limits (the reference's warnings).
-        ...(cfg.rootless && !cgroupV2() ? { noCgroups: true } : {}),
+        ...(rootlessNoCgroups(cfg) ? { noCgroups: true } : {}),
         ...(selinuxActive(!!cfg.selinuxEnabled) ? { selinuxLabels: (h: HostConfig) => containerLabels(store, h) } : {}),
       };
       return {

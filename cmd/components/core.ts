@@ -5,7 +5,7 @@ import { invalidArgument } from '../../lib/errors.ts';
 import { rootPair } from '../../lib/idmap.ts';
 import { resolveRemap } from '../../drivers/sys/remap-user.ts';
 import { CdiRegistry, DEFAULT_CDI_SPEC_DIRS } from '../../drivers/cdi/registry.ts';
-import { cgroupV2 } from '../system-info.ts';
+import { rootlessNoCgroups } from '../system-info.ts';
 import { dirname, join } from 'node:path';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
@@ -57,8 +57,6 @@ function checkRemappedRootReach(dataRoot: string, root: { uid: number; gid: numb
 const STORE_RESERVE_BYTES = 4 * 1024 * 1024;
 
 export function coreComponents({ cfg, log, sources }: DaemonEnv) {
-  /** Rootless mode on cgroup v1: containers get no cgroups of their own (the reference's rootless mode). */
-  const rootlessNoCgroups = () => !!cfg.rootless && !cgroupV2();
   return [
     component({
       id: 'userns',
@@ -179,7 +177,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
     component({
       id: 'supervisor-client',
       requires: ['supervisor'],
-      init: (ctx) => createSupervisorClient({ ...ctx.get('supervisor'), log: log.child({ component: 'supervisor-client' }), ...(rootlessNoCgroups() ? { noCgroups: true } : {}) }),
+      init: (ctx) => createSupervisorClient({ ...ctx.get('supervisor'), log: log.child({ component: 'supervisor-client' }), ...(rootlessNoCgroups(cfg) ? { noCgroups: true } : {}) }),
       close: (client) => client.close(),
     }),
     component({
@@ -234,7 +232,7 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
           ...(cdi ? { cdi } : {}),
           ...(idMap ? { idMap } : {}),
           // Rootless on cgroup v1: no cgroups of the daemon's (the reference's rootless mode).
-          ...(rootlessNoCgroups() ? { noCgroups: true } : {}),
+          ...(rootlessNoCgroups(cfg) ? { noCgroups: true } : {}),
           defaultShmSize: cfg.defaultShmSize,
           dns: { servers: cfg.dns ?? [], search: cfg.dnsSearch ?? [], options: cfg.dnsOpts ?? [] },
           init: cfg.init,
