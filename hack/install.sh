@@ -7,7 +7,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 
-PACKAGES=(containerd runc iptables iproute2 iputils-ping busybox-static docker-registry skopeo tini pigz bzip2 xz-utils tar curl ca-certificates openssl python3-docker python3-pytest docker-compose protobuf-compiler prometheus etcd-server etcd-client zsh btrfs-progs xfsprogs fuse-overlayfs rootlesskit slirp4netns uidmap)
+PACKAGES=(containerd runc iptables iproute2 iputils-ping busybox-static docker-registry skopeo tini pigz bzip2 xz-utils tar curl ca-certificates openssl python3-docker python3-pytest docker-compose protobuf-compiler prometheus etcd-server etcd-client zsh btrfs-progs xfsprogs fuse-overlayfs rootlesskit slirp4netns uidmap systemd)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
