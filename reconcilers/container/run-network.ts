@@ -66,14 +66,15 @@ export class RunNetwork {
    */
   async plumb(id: string, spec: ContainerSpec, ep: ContainerEndpoint, ns: string | number, after: Promise<void>): Promise<PublishedPort[]> {
     await after;
-    const publishing = this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]);
-    try {
-      await this.deps.network?.attach(id, ns, ep);
-    } catch (err) {
-      await publishing.catch(() => {});
-      throw err;
-    }
-    return publishing;
+    // Both settle before either's failure is thrown: a publish refused while the attach is under
+    // way has its handler from the start (not an unhandled rejection) and nothing is left running.
+    const [published, attached] = await Promise.allSettled([
+      this.deps.ports ? this.publishPorts(id, spec, ep) : Promise.resolve([]),
+      Promise.resolve(this.deps.network?.attach(id, ns, ep)),
+    ]);
+    if (attached.status === 'rejected') throw attached.reason;
+    if (published.status === 'rejected') throw published.reason;
+    return published.value;
   }
 
   /** Where the namespace of a container's run is mounted while it runs. */

@@ -169,7 +169,7 @@ describe('cluster stacks: placement and failover', { skip: !(existsSync('/usr/bi
     assert.equal(await dk(alive[0]!)('network', 'ls', '-q', '--filter', 'label=com.docker.stack.namespace=web'), '');
     // One the docker CLI deployed is an engine stack too: engine stack rm --cluster removes it, and the other way round.
     const viaCli = file('cli', webDoc(1));
-    await dk(alive[1]!)('stack', 'deploy', '-c', viaCli, 'cli');
+    await dk(alive[1]!)('stack', 'deploy', '--resolve-image', 'never', '-c', viaCli, 'cli');
     const seen = JSON.parse((await engine(alive[0]!, ['stack', 'inspect', '--cluster', 'cli'])).stdout)[0];
     assert.deepEqual(Object.keys(seen.Services), ['web']);
     assert.equal((await engine(alive[0]!, ['stack', 'rm', '--cluster', 'cli'])).code, 0);

@@ -70,7 +70,7 @@ describe('swarm autolock', { skip: !canRun && 'needs root and etcd-server (hack/
     await until('active again', async () => (await state()) === 'active', 30_000);
     assert.equal((await apiRequest(d, 'GET', '/nodes')).status, 200);
     // Unlocked: the data key opens the secret sealed before the restart, for the task that uses it.
-    await dk('service', 'create', '--detach', '--name', 'sec', '--secret', 'locked-s', image, 'sleep', '300');
+    await dk('service', 'create', '--detach', '--no-resolve-image', '--name', 'sec', '--secret', 'locked-s', image, 'sleep', '300');
     let task = '';
     await until('the task runs', async () => (task = (await dk('ps', '-q', '--filter', 'label=com.docker.swarm.service.name=sec')).trim()) !== '', 60_000);
     assert.equal(await dk('exec', task, 'cat', '/run/secrets/locked-s'), 'opened by the unlock key');

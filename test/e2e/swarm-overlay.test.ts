@@ -53,6 +53,13 @@ describe('overlay networks across three machines', { skip: !canRun && 'needs roo
   /** ip(8) in namespace i. */
   const ipIn = (i: number, ...args: string[]) => net.exec(i, ['ip', ...args]).stdout ?? '';
   const linksIn = (i: number) => ipIn(i, '-o', 'link', 'show').split('\n').map((l) => l.split(':')[1]?.trim().split('@')[0] ?? '').filter(Boolean);
+  /** A failure with what CI cannot be asked afterwards: the services' tasks and each daemon's last warnings. */
+  const explained = async (err: unknown, ...services: string[]) => {
+    const ts = (await Promise.all(services.map((s) => tasks(s).catch(() => [] as Task[])))).flat()
+      .map((t) => `${t.ID.slice(0, 6)} ${t.ServiceID.slice(0, 6)} node=${ids.indexOf(t.NodeID ?? '')} ${t.DesiredState}/${t.Status.State} ${t.Status.Err ?? ''}`);
+    const logs = ds.map((d, i) => `node ${i}:\n${d.logs().split('\n').filter((l) => /level=(warning|error)/.test(l)).slice(-10).join('\n')}`);
+    return new Error(`${(err as Error).message}\n${ts.join('\n')}\n${logs.join('\n---\n')}`, { cause: err });
+  };
 
   before(async () => {
     imgs = await testImages();
@@ -79,8 +86,7 @@ describe('overlay networks across three machines', { skip: !canRun && 'needs roo
     try {
       await until('a task running on each node', async () => (await running('peers')).length === 3, 90_000);
     } catch (err) {
-      const ts = (await tasks('peers')).map((t) => `${t.ID.slice(0, 6)} node=${ids.indexOf(t.NodeID ?? '')} ${t.DesiredState}/${t.Status.State} ${t.Status.Err ?? ''}`);
-      throw new Error(`${(err as Error).message}\n${ts.join('\n')}\n${ds.map((d) => d.logs().split('\n').filter((l) => /level=(warning|error)/.test(l)).slice(-8).join('\n')).join('\n---\n')}`);
+      throw await explained(err, 'peers');
     }
     const addrs: string[] = [];
     const containers: string[] = [];
@@ -260,20 +266,29 @@ services:
     deploy:
       mode: global
 `);
-      const r = await docker(ds[0]!, ['stack', 'deploy', '-c', join(dir, 'stack.yml'), 'g3']);
-      assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
-      await until('g3 running: the gpu task and a web task on each node', async () => (await running('g3_gpu')).length === 1 && (await running('g3_web')).length === 3, 90_000);
-      const [g] = await running('g3_gpu');
-      assert.equal(g!.NodeID, ids[2], 'on the node that advertises a GPU');
-      const env = JSON.parse(await dk(2, 'inspect', g!.Status.ContainerStatus!.ContainerID))[0].Config.Env as string[];
-      assert.ok(env.includes('DOCKER_RESOURCE_GPU=GPU-one'), env.join(' '));
-      // The stack's default network is an overlay its tasks share across the nodes.
-      const w = (await running('g3_web')).find((t) => t.NodeID === ids[1])!;
-      const gAddr = JSON.parse(await dk(2, 'inspect', g!.Status.ContainerStatus!.ContainerID))[0].NetworkSettings.Networks.g3_default.IPAddress;
-      const ping = await docker(ds[1]!, ['exec', w.Status.ContainerStatus!.ContainerID, 'ping', '-c', '1', '-W', '3', gAddr]);
-      assert.equal(ping.code, 0, `${ping.stdout}${ping.stderr}`);
-      assert.equal((await docker(ds[0]!, ['stack', 'rm', 'g3'])).code, 0);
-      await until('g3 gone', async () => (await apiRequest(ds[0]!, 'GET', '/services')).body.length === 0, 60_000);
+      try {
+        const r = await docker(ds[0]!, ['stack', 'deploy', '--resolve-image', 'never', '-c', join(dir, 'stack.yml'), 'g3']);
+        assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+        await until('g3 running: the gpu task and a web task on each node', async () => (await running('g3_gpu')).length === 1 && (await running('g3_web')).length === 3, 90_000);
+        const [g] = await running('g3_gpu');
+        assert.equal(g!.NodeID, ids[2], 'on the node that advertises a GPU');
+        const gc = JSON.parse(await dk(2, 'inspect', g!.Status.ContainerStatus!.ContainerID))[0];
+        assert.ok((gc.Config.Env as string[]).includes('DOCKER_RESOURCE_GPU=GPU-one'), (gc.Config.Env as string[]).join(' '));
+        // The stack's default network is an overlay its tasks share across the nodes: a task on
+        // node 1 reaches the gpu task on node 2 (the peers' entries come from etcd, so in a moment).
+        const w = (await running('g3_web')).find((t) => t.NodeID === ids[1])!;
+        const gAddr = gc.NetworkSettings.Networks.g3_default.IPAddress;
+        await until(`node 1's web task pings the gpu task at ${gAddr}`, async () => {
+          const ping = await docker(ds[1]!, ['exec', w.Status.ContainerStatus!.ContainerID, 'ping', '-c', '1', '-W', '2', gAddr]);
+          if (ping.code !== 0) throw new Error(`${ping.stdout}${ping.stderr}`);
+          return true;
+        }, 30_000, 500);
+        const rm = await docker(ds[0]!, ['stack', 'rm', 'g3']);
+        assert.equal(rm.code, 0, `${rm.stdout}${rm.stderr}`);
+        await until('g3 gone', async () => (await apiRequest(ds[0]!, 'GET', '/services')).body.length === 0, 60_000);
+      } catch (err) {
+        throw await explained(err, 'g3_gpu', 'g3_web');
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

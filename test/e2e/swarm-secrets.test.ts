@@ -186,7 +186,7 @@ configs:
     file: ./app.conf
 `;
       writeFileSync(join(dir, 'stack.yml'), compose('one'));
-      const deploy = () => docker(d, ['stack', 'deploy', '-c', join(dir, 'stack.yml'), 'app'], { timeoutMs: 120_000 });
+      const deploy = () => docker(d, ['stack', 'deploy', '--resolve-image', 'never', '-c', join(dir, 'stack.yml'), 'app'], { timeoutMs: 120_000 });
       const r1 = await deploy();
       assert.equal(r1.code, 0, `${r1.stdout}${r1.stderr}`);
       const ls = await dk('stack', 'ls', '--format', '{{.Name}} {{.Services}}');

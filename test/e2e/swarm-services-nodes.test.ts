@@ -117,7 +117,7 @@ describe('swarm services on three machines', { skip: !canRun && 'needs root and 
 
   test('a worker killed: its tasks run again on another node once it is down, never on two at once', { timeout: 180_000 }, async () => {
     await dk(0, 'service', 'scale', '--detach', 'zb=2');
-    await dk(0, 'service', 'update', '--detach', '--constraint-rm', 'node.labels.zone==b', 'zb');
+    await dk(0, 'service', 'update', '--detach', '--no-resolve-image', '--constraint-rm', 'node.labels.zone==b', 'zb');
     await waitFor('zb spread back over the nodes', 'zb', async () => {
       const zb = await running('zb');
       return zb.length === 2 && zb.some((t) => t.NodeID === ids[1]);

@@ -135,7 +135,7 @@ describe('swarm services', () => {
     const inspect = JSON.parse((await docker(d, ['service', 'inspect', 'ping'])).stdout)[0];
     assert.deepEqual(inspect.Spec.Mode, { Replicated: { Replicas: 2 } });
     assert.deepEqual(inspect.Spec.TaskTemplate.ContainerSpec.Args, ['sleep', '1000']);
-    const upd = await docker(d, ['service', 'update', '--detach', '--label-add', 'lane=fast', 'ping']);
+    const upd = await docker(d, ['service', 'update', '--detach', '--no-resolve-image', '--label-add', 'lane=fast', 'ping']);
     assert.equal(upd.code, 0, upd.stderr);
     assert.deepEqual((await get('/services/ping')).body.Spec.Labels, { tier: 'front', lane: 'fast' });
     const ingress = await docker(d, ['service', 'create', '--detach', '--no-resolve-image', '--replicas', '0', '--name', 'pub', '-p', '8095:80', '-p', '80', 'busybox:local']);

@@ -137,7 +137,7 @@ describe('swarm tasks on one node', () => {
 
   test('an update replaces the tasks; rm takes the tasks and their containers', { timeout: 120_000 }, async () => {
     const [before] = await running('web');
-    await dk('service', 'update', '--detach', '--env-add', 'COLOUR=blue', 'web');
+    await dk('service', 'update', '--detach', '--no-resolve-image', '--env-add', 'COLOUR=blue', 'web');
     await until('a new task running with the new env', async () => {
       const [t] = await running('web');
       return !!t && t.ID !== before!.ID;

@@ -96,7 +96,7 @@ describe('swarm service updates and rollbacks', () => {
     assert.deepEqual([modeChange.status, (modeChange.body as { message: string }).message], [501, 'rpc error: code = Unimplemented desc = service mode change is not allowed']);
     await dk('service', 'rm', 'fresh');
     // A labels-only update replaces nothing and has no UpdateStatus (the reference resets it).
-    await dk('service', 'update', '--detach', '--label-add', 'x=y', 'web');
+    await dk('service', 'update', '--detach', '--no-resolve-image', '--label-add', 'x=y', 'web');
     assert.equal((await service('web')).UpdateStatus, undefined);
   });
 
@@ -157,7 +157,7 @@ describe('swarm service updates and rollbacks', () => {
     assert.match(await dk('service', 'ls', '--filter', 'name=job1', '--format', '{{.Mode}} {{.Replicas}}'), /^replicated job 0\/2 \(3\/3 completed\)$/m);
     await new Promise((r) => setTimeout(r, 1500));
     assert.equal((await swarmTasks(d, { service: ['job1'] })).length, 3, 'a completed job runs nothing again');
-    await dk('service', 'update', '--detach', '--force', 'job1');
+    await dk('service', 'update', '--detach', '--no-resolve-image', '--force', 'job1');
     await until2('the next iteration completes', async () => (await status('job1')).JobStatus?.JobIteration.Index === 1 && (await status('job1')).ServiceStatus.CompletedTasks === 3, 90_000);
     assert.equal((await swarmTasks(d, { service: ['job1'] })).length, 6, 'the first iteration\'s tasks stay');
     await dk('service', 'rm', 'job1');
