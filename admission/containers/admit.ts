@@ -87,8 +87,8 @@ export function admitContainer(
   if (opts.ownerRef) spec.ownerRef = opts.ownerRef;
   if (deps.defaults.selinuxLabels) {
     const l = deps.defaults.selinuxLabels(n.hostConfig);
-    n.hostConfig.SecurityOpt = l.securityOpt;
-    spec.labels = l.labels;
+    if (l.securityOpt.length || n.hostConfig.SecurityOpt) n.hostConfig.SecurityOpt = l.securityOpt;
+    if (l.labels) spec.labels = l.labels;
   }
   // Created and started in one write (an owner's replica): the reconciler prepares, then runs it.
   if (opts.start) Object.assign(spec, startLevel(spec));

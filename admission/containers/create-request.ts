@@ -36,7 +36,7 @@ export interface CreateDefaults {
    * the label options the reference adds (label=disable for --privileged, host pid/ipc; a joined
    * container's label).
    */
-  selinuxLabels?: (hostConfig: HostConfig) => { securityOpt: string[]; labels: { processLabel: string; mountLabel: string } };
+  selinuxLabels?: (hostConfig: HostConfig) => { securityOpt: string[]; labels?: { processLabel: string; mountLabel: string } };
 }
 
 export interface NormalizedCreate {

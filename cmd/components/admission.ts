@@ -20,7 +20,7 @@ import type { DaemonEnv } from './env.ts';
  * A new container's SELinux labels (where SELinux is active): its options with the ones the
  * reference adds, and a level no other container holds (the store's containers are the levels in use).
  */
-export function containerLabels(store: AdmissionDeps['store'], h: HostConfig, newAllocator = () => new McsAllocator()): { securityOpt: string[]; labels: SelinuxLabels } {
+export function containerLabels(store: AdmissionDeps['store'], h: HostConfig, newAllocator = () => new McsAllocator(), active = true): { securityOpt: string[]; labels?: SelinuxLabels } {
   const processLabelOf = (ref: string) => {
     try {
       return findContainer(store, ref).spec.labels?.processLabel ?? '';
@@ -30,6 +30,7 @@ export function containerLabels(store: AdmissionDeps['store'], h: HostConfig, ne
   };
   const given = Array.isArray(h.SecurityOpt) ? (h.SecurityOpt as string[]) : [];
   const securityOpt = [...given, ...generatedLabelOpts({ ...h, SecurityOpt: given } as LabelHostConfig, processLabelOf)];
+  if (!active) return { securityOpt };
   const mcs = newAllocator();
   for (const c of store.list(Containers)) if (c.spec.labels) mcs.reserveLabel(c.spec.labels.processLabel);
   return { securityOpt, labels: initLabels(labelOptions(securityOpt), mcs) };
@@ -64,7 +65,9 @@ export function admissionComponent({ cfg }: DaemonEnv) {
         cdi: () => ctx.get('cdi').registry,
         // Rootless mode on cgroup v1: no limits (the reference's warnings).
         ...(rootlessNoCgroups(cfg) ? { noCgroups: true } : {}),
-        ...(selinuxActive(!!cfg.selinuxEnabled) ? { selinuxLabels: (h: HostConfig) => containerLabels(store, h) } : {}),
+        // The label options the reference adds whether or not SELinux is on (label=disable for
+        // --privileged, host pid/ipc: dockerd 20.10 shows them on a host without it); labels where it is.
+        selinuxLabels: (h: HostConfig) => containerLabels(store, h, undefined, selinuxActive(!!cfg.selinuxEnabled)),
       };
       return {
         containers: { store, resolveImage: (ref, platform) => resolveForPlatform(store, ref, platform), defaults },

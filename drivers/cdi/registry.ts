@@ -106,7 +106,8 @@ export class CdiRegistry {
    */
   async watch(): Promise<void> {
     if (this.#watcher) return;
-    const watcher = watch(this.#dirs, { ignoreInitial: true });
+    // Spec files sit directly in a spec dir: nothing below it is watched.
+    const watcher = watch(this.#dirs, { ignoreInitial: true, depth: 0 });
     this.#watcher = watcher;
     watcher.on('all', (_event, path) => {
       if (this.#relevant(path)) this.#schedule();

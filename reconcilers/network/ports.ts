@@ -197,9 +197,11 @@ export class PortPublisher {
   async adopt(containerId: string): Promise<PublishedPort[]> {
     const mine = this.allocations().filter((a) => a.spec.containerId === containerId);
     const out: PublishedPort[] = [];
+    // Asked once: each of its ports gets its proxy again, not only the first one.
+    const proxied = this.proxies.has(containerId);
     for (const a of mine) {
       const s = a.spec;
-      if (s.userlandProxy && this.opts.proxy && !this.proxies.has(containerId)) {
+      if (s.userlandProxy && this.opts.proxy && !proxied) {
         const h = await this.opts.proxy.start({ proto: s.proto, hostIp: s.hostIp, hostPort: s.hostPort, containerIp: s.containerIp, containerPort: s.containerPort });
         const list = this.proxies.get(containerId) ?? [];
         list.push(h);

@@ -37,24 +37,24 @@ test('a level held by a container in the store is never given again', () => {
   // Draws 1,2 (held by /other) first, then 3,4.
   const draws = [1, 2, 3, 4];
   const l = containerLabels(store, hc({}), () => new McsAllocator(() => draws.shift()!));
-  assert.equal(l.labels.processLabel, 'system_u:system_r:container_t:s0:c3,c4');
-  assert.equal(l.labels.mountLabel, 'system_u:object_r:container_file_t:s0:c3,c4');
+  assert.equal(l.labels!.processLabel, 'system_u:system_r:container_t:s0:c3,c4');
+  assert.equal(l.labels!.mountLabel, 'system_u:object_r:container_file_t:s0:c3,c4');
   assert.deepEqual(l.securityOpt, []);
 });
 
 test('--privileged: label=disable is added; no process label, the shared mount label', () => {
   const l = containerLabels(store, hc({ Privileged: true }));
   assert.deepEqual(l.securityOpt, ['label=disable']);
-  assert.equal(l.labels.processLabel, '');
-  assert.equal(l.labels.mountLabel, PRIV_MOUNT_LABEL);
+  assert.equal(l.labels!.processLabel, '');
+  assert.equal(l.labels!.mountLabel, PRIV_MOUNT_LABEL);
 });
 
 test('--security-opt label=… is honoured, and a joined IPC namespace takes its container\'s label', () => {
   const own = containerLabels(store, hc({ SecurityOpt: ['label=type:spc_t', 'label=level:s0:c7,c9'] } as Partial<HostConfig>));
-  assert.equal(own.labels.processLabel, 'system_u:system_r:spc_t:s0:c7,c9');
+  assert.equal(own.labels!.processLabel, 'system_u:system_r:spc_t:s0:c7,c9');
   const joined = containerLabels(store, hc({ IpcMode: `container:${OTHER}` } as Partial<HostConfig>));
   assert.deepEqual(joined.securityOpt, ['label=user:system_u', 'label=role:system_r', 'label=type:container_t', 'label=level:s0:c1,c2']);
-  assert.equal(joined.labels.processLabel, TAKEN);
+  assert.equal(joined.labels!.processLabel, TAKEN);
 });
 
 test('inspect shows a container\'s labels', () => {
@@ -62,4 +62,10 @@ test('inspect shows a container\'s labels', () => {
   const v = inspectView(c, { apiVersion: 1.48, graphDriverData: {} }) as { ProcessLabel: string; MountLabel: string };
   assert.equal(v.ProcessLabel, TAKEN);
   assert.equal(v.MountLabel, 'system_u:object_r:container_file_t:s0:c1,c2');
+});
+
+test('without SELinux: --privileged still gets label=disable in its SecurityOpt (as dockerd 20.10 shows), and no labels', () => {
+  const l = containerLabels(store, hc({ Privileged: true }), undefined, false);
+  assert.deepEqual(l, { securityOpt: ['label=disable'] });
+  assert.deepEqual(containerLabels(store, hc({}), undefined, false), { securityOpt: [] });
 });
