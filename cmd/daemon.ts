@@ -23,8 +23,22 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
   // stops the daemon once they have, through the same orderly close, never Node's default exit
   // (which would leave the supervisor and its shims behind).
   const stopSignal = waitForSignal(log);
-  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
-  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
+  // An uncaught exception or unhandled rejection leaves the process in a state nobody can vouch
+  // for (Node's documentation says not to resume): the error is logged with its source-mapped
+  // stack and the daemon exits 1 at once, with no orderly close to run through that state. systemd
+  // restarts it (engine.service: Restart=always); containers are then treated as after a kill
+  // -9: adopted with live restore, else stopped at the start.
+  const crash = (what: string) => (err: unknown) => {
+    try {
+      log.fatal({ err }, `${what}: engined exits`);
+    } finally {
+      releasePidfileLogged(releasePidfile, log);
+      // pino flushes its buffered lines on 'exit'.
+      process.exit(1);
+    }
+  };
+  process.on('unhandledRejection', crash('unhandled rejection'));
+  process.on('uncaughtException', crash('uncaught exception'));
 
   const configSources = (sources ?? {}) as Partial<ConfigSources>;
   let started: StartedComponents<ComponentValues>;

@@ -21,7 +21,7 @@ class DaemonError extends Error {
   }
 }
 
-const USAGE = `Usage: engine [-H HOST] COMMAND
+export const USAGE = `Usage: engine [-H HOST] COMMAND
 
 Commands:
   apply [-f FILE] [-p NAME] [--env-file FILE] [--wait] [--timeout SECONDS] [--cluster]

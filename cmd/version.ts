@@ -9,6 +9,8 @@ export const MIN_API_VERSION = '1.24';
 const GIT_TIMEOUT_MS = 5_000;
 
 function gitCommit(): string {
+  // An installed package has no repository: its launcher says which commit it was built from.
+  if (process.env.ENGINE_GIT_COMMIT) return process.env.ENGINE_GIT_COMMIT;
   try {
     // Synchronous (module initialisation), so no AbortSignal; the deadline bounds a hung git.
     return execaSync('git', ['rev-parse', '--short', 'HEAD'], {

@@ -120,3 +120,28 @@ export function daemonJsonManPage(version: string): string {
   out.push('.SH FILES', '/etc/engine/daemon.json', '.SH SEE ALSO', '\\fBengined\\fR(8)', '');
   return out.join('\n');
 }
+
+/** engine(1): the client's usage text (cmd/engine.ts USAGE, what `engine --help` prints) as it is. */
+export function engineManPage(version: string, usage: string): string {
+  return [
+    `.TH ENGINE 1 "" "engine ${version}" "User Commands"`,
+    '.SH NAME',
+    'engine \\- the client of engined\'s stack API: apply Compose files as stacks, list and remove them',
+    '.SH SYNOPSIS',
+    '.B engine',
+    '[\\fB\\-H\\fR \\fIHOST\\fR] \\fICOMMAND\\fR',
+    '.SH DESCRIPTION',
+    'The docker CLI and other Docker Engine API clients work against engined unchanged; engine speaks the',
+    'API extensions of engined (stacks kept converged by the daemon). Its commands and options, as',
+    '\\fBengine \\-\\-help\\fR prints them:',
+    '.PP',
+    '.nf',
+    roff(usage.trimEnd()),
+    '.fi',
+    '.SH ENVIRONMENT',
+    'ENGINE_HOST, then DOCKER_HOST: the daemon, when \\fB\\-H\\fR is not given.',
+    '.SH SEE ALSO',
+    '\\fBengined\\fR(8), \\fBdaemon.json\\fR(5)',
+    '',
+  ].join('\n');
+}

@@ -41,6 +41,11 @@ if [ -x node_modules/.bin/esbuild ]; then
   node_modules/.bin/esbuild "$tmp/drivers/logging/log-worker.js" --bundle --platform=node --format=esm --target=node24 \
     --minify --charset=ascii --legal-comments=none --log-level=error --sourcemap=linked --sources-content=false \
     --outfile="$tmp/log-worker.bundle.mjs"
+  # The client (cmd/engine.ts) as one module too: a package carries no sources for it to run from.
+  node_modules/.bin/esbuild "$tmp/cmd/engine.js" --bundle --platform=node --format=esm --target=node24 \
+    --minify --charset=ascii --legal-comments=none --log-level=error --sourcemap=linked --sources-content=false \
+    --banner:js="import{createRequire as __engineRequire}from'node:module';const require=__engineRequire(import.meta.url);" \
+    --outfile="$tmp/engine.bundle.mjs"
   cp hack/bundle-entry.mjs "$tmp/engined.mjs"
 fi
 # The stamp is as old as the start of this build: a source saved during it triggers the next one.

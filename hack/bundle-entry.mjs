@@ -9,8 +9,9 @@ import { fileURLToPath } from 'node:url';
 // V8's code cache for the bundle, kept beside it (build.sh replaces the directory on a rebuild; Node
 // checks each entry against the source's hash): ~50 ms less to the first ping here, +1 MiB idle
 // (docs/performance.md). Node skips it quietly where the directory cannot be written;
-// NODE_DISABLE_COMPILE_CACHE=1 turns it off.
-enableCompileCache(fileURLToPath(new URL('./.compile-cache', import.meta.url)));
+// NODE_DISABLE_COMPILE_CACHE=1 turns it off; ENGINE_COMPILE_CACHE_DIR puts it elsewhere (an
+// installed package's launcher: /var/cache/engine, not under /usr).
+enableCompileCache(process.env.ENGINE_COMPILE_CACHE_DIR || fileURLToPath(new URL('./.compile-cache', import.meta.url)));
 
 const bundle = new URL('./engined.bundle.mjs', import.meta.url).href;
 // Only for the bundle: the hook is removed once it is loaded, so later loads take node's own path.

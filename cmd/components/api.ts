@@ -24,6 +24,7 @@ import { removeLeftoverScratch } from '../../drivers/builder/scratch.ts';
 import { buildPull } from '../../api/builder/pull.ts';
 import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
+import { faultRoutes, faultsEnabled } from '../../api/debug/fault-routes.ts';
 import { volumeRoutes } from '../../api/volumes/routes.ts';
 import { stackRoutes } from '../../api/stacks/routes.ts';
 import { createDistribution } from '../../drivers/distribution/distribution.ts';
@@ -206,6 +207,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             cluster: () => (ctx.get('cluster').current ? ctx.get('swarm').stacks() : undefined),
           }),
           networkRoutes({ store, defaults: admission.networks.defaults, swarm: () => ctx.get('swarm').networks() }),
+          // A test's injected fault (ENGINE_DEBUG_FAULTS=1 in the environment only).
+          ...(faultsEnabled() ? [faultRoutes()] : []),
         ],
       });
       await app.ready();

@@ -14,6 +14,7 @@ import { request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { DOCKER_CLI, docker, dockerode, dockerOk, type TestImages } from './harness/clients.ts';
+import { pidAlive } from './harness/processes.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
 
@@ -21,14 +22,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HTTPD = 'mkdir -p /www && echo hello-$(hostname) > /www/index.html && exec httpd -f -p 80 -h /www';
 const TICKER = 'i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -117,7 +110,7 @@ describe('live restore: reloadable', () => {
       writeFileSync(d.configFile, JSON.stringify({ 'live-restore': true }));
       await until('live restore on after the edit', async () => (await info()) === 'true');
       await d.stop();
-      assert.ok(alive(pid), 'the container outlived the daemon');
+      assert.ok(pidAlive(pid), 'the container outlived the daemon');
       await d.restart();
       await until('adopted', async () => new RegExp(`adopted the running container.*key=${id}`).test(d.logs()), 50);
       assert.equal(await dk('inspect', '-f', '{{.State.Running}} {{.State.Pid}}', 'stays'), `true ${pid}`);
@@ -125,7 +118,7 @@ describe('live restore: reloadable', () => {
       writeFileSync(d.configFile, JSON.stringify({ 'live-restore': false }));
       await until('live restore off after the edit', async () => (await info()) === 'false');
       await d.stop();
-      assert.ok(!alive(pid), 'stopped with the daemon');
+      assert.ok(!pidAlive(pid), 'stopped with the daemon');
     } finally {
       await removeAllAndCleanup(d);
     }
@@ -167,7 +160,7 @@ describe('live restore: adopted containers', () => {
       const [running, p, n] = now.split(' ');
       return running === 'true' && Number(p) > 0 && Number(p) !== pid && Number(n) >= 1;
     }, 150);
-    assert.ok(!alive(pid));
+    assert.ok(!pidAlive(pid));
     await dk('rm', '-f', 'always');
   });
 
@@ -186,7 +179,7 @@ describe('live restore: adopted containers', () => {
     const pid = await pidOf('five');
     const againPid = await pidOf('again');
     await d.stop();
-    await until('they end while the daemon is away', async () => !alive(pid) && !alive(againPid), 50);
+    await until('they end while the daemon is away', async () => !pidAlive(pid) && !pidAlive(againPid), 50);
     await d.restart();
     await until('seen ended', async () => (await dk('inspect', '-f', '{{.State.Running}}', 'five')) === 'false', 50);
     assert.equal(await dk('inspect', '-f', '{{.State.Running}} {{.State.ExitCode}}', 'five'), 'false 5');
@@ -284,10 +277,10 @@ describe('live restore: adopted containers', () => {
     const r = await apiGet(d, `/exec/${exec.id}/json`);
     assert.equal(r.status, 404);
     assert.equal(r.body.message, `No such exec instance: ${exec.id}`);
-    assert.ok(alive(execPid), 'the process of the exec runs on in the adopted container, as with the reference');
+    assert.ok(pidAlive(execPid), 'the process of the exec runs on in the adopted container, as with the reference');
 
     await dk('rm', '-f', 'execd');
-    await until('the exec process is gone', async () => !alive(execPid), 50);
+    await until('the exec process is gone', async () => !pidAlive(execPid), 50);
     assert.deepEqual(fifos(), [], 'no FIFO of the exec is left');
     assert.deepEqual(readdirSync(d.execRoot, { recursive: true }).map(String).filter((p) => p.includes(id)), [], 'no FIFO directory of the container is left');
     const named = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {

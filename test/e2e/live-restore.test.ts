@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { docker, dockerOk, testImages, type TestImages } from './harness/clients.ts';
+import { pidAlive } from './harness/processes.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -39,14 +40,6 @@ async function httpEventually(port: number, want: RegExp): Promise<void> {
   assert.fail(`no answer matching ${want} on port ${port}; last: ${JSON.stringify(last)}`);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Processes whose command line names `id` (a container's shim names it). */
 function processesNaming(id: string): number[] {
@@ -107,10 +100,10 @@ describe('live restore', () => {
       await sleep(500);
 
       await d.stop({ signal: how });
-      assert.ok(alive(pid), 'the container outlived the daemon');
-      assert.ok(alive(webPid));
+      assert.ok(pidAlive(pid), 'the container outlived the daemon');
+      assert.ok(pidAlive(webPid));
       await sleep(1000);
-      assert.ok(alive(pid), 'and keeps running while the daemon is away');
+      assert.ok(pidAlive(pid), 'and keeps running while the daemon is away');
       await d.restart();
 
       assert.equal(await dk('inspect', '-f', '{{.State.Running}} {{.State.Pid}}', tick), `true ${pid}`);
@@ -137,7 +130,7 @@ describe('live restore', () => {
       await dk('stop', '-t', '1', tick);
       assert.equal(await dk('wait', tick), '137', 'sh ignores SIGTERM as pid 1: killed after the grace');
       assert.equal(await dk('inspect', '-f', '{{.State.Running}} {{.State.ExitCode}}', tick), 'false 137');
-      assert.ok(!alive(pid));
+      assert.ok(!pidAlive(pid));
       const ids = [await dk('inspect', '-f', '{{.Id}}', tick), await dk('inspect', '-f', '{{.Id}}', web)];
       await dk('rm', '-f', tick, web);
       assert.equal(await httpGet(port, 1000), '', 'the port is released once the adopted container is gone');
@@ -161,7 +154,7 @@ describe('live restore', () => {
       await pdk('run', '-d', '--name', 'goes', '--stop-timeout', '1', imgs.tag, 'sleep', '300');
       const pid = Number(await pdk('inspect', '-f', '{{.State.Pid}}', 'goes'));
       await plain.stop();
-      assert.ok(!alive(pid), 'stopped with the daemon');
+      assert.ok(!pidAlive(pid), 'stopped with the daemon');
     } finally {
       await plain.cleanup();
     }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { DaemonHandle } from './harness/daemon.ts';
 import { docker, dockerOk, type TestImages } from './harness/clients.ts';
 import { removeAllAndCleanup, startWithImages } from './harness/setup.ts';
+import { pidAlive } from './harness/processes.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -33,21 +34,12 @@ function comm(pid: number | string): string {
   }
 }
 
-/** Alive and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return false;
-  }
-}
 
 /** The `containerd` child of this test's daemon (never another daemon's), 0 when there is none. */
 function supervisorPid(d: DaemonHandle): number {
   if (!d.pid) return 0;
   for (const p of readdirSync('/proc')) {
-    if (/^\d+$/.test(p) && ppidOf(p) === d.pid && comm(p) === 'containerd' && alive(Number(p))) return Number(p);
+    if (/^\d+$/.test(p) && ppidOf(p) === d.pid && comm(p) === 'containerd' && pidAlive(Number(p))) return Number(p);
   }
   return 0;
 }
@@ -107,9 +99,9 @@ describe('supervisor crash', () => {
 
     const crashedAt = Math.floor(Date.now() / 1000);
     await killSupervisor(d!, () => {
-      assert.ok(alive(pids.sleeper) && alive(pids.ticker), 'container processes alive while the supervisor is down');
+      assert.ok(pidAlive(pids.sleeper) && pidAlive(pids.ticker), 'container processes alive while the supervisor is down');
     });
-    assert.ok(alive(pids.sleeper) && alive(pids.ticker), 'container processes alive after the supervisor restart');
+    assert.ok(pidAlive(pids.sleeper) && pidAlive(pids.ticker), 'container processes alive after the supervisor restart');
     assert.deepEqual(shimsOf(d!).sort(), shimsBefore.sort(), 'the same shims serve the containers');
 
     // Within a bounded time `docker ps` shows both running, with the same PIDs.
@@ -137,14 +129,14 @@ describe('supervisor crash', () => {
     // stop records an exit code (sleep as PID 1 ignores SIGTERM: killed after the timeout).
     await dk('stop', '-t', '1', 'sleeper');
     assert.equal(await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'sleeper'), 'exited 137');
-    assert.ok(!alive(pids.sleeper), 'sleeper process gone');
+    assert.ok(!pidAlive(pids.sleeper), 'sleeper process gone');
     await dk('kill', 'ticker');
     let state = '';
     for (const until = Date.now() + 10_000; Date.now() < until && !state.startsWith('exited'); await sleep(100)) {
       state = await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'ticker');
     }
     assert.equal(state, 'exited 137');
-    assert.ok(!alive(pids.ticker), 'ticker process gone');
+    assert.ok(!pidAlive(pids.ticker), 'ticker process gone');
 
     assert.equal(await dk('run', '--rm', '--network', 'none', imgs.tag, 'echo', 'ok'), 'ok');
 
@@ -181,14 +173,14 @@ describe('supervisor crash', () => {
       assert.equal(results[0]!.stdout.trim(), 'frozen running');
       assert.equal(results[1]!.stdout.trim(), `running ${pid}`);
       assert.equal(results[2]!.stdout.trim(), 'started');
-      assert.ok(alive(pid), 'the container still runs: its stop waits for the supervisor');
+      assert.ok(pidAlive(pid), 'the container still runs: its stop waits for the supervisor');
     } finally {
       process.kill(sup, 'SIGCONT');
     }
     const stopped = await stopping!;
     assert.equal(stopped.code, 0, stopped.stderr);
     assert.equal(await dk('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'frozen'), 'exited 137');
-    assert.ok(!alive(pid), 'the container process is gone');
+    assert.ok(!pidAlive(pid), 'the container process is gone');
     await dk('rm', 'frozen');
   });
 
@@ -200,7 +192,7 @@ describe('supervisor crash', () => {
     await dk('start', 'later');
     assert.equal(await dk('inspect', '-f', '{{.State.Status}}', 'later'), 'running');
     const pid = Number(await dk('inspect', '-f', '{{.State.Pid}}', 'later'));
-    assert.ok(alive(pid), 'the started container runs');
+    assert.ok(pidAlive(pid), 'the started container runs');
     assert.equal(await dk('exec', 'later', 'echo', 'hi'), 'hi');
     await dk('rm', '-f', 'later');
     let shims = shimsOf(d!);

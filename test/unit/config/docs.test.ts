@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { daemonJsonDoc, daemonJsonManPage, enginedManPage } from '../../../config/docs.ts';
+import { daemonJsonDoc, daemonJsonManPage, engineManPage, enginedManPage } from '../../../config/docs.ts';
+import { USAGE } from '../../../cmd/engine.ts';
 import { helpText } from '../../../config/flags.ts';
 import { OPTIONS } from '../../../config/options.ts';
 import { ENGINE_VERSION } from '../../../cmd/version.ts';
@@ -17,6 +18,7 @@ test('the committed references are the generated ones (run hack/gen-docs.ts afte
   assert.equal(read('docs/daemon-json.md'), daemonJsonDoc());
   assert.equal(read('docs/man/engined.8'), enginedManPage(ENGINE_VERSION));
   assert.equal(read('docs/man/daemon.json.5'), daemonJsonManPage(ENGINE_VERSION));
+  assert.equal(read('docs/man/engine.1'), engineManPage(ENGINE_VERSION, USAGE));
 });
 
 test('every flag of --help is in engined(8); every file key in daemon-json.md and daemon.json(5)', () => {
@@ -31,4 +33,11 @@ test('every flag of --help is in engined(8); every file key in daemon-json.md an
     assert.ok(md.includes(`| \`${o.fileKey}\` |`), `${o.fileKey} missing from daemon-json.md`);
     assert.ok(man5.includes(`\\fB${o.fileKey.replace(/-/g, '\\-')}\\fR`), `${o.fileKey} missing from daemon.json(5)`);
   }
+});
+
+test('engine(1) holds every command of `engine --help`', () => {
+  const man = read('docs/man/engine.1');
+  const commands = [...USAGE.matchAll(/^  ([a-z]+(?: [a-z]+)?)\s/gm)].map((m) => m[1]!);
+  assert.ok(commands.includes('apply') && commands.includes('stack ls'), commands.join(','));
+  for (const c of commands) assert.ok(man.includes(c), `${c} missing from engine(1)`);
 });
