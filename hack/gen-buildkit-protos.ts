@@ -4,12 +4,9 @@
 // .proto file there:
 //   node_modules/.bin/node hack/gen-buildkit-protos.ts
 // (test/unit/builder/buildkit-progress.test.ts fails while gen/ is stale).
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readTree } from './gen-protos.ts';
+import { regenerate, tsProto } from './gen-protos.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const PROTO_DIR = join(REPO, 'api', 'builder', 'protos');
@@ -30,20 +27,7 @@ const OPTIONS = [
 
 /** Generates into `out` and answers the files written, by path relative to it. */
 export function generate(out: string): Map<string, string> {
-  execFileSync('protoc', [`--plugin=protoc-gen-ts_proto=${join(REPO, 'node_modules', '.bin', 'protoc-gen-ts_proto')}`, `-I${PROTO_DIR}`, `--ts_proto_out=${out}`, `--ts_proto_opt=${OPTIONS}`, ...FILES], {
-    cwd: REPO,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return readTree(out);
+  return tsProto(PROTO_DIR, FILES, OPTIONS, out);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const tmp = mkdtempSync(join(tmpdir(), 'engine-gen-buildkit-protos-'));
-  try {
-    generate(tmp);
-    rmSync(GEN_DIR, { recursive: true, force: true });
-    cpSync(tmp, GEN_DIR, { recursive: true });
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
+if (import.meta.url === `file://${process.argv[1]}`) regenerate(GEN_DIR, generate);

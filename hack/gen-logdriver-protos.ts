@@ -3,12 +3,9 @@
 // protoc with the options of hack/gen-buildkit-protos.ts except for int64, which stays exact
 // (time_nano does not fit a double). Run after changing the .proto file:
 //   node_modules/.bin/node hack/gen-logdriver-protos.ts
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readTree } from './gen-protos.ts';
+import { regenerate, tsProto } from './gen-protos.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const PROTO_DIR = join(REPO, 'drivers', 'logging', 'protos');
@@ -30,20 +27,7 @@ const OPTIONS = [
 
 /** Generates into `out` and answers the files written, by path relative to it. */
 export function generate(out: string): Map<string, string> {
-  execFileSync('protoc', [`--plugin=protoc-gen-ts_proto=${join(REPO, 'node_modules', '.bin', 'protoc-gen-ts_proto')}`, `-I${PROTO_DIR}`, `--ts_proto_out=${out}`, `--ts_proto_opt=${OPTIONS}`, ...FILES], {
-    cwd: REPO,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return readTree(out);
+  return tsProto(PROTO_DIR, FILES, OPTIONS, out);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const tmp = mkdtempSync(join(tmpdir(), 'engine-gen-logdriver-protos-'));
-  try {
-    generate(tmp);
-    rmSync(GEN_DIR, { recursive: true, force: true });
-    cpSync(tmp, GEN_DIR, { recursive: true });
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
+if (import.meta.url === `file://${process.argv[1]}`) regenerate(GEN_DIR, generate);

@@ -20,7 +20,7 @@ const FILES = ['version.proto', 'containers.proto', 'tasks.proto', 'events.proto
  * value the supervisor sends needs more than 53 bits), timestamps stay {seconds, nanos} (Go's zero
  * time is a real value there), and imports name their `.ts` files, as node runs them.
  */
-const OPTIONS = [
+export const OPTIONS = [
   'outputServices=grpc-js',
   'env=node',
   'esModuleInterop=true',
@@ -36,11 +36,41 @@ const OPTIONS = [
 
 /** Generates into `out` and answers the files written, by path relative to it. */
 export function generate(out: string): Map<string, string> {
-  execFileSync('protoc', [`--plugin=protoc-gen-ts_proto=${join(REPO, 'node_modules', '.bin', 'protoc-gen-ts_proto')}`, `-I${PROTO_DIR}`, `--ts_proto_out=${out}`, `--ts_proto_opt=${OPTIONS}`, ...FILES], {
+  return tsProto(PROTO_DIR, FILES, OPTIONS, out);
+}
+
+/** protoc with ts-proto: `files` of `protoDir` into `out` with `options`; answers the files written. */
+export function tsProto(protoDir: string, files: readonly string[], options: string, out: string): Map<string, string> {
+  execFileSync('protoc', [`--plugin=protoc-gen-ts_proto=${join(REPO, 'node_modules', '.bin', 'protoc-gen-ts_proto')}`, `-I${protoDir}`, `--ts_proto_out=${out}`, `--ts_proto_opt=${options}`, ...files], {
     cwd: REPO,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return readTree(out);
+}
+
+/** Replaces `genDir` with what `generate` writes into a fresh directory. */
+export function regenerate(genDir: string, generate: (out: string) => unknown): void {
+  const tmp = mkdtempSync(join(tmpdir(), 'engine-gen-'));
+  try {
+    generate(tmp);
+    rmSync(genDir, { recursive: true, force: true });
+    cpSync(tmp, genDir, { recursive: true });
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** What differs between `genDir` and a fresh `generate`: files missing, extra or changed ([] when up to date). */
+export function staleFiles(genDir: string, generate: (out: string) => Map<string, string>): string[] {
+  const tmp = mkdtempSync(join(tmpdir(), 'engine-gen-check-'));
+  try {
+    const fresh = generate(tmp);
+    const committed = readTree(genDir);
+    const names = new Set([...fresh.keys(), ...committed.keys()]);
+    return [...names].filter((f) => fresh.get(f) !== committed.get(f)).sort();
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 export function readTree(dir: string): Map<string, string> {
@@ -56,13 +86,4 @@ export function readTree(dir: string): Map<string, string> {
   return files;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const tmp = mkdtempSync(join(tmpdir(), 'engine-gen-protos-'));
-  try {
-    generate(tmp);
-    rmSync(GEN_DIR, { recursive: true, force: true });
-    cpSync(tmp, GEN_DIR, { recursive: true });
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
+if (import.meta.url === `file://${process.argv[1]}`) regenerate(GEN_DIR, generate);

@@ -75,6 +75,8 @@ export const buildQuery = z.looseObject({
   platform: q.str(),
   isolation: q.str(),
   version: q.str(),
+  // A BuildKit session (POST /session) the build belongs to.
+  session: q.str(),
   extrahosts: q.list(),
   securityopt: q.list(),
   buildargs: jsonQ('error reading build args', isArgMap),

@@ -27,6 +27,8 @@ export interface BuildRouteDeps {
   events?: { image(action: string, id: string, name: string): void };
   /** Hears of each build and of its failure (the builder's metrics, when served). */
   counted?: { buildTriggered(): void; buildFailed(err: unknown, canceled: boolean): void };
+  /** The open BuildKit sessions (POST /session): a build's `session=` one ends, the build is canceled. */
+  sessions?: { get(id: string): { readonly signal: AbortSignal } | undefined };
 }
 
 /** keep-storage of POST /build/prune: strconv.Atoi, its error wrapped in the reference's words (a 400 here). */
@@ -57,8 +59,11 @@ export function buildRoutes(deps: BuildRouteDeps) {
       progress: (line) => write(line as JsonMessage),
     };
     deps.counted?.buildTriggered();
+    // The client gone, or the session it named closed (BuildKit cancels a build whose session ends).
+    const session = query.session ? deps.sessions?.get(query.session) : undefined;
+    const signal = session ? AbortSignal.any([w.signal, session.signal]) : w.signal;
     try {
-      const id = await deps.builder.build(req.raw, options, deps.backend(req), out, w.signal);
+      const id = await deps.builder.build(req.raw, options, deps.backend(req), out, signal);
       if (!bk) out.stream(`Successfully built ${shortId(shown(id))}\n`);
       for (const tag of tags) {
         setImageTag(deps.store, tag, id);

@@ -1,5 +1,6 @@
 // What the API serves from beside the store (distribution, the log reader, the event recorder),
 // and the API itself: the app, its routes and the listeners.
+import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { component } from './registry.ts';
 import type { DaemonEnv } from './env.ts';
@@ -25,6 +26,8 @@ import { buildPull } from '../../api/builder/pull.ts';
 import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
 import { faultRoutes, faultsEnabled } from '../../api/debug/fault-routes.ts';
+import { sessionRoutes } from '../../api/session/routes.ts';
+import { SessionManager, type BuildSession } from '../../drivers/session/manager.ts';
 import { volumeRoutes } from '../../api/volumes/routes.ts';
 import { stackRoutes } from '../../api/stacks/routes.ts';
 import { createDistribution } from '../../drivers/distribution/distribution.ts';
@@ -75,6 +78,13 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
       },
     }),
     component({
+      id: 'sessions',
+      requires: ['paths'],
+      // BuildKit sessions: each relay socket under the exec root; all end when the daemon stops.
+      init: (ctx) => new SessionManager({ dir: join(ctx.get('paths').execRoot, 'sessions'), log: log.child({ component: 'session' }) }),
+      close: (m) => m.close(),
+    }),
+    component({
       id: 'authz',
       requires: [],
       // Every configured plugin must be found (a missing one: the daemon does not start); each is
@@ -100,7 +110,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   return component({
     id: 'api',
     // Running: the API serves only once the controllers act on what it writes.
-    requires: ['running', 'store', 'paths', 'userns', 'cdi', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
+    requires: ['running', 'store', 'paths', 'userns', 'cdi', 'sessions', 'layers', 'supervisor-client', 'runtimes', 'runs', 'execs', 'volumes', 'distribution', 'pulls', 'log-reader', 'events', 'metrics', 'authz', 'cluster', 'swarm', 'admission'],
     init: async (ctx) => {
       const store = ctx.get('store');
       const layers = ctx.get('layers');
@@ -173,7 +183,8 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             experimental: !!cfg.experimental,
             events,
             counted: metrics.engine,
-            backend: (req) => ({ ...backend, pullImage: buildPull(puller, store, req) }),
+            backend: (req) => ({ ...backend, pullImage: buildPull(puller, store, req, sessionOf(ctx.get('sessions'), req.query)) }),
+            sessions: ctx.get('sessions'),
           }),
           containerRoutes({
             store,
@@ -207,6 +218,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             cluster: () => (ctx.get('cluster').current ? ctx.get('swarm').stacks() : undefined),
           }),
           networkRoutes({ store, defaults: admission.networks.defaults, swarm: () => ctx.get('swarm').networks() }),
+          sessionRoutes({ sessions: ctx.get('sessions') }),
           // A test's injected fault (ENGINE_DEBUG_FAULTS=1 in the environment only).
           ...(faultsEnabled() ? [faultRoutes()] : []),
         ],
@@ -229,4 +241,10 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
       }
     },
   });
+}
+
+/** The open BuildKit session a build's `session=` names, if any. */
+function sessionOf(sessions: SessionManager, query: unknown): BuildSession | undefined {
+  const id = (query as { session?: unknown } | undefined)?.session;
+  return typeof id === 'string' && id ? sessions.get(id) : undefined;
 }

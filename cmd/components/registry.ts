@@ -33,6 +33,7 @@ import type { SupervisorAddress, SwappableRuntimes } from './core.ts';
 import type { Paths } from './env.ts';
 import type { IdMap } from '../../lib/idmap.ts';
 import type { CdiRegistry } from '../../drivers/cdi/registry.ts';
+import type { SessionManager } from '../../drivers/session/manager.ts';
 import type { Metrics } from './metrics.ts';
 import type { Running } from './reload.ts';
 
@@ -42,6 +43,8 @@ export type ComponentValues = {
   userns: { map?: IdMap };
   /** The CDI specs (features.cdi on; none without it). */
   cdi: { registry?: CdiRegistry };
+  /** BuildKit sessions (POST /session) by id. */
+  sessions: SessionManager;
   paths: Paths;
   store: Store;
   'storage-driver': DriverName;

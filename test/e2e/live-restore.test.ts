@@ -60,10 +60,16 @@ function mountsUnder(dir: string): number {
   return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4]?.startsWith(dir)).length;
 }
 
-/** The ticks in a log, checked to be 0, 1, 2, ... with none missing or repeated. */
-function ticksInOrder(log: string): number {
+/**
+ * The ticks in a log, checked to be 0, 1, 2, ... with none repeated or out of order, and none
+ * missing — except, with `inFlight`, one: a kill -9 can land between the daemon's read of a line
+ * from the container's FIFO and its write to the log file (the reference's daemon has the same
+ * window); what the pipe held while the daemon was away is all there.
+ */
+function ticksInOrder(log: string, inFlight = false): number {
   const ticks = log.split('\n').filter((l) => l.startsWith('tick ')).map((l) => Number(l.slice(5)));
-  ticks.forEach((n, i) => assert.equal(n, i, `tick ${i} is line ${i} (got ${n}): no gap, no repeat`));
+  const gaps = ticks.map((n, i) => n - (i === 0 ? -1 : ticks[i - 1]!)).filter((step) => step !== 1);
+  assert.ok(gaps.every((step) => step === 2) && gaps.length <= (inFlight ? 1 : 0), `ticks in order, none repeated, none lost${inFlight ? ' but the one in flight at the kill' : ''}: ${ticks.join(' ')}`);
   return ticks.length;
 }
 
@@ -121,11 +127,11 @@ describe('live restore', () => {
       assert.equal(h.Status, 'healthy');
       // The ticks written while the daemon was away (a few hundred bytes: within the pipe) are in the log, in order.
       await sleep(500);
-      const n = ticksInOrder(await dk('logs', tick));
+      const n = ticksInOrder(await dk('logs', tick), how === 'SIGKILL');
       assert.ok(n >= 15, `${n} ticks: the ones of the second the daemon was away are there`);
       // Its output keeps flowing, and exec, stop and wait work on the adopted run.
       await sleep(300);
-      assert.ok(ticksInOrder(await dk('logs', tick)) > n, 'new ticks after the adoption');
+      assert.ok(ticksInOrder(await dk('logs', tick), how === 'SIGKILL') > n, 'new ticks after the adoption');
       assert.equal(await dk('exec', tick, 'echo', 'in-adopted'), 'in-adopted');
       await dk('stop', '-t', '1', tick);
       assert.equal(await dk('wait', tick), '137', 'sh ignores SIGTERM as pid 1: killed after the grace');
