@@ -90,6 +90,9 @@ export type BuildQuery = z.output<typeof buildQuery>;
 export function parseBuildRequest(query: BuildQuery, version: number, experimental: boolean): BuildRequest {
   const builder = query.version ?? '';
   if (builder !== '' && builder !== '1' && builder !== '2') throw invalidArgument(`invalid version ${builder}`);
+  // The context over a BuildKit session's file sync (the docker CLI's BuildKit builder) is not read:
+  // the classic builder takes its context from the request body (docs/api-extensions.md).
+  if (query.remote === 'client-session') throw invalidArgument('remote=client-session is not supported: this daemon does not read a build context over the session\'s file sync; send the context as the request body (DOCKER_BUILDKIT=0 with the docker CLI)');
   if (query.remote) throw invalidArgument('remote build contexts are not supported: send the context as the request body');
   if (query.squash && !experimental) throw invalidArgument('squash is only supported with experimental mode');
   if (query.securityopt.length) throw invalidArgument('The daemon on this platform does not support setting security options on build');

@@ -15,6 +15,10 @@
 // That is also the cost of the start-up reclaim (~10 MiB of start-up's garbage and the pages sized
 // for it): a new daemon's first large burst, if it comes after 8 quiet seconds, starts from a
 // small heap.
+// Measured (2026-12-07, a daemon given three rounds of 30 runs and a 200k-line log, 12 s quiet after
+// each): each reclaim gave back 15-18 MiB (105 -> 90, 121 -> 104, 121 -> 103, 120 -> 103) and held the
+// event loop 80-92 ms, while the daemon was idle; at the end 103 MiB resident, against 129 MiB with
+// ENGINE_MEMORY_RECLAIM=0 (no reclaim) after the same work. It stays.
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 
 export interface MemoryReclaimOptions {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { HealthService } from '../../drivers/session/gen/health.ts';
-import { dockerode, dockerOk, testImages, type TestImages } from './harness/clients.ts';
+import { docker, dockerode, dockerOk, testImages, type TestImages } from './harness/clients.ts';
 import { bcryptHtpasswd, registryAvailable, startRegistry } from './registry/registry.ts';
 import { startDaemon, type DaemonHandle } from './harness/daemon.ts';
 import { until } from './harness/wait.ts';
@@ -155,5 +155,34 @@ describe('BuildKit sessions: POST /session', () => {
     } finally {
       await reg.stop();
     }
+  });
+
+  test('the session ending cancels the build that uses it: its RUN container is killed and removed, nothing is tagged', { timeout: 90_000 }, async () => {
+    const id = randomUUID();
+    const s = await open(sessionHeaders(id));
+    assert.equal(s.status, 101);
+    const server = new grpc.Server();
+    server.createConnectionInjector(grpc.ServerCredentials.createInsecure()).injectConnection(s.socket!);
+    const dir = mkdtempSync(join(tmpdir(), 'engine-session-cancel-'));
+    dirs.push(dir);
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${imgs.tag}\nRUN sleep 300\n`);
+    const tar = execFileSync('tar', ['-cf', '-', '-C', dir, 'Dockerfile']);
+    const ended = new Promise<string>((resolve, reject) => {
+      const req = request({ socketPath: d.socket, method: 'POST', path: `/v1.48/build?version=2&t=never%3A1&session=${id}`, headers: { 'Content-Type': 'application/x-tar' } }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve(body));
+      });
+      req.on('error', reject);
+      req.end(tar);
+    });
+    const dk = dockerOk(() => d);
+    const running = await until('the RUN container runs', async () => (await dk('ps', '-q', '--filter', 'status=running')).trim() || undefined, 30_000);
+    server.forceShutdown();
+    s.socket!.destroy();
+    const body = await ended;
+    assert.match(body.trim().split('\n').at(-1)!, /"error"/, body.slice(-500));
+    await until('the RUN container gone', async () => !(await dk('ps', '-aq')).includes(running), 30_000);
+    assert.equal((await docker(d, ['image', 'inspect', 'never:1'])).code, 1, 'nothing tagged');
   });
 });

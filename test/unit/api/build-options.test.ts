@@ -55,6 +55,8 @@ test('refusals before any output, with the reference messages', () => {
     [{ isolation: 'hyperv' }, /Unsupported isolation: "hyperv"/],
     [{ shmsize: 'lots' }, /strconv\.ParseInt: parsing "lots": invalid syntax$/],
     [{ platform: 'windows/amd64' }, /unsupported platform/],
+    [{ remote: 'client-session', version: '2' }, /remote=client-session is not supported: this daemon does not read a build context over the session's file sync/],
+    [{ remote: 'https://example.com/ctx.tar' }, /: remote build contexts are not supported/],
   ];
   for (const [q, re] of cases) assert.throws(() => parseBuildRequest(req(q), false), re, JSON.stringify(q));
   assert.equal(parseBuildRequest(req({ squash: '1' }), true).options.noCache, false);
