@@ -173,6 +173,8 @@ export class SessionManager {
 
   constructor(opts: SessionManagerOptions) {
     this.opts = opts;
+    // Only this daemon's relay sockets live here: what a killed one left goes.
+    rmSync(opts.dir, { recursive: true, force: true });
     mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
   }
 

@@ -126,6 +126,8 @@ export function reconcileService(input: ServiceInput): ServiceOutcome {
 
   const pending: number[] = [];
   const inFlight: number[] = [];
+  /** Slots whose new replica is up while the one it replaces is still being removed. */
+  let leaving = 0;
   let updated = 0;
   const rolling = () => !!rollout && (rollout.state === 'RollingOut' || rollout.state === 'RollingBack' || rollout.state === 'Paused');
   for (const n of svc.slots) {
@@ -155,6 +157,12 @@ export function reconcileService(input: ServiceInput): ServiceOutcome {
         // A new container of a rollout: up, failed, or still being watched.
         if (p.up) {
           for (const c of stale) engine.removeContainer(c.name);
+          // Ready once what it replaces is gone, not only asked to go (Compose's up returns after
+          // the old container's removal): a pass after the removal counts it.
+          if (stale.length) {
+            leaving++;
+            soon(NAME_WAIT_MS);
+          }
           if (nameOf(cur!) !== cname && !input.byName(cname)) engine.renameContainer(cur!.name, cname);
           else if (nameOf(cur!) !== cname) soon(NAME_WAIT_MS);
           updated++;
@@ -265,7 +273,7 @@ export function reconcileService(input: ServiceInput): ServiceOutcome {
     }
   }
 
-  const done = !pending.length && !inFlight.length && !problems.length && !failedOnce && ready >= svc.replicas;
+  const done = !pending.length && !inFlight.length && !leaving && !problems.length && !failedOnce && ready >= svc.replicas;
   const stable = done && target === svc ? { configHash: svc.configHash, generation: gen } : prev?.stable;
   const status = (state: Verdict, reason: string, message: string): ServiceOutcome => ({
     status: {
@@ -291,6 +299,7 @@ export function reconcileService(input: ServiceInput): ServiceOutcome {
   if (failedOnce) return status('Degraded', 'ExitedNonZero', failedOnce);
   if (input.waitingOn && ready < svc.replicas) return status('Progressing', 'WaitingForDependencies', `waiting for ${input.waitingOn}`);
   if (rollout?.state === 'RollingOut') return status('Progressing', 'RollingUpdate', `${updated}/${svc.replicas} updated`);
+  if (leaving) return status('Progressing', 'RollingUpdate', `${svc.replicas}/${svc.replicas} updated; removing ${leaving} replaced container${leaving === 1 ? '' : 's'}`);
   if (ready >= svc.replicas) return status('Ready', svc.oneShot ? 'Completed' : 'ReplicasReady', '');
   return status('Progressing', 'ReplicasStarting', `${ready}/${svc.replicas} ${svc.oneShot ? 'completed' : 'ready'}`);
 }

@@ -206,3 +206,23 @@ test('a name taken by a container of no stack is a clash, never adopted', async 
   assert.deepEqual(calls, ['run shop-web-2']);
   assert.match(out.status.conditions.find((c) => c.type === 'Degraded')!.message, /shop-web-1 exists and was not created by this stack/);
 });
+
+test('start-first: Ready once the replaced containers are gone, not when their removal is only asked', async () => {
+  const old = plan('1');
+  const neu = plan('2', { update_config: { order: 'start-first' } });
+  const o1 = ctr(old, 1);
+  const o2 = ctr(old, 2);
+  const aside = (c: ContainerResource, n: number) => ({ ...c, spec: { ...c.spec, name: `/${c.name.slice(0, 12)}_shop-web-${n}` } }) as ContainerResource;
+  const first = run(neu, [o1, o2], { stable: { configHash: old.configHash, generation: 1 } });
+  const n1 = ctr(neu, 1);
+  const second = run(neu, [aside(o1, 1), n1, o2], first.out.status);
+  const n2 = ctr(neu, 2);
+  // Both new replicas up; the old ones asked to go but still there (their stop takes its grace period).
+  const third = run(neu, [aside(o1, 1), n1, aside(o2, 2), n2], second.out.status);
+  assert.ok(third.calls.includes(`remove ${o2.name.slice(0, 4)}`), third.calls.join(', '));
+  assert.notEqual(third.out.state, 'Ready', 'not Ready while a replaced container is still there');
+  assert.ok(third.out.requeueAfterMs !== undefined, 'looked at again soon');
+  const fourth = run(neu, [n1, n2], third.out.status);
+  assert.equal(fourth.out.state, 'Ready', reason(fourth.out));
+  assert.equal(fourth.out.status.ready, 2);
+});
