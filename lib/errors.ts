@@ -48,6 +48,15 @@ export function isCode(err: unknown, code: ErrorCode): boolean {
   return errorCode(err) === code;
 }
 
+/**
+ * A dependency that could not be reached at all (its connection refused or dropped: the
+ * supervisor restarting), as the driver marks it: worth the same request again once it is back,
+ * unlike a refusal or a deadline.
+ */
+export function isUnreachable(err: unknown): boolean {
+  return isCode(err, 'Unavailable') && (err as { unreachable?: unknown }).unreachable === true;
+}
+
 const CODES = new Set<string>([
   'NotFound', 'AlreadyExists', 'Conflict', 'InvalidArgument', 'FailedPrecondition', 'Unavailable',
   'NotImplemented', 'PermissionDenied', 'Unauthorized', 'Canceled', 'NotModified', 'Internal',

@@ -60,6 +60,8 @@ export function serviceComponents({ cfg, log }: DaemonEnv) {
           layers: ctx.get('layers'),
           platform: hostPlatform(),
           tmpDir: ctx.get('paths').tmpDir,
+          // Tests shorten the silence a stalled blob download is given (default 60 s).
+          ...(Number(process.env.ENGINE_PULL_STALL_TIMEOUT_MS) > 0 ? { stallTimeoutMs: Number(process.env.ENGINE_PULL_STALL_TIMEOUT_MS) } : {}),
         }),
       close: (distribution) => distribution.close(),
     }),

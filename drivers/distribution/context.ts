@@ -36,6 +36,8 @@ export interface DistContext {
   uploads: Limiter;
   maxDownloadAttempts: number;
   retryDelayMs: number;
+  /** A blob body silent this long fails its attempt. */
+  stallTimeoutMs: number;
   tmpDir: string;
   certsDir: string;
   nondistributable: HostMatcher;

@@ -63,6 +63,7 @@ export function createDistribution(opts: DistributionOptions): DistributionDrive
     uploads: new Limiter(opts.maxConcurrentUploads),
     maxDownloadAttempts: Math.max(1, opts.maxDownloadAttempts),
     retryDelayMs: opts.retryDelayMs ?? 5000,
+    stallTimeoutMs: opts.stallTimeoutMs ?? 60_000,
     tmpDir: opts.tmpDir ?? tmpdir(),
     certsDir: opts.certsDir,
     nondistributable: createHostMatcher(opts.allowNondistributable),

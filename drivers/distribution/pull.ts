@@ -516,8 +516,11 @@ async function fetchInto(
     const bar = throttled((cur) => ev.progress(cur, total));
     let first = true;
     const out = new ChunkWriter(fh, pos);
+    // A registry that stops sending mid-blob: the attempt fails after a silence (then retried).
+    const stall = stallWatch(res.body, ctx.stallTimeoutMs, `Get "${res.url.href}"`);
     try {
       for await (const chunk of chunksOf(res.body)) {
+        stall.fed();
         const wait = out.write(chunk);
         pos = append(chunk.length, chunk, resumed || !first);
         first = false;
@@ -528,6 +531,7 @@ async function fetchInto(
       }
       await out.flush();
     } finally {
+      stall.stop();
       // Nothing may land in the file after a failed attempt returns (the next one may truncate it).
       await out.settle();
     }
@@ -539,4 +543,27 @@ async function fetchInto(
     return;
   }
   throw lastErr;
+}
+
+/**
+ * Destroys `body` when nothing arrived for `ms` (reset by fed()): the read fails as Go's client
+ * fails a body whose deadline passed (`what`: the request, as Go names it), and the download's
+ * retry takes over.
+ */
+export function stallWatch(body: { destroy(err: Error): void }, ms: number, what: string): { fed(): void; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      body.destroy(Object.assign(new Error(`${what}: net/http: request canceled (Client.Timeout or context cancellation while reading body)`), { code: 'ESTALLED', stalledMs: ms }));
+    }, ms);
+    timer.unref();
+  };
+  if (ms > 0) arm();
+  return {
+    fed: () => {
+      if (ms > 0) arm();
+    },
+    stop: () => clearTimeout(timer),
+  };
 }

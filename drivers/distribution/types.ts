@@ -39,6 +39,8 @@ export interface DistributionOptions {
   retryDelayMs?: number;
   /** Deadline of each registry request before its body starts (default 60 s). */
   requestTimeoutMs?: number;
+  /** A blob download that receives nothing for this long fails its attempt (retried as any other; default 60 s). */
+  stallTimeoutMs?: number;
 }
 
 export interface PullOptions {

@@ -145,7 +145,19 @@ function writeHeader(h: TarHeader): TarWriteHeader | null {
  * The diff tar without the mount-point placeholders, and without `etc/` itself when it was copied
  * up only to hold them.
  */
-export async function* withoutMountPoints(tar: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+export async function* withoutMountPoints(tar: AsyncIterable<Buffer> & { destroy?(): void }): AsyncGenerator<Buffer> {
+  let finished = false;
+  try {
+    yield* keptEntries(tar);
+    finished = true;
+  } finally {
+    // Left before the end (its consumer failed: a disk full): the reader (tar-reader.ts) does not
+    // close its source, so the layer's walk is stopped here and lets go of the file it holds open.
+    if (!finished) tar.destroy?.();
+  }
+}
+
+async function* keptEntries(tar: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   let heldEtc: Buffer | null = null;
   for await (const e of readTar(tar)) {
     const name = e.header.name.replace(/^(\.\/|\/)+/, '').replace(/\/+$/, '');
@@ -198,9 +210,15 @@ export async function emptyTar(tar: Readable): Promise<{ empty: boolean; stream:
     return { empty: true, stream: Readable.from([]) };
   }
   async function* rest(): AsyncGenerator<Buffer> {
-    yield first;
-    if (done) return;
-    for (let r = await it.next(); !r.done; r = await it.next()) yield Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array);
+    try {
+      yield first;
+      if (done) return;
+      for (let r = await it.next(); !r.done; r = await it.next()) yield Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array);
+      done = true;
+    } finally {
+      // Left before the end (its consumer failed: a disk full): the producer lets go of the files it holds open.
+      if (!done) tar.destroy();
+    }
   }
   return { empty: false, stream: Readable.from(rest(), { objectMode: false }) };
 }

@@ -111,7 +111,8 @@ export function mapGrpcError(err: unknown, what: string): EngineError {
   const e = err as Partial<grpc.ServiceError>;
   const code = typeof e.code === 'number' ? e.code : -1;
   const out = new EngineError(CODES[code as grpc.status] ?? 'Internal', e.details || e.message || String(err), { cause: err });
-  return Object.assign(out, { grpcCode: code, operation: what });
+  // UNAVAILABLE is the transport's (no connection, or it dropped): lib/errors.ts isUnreachable.
+  return Object.assign(out, { grpcCode: code, operation: what, unreachable: code === grpc.status.UNAVAILABLE });
 }
 
 export interface CallOptions {

@@ -15,6 +15,7 @@ import type { RunRegistry } from './runs.ts';
 import { parseSignal, stopParams } from './signals.ts';
 import { decideRestart } from './restart-policy.ts';
 import type { StagedStatus } from './staged-status.ts';
+import { StartRetries } from './start-retry.ts';
 
 export class ContainerEffects {
   private readonly store: ReconcilerStore;
@@ -24,6 +25,8 @@ export class ContainerEffects {
   private readonly steps: RunSteps;
   /** Drops the reconciler's machine of a container torn down. */
   private readonly forget: (id: string) => void;
+  /** Starts cut off by the supervisor being out of reach, to be tried again (the reconciler requeues). */
+  readonly startRetries = new StartRetries();
 
   constructor(store: ReconcilerStore, deps: ContainerReconcilerDeps, runs: RunRegistry, status: StagedStatus, steps: RunSteps, forget: (id: string) => void) {
     this.store = store;
@@ -49,7 +52,10 @@ export class ContainerEffects {
   async startEffect(id: string, signal: AbortSignal): Promise<StartOutput> {
     const r = this.store.get(Containers, id)!;
     const neverRan = this.status.get(id).phase === 'created';
-    await this.steps.start.startRun(id, this.ctx(id, signal));
+    const { unreachable } = await this.steps.start.startRun(id, this.ctx(id, signal));
+    // The supervisor out of reach: the start stays pending, tried again after a back-off.
+    if (unreachable && this.startRetries.failed(id)) return { started: false, neverRan };
+    this.startRetries.settled(id);
     // With the start's outcome (running, or the error): what `docker start` waits for.
     this.status.stage(id, (s) => ({ ...s, runGeneration: Math.max(s.runGeneration, r.spec.runGeneration), restartOnBoot: false }));
     const run = this.runs.get(id);

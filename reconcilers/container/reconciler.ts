@@ -127,6 +127,7 @@ export class ContainerReconciler {
     const r = this.store.get(Containers, id);
     if (!r) {
       this.machines.forget(id);
+      this.effects.startRetries.forget(id);
       return;
     }
     let requeue: number | undefined;
@@ -155,6 +156,12 @@ export class ContainerReconciler {
         requeue = res.requeueAfter;
         if (res.snapshot.status === 'done' || JSON.stringify(res.snapshot.value) === before) break;
       }
+      // A start the supervisor's absence cut off is tried again (start-retry.ts).
+      const retry = this.effects.startRetries.delay(id);
+      const now = this.store.get(Containers, id);
+      const wantsRun = !!now && now.spec.runGeneration > this.status.get(id).runGeneration && (now.spec.desired === 'running' || now.spec.desired === 'paused');
+      if (retry !== undefined && !wantsRun) this.effects.startRetries.forget(id);
+      else if (retry !== undefined) requeue = requeue === undefined ? retry : Math.min(requeue, retry);
       const state = topState(held.snapshot);
       const run = this.runs.get(id);
       const spec = this.store.get(Containers, id)?.spec;
@@ -244,7 +251,7 @@ export class ContainerReconciler {
     const wantUp = spec.desired === 'running' || spec.desired === 'paused';
     if (spec.desired === 'removed') events.push({ type: 'REMOVE' });
     // A new run: a live one is stopped and replaced (RESTART), else one starts (START).
-    else if (newRun && wantUp) events.push({ type: 'RESTART' }, { type: 'START' });
+    else if (newRun && wantUp && !this.effects.startRetries.delay(id)) events.push({ type: 'RESTART' }, { type: 'START' });
     else if (!wantUp) events.push({ type: 'STOP' });
     // A leftover of a crashed daemon is stopped whatever it wants (no live-restore).
     if (!run && ALIVE.has(state)) events.push({ type: 'STOP' });

@@ -3,7 +3,7 @@
 // failure is staged in status, as `docker start` reports it). Also what a run is made of (its
 // OCI spec and root filesystem), which live restore's adoption builds again.
 import type { Logger } from 'pino';
-import { errorCode } from '../../lib/errors.ts';
+import { errorCode, isUnreachable } from '../../lib/errors.ts';
 import { rfc3339Nano, ZERO_TIME } from '../../lib/ids.ts';
 import { type ContainerSpec, Containers, type PublishedPort } from '../../store/kinds/container.ts';
 
@@ -29,7 +29,8 @@ export class StartSteps {
     this.parts = parts;
   }
 
-  async startRun(id: string, ctx: ReconcileContext): Promise<void> {
+  /** Starts a run; `unreachable` when it failed because the supervisor could not be reached (see start-retry.ts). */
+  async startRun(id: string, ctx: ReconcileContext): Promise<{ unreachable: boolean }> {
     const spec = this.parts.store.get(Containers, id)!.spec;
     const status = this.parts.status.get(id);
     const sup = this.parts.deps.supervisor;
@@ -117,6 +118,7 @@ export class StartSteps {
         errorCode: '',
         oomKilled: false,
       }));
+      return { unreachable: false };
     } catch (err) {
       taskRequested.reject(err);
       this.parts.runs.delete(id);
@@ -141,6 +143,7 @@ export class StartSteps {
         exitCode: exitCode ?? 128,
         pid: 0,
       }));
+      return { unreachable: isUnreachable(err) };
     }
   }
 

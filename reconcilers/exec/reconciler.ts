@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { fromPromise, type SnapshotFrom } from 'xstate';
+import { isUnreachable } from '../../lib/errors.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../controllers/controller.ts';
 import { topState } from '../../controllers/machine-driver.ts';
 import { MachineHost, type Held } from '../../controllers/machine-host.ts';
@@ -191,12 +192,7 @@ export class ExecReconciler {
       procStarted.resolve();
       const openIo = io;
       void (async () => {
-        let code = 137;
-        try {
-          code = (await waiting).exitStatus;
-        } catch (err) {
-          this.deps.log.debug({ err, exec: id }, 'exec wait failed');
-        }
+        const code = await exitOf(waiting, () => sup.waitTask(containerId, id), (err) => this.deps.log.debug({ err, exec: id }, 'exec wait failed'));
         await Promise.race([hub.ended, new Promise((res) => setTimeout(res, 2000).unref())]);
         await sup.deleteProcess(containerId, id).catch(() => {});
         openIo.close();
@@ -210,5 +206,29 @@ export class ExecReconciler {
       await this.deps.stdio.remove(dir, id).catch(() => {});
       throw err;
     }
+  }
+}
+
+/** How long an exec's wait is asked again while the supervisor is out of reach (restarting). */
+const REWAIT_WINDOW_MS = 60_000;
+const REWAIT_EVERY_MS = 500;
+
+/**
+ * The exit status of an exec, from its first wait and, when the supervisor dropped it (killed
+ * and restarted: the process runs on under its shim, which keeps its exit), from asking again
+ * until it is back; 137 when it cannot be known.
+ */
+export async function exitOf(first: Promise<{ exitStatus: number }>, again: () => Promise<{ exitStatus: number }>, failed: (err: unknown) => void): Promise<number> {
+  const until = Date.now() + REWAIT_WINDOW_MS;
+  for (let wait = first; ; wait = again()) {
+    try {
+      return (await wait).exitStatus;
+    } catch (err) {
+      if (!isUnreachable(err) || Date.now() > until) {
+        failed(err);
+        return 137;
+      }
+    }
+    await new Promise((r) => setTimeout(r, REWAIT_EVERY_MS).unref());
   }
 }

@@ -1,12 +1,14 @@
 // The disk filling up under the daemon (issue 13): its data root is a small tmpfs, so a container
 // writing logs without end, a container writing into its own file system until not a byte is left
 // (its exit is still recorded: the store keeps a reserve beside its database), a pull of an image
-// larger than the free space and a load of such an archive each run out of room. The daemon stays up (same PID, still answering), says clearly
+// larger than the free space, a load of such an archive and a build (its RUN's write, and the
+// layer it would keep) each run out of room. The daemon stays up (same PID, still answering), says clearly
 // "no space left on device" where a client asked for the write, leaves no partial image, layer or
 // temp file behind, gets the space back when the culprit is removed, and restarts clean.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { tarOf } from '../../hack/images/build-busybox.ts';
@@ -46,6 +48,13 @@ function tree(dir: string): string[] {
   };
   walk(dir);
   return out.sort();
+}
+
+/** What holds the data root's space: its biggest files, and files the daemon keeps open though deleted. */
+function holders(d: DaemonHandle): string {
+  const du = execFileSync('sh', ['-c', `du -ax ${d.dataRoot} 2>/dev/null | sort -rn | head -8`]).toString();
+  const open = execFileSync('sh', ['-c', `ls -l /proc/${d.pid}/fd 2>/dev/null | grep deleted || true`]).toString();
+  return `${du}\nopen deleted files:\n${open}`;
 }
 
 /** What a failed write may leave behind: the layer store, the graph driver's dirs, the temp dir. */
@@ -180,6 +189,41 @@ describe('disk full under the data root', { skip }, () => {
     await ok(['rmi', smallName]);
     assert.deepEqual(storage(d), files, 'no layer of the failed pull came back after the restart');
     healthy();
+  });
+
+  test('a build that runs out of room: a RUN writing past it fails in words, a layer too big to keep fails clearly; nothing is left; a small build works', async () => {
+    const images = await ok(['images', '-a', '--no-trunc', '--format', '{{.ID}} {{.Repository}}:{{.Tag}}']);
+    const files = storage(d);
+    const before = free(d.dataRoot);
+    // --force-rm: the failed step's container is removed too (without it the classic builder keeps it, as the reference).
+    const build = (dockerfile: string) => docker(d, ['build', '-q', '--force-rm', '-t', 'test/full-build', '-'], { env: { DOCKER_BUILDKIT: '0' }, input: dockerfile, timeoutMs: 120_000 });
+    // The RUN's own write fails inside its container: the step's exit ends the build.
+    const more = Math.ceil(before / (1 << 20)) + 8;
+    const full = await build(`FROM ${imgs.tag}\nRUN head -c ${more}m /dev/zero > /big\n`);
+    assert.notEqual(full.code, 0, full.stdout);
+    assert.match(full.stderr, /The command '\/bin\/sh -c head -c \d+m \/dev\/zero > \/big' returned a non-zero code: 1/, full.stderr);
+    healthy();
+    // A write that fits once but not twice: the container's layer is written, its copy for the image is not.
+    const most = Math.floor((free(d.dataRoot) * 0.6) / (1 << 20));
+    const twice = await build(`FROM ${imgs.tag}\nRUN head -c ${most}m /dev/urandom > /big\n`);
+    assert.notEqual(twice.code, 0, twice.stdout);
+    assert.match(twice.stderr, /no space left on device/, twice.stderr);
+    assert.doesNotMatch(twice.stderr, /EN[O]SPC|Internal Server Error/, twice.stderr);
+    healthy();
+    assert.equal(await ok(['images', '-a', '--no-trunc', '--format', '{{.ID}} {{.Repository}}:{{.Tag}}']), images);
+    assert.equal(await ok(['ps', '-aq']), '', 'no build container left');
+    assert.deepEqual(storage(d), files);
+    let now = free(d.dataRoot);
+    for (const until = Date.now() + 5000; now < before - (256 << 10) && Date.now() < until; await sleep(200)) now = free(d.dataRoot);
+    assert.ok(now >= before - (256 << 10), `the space came back: ${now} free, ${before} before; held by: ${holders(d)}`);
+    const small = await build(`FROM ${imgs.tag}\nRUN echo small > /small\n`);
+    assert.equal(small.code, 0, small.stderr);
+    assert.equal(await ok(['run', '--rm', '--network', 'none', 'test/full-build', 'cat', '/small']), 'small\n');
+    await ok(['rmi', 'test/full-build']);
+    // The store's reserve, freed if a write needed it while the disk was full, is made again (store/reserve.ts) before the next case measures.
+    const reserve = join(d.dataRoot, 'engine.db.reserve');
+    for (const until = Date.now() + 15_000; !existsSync(reserve) && Date.now() < until; await sleep(250));
+    assert.ok(existsSync(reserve), 'the store reserve is back');
   });
 
   test('a docker load larger than the free space fails clearly and leaves nothing', async () => {

@@ -1,6 +1,6 @@
 // How the daemon moves images, seen from the registry's side: docker.io pulls going to a
 // --registry-mirror, the --max-concurrent-downloads/uploads limits, download retries
-// (--max-download-attempts) against dropped connections, and platform selection from a
+// (--max-download-attempts) against dropped connections and a registry stalling mid-blob, and platform selection from a
 // multi-platform index. The images are written straight into docker-registry through its API;
 // a small proxy in front of it counts and breaks requests.
 import assert from 'node:assert/strict';
@@ -200,6 +200,31 @@ describe('registry transfers: mirrors, limits, retries, platforms', { skip }, ()
     assert.match(retry, new RegExp(`^Status: Downloaded newer image for ${esc(name)}$`, 'm'));
     assert.equal((await ok(once, ['image', 'inspect', '--format', '{{.Id}}', name])).trim(), flaky.id);
     await once.cleanup();
+  });
+
+  test('a registry that stalls mid-blob: the silent download fails its attempt and is retried (resumed); with no attempt left the pull fails in words; nothing is left', async () => {
+    // The silence allowed is shortened for the test (default 60 s).
+    const stalling = await startDaemon({ args: ['--max-download-attempts', '2'], env: { ENGINE_PULL_STALL_TIMEOUT_MS: '1500' } });
+    daemons.push(stalling);
+    proxy.reset();
+    proxy.stallNext(flakyLayers[0]!.digest, 1);
+    const name = `${proxy.hostPort}/test/flaky:v1`;
+    const pull = await ok(stalling, ['pull', name]);
+    assert.equal(proxy.stats.stalled, 1);
+    assert.match(pull, new RegExp(`^${flakyLayers[0]!.digest.slice(7, 19)}: Retrying in 5 seconds$`, 'm'), pull);
+    assert.equal((await ok(stalling, ['image', 'inspect', '--format', '{{.Id}}', name])).trim(), flaky.id);
+    // The retry asked for the rest only.
+    assert.ok(proxy.stats.requests.filter((r) => r.endsWith(flakyLayers[0]!.digest)).length >= 2);
+    await ok(stalling, ['rmi', name]);
+
+    proxy.reset();
+    proxy.stallNext(flakyLayers[1]!.digest, 2);
+    const failed = await fails(stalling, ['pull', name]);
+    assert.equal(proxy.stats.stalled, 2);
+    assert.match(failed.stderr, new RegExp(`Get "http://${esc(proxy.hostPort)}/v2/test/flaky/blobs/${flakyLayers[1]!.digest}": net/http: request canceled \\(Client.Timeout or context cancellation while reading body\\)`), failed.stderr);
+    assert.equal((await ok(stalling, ['images', '-q', '--no-trunc'])).trim(), '');
+    assert.deepEqual((await readdir(join(stalling.dataRoot, 'tmp'))).filter((f) => f.startsWith('engine-pull-')), []);
+    assert.match(await ok(stalling, ['pull', name]), /^Status: Downloaded newer image for /m, 'a later pull works');
   });
 
   test(`a multi-platform index: the daemon's platform (linux/${native}) is selected; --platform picks another`, async () => {

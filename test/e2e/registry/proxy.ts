@@ -1,7 +1,7 @@
 // A reverse proxy in front of a test registry that sees what the daemon does on the wire: it
 // counts blob downloads and blob uploads in flight (optionally holding each one for a while so
 // that overlap shows), records every request, and can reset the connection of the next N GETs of
-// a given blob. As a forward proxy it also answers CONNECT (for https:// registries behind
+// a given blob, or stall them (half the body sent, then nothing, the connection held open). As a forward proxy it also answers CONNECT (for https:// registries behind
 // --https-proxy): whatever host:port the tunnel names, it is piped to the target's address, so a
 // name like registry.test:PORT resolves nowhere but through the proxy.
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -18,6 +18,8 @@ export interface ProxyStats {
   uploads: number;
   /** Connections reset on purpose. */
   dropped: number;
+  /** Blob GETs stalled on purpose. */
+  stalled: number;
   /** `METHOD path` of every request, in arrival order (`CONNECT host:port` for a tunnel). */
   requests: string[];
   /** CONNECT tunnels opened, by the host:port they named. */
@@ -32,6 +34,8 @@ export interface TestProxy {
   delayMs: number;
   /** Reset the connection of the next `n` GETs of this blob. */
   dropNext(digest: string, n: number): void;
+  /** Send half the body of the next `n` GETs of this blob, then nothing more (the connection stays open). */
+  stallNext(digest: string, n: number): void;
   reset(): void;
   stop(): Promise<void>;
 }
@@ -40,12 +44,13 @@ const BLOB_GET = /^\/v2\/.+\/blobs\/(sha256:[0-9a-f]{64})$/;
 const UPLOAD = /^\/v2\/.+\/blobs\/uploads\/[^/]+/;
 
 function emptyStats(): ProxyStats {
-  return { maxDownloads: 0, maxUploads: 0, downloads: new Map(), uploads: 0, dropped: 0, requests: [], tunnels: new Map() };
+  return { maxDownloads: 0, maxUploads: 0, downloads: new Map(), uploads: 0, dropped: 0, stalled: 0, requests: [], tunnels: new Map() };
 }
 
 export async function startProxy(target: string): Promise<TestProxy> {
   const to = new URL(target);
   const drops = new Map<string, number>();
+  const stalls = new Map<string, number>();
   const sockets = new Set<Socket>();
   let downloads = 0;
   let uploads = 0;
@@ -57,10 +62,14 @@ export async function startProxy(target: string): Promise<TestProxy> {
     dropNext(digest, n) {
       drops.set(digest, n);
     },
+    stallNext(digest, n) {
+      stalls.set(digest, n);
+    },
     reset() {
       proxy.stats = emptyStats();
       proxy.delayMs = 0;
       drops.clear();
+      stalls.clear();
     },
     stop: async () => {
       for (const s of sockets) s.destroy();
@@ -69,7 +78,7 @@ export async function startProxy(target: string): Promise<TestProxy> {
   };
 
   /** Pass the request on (its body, or `body` when it was read already). */
-  const forward = (req: IncomingMessage, res: ServerResponse, done: () => void, body?: Buffer) => {
+  const forward = (req: IncomingMessage, res: ServerResponse, done: () => void, body?: Buffer, stall = false) => {
     const headers = { ...req.headers };
     if (body) {
       delete headers['transfer-encoding'];
@@ -79,7 +88,18 @@ export async function startProxy(target: string): Promise<TestProxy> {
       host: to.hostname, port: to.port, method: req.method, path: req.url, headers, agent: false,
     }, (upRes) => {
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, upRes.headers);
-      upRes.pipe(res);
+      if (!stall) {
+        upRes.pipe(res);
+        return;
+      }
+      // Half the body, then silence: the upstream is let go and the client's connection held.
+      let left = Math.floor(Number(upRes.headers['content-length'] ?? 0) / 2);
+      upRes.on('data', (c: Buffer) => {
+        if (left <= 0) return;
+        res.write(c.subarray(0, left));
+        left -= c.length;
+        if (left <= 0) upRes.destroy();
+      });
     });
     up.on('error', (err) => {
       if (!res.headersSent) res.writeHead(502).end(String(err));
@@ -104,6 +124,11 @@ export async function startProxy(target: string): Promise<TestProxy> {
       stats.dropped++;
       req.socket.resetAndDestroy();
       return;
+    }
+    const stall = !!blob && (stalls.get(blob) ?? 0) > 0;
+    if (stall) {
+      stalls.set(blob!, stalls.get(blob!)! - 1);
+      stats.stalled++;
     }
     if (blob) {
       downloads++;
@@ -135,7 +160,7 @@ export async function startProxy(target: string): Promise<TestProxy> {
       res.on('close', done);
       return;
     }
-    forward(req, res, done);
+    forward(req, res, done, undefined, stall);
   });
   // Long keep-alive: the daemon must never meet a connection closed under it by accident, only
   // the ones reset on purpose.

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Controller } from '../../../controllers/controller.ts';
+import { unavailable } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import { type ContainerSpec, type ContainerStatus, Containers, type ContainerResource as C } from '../../../store/kinds/container.ts';
@@ -95,6 +96,33 @@ describe('level-triggered containers', () => {
     const again = await waitStatus(always, (s) => s.phase === 'running' && s.pid !== first);
     assert.equal(again.status.restartCount, 1);
     assert.equal(again.status.restartAt, null);
+  });
+
+  test('a start cut off by the supervisor being out of reach stays pending and runs once it is back; another failure is recorded', async () => {
+    controller = await startContainerController(world, store);
+    const sup = world.supervisor;
+    const create = sup.createTask.bind(sup);
+    let attempts = 0;
+    // The connection refused twice (the supervisor restarting), as drivers/supervisor/rpc.ts marks it.
+    sup.createTask = async (req) => {
+      if (++attempts <= 2) throw Object.assign(unavailable('Connection dropped'), { unreachable: true });
+      return create(req);
+    };
+    const id = running();
+    const r = await waitStatus(id, (s) => s.phase === 'running');
+    assert.equal(r.status.runGeneration, 1, 'the start request answered once, by the run');
+    assert.equal(r.status.error, '');
+    assert.equal(attempts, 3, 'tried again twice');
+    // A refusal of its own is the start's outcome at once, with no retry.
+    sup.createTask = async () => {
+      throw unavailable('deadline exceeded');
+    };
+    setSpec(id, (sp) => ({ ...sp, desired: 'stopped', manuallyStopped: true }));
+    await waitStatus(id, (s) => s.phase === 'exited');
+    setSpec(id, (sp) => ({ ...sp, desired: 'running', manuallyStopped: false, runGeneration: 2 }));
+    const failed = await waitStatus(id, (s) => s.runGeneration === 2);
+    assert.match(failed.status.error, /deadline exceeded/);
+    assert.equal(failed.status.phase, 'exited');
   });
 
   test('a stop waiting out its grace period holds no worker: other containers start meanwhile', async () => {
