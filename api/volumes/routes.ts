@@ -23,6 +23,8 @@ export interface VolumeRouteDeps {
   usage: VolumeUsagePort;
   /** How long a handler waits for the volume reconciler before answering 503. */
   waitTimeoutMs?: number;
+  /** Whether this node is a swarm manager (cluster volumes' routes answer otherwise). */
+  isManager?: () => boolean;
 }
 
 const SWARM_ONLY = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.';
@@ -69,7 +71,10 @@ export function volumeRoutes(deps: VolumeRouteDeps) {
 
     app.get('/volumes/:name', { schema: { params: nameParams } }, async (req) => volumeView(findVolume(store, req.params.name)));
 
-    app.put('/volumes/:name', { schema: { params: nameParams } }, async () => {
+    // Updates only cluster volumes: a manager has none by that name (this daemon keeps none), as
+    // the reference's cluster answers; anywhere else the swarm is what is missing.
+    app.put('/volumes/:name', { schema: { params: nameParams } }, async (req) => {
+      if (deps.isManager?.()) throw notFound(`volume ${req.params.name} not found`);
       throw unavailable(SWARM_ONLY);
     });
 

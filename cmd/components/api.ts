@@ -213,7 +213,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
           updateRoutes({ store, blkioWeight: blkioWeightSupported() }),
           attachRoutes(attachDeps),
           eventRoutes(events),
-          volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) } }),
+          volumeRoutes({ store, usage: { size: (name) => volumeDriver.size(name) }, isManager: () => ctx.get('swarm').local().manager }),
           stackRoutes({
             store,
             // A stack of the swarm's services: a manager's (a worker gets the reference's 503).

@@ -7,9 +7,10 @@ import { Volumes } from '../../../store/kinds/volume.ts';
 import { routeHarness, type RouteHarness } from './route-harness.ts';
 
 let h: RouteHarness;
+let manager = false;
 
 before(async () => {
-  h = await routeHarness((store) => [volumeRoutes({ store, usage: { size: async () => 0 }, waitTimeoutMs: 2000 })], {
+  h = await routeHarness((store) => [volumeRoutes({ store, usage: { size: async () => 0 }, waitTimeoutMs: 2000, isManager: () => manager })], {
     // The volume reconciler's observable behaviour: pending becomes ready, removed goes away.
     react(store, ev) {
       if (ev.kind !== Volumes.name) return;
@@ -51,4 +52,13 @@ test('prune needs API 1.25; a bad all filter is 400', async () => {
   const bad = await h.app.inject({ method: 'POST', url: '/volumes/prune', query: { filters: JSON.stringify({ all: ['maybe'] }) } });
   assert.equal(bad.statusCode, 400);
   assert.equal((await h.app.inject({ method: 'POST', url: '/volumes/prune' })).json().SpaceReclaimed, 0);
+});
+
+test('PUT /volumes/{name} (cluster volumes): 503 outside a swarm; a manager has no such cluster volume (404), never "not a swarm manager"', async () => {
+  const put = () => h.app.inject({ method: 'PUT', url: '/v1.47/volumes/nope', payload: { Spec: {} } });
+  manager = false;
+  assert.deepEqual([(await put()).statusCode, (await put()).json().message], [503, 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.']);
+  manager = true;
+  assert.deepEqual([(await put()).statusCode, (await put()).json().message], [404, 'volume nope not found']);
+  manager = false;
 });
