@@ -3,7 +3,7 @@
 // and the error answers are the same; their route takes the connection over with reply.hijack().
 // Node hands such a request over with the parser gone and the bytes after its headers in `head`:
 // the request's body (dockerode's attach options, exec start's JSON) is there and on the socket,
-// for the route to read (attach/request-body.ts), never by the app's body parser.
+// for the route to read (upgrade-body.ts), never by the app's body parser.
 import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';

@@ -14,7 +14,7 @@ import type { ApiStore } from '../containers/store.ts';
 import { frame } from '../stdcopy.ts';
 import { apiVersion, first, idParams, q, strconvError } from '../request.ts';
 import { upgradeHead } from '../upgrade.ts';
-import { readUpgradeBody } from './request-body.ts';
+import { readUpgradeBody } from '../upgrade-body.ts';
 import { AttachSession, parseDetachKeys } from './session.ts';
 import { attachWebSocketServer, checkWebsocketRequest, WebSocketDuplex } from './websocket.ts';
 import { findContainer } from '../../store/kinds/container.ts';

@@ -18,17 +18,17 @@ import { buildkitProgress } from './buildkit-progress.ts';
 import { buildQuery, parseBuildRequest, type BuildQuery } from './options.ts';
 import { shownImageId } from '../images/resolve.ts';
 
-export interface BuildRouteDeps {
+export interface BuildRouteDeps<S extends BuildSessionLike = BuildSessionLike> {
   store: ImageStore;
   builder: BuilderPort;
   /** The backend for one build (its own pulls carry the request's credentials). */
-  backend: (req: FastifyRequest) => BuildBackend;
+  backend: (req: FastifyRequest, session: S | undefined) => BuildBackend;
   experimental: boolean;
   events?: { image(action: string, id: string, name: string): void };
   /** Hears of each build and of its failure (the builder's metrics, when served). */
   counted?: { buildTriggered(): void; buildFailed(err: unknown, canceled: boolean): void };
   /** The open BuildKit sessions (POST /session): a build's `session=` one ends, the build is canceled. */
-  sessions?: { get(id: string): { readonly signal: AbortSignal } | undefined };
+  sessions?: { get(id: string): S | undefined };
 }
 
 /** keep-storage of POST /build/prune: strconv.Atoi, its error wrapped in the reference's words (a 400 here). */
@@ -39,7 +39,12 @@ const keepStorage = z.preprocess(first, z.string().optional()).transform((v, ctx
   return z.NEVER;
 });
 
-export function buildRoutes(deps: BuildRouteDeps) {
+/** What a build needs of its BuildKit session here: it ends when the session does. */
+export interface BuildSessionLike {
+  readonly signal: AbortSignal;
+}
+
+export function buildRoutes<S extends BuildSessionLike>(deps: BuildRouteDeps<S>) {
   async function build(req: FastifyRequest, reply: FastifyReply, query: BuildQuery): Promise<void> {
     const { options, tags, quiet, buildkit } = parseBuildRequest(query, apiVersion(req), deps.experimental);
     const w = jsonLines(reply);
@@ -63,7 +68,7 @@ export function buildRoutes(deps: BuildRouteDeps) {
     const session = query.session ? deps.sessions?.get(query.session) : undefined;
     const signal = session ? AbortSignal.any([w.signal, session.signal]) : w.signal;
     try {
-      const id = await deps.builder.build(req.raw, options, deps.backend(req), out, signal);
+      const id = await deps.builder.build(req.raw, options, deps.backend(req, session), out, signal);
       if (!bk) out.stream(`Successfully built ${shortId(shown(id))}\n`);
       for (const tag of tags) {
         setImageTag(deps.store, tag, id);

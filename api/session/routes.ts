@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { App } from '../app.ts';
 import { invalidArgument } from '../../lib/errors.ts';
 import { upgradeHead } from '../upgrade.ts';
-import { readUpgradeBody } from '../attach/request-body.ts';
+import { readUpgradeBody } from '../upgrade-body.ts';
 
 export interface SessionOpen {
   id: string;
@@ -46,6 +46,12 @@ export function sessionRoutes(deps: { sessions: SessionPort }) {
       // A body some clients send (docker-modem: a chunked empty one) is not the session's; the
       // bytes after it (its HTTP/2 server's first frames) are.
       const { rest } = await readUpgradeBody(req.raw, conn, head);
+      // Another request with this id may have opened it meanwhile: from here to open() nothing waits.
+      if (deps.sessions.has(id)) {
+        const body = JSON.stringify({ message: `session ${id} already exists` });
+        conn.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        return;
+      }
       conn.write(SWITCHING);
       if (rest.length) conn.unshift(rest);
       deps.sessions.open({

@@ -27,7 +27,7 @@ import { networkRoutes } from '../../api/networks/routes.ts';
 import { systemRoutes } from '../../api/system/routes.ts';
 import { faultRoutes, faultsEnabled } from '../../api/debug/fault-routes.ts';
 import { sessionRoutes } from '../../api/session/routes.ts';
-import { SessionManager, type BuildSession } from '../../drivers/session/manager.ts';
+import { SessionManager } from '../../drivers/session/manager.ts';
 import { volumeRoutes } from '../../api/volumes/routes.ts';
 import { stackRoutes } from '../../api/stacks/routes.ts';
 import { createDistribution } from '../../drivers/distribution/distribution.ts';
@@ -185,7 +185,7 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
             experimental: !!cfg.experimental,
             events,
             counted: metrics.engine,
-            backend: (req) => ({ ...backend, pullImage: buildPull(puller, store, req, sessionOf(ctx.get('sessions'), req.query)) }),
+            backend: (req, session) => ({ ...backend, pullImage: buildPull(puller, store, req, session) }),
             sessions: ctx.get('sessions'),
           }),
           containerRoutes({
@@ -245,8 +245,3 @@ export function apiComponent({ cfg, log }: DaemonEnv) {
   });
 }
 
-/** The open BuildKit session a build's `session=` names, if any. */
-function sessionOf(sessions: SessionManager, query: unknown): BuildSession | undefined {
-  const id = (query as { session?: unknown } | undefined)?.session;
-  return typeof id === 'string' && id ? sessions.get(id) : undefined;
-}

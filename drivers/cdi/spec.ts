@@ -101,19 +101,6 @@ function splitKind(kind: string): { vendor: string; class: string } | undefined 
   return { vendor: kind.slice(0, i), class: kind.slice(i + 1) };
 }
 
-/**
- * `vendor.com/class=name` as its parts, or undefined when it is not a valid qualified CDI name
- * (then `--device` takes it as a host path).
- */
-export function parseQualifiedName(s: string): { vendor: string; class: string; name: string } | undefined {
-  if (s === '' || s.startsWith('/')) return undefined;
-  const eq = s.indexOf('=');
-  if (eq <= 0 || eq === s.length - 1) return undefined;
-  const kind = splitKind(s.slice(0, eq));
-  const name = s.slice(eq + 1);
-  if (!kind || vendorOrClassError('vendor', kind.vendor) || vendorOrClassError('class', kind.class) || deviceNameError(name)) return undefined;
-  return { ...kind, name };
-}
 
 // ---- structural checks: each throws a plain message; parseSpec adds the file's name ----
 

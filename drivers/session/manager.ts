@@ -20,6 +20,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { invalidArgument } from '../../lib/errors.ts';
 import { AuthClient } from './gen/auth.ts';
 import { HealthClient } from './gen/health.ts';
 
@@ -182,8 +183,9 @@ export class SessionManager {
     return this.sessions.has(id);
   }
 
-  /** Registers a session on a connection the API took over (its 101 written). The caller checked `has`. */
+  /** Registers a session on a connection the API took over (its 101 written); an id already open is refused. */
   open(h: SessionHeaders, conn: Duplex): BuildSession {
+    if (this.sessions.has(h.id)) throw invalidArgument(`session ${h.id} already exists`);
     const relayPath = join(this.opts.dir, `${process.pid}-${++this.seq}.sock`);
     const s = new BuildSession(h, conn, relayPath, this.opts.log, (ended) => {
       if (this.sessions.get(ended.id) === ended) this.sessions.delete(ended.id);

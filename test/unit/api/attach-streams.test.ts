@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { readChunked, readLength, readUpgradeBody } from '../../../api/attach/request-body.ts';
+import { readChunked, readLength, readUpgradeBody } from '../../../api/upgrade-body.ts';
 import { AttachSession, DetachScanner, parseDetachKeys } from '../../../api/attach/session.ts';
 import { fakeHub, fakeSocket } from './socket-fakes.ts';
 

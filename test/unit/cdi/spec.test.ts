@@ -2,7 +2,8 @@
 // refuses them, so the daemon offers the same devices from the same files.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CDI_VERSIONS, parseQualifiedName, parseSpec, qualifiedName } from '../../../drivers/cdi/spec.ts';
+import { CDI_VERSIONS, parseSpec, qualifiedName } from '../../../drivers/cdi/spec.ts';
+import { isCdiName } from '../../../lib/device-requests.ts';
 import { isCode } from '../../../lib/errors.ts';
 
 const minimal = (version: string) => JSON.stringify({
@@ -116,8 +117,9 @@ test('bad devices are refused: names, duplicates, empty edits, bad edits', () =>
 
 test('qualified names: built and parsed; host paths and malformed names are not CDI names', () => {
   assert.equal(qualifiedName('nvidia.com/gpu', '0'), 'nvidia.com/gpu=0');
-  assert.deepEqual(parseQualifiedName('nvidia.com/gpu=0'), { vendor: 'nvidia.com', class: 'gpu', name: '0' });
-  assert.deepEqual(parseQualifiedName('vendor.com/class=GPU-1a:2.b'), { vendor: 'vendor.com', class: 'class', name: 'GPU-1a:2.b' });
-  for (const s of ['/dev/nvidia0', 'nvidia.com/gpu', 'nvidia.com/gpu=', '=x', 'gpu=0', 'nvidia.com/=0', '1v.com/gpu=0', 'v.com/gpu=a b', 'v.com/a/b=0', ''])
-    assert.equal(parseQualifiedName(s), undefined, s);
+  // The one rule for what --device takes as a CDI name (lib/device-requests.ts), the library's.
+  assert.equal(isCdiName('nvidia.com/gpu=0'), true);
+  assert.equal(isCdiName('vendor.com/class=GPU-1a:2.b'), true);
+  for (const s of ['/dev/nvidia0', 'nvidia.com/gpu', 'nvidia.com/gpu=', '=x', 'gpu=0', 'nvidia.com/=0', '1v.com/gpu=0', 'v.com/gpu=a b', 'v.com/a/b=0', 'v.com/gpu-=0', 'v.com/gpu=0-', ''])
+    assert.equal(isCdiName(s), false, s);
 });

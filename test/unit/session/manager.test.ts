@@ -62,6 +62,7 @@ test('health checks and Credentials reach the client; its close ends the session
   const { server, calls } = serve(client, { health: 'ok', username: 'me' });
   const s = m.open({ id: 'id-a', name: 'n', sharedKey: 'k', methods: ['/moby.filesync.v1.Auth/Credentials'] }, daemon);
   assert.ok(m.has('id-a'));
+  assert.throws(() => m.open({ id: 'id-a', name: '', sharedKey: '', methods: [] }, daemon), /session id-a already exists/, 'an id already open is refused by the manager itself');
   assert.equal(m.get('prefix:id-a'), s, 'a prefix before the id is ignored');
   assert.ok(s.supports('/MOBY.filesync.v1.Auth/Credentials') && !s.supports('/moby.filesync.v1.FileSync/DiffCopy'));
   assert.deepEqual(await s.credentials('127.0.0.1:5000'), { username: 'me', secret: 's3cret' });

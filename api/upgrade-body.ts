@@ -1,10 +1,10 @@
-// The HTTP body of an upgraded request (attach, exec start). Node hands the 'upgrade' listener
+// The HTTP body of an upgraded request (attach, exec start, a BuildKit session). Node hands the 'upgrade' listener
 // the socket with the parser detached and whatever arrived behind the headers in `head`, body
 // bytes included. Only what follows the body is the client's stdin: dockerode sends its attach
 // options as a JSON body, and a body sent without a length arrives chunked.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { invalidArgument } from '../../lib/errors.ts';
+import { invalidArgument } from '../lib/errors.ts';
 
 /** A body larger than this is not an options document: refuse it rather than buffer it. */
 const MAX_BODY = 1 << 20;
