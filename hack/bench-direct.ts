@@ -23,8 +23,10 @@ import { createSpecBuilder } from '../drivers/oci/spec.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-interface Direct {
+export interface Direct {
   client: ReturnType<typeof createSupervisorClient>;
+  /** The private supervisor: its socket and (current) process id. */
+  supervisor: { address: string; readonly pid: number };
   runtimes: ReturnType<typeof createRuntimes>;
   stdio: ReturnType<typeof createStdio>;
   execRoot: string;
@@ -32,7 +34,7 @@ interface Direct {
 }
 
 /** A private containerd (own roots), our client and stdio drivers and a busybox root filesystem for `fn`; all gone after. */
-async function withDirect<T>(fn: (d: Direct) => Promise<T>): Promise<T> {
+export async function withDirect<T>(fn: (d: Direct) => Promise<T>): Promise<T> {
   const log = testLogger();
   const dir = await mkdtemp(join(tmpdir(), 'engbench-'));
   const execRoot = join(dir, 'run');
@@ -40,7 +42,7 @@ async function withDirect<T>(fn: (d: Direct) => Promise<T>): Promise<T> {
   const client = createSupervisorClient({ address: sup.address, namespace: 'enginebench', log });
   try {
     const rootfs = await makeRootfs(dir);
-    return await fn({ client, runtimes: createRuntimes({ defaultRuntime: 'stdrt', runtimes: {}, execRoot }), stdio: createStdio(log), execRoot, rootfs });
+    return await fn({ client, supervisor: sup, runtimes: createRuntimes({ defaultRuntime: 'stdrt', runtimes: {}, execRoot }), stdio: createStdio(log), execRoot, rootfs });
   } finally {
     client.close();
     const address = sup.address;
@@ -53,10 +55,10 @@ async function withDirect<T>(fn: (d: Direct) => Promise<T>): Promise<T> {
   }
 }
 
-type SpecOf = (d: Direct, id: string, args: string[]) => Promise<object>;
+export type SpecOf = (d: Direct, id: string, args: string[]) => Promise<object>;
 
 /** The minimal spec: pid, ipc, uts and mount namespaces, /proc, /dev and /dev/pts. */
-const minimalSpec: SpecOf = async (d, _id, args) => ociSpec(d.rootfs, args);
+export const minimalSpec: SpecOf = async (d, _id, args) => ociSpec(d.rootfs, args);
 
 /**
  * The spec the daemon gives `docker run --network none IMAGE ARGS` for this root filesystem: the
@@ -79,7 +81,7 @@ const daemonSpec: SpecOf = async (d, id, args) => {
 };
 
 /** One run of `args` straight on containerd, each chunk of its output to `onOutput`; resolves once it exited and its output ended. */
-async function runDirect(d: Direct, id: string, args: string[], onOutput: (chunk: Buffer) => void, started?: () => void, specOf: SpecOf = minimalSpec): Promise<void> {
+export async function runDirect(d: Direct, id: string, args: string[], onOutput: (chunk: Buffer) => void, started?: () => void, specOf: SpecOf = minimalSpec): Promise<void> {
   const fifoDir = join(d.execRoot, 'fifo', id);
   await d.client.createContainer({ id, spec: await specOf(d, id, args), runtime: d.runtimes.resolve(''), labels: {} });
   const io = await d.stdio.open({ dir: fifoDir, procId: 'init', stdin: false, tty: false });
