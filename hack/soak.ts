@@ -63,10 +63,16 @@ const latencies: number[][] = [];
 let t0 = 0;
 let stopping = false;
 let deadline = 0;
-function record(ms: number): void {
-  if (!t0) return;
+/** Latencies of the whole run by route (ids left out), for the slowest-routes summary. */
+const byRoute = new Map<string, number[]>();
+function record(ms: number, method: string, path: string): void {
+  if (!t0 || Date.now() > deadline) return;
   const m = Math.floor((Date.now() - t0) / 60_000);
   (latencies[m] ??= []).push(ms);
+  const route = `${method} ${path.split('?')[0]!.replace(/^\/(containers|exec|images|networks|volumes|stacks)\/(?!create$|json$|prune$)[^/]+/, '/$1/{x}')}`;
+  let xs = byRoute.get(route);
+  if (!xs) byRoute.set(route, (xs = []));
+  xs.push(ms);
 }
 
 let D = undefined as unknown as DaemonHandle;
@@ -82,7 +88,7 @@ function api(method: string, path: string, body?: unknown, o: { untimed?: boolea
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
       res.on('end', () => {
-        if (!o.untimed) record(performance.now() - start);
+        if (!o.untimed) record(performance.now() - start, method, path);
         const text = Buffer.concat(chunks).toString();
         let parsed: unknown;
         try {
@@ -100,7 +106,7 @@ function api(method: string, path: string, body?: unknown, o: { untimed?: boolea
 }
 
 /** A request that must answer one of `ok` (default 2xx); returns the answer. */
-async function must(method: string, path: string, body?: unknown, ok: number[] = [], o: { timeoutMs?: number; contentType?: string } = {}): Promise<Answer> {
+async function must(method: string, path: string, body?: unknown, ok: number[] = [], o: { timeoutMs?: number; contentType?: string; untimed?: boolean } = {}): Promise<Answer> {
   const a = await api(method, path, body, o);
   if (ok.length ? !ok.includes(a.status) : a.status < 200 || a.status > 299) throw new Error(`${method} ${path}: ${a.status} ${a.text.slice(0, 300).trim()}`);
   return a;
@@ -125,7 +131,7 @@ function stream(path: string, until: (text: string) => boolean, maxMs: number, s
     };
     const timer = setTimeout(() => finish(new Error(`GET ${path}: not done in ${maxMs} ms; got ${JSON.stringify(text.slice(-300))}`)), maxMs);
     const req = request({ socketPath: D.socket, method: 'GET', path, agent: false }, (res) => {
-      record(performance.now() - start);
+      record(performance.now() - start, 'GET', path);
       if ((res.statusCode ?? 0) !== 200) {
         res.on('data', (c: Buffer) => (text += c.toString()));
         res.on('end', () => finish(new Error(`GET ${path}: ${res.statusCode} ${text.slice(0, 300)}`)));
@@ -187,7 +193,7 @@ async function runOnce(c: Ctx, spec: Record<string, unknown>, expect: string): P
   const id = await create(name(c, 'run'), { Image: c.imgs.tag, ...spec });
   try {
     await must('POST', `/containers/${id}/start`, undefined, [204]);
-    const w = await must('POST', `/containers/${id}/wait`, undefined, [200], { timeoutMs: 60_000 });
+    const w = await must('POST', `/containers/${id}/wait`, undefined, [200], { timeoutMs: 60_000, untimed: true });
     if (w.body?.StatusCode !== 0) throw new Error(`container exited ${w.body?.StatusCode}`);
     const logs = await must('GET', `/containers/${id}/logs?stdout=1&stderr=1`);
     if (!logs.text.includes(expect)) throw new Error(`logs lack ${expect}: ${JSON.stringify(logs.text.slice(0, 200))}`);
@@ -267,13 +273,19 @@ const ACTIONS: Array<[string, number, (c: Ctx) => Promise<void>]> = [
     await stream(`/containers/${c.home}/stats?stream=true`, (t) => t.split('\n').filter((l) => l.startsWith('{')).length >= 2, 15_000);
   }],
   ['events', 1, async (c) => {
-    const filters = encodeURIComponent(JSON.stringify({ container: [c.home], event: ['exec_start'] }));
-    let exec: Promise<void> | undefined;
-    await stream(`/events?filters=${filters}`, (t) => t.includes('exec_start'), 20_000, () => {
-      exec = execIn(c, ['true'], '');
-      exec.catch(() => {}); // awaited below; a failed stream must not leave it unhandled
+    // A container event stream filtered by a label of this loop's own: a container run under it is
+    // seen started, dying and destroyed. (Not exec events: the daemon emits none, see the docs.)
+    const label = `soak.events=${c.n}-${++c.seq}`;
+    const filters = encodeURIComponent(JSON.stringify({ type: ['container'], label: [label] }));
+    let run: Promise<void> | undefined;
+    const seen = await stream(`/events?filters=${filters}`, (t) => t.includes('"Action":"destroy"'), 60_000, () => {
+      run = runOnce(c, { Cmd: ['true'], Labels: { 'soak.events': `${c.n}-${c.seq}` } }, '');
+      run.catch(() => {}); // awaited below; a failed stream must not leave it unhandled
     });
-    await exec;
+    await run;
+    for (const action of ['create', 'start', 'die', 'destroy']) {
+      if (!seen.includes(`"Action":"${action}"`)) throw new Error(`events: no ${action} in ${JSON.stringify(seen.slice(0, 300))}`);
+    }
   }],
   ['read', 3, async (c) => {
     await must('GET', '/_ping');
@@ -694,6 +706,10 @@ async function main(): Promise<string> {
       if (end[k] > start[k]) failures.push(`${k} ${end[k]} after the cleanup, ${start[k]} at the start`);
     }
 
+    log('');
+    log('soak: slowest routes (p99 over the run)');
+    const routes = [...byRoute.entries()].map(([r, xs]) => ({ r, n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99) })).sort((a, b) => b.p99 - a.p99);
+    for (const x of routes.slice(0, 8)) log(`  ${x.r.padEnd(36)} n ${String(x.n).padStart(6)}  p50 ${x.p50.toFixed(0).padStart(5)} ms  p99 ${x.p99.toFixed(0).padStart(5)} ms`);
     log('');
     log('soak: actions (ok/failed)');
     for (const [action, s] of [...stats.entries()].sort()) {

@@ -1,6 +1,7 @@
 // Containers and the controllers: volumes, runs and execs, the container reconciler, every
 // controller under one manager, the supervisor's exit events, the record migrations, and the
 // component that sets the controllers running (and, at shutdown, stops them and the containers).
+import { SHIM_GROUP_ANNOTATION, shimGroupOf, shimGroupsFromEnv } from '../../drivers/supervisor/shim-groups.ts';
 import { join } from 'node:path';
 import { rootPair } from '../../lib/idmap.ts';
 import { component } from './registry.ts';
@@ -123,7 +124,13 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const supervisor = ctx.get('supervisor-client');
         const { dataRoot, execRoot } = ctx.get('paths');
         const idMap = ctx.get('userns').map;
+        const shimGroups = shimGroupsFromEnv();
+        if (shimGroups) log.info({ groups: shimGroups }, 'grouped shims: runc v2 containers share a shim per group');
         return new ContainerReconciler(store, {
+          ...(shimGroups ? { shimGroup: (id: string, runtime: string) => {
+            const group = shimGroupOf(shimGroups, id, runtime);
+            return group ? { annotation: SHIM_GROUP_ANNOTATION, group } : undefined;
+          } } : {}),
           // Read at each use: live-restore is reloadable.
           liveRestore: () => !!cfg.liveRestore,
           network: ctx.get('network-attacher'),

@@ -32,6 +32,8 @@ import { blobPort, snapshotPort } from './supervisor-storage.ts';
 export interface SupervisorAddress {
   readonly address: string;
   readonly namespace: string;
+  /** The supervisor's state directory (tasks' shim addresses), for one the daemon started. */
+  readonly stateDir?: string;
 }
 
 /** The runtime table behind a stable object, since a reload may replace the table. */
@@ -161,15 +163,16 @@ export function coreComponents({ cfg, log, sources }: DaemonEnv) {
         const namespace = cfg.supervisorNamespace || 'engine';
         if (cfg.supervisor) return { address: cfg.supervisor, namespace };
         const { dataRoot, execRoot } = ctx.get('paths');
+        const stateDir = join(execRoot, 'containerd', 'state');
         const p = await startSupervisor({
           root: join(dataRoot, 'containerd'),
-          state: join(execRoot, 'containerd', 'state'),
+          state: stateDir,
           configDir: join(execRoot, 'containerd'),
           log: log.child({ component: 'supervisor' }),
           debug: cfg.debug,
           storage: !!cfg.features?.['supervisor-snapshotter'],
         });
-        return { address: p.address, namespace, stop: () => p.stop() };
+        return { address: p.address, namespace, stateDir, stop: () => p.stop() };
       },
       // Live restore: the supervisor (its own process group) and the shims run on; the next daemon adopts it.
       close: (s) => (cfg.liveRestore ? undefined : s.stop?.()),

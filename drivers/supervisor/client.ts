@@ -13,7 +13,7 @@ import {
   ListTasksRequest, PauseTaskRequest, ResizePtyRequest, ResumeTaskRequest, StartRequest, UpdateTaskRequest, WaitRequest,
 } from './gen/tasks.ts';
 import { anyOf, connectSupervisor, jsonAny, toDate, unary, type UnaryMethod } from './rpc.ts';
-import { killShim, listShims, startTicks } from './shims.ts';
+import { killShim, listeningSockets, listShims, startTicks, taskShimAddresses } from './shims.ts';
 import { createSupervisorStorage, type SupervisorStorage } from './storage.ts';
 import type { SupervisorTasks, TaskState, TaskStatus } from '../../lib/ports/supervisor.ts';
 
@@ -66,6 +66,8 @@ export interface SupervisorClientOptions {
    * end of its PID namespace ends the rest), as the reference kills.
    */
   noCgroups?: boolean;
+  /** The supervisor's state directory: a lost shim still serving another task of its group is never reaped. */
+  stateDir?: string;
 }
 
 export function isShimOptions(o: unknown): o is ShimOptions {
@@ -139,7 +141,15 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
     },
 
     async reapShim(id) {
-      const shims = (await listShims(opts.address, ns)).filter((s) => s.id === id);
+      let shims = (await listShims(opts.address, ns)).filter((s) => s.id === id);
+      // A grouped shim is named by its group's first container: it may serve the group's others still.
+      if (shims.length && opts.stateDir) {
+        const others = new Set([...(await taskShimAddresses(opts.stateDir, ns))].filter(([task]) => task !== id).map(([, a]) => a));
+        const serving = await Promise.all(shims.map(async (s) => (await listeningSockets(s.pid)).some((a) => others.has(a))));
+        const kept = shims.filter((_, i) => serving[i]);
+        if (kept.length) log.info({ id, pids: kept.map((s) => s.pid) }, 'kept a shim that serves other tasks of its group');
+        shims = shims.filter((_, i) => !serving[i]);
+      }
       for (const s of shims) await killShim(s.pid);
       if (shims.length) log.warn({ id, pids: shims.map((s) => s.pid) }, 'killed a shim the supervisor had lost');
       return shims.length > 0;

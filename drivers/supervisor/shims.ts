@@ -3,7 +3,8 @@
 // shim process, and the `runc init` it started, keep running. They are found by their command
 // line: `containerd-shim-runc-v2 -namespace <ns> -id <id> -address <our private socket>`, which
 // only shims of this daemon's supervisor carry.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
 
 export interface ShimProcess {
   pid: number;
@@ -80,4 +81,43 @@ function signal(pid: number): void {
   } catch {
     // already gone
   }
+}
+
+/**
+ * The unix socket paths process `pid` listens on (its fds' socket inodes, named in /proc/net/unix):
+ * a shim's is its ttrpc address, the one every task it serves records.
+ */
+export async function listeningSockets(pid: number): Promise<string[]> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of await readdir(`/proc/${pid}/fd`)) {
+      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      const m = /^socket:\[(\d+)\]$/.exec(target);
+      if (m) inodes.add(m[1]!);
+    }
+  } catch {
+    return [];
+  }
+  const table = await readFile('/proc/net/unix', 'utf8').catch(() => '');
+  const out: string[] = [];
+  for (const line of table.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    // Num RefCount Protocol Flags Type St Inode Path; St 01 is listening (unconnected)
+    if (f.length >= 8 && inodes.has(f[6]!) && f[7]!.startsWith('/')) out.push(f[7]!);
+  }
+  return out;
+}
+
+/**
+ * The shim addresses the supervisor's tasks record (`<state>/io.containerd.runtime.v2.task/<ns>/<id>/address`),
+ * by task id: tasks of one group (the io.containerd.runc.v2.group annotation) share one.
+ */
+export async function taskShimAddresses(stateDir: string, ns: string): Promise<Map<string, string>> {
+  const dir = join(stateDir, 'io.containerd.runtime.v2.task', ns);
+  const out = new Map<string, string>();
+  for (const id of await readdir(dir).catch(() => [] as string[])) {
+    const a = await readFile(join(dir, id, 'address'), 'utf8').catch(() => '');
+    if (a) out.set(id, a.trim().replace(/^unix:\/\//, ''));
+  }
+  return out;
 }

@@ -142,6 +142,8 @@ export interface ShmPort {
 }
 
 export interface ContainerReconcilerDeps {
+  /** The shim group a run joins (its spec's group annotation), or undefined for a shim of its own. */
+  shimGroup?: (id: string, runtime: string) => { annotation: string; group: string } | undefined;
   /** Live restore (reloadable): a live task of the last life is adopted, not stopped. */
   liveRestore?: () => boolean;
   network?: NetworkPort;

@@ -56,6 +56,11 @@ export class StartSteps {
       const { oci, rootfs } = await this.runSpec(id, spec, linked, netnsPath);
       const mode = spec.hostConfig.NetworkMode;
       const runtime = this.parts.deps.runtimes.resolve(spec.hostConfig.Runtime);
+      const group = this.parts.deps.shimGroup?.(id, runtime.name);
+      if (group) {
+        const o = oci as { annotations?: Record<string, string> };
+        o.annotations = { ...o.annotations, [group.annotation]: group.group };
+      }
       this.parts.records.clean.delete(id);
       // The supervisor's record is created while the FIFOs and the log file are prepared here.
       // The network tools run while the supervisor works, never before a request to it: each
