@@ -9,7 +9,6 @@ import type { ComponentValues } from './components/registry.ts';
 import { levelOf } from './daemon-helpers.ts';
 import { applyDaemonOptions } from './daemon-options.ts';
 import { acquirePidfile } from './pidfile.ts';
-import { systemdNotifier } from '../drivers/sys/sd-notify.ts';
 
 export async function runDaemon(config: DaemonConfig, sources: unknown): Promise<number> {
   const log = makeLogger({ level: levelOf(config), format: config.logFormat || 'text', raw: config.rawLogs });
@@ -55,7 +54,7 @@ export async function runDaemon(config: DaemonConfig, sources: unknown): Promise
   const reload = started.get('reload');
   onReload = () => reload.signal();
   // Type=notify: the service is up once every component, the API among them, has started.
-  const notifier = systemdNotifier(log);
+  const notifier = reload.notifier;
   void notifier?.notify({ READY: '1', STATUS: `serving the Engine API on ${config.hosts.join(', ')}` });
 
   await stopSignal;

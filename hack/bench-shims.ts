@@ -10,19 +10,12 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { listShims } from '../drivers/supervisor/shims.ts';
+import { rssKiB } from '../test/e2e/harness/processes.ts';
 import { minimalSpec, runDirect, withDirect, type Direct, type SpecOf } from './bench-direct.ts';
 
 const GROUP = 'io.containerd.runc.v2.group';
 const NS = 'enginebench';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-function rssKiB(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
 
 /** Proportional set size: pages shared between the shims (their binary) counted once in all. */
 function pssKiB(pid: number): number {

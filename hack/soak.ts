@@ -28,7 +28,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { docker, testImages, type TestImages } from '../test/e2e/harness/clients.ts';
+import { apiRequest, docker, testImages, type TestImages } from '../test/e2e/harness/clients.ts';
+import { rssKiB } from '../test/e2e/harness/processes.ts';
 import { startDaemon, type DaemonHandle } from '../test/e2e/harness/daemon.ts';
 import { shimsOf, supervisorPid } from '../test/e2e/harness/supervisor-procs.ts';
 import { layerOf, noise, writeImage } from '../test/e2e/registry/images.ts';
@@ -78,31 +79,12 @@ function record(ms: number, method: string, path: string): void {
 let D = undefined as unknown as DaemonHandle;
 
 /** One request, the whole answer read; timed unless `untimed`. Rejects on a transport error or timeout. */
-function api(method: string, path: string, body?: unknown, o: { untimed?: boolean; timeoutMs?: number; contentType?: string } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const headers: Record<string, string> = data === undefined ? {} : { 'Content-Type': o.contentType ?? 'application/json', 'Content-Length': String(Buffer.byteLength(data)) };
-    const start = performance.now();
-    const req = request({ socketPath: D.socket, method, path, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        if (!o.untimed) record(performance.now() - start, method, path);
-        const text = Buffer.concat(chunks).toString();
-        let parsed: unknown;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, text, body: parsed });
-      });
-    });
-    req.setTimeout(o.timeoutMs ?? 120_000, () => req.destroy(new Error(`${method} ${path}: no answer in ${o.timeoutMs ?? 120_000} ms`)));
-    req.on('error', reject);
-    req.end(data);
-  });
+async function api(method: string, path: string, body?: unknown, o: { untimed?: boolean; timeoutMs?: number; contentType?: string } = {}): Promise<Answer> {
+  const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+  const start = performance.now();
+  const a = await apiRequest(D, method, path, data, o.contentType ?? 'application/json', o.timeoutMs ?? 120_000);
+  if (!o.untimed) record(performance.now() - start, method, path);
+  return a;
 }
 
 /** A request that must answer one of `ok` (default 2xx); returns the answer. */
@@ -413,13 +395,6 @@ async function stackTeardown(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Samples
 
-function rssKb(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
 function fds(pid: number): number {
   try {
     return readdirSync(`/proc/${pid}/fd`).length;
@@ -493,10 +468,10 @@ function procs(): Procs {
   const sup = supervisorPid(D);
   const shims = shimsOf(D);
   return {
-    dRss: rssKb(D.pid),
-    sRss: sup ? rssKb(sup) : 0,
+    dRss: rssKiB(D.pid),
+    sRss: sup ? rssKiB(sup) : 0,
     shims: shims.length,
-    shimRss: shims.reduce((s, p) => s + rssKb(p), 0),
+    shimRss: shims.reduce((s, p) => s + rssKiB(p), 0),
     dFds: fds(D.pid),
     sFds: sup ? fds(sup) : 0,
   };
@@ -681,11 +656,13 @@ async function main(): Promise<string> {
       log(`soak: p99 minute ${base + 1} ${p99b.toFixed(0)} ms, minute ${last + 1} ${p99e.toFixed(0)} ms`);
       if (p99e > 1.2 * p99b) failures.push(`p99 ${p99e.toFixed(0)} ms in minute ${last + 1} > 1.2× minute ${base + 1}'s ${p99b.toFixed(0)} ms`);
       const b = medianProcs(samples[base] ?? []);
-      for (let m = base + 1; m <= last; m++) {
-        const x = medianProcs(samples[m] ?? []);
-        for (const [k, what] of [['dRss', 'daemon RSS'], ['sRss', 'supervisor RSS'], ['dFds', 'daemon fds'], ['sFds', 'supervisor fds']] as const) {
-          if (b[k] > 0 && Math.abs(x[k] - b[k]) > 0.1 * b[k]) failures.push(`${what} ${x[k]} in minute ${m + 1}, not within 10 % of minute ${base + 1}'s ${b[k]}`);
+      for (const [k, what, unit] of [['dRss', 'daemon RSS', ' kB'], ['sRss', 'supervisor RSS', ' kB'], ['dFds', 'daemon fds', ''], ['sFds', 'supervisor fds', '']] as const) {
+        const off: string[] = [];
+        for (let m = base + 1; m <= last; m++) {
+          const x = medianProcs(samples[m] ?? [])[k];
+          if (b[k] > 0 && Math.abs(x - b[k]) > 0.1 * b[k]) off.push(`${x}${unit} in minute ${m + 1}`);
         }
+        if (off.length) failures.push(`${what} not within 10 % of minute ${base + 1}'s ${b[k]}${unit}: ${off.join(', ')}`);
       }
     }
 

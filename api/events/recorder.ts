@@ -13,6 +13,7 @@ import { type NetworkResource, Networks } from '../../store/kinds/network.ts';
 import { type VolumeResource, Volumes } from '../../store/kinds/volume.ts';
 import { Stacks, type StackResource } from '../../store/kinds/stack.ts';
 import { type EndpointResource, Endpoints } from '../../store/kinds/endpoint.ts';
+import { type ExecResource, Execs } from '../../store/kinds/exec.ts';
 import { findImage, imageIdOf } from '../images/resolve.ts';
 import { imageConfig } from '../images/views.ts';
 
@@ -66,6 +67,7 @@ export class EventRecorder {
     volumes: LastSeen<typeof Volumes>;
     endpoints: LastSeen<typeof Endpoints>;
     stacks: LastSeen<typeof Stacks>;
+    execs: LastSeen<typeof Execs>;
   };
   private readonly store: EventStore;
   private unwatch: (() => void) | null = null;
@@ -79,6 +81,7 @@ export class EventRecorder {
       volumes: new LastSeen(store, Volumes),
       endpoints: new LastSeen(store, Endpoints),
       stacks: new LastSeen(store, Stacks),
+      execs: new LastSeen(store, Execs),
     };
     this.unwatch = store.watch(null, (ev) => this.onChange(ev));
   }
@@ -163,6 +166,7 @@ export class EventRecorder {
       else if (isEventOf(ev, Networks)) this.networkChange(this.seen.networks.advance(ev), ev);
       else if (isEventOf(ev, Volumes)) this.volumeChange(this.seen.volumes.advance(ev), ev);
       else if (isEventOf(ev, Endpoints)) this.endpointChange(this.seen.endpoints.advance(ev), ev);
+      else if (isEventOf(ev, Execs)) this.execChange(this.seen.execs.advance(ev), ev);
       else if (isEventOf(ev, Stacks)) {
         const prev = this.seen.stacks.advance(ev);
         if (ev.type !== 'delete') this.stackChange(prev, ev.resource);
@@ -238,6 +242,26 @@ export class EventRecorder {
     if (s.oomKilled && !p.oomKilled) this.container('oom', cur);
     // A probe moved the verdict (the reset to starting at a start is no event, as with the reference).
     if (s.health && s.health.Status !== 'starting' && s.health.Status !== p.health?.Status) this.container(`health_status: ${s.health.Status}`, cur);
+  }
+
+  /**
+   * An exec's life as the reference logs it on its container, a healthcheck probe's too:
+   * `exec_create: CMD ARGS` when made, `exec_start: CMD ARGS` when a start asks for it, `exec_die`
+   * with its exit code when its process ended (a probe's record may go in the same change).
+   */
+  private execChange(prev: ExecResource | undefined, ev: WatchEvent<ExecResource>): void {
+    const cur = ev.resource;
+    const c = this.store.get(Containers, cur.spec.containerId) ?? this.seen.containers.get(cur.spec.containerId);
+    if (!c) return;
+    const [cmd = '', ...args] = cur.spec.config.Cmd;
+    const line = `${cmd} ${args.join(' ')}`;
+    const attrs = { execID: cur.name };
+    if (ev.type !== 'delete' && !prev) this.container(`exec_create: ${line}`, c, attrs);
+    // Made and started in one change (a probe): both, in order.
+    if (ev.type !== 'delete' && cur.spec.desired === 'started' && prev?.spec.desired !== 'started') this.container(`exec_start: ${line}`, c, attrs);
+    const ran = (x: ExecResource | undefined) => !!x && x.status.pid > 0;
+    const ended = (x: ExecResource) => x.status.phase === 'exited' && x.status.exitCode !== null;
+    if (ended(cur) && !(prev && ended(prev)) && (ran(cur) || ran(prev))) this.container('exec_die', c, { ...attrs, exitCode: String(cur.status.exitCode) });
   }
 
   /** A network connected while the container runs (or beside its NetworkMode one): `connect` when its endpoint is plugged into a run, `disconnect` when it is not any more. */

@@ -124,7 +124,8 @@ export function containerComponents({ cfg, log }: DaemonEnv) {
         const supervisor = ctx.get('supervisor-client');
         const { dataRoot, execRoot } = ctx.get('paths');
         const idMap = ctx.get('userns').map;
-        const shimGroups = shimGroupsFromEnv();
+        // An external supervisor (--supervisor): no state dir to keep a group's shim from the reaping.
+        const shimGroups = cfg.supervisor ? 0 : shimGroupsFromEnv();
         if (shimGroups) log.info({ groups: shimGroups }, 'grouped shims: runc v2 containers share a shim per group');
         return new ContainerReconciler(store, {
           ...(shimGroups ? { shimGroup: (id: string, runtime: string) => {

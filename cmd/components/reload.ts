@@ -2,7 +2,7 @@
 // registry, the distribution driver; the shared configuration object last, in the reconciler),
 // the file source (chokidar's watcher and SIGHUP both read the file into the daemon-config
 // record) and the controller that reconciles it. Taken on once the API serves.
-import { systemdNotifier } from '../../drivers/sys/sd-notify.ts';
+import { systemdNotifier, type Notifier } from '../../drivers/sys/sd-notify.ts';
 import { hostname } from 'node:os';
 import type { DaemonConfig } from '../../config/options.ts';
 import { goFormat } from '../../config/values.ts';
@@ -26,6 +26,8 @@ export interface Running extends Reload {
   controller: Controller;
   manager: Manager;
   unwatch: () => Promise<void>;
+  /** The daemon's one systemd notifier (its notices go out in order: READY never overtakes a STOPPING). */
+  notifier: Notifier | undefined;
 }
 
 /** The `daemon reload` event's attributes, as the reference writes them (Go's formats). */
@@ -66,7 +68,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
       const authz = ctx.get('authz');
       const rlog = log.child({ component: 'config-reload' });
       // Type=notify: RELOADING=1, then READY=1 once the reload settles (drivers/sys/sd-notify.ts).
-      const notifier = systemdNotifier(rlog);
+      const notifier = systemdNotifier(log);
       const cluster = () => ctx.get('cluster').current?.membership;
       const owners: ReloadOwner[] = [
         {
@@ -128,7 +130,7 @@ export function reloadComponent({ cfg, log, sources }: DaemonEnv) {
         void notifier?.notify({ RELOADING: '1', STATUS: 'reloading the configuration' });
         source.read('signal');
       };
-      return { signal, controller, manager, unwatch };
+      return { signal, controller, manager, unwatch, notifier };
     },
     close: async ({ controller, manager, unwatch }) => {
       await unwatch();

@@ -13,7 +13,7 @@ import {
   ListTasksRequest, PauseTaskRequest, ResizePtyRequest, ResumeTaskRequest, StartRequest, UpdateTaskRequest, WaitRequest,
 } from './gen/tasks.ts';
 import { anyOf, connectSupervisor, jsonAny, toDate, unary, type UnaryMethod } from './rpc.ts';
-import { killShim, listeningSockets, listShims, startTicks, taskShimAddresses } from './shims.ts';
+import { killShim, listeningSockets, listShims, removeStaleBundle, startTicks, taskShimAddresses } from './shims.ts';
 import { createSupervisorStorage, type SupervisorStorage } from './storage.ts';
 import type { SupervisorTasks, TaskState, TaskStatus } from '../../lib/ports/supervisor.ts';
 
@@ -152,6 +152,10 @@ export function createSupervisorClient(opts: SupervisorClientOptions): Superviso
       }
       for (const s of shims) await killShim(s.pid);
       if (shims.length) log.warn({ id, pids: shims.map((s) => s.pid) }, 'killed a shim the supervisor had lost');
+      // With no task and no shim of its own, what a cut-off create left of its bundle goes too.
+      if (opts.stateDir && !(await listShims(opts.address, ns)).some((s) => s.id === id)) {
+        if (await removeStaleBundle(opts.stateDir, ns, id).catch(() => false)) log.warn({ id }, 'removed the bundle a cut-off task create left');
+      }
       return shims.length > 0;
     },
 

@@ -1,17 +1,25 @@
 // Grouped shims (docs/performance.md, "Grouped shims"): containerd's runc v2 shim serves every
 // container whose spec carries the same `io.containerd.runc.v2.group` annotation, so a group's later
-// members start no shim of their own. Opt-in while its failure model is being shown
-// (ENGINE_SHIM_GROUPS=K: K groups per runtime; unset or 0: a shim per container, as today). A
-// container's group follows from its id alone (its first 8 hex digits modulo K), so it is the same
-// after a daemon restart with no record kept; the group id names the runtime, since two shim
-// binaries would compute one socket address for one id, and only the runc v2 shim groups.
+// members start no shim of their own. The default: DEFAULT_GROUPS groups (ENGINE_SHIM_GROUPS=K
+// sets K; 0 gives every container a shim of its own, as the reference). A shim killed ends every
+// container of its group, so the groups bound what one shim's death takes. A container's group
+// follows from its id alone (its first 8 hex digits modulo K), so it is the same after a daemon
+// restart with no record kept; the group id names the runtime, since two shim binaries would
+// compute one socket address for one id, and only the runc v2 shim groups. A supervisor the daemon
+// did not start (--supervisor) gets a shim per container: the reaping of lost shims needs the
+// supervisor's state dir to keep a shim that serves its group.
 
 export const SHIM_GROUP_ANNOTATION = 'io.containerd.runc.v2.group';
 const RUNC_V2 = 'io.containerd.runc.v2';
 
-/** The groups count from the environment (0: off). */
+/** Groups when nothing says otherwise: 100 idle containers cost 8 shims (docs/performance.md). */
+export const DEFAULT_GROUPS = 8;
+
+/** The groups count from the environment (0: a shim per container). */
 export function shimGroupsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const k = Number(env.ENGINE_SHIM_GROUPS ?? 0);
+  const v = env.ENGINE_SHIM_GROUPS;
+  if (v === undefined || v.trim() === '') return DEFAULT_GROUPS;
+  const k = Number(v);
   return Number.isInteger(k) && k > 0 ? k : 0;
 }
 

@@ -3,8 +3,9 @@
 // shim process, and the `runc init` it started, keep running. They are found by their command
 // line: `containerd-shim-runc-v2 -namespace <ns> -id <id> -address <our private socket>`, which
 // only shims of this daemon's supervisor carry.
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { MNT_DETACH, umount } from '../sys/syscalls.ts';
 
 export interface ShimProcess {
   pid: number;
@@ -120,4 +121,23 @@ export async function taskShimAddresses(stateDir: string, ns: string): Promise<M
     if (a) out.set(id, a.trim().replace(/^unix:\/\//, ''));
   }
   return out;
+}
+
+/**
+ * Removes what a task create cut off by a supervisor crash can leave of container `id` with no task
+ * and no shim: its bundle directory (`<state>/io.containerd.runtime.v2.task/<ns>/<id>`), which makes
+ * the next create fail with "failed to start shim: mkdir …: file exists". A rootfs mounted in it
+ * (never by this daemon: its specs name their root by path) is let go first, never walked into.
+ */
+export async function removeStaleBundle(stateDir: string, ns: string, id: string): Promise<boolean> {
+  const bundle = join(stateDir, 'io.containerd.runtime.v2.task', ns, id);
+  const st = await stat(bundle).catch(() => null);
+  if (!st) return false;
+  const rootfs = join(bundle, 'rootfs');
+  const r = await stat(rootfs).catch(() => null);
+  if (r && r.dev !== st.dev) await umount(rootfs, MNT_DETACH).catch(() => {});
+  const again = await stat(rootfs).catch(() => null);
+  if (again && again.dev !== st.dev) return false;
+  await rm(bundle, { recursive: true, force: true });
+  return true;
 }

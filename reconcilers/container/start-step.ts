@@ -148,7 +148,10 @@ export class StartSteps {
         exitCode: exitCode ?? 128,
         pid: 0,
       }));
-      return { unreachable: isUnreachable(err) };
+      // A create cut off by a supervisor crash can leave its bundle ("failed to start shim: mkdir …:
+      // file exists") or the runtime's state ("container with given ID already exists") behind: the
+      // clear above removed them (supervisor-records.ts), so it is tried again.
+      return { unreachable: isUnreachable(err) || /failed to start shim: mkdir \S+: file exists|runc create failed: container with given ID already exists/.test(message) };
     }
   }
 

@@ -64,6 +64,9 @@ describe('healthchecks', () => {
     const events = await dk('events', '--since', String(since), '--until', String(Math.ceil(Date.now() / 1000) + 1), '--filter', 'event=health_status', '--format', '{{.Actor.Attributes.name}} {{.Action}}');
     assert.match(events, /good health_status: healthy/);
     assert.match(events, /bad health_status: unhealthy/);
+    // Each probe is an exec, logged as the reference logs it.
+    const probes = await dk('events', '--since', String(since), '--until', String(Math.ceil(Date.now() / 1000) + 1), '--filter', 'container=good', '--format', '{{.Action}}');
+    assert.match(probes, /^exec_create: \/bin\/sh -c .+\nexec_start: \/bin\/sh -c .+\nexec_die$/m, probes);
 
     // A restart starts over at "starting".
     await dk('restart', '-t', '0', 'good');

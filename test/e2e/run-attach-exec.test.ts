@@ -205,6 +205,17 @@ describe('run, attach, exec, bridge and live views', () => {
     for (const a of ['create', 'start', 'die', 'destroy']) assert.ok(actions.includes(a), `missing ${a} in ${actions}`);
   });
 
+  test('events of an exec, as dockerd 20.10 logs them: exec_create and exec_start with its command, exec_die with its exit code, each with its execID', async () => {
+    await dk('run', '-d', '--network', 'none', '--name', 'evx', imgs.tag, 'sleep', '60');
+    const since = Math.floor(Date.now() / 1000) - 1;
+    assert.equal((await docker(d, ['exec', 'evx', 'sh', '-c', 'exit 3'])).code, 3);
+    const until = Math.floor(Date.now() / 1000) + 1;
+    const ev = await dk('events', '--since', String(since), '--until', String(until), '--filter', 'container=evx', '--format', '{{.Action}}|{{.Actor.Attributes.exitCode}}|{{.Actor.Attributes.execID}}');
+    const execs = ev.split('\n').filter((l) => l.startsWith('exec_')).map((l) => l.replace(/\|[0-9a-f]{64}$/, '|<execID>'));
+    assert.deepEqual(execs, ['exec_create: sh -c exit 3|<no value>|<execID>', 'exec_start: sh -c exit 3|<no value>|<execID>', 'exec_die|3|<execID>'], ev);
+    await dk('rm', '-f', 'evx');
+  });
+
   test('docker-py high-level: containers.run, exec_run, put/get archive', async () => {
     const out = await pythonDocker(
       d,

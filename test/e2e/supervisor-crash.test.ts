@@ -19,7 +19,8 @@ describe('supervisor crash', () => {
   let imgs: TestImages;
   const dk = dockerOk(() => d!);
   before(async () => {
-    ({ d, imgs } = await startWithImages());
+    // A shim per container (grouped shims are shim-groups.test.ts's): each case kills one container's shim or counts them.
+    ({ d, imgs } = await startWithImages({ env: { ENGINE_SHIM_GROUPS: '0' } }));
   });
   after(async () => {
     await removeAllAndCleanup(d);

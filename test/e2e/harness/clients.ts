@@ -17,7 +17,8 @@ export interface ApiAnswer {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export function apiRequest(d: DaemonHandle, method: string, path: string, body?: string, contentType = 'application/json'): Promise<ApiAnswer> {
+/** One request on the daemon's socket, the whole answer read; with `timeoutMs`, one not answered by then fails. */
+export function apiRequest(d: DaemonHandle, method: string, path: string, body?: string, contentType = 'application/json', timeoutMs?: number): Promise<ApiAnswer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(body)) };
     const req = request({ socketPath: d.socket, method, path, headers }, (res) => {
@@ -33,6 +34,7 @@ export function apiRequest(d: DaemonHandle, method: string, path: string, body?:
         resolve({ status: res.statusCode ?? 0, text, body: parsed });
       });
     });
+    if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer in ${timeoutMs} ms`)));
     req.on('error', reject);
     req.end(body);
   });

@@ -68,3 +68,12 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export function exitWhenLingering(ms = 3000): void {
   setTimeout(() => process.exit(process.exitCode ?? 0), ms).unref();
 }
+
+/** Resident memory of a process in KiB (VmRSS); 0 when it is gone. */
+export function rssKiB(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}

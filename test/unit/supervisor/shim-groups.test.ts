@@ -9,8 +9,9 @@ import { test } from 'node:test';
 import { shimGroupOf, shimGroupsFromEnv } from '../../../drivers/supervisor/shim-groups.ts';
 import { listeningSockets, taskShimAddresses } from '../../../drivers/supervisor/shims.ts';
 
-test('a container\'s group: from its id, per runtime, runc v2 only; off unless ENGINE_SHIM_GROUPS is a positive integer', () => {
-  assert.equal(shimGroupsFromEnv({}), 0);
+test('a container\'s group: from its id, per runtime, runc v2 only; 8 groups unless ENGINE_SHIM_GROUPS says (0 or anything else: a shim each)', () => {
+  assert.equal(shimGroupsFromEnv({}), 8);
+  assert.equal(shimGroupsFromEnv({ ENGINE_SHIM_GROUPS: '' }), 8);
   assert.equal(shimGroupsFromEnv({ ENGINE_SHIM_GROUPS: '8' }), 8);
   for (const bad of ['0', '-1', '1.5', 'x']) assert.equal(shimGroupsFromEnv({ ENGINE_SHIM_GROUPS: bad }), 0, bad);
   const id = '0000000a' + 'f'.repeat(56);
